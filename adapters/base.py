@@ -1,0 +1,135 @@
+"""The base class for sources: how a sensor's frames enter hyperframes.
+
+A source has a ``name``, the :class:`~fusion.SensorSpec` of each sensor it
+produces (usually one; a replayed recording produces many), and an async
+generator :meth:`Source.frames`. Rules every source follows:
+
+* blocking device or decoder I/O runs in a worker thread (:meth:`Source.run_blocking`),
+  never on the event loop;
+* ``seq`` counts from 0 per sensor (:meth:`Source.make_frame` does this);
+* a bad packet or frame is counted (:meth:`Source.count_error`) and skipped,
+  never raised out of ``frames()``, unless the source cannot go on at all;
+* cancellation is honest: ``frames()`` stops at the next checkpoint and
+  :meth:`Source.aclose` releases devices and files.
+
+A custom adapter::
+
+    class Thermometer(Source):
+        def __init__(self, port: str) -> None:
+            super().__init__(SensorSpec("thermo", kind="timeseries", rate_hz=1.0))
+            self.port = port
+
+        async def frames(self) -> AsyncIterator[Frame]:
+            while True:
+                t, value = await self.run_blocking(read_port, self.port)
+                yield self.make_frame(t, np.array([value], np.float32))
+"""
+
+from __future__ import annotations
+
+import warnings
+from abc import ABC, abstractmethod
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any, TypeVar
+
+from fusion.frames import Frame, SensorSpec
+from fusion.timing import current_clock, run_sync
+
+T = TypeVar("T")
+
+
+class Source(ABC):
+    """Base class for every source of frames (contract)."""
+
+    def __init__(
+        self, spec: SensorSpec | None = None, *, specs: tuple[SensorSpec, ...] = ()
+    ) -> None:
+        if spec is None and not specs:
+            raise ValueError("a Source needs a SensorSpec (spec=) or several (specs=)")
+        self._specs: tuple[SensorSpec, ...] = (spec,) if spec is not None else tuple(specs)
+        self._next_seq: dict[str, int] = {}
+        self.errors: Counter[str] = Counter()
+        """Frames or packets this source skipped, by reason."""
+        self.last_error: str | None = None
+        """Message of the most recent skipped item, for humans."""
+        self._closed = False
+
+    @property
+    def name(self) -> str:
+        """The source's name: its (first) sensor's name."""
+        return self._specs[0].name
+
+    @property
+    def spec(self) -> SensorSpec:
+        """The spec of the source's (first) sensor."""
+        return self._specs[0]
+
+    @property
+    def specs(self) -> tuple[SensorSpec, ...]:
+        """Specs of every sensor this source produces."""
+        return self._specs
+
+    @abstractmethod
+    def frames(self) -> AsyncIterator[Frame]:
+        """Yield frames in arrival order until the source ends or is cancelled."""
+
+    def make_frame(
+        self,
+        t_sensor: int,
+        data: Any,
+        *,
+        sensor: str | None = None,
+        t_arrival: int | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Frame:
+        """Build the next frame of ``sensor`` (default: this source's), numbering ``seq``."""
+        name = self.name if sensor is None else sensor
+        seq = self._next_seq.get(name, 0)
+        self._next_seq[name] = seq + 1
+        return Frame(
+            name,
+            seq,
+            int(t_sensor),
+            data,
+            t_sensor=int(t_sensor),
+            t_arrival=t_arrival,
+            meta={} if meta is None else meta,
+        )
+
+    def now(self) -> int:
+        """Host time from the current runtime clock, for ``t_arrival``."""
+        return current_clock().now()
+
+    def count_error(self, reason: str, message: str) -> None:
+        """Record a skipped packet or frame: counted by ``reason``, message kept."""
+        self.errors[reason] += 1
+        self.last_error = message
+
+    async def run_blocking(self, func: Callable[..., T], *args: object) -> T:
+        """Run blocking I/O in a worker thread (the event loop stays free)."""
+        return await run_sync(func, *args)
+
+    def statistics(self) -> Mapping[str, Any]:
+        """Frames produced per sensor and errors by reason."""
+        return {"frames": dict(self._next_seq), "errors": dict(self.errors)}
+
+    async def aclose(self) -> None:
+        """Release devices and files. Safe to call twice."""
+        self._closed = True
+
+    async def __aenter__(self: _S) -> _S:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def _warn_unclosed(self) -> None:
+        if not self._closed:
+            warnings.warn(f"source {self.name!r} was not closed", ResourceWarning, stacklevel=2)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(s.name for s in self._specs)})"
+
+
+_S = TypeVar("_S", bound=Source)

@@ -1,0 +1,62 @@
+"""hyperframes core: frames, clocks, channels, sync policies, the hub, workers."""
+
+from fusion._exports import rewrite_module
+from fusion.channels import ChannelReceiver, ChannelSender, ChannelStatistics, open_channel
+from fusion.clock import ClockModel, FixedOffset, Identity
+from fusion.errors import (
+    ConfigError,
+    CorruptChunk,
+    DecodeError,
+    FrameFormatError,
+    HyperframesError,
+    LimitExceeded,
+    RecorderClosed,
+    RecordingError,
+    SensorTimeout,
+    SourceError,
+    SourceOpenError,
+    TruncatedRecording,
+    UnsupportedVersion,
+    UsageError,
+    WorkerError,
+    frame_context,
+)
+from fusion.frames import Frame, FrameGroup, SensorSpec
+from fusion.timing import Clock, MonotonicClock, VirtualClock, current_clock, run_sync, use_clock
+
+__all__ = [
+    "ChannelReceiver",
+    "ChannelSender",
+    "ChannelStatistics",
+    "Clock",
+    "ClockModel",
+    "ConfigError",
+    "CorruptChunk",
+    "DecodeError",
+    "FixedOffset",
+    "Frame",
+    "FrameFormatError",
+    "FrameGroup",
+    "HyperframesError",
+    "Identity",
+    "LimitExceeded",
+    "MonotonicClock",
+    "RecorderClosed",
+    "RecordingError",
+    "SensorSpec",
+    "SensorTimeout",
+    "SourceError",
+    "SourceOpenError",
+    "TruncatedRecording",
+    "UnsupportedVersion",
+    "UsageError",
+    "VirtualClock",
+    "WorkerError",
+    "current_clock",
+    "frame_context",
+    "open_channel",
+    "run_sync",
+    "use_clock",
+]
+
+rewrite_module(globals(), __name__)

@@ -1,0 +1,44 @@
+"""The ``hyperframes`` command line.
+
+Each subcommand lives in its own module under ``fusion.cli`` with a
+``register(subparsers)`` function that adds its parser and sets ``func``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+# Order here is the order ``--help`` lists them.
+COMMANDS = ("demo",)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hyperframes",
+        description=(
+            "Multi-sensor frame data: sync sensors on one clock, batch them through "
+            "models, record and replay sessions (.hfr frame logs)."
+        ),
+        epilog="Run 'hyperframes COMMAND --help' for a command's options.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        importlib.import_module(f"fusion.cli.{name}").register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    code: int = args.func(args)
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

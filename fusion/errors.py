@@ -1,0 +1,168 @@
+"""The exception tree of hyperframes.
+
+Every error the library raises on purpose derives from :class:`HyperframesError`,
+except misuse of an object (writing to a closed recorder), which derives from
+:class:`UsageError`, a ``RuntimeError``: a bug in the caller, not bad data.
+
+::
+
+    HyperframesError
+    ├── ConfigError
+    ├── SourceError            (sensor, seq)
+    │   ├── DecodeError
+    │   ├── SensorTimeout
+    │   └── SourceOpenError
+    ├── FrameFormatError        wrong shape / dtype / type of a payload
+    ├── RecordingError          (path, offset)
+    │   ├── CorruptChunk
+    │   ├── TruncatedRecording
+    │   ├── UnsupportedVersion
+    │   └── LimitExceeded
+    └── WorkerError
+    UsageError (RuntimeError)
+    └── RecorderClosed
+
+Messages are built from the fields, so a caller that catches an error can both
+print it and act on its attributes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+class HyperframesError(Exception):
+    """Root of every error hyperframes raises about data, devices or models."""
+
+
+class ConfigError(HyperframesError):
+    """A configuration value is missing, of the wrong type or out of range."""
+
+
+class SourceError(HyperframesError):
+    """A source could not deliver a frame; ``sensor`` and ``seq`` say which."""
+
+    def __init__(self, message: str, *, sensor: str | None = None, seq: int | None = None):
+        self.sensor = sensor
+        self.seq = seq
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        message = super().__str__()
+        where = _where(self.sensor, self.seq)
+        return f"{where}: {message}" if where else message
+
+
+class DecodeError(SourceError):
+    """A packet or frame could not be decoded; the stream goes on without it."""
+
+
+class SensorTimeout(SourceError):
+    """A sensor sent nothing within its deadline."""
+
+
+class SourceOpenError(SourceError):
+    """A source could not be opened (missing file, unreachable URL, wrong format)."""
+
+
+class FrameFormatError(HyperframesError):
+    """A payload does not have the shape, dtype or type a consumer expects."""
+
+    def __init__(
+        self,
+        *,
+        sensor: str | None,
+        seq: int | None,
+        expected: str,
+        found: str,
+    ):
+        self.sensor = sensor
+        self.seq = seq
+        self.expected = expected
+        self.found = found
+        super().__init__(expected, found)
+
+    def __str__(self) -> str:
+        where = _where(self.sensor, self.seq) or "frame"
+        return f"{where}: expected {self.expected}, found {self.found}"
+
+
+class RecordingError(HyperframesError):
+    """A frame log is damaged, truncated or of an unknown version."""
+
+    def __init__(self, message: str, *, path: str | None = None, offset: int | None = None):
+        self.path = path
+        self.offset = offset
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        message = super().__str__()
+        parts = []
+        if self.path is not None:
+            parts.append(f"{self.path!s}")
+        if self.offset is not None:
+            parts.append(f"byte {self.offset}")
+        return f"{', '.join(parts)}: {message}" if parts else message
+
+
+class CorruptChunk(RecordingError):
+    """A chunk's CRC, sizes or records do not check out; the chunk is skipped."""
+
+
+class TruncatedRecording(RecordingError):
+    """The file ends inside a record: the writer was killed or the copy is short."""
+
+
+class UnsupportedVersion(RecordingError):
+    """The file was written by a newer, incompatible format version."""
+
+
+class LimitExceeded(RecordingError):
+    """A size declared in the file exceeds a safety limit; nothing was allocated."""
+
+
+class WorkerError(HyperframesError):
+    """A model failed on an item or a batch; ``sensor`` and ``seq`` name the item."""
+
+    def __init__(self, message: str, *, sensor: str | None = None, seq: int | None = None):
+        self.sensor = sensor
+        self.seq = seq
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        message = super().__str__()
+        where = _where(self.sensor, self.seq)
+        return f"{where}: {message}" if where else message
+
+
+class UsageError(RuntimeError):
+    """An object was used in a way its contract forbids (a caller bug)."""
+
+
+class RecorderClosed(UsageError):
+    """A write reached a recorder that is closed or has failed."""
+
+
+def _where(sensor: str | None, seq: int | None) -> str:
+    if sensor is None:
+        return ""
+    return f"sensor {sensor!r}" + (f" seq {seq}" if seq is not None else "")
+
+
+@contextmanager
+def frame_context(sensor: str, seq: int | None = None) -> Iterator[None]:
+    """Attach ``sensor`` and ``seq`` to a hyperframes error raised inside the block.
+
+    Errors that already name a sensor keep theirs; foreign exceptions get a note,
+    so the traceback still says which frame was being handled.
+    """
+    try:
+        yield
+    except (SourceError, WorkerError, FrameFormatError) as err:
+        if err.sensor is None:
+            err.sensor, err.seq = sensor, seq
+        raise
+    except Exception as err:
+        err.add_note(f"while handling {_where(sensor, seq)}")
+        raise

@@ -1,0 +1,1 @@
+"""Frame logs (.hfr): recorder, reader, replay and the pytest plugin."""
