@@ -1,0 +1,73 @@
+"""Put results back in input order, within a bounded window.
+
+Batches finish out of order (several replicas, retries after an error, items
+that skip inference), yet a consumer wants result ``k`` after result ``k - 1``.
+:class:`ReorderBuffer` numbers items as they are admitted and holds finished
+results until every earlier one has finished, then releases the run.
+
+The window is bounded: at most ``window`` items may be admitted and not yet
+released. :meth:`ReorderBuffer.admit` refuses beyond that, so a slow item
+stalls the producer (backpressure) instead of growing memory without limit.
+Sans-I/O, like the batcher: no clock, no waiting.
+"""
+
+from __future__ import annotations
+
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class ReorderBuffer(Generic[T]):
+    """Sequence numbers in, results out in sequence order."""
+
+    def __init__(self, window: int) -> None:
+        if window < 1:
+            raise ValueError(f"reorder window must be >= 1, got {window}")
+        self.window = window
+        self._next_seq = 0
+        self._next_out = 0
+        self._done: dict[int, T] = {}
+        self._high_water = 0
+
+    @property
+    def can_admit(self) -> bool:
+        """True if :meth:`admit` would succeed."""
+        return self._next_seq - self._next_out < self.window
+
+    @property
+    def outstanding(self) -> int:
+        """Items admitted and not yet released."""
+        return self._next_seq - self._next_out
+
+    @property
+    def high_water(self) -> int:
+        """Most results ever held back waiting for an earlier one."""
+        return self._high_water
+
+    def admit(self) -> int:
+        """Number the next item; raises if the window is full (check :attr:`can_admit`)."""
+        if not self.can_admit:
+            raise RuntimeError(
+                f"reorder window full: {self.window} items outstanding since seq {self._next_out}"
+            )
+        seq = self._next_seq
+        self._next_seq += 1
+        return seq
+
+    def complete(self, seq: int, result: T) -> list[T]:
+        """Store the result of ``seq``; return every result now releasable, in order."""
+        if not self._next_out <= seq < self._next_seq:
+            raise ValueError(
+                f"seq {seq} is not outstanding (outstanding: {self._next_out}..{self._next_seq - 1})"
+            )
+        if seq in self._done:
+            raise ValueError(f"seq {seq} completed twice")
+        self._done[seq] = result
+        if len(self._done) > self._high_water:
+            self._high_water = len(self._done)
+        out: list[T] = []
+        while self._next_out in self._done:
+            out.append(self._done.pop(self._next_out))
+            self._next_out += 1
+        return out
