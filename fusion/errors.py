@@ -18,7 +18,8 @@ except misuse of an object (writing to a closed recorder), which derives from
     │   ├── TruncatedRecording
     │   ├── UnsupportedVersion
     │   └── LimitExceeded
-    └── WorkerError
+    └── WorkerError             (sensor, seq)
+        └── DeadlineExpired     an item waited past its deadline; not run
     UsageError (RuntimeError)
     └── RecorderClosed
 
@@ -134,6 +135,10 @@ class WorkerError(HyperframesError):
         message = super().__str__()
         where = _where(self.sensor, self.seq)
         return f"{where}: {message}" if where else message
+
+
+class DeadlineExpired(WorkerError):
+    """An item's deadline passed while it waited for a batch; it was not run."""
 
 
 class UsageError(RuntimeError):

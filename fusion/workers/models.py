@@ -19,6 +19,8 @@ Every model has a dynamic batch axis ``N``. A user's own model drops in by path.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -134,7 +136,7 @@ def tiny_cnn(size: int = 224, classes: int = 10, seed: int = 0) -> bytes:
     nodes: list[onnx.NodeProto] = []
     inits: list[TensorProto] = []
     prev = "image"
-    for i, (cin, cout) in enumerate(itertools_pairs(chans)):
+    for i, (cin, cout) in enumerate(itertools.pairwise(chans)):
         w = rng.normal(0, np.sqrt(2.0 / (cin * 9)), (cout, cin, 3, 3)).astype(np.float32)
         b = np.zeros(cout, np.float32)
         inits += [_const(f"w{i}", w), _const(f"b{i}", b)]
@@ -162,14 +164,7 @@ def tiny_cnn(size: int = 224, classes: int = 10, seed: int = 0) -> bytes:
     return _finish(graph)
 
 
-def itertools_pairs(values: list[int]) -> list[tuple[int, int]]:
-    """Consecutive pairs ``[(v0, v1), (v1, v2), ...]``."""
-    return list(zip(values[:-1], values[1:], strict=True))
-
-
-def bev_occupancy(
-    grid: int = 32, extent: float = 16.0, points: int | str = "P"
-) -> bytes:
+def bev_occupancy(grid: int = 32, extent: float = 16.0, points: int | str = "P") -> bytes:
     """Bird's-eye-view occupancy: ``points [N, P, 3]`` -> ``occupancy [N, grid, grid]``.
 
     The square ``[-extent, extent)`` metres in x and y is cut into ``grid`` x

@@ -58,9 +58,8 @@ class ReorderBuffer(Generic[T]):
     def complete(self, seq: int, result: T) -> list[T]:
         """Store the result of ``seq``; return every result now releasable, in order."""
         if not self._next_out <= seq < self._next_seq:
-            raise ValueError(
-                f"seq {seq} is not outstanding (outstanding: {self._next_out}..{self._next_seq - 1})"
-            )
+            outstanding = f"{self._next_out}..{self._next_seq - 1}"
+            raise ValueError(f"seq {seq} is not outstanding (outstanding: {outstanding})")
         if seq in self._done:
             raise ValueError(f"seq {seq} completed twice")
         self._done[seq] = result

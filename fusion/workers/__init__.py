@@ -1,0 +1,28 @@
+"""Batch inference: ONNX Runtime sessions, dynamic batching, ordering, frame skipping.
+
+See :class:`BatchWorker` for the pipeline; :mod:`fusion.workers.models` builds
+the small ONNX models used by tests, examples and benchmarks.
+"""
+
+from fusion.workers.batcher import Batch, BatcherStatistics, DynamicBatcher
+from fusion.workers.gate import ChangeGate, GateDecision, GateStatistics
+from fusion.workers.preprocess import ImagePreprocess
+from fusion.workers.reorder import ReorderBuffer
+from fusion.workers.sessions import ModelSession, ProviderFailure
+from fusion.workers.worker import BatchWorker, WorkerResult, WorkerStatistics
+
+__all__ = [
+    "Batch",
+    "BatchWorker",
+    "BatcherStatistics",
+    "ChangeGate",
+    "DynamicBatcher",
+    "GateDecision",
+    "GateStatistics",
+    "ImagePreprocess",
+    "ModelSession",
+    "ProviderFailure",
+    "ReorderBuffer",
+    "WorkerResult",
+    "WorkerStatistics",
+]
