@@ -1,0 +1,102 @@
+"""Constants of the ``.hfr`` byte layout: magics, version, record kinds, limits.
+
+The full specification is ``recordings/FORMAT.md``; this module is its single
+source of numbers. In short::
+
+    file     := preamble record* [trailer]
+    preamble := MAGIC(8) major:u16 minor:u16 flags:u32            (16 bytes)
+    record   := prelude meta payload
+    prelude  := SYNC(3) kind:u8 meta_len:u32 payload_len:u64
+                meta_crc:u32 payload_crc:u32                       (24 bytes)
+    trailer  := index_offset:u64 crc:u32 END_MAGIC(8)             (20 bytes)
+
+``meta`` is a msgpack map; ``meta_crc`` covers the first 16 prelude bytes and
+the meta bytes, so a reader trusts a record's lengths only once they check out.
+``payload_crc`` covers the payload as stored (compressed, for a chunk), so a
+chunk is verified without decompressing it.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from enum import IntEnum
+
+MAGIC = b"\x89HFR\r\n\x1a\n"
+"""First 8 bytes of every ``.hfr`` file (PNG-style: catches text-mode mangling)."""
+
+END_MAGIC = b"\x89HFREND\n"
+"""Last 8 bytes of a file whose writer closed it (the trailer is present)."""
+
+SYNC = b"HFR"
+"""First 3 bytes of every record prelude: lets a reader resynchronise after damage."""
+
+VERSION_MAJOR = 1
+"""Bumped for changes an older reader cannot read; such a reader refuses the file."""
+
+VERSION_MINOR = 0
+"""Bumped for additions (new meta keys, new record kinds) an older reader can skip."""
+
+PREAMBLE = struct.Struct("<8sHHI")
+PRELUDE = struct.Struct("<3sBIQII")
+TRAILER = struct.Struct("<QI8s")
+
+
+class RecordKind(IntEnum):
+    """The ``kind`` byte of a record prelude."""
+
+    HEADER = 1
+    """Sensor specs and user metadata; the first record of a file."""
+    CHUNK = 2
+    """A zstd-compressed batch of frames, described by its meta."""
+    INDEX = 3
+    """The footer index: every chunk's meta and offset, written by ``close()``."""
+
+
+class Compression(IntEnum):
+    """How a chunk payload is stored (``meta["z"]``)."""
+
+    NONE = 0
+    ZSTD = 1
+
+
+EXT_NDARRAY = 1
+"""msgpack extension code of an array reference: ``[blob_offset, dtype, shape]``."""
+
+DEFAULT_CHUNK_BYTES = 4 * 1024 * 1024
+"""Raw bytes after which the recorder closes a chunk."""
+
+DEFAULT_FLUSH_INTERVAL = 1.0
+"""Seconds after which an open chunk is written even if small: the most a crash loses."""
+
+DEFAULT_MAX_CHUNK_BYTES = 1 << 30
+"""Largest raw (decompressed) or stored chunk a reader accepts unless told otherwise."""
+
+DEFAULT_MAX_META_BYTES = 64 * 1024 * 1024
+"""Largest record meta a reader accepts (an index of ~500k chunks)."""
+
+BLOB_ALIGN = 64
+"""Arrays inside a raw chunk start at multiples of this, so views are SIMD-aligned."""
+
+
+def crc32(*parts: bytes | bytearray | memoryview) -> int:
+    """CRC-32 (zlib polynomial) over the concatenation of ``parts``."""
+    crc = 0
+    for part in parts:
+        crc = zlib.crc32(part, crc)
+    return crc
+
+
+def pack_preamble(major: int = VERSION_MAJOR, minor: int = VERSION_MINOR) -> bytes:
+    return PREAMBLE.pack(MAGIC, major, minor, 0)
+
+
+def pack_prelude(kind: int, meta: bytes, payload_len: int, payload_crc: int) -> bytes:
+    """The 24-byte prelude of a record whose meta bytes are ``meta``."""
+    head = PRELUDE.pack(SYNC, kind, len(meta), payload_len, 0, 0)[:16]
+    return head + struct.pack("<II", crc32(head, meta), payload_crc)
+
+
+def pack_trailer(index_offset: int) -> bytes:
+    raw = struct.pack("<Q", index_offset)
+    return TRAILER.pack(index_offset, crc32(raw), END_MAGIC)

@@ -1,0 +1,534 @@
+"""Reading ``.hfr`` files: summary, filtered iteration, seeking, damage reports.
+
+Theory of operation. :func:`open_recording` reads the preamble and header,
+then finds the chunks one of two ways:
+
+* **indexed**: the trailer points at the footer index, which lists every
+  chunk's meta and offset; nothing else is read at open;
+* **scan** (no trailer: the writer crashed, or ``use_index=False``): walk the
+  records from the header on, trusting a prelude's lengths only once its
+  meta CRC checks out. A record that fails its check is reported and the
+  scan resynchronises on the next valid prelude; a record that runs past the
+  end of the file ends the scan (the writer died while writing it).
+
+Chunks are read lazily. Reading one checks its payload CRC, then decompresses
+it within the sizes its meta declares and ``max_chunk_bytes``; a chunk that
+fails any step is reported in :attr:`Recording.damage` (which chunk, which
+byte offset, which time range) and skipped, and iteration goes on with the
+next one. ``strict=True`` raises instead.
+
+Seeking: chunks are in recorded (arrival) order, so their time ranges may
+overlap. With ``m[i]`` the running maximum of ``t_end`` and ``n[i]`` the
+minimum of ``t_start`` over chunks ``i..``, both monotonic, two bisections
+bound the chunks that can hold ``[start, end)``: O(log n) in chunks.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import itertools
+import os
+import struct
+from collections.abc import Generator, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType, TracebackType
+from typing import Any
+
+import msgpack
+
+from fusion.errors import (
+    CorruptChunk,
+    LimitExceeded,
+    RecordingError,
+    TruncatedRecording,
+    UnsupportedVersion,
+)
+from fusion.frames import Frame, SensorSpec
+from recordings.format import (
+    DEFAULT_MAX_CHUNK_BYTES,
+    DEFAULT_MAX_META_BYTES,
+    END_MAGIC,
+    MAGIC,
+    PREAMBLE,
+    PRELUDE,
+    SYNC,
+    TRAILER,
+    VERSION_MAJOR,
+    RecordKind,
+    crc32,
+)
+from recordings.records import ChunkMeta, decode_frames, decompress_chunk, spec_from_wire
+
+
+@dataclass(frozen=True, slots=True)
+class SensorSummary:
+    """One sensor's share of a recording."""
+
+    spec: SensorSpec
+    count: int
+    """Frames recorded (in readable chunks)."""
+    t_start: int | None
+    """First ``t``, ns; ``None`` without frames."""
+    t_end: int | None
+    """Last ``t``, ns; ``None`` without frames."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecordingSummary:
+    """What :meth:`Recording.summary` knows without decompressing anything."""
+
+    path: Path
+    version: tuple[int, int]
+    sensors: Mapping[str, SensorSummary]
+    count: int
+    """Frames in the chunks found."""
+    chunks: int
+    t_start: int | None
+    t_end: int | None
+    file_size: int
+    raw_bytes: int
+    """Uncompressed size of the chunks."""
+    stored_bytes: int
+    """Size of the chunk payloads on disk."""
+    indexed: bool
+    """The footer index was present and valid (the writer closed the file)."""
+    damage: tuple[str, ...]
+    """A sentence per problem found so far."""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def duration_ns(self) -> int:
+        """``t_end - t_start`` (0 for an empty recording)."""
+        if self.t_start is None or self.t_end is None:
+            return 0
+        return self.t_end - self.t_start
+
+    @property
+    def compression_ratio(self) -> float:
+        """Uncompressed over stored chunk bytes (1.0 when empty)."""
+        return self.raw_bytes / self.stored_bytes if self.stored_bytes else 1.0
+
+
+class Recording:
+    """An open ``.hfr`` file. Use :func:`open_recording` to get one."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        use_index: bool = True,
+        strict: bool = False,
+        max_chunk_bytes: int = DEFAULT_MAX_CHUNK_BYTES,
+        max_meta_bytes: int = DEFAULT_MAX_META_BYTES,
+    ) -> None:
+        self.path = Path(path)
+        self.strict = strict
+        self.max_chunk_bytes = max_chunk_bytes
+        self.max_meta_bytes = max_meta_bytes
+        self.damage: list[RecordingError] = []
+        """Every problem found: at open, and in chunks as they are read."""
+        self._damaged_offsets: set[int] = set()
+        self.specs: dict[str, SensorSpec] = {}
+        self.metadata: dict[str, Any] = {}
+        self.chunks: list[ChunkMeta] = []
+        self.indexed = False
+        self._fd = os.open(self.path, os.O_RDONLY)
+        try:
+            self.size = os.fstat(self._fd).st_size
+            self._open(use_index)
+        except BaseException:
+            os.close(self._fd)
+            raise
+        self._max_end = list(itertools.accumulate((c.t_end for c in self.chunks), max))
+        mins = list(itertools.accumulate((c.t_start for c in reversed(self.chunks)), min))
+        self._min_start_from = mins[::-1]
+
+    # -- opening ----------------------------------------------------------
+
+    def _open(self, use_index: bool) -> None:
+        head = os.pread(self._fd, PREAMBLE.size, 0)
+        if len(head) < PREAMBLE.size or head[:8] != MAGIC:
+            if MAGIC.startswith(head[:8]):
+                raise TruncatedRecording(
+                    f"the file ends after {len(head)} bytes, inside its preamble",
+                    path=str(self.path),
+                    offset=len(head),
+                )
+            raise RecordingError(
+                "not a hyperframes recording (bad magic bytes)", path=str(self.path), offset=0
+            )
+        _, major, minor, _flags = PREAMBLE.unpack(head)
+        self.version = (major, minor)
+        if major != VERSION_MAJOR:
+            raise UnsupportedVersion(
+                f"Recording has format version {major}.{minor}; this reader supports "
+                f"{VERSION_MAJOR}.x",
+                path=str(self.path),
+                offset=8,
+            )
+        offset = PREAMBLE.size
+        rec = self._read_record_head(offset)
+        if isinstance(rec, RecordingError):
+            self._report(rec)
+        else:
+            kind, meta, _plen, end = rec
+            if kind == RecordKind.HEADER and isinstance(meta, dict):
+                self._take_specs(meta.get("sensors"))
+                if isinstance(meta.get("metadata"), dict):
+                    self.metadata = meta["metadata"]
+                offset = end
+            else:
+                self._report(CorruptChunk("the first record is not a header", **self._at(offset)))
+        if use_index and self._read_index():
+            self.indexed = True
+            return
+        self._scan(offset)
+
+    def _read_index(self) -> bool:
+        if self.size < PREAMBLE.size + TRAILER.size:
+            return False
+        trailer = os.pread(self._fd, TRAILER.size, self.size - TRAILER.size)
+        index_offset, crc, magic = TRAILER.unpack(trailer)
+        if magic != END_MAGIC or crc32(struct.pack("<Q", index_offset)) != crc:
+            return False
+        rec = self._read_record_head(index_offset)
+        if isinstance(rec, RecordingError) or rec[0] != RecordKind.INDEX:
+            self._report(
+                CorruptChunk(
+                    "the footer index is damaged; scanning the chunks instead",
+                    **self._at(index_offset),
+                )
+            )
+            return False
+        meta = rec[1]
+        try:
+            chunks = [
+                ChunkMeta.from_msgpack(e, offset=e["off"], stored_size=e["len"])
+                for e in meta["chunks"]
+            ]
+            if any(type(c.offset) is not int or c.offset >= index_offset for c in chunks):
+                raise ValueError("a chunk offset points past the index")
+        except Exception as err:
+            self._report(
+                CorruptChunk(
+                    f"the footer index does not parse ({err}); scanning instead",
+                    **self._at(index_offset),
+                )
+            )
+            return False
+        self.chunks = chunks
+        self._take_specs(meta.get("sensors"))
+        for c in chunks:
+            self._take_specs(c.new_specs)
+        return True
+
+    def _scan(self, offset: int) -> None:
+        while offset < self.size:
+            rec = self._read_record_head(offset)
+            if isinstance(rec, TruncatedRecording):
+                self._report(rec)
+                return
+            if isinstance(rec, RecordingError):
+                self._report(rec)
+                nxt = self._resync(offset + 1)
+                if nxt is None:
+                    return
+                offset = nxt
+                continue
+            kind, meta, plen, end = rec
+            if kind == RecordKind.CHUNK:
+                try:
+                    chunk = ChunkMeta.from_msgpack(meta, offset=offset, stored_size=plen)
+                except Exception as err:
+                    self._report(
+                        CorruptChunk(f"a chunk meta does not parse ({err})", **self._at(offset))
+                    )
+                else:
+                    self.chunks.append(chunk)
+                    self._take_specs(chunk.new_specs)
+            elif kind == RecordKind.INDEX:
+                return  # what follows is the trailer
+            offset = end  # headers repeated and unknown kinds are skipped
+
+    def _read_record_head(self, offset: int) -> tuple[int, Any, int, int] | RecordingError:
+        """``(kind, meta, payload_len, end_offset)`` of the record at ``offset``, or why not."""
+        prelude = os.pread(self._fd, PRELUDE.size, offset)
+        if len(prelude) < PRELUDE.size:
+            return TruncatedRecording(
+                f"the file ends inside a record prelude ({self.size - offset} bytes lost)",
+                **self._at(offset),
+            )
+        sync, kind, meta_len, payload_len, meta_crc, _ = PRELUDE.unpack(prelude)
+        if sync != SYNC:
+            return CorruptChunk("no record starts here (bad sync bytes)", **self._at(offset))
+        if meta_len > self.max_meta_bytes:
+            # Lengths are unverified until the CRC is; a flipped bit lands here too.
+            if offset + PRELUDE.size + meta_len > self.size:
+                return CorruptChunk(
+                    f"record meta length {meta_len} runs past the end of the file",
+                    **self._at(offset),
+                )
+            return LimitExceeded(
+                f"record meta of {meta_len} bytes is over the limit of {self.max_meta_bytes}",
+                **self._at(offset),
+            )
+        end = offset + PRELUDE.size + meta_len + payload_len
+        meta_bytes = os.pread(self._fd, meta_len, offset + PRELUDE.size)
+        if len(meta_bytes) < meta_len:
+            return TruncatedRecording(
+                f"the file ends inside a record ({self.size - offset} bytes lost)",
+                **self._at(offset),
+            )
+        if crc32(prelude[:16], meta_bytes) != meta_crc:
+            return CorruptChunk("record header fails its CRC", **self._at(offset))
+        try:
+            meta = msgpack.unpackb(meta_bytes, raw=False, strict_map_key=False)
+        except Exception as err:
+            return CorruptChunk(f"record meta does not decode ({err})", **self._at(offset))
+        if end > self.size:
+            what = "a record"
+            if kind == RecordKind.CHUNK:
+                with contextlib.suppress(Exception):  # the generic words do then
+                    what = ChunkMeta.from_msgpack(meta, offset=offset).describe()
+            return TruncatedRecording(
+                f"the file ends inside {what}: {end - self.size} of its bytes are missing",
+                **self._at(offset),
+            )
+        return kind, meta, payload_len, end
+
+    def _resync(self, start: int) -> int | None:
+        """Offset of the next record whose prelude and meta check out, after ``start``."""
+        window = 1 << 20
+        pos = start
+        while pos < self.size:
+            buf = os.pread(self._fd, window + PRELUDE.size, pos)
+            i = buf.find(SYNC)
+            while i >= 0:
+                candidate = pos + i
+                if not isinstance(self._read_record_head(candidate), RecordingError):
+                    return candidate
+                i = buf.find(SYNC, i + 1)
+            pos += window
+        return None
+
+    def _take_specs(self, specs: Any) -> None:
+        if not isinstance(specs, (list, tuple)):
+            return
+        for d in specs:
+            try:
+                spec = spec_from_wire(d)
+            except Exception:
+                continue
+            self.specs.setdefault(spec.name, spec)
+
+    def _at(self, offset: int) -> dict[str, Any]:
+        return {"path": str(self.path), "offset": offset}
+
+    def _report(self, err: RecordingError) -> None:
+        key = err.offset if err.offset is not None else -1
+        if key in self._damaged_offsets:
+            return
+        self._damaged_offsets.add(key)
+        self.damage.append(err)
+
+    # -- reading ----------------------------------------------------------
+
+    def read_chunk(self, chunk: ChunkMeta) -> list[Frame]:
+        """Every frame of ``chunk`` (verified); raises :class:`RecordingError` if damaged."""
+        where = str(self.path)
+        rec = self._read_record_head(chunk.offset)
+        if isinstance(rec, RecordingError):
+            raise CorruptChunk(f"{chunk.describe()} is damaged: {rec}", **self._at(chunk.offset))
+        kind, _meta, plen, end = rec
+        if kind != RecordKind.CHUNK or plen != chunk.stored_size:
+            raise CorruptChunk(
+                f"{chunk.describe()} is damaged: its record does not match the index",
+                **self._at(chunk.offset),
+            )
+        if plen > self.max_chunk_bytes:
+            raise LimitExceeded(
+                f"{chunk.describe()} stores {plen} bytes, over the limit of "
+                f"{self.max_chunk_bytes}; refusing to read it",
+                **self._at(chunk.offset),
+            )
+        if chunk.raw_size > self.max_chunk_bytes:  # refuse before reading anything big
+            decompress_chunk(b"", chunk, max_chunk_bytes=self.max_chunk_bytes, where=where)
+        prelude = os.pread(self._fd, PRELUDE.size, chunk.offset)
+        payload = os.pread(self._fd, plen, end - plen)
+        if crc32(payload) != PRELUDE.unpack(prelude)[5]:
+            raise CorruptChunk(
+                f"{chunk.describe()} fails its CRC: its stored bytes changed",
+                **self._at(chunk.offset),
+            )
+        raw = decompress_chunk(payload, chunk, max_chunk_bytes=self.max_chunk_bytes, where=where)
+        return decode_frames(raw, chunk, where=where)
+
+    def select(
+        self,
+        sensors: Iterable[str] | None = None,
+        start: int | None = None,
+        end: int | None = None,
+    ) -> list[ChunkMeta]:
+        """Chunks that may hold frames of ``sensors`` with ``start <= t < end``."""
+        lo, hi = 0, len(self.chunks)
+        if start is not None:
+            lo = bisect.bisect_left(self._max_end, start)
+        if end is not None:
+            hi = bisect.bisect_left(self._min_start_from, end)
+        wanted = None if sensors is None else set(sensors)
+        out = []
+        for c in self.chunks[lo:hi]:
+            if start is not None and c.t_end < start:
+                continue
+            if end is not None and c.t_start >= end:
+                continue
+            if wanted is not None and not wanted.intersection(c.sensors):
+                continue
+            out.append(c)
+        return out
+
+    def batches(
+        self,
+        sensors: Iterable[str] | None = None,
+        start: int | None = None,
+        end: int | None = None,
+    ) -> Generator[list[Frame], None, None]:
+        """Frames chunk by chunk (what :class:`~recordings.Replay` reads in a thread)."""
+        wanted = None if sensors is None else frozenset(sensors)
+        for chunk in self.select(wanted, start, end):
+            try:
+                frames = self.read_chunk(chunk)
+            except RecordingError as err:
+                self._report(err)
+                if self.strict:
+                    raise
+                continue
+            if wanted is not None or start is not None or end is not None:
+                lo = start if start is not None else -(1 << 63)
+                hi = end if end is not None else 1 << 63
+                frames = [
+                    f for f in frames if lo <= f.t < hi and (wanted is None or f.sensor in wanted)
+                ]
+            if frames:
+                yield frames
+
+    def frames(
+        self,
+        sensors: Iterable[str] | None = None,
+        start: int | None = None,
+        end: int | None = None,
+    ) -> Iterator[Frame]:
+        """Frames in recorded order, of ``sensors`` (all if None), with ``start <= t < end``.
+
+        Arrays are read-only views of the decompressed chunk. Damaged chunks
+        are skipped and appended to :attr:`damage` (raised if ``strict``).
+        """
+        for batch in self.batches(sensors, start, end):
+            yield from batch
+
+    def verify(self, *, decode: bool = True) -> list[RecordingError]:
+        """Check every chunk's CRC (and decode it, unless ``decode=False``); the damage found."""
+        for chunk in self.chunks:
+            try:
+                if decode:
+                    self.read_chunk(chunk)
+                else:
+                    self._check_crc(chunk)
+            except RecordingError as err:
+                self._report(err)
+        return list(self.damage)
+
+    def _check_crc(self, chunk: ChunkMeta) -> None:
+        prelude = os.pread(self._fd, PRELUDE.size, chunk.offset)
+        rec = self._read_record_head(chunk.offset)
+        if isinstance(rec, RecordingError):
+            raise rec
+        payload = os.pread(self._fd, rec[2], rec[3] - rec[2])
+        if crc32(payload) != PRELUDE.unpack(prelude)[5]:
+            raise CorruptChunk(f"{chunk.describe()} fails its CRC", **self._at(chunk.offset))
+
+    def summary(self) -> RecordingSummary:
+        """Sensors, counts, time range, sizes: from chunk metas, nothing decompressed."""
+        counts: dict[str, int] = {}
+        ranges: dict[str, tuple[int, int]] = {}
+        for c in self.chunks:
+            for name, n, (a, b) in zip(c.sensors, c.counts, c.ranges, strict=True):
+                counts[name] = counts.get(name, 0) + n
+                lo, hi = ranges.get(name, (a, b))
+                ranges[name] = (min(lo, a), max(hi, b))
+        names = list(self.specs) + [n for n in counts if n not in self.specs]
+        sensors = {
+            n: SensorSummary(
+                spec=self.specs.get(n) or SensorSpec(n),
+                count=counts.get(n, 0),
+                t_start=ranges[n][0] if n in ranges else None,
+                t_end=ranges[n][1] if n in ranges else None,
+            )
+            for n in names
+        }
+        return RecordingSummary(
+            path=self.path,
+            version=self.version,
+            sensors=MappingProxyType(sensors),
+            count=sum(c.count for c in self.chunks),
+            chunks=len(self.chunks),
+            t_start=min((c.t_start for c in self.chunks), default=None),
+            t_end=max((c.t_end for c in self.chunks), default=None),
+            file_size=self.size,
+            raw_bytes=sum(c.raw_size for c in self.chunks),
+            stored_bytes=sum(c.stored_size for c in self.chunks),
+            indexed=self.indexed,
+            damage=tuple(str(e) for e in self.damage),
+            metadata=MappingProxyType(dict(self.metadata)),
+        )
+
+    # -- lifetime ---------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the file; frames already returned stay valid (they own their chunk)."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    @property
+    def closed(self) -> bool:
+        return self._fd < 0
+
+    def __enter__(self) -> Recording:
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Recording('{self.path}', chunks={len(self.chunks)}, damage={len(self.damage)})"
+
+
+def open_recording(
+    path: str | os.PathLike[str],
+    *,
+    use_index: bool = True,
+    strict: bool = False,
+    max_chunk_bytes: int = DEFAULT_MAX_CHUNK_BYTES,
+    max_meta_bytes: int = DEFAULT_MAX_META_BYTES,
+) -> Recording:
+    """Open a ``.hfr`` file for reading (contract).
+
+    Raises :class:`~fusion.errors.RecordingError` only when the file is not a
+    recording at all, or :class:`~fusion.errors.UnsupportedVersion`; damage
+    anywhere else is reported in :attr:`Recording.damage` and skipped.
+    ``use_index=False`` ignores the footer and scans the chunks (what a file
+    cut short by a crash gets anyway). ``max_chunk_bytes`` caps the memory a
+    single chunk may claim.
+    """
+    return Recording(
+        path,
+        use_index=use_index,
+        strict=strict,
+        max_chunk_bytes=max_chunk_bytes,
+        max_meta_bytes=max_meta_bytes,
+    )

@@ -1,0 +1,464 @@
+"""The recorder: frames in, a crash-safe ``.hfr`` file out.
+
+Theory of operation. ``write()`` (or ``await send()``) copies a frame into the
+open chunk (:class:`~recordings.records.ChunkBuilder`) and returns at once. A
+chunk is sealed when it reaches ``chunk_bytes`` or when it has been open for
+``flush_interval`` seconds of host monotonic time (wall time, not the runtime
+clock: the interval bounds what a real crash can lose). Sealed chunks are
+compressed by a small thread pool (zstd releases the GIL, so compression uses
+every core given to it) and written in order by one writer thread, which
+also fires the flush timer. Each chunk is one ``writev`` of a self-verifying
+record, so at any instant the file is a valid prefix: a crash loses the open
+chunk and the chunks still in flight, never more than about one flush
+interval of data.
+
+Backpressure: at most ``max_pending`` sealed chunks wait for the disk. When
+the disk cannot keep up, ``write()`` blocks and ``send()`` waits (in a worker
+thread, the event loop stays free) until one is written; memory stays bounded
+by ``(max_pending + 1) * chunk_bytes``.
+
+``close()`` seals the last chunk, waits for every chunk to reach the file,
+then appends the footer index and the trailer. A recorder whose writer
+failed (disk full, say) refuses further frames with :class:`RecorderClosed`
+saying why, and ``close()`` raises the original error.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import anyio.lowlevel
+import msgpack
+import zstandard
+
+from fusion.errors import RecorderClosed, RecordingError
+from fusion.frames import Frame, SensorSpec
+from fusion.timing import run_sync
+from recordings.format import (
+    DEFAULT_CHUNK_BYTES,
+    DEFAULT_FLUSH_INTERVAL,
+    Compression,
+    RecordKind,
+    crc32,
+    pack_preamble,
+    pack_prelude,
+    pack_trailer,
+)
+from recordings.records import ChunkBuilder, ChunkMeta, SealedChunk
+
+_local = threading.local()
+
+
+@dataclass(frozen=True, slots=True)
+class RecorderStatistics:
+    """A snapshot of what a recorder has accepted and written."""
+
+    frames: int
+    """Frames accepted by ``write``/``send``."""
+    frames_by_sensor: Mapping[str, int]
+    """Frames accepted, per sensor."""
+    chunks_written: int
+    """Chunks that reached the file (over every part)."""
+    pending_chunks: int
+    """Sealed chunks still being compressed or written."""
+    raw_bytes: int
+    """Uncompressed bytes of the chunks written."""
+    bytes_written: int
+    """Bytes written to disk, headers and indexes included."""
+    paths: tuple[Path, ...]
+    """Every file written so far (several when splitting)."""
+
+
+def wire(obj: Any) -> Any:
+    """msgpack ``default`` for specs and user metadata: numbers as numbers, the rest as text."""
+    item = getattr(obj, "item", None)
+    if callable(item):
+        return item()
+    if isinstance(obj, (tuple, set, frozenset)):
+        return list(obj)
+    return str(obj)
+
+
+def _pack(obj: Any) -> bytes:
+    packed: bytes = msgpack.packb(obj, use_bin_type=True, default=wire)
+    return packed
+
+
+def encode_chunk(sealed: SealedChunk, level: int) -> tuple[ChunkMeta, list[bytes], int]:
+    """Compress a sealed chunk into a record: ``(meta, [prelude, meta, payload], length)``.
+
+    Runs in the compression pool; each thread keeps its own compressor.
+    """
+    cctx = getattr(_local, "cctx", None)
+    if cctx is None or _local.level != level:
+        cctx = _local.cctx = zstandard.ZstdCompressor(level=level, write_content_size=True)
+        _local.level = level
+    payload: bytes = cctx.compress(sealed.raw)
+    meta = sealed.meta
+    if len(payload) >= len(sealed.raw):  # incompressible: store it as is
+        payload = bytes(sealed.raw)
+        meta = _replace_compression(meta, Compression.NONE)
+    meta_bytes = _pack(meta.to_msgpack())
+    prelude = pack_prelude(RecordKind.CHUNK, meta_bytes, len(payload), crc32(payload))
+    parts = [prelude, meta_bytes, payload]
+    return meta, parts, sum(len(p) for p in parts)
+
+
+def _replace_compression(meta: ChunkMeta, compression: Compression) -> ChunkMeta:
+    d = meta.to_msgpack()
+    d["z"] = int(compression)
+    return ChunkMeta.from_msgpack(d)
+
+
+def part_path(path: Path, part: int) -> Path:
+    """Name of split part ``part``: ``s.hfr`` -> ``s.0003.hfr``."""
+    return path.with_name(f"{path.stem}.{part:04d}{path.suffix}")
+
+
+class Recorder:
+    """Records frames to a ``.hfr`` frame log (contract).
+
+    Sync: ``with Recorder("s.hfr") as rec: rec.write(frame)``.
+    Async (as a pipeline sink): ``async with Recorder("s.hfr") as rec: await rec.send(frame)``.
+
+    ``sensors`` declares specs up front (they go in the header); a frame of an
+    undeclared sensor declares a default spec in the chunk that first holds it.
+    ``split_bytes`` / ``split_seconds`` start a new numbered, self-contained
+    file (``s.0000.hfr``, ``s.0001.hfr``...) once a part reaches that size or
+    spans that much frame time, checked at chunk boundaries. ``durable=True``
+    fsyncs every chunk (survives power loss, not just a process crash).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        sensors: Iterable[SensorSpec] = (),
+        metadata: Mapping[str, Any] | None = None,
+        chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+        flush_interval: float | None = DEFAULT_FLUSH_INTERVAL,
+        compression_level: int = 3,
+        workers: int | None = None,
+        max_pending: int = 4,
+        split_bytes: int | None = None,
+        split_seconds: float | None = None,
+        durable: bool = False,
+    ) -> None:
+        if chunk_bytes < 1 or max_pending < 1:
+            raise ValueError("chunk_bytes and max_pending must be >= 1")
+        if flush_interval is not None and flush_interval <= 0:
+            raise ValueError(f"flush_interval must be > 0 seconds or None, got {flush_interval}")
+        self.path = Path(path)
+        self.chunk_bytes = chunk_bytes
+        self.flush_interval = flush_interval
+        self._specs: dict[str, SensorSpec] = {s.name: s for s in sensors}
+        self._metadata = dict(metadata or {})
+        self._level = compression_level
+        self._split = split_bytes is not None or split_seconds is not None
+        self._split_bytes = split_bytes
+        self._split_ns = None if split_seconds is None else int(split_seconds * 1e9)
+        self._durable = durable
+
+        self._lock = threading.Condition()
+        self._room = threading.Semaphore(max_pending)
+        self._builder = ChunkBuilder()
+        self._opened_at = 0.0  # monotonic time of the open chunk's first frame
+        self._jobs: collections.deque[Future[tuple[ChunkMeta, list[bytes], int]] | None] = (
+            collections.deque()
+        )
+        self._counts: collections.Counter[str] = collections.Counter()
+        self._frames = 0
+        self._closing = False
+        self._closed = False
+        self._error: BaseException | None = None
+
+        # Writer-thread state.
+        self._part = 0
+        self._paths: list[Path] = []
+        self._fd = -1
+        self._index: list[dict[str, Any]] = []
+        self._part_bytes = 0
+        self._part_t0: int | None = None
+        self._chunks_written = 0
+        self._raw_written = 0
+        self._bytes_written = 0
+
+        self._open_part()  # fail here, in the caller, if the path is not writable
+        nworkers = workers if workers is not None else min(2, os.cpu_count() or 1)
+        self._pool = ThreadPoolExecutor(max(1, nworkers), thread_name_prefix="hfr-compress")
+        self._thread = threading.Thread(target=self._run_writer, name="hfr-writer", daemon=True)
+        self._thread.start()
+
+    # -- accepting frames -------------------------------------------------
+
+    def declare(self, spec: SensorSpec) -> None:
+        """Declare (or re-declare before its first frame) a sensor's spec."""
+        with self._lock:
+            self._check_open()
+            self._specs[spec.name] = spec
+
+    def write(self, frame: Frame) -> None:
+        """Record ``frame`` (sync). Blocks only when ``max_pending`` chunks wait for the disk.
+
+        The frame's arrays are copied before this returns, so the caller may
+        reuse its buffers. Raises :class:`~fusion.errors.FrameFormatError` for
+        a payload that cannot be stored (nothing is written for it) and
+        :class:`RecorderClosed` after ``close()`` or a writer failure.
+        """
+        if self._add(frame):
+            self._seal(block=True)
+
+    async def send(self, frame: Frame) -> None:
+        """Record ``frame`` (async); always checkpoints, waits off the loop when full."""
+        await anyio.lowlevel.checkpoint()
+        if self._add(frame) and not self._seal(block=False):
+            await run_sync(self._seal, True)
+
+    def flush(self) -> None:
+        """Seal the open chunk and wait until everything accepted so far is in the file."""
+        self._seal(block=True)
+        with self._lock:
+            while self._jobs and self._error is None:
+                self._lock.wait(0.1)
+        self._raise_if_failed()
+
+    def _add(self, frame: Frame) -> bool:
+        with self._lock:
+            self._check_open()
+            first = frame.sensor not in self._counts
+            spec = None
+            if first:
+                known = self._specs.get(frame.sensor)
+                if known is None:
+                    known = self._specs[frame.sensor] = SensorSpec(frame.sensor)
+                spec = known.to_dict()
+            if self._builder.count == 0:
+                self._opened_at = time.monotonic()
+                self._lock.notify_all()  # the flush timer starts now
+            size = self._builder.add(frame, spec)
+            self._counts[frame.sensor] += 1
+            self._frames += 1
+            return size >= self.chunk_bytes
+
+    def _seal(self, block: bool) -> bool:
+        """Hand the open chunk to the pool. False if ``block`` is false and no room."""
+        if not self._room.acquire(blocking=block):
+            return False
+        with self._lock:
+            if self._builder.count == 0 or self._error is not None:
+                self._room.release()
+                return True
+            sealed = self._builder.seal()
+            self._jobs.append(self._pool.submit(encode_chunk, sealed, self._level))
+            self._lock.notify_all()
+        return True
+
+    def _check_open(self) -> None:
+        if self._error is not None:
+            raise RecorderClosed(
+                f"recorder for '{self.path}' failed and accepts no more frames: {self._error}"
+            ) from self._error
+        if self._closing:
+            raise RecorderClosed(f"recorder for '{self.path}' is closed")
+
+    def _raise_if_failed(self) -> None:
+        if self._error is not None:
+            raise RecordingError(
+                f"writing failed: {self._error}", path=str(self._current_path())
+            ) from self._error
+
+    # -- closing ----------------------------------------------------------
+
+    def close(self) -> None:
+        """Write the last chunk, the index and the trailer; safe to call twice."""
+        if self._closed:
+            return
+        with self._lock:
+            already = self._closing
+            self._closing = True
+        if not already:
+            self._seal(block=True)
+            with self._lock:
+                self._jobs.append(None)  # tells the writer to finish
+                self._lock.notify_all()
+        self._thread.join()
+        self._pool.shutdown(wait=True)
+        self._closed = True
+        self._raise_if_failed()
+
+    async def aclose(self) -> None:
+        """``close()`` in a worker thread."""
+        await run_sync(self.close)
+
+    def __enter__(self) -> Recorder:
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Recorder:
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def paths(self) -> tuple[Path, ...]:
+        """Files written so far: one, or the numbered parts when splitting."""
+        return tuple(self._paths)
+
+    def statistics(self) -> RecorderStatistics:
+        with self._lock:
+            return RecorderStatistics(
+                frames=self._frames,
+                frames_by_sensor=dict(self._counts),
+                chunks_written=self._chunks_written,
+                pending_chunks=sum(1 for j in self._jobs if j is not None),
+                raw_bytes=self._raw_written,
+                bytes_written=self._bytes_written,
+                paths=tuple(self._paths),
+            )
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "failed" if self._error else "open"
+        return f"Recorder('{self.path}', {state}, frames={self._frames})"
+
+    # -- the writer thread ------------------------------------------------
+
+    def _run_writer(self) -> None:
+        try:
+            while True:
+                job = self._next_job()
+                if job is None:
+                    self._finish_part()
+                    return
+                meta, parts, length = job.result()
+                self._write_chunk(meta, parts, length)
+                with self._lock:
+                    self._jobs.popleft()
+                    self._lock.notify_all()
+                self._room.release()
+        except BaseException as err:
+            with self._lock:
+                self._error = err
+                self._jobs.clear()
+                self._lock.notify_all()
+            self._room.release()  # wake a writer blocked on backpressure
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
+
+    def _next_job(self) -> Future[tuple[ChunkMeta, list[bytes], int]] | None:
+        """Wait for the next chunk to write, sealing the open one when its interval is up."""
+        while True:
+            with self._lock:
+                if self._jobs:
+                    return self._jobs[0]
+                timeout = None
+                if self.flush_interval is not None and self._builder.count:
+                    timeout = self._opened_at + self.flush_interval - time.monotonic()
+                    if timeout <= 0:
+                        timeout = None
+                        due = True
+                    else:
+                        due = False
+                else:
+                    due = False
+                if not due:
+                    self._lock.wait(timeout)
+                    continue
+            # Never block here: a caller holding the last slot is about to queue a
+            # chunk that only this thread can write.
+            if not self._seal(block=False):
+                with self._lock:
+                    self._lock.wait(0.001)
+
+    def _open_part(self) -> None:
+        path = part_path(self.path, self._part) if self._split else self.path
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        self._paths.append(path)
+        with self._lock:
+            specs = [s.to_dict() for s in self._specs.values()]
+        header = _pack(
+            {
+                "sensors": specs,
+                "metadata": self._metadata,
+                "writer": "hyperframes",
+                "part": self._part,
+            }
+        )
+        self._index = []
+        self._part_bytes = 0
+        self._part_t0 = None
+        self._emit(
+            [pack_preamble(), pack_prelude(RecordKind.HEADER, header, 0, crc32(b"")), header]
+        )
+
+    def _write_chunk(self, meta: ChunkMeta, parts: list[bytes], length: int) -> None:
+        entry = meta.to_msgpack()
+        entry["off"] = self._part_bytes
+        entry["len"] = len(parts[2])
+        self._emit(parts)
+        if self._durable:
+            os.fsync(self._fd)
+        self._index.append(entry)
+        with self._lock:
+            self._chunks_written += 1
+            self._raw_written += meta.raw_size
+        if self._part_t0 is None:
+            self._part_t0 = meta.t_start
+        if (self._split_bytes is not None and self._part_bytes >= self._split_bytes) or (
+            self._split_ns is not None and meta.t_end - self._part_t0 >= self._split_ns
+        ):
+            self._finish_part()
+            self._part += 1
+            self._open_part()
+
+    def _finish_part(self) -> None:
+        index_offset = self._part_bytes
+        with self._lock:
+            specs = [s.to_dict() for s in self._specs.values()]
+        index = _pack({"chunks": self._index, "sensors": specs})
+        self._emit(
+            [
+                pack_prelude(RecordKind.INDEX, index, 0, crc32(b"")),
+                index,
+                pack_trailer(index_offset),
+            ]
+        )
+        os.fsync(self._fd)
+        os.close(self._fd)
+        self._fd = -1
+
+    def _emit(self, parts: list[bytes]) -> None:
+        """Write ``parts`` back to back, retrying partial writes."""
+        views = [memoryview(p) for p in parts if len(p)]
+        while views:
+            n = os.writev(self._fd, views)
+            self._part_bytes += n
+            self._bytes_written += n
+            while views and n >= len(views[0]):
+                n -= len(views[0])
+                views.pop(0)
+            if views and n:
+                views[0] = views[0][n:]
+
+    def _current_path(self) -> Path:
+        return self._paths[-1] if self._paths else self.path
