@@ -1,0 +1,42 @@
+"""LiDAR sources: Velodyne sweeps (UDP / pcap), point-cloud files, processing stages."""
+
+from adapters.lidar.calibration import HDL_32E, MODELS, PUCK_HI_RES, VLP_16, VelodyneModel
+from adapters.lidar.kitti import read_kitti_bin, write_kitti_bin
+from adapters.lidar.pcap import PcapReader, UdpDatagram
+from adapters.lidar.pcd import read_pcd
+from adapters.lidar.ply import read_ply
+from adapters.lidar.pointcloud_files import PointCloudFiles
+from adapters.lidar.points import VELODYNE_DTYPE, XYZI_DTYPE, from_xyz, xyz
+from adapters.lidar.processing import BoxCrop, RangeCrop, RemoveOutliers, VoxelDownsample
+from adapters.lidar.velodyne import VelodyneSource
+from adapters.lidar.velodyne_packets import WRAP_PERIOD_NS, RawSweep, SweepAssembler
+from fusion._exports import rewrite_module
+
+__all__ = [
+    "HDL_32E",
+    "MODELS",
+    "PUCK_HI_RES",
+    "VELODYNE_DTYPE",
+    "VLP_16",
+    "WRAP_PERIOD_NS",
+    "XYZI_DTYPE",
+    "BoxCrop",
+    "PcapReader",
+    "PointCloudFiles",
+    "RangeCrop",
+    "RawSweep",
+    "RemoveOutliers",
+    "SweepAssembler",
+    "UdpDatagram",
+    "VelodyneModel",
+    "VelodyneSource",
+    "VoxelDownsample",
+    "from_xyz",
+    "read_kitti_bin",
+    "read_pcd",
+    "read_ply",
+    "write_kitti_bin",
+    "xyz",
+]
+
+rewrite_module(globals(), __name__)
