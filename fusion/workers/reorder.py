@@ -63,10 +63,10 @@ class ReorderBuffer(Generic[T]):
         if seq in self._done:
             raise ValueError(f"seq {seq} completed twice")
         self._done[seq] = result
-        if len(self._done) > self._high_water:
-            self._high_water = len(self._done)
         out: list[T] = []
         while self._next_out in self._done:
             out.append(self._done.pop(self._next_out))
             self._next_out += 1
+        if len(self._done) > self._high_water:
+            self._high_water = len(self._done)
         return out
