@@ -6,6 +6,7 @@ from fusion.clock import ClockModel, FixedOffset, Identity
 from fusion.errors import (
     ConfigError,
     CorruptChunk,
+    DeadlineExpired,
     DecodeError,
     FrameFormatError,
     HyperframesError,
@@ -23,8 +24,11 @@ from fusion.errors import (
 )
 from fusion.frames import Frame, FrameGroup, SensorSpec
 from fusion.timing import Clock, MonotonicClock, VirtualClock, current_clock, run_sync, use_clock
+from fusion.workers import BatchWorker, ChangeGate, WorkerResult, WorkerStatistics
 
 __all__ = [
+    "BatchWorker",
+    "ChangeGate",
     "ChannelReceiver",
     "ChannelSender",
     "ChannelStatistics",
@@ -32,6 +36,7 @@ __all__ = [
     "ClockModel",
     "ConfigError",
     "CorruptChunk",
+    "DeadlineExpired",
     "DecodeError",
     "FixedOffset",
     "Frame",
@@ -52,6 +57,8 @@ __all__ = [
     "UsageError",
     "VirtualClock",
     "WorkerError",
+    "WorkerResult",
+    "WorkerStatistics",
     "current_clock",
     "frame_context",
     "open_channel",
