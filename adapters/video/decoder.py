@@ -1,0 +1,387 @@
+"""The decoder thread: demux, decode, stamp, convert, hand off; reconnect live inputs.
+
+Theory of operation. One dedicated thread per running ``VideoSource.frames()``
+owns the PyAV container from open to close, so no PyAV object ever crosses
+threads and the event loop never waits on FFmpeg. FFmpeg's own frame/slice
+threads run underneath it (``threads``, ``thread_type``); demuxing, decoding
+and swscale all release the GIL, so the loop stays responsive even at full
+decode speed. The thread's output is a stream of :mod:`~adapters.video.events`
+through a bounded :class:`~adapters.video.prefetch.Prefetch` queue: that
+bound is the prefetch depth and the backpressure.
+
+Per packet: note it in the :class:`~adapters.video.ledger.PacketLedger`,
+decode it (a decoder error skips that packet only), and for each frame out
+stamp it with the stream's :class:`~adapters.video.timestamps.Timeline`,
+convert it (:class:`~adapters.video.convert.PixelConverter`) and queue it.
+Packets the ledger finds lost become :class:`~adapters.video.events.Skipped`
+items carrying their PTS.
+
+Opening tries the hardware devices from :mod:`adapters.video.hwaccel` first,
+each verified by decoding the first frame on it; any failure before that first
+frame closes the input and tries the next device, then software.
+
+A live input that fails to read (timeout, EOF, connection reset) is closed and
+reopened with exponential backoff; the time between the last frame before the
+drop and the first after it is reported as a gap. Files end at EOF.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import av
+import av.error
+from av.container import InputContainer
+from av.video.stream import VideoStream
+
+from adapters.video import hwaccel as hw
+from adapters.video.convert import PixelConverter, PixelFormat
+from adapters.video.events import (
+    Decoded,
+    Disconnected,
+    Event,
+    Failed,
+    FrameLost,
+    Opened,
+    Reconnected,
+    Skipped,
+)
+from adapters.video.ledger import PacketLedger
+from adapters.video.prefetch import Prefetch
+from adapters.video.probe import describe, open_input, select_stream
+from adapters.video.timestamps import Timeline
+from fusion.errors import DecodeError, SourceOpenError
+from fusion.timing import Clock
+
+log = logging.getLogger("adapters.video")
+
+_VERIFY_PACKETS = 64
+"""Packets a hardware decoder may take to produce its first frame before we give up on it."""
+
+
+@dataclass(frozen=True, slots=True)
+class DecodeOptions:
+    """Everything the decoder thread needs; built and validated by ``VideoSource``."""
+
+    url: str
+    stream_index: int = 0
+    live: bool = False
+    input_format: str | None = None
+    options: dict[str, str] = field(default_factory=dict)
+    pixel_format: PixelFormat = "rgb24"
+    size: tuple[int, int] | None = None
+    interpolation: str = "bilinear"
+    threads: int = 0
+    thread_type: str = "AUTO"
+    sws_threads: int = 1
+    reuse_buffers: bool = False
+    hwaccel: str | None = None
+    hwaccel_device: str | None = None
+    hwaccel_timeout: float = 5.0
+    origin_pts: int | None = 0
+    """Subtracted from every PTS; ``None``: the stream's start PTS (first frame at 0)."""
+    drop_corrupt: bool = True
+    open_timeout: float | None = 10.0
+    read_timeout: float | None = None
+    reconnect: bool = True
+    backoff_initial: float = 0.1
+    backoff_max: float = 5.0
+    max_reconnects: int | None = None
+
+
+class _HardwareFailed(Exception):
+    """The device opened but could not decode the first frame."""
+
+
+class _ReadFailed(Exception):
+    """A live input stopped delivering packets."""
+
+
+class DecoderThread:
+    """Runs one input to its end in a daemon thread, feeding ``prefetch``."""
+
+    def __init__(self, opts: DecodeOptions, prefetch: Prefetch[Event], clock: Clock) -> None:
+        self.opts = opts
+        self.prefetch = prefetch
+        self.clock = clock
+        self._stop = threading.Event()
+        name = f"hyperframes-video-{opts.url.rsplit('/', 1)[-1][:40]}"
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._converter = PixelConverter(
+            opts.pixel_format,
+            size=opts.size,
+            interpolation=opts.interpolation,
+            threads=opts.sws_threads,
+            reuse_buffers=opts.reuse_buffers,
+        )
+        self._last_arrival: int | None = None
+        self._pending_gap: Reconnected | None = None
+        self._report = hw.HWAccelReport(opts.hwaccel)
+        self._software_only = opts.hwaccel is None
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Ask the thread to finish (it notices at the next packet or read timeout)."""
+        self._stop.set()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for the thread; True if it has ended."""
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set() or self.prefetch.closed
+
+    # -- the thread --------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            self._run_connections()
+        except BaseException as err:  # noqa: BLE001 - every failure goes to the consumer
+            self._emit(Failed(err))
+        finally:
+            self.prefetch.finish()
+
+    def _run_connections(self) -> None:
+        opts = self.opts
+        connection = 0
+        attempts = 0
+        while not self.stopping:
+            try:
+                container, stream, report = self._open()
+            except SourceOpenError as err:
+                if not (opts.live and opts.reconnect and _transient(err)):
+                    raise
+                if not self._backoff(attempts, str(err)):
+                    return
+                attempts += 1
+                continue
+            try:
+                if connection and self._last_arrival is not None:
+                    self._pending_gap = Reconnected(attempts, None)
+                info = describe(container, stream, opts.url, opts.live)
+                self._emit(Opened(info, report, connection))
+                self._decode(container, stream, report, connection)
+                return  # end of file (or of a live stream that says it ended)
+            except _HardwareFailed as err:
+                report.refuse(report.used or "hardware", str(err))
+                report.used = None
+                self._software_only = True  # reopen at once, in software
+            except _ReadFailed as err:
+                self._emit(Disconnected(str(err), self._last_arrival))
+                if not opts.reconnect or self.stopping:
+                    return
+                connection += 1
+                attempts = 0
+                if not self._backoff(attempts, str(err)):
+                    return
+                attempts += 1
+            finally:
+                container.close()
+
+    def _backoff(self, attempt: int, reason: str) -> bool:
+        """Wait before reconnect ``attempt``; False when out of attempts or stopping."""
+        opts = self.opts
+        if opts.max_reconnects is not None and attempt >= opts.max_reconnects:
+            self._emit(Failed(SourceOpenError(f"{opts.url!r}: gave up after {attempt} reconnects: {reason}")))
+            return False
+        delay = min(opts.backoff_max, opts.backoff_initial * (2**attempt))
+        log.info("video %s: reconnecting in %.2f s (%s)", opts.url, delay, reason)
+        # Real time on purpose: the socket timeouts that got us here are real time too.
+        return not self._stop.wait(delay) and not self.prefetch.closed
+
+    def _open(self) -> tuple[InputContainer, VideoStream, hw.HWAccelReport]:
+        """Open the input on the first device that decodes, else in software."""
+        opts = self.opts
+        report = self._report
+        timeout = (opts.open_timeout, opts.read_timeout)
+        container = open_input(
+            opts.url, input_format=opts.input_format, options=opts.options, timeout=timeout
+        )
+        stream = select_stream(container, opts.url, opts.stream_index)
+        devices: list[str] = []
+        if not self._software_only:
+            devices = hw.candidates(opts.hwaccel, stream.codec_context.codec, report)
+            self._software_only = not devices  # reasons are given once, not per reconnect
+        for device in devices:
+            reason = hw.probe_device(
+                device, stream.codec_context.codec, opts.hwaccel_device, opts.hwaccel_timeout
+            )
+            if reason is not None:
+                report.refuse(device, reason)
+                continue
+            container.close()
+            try:
+                container = open_input(
+                    opts.url,
+                    input_format=opts.input_format,
+                    options=opts.options,
+                    timeout=timeout,
+                    hwaccel=hw.make(device, opts.hwaccel_device),
+                )
+            except SourceOpenError as err:
+                report.refuse(device, f"the input would not open with it ({err.__cause__ or err})")
+            else:
+                stream = select_stream(container, opts.url, opts.stream_index)
+                if stream.codec_context.is_hwaccel:
+                    report.used = device
+                    return container, stream, report
+                report.refuse(device, "the decoder did not attach the device")
+                container.close()
+            container = open_input(
+                opts.url, input_format=opts.input_format, options=opts.options, timeout=timeout
+            )
+            stream = select_stream(container, opts.url, opts.stream_index)
+        self._configure_threads(stream)
+        return container, stream, report
+
+    def _configure_threads(self, stream: VideoStream) -> None:
+        ctx = stream.codec_context
+        ctx.thread_type = self.opts.thread_type  # type: ignore[assignment]
+        ctx.thread_count = self.opts.threads
+
+    def _decode(
+        self,
+        container: InputContainer,
+        stream: VideoStream,
+        report: hw.HWAccelReport,
+        connection: int,
+    ) -> None:
+        """Decode until EOF; raises _ReadFailed (live read error) or _HardwareFailed."""
+        opts = self.opts
+        tb = stream.time_base
+        if tb is None:
+            raise SourceOpenError(f"{opts.url!r}: video stream has no time base")
+        origin = opts.origin_pts if opts.origin_pts is not None else (stream.start_time or 0)
+        period = None
+        if stream.average_rate:
+            period = round(1_000_000_000 / stream.average_rate)
+        timeline = Timeline(tb, origin_pts=origin, nominal_period_ns=period)
+        ledger = PacketLedger()
+        arrivals: dict[int, int] = {}
+        ctx = stream.codec_context
+        verifying = report.used is not None
+        delivered = 0
+        for packet in self._packets(container, stream):
+            if self.stopping:
+                return
+            t_arrival = self.clock.now() if opts.live else None
+            pts = packet.pts
+            flushing = packet.size == 0
+            if not flushing:
+                for lost in ledger.sent(pts):
+                    self._lose("undecodable", lost, timeline, "no frame came out of it")
+                if t_arrival is not None and pts is not None:
+                    arrivals[pts] = t_arrival
+            try:
+                frames = ctx.decode(None if flushing else packet)
+            except av.error.FFmpegError as err:
+                if verifying and delivered == 0:
+                    raise _HardwareFailed(f"decoding the first frame failed ({err})") from err
+                ledger.forget(pts)
+                if pts is not None:
+                    arrivals.pop(pts, None)
+                self._lose("decode_error", pts, timeline, f"decoder rejected the packet: {err}")
+                continue
+            for frame in frames:
+                for lost in ledger.received(frame.pts):
+                    arrivals.pop(lost, None)
+                    self._lose("undecodable", lost, timeline, "no frame came out of it")
+                arrival = t_arrival
+                if frame.pts is not None:
+                    arrival = arrivals.pop(frame.pts, t_arrival)
+                if self._deliver(frame, timeline, arrival, connection, verifying):
+                    delivered += 1
+                    verifying = False
+            if verifying and delivered == 0 and ledger.pending > _VERIFY_PACKETS:
+                raise _HardwareFailed(f"no frame after {_VERIFY_PACKETS} packets")
+            if len(arrivals) > 4 * ledger.limit:
+                arrivals.clear()
+        for lost in ledger.flush():
+            self._lose("undecodable", lost, timeline, "no frame came out of it (end of stream)")
+
+    def _packets(self, container: InputContainer, stream: VideoStream) -> Iterator[av.Packet]:
+        """Demux ``stream``; a live read error becomes _ReadFailed, a file read error ends it."""
+        demux = container.demux(stream)
+        while True:
+            try:
+                packet = next(demux)
+            except StopIteration:
+                if self.opts.live and not self.stopping:
+                    raise _ReadFailed("the stream ended") from None
+                return
+            except (av.error.FFmpegError, OSError) as err:
+                if self.opts.live:
+                    raise _ReadFailed(f"reading failed: {err}") from err
+                raise DecodeError(f"{self.opts.url!r}: reading the file failed: {err}") from err
+            yield packet
+
+    def _deliver(
+        self,
+        frame: av.VideoFrame,
+        timeline: Timeline,
+        t_arrival: int | None,
+        connection: int,
+        verifying: bool,
+    ) -> bool:
+        t_sensor, pts_source = timeline.stamp(frame.pts, frame.dts, frame.duration)
+        if frame.is_corrupt and self.opts.drop_corrupt:
+            self._emit_lost("corrupt_frame", frame.pts, t_sensor, "the decoder flagged it corrupt")
+            return False
+        try:
+            data = self._converter.convert(frame)
+        except Exception as err:
+            if verifying:
+                raise _HardwareFailed(f"downloading the first frame failed ({err})") from err
+            self._emit_lost("convert_error", frame.pts, t_sensor, f"pixel conversion failed: {err}")
+            return False
+        meta: dict[str, Any] = {
+            "pts": frame.pts,
+            "pts_source": pts_source,
+            "key_frame": frame.key_frame,
+        }
+        if self.opts.live:
+            meta["connection"] = connection
+            if self._pending_gap is not None:
+                gap = self._pending_gap
+                if t_arrival is not None and self._last_arrival is not None:
+                    gap.gap_ns = t_arrival - self._last_arrival
+                meta["gap_ns"] = gap.gap_ns
+                self._pending_gap = None
+                self._emit(gap)
+            if t_arrival is not None:
+                self._last_arrival = t_arrival
+        evicted = self.prefetch.put(Decoded(t_sensor, t_arrival, data, meta))
+        if evicted is None:
+            self._stop.set()
+            return True
+        for old in evicted:
+            if isinstance(old, Decoded):
+                self._emit_lost("overflow", old.meta.get("pts"), old.t_sensor, "prefetch queue full")
+        return True
+
+    def _lose(self, reason: str, pts: int | None, timeline: Timeline, detail: str) -> None:
+        self._emit_lost(reason, pts, None if pts is None else timeline.to_ns(pts), detail)
+
+    def _emit_lost(self, reason: str, pts: int | None, t_sensor: int | None, detail: str) -> None:
+        self._emit(Skipped(FrameLost(reason, detail, pts=pts, t_sensor=t_sensor)))
+
+    def _emit(self, event: Event) -> None:
+        if self.prefetch.put(event, droppable=False) is None:
+            self._stop.set()
+
+
+def _transient(err: SourceOpenError) -> bool:
+    """Open failures worth retrying on a live input: timeouts, refused or reset connections."""
+    cause = err.__cause__
+    return isinstance(cause, (OSError, EOFError, av.error.ExitError)) and not isinstance(
+        cause, (av.error.FileNotFoundError, av.error.ProtocolNotFoundError)
+    )
+

@@ -1,0 +1,97 @@
+"""What the decoder thread tells the event loop, item by item, in stream order.
+
+Frames are the droppable bulk; the other items are control messages that the
+prefetch queue always accepts, so error counts and gap accounting survive a
+full queue.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from adapters.video.hwaccel import HWAccelReport
+from adapters.video.probe import VideoInfo
+from fusion.errors import DecodeError
+
+
+class FrameLost(DecodeError):
+    """A packet or frame of a video stream was skipped; ``pts`` and ``reason`` say which and why.
+
+    Reasons: ``"undecodable"`` (went into the decoder, no frame came out),
+    ``"decode_error"`` (the decoder rejected the packet), ``"corrupt_frame"``
+    (decoded but flagged corrupt), ``"convert_error"`` (pixel conversion
+    failed), ``"overflow"`` (a live frame evicted from a full prefetch queue).
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        detail: str,
+        *,
+        pts: int | None,
+        t_sensor: int | None,
+        sensor: str | None = None,
+        seq: int | None = None,
+    ) -> None:
+        self.reason = reason
+        self.pts = pts
+        self.t_sensor = t_sensor
+        where = "frame without PTS" if pts is None else f"PTS {pts}"
+        if t_sensor is not None:
+            where += f" (t_sensor {t_sensor} ns)"
+        super().__init__(f"{where} skipped: {detail}", sensor=sensor, seq=seq)
+
+
+@dataclass(slots=True)
+class Decoded:
+    """A decoded, converted frame."""
+
+    t_sensor: int
+    t_arrival: int | None
+    data: Any
+    meta: dict[str, Any]
+
+
+@dataclass(slots=True)
+class Skipped:
+    """A frame that will not arrive (its seq is consumed so the gap is visible)."""
+
+    error: FrameLost
+
+
+@dataclass(slots=True)
+class Opened:
+    """The input is open (again, after a reconnect) and decoding."""
+
+    info: VideoInfo
+    hwaccel: HWAccelReport
+    connection: int
+    """0 for the first open, then one more per reconnect."""
+
+
+@dataclass(slots=True)
+class Disconnected:
+    """A live input stopped delivering; the decoder is about to reconnect."""
+
+    reason: str
+    t_last_arrival: int | None
+    """Arrival time of the last frame before the drop."""
+
+
+@dataclass(slots=True)
+class Reconnected:
+    """The first frame after a reconnect arrived ``gap_ns`` after the last one before it."""
+
+    attempts: int
+    gap_ns: int | None
+
+
+@dataclass(slots=True)
+class Failed:
+    """The decoder cannot go on; the consumer raises ``error``."""
+
+    error: BaseException
+
+
+Event = Decoded | Skipped | Opened | Disconnected | Reconnected | Failed

@@ -1,0 +1,291 @@
+"""``VideoSource``: video files and live streams as a source of timestamped frames.
+
+The async shell around :class:`~adapters.video.decoder.DecoderThread`: it
+starts the thread when ``frames()`` is iterated, turns the thread's events into
+:class:`~fusion.Frame` objects (numbering ``seq``), counts what was skipped, and
+stops the thread when iteration ends, breaks or is cancelled.
+
+``seq`` counts every frame the source knew of, delivered or not: a packet that
+did not decode, a frame flagged corrupt or evicted from a full live queue
+consumes a number, so a gap in ``seq`` is exactly a frame the source lost. A
+frame a live sender never sent (during a disconnect) has no number; the
+disconnect shows in :meth:`VideoSource.statistics` and in the first frame's
+``meta["gap_ns"]`` after it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from adapters.base import Source
+from adapters.video import hwaccel as hw
+from adapters.video.convert import PIXEL_FORMATS, PixelFormat
+from adapters.video.decoder import DecodeOptions, DecoderThread
+from adapters.video.events import (
+    Decoded,
+    Disconnected,
+    Event,
+    Failed,
+    FrameLost,
+    Opened,
+    Reconnected,
+    Skipped,
+)
+from adapters.video.hwaccel import HWAccelReport
+from adapters.video.prefetch import Prefetch
+from adapters.video.probe import VideoInfo, check_path, is_live
+from fusion.clock import ClockModel
+from fusion.frames import Overflow, SensorSpec
+from fusion.frames import Frame
+from fusion.timing import current_clock
+
+_THREAD_TYPES = ("AUTO", "FRAME", "SLICE", "NONE")
+
+
+@dataclass(slots=True)
+class VideoStatistics:
+    """Counters of one video source since construction."""
+
+    delivered: int = 0
+    """Frames yielded by ``frames()``."""
+    skipped: dict[str, int] = field(default_factory=dict)
+    """Frames lost, by reason (see :class:`~adapters.video.events.FrameLost`)."""
+    connections: int = 0
+    """Times the input was opened (1 for a file; 1 + reconnects for a live stream)."""
+    disconnects: int = 0
+    """Times a live input stopped delivering."""
+    gaps_ns: list[int] = field(default_factory=list)
+    """Arrival gap around each reconnect (last frame before to first after), newest last."""
+    prefetch_high_water: int = 0
+    """Most decoded frames ever waiting in the prefetch queue."""
+
+    @property
+    def downtime_ns(self) -> int:
+        """Sum of the reconnect gaps."""
+        return sum(self.gaps_ns)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "delivered": self.delivered,
+            "skipped": dict(self.skipped),
+            "connections": self.connections,
+            "disconnects": self.disconnects,
+            "gaps_ns": list(self.gaps_ns),
+            "downtime_ns": self.downtime_ns,
+            "prefetch_high_water": self.prefetch_high_water,
+        }
+
+
+class VideoSource(Source):
+    """Frames of one video stream of a file, URL or capture device (contract).
+
+    ``async for frame in VideoSource("clip.mp4").frames(): ...`` yields
+    :class:`~fusion.Frame` objects whose ``data`` is a numpy array in
+    ``pixel_format`` (see :mod:`adapters.video.convert`), ``t_sensor`` the
+    frame's PTS in ns (see :mod:`adapters.video.timestamps`) and, for live
+    inputs, ``t_arrival`` the host clock when its packet was read.
+    ``meta`` holds ``pts``, ``pts_source`` and ``key_frame`` (plus
+    ``connection`` and, after a reconnect, ``gap_ns`` for live inputs).
+
+    Main options:
+
+    * ``live``: ``None`` detects it from the URL (``udp://``, ``rtsp://``,
+      ``/dev/video0``...). Live inputs reconnect with exponential backoff
+      (``backoff`` = (initial, max) seconds, ``max_reconnects``), use slice
+      threading (frame threading adds a frame of latency per thread) and drop
+      the oldest decoded frame when the consumer falls behind, counted as
+      ``"overflow"``.
+    * ``stream``: which video stream of a file with several.
+    * ``size``: ``(width, height)`` to resize to, in the same swscale pass.
+    * ``threads``/``thread_type``: FFmpeg decoder threading (0 = one per core).
+    * ``prefetch``: decoded frames buffered ahead of the consumer.
+    * ``hwaccel``: ``None``, ``"auto"`` or a device type; falls back to
+      software with the reason in :attr:`hwaccel_report` (see
+      :mod:`adapters.video.hwaccel`).
+    * ``origin_pts``: PTS that maps to ``t_sensor == 0``; default 0 keeps the
+      stream's own times, ``None`` starts the first frame at 0.
+    * ``read_timeout``: seconds without data before a live input counts as
+      dropped.
+    """
+
+    def __init__(
+        self,
+        url: str | Path,
+        *,
+        name: str = "camera",
+        live: bool | None = None,
+        stream: int = 0,
+        pixel_format: PixelFormat = "rgb24",
+        size: tuple[int, int] | None = None,
+        interpolation: str = "bilinear",
+        threads: int = 0,
+        thread_type: str | None = None,
+        prefetch: int = 8,
+        reuse_buffers: bool = False,
+        hwaccel: str | None = None,
+        hwaccel_device: str | None = None,
+        input_format: str | None = None,
+        options: Mapping[str, str] | None = None,
+        origin_pts: int | None = 0,
+        drop_corrupt: bool = True,
+        open_timeout: float | None = 10.0,
+        read_timeout: float | None = None,
+        reconnect: bool = True,
+        backoff: tuple[float, float] = (0.1, 5.0),
+        max_reconnects: int | None = None,
+        clock: ClockModel | None = None,
+        overflow: Overflow | None = None,
+        capacity: int = 64,
+    ) -> None:
+        url = str(url)
+        live = is_live(url, input_format) if live is None else live
+        if pixel_format not in PIXEL_FORMATS:
+            raise ValueError(
+                f"pixel_format must be one of {', '.join(PIXEL_FORMATS)}, got {pixel_format!r}"
+            )
+        thread_type = thread_type or ("SLICE" if live else "AUTO")
+        if thread_type.upper() not in _THREAD_TYPES:
+            raise ValueError(
+                f"thread_type must be one of {', '.join(_THREAD_TYPES)}, got {thread_type!r}"
+            )
+        if prefetch < 1:
+            raise ValueError(f"prefetch must be >= 1, got {prefetch}")
+        if threads < 0:
+            raise ValueError(f"threads must be >= 0 (0 = automatic), got {threads}")
+        if backoff[0] <= 0 or backoff[1] < backoff[0]:
+            raise ValueError(f"backoff must be (initial > 0, max >= initial), got {backoff!r}")
+        check_path(url, input_format)
+        meta = {"url": url, "pixel_format": pixel_format, "live": live}
+        super().__init__(
+            SensorSpec(
+                name,
+                kind="camera",
+                clock=clock,
+                capacity=capacity,
+                overflow=overflow or ("drop_oldest" if live else "block"),
+                meta=meta,
+            )
+        )
+        self.url = url
+        self.live = live
+        self.options = DecodeOptions(
+            url=url,
+            stream_index=stream,
+            live=live,
+            input_format=input_format,
+            options=dict(options or {}),
+            pixel_format=pixel_format,
+            size=size,
+            interpolation=interpolation,
+            threads=threads,
+            thread_type=thread_type.upper(),
+            reuse_buffers=reuse_buffers,
+            hwaccel=hw.validate(hwaccel),
+            hwaccel_device=hwaccel_device,
+            origin_pts=origin_pts,
+            drop_corrupt=drop_corrupt,
+            open_timeout=open_timeout,
+            read_timeout=read_timeout if read_timeout is not None else (5.0 if live else None),
+            reconnect=reconnect,
+            backoff_initial=backoff[0],
+            backoff_max=backoff[1],
+            max_reconnects=max_reconnects,
+        )
+        self.prefetch = prefetch
+        self.info: VideoInfo | None = None
+        """What the stream is; set once ``frames()`` has opened it."""
+        self.hwaccel_report: HWAccelReport | None = None
+        """Which decoder runs and why hardware was refused; set once opened."""
+        self.video_stats = VideoStatistics()
+        self.recent_errors: deque[FrameLost] = deque(maxlen=64)
+        """The latest skipped frames, each naming sensor, seq, PTS and reason."""
+        self._decoder: DecoderThread | None = None
+
+    async def frames(self) -> AsyncIterator[Frame]:
+        """Decode the input, yielding frames in presentation order, until it ends."""
+        queue: Prefetch[Event] = Prefetch(self.prefetch, drop_oldest=self.live)
+        decoder = DecoderThread(self.options, queue, current_clock())
+        self._decoder = decoder
+        decoder.start()
+        try:
+            while True:
+                try:
+                    event = await queue.get()
+                except anyio.EndOfStream:
+                    return
+                if isinstance(event, Decoded):
+                    self.video_stats.delivered += 1
+                    yield self.make_frame(
+                        event.t_sensor, event.data, t_arrival=event.t_arrival, meta=event.meta
+                    )
+                else:
+                    self._handle(event)
+        finally:
+            self.video_stats.prefetch_high_water = max(
+                self.video_stats.prefetch_high_water, queue.high_water
+            )
+            queue.close()
+            decoder.stop()
+            with anyio.CancelScope(shield=True):
+                await self._join(decoder)
+
+    def _handle(self, event: Event) -> None:
+        stats = self.video_stats
+        if isinstance(event, Skipped):
+            err = event.error
+            seq = self._next_seq.get(self.name, 0)
+            self._next_seq[self.name] = seq + 1  # the lost frame keeps its number
+            err.sensor, err.seq = self.name, seq
+            stats.skipped[err.reason] = stats.skipped.get(err.reason, 0) + 1
+            self.recent_errors.append(err)
+            self.count_error(err.reason, str(err))
+        elif isinstance(event, Opened):
+            self.info = event.info
+            self.hwaccel_report = event.hwaccel
+            stats.connections += 1
+        elif isinstance(event, Disconnected):
+            stats.disconnects += 1
+            self.count_error("disconnect", f"sensor {self.name!r}: {event.reason}")
+        elif isinstance(event, Reconnected):
+            if event.gap_ns is not None:
+                stats.gaps_ns.append(event.gap_ns)
+                del stats.gaps_ns[:-256]
+        elif isinstance(event, Failed):
+            err = event.error
+            if hasattr(err, "sensor") and getattr(err, "sensor", None) is None:
+                err.sensor = self.name
+            raise err
+
+    @staticmethod
+    async def _join(decoder: DecoderThread) -> None:
+        # The thread notices the stop at its next packet; a live read can take up to
+        # read_timeout. Wait off the event loop, bounded so shutdown cannot hang.
+        opts = decoder.opts
+        bound = 2.0 + (opts.read_timeout or 0.0) + (opts.open_timeout or 0.0)
+        await anyio.to_thread.run_sync(decoder.join, bound)
+
+    def statistics(self) -> Mapping[str, Any]:
+        """Base counters plus the video counters and the hardware decode report."""
+        out = dict(super().statistics())
+        if self._decoder is not None:
+            self.video_stats.prefetch_high_water = max(
+                self.video_stats.prefetch_high_water, self._decoder.prefetch.high_water
+            )
+        out["video"] = self.video_stats.as_dict()
+        out["hwaccel"] = None if self.hwaccel_report is None else self.hwaccel_report.as_dict()
+        return out
+
+    async def aclose(self) -> None:
+        if self._decoder is not None:
+            self._decoder.prefetch.close()
+            self._decoder.stop()
+        await super().aclose()
+
+    def __repr__(self) -> str:
+        return f"VideoSource({self.url!r}, name={self.name!r})"
