@@ -495,11 +495,15 @@ class BatchWorker:
                         return
                     await ready.wait()
 
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(producers)
-            tg.start_soon(emitter)
-            async for result in out_recv:
-                yield result
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(producers)
+                tg.start_soon(emitter)
+                async for result in out_recv:
+                    yield result
+        finally:
+            for end in (batch_send, batch_recv, prep_send, prep_recv, out_send, out_recv):
+                end.close()
 
     def _result(self, entry: _Done, item: Any, last: Any, latency: int) -> WorkerResult:
         self._items += 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -103,7 +104,7 @@ def test_push_refuses_when_full_after_close_and_when_time_goes_backwards() -> No
         ({"max_batch": 4, "latency_budget": 0}, "latency_budget must be > 0"),
     ],
 )
-def test_bad_configuration_is_refused_with_the_reason(kwargs: dict, message: str) -> None:
+def test_bad_configuration_is_refused_with_the_reason(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         DynamicBatcher(**kwargs)
 

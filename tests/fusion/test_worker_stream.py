@@ -1,0 +1,285 @@
+"""BatchWorker on real onnxruntime sessions with models built in code."""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import numpy as np
+import pytest
+
+from fusion import DeadlineExpired, Frame, FrameGroup, VirtualClock, WorkerError, use_clock
+from fusion.timing import current_clock
+from fusion.workers import BatchWorker, ChangeGate, ModelSession, WorkerResult
+from fusion.workers import sessions as sessions_module
+from fusion.workers.models import FAIL_MARKER, failing_model, scale_model
+from fusion.workers.sessions import CPU, CUDA
+
+MS = 1_000_000
+
+
+def frames(n: int, features: int = 4, sensor: str = "cam") -> list[Frame]:
+    return [Frame(sensor, i, i * 33 * MS, np.full(features, i, np.float32)) for i in range(n)]
+
+
+async def collect(worker: BatchWorker, items: Any, **kw: Any) -> list[WorkerResult]:
+    with anyio.fail_after(30):
+        return [r async for r in worker.stream(items, **kw)]
+
+
+class TestOrderAndValues:
+    async def test_results_come_out_in_input_order_under_random_batch_latencies(self) -> None:
+        rng = random.Random(7)
+
+        def jittery(items: list[Frame]) -> np.ndarray:
+            # A real, random per-batch delay in the preprocess thread, so three
+            # replicas finish their batches out of order.
+            time.sleep(rng.choice([0, 0, 0.001, 0.004]))
+            return np.stack([f.data for f in items])
+
+        worker = BatchWorker(
+            scale_model(), preprocess=jittery, providers="cpu", replicas=3, max_batch=3
+        )
+        items = frames(120)
+        results = await collect(worker, items)
+        assert [r.index for r in results] == list(range(120))
+        assert [r.item for r in results] == items
+        for r in results:
+            np.testing.assert_array_equal(r.value, 2 * r.item.data)
+        stats = worker.statistics()
+        assert stats.items == 120
+        assert stats.failed == 0
+        assert max(stats.batch_sizes) <= 3
+
+    async def test_async_sources_and_groups_are_accepted(self) -> None:
+        async def groups() -> AsyncIterator[FrameGroup]:
+            for f in frames(10):
+                yield FrameGroup(f.t, {"cam": f, "imu": [Frame("imu", f.seq, f.t)]})
+
+        def pre(items: list[FrameGroup]) -> np.ndarray:
+            return np.stack([g.frames["cam"].data for g in items])  # type: ignore[union-attr]
+
+        worker = BatchWorker(scale_model(), preprocess=pre, providers="cpu")
+        results = await collect(worker, groups())
+        assert [r.item.t for r in results] == [f.t for f in frames(10)]
+        assert all(r.ok for r in results)
+
+    async def test_model_loads_from_a_path_and_postprocess_shapes_values(
+        self, tmp_path: Path
+    ) -> None:
+        path = tmp_path / "scale.onnx"
+        path.write_bytes(scale_model(factor=3.0))
+
+        def post(items: list[Frame], outputs: list[np.ndarray]) -> list[float]:
+            return [float(row.sum()) for row in outputs[0]]
+
+        worker = BatchWorker(str(path), postprocess=post, providers="cpu")
+        results = await collect(worker, frames(5))
+        assert [r.value for r in results] == [3.0 * 4 * i for i in range(5)]
+
+    async def test_a_missing_model_file_is_a_worker_error_naming_it(self, tmp_path: Path) -> None:
+        worker = BatchWorker(tmp_path / "nope.onnx", providers="cpu")
+        with pytest.raises(WorkerError, match=r"cannot read model file '.*nope.onnx'"):
+            await worker.start()
+
+
+class TestErrorIsolation:
+    @pytest.mark.parametrize(
+        "marked",
+        [set(), {0}, {39}, {7, 8}, {3, 17, 22, 31}, set(range(40))],
+        ids=["none", "first", "last", "adjacent", "scattered", "all"],
+    )
+    async def test_model_failing_on_marked_items_fails_exactly_those(
+        self, marked: set[int]
+    ) -> None:
+        items = frames(40)
+        for i in marked:
+            items[i].data[i % 4] = FAIL_MARKER
+        worker = BatchWorker(failing_model(), providers="cpu", max_batch=8, replicas=2)
+        results = await collect(worker, items)
+        assert [r.item for r in results] == items
+        assert {r.item.seq for r in results if not r.ok} == marked
+        for r in results:
+            if r.ok:
+                np.testing.assert_array_equal(r.value, 2 * r.item.data)
+            else:
+                assert isinstance(r.error, WorkerError)
+                assert (r.error.sensor, r.error.seq) == ("cam", r.item.seq)
+                assert r.error.__cause__ is not None
+                assert f"sensor 'cam' seq {r.item.seq}: model failed on this item" in str(r.error)
+        assert worker.statistics().failed == len(marked)
+
+    async def test_preprocess_failing_on_one_item_fails_only_that_item(self) -> None:
+        def pre(items: list[Frame]) -> np.ndarray:
+            for f in items:
+                if f.seq == 5:
+                    raise ValueError("cannot convert frame 5")
+            return np.stack([f.data for f in items])
+
+        worker = BatchWorker(scale_model(), preprocess=pre, providers="cpu", max_batch=4)
+        results = await collect(worker, frames(12))
+        failed = [r for r in results if not r.ok]
+        assert [r.item.seq for r in failed] == [5]
+        assert failed[0].error is not None
+        assert "ValueError: cannot convert frame 5" in str(failed[0].error)
+
+    async def test_a_failed_group_names_its_first_member(self) -> None:
+        f = frames(1)[0]
+        f.data[0] = FAIL_MARKER
+        group = FrameGroup(f.t, {"cam": f})
+        worker = BatchWorker(
+            failing_model(),
+            preprocess=lambda gs: np.stack([g.frames["cam"].data for g in gs]),
+            providers="cpu",
+        )
+        (result,) = await collect(worker, [group])
+        assert result.error is not None
+        assert (result.error.sensor, result.error.seq) == ("cam", 0)
+        assert "group [('cam', 0)]" in str(result.error)
+
+    async def test_a_dead_session_is_restarted_and_counted(self) -> None:
+        worker = BatchWorker(scale_model(), providers="cpu", max_batch=4)
+        await worker.start()
+        dead = worker._sessions[0].session
+
+        def broken(*args: object, **kwargs: object) -> None:
+            raise RuntimeError("device lost")
+
+        dead.run = broken
+        results = await collect(worker, frames(10))
+        assert all(r.ok for r in results)
+        assert worker.statistics().restarts == 1
+        assert worker._sessions[0].session is not dead
+
+
+class TestVirtualTime:
+    async def test_no_item_waits_longer_than_max_delay_and_batches_stay_within_max_batch(
+        self,
+    ) -> None:
+        clock = VirtualClock()
+        rng = random.Random(3)
+        arrivals = []
+        t = 0
+        for _ in range(60):
+            t += rng.choice([0, 0, 1 * MS, 2 * MS, 7 * MS])
+            arrivals.append(t)
+
+        async def source() -> AsyncIterator[Frame]:
+            for i, at in enumerate(arrivals):
+                await current_clock().sleep_until(at)
+                yield Frame("cam", i, at, np.full(4, i, np.float32))
+
+        worker = BatchWorker(scale_model(), providers="cpu", max_batch=4, max_delay=3 * MS)
+        with use_clock(clock):
+            async with clock.autojump():
+                results = await collect(worker, source())
+        assert [r.item.seq for r in results] == list(range(60))
+        # Model runs take no virtual time (threads stop the clock), so the bound is max_delay.
+        assert max(r.latency for r in results) <= 3 * MS
+        stats = worker.statistics()
+        assert max(stats.batch_sizes) <= 4
+        assert stats.batcher is not None
+        assert stats.batcher.by_reason.get("delay", 0) > 0
+
+    async def test_a_lone_item_is_sent_by_the_timer_not_by_the_next_arrival(self) -> None:
+        clock = VirtualClock()
+
+        async def source() -> AsyncIterator[Frame]:
+            yield Frame("cam", 0, 0, np.zeros(4, np.float32))
+            await current_clock().sleep_until(10_000 * MS)
+            yield Frame("cam", 1, 10_000 * MS, np.ones(4, np.float32))
+
+        worker = BatchWorker(scale_model(), providers="cpu", max_batch=8, max_delay=5 * MS)
+        with use_clock(clock):
+            async with clock.autojump():
+                results = await collect(worker, source())
+        assert results[0].latency == 5 * MS
+
+    async def test_items_past_their_deadline_expire_and_are_counted(self) -> None:
+        clock = VirtualClock()
+        worker = BatchWorker(
+            scale_model(), providers="cpu", max_batch=8, max_delay=5 * MS, deadline=1 * MS
+        )
+
+        async def source() -> AsyncIterator[Frame]:
+            for f in frames(3):
+                yield f
+            await current_clock().sleep_until(1_000 * MS)  # the input stays open
+
+        with use_clock(clock):
+            async with clock.autojump():
+                results = await collect(worker, source())
+        assert all(isinstance(r.error, DeadlineExpired) for r in results)
+        assert results[1].error is not None
+        assert str(results[1].error).startswith("sensor 'cam' seq 1: deadline of 1000000 ns")
+        stats = worker.statistics()
+        assert (stats.expired, stats.failed, stats.batches) == (3, 3, 0)
+
+
+class TestProviders:
+    def test_an_unbuilt_provider_falls_back_to_cpu_reporting_once_why(
+        self, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setattr(sessions_module, "_reported", set())
+        with caplog.at_level(logging.WARNING, logger="fusion.workers"):
+            first = ModelSession(scale_model(), ["OpenVINOExecutionProvider"])
+            ModelSession(scale_model(), ["OpenVINOExecutionProvider"])
+        assert first.providers == [CPU]
+        assert first.failures[0].provider == "OpenVINOExecutionProvider"
+        assert "not built into this onnxruntime" in first.failures[0].reason
+        warnings = [r for r in caplog.records if "OpenVINOExecutionProvider" in r.getMessage()]
+        assert len(warnings) == 1
+
+    async def test_cuda_requested_without_a_gpu_falls_back_to_cpu_with_the_reason(
+        self,
+    ) -> None:
+        if cuda_works():
+            pytest.skip("a CUDA GPU is present; the fallback path is not taken")
+        worker = BatchWorker(scale_model(), providers="cuda")
+        results = await collect(worker, frames(4))
+        assert all(r.ok for r in results)
+        stats = worker.statistics()
+        assert stats.providers == [CPU]
+        assert stats.provider_failures[0].provider == CUDA
+        assert stats.provider_failures[0].reason  # e.g. "its library does not load: libcublas..."
+        assert (stats.max_batch, stats.max_delay) == (4, 0)  # CPU defaults
+
+    @pytest.mark.gpu
+    async def test_cuda_provider_runs_the_model_when_a_gpu_is_present(self) -> None:
+        if not cuda_works():
+            pytest.skip("no CUDA GPU on this machine")
+        worker = BatchWorker(scale_model(), providers="cuda")
+        results = await collect(worker, frames(20))
+        assert worker.providers[0] == CUDA
+        assert (worker.max_batch, worker.max_delay) == (8, 5 * MS)  # GPU defaults
+        for r in results:
+            np.testing.assert_array_equal(r.value, 2 * r.item.data)
+
+
+def cuda_works() -> bool:
+    return ModelSession(scale_model(), "cuda").providers[0] == CUDA
+
+
+class TestChangeGate:
+    async def test_static_frames_reuse_the_last_result_and_changed_ones_run(self) -> None:
+        still = np.zeros((72, 128, 3), np.uint8)
+        moved = still.copy()
+        moved[20:50, 40:90] = 255
+        pics = [still] * 5 + [moved] * 5
+        items = [Frame("cam", i, i * 33 * MS, p) for i, p in enumerate(pics)]
+
+        def pre(fs: list[Frame]) -> np.ndarray:
+            return np.stack([[f.data.mean(), f.seq, 0, 0] for f in fs]).astype(np.float32)
+
+        worker = BatchWorker(scale_model(), preprocess=pre, providers="cpu")
+        gate = ChangeGate(0.02, keyframe_every=None, keyframe_interval=None)
+        results = await collect(worker, items, gate=gate)
+        assert [r.reused for r in results] == [False] + [True] * 4 + [False] + [True] * 4
+        assert results[3].value[1] == 0.0  # the value computed for frame 0
+        assert results[8].value[1] == 10.0  # the value computed for frame 5 (2 * seq)
+        assert worker.statistics().reused == 8
