@@ -279,13 +279,15 @@ class ChunkBuilder:
             raise TypeError(
                 f"cannot store an array of dtype {arr.dtype} (objects are never pickled)"
             )
-        arr = np.ascontiguousarray(arr)
+        shape = list(arr.shape)  # ascontiguousarray turns 0-d into 1-d
+        if not arr.flags.c_contiguous:
+            arr = np.ascontiguousarray(arr)
         blob = self._blob
         blob += bytes(-len(blob) % BLOB_ALIGN)
         offset = len(blob)
         if arr.nbytes:
             blob += arr.reshape(-1).view(np.uint8).data
-        ref = [offset, _dtype_to_wire(arr.dtype), list(arr.shape)]
+        ref = [offset, _dtype_to_wire(arr.dtype), shape]
         return msgpack.ExtType(EXT_NDARRAY, msgpack.packb(ref, use_bin_type=True))
 
 

@@ -141,10 +141,15 @@ class Replay(Source):
             self.count_error("damaged", str(err))
         self._damage_seen = len(log.damage)
 
-    async def aclose(self) -> None:
+    def close(self) -> None:
+        """Close the recording (sync); frames already yielded stay valid."""
         if self._log is not None:
             self._log.close()
             self._log = None
+        self._closed = True
+
+    async def aclose(self) -> None:
+        self.close()
         await super().aclose()
 
     def __repr__(self) -> str:

@@ -26,6 +26,7 @@ saying why, and ``close()`` raises the original error.
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import threading
 import time
@@ -362,7 +363,8 @@ class Recorder:
                 self._lock.notify_all()
             self._room.release()  # wake a writer blocked on backpressure
             if self._fd >= 0:
-                os.close(self._fd)
+                with contextlib.suppress(OSError):
+                    os.close(self._fd)
                 self._fd = -1
 
     def _next_job(self) -> Future[tuple[ChunkMeta, list[bytes], int]] | None:
