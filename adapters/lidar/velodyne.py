@@ -114,9 +114,13 @@ class VelodyneSource(Source):
         """Datagrams of a pcap not sent to ``data_port`` (position packets, other traffic)."""
         self._listening = anyio.Event()
         self._bound_port: int | None = None
+        self._where = ""  # where the packet being pushed came from, for error messages
 
     def _new_assembler(self) -> SweepAssembler:
-        return SweepAssembler(self.model, cut_angle=self.cut_angle, on_reject=self.count_error)
+        return SweepAssembler(self.model, cut_angle=self.cut_angle, on_reject=self._rejected)
+
+    def _rejected(self, reason: str, message: str) -> None:
+        self.count_error(reason, self._where + message)
 
     async def wait_listening(self) -> int:
         """Wait until the live socket is bound; return its UDP port."""
@@ -162,6 +166,7 @@ class VelodyneSource(Source):
             if datagram.dst_port != self.data_port:
                 self.ignored_datagrams += 1
                 continue
+            self._where = f"{self.pcap}: record at byte {datagram.offset}: "
             sweeps += self.assembler.push(datagram.payload, datagram.t_capture)
             self._refuse_dual_return()
             taken += 1
@@ -194,7 +199,8 @@ class VelodyneSource(Source):
             self._bound_port = sock.extra(SocketAttribute.local_port)
             self._listening.set()
             while True:
-                payload, _address = await sock.receive()
+                payload, address = await sock.receive()
+                self._where = f"datagram from {address[0]}:{address[1]}: "
                 sweeps = self.assembler.push(payload, self.now())
                 self._refuse_dual_return()
                 for raw in sweeps:
