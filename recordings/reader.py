@@ -227,12 +227,16 @@ class Recording:
     def _scan(self, offset: int) -> None:
         while offset < self.size:
             rec = self._read_record_head(offset)
-            if isinstance(rec, TruncatedRecording):
-                self._report(rec)
-                return
             if isinstance(rec, RecordingError):
-                self._report(rec)
                 nxt = self._resync(offset + 1)
+                if isinstance(rec, TruncatedRecording) and nxt is not None:
+                    # Lengths are unverified until the CRC is: a damaged length
+                    # points past the end too. A valid record further on says so.
+                    rec = CorruptChunk(
+                        "record header is damaged (its lengths run past the end of the file)",
+                        **self._at(offset),
+                    )
+                self._report(rec)
                 if nxt is None:
                     return
                 offset = nxt

@@ -16,7 +16,10 @@ def payload(sensor: str, seq: int) -> Any:
     if sensor == "cam":
         return rng.integers(0, 255, (24, 32, 3), dtype=np.uint8)
     if sensor == "lidar":
-        return {"xyz": rng.normal(size=(200, 3)).astype(np.float32), "ring": np.array(seq, np.uint16)}
+        return {
+            "xyz": rng.normal(size=(200, 3)).astype(np.float32),
+            "ring": np.array(seq, np.uint16),
+        }
     return rng.normal(size=6).astype(np.float64)
 
 
@@ -30,7 +33,9 @@ def make_frames(n: int = 300, sensors: tuple[str, ...] = ("cam", "lidar", "imu")
         seqs[name] = seq + 1
         t = i * 10_000_000
         out.append(
-            Frame(name, seq, t, payload(name, seq), t_sensor=t - 7, t_arrival=t + 1_000, meta={"i": i})
+            Frame(
+                name, seq, t, payload(name, seq), t_sensor=t - 7, t_arrival=t + 1_000, meta={"i": i}
+            )
         )
     return out
 
@@ -58,5 +63,10 @@ def digest(data: Any) -> str:
 
 def same_frame(a: Frame, b: Frame) -> bool:
     return (a.sensor, a.seq, a.t, a.t_sensor, a.t_arrival, a.meta) == (
-        b.sensor, b.seq, b.t, b.t_sensor, b.t_arrival, b.meta
+        b.sensor,
+        b.seq,
+        b.t,
+        b.t_sensor,
+        b.t_arrival,
+        b.meta,
     ) and digest(a.data) == digest(b.data)
