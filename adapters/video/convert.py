@@ -159,5 +159,5 @@ class PixelConverter:
 def _plane_view(frame: av.VideoFrame, index: int) -> np.ndarray[Any, Any]:
     """Plane ``index`` of an 8-bit planar frame as a ``(height, width)`` view, padding cut."""
     plane = frame.planes[index]
-    rows = np.frombuffer(plane, np.uint8).reshape(plane.height, plane.line_size)
+    rows = np.frombuffer(memoryview(plane), np.uint8).reshape(plane.height, plane.line_size)
     return rows[:, : plane.width]

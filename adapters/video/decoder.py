@@ -42,6 +42,7 @@ from adapters.video import hwaccel as hw
 from adapters.video.convert import PixelConverter, PixelFormat
 from adapters.video.events import (
     Decoded,
+    DecoderError,
     Disconnected,
     Event,
     Failed,
@@ -144,7 +145,7 @@ class DecoderThread:
     def _run(self) -> None:
         try:
             self._run_connections()
-        except BaseException as err:  # noqa: BLE001 - every failure goes to the consumer
+        except BaseException as err:
             self._emit(Failed(err))
         finally:
             self.prefetch.finish()
@@ -190,7 +191,11 @@ class DecoderThread:
         """Wait before reconnect ``attempt``; False when out of attempts or stopping."""
         opts = self.opts
         if opts.max_reconnects is not None and attempt >= opts.max_reconnects:
-            self._emit(Failed(SourceOpenError(f"{opts.url!r}: gave up after {attempt} reconnects: {reason}")))
+            self._emit(
+                Failed(
+                    SourceOpenError(f"{opts.url!r}: gave up after {attempt} reconnects: {reason}")
+                )
+            )
             return False
         delay = min(opts.backoff_max, opts.backoff_initial * (2**attempt))
         log.info("video %s: reconnecting in %.2f s (%s)", opts.url, delay, reason)
@@ -244,7 +249,7 @@ class DecoderThread:
 
     def _configure_threads(self, stream: VideoStream) -> None:
         ctx = stream.codec_context
-        ctx.thread_type = self.opts.thread_type  # type: ignore[assignment]
+        ctx.thread_type = self.opts.thread_type
         ctx.thread_count = self.opts.threads
 
     def _decode(
@@ -285,10 +290,9 @@ class DecoderThread:
             except av.error.FFmpegError as err:
                 if verifying and delivered == 0:
                     raise _HardwareFailed(f"decoding the first frame failed ({err})") from err
-                ledger.forget(pts)
-                if pts is not None:
-                    arrivals.pop(pts, None)
-                self._lose("decode_error", pts, timeline, f"decoder rejected the packet: {err}")
+                # With frame threading the error may belong to an earlier packet, so
+                # it is not attributed to this PTS: the ledger reports what was lost.
+                self._emit(DecoderError(pts, str(err)))
                 continue
             for frame in frames:
                 for lost in ledger.received(frame.pts):
@@ -307,7 +311,7 @@ class DecoderThread:
         for lost in ledger.flush():
             self._lose("undecodable", lost, timeline, "no frame came out of it (end of stream)")
 
-    def _packets(self, container: InputContainer, stream: VideoStream) -> Iterator[av.Packet]:
+    def _packets(self, container: InputContainer, stream: VideoStream) -> Iterator[av.Packet[Any]]:
         """Demux ``stream``; a live read error becomes _ReadFailed, a file read error ends it."""
         demux = container.demux(stream)
         while True:
@@ -364,7 +368,9 @@ class DecoderThread:
             return True
         for old in evicted:
             if isinstance(old, Decoded):
-                self._emit_lost("overflow", old.meta.get("pts"), old.t_sensor, "prefetch queue full")
+                self._emit_lost(
+                    "overflow", old.meta.get("pts"), old.t_sensor, "prefetch queue full"
+                )
         return True
 
     def _lose(self, reason: str, pts: int | None, timeline: Timeline, detail: str) -> None:
@@ -384,4 +390,3 @@ def _transient(err: SourceOpenError) -> bool:
     return isinstance(cause, (OSError, EOFError, av.error.ExitError)) and not isinstance(
         cause, (av.error.FileNotFoundError, av.error.ProtocolNotFoundError)
     )
-

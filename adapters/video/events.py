@@ -19,7 +19,7 @@ class FrameLost(DecodeError):
     """A packet or frame of a video stream was skipped; ``pts`` and ``reason`` say which and why.
 
     Reasons: ``"undecodable"`` (went into the decoder, no frame came out),
-    ``"decode_error"`` (the decoder rejected the packet), ``"corrupt_frame"``
+    ``"corrupt_frame"``
     (decoded but flagged corrupt), ``"convert_error"`` (pixel conversion
     failed), ``"overflow"`` (a live frame evicted from a full prefetch queue).
     """
@@ -61,6 +61,17 @@ class Skipped:
 
 
 @dataclass(slots=True)
+class DecoderError:
+    """The decoder rejected a packet. Not a lost frame by itself: with frame
+    threading the error can belong to an earlier packet, so losses are
+    reported by the ledger (as :class:`Skipped`), and this is only counted."""
+
+    pts: int | None
+    """PTS of the packet being sent when the error surfaced."""
+    message: str
+
+
+@dataclass(slots=True)
 class Opened:
     """The input is open (again, after a reconnect) and decoding."""
 
@@ -94,4 +105,4 @@ class Failed:
     error: BaseException
 
 
-Event = Decoded | Skipped | Opened | Disconnected | Reconnected | Failed
+Event = Decoded | DecoderError | Skipped | Opened | Disconnected | Reconnected | Failed

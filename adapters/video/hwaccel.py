@@ -44,7 +44,7 @@ AUTO_ORDER: tuple[str, ...] = (
     "vulkan",
     "vdpau",
 )
-"""Devices ``hwaccel="auto"`` tries, in order (those built into FFmpeg and supported by the codec)."""
+"""Devices ``hwaccel="auto"`` tries, in order (if built into FFmpeg and the codec supports them)."""
 
 DEVICE_TYPES: frozenset[str] = frozenset(
     t.name for t in HWDeviceType if t.name != "none"
@@ -135,7 +135,7 @@ def probe_device(
     def attempt() -> None:
         try:
             HWAccel(device, device=device_id, allow_software_fallback=False).create(codec)
-        except Exception as err:  # noqa: BLE001 - every failure is a reason to fall back
+        except Exception as err:
             outcome.append(_describe(device, err))
         else:
             outcome.append(None)

@@ -136,7 +136,7 @@ def select_stream(container: InputContainer, url: str, index: int) -> VideoStrea
     """The ``index``-th video stream, or a :class:`SourceOpenError` saying what there is."""
     videos = container.streams.video
     if not videos:
-        kinds = sorted({s.type for s in container.streams}) or ["none"]
+        kinds: list[str] = sorted({str(s.type) for s in container.streams}) or ["none"]
         raise SourceOpenError(f"{url!r} has no video stream (streams: {', '.join(kinds)})")
     if not 0 <= index < len(videos):
         raise SourceOpenError(

@@ -29,6 +29,7 @@ from adapters.video.convert import PIXEL_FORMATS, PixelFormat
 from adapters.video.decoder import DecodeOptions, DecoderThread
 from adapters.video.events import (
     Decoded,
+    DecoderError,
     Disconnected,
     Event,
     Failed,
@@ -41,8 +42,8 @@ from adapters.video.hwaccel import HWAccelReport
 from adapters.video.prefetch import Prefetch
 from adapters.video.probe import VideoInfo, check_path, is_live
 from fusion.clock import ClockModel
-from fusion.frames import Overflow, SensorSpec
-from fusion.frames import Frame
+from fusion.errors import SourceError
+from fusion.frames import Frame, Overflow, SensorSpec
 from fusion.timing import current_clock
 
 _THREAD_TYPES = ("AUTO", "FRAME", "SLICE", "NONE")
@@ -64,6 +65,10 @@ class VideoStatistics:
     """Arrival gap around each reconnect (last frame before to first after), newest last."""
     prefetch_high_water: int = 0
     """Most decoded frames ever waiting in the prefetch queue."""
+    decoder_errors: int = 0
+    """Errors the decoder raised (each loss they cause is also in ``skipped``)."""
+    last_decoder_error: str | None = None
+    """The most recent decoder error message, with the PTS being sent."""
 
     @property
     def downtime_ns(self) -> int:
@@ -79,6 +84,8 @@ class VideoStatistics:
             "gaps_ns": list(self.gaps_ns),
             "downtime_ns": self.downtime_ns,
             "prefetch_high_water": self.prefetch_high_water,
+            "decoder_errors": self.decoder_errors,
+            "last_decoder_error": self.last_decoder_error,
         }
 
 
@@ -245,6 +252,9 @@ class VideoSource(Source):
             stats.skipped[err.reason] = stats.skipped.get(err.reason, 0) + 1
             self.recent_errors.append(err)
             self.count_error(err.reason, str(err))
+        elif isinstance(event, DecoderError):
+            stats.decoder_errors += 1
+            stats.last_decoder_error = f"while sending PTS {event.pts}: {event.message}"
         elif isinstance(event, Opened):
             self.info = event.info
             self.hwaccel_report = event.hwaccel
@@ -257,10 +267,10 @@ class VideoSource(Source):
                 stats.gaps_ns.append(event.gap_ns)
                 del stats.gaps_ns[:-256]
         elif isinstance(event, Failed):
-            err = event.error
-            if hasattr(err, "sensor") and getattr(err, "sensor", None) is None:
-                err.sensor = self.name
-            raise err
+            failure = event.error
+            if isinstance(failure, SourceError) and failure.sensor is None:
+                failure.sensor = self.name
+            raise failure
 
     @staticmethod
     async def _join(decoder: DecoderThread) -> None:

@@ -58,17 +58,18 @@ def write_video(
     hit: list[int] = []
     with av.open(str(path), "w") as out:
         stream = out.add_stream(codec, rate=rate)
+        assert isinstance(stream, av.VideoStream)
         stream.width, stream.height = width, height
-        stream.pix_fmt = "yuv420p" if codec != "ffv1" else "yuv420p"
+        stream.pix_fmt = "yuv420p"
         stream.time_base = time_base
         stream.codec_context.time_base = time_base
         opts = {"g": str(gop), "bf": "0"} if codec == "libx264" else {"g": str(gop)}
         stream.codec_context.options = {**opts, **(options or {})}
 
-        def mux(packets: list[av.Packet]) -> None:
+        def mux(packets: list[av.Packet[Any]]) -> None:
             for packet in packets:
                 if packet.pts in wanted and packet.size > 8:
-                    view = memoryview(packet).cast("B")  # type: ignore[arg-type]
+                    view = memoryview(packet).cast("B")
                     for j in range(8, len(view)):
                         view[j] = rng.randrange(256)
                     hit.append(packet.pts)
@@ -124,6 +125,7 @@ class MpegTsSender:
         try:
             with av.open(self.url, "w", format="mpegts", options={"flush_packets": "1"}) as out:
                 stream = out.add_stream("libx264", rate=self.fps)
+                assert isinstance(stream, av.VideoStream)
                 stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
                 stream.codec_context.options = {
                     "g": str(self.gop),
@@ -144,5 +146,5 @@ class MpegTsSender:
                     i += 1
                     next_t += period
                     self._stop.wait(max(0.0, next_t - time.monotonic()))
-        except BaseException as err:  # noqa: BLE001 - reported to the test through .error
+        except BaseException as err:
             self.error = err
