@@ -91,4 +91,5 @@ def test_each_kind_of_bad_packet_is_counted_by_reason() -> None:
         "dual_return": 1,
     }
     assert assembler.accepted == 0
-    assert assembler.last_error is not None and "dual return" in assembler.last_error
+    assert assembler.last_error is not None
+    assert "dual return" in assembler.last_error

@@ -56,6 +56,8 @@ async def test_live_udp_sweeps_equal_the_offline_sweeps() -> None:
         assert (got.seq, got.t_sensor, got.meta) == (want.seq, want.t_sensor, want.meta)
         np.testing.assert_array_equal(got.data, want.data)
     arrivals = [f.t_arrival for f in received]
-    assert all(a is not None for a in arrivals) and arrivals == sorted(arrivals)  # type: ignore[type-var]
+    assert all(a is not None for a in arrivals)
+    assert arrivals == sorted(arrivals)
     assert live.errors == {"bad_length": len(range(0, len(packets), 100))}
-    assert live.last_error is not None and live.last_error.startswith("datagram from 127.0.0.1:")
+    assert live.last_error is not None
+    assert live.last_error.startswith("datagram from 127.0.0.1:")

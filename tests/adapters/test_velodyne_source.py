@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import struct
 from pathlib import Path
 
@@ -32,7 +33,7 @@ async def test_pcap_source_yields_one_frame_per_rotation() -> None:
     assert all(f.data.dtype == VELODYNE_DTYPE for f in frames)
     assert all(f.sensor == "lidar" and f.t == f.t_sensor for f in frames)
     assert frames[0].t_sensor == stats["device_ts_first_us_past_hour"] * 1000
-    assert all(b.t_sensor > a.t_sensor for a, b in zip(frames, frames[1:], strict=False))
+    assert all(b.t_sensor > a.t_sensor for a, b in itertools.pairwise(frames))
     # t_arrival is the capture (host) clock: 0.919 s ahead of the sensor's UTC clock
     delay = [f.t_arrival - f.t_sensor - 1355263200 * 10**9 for f in frames[1:]]  # type: ignore[operator]
     assert all(0.919e9 < d < 0.919e9 + 0.1e9 for d in delay)
@@ -46,7 +47,8 @@ async def test_pcap_source_counts_position_packets_as_ignored_not_errors() -> No
     stats = source.statistics()
     assert stats["packets"] == pcap_stats(VLP16.name)["data_packets"]
     assert stats["ignored_datagrams"] == pcap_stats(VLP16.name)["position_packets"]
-    assert stats["errors"] == {} and stats["rejected"] == {}
+    assert stats["errors"] == {}
+    assert stats["rejected"] == {}
     assert source.spec.meta["wrap_period_ns"] == WRAP_PERIOD_NS == HOUR_NS
     assert source.spec.meta["model"] == "VLP-16"
 
@@ -121,7 +123,7 @@ def test_model_is_required_and_unknown_models_are_named() -> None:
         VelodyneSource(pcap=VLP16)  # type: ignore[call-arg]
     with pytest.raises(ValueError, match=r"unknown Velodyne model 'VLP-64'; known: VLP-16"):
         VelodyneSource(pcap=VLP16, model="VLP-64")
-    with pytest.raises(SourceOpenError, match="pcap file '.*nope.pcap' does not exist"):
+    with pytest.raises(SourceOpenError, match=r"pcap file '.*nope\.pcap' does not exist"):
         VelodyneSource(pcap="nope.pcap", model="VLP-16")
     assert VelodyneSource(model="vlp16").port == 2368
 
@@ -129,7 +131,7 @@ def test_model_is_required_and_unknown_models_are_named() -> None:
 def test_pcap_reader_refuses_pcapng_and_non_pcap_files(tmp_path: Path) -> None:
     (tmp_path / "a.pcapng").write_bytes(b"\x0a\x0d\x0d\x0a" + b"\x00" * 40)
     (tmp_path / "b.pcap").write_bytes(b"hello world, not a capture")
-    with pytest.raises(SourceOpenError, match="pcapng.*editcap -F pcap"):
+    with pytest.raises(SourceOpenError, match=r"pcapng.*editcap -F pcap"):
         PcapReader(tmp_path / "a.pcapng")
     with pytest.raises(SourceOpenError, match=r"not a pcap file \(byte 0: expected a pcap magic"):
         PcapReader(tmp_path / "b.pcap")
