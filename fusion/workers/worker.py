@@ -184,7 +184,7 @@ def item_key(item: Any) -> tuple[str | None, int | None]:
 def _item_error(item: Any, err: BaseException) -> WorkerError:
     sensor, seq = item_key(item)
     what = f"group {item.keys}" if isinstance(item, FrameGroup) else "item"
-    message = f"model failed on this {what}: {type(err).__name__}: {err}".strip()
+    message = f"inference failed on this {what}: {type(err).__name__}: {err}".strip()
     error = WorkerError(message, sensor=sensor, seq=seq)
     error.__cause__ = err
     return error
@@ -259,6 +259,8 @@ class BatchWorker:
         self.max_delay = max_delay or 0
         self._model: bytes | None = None
         self._sessions: list[ModelSession] = []
+        self._providers: list[str] = []
+        self._provider_failures: list[ProviderFailure] = []
         self._probe: dict[str, np.ndarray] | None = None
         self._restart_lock = threading.Lock()
         self._started = False
@@ -281,6 +283,8 @@ class BatchWorker:
     def _start_sync(self) -> None:
         self._model = load_model(self._model_source)
         self._sessions = [self._new_session() for _ in range(self.replicas)]
+        self._providers = list(self._sessions[0].providers)
+        self._provider_failures = list(self._sessions[0].failures)
         device = self._sessions[0].device
         default_batch, default_delay = _DEFAULTS.get(device, _DEFAULTS["cpu"])
         self.max_batch = self._max_batch_arg or default_batch
@@ -335,12 +339,13 @@ class BatchWorker:
 
     @property
     def providers(self) -> list[str]:
-        """Providers of the live session (empty before :meth:`start`)."""
-        return list(self._sessions[0].providers) if self._sessions else []
+        """``get_providers()`` of the (last) live session; empty before :meth:`start`."""
+        return list(self._providers)
 
     @property
     def provider_failures(self) -> list[ProviderFailure]:
-        return list(self._sessions[0].failures) if self._sessions else []
+        """Providers asked for that did not work, with the reason."""
+        return list(self._provider_failures)
 
     def statistics(self) -> WorkerStatistics:
         lat = np.fromiter(self._latencies, np.int64) if self._latencies else None

@@ -111,7 +111,9 @@ class TestErrorIsolation:
                 assert isinstance(r.error, WorkerError)
                 assert (r.error.sensor, r.error.seq) == ("cam", r.item.seq)
                 assert r.error.__cause__ is not None
-                assert f"sensor 'cam' seq {r.item.seq}: model failed on this item" in str(r.error)
+                assert f"sensor 'cam' seq {r.item.seq}: inference failed on this item" in str(
+                    r.error
+                )
         assert worker.statistics().failed == len(marked)
 
     async def test_preprocess_failing_on_one_item_fails_only_that_item(self) -> None:
