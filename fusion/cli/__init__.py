@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 
 # Order here is the order ``--help`` lists them.
-COMMANDS = ("demo",)
+COMMANDS = ("demo", "record", "replay", "info", "check")
 
 
 def build_parser() -> argparse.ArgumentParser:
