@@ -23,10 +23,13 @@ from fusion.errors import (
     frame_context,
 )
 from fusion.frames import Frame, FrameGroup, SensorSpec
+from fusion.hub import HubStatistics, LatencySummary, SensorStatistics, SyncHub
+from fusion.policies import ApproximateTime, ExactTime, Nearest, PolicyStatistics
 from fusion.timing import Clock, MonotonicClock, VirtualClock, current_clock, run_sync, use_clock
 from fusion.workers import BatchWorker, ChangeGate, WorkerResult, WorkerStatistics
 
 __all__ = [
+    "ApproximateTime",
     "BatchWorker",
     "ChangeGate",
     "ChannelReceiver",
@@ -38,20 +41,27 @@ __all__ = [
     "CorruptChunk",
     "DeadlineExpired",
     "DecodeError",
+    "ExactTime",
     "FixedOffset",
     "Frame",
     "FrameFormatError",
     "FrameGroup",
+    "HubStatistics",
     "HyperframesError",
     "Identity",
+    "LatencySummary",
     "LimitExceeded",
     "MonotonicClock",
+    "Nearest",
+    "PolicyStatistics",
     "RecorderClosed",
     "RecordingError",
     "SensorSpec",
+    "SensorStatistics",
     "SensorTimeout",
     "SourceError",
     "SourceOpenError",
+    "SyncHub",
     "TruncatedRecording",
     "UnsupportedVersion",
     "UsageError",

@@ -7,4 +7,11 @@ from fusion.policies.nearest import Nearest
 
 SyncPolicy = ExactTime | ApproximateTime | Nearest
 
-__all__ = ["ApproximateTime", "ExactTime", "Nearest", "PolicyBase", "PolicyStatistics", "SyncPolicy"]
+__all__ = [
+    "ApproximateTime",
+    "ExactTime",
+    "Nearest",
+    "PolicyBase",
+    "PolicyStatistics",
+    "SyncPolicy",
+]

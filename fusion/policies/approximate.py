@@ -121,7 +121,7 @@ class ApproximateTime(PolicyBase):
             self._publish()
             self._process()
         if self._pivot == _NO_PIVOT:
-            for i, q in enumerate(self._deques):
+            for q in self._deques:
                 had = bool(q)
                 while q and q[0].t < deadline_ns:
                     self._drop(q.popleft(), "incomplete")
@@ -209,14 +209,14 @@ class ApproximateTime(PolicyBase):
         moves = [0] * self._n
         while True:
             vt = [self._virtual_time(i) for i in range(self._n)]
-            start_i = end_i = 0
+            start_i = 0
             start_t = end_t = vt[0]
             for i in range(1, self._n):
                 t = vt[i]
                 if t < start_t:
                     start_t, start_i = t, i
                 if t >= end_t:
-                    end_t, end_i = t, i
+                    end_t = t
             if self._proved_optimal(end_t):
                 self._publish()
                 return

@@ -33,6 +33,9 @@ class PolicyStatistics:
     """Groups returned, complete or partial."""
     groups_partial: int
     """Emitted groups with at least one optional sensor missing."""
+    groups_dropped: int
+    """Groups abandoned because a required sensor had nothing (their frames are
+    counted in ``dropped`` as ``incomplete``)."""
     frames_emitted: int
     """Frames inside emitted groups."""
     buffered: int
@@ -66,6 +69,7 @@ class PolicyBase:
         self._pushed = 0
         self._groups = 0
         self._partial = 0
+        self._groups_dropped = 0
         self._frames_out = 0
         self._buffered = 0
         self._peak = 0
@@ -80,6 +84,7 @@ class PolicyBase:
             pushed=self._pushed,
             groups_emitted=self._groups,
             groups_partial=self._partial,
+            groups_dropped=self._groups_dropped,
             frames_emitted=self._frames_out,
             buffered=self._buffered,
             peak_buffered=self._peak,

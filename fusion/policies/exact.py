@@ -118,5 +118,6 @@ class ExactTime(PolicyBase):
         t = self._times.pop(0)
         del self._pending[t]
         self._buffered -= len(members)
+        self._groups_dropped += 1
         for frame in members.values():
             self._drop(frame, reason)

@@ -219,6 +219,7 @@ class Nearest(PolicyBase):
         if not complete:
             self._drop(ref, "incomplete")
             self._buffered -= 1
+            self._groups_dropped += 1
             return
         frames: dict[str, Frame | list[Frame]] = {self.reference: ref}
         used = 1

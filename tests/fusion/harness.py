@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 
 from fusion import Frame, FrameGroup
@@ -49,4 +50,4 @@ def check_accounting(policy: SyncPolicy, frames: list[Frame], groups: list[Frame
     assert stats.pushed == len(frames)
     assert len(emitted) + stats.dropped_total + stats.buffered == len(frames)
     assert stats.frames_emitted == len(emitted)
-    assert all(a.t <= b.t for a, b in zip(groups, groups[1:], strict=False))
+    assert all(a.t <= b.t for a, b in itertools.pairwise(groups))

@@ -33,13 +33,15 @@ class TestNearest:
             assert abs(cam.t - g.t) <= 17 * MS
             imu = g.frames["imu"]
             assert isinstance(imu, list)
-            expected = [t for t in range(0, 2000 * MS, 5 * MS) if g.t - 50 * MS <= t <= g.t + 49 * MS]
+            imu_times = range(0, 2000 * MS, 5 * MS)
+            expected = [t for t in imu_times if g.t - 50 * MS <= t <= g.t + 49 * MS]
             assert [f.t for f in imu] == expected
         check_accounting(policy, frames, groups)
 
     def test_group_is_emitted_by_the_frame_that_makes_it_certain_not_later(self) -> None:
-        policy = Nearest("lidar", ["lidar", "cam", "imu"], tolerance=20 * MS,
-                         windows={"imu": (0, 10 * MS)})
+        policy = Nearest(
+            "lidar", ["lidar", "cam", "imu"], tolerance=20 * MS, windows={"imu": (0, 10 * MS)}
+        )
         assert policy.push(Frame("lidar", 0, 100 * MS)) == []
         assert policy.push(Frame("cam", 0, 95 * MS)) == []  # a later cam frame could be nearer
         assert policy.push(Frame("imu", 0, 100 * MS)) == []

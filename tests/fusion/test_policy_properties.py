@@ -69,7 +69,10 @@ def test_approximate_time_accounts_for_every_frame(
     script, queue_size, max_interval, age_penalty, bound
 ) -> None:
     policy = ApproximateTime(
-        SENSORS, queue_size=queue_size, max_interval=max_interval, age_penalty=age_penalty,
+        SENSORS,
+        queue_size=queue_size,
+        max_interval=max_interval,
+        age_penalty=age_penalty,
         lower_bounds={"ref": bound},
     )
     run(policy, script)
@@ -85,7 +88,9 @@ def test_approximate_time_accounts_for_every_frame(
 )
 def test_nearest_accounts_for_every_frame(script, tolerance, optional, window, max_buffer) -> None:
     policy = Nearest(
-        "ref", SENSORS, tolerance,
+        "ref",
+        SENSORS,
+        tolerance,
         optional=["cam"] if optional else (),
         windows={"imu": window} if window else None,
         max_buffer=max_buffer,

@@ -1,0 +1,346 @@
+"""SyncHub: the async shell around a sync policy.
+
+Theory of operation
+-------------------
+Each source runs in its own task and sends frames into its own bounded channel
+(capacity and overflow policy from the source's :class:`~fusion.SensorSpec`, so
+a flooding sensor is bounded by its own policy and cannot starve the others).
+One *pump* per channel takes frames out and, for each frame, on the event loop
+with no await in between:
+
+1. applies the sensor's clock model (``observe`` then ``align``; ``t_sensor``
+   is untouched, ``t`` becomes the aligned time);
+2. calls ``policy.push`` and sends the groups it returns to the output channel.
+
+Pushes from different pumps never interleave inside the policy (the policy is
+plain synchronous code), and group sends are serialised by a lock, so groups
+leave in the order the policy made them.
+
+``max_latency`` bounds how long a group waits for a silent sensor, in runtime
+clock time. The hub remembers when it received frames; once a frame with time
+``t`` was received ``max_latency`` ago, ``policy.expire(t + 1)`` resolves every
+group up to ``t`` (emitted with ``missing`` when only optional sensors lack,
+dropped and counted otherwise). Because that reads the runtime clock, a
+:class:`~fusion.VirtualClock` tests it without sleeping.
+
+When every source has ended, the hub drains the policy and closes its output.
+Cancelling the hub cancels the sources, closes them and the output.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from contextlib import aclosing, asynccontextmanager
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from anyio.abc import TaskStatus
+
+from fusion.channels import ChannelReceiver, ChannelSender, ChannelStatistics, open_channel
+from fusion.clock import ClockModel
+from fusion.frames import Frame, FrameGroup, SensorSpec
+from fusion.policies import SyncPolicy
+from fusion.timing import Clock, current_clock, use_clock
+
+if TYPE_CHECKING:
+    from adapters.base import Source
+
+_LATENCY_SAMPLES = 8192
+
+
+@dataclass(frozen=True, slots=True)
+class SensorStatistics:
+    """What the hub has seen of one sensor."""
+
+    frames_in: int
+    """Frames received from the sensor's channel."""
+    dropped: Mapping[str, int]
+    """Frames lost, by reason (channel overflow and policy decisions)."""
+    last_t: int | None
+    """Aligned time of the newest frame."""
+    last_received: int | None
+    """Runtime-clock time the newest frame was received."""
+    lag_ns: int | None
+    """Receive time minus aligned time of the newest frame: the transport and
+    buffering delay, meaningful when ``t`` is on the host's clock."""
+    clock: Mapping[str, Any]
+    """The sensor's clock model estimate (``describe()``), empty without a model."""
+
+
+@dataclass(frozen=True, slots=True)
+class LatencySummary:
+    """Added latency of the hub: group sent minus the frame that made it certain
+    being received, over the last few thousand groups (ns)."""
+
+    count: int
+    p50: int
+    p90: int
+    p99: int
+    max: int
+
+
+@dataclass(frozen=True, slots=True)
+class HubStatistics:
+    """A snapshot of a hub's counters (see :meth:`SyncHub.statistics`)."""
+
+    frames_in: int
+    """Frames received from all sources."""
+    groups_emitted: int
+    """Groups sent downstream, complete or partial."""
+    groups_complete: int
+    """Emitted groups with every sensor present."""
+    groups_partial: int
+    """Emitted groups with optional sensors missing."""
+    groups_dropped: int
+    """Groups abandoned because a required sensor had nothing."""
+    groups_expired: int
+    """Groups resolved by the ``max_latency`` deadline rather than by data."""
+    peak_buffer_used: int
+    """Most frames the policy held at once."""
+    dropped: Mapping[tuple[str, str], int] = field(default_factory=dict)
+    """Frames lost, by ``(sensor, reason)``."""
+    sensors: Mapping[str, SensorStatistics] = field(default_factory=dict)
+    """Per-sensor view."""
+    channels: Mapping[str, ChannelStatistics] = field(default_factory=dict)
+    """Each source channel and the output channel."""
+    latency: LatencySummary | None = None
+    """Added-latency percentiles; ``None`` before the first group."""
+
+
+class _SensorState:
+    __slots__ = ("dropped", "frames_in", "last_received", "last_t", "model")
+
+    def __init__(self, model: ClockModel | None) -> None:
+        self.model = model
+        self.frames_in = 0
+        self.last_t: int | None = None
+        self.last_received: int | None = None
+        self.dropped: dict[str, int] = {}
+
+
+class SyncHub:
+    """Clock-aligned grouping of frames from many sources (contract).
+
+    ``sensors`` gives specs for sensors whose source does not carry one (or
+    overrides it). ``max_latency`` (ns of runtime clock) bounds how long a group
+    waits for a silent sensor; ``None`` waits for data (offline replay).
+    """
+
+    def __init__(
+        self,
+        policy: SyncPolicy,
+        sensors: Iterable[SensorSpec] = (),
+        *,
+        max_latency: int | None = None,
+        clock: Clock | None = None,
+        output_capacity: int = 64,
+    ) -> None:
+        if max_latency is not None and max_latency <= 0:
+            raise ValueError(f"max_latency must be > 0 ns or None, got {max_latency}")
+        self.policy = policy
+        self.max_latency = max_latency
+        self._clock = clock
+        self._specs: dict[str, SensorSpec] = {s.name: s for s in sensors}
+        self._sensors: dict[str, _SensorState] = {}
+        send_groups, groups = open_channel(output_capacity, name="hub->out")
+        self._send_groups: ChannelSender[FrameGroup] = send_groups
+        self.groups: ChannelReceiver[FrameGroup] = groups
+        """Groups in emission order; ends when the hub has drained."""
+        self._channels: dict[str, ChannelSender[Frame]] = {}
+        self._emit_lock = anyio.Lock()
+        self._received: deque[tuple[int, int]] = deque()  # (receive time, t), t increasing
+        self._received_changed = anyio.Event()
+        self._latencies: deque[int] = deque(maxlen=_LATENCY_SAMPLES)
+        self._frames_in = 0
+        self._expired_groups = 0
+        self._started = False
+
+    # -- running ---------------------------------------------------------------------
+
+    async def run(
+        self,
+        sources: Sequence[Source],
+        *,
+        task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Run ``sources`` through the policy until all end; then drain and close ``groups``."""
+        if self._started:
+            raise RuntimeError("a SyncHub runs once; create a new one")
+        self._started = True
+        clock = self._clock or current_clock()
+        self._clock = clock
+        try:
+            with use_clock(clock):  # sources pace on the hub's clock
+                await self._run_tasks(sources, clock, task_status)
+        finally:
+            self._send_groups.close()
+
+    async def _run_tasks(
+        self, sources: Sequence[Source], clock: Clock, task_status: TaskStatus[None]
+    ) -> None:
+        async with anyio.create_task_group() as outer:
+            if self.max_latency is not None:
+                outer.start_soon(self._run_deadlines, clock, self.max_latency)
+            async with anyio.create_task_group() as tg:
+                for source in sources:
+                    send, receive = self._open_source_channel(source)
+                    tg.start_soon(self._produce, source, send)
+                    tg.start_soon(self._pump, receive, clock)
+                task_status.started()
+            async with self._emit_lock:
+                await self._send_all(self.policy.drain(), None, clock)
+            outer.cancel_scope.cancel()
+
+    @asynccontextmanager
+    async def open(self, sources: Sequence[Source]) -> AsyncIterator[ChannelReceiver[FrameGroup]]:
+        """Run the hub in the background for the block; yields the group channel.
+
+        ``async with hub.open(sources) as groups: async for g in groups: ...``
+        Leaving the block early cancels the sources.
+        """
+        with self.groups:
+            async with anyio.create_task_group() as tg:
+                await tg.start(self.run, sources)
+                try:
+                    yield self.groups
+                finally:
+                    tg.cancel_scope.cancel()
+
+    def _open_source_channel(
+        self, source: Source
+    ) -> tuple[ChannelSender[Frame], ChannelReceiver[Frame]]:
+        for spec in source.specs:
+            spec = self._specs.setdefault(spec.name, spec)
+            if spec.name not in self._sensors:
+                self._sensors[spec.name] = _SensorState(spec.clock)
+        spec = self._specs[source.specs[0].name]
+        send, receive = open_channel(
+            spec.capacity, spec.overflow, name=f"{source.name}->hub", on_drop=self._on_overflow
+        )
+        self._channels[f"{source.name}->hub"] = send
+        return send, receive
+
+    def _on_overflow(self, frame: Frame, reason: str) -> None:
+        state = self._sensors.get(frame.sensor)
+        if state is not None:
+            state.dropped["overflow"] = state.dropped.get("overflow", 0) + 1
+
+    async def _produce(self, source: Source, send: ChannelSender[Frame]) -> None:
+        try:
+            async with send, aclosing(source.frames()) as frames:  # type: ignore[type-var]
+                async for frame in frames:
+                    await send.send(frame)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await source.aclose()
+
+    async def _pump(self, receive: ChannelReceiver[Frame], clock: Clock) -> None:
+        policy = self.policy
+        sensors = self._sensors
+        received = self._received
+        track = self.max_latency is not None
+        with receive:
+            async for frame in receive:
+                now = clock.now()
+                state = sensors.get(frame.sensor)
+                if state is None:
+                    state = sensors[frame.sensor] = _SensorState(None)
+                state.frames_in += 1
+                self._frames_in += 1
+                model = state.model
+                if model is not None:
+                    if frame.t_arrival is not None:
+                        model.observe(frame.t_sensor, frame.t_arrival)
+                    frame.t = model.align(frame.t_sensor)
+                state.last_t = frame.t
+                state.last_received = now
+                if track and (not received or frame.t > received[-1][1]):
+                    received.append((now, frame.t))
+                    if len(received) == 1:
+                        self._received_changed.set()
+                groups = policy.push(frame)
+                if groups:
+                    async with self._emit_lock:
+                        await self._send_all(groups, now, clock)
+
+    async def _run_deadlines(self, clock: Clock, max_latency: int) -> None:
+        received = self._received
+        while True:
+            if not received:
+                self._received_changed = anyio.Event()
+                await self._received_changed.wait()
+                continue
+            await clock.sleep_until(received[0][0] + max_latency)
+            now = clock.now()
+            watermark: int | None = None
+            while received and received[0][0] + max_latency <= now:
+                watermark = received.popleft()[1]
+            if watermark is None:
+                continue
+            async with self._emit_lock:
+                groups = self.policy.expire(watermark + 1)
+                self._expired_groups += len(groups)
+                await self._send_all(groups, None, clock)
+
+    async def _send_all(self, groups: list[FrameGroup], since: int | None, clock: Clock) -> None:
+        for group in groups:
+            await self._send_groups.send(group)
+            if since is not None:
+                self._latencies.append(clock.now() - since)
+
+    # -- observing -------------------------------------------------------------------
+
+    def statistics(self) -> HubStatistics:
+        """Counters now: per sensor, per channel, groups, drops and added latency."""
+        pstats = self.policy.stats
+        dropped: dict[tuple[str, str], int] = dict(pstats.dropped)
+        per_sensor: dict[str, dict[str, int]] = {}
+        for (sensor, reason), n in pstats.dropped.items():
+            per_sensor.setdefault(sensor, {})[reason] = n
+        for name, state in self._sensors.items():
+            for reason, n in state.dropped.items():
+                dropped[(name, reason)] = dropped.get((name, reason), 0) + n
+                per_sensor.setdefault(name, {})[reason] = n
+        sensors = {
+            name: SensorStatistics(
+                frames_in=state.frames_in,
+                dropped=MappingProxyType(per_sensor.get(name, {})),
+                last_t=state.last_t,
+                last_received=state.last_received,
+                lag_ns=None
+                if state.last_t is None or state.last_received is None
+                else state.last_received - state.last_t,
+                clock=MappingProxyType(state.model.describe() if state.model else {}),
+            )
+            for name, state in self._sensors.items()
+        }
+        channels = {name: send.statistics() for name, send in self._channels.items()}
+        channels["hub->out"] = self._send_groups.statistics()
+        return HubStatistics(
+            frames_in=self._frames_in,
+            groups_emitted=pstats.groups_emitted,
+            groups_complete=pstats.groups_emitted - pstats.groups_partial,
+            groups_partial=pstats.groups_partial,
+            groups_dropped=pstats.groups_dropped,
+            groups_expired=self._expired_groups,
+            peak_buffer_used=pstats.peak_buffered,
+            dropped=MappingProxyType(dropped),
+            sensors=MappingProxyType(sensors),
+            channels=MappingProxyType(channels),
+            latency=_summarise(self._latencies),
+        )
+
+
+def _summarise(samples: deque[int]) -> LatencySummary | None:
+    if not samples:
+        return None
+    ordered = sorted(samples)
+    n = len(ordered)
+
+    def pct(p: float) -> int:
+        return ordered[min(n - 1, int(p * n))]
+
+    return LatencySummary(count=n, p50=pct(0.5), p90=pct(0.9), p99=pct(0.99), max=ordered[-1])
