@@ -47,6 +47,7 @@ class ExactTime(PolicyBase):
         if unknown:
             raise ValueError(f"optional sensors {sorted(unknown)} are not among {self.sensors}")
         self._n = len(self.sensors)
+        self._required = frozenset(self.sensors) - self.optional
         self._pending: dict[int, dict[str, Frame]] = {}
         self._times: list[int] = []
 
@@ -56,21 +57,27 @@ class ExactTime(PolicyBase):
             return []
         t = frame.t
         out: list[FrameGroup] = []
+        times = self._times
         members = self._pending.get(t)
+        self._buffered += 1
+        if self._buffered > self._peak:
+            self._peak = self._buffered
         if members is None:
             members = self._pending[t] = {frame.sensor: frame}
-            self._held(1)
-            insort(self._times, t)
-            if len(self._times) > self.queue_size:
+            if not times or t > times[-1]:
+                times.append(t)
+            else:
+                insort(times, t)
+            if len(times) > self.queue_size:
                 self._force_oldest(out, "queue_full")
         else:
             members[frame.sensor] = frame
-            self._held(1)
-        if len(members) == self._n and t in self._pending:
-            while self._times[0] != t:
-                self._force_oldest(out, "incomplete")
-            self._emit_oldest(out)
-        self._resolve_certain(out)
+            if len(members) == self._n:
+                while times[0] != t:
+                    self._force_oldest(out, "incomplete")
+                self._emit_oldest(out)
+        if times:
+            self._resolve_certain(out)
         return out
 
     def expire(self, deadline_ns: int) -> list[FrameGroup]:
@@ -90,8 +97,9 @@ class ExactTime(PolicyBase):
 
     def _resolve_certain(self, out: list[FrameGroup]) -> None:
         last = self._last_t
-        while self._times:
-            t0 = self._times[0]
+        times = self._times
+        while times:
+            t0 = times[0]
             members = self._pending[t0]
             for sensor in self.sensors:
                 if sensor not in members and last.get(sensor, t0 - 1) < t0:
@@ -112,7 +120,7 @@ class ExactTime(PolicyBase):
 
     def _force_oldest(self, out: list[FrameGroup], reason: str) -> None:
         members = self._pending[self._times[0]]
-        if all(s in members or s in self.optional for s in self.sensors):
+        if self._required <= members.keys():
             self._emit_oldest(out)
             return
         t = self._times.pop(0)
