@@ -126,25 +126,33 @@ def decode_blocks(
     gap[:, :-1] = np.diff(azimuth, axis=1)
     gap[:, -1] = gap[:, -2]
     gap %= 36000.0  # across the 0° crossing the raw difference is negative
-    distance = blocks["returns"]["distance"].reshape(-1, 32)[start:stop]
-    block_idx, slot = np.nonzero(distance)
-    block_abs = block_idx + start
-    r = distance[block_idx, slot].astype(np.float32) * np.float32(model.distance_resolution_m)
-    az = azimuth.reshape(-1)[block_abs] + gap.reshape(-1)[block_abs] * tables["fraction"][slot]
+    # Compute densely over (blocks, 32 slots), then keep the non-zero returns:
+    # cheaper than gathering per point, since most slots hold a return.
+    returns = blocks["returns"].reshape(-1, 32)[start:stop]
+    distance = returns["distance"]
+    mask = distance != 0
+    az = (
+        azimuth.reshape(-1)[start:stop, None]
+        + gap.reshape(-1)[start:stop, None] * tables["fraction"]
+    )
     if model.azimuth_offsets_deg:
-        az += tables["az_offset"][slot]
+        az += tables["az_offset"]
+    az = az[mask]
     az *= np.float32(np.pi / 18000.0)
+    r = distance[mask].astype(np.float32)
+    r *= np.float32(model.distance_resolution_m)
+    slot = np.broadcast_to(np.arange(32, dtype=np.intp), distance.shape)[mask]
     horizontal = r * tables["cos_el"][slot]
     out = np.empty(len(r), VELODYNE_DTYPE)
     out["x"] = horizontal * np.sin(az)
     out["y"] = horizontal * np.cos(az)
     out["z"] = r * tables["sin_el"][slot]
-    out["intensity"] = blocks["returns"]["intensity"].reshape(-1, 32)[start:stop][block_idx, slot]
+    out["intensity"] = returns["intensity"][mask]
     out["ring"] = tables["ring"][slot]
-    packet_idx, block_in_packet = np.divmod(block_abs, BLOCKS)
+    packet_idx, block_in_packet = np.divmod(np.arange(start, stop), BLOCKS)
     block_ns = np.int64(round(model.block_period_us * 1000.0))
-    t = stamps_us[packet_idx] * 1000 + block_in_packet * block_ns + tables["offset_ns"][slot]
-    out["t_offset"] = t - t0_ns
+    block_t = stamps_us[packet_idx] * 1000 + block_in_packet * block_ns - t0_ns
+    out["t_offset"] = (block_t[:, None] + tables["offset_ns"])[mask]
     return out
 
 
