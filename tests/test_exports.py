@@ -1,0 +1,62 @@
+"""Public API hygiene, after httpx's test_exported_members: every package exports a
+sorted ``__all__`` whose members resolve and report the package as their module."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+
+import pytest
+
+PACKAGES = ["fusion", "adapters", "recordings"]
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_all_is_sorted_unique_and_resolves(package: str) -> None:
+    module = importlib.import_module(package)
+    names = list(module.__all__)
+    assert names == sorted(names), f"{package}.__all__ is not sorted"
+    assert len(names) == len(set(names))
+    for name in names:
+        assert getattr(module, name) is not None, f"{package}.{name} does not resolve"
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_public_classes_and_functions_report_the_package(package: str) -> None:
+    module = importlib.import_module(package)
+    for name in module.__all__:
+        member = getattr(module, name)
+        if (inspect.isclass(member) or inspect.isfunction(member)) and member.__module__.startswith(
+            package + "."
+        ):
+            pytest.fail(f"{package}.{name} reports module {member.__module__!r}")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "Frame",
+        "FrameGroup",
+        "SensorSpec",
+        "SyncHub",
+        "ExactTime",
+        "ApproximateTime",
+        "Nearest",
+        "BatchWorker",
+    ],
+)
+def test_contract_names_are_exported_from_fusion(name: str) -> None:
+    fusion = importlib.import_module("fusion")
+    assert name in fusion.__all__
+
+
+def test_contract_names_of_adapters_and_recordings() -> None:
+    adapters = importlib.import_module("adapters")
+    recordings = importlib.import_module("recordings")
+    clock = importlib.import_module("fusion.clock")
+    for name in ["Source"]:
+        assert name in adapters.__all__
+    for name in ["Recorder", "Replay", "open_recording"]:
+        assert name in recordings.__all__
+    for name in ["Identity", "FixedOffset"]:
+        assert hasattr(clock, name)
