@@ -124,14 +124,12 @@ class PixelConverter:
     def convert(self, frame: av.VideoFrame) -> Payload:
         """The frame's pixels in the requested format and size (GIL released while scaling)."""
         width, height = self.size if self.size is not None else (None, None)
-        out = self._reformatter.reformat(
-            frame,
-            width=width,
-            height=height,
-            format=self.pixel_format,
-            interpolation=self.interpolation,
-            threads=self.threads,
-        )
+        if frame.format.name == self.pixel_format and (
+            width is None or (width, height) == (frame.width, frame.height)
+        ):
+            out = frame  # already in the requested layout: zero-copy, decoder-pooled memory
+        else:
+            out = self._reformat(frame, width, height)
         if self.pixel_format == "yuv420p":
             planes = {name: _plane_view(out, i) for i, name in enumerate(("y", "u", "v"))}
             if self.reuse_buffers:
@@ -141,6 +139,16 @@ class PixelConverter:
         if self.reuse_buffers:
             return self._pooled("image", array)
         return array
+
+    def _reformat(self, frame: av.VideoFrame, width: int | None, height: int | None) -> Any:
+        return self._reformatter.reformat(
+            frame,
+            width=width,
+            height=height,
+            format=self.pixel_format,
+            interpolation=self.interpolation,
+            threads=self.threads,
+        )
 
     def _pooled(self, key: str, view: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
         pool = self._pools.get(key)

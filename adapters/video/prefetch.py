@@ -4,7 +4,8 @@ The decoder thread :meth:`~Prefetch.put` s items; the event loop awaits
 :meth:`~Prefetch.get`. The loop never blocks: when the queue is empty it waits
 on an :class:`anyio.Event` that the thread sets through the loop's token, and
 the thread crosses into the loop only when the consumer is actually waiting,
-so a consumer that keeps up costs one lock per frame, not one cross-thread call.
+and then without waiting for it (``call_soon_threadsafe`` on asyncio), so the
+decoder never stalls on the loop's scheduling.
 
 When the queue is full:
 
@@ -21,6 +22,8 @@ returns ``None`` and it should stop.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import threading
 from collections import deque
 from typing import Generic, TypeVar
@@ -48,6 +51,7 @@ class Prefetch(Generic[T]):
         self._closed = False
         self._waiter: anyio.Event | None = None
         self._token: anyio.lowlevel.EventLoopToken | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     # -- producer side (decoder thread) -----------------------------------------
 
@@ -99,7 +103,12 @@ class Prefetch(Generic[T]):
 
     def _wake(self, waiter: anyio.Event) -> bool:
         try:
-            anyio.from_thread.run_sync(waiter.set, token=self._token)
+            if self._loop is not None:
+                # asyncio: schedule and go on; blocking until the loop runs it would
+                # stall the decoder once per frame whenever the consumer keeps up.
+                self._loop.call_soon_threadsafe(waiter.set)
+            else:
+                anyio.from_thread.run_sync(waiter.set, token=self._token)
         except RuntimeError:  # the event loop is gone: nobody will read
             with self._cond:
                 self._closed = True
@@ -134,6 +143,8 @@ class Prefetch(Generic[T]):
                     continue
                 if self._token is None:
                     self._token = anyio.lowlevel.current_token()
+                    with contextlib.suppress(RuntimeError):  # not asyncio (trio)
+                        self._loop = asyncio.get_running_loop()
                 waiter = self._waiter = anyio.Event()
             await waiter.wait()
 
