@@ -94,7 +94,7 @@ class HfrHelper:
         consume: Callable[[Replay], Awaitable[T]],
         *,
         speed: float | None = 1.0,
-        timeout: float = 60.0,
+        timeout: float = 60.0,  # noqa: ASYNC109 - a wall-clock guard, not a deadline API
         clock: VirtualClock | None = None,
         **options: Any,
     ) -> T:

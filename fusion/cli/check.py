@@ -51,8 +51,8 @@ def run(args: argparse.Namespace) -> int:
         if not damage and summary.indexed:
             console.print("[green]ok[/green]: every CRC checks out")
             return 0
-        for err in damage:
-            console.print(f"[red]damaged:[/red] {err}")
+        for problem in damage:
+            console.print(f"[red]damaged:[/red] {problem}")
         if not damage:
             console.print("[yellow]no footer index[/yellow] (the writer did not close the file)")
         if args.repair is None:
@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
                 rec.write(frame)
                 kept += 1
         lost = [e for e in log.damage if e not in damage]
-        for err in lost:
-            console.print(f"[red]damaged:[/red] {err}")
+        for problem in lost:
+            console.print(f"[red]damaged:[/red] {problem}")
         console.print(f"repaired: wrote {kept} frames to {out}; lost the chunks listed above")
     return 1

@@ -1,0 +1,220 @@
+"""Benchmark: .hfr recorder/reader against the mcap Python writer/reader, same payloads.
+
+Two sessions:
+
+* ``large``: camera 640x480 RGB 30 Hz (smooth scene + sensor noise), LiDAR
+  100k points x (x, y, z, intensity) float32 10 Hz, IMU 6 x float64 200 Hz;
+* ``small``: 200,000 IMU samples of 48 bytes.
+
+For each: write and read MB/s and frames/s, compression ratio, and the time
+to read a 1 s window from the middle; for .hfr, for mcap (zstd chunks of the
+same size, its indexed ``SeekingReader`` for the window) and for raw zstd
+compress/decompress of the same bytes (the limit). Frames and mcap's bytes
+are built before the clocks start. Prints a table with the ratios to mcap.
+
+    .venv/bin/python benchmarks/bench_recording.py [--duration 20] [--imu 200000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import zstandard
+from mcap.reader import make_reader
+from mcap.writer import CompressionType, Writer
+
+from fusion.frames import Frame
+from recordings import Recorder, open_recording
+
+MS = 1_000_000
+CHUNK = 4 * 1024 * 1024
+
+
+def large_session(duration: float) -> list[Frame]:
+    rng = np.random.default_rng(0)
+    yy, xx = np.mgrid[0:480, 0:640]
+    scene = np.stack([xx * 0.3, yy * 0.4, (xx + yy) * 0.15], axis=-1)
+    frames: list[Frame] = []
+    events: list[tuple[int, str]] = []
+    for name, hz in (("cam", 30), ("lidar", 10), ("imu", 200)):
+        events += [(round(i * 1e9 / hz), name) for i in range(int(duration * hz))]
+    events.sort()
+    seqs: dict[str, int] = {}
+    for t, name in events:
+        seq = seqs.get(name, 0)
+        seqs[name] = seq + 1
+        if name == "cam":
+            noise = rng.normal(0, 3.0, scene.shape)
+            data: Any = np.clip(scene + seq + noise, 0, 255).astype(np.uint8)
+        elif name == "lidar":
+            az = rng.uniform(0, 2 * np.pi, 100_000).astype(np.float32)
+            r = rng.uniform(2, 60, 100_000).astype(np.float32)
+            data = np.stack(
+                [
+                    r * np.cos(az),
+                    r * np.sin(az),
+                    rng.normal(0, 1, 100_000),
+                    rng.uniform(0, 1, 100_000),
+                ],
+                axis=1,
+            ).astype(np.float32)
+        else:
+            data = rng.normal(0, 1, 6)
+        frames.append(Frame(name, seq, t, data, t_arrival=t + MS))
+    return frames
+
+
+def small_session(n: int) -> list[Frame]:
+    rng = np.random.default_rng(1)
+    values = rng.normal(0, 1, (n, 6))
+    return [Frame("imu", i, i * 5 * MS, values[i], t_arrival=i * 5 * MS + 1000) for i in range(n)]
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
+
+
+def bench_hfr(frames: list[Frame], path: Path, window: tuple[int, int]) -> dict[str, float]:
+    def write() -> None:
+        with Recorder(path, chunk_bytes=CHUNK, flush_interval=1.0) as rec:
+            for f in frames:
+                rec.write(f)
+
+    def read() -> int:
+        n = 0
+        with open_recording(path) as log:
+            for f in log.frames():
+                n += 1
+                _ = f.data
+        return n
+
+    def read_window() -> int:
+        with open_recording(path) as log:
+            return sum(1 for _ in log.frames(start=window[0], end=window[1]))
+
+    tw, _ = timed(write)
+    tr, n = timed(read)
+    assert n == len(frames)
+    tws = min(timed(read_window)[0] for _ in range(3))
+    return {"write": tw, "read": tr, "window": tws, "size": path.stat().st_size}
+
+
+def bench_mcap(
+    frames: list[Frame], payloads: list[bytes], path: Path, window: tuple[int, int]
+) -> dict[str, float]:
+    layouts = {f.sensor: (f.data.dtype.str, f.data.shape) for f in frames}
+
+    def write() -> None:
+        with open(path, "wb") as fh:
+            w = Writer(fh, chunk_size=CHUNK, compression=CompressionType.ZSTD)
+            w.start()
+            schema = w.register_schema("array", "raw", b"")
+            ids = {s: w.register_channel(s, "raw", schema) for s in layouts}
+            for f, data in zip(frames, payloads, strict=True):
+                w.add_message(ids[f.sensor], f.t, data, f.t_arrival or f.t, f.seq)
+            w.finish()
+
+    def read() -> int:
+        n = 0
+        with open(path, "rb") as fh:
+            for _s, ch, msg in make_reader(fh).iter_messages(log_time_order=False):
+                dtype, shape = layouts[ch.topic]
+                _ = np.frombuffer(msg.data, dtype).reshape(shape)
+                n += 1
+        return n
+
+    def read_window() -> int:
+        with open(path, "rb") as fh:
+            reader = make_reader(fh)
+            return sum(
+                1 for _ in reader.iter_messages(starting_at=window[0], ending_before=window[1])
+            )
+
+    tw, _ = timed(write)
+    tr, n = timed(read)
+    assert n == len(frames)
+    tws = min(timed(read_window)[0] for _ in range(3))
+    return {"write": tw, "read": tr, "window": tws, "size": path.stat().st_size}
+
+
+def bench_zstd(payloads: list[bytes]) -> dict[str, float]:
+    chunks, cur, size = [], [], 0
+    for p in payloads:
+        cur.append(p)
+        size += len(p)
+        if size >= CHUNK:
+            chunks.append(b"".join(cur))
+            cur, size = [], 0
+    if cur:
+        chunks.append(b"".join(cur))
+    cctx, dctx = zstandard.ZstdCompressor(level=3), zstandard.ZstdDecompressor()
+    tw, packed = timed(lambda: [cctx.compress(c) for c in chunks])
+    tr, _ = timed(lambda: [dctx.decompress(c) for c in packed])
+    return {"write": tw, "read": tr, "window": float("nan"), "size": sum(map(len, packed))}
+
+
+def run_session(
+    name: str, frames: list[Frame], tmp: Path
+) -> list[tuple[str, str, dict[str, float]]]:
+    payloads = [np.ascontiguousarray(f.data).tobytes() for f in frames]
+    raw_mb = sum(map(len, payloads)) / 1e6
+    mid = (frames[0].t + frames[-1].t) // 2
+    window = (mid, mid + 1_000_000_000)
+    results = [
+        ("hfr", bench_hfr(frames, tmp / f"{name}.hfr", window)),
+        ("mcap", bench_mcap(frames, payloads, tmp / f"{name}.mcap", window)),
+        ("zstd (limit)", bench_zstd(payloads)),
+    ]
+    rows = []
+    for tool, r in results:
+        r["raw_mb"] = raw_mb
+        r["frames"] = len(frames)
+        rows.append((name, tool, r))
+    return rows
+
+
+def print_table(rows: list[tuple[str, str, dict[str, float]]]) -> None:
+    head = f"{'session':8} {'writer':13} {'write MB/s':>10} {'write fr/s':>11} {'read MB/s':>10} {'read fr/s':>11} {'ratio':>6} {'1s window ms':>12}"
+    print(head)
+    print("-" * len(head))
+    for session, tool, r in rows:
+        print(
+            f"{session:8} {tool:13} {r['raw_mb'] / r['write']:10.0f} {r['frames'] / r['write']:11.0f} "
+            f"{r['raw_mb'] / r['read']:10.0f} {r['frames'] / r['read']:11.0f} "
+            f"{r['raw_mb'] * 1e6 / r['size']:6.2f} {r['window'] * 1e3:12.2f}"
+        )
+    print()
+    print("hfr / mcap (higher is better; size: mcap / hfr)")
+    by = {(s, t): r for s, t, r in rows}
+    for session in dict.fromkeys(s for s, _, _ in rows):
+        h, m = by[(session, "hfr")], by[(session, "mcap")]
+        print(
+            f"  {session:6} write {m['write'] / h['write']:5.2f}x  read {m['read'] / h['read']:5.2f}x  "
+            f"window {m['window'] / h['window']:5.2f}x  size {m['size'] / h['size']:5.2f}x"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--duration", type=float, default=20.0, help="large session, seconds")
+    parser.add_argument("--imu", type=int, default=200_000, help="small session, samples")
+    args = parser.parse_args()
+    print(f"cpus: {os.cpu_count()}, zstd level 3, chunks of {CHUNK >> 20} MiB")
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        rows = run_session("large", large_session(args.duration), tmp)
+        rows += run_session("small", small_session(args.imu), tmp)
+    print_table(rows)
+
+
+if __name__ == "__main__":
+    main()
