@@ -17,6 +17,7 @@ import struct
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -95,12 +96,10 @@ def velodyne_rows(repeat: int) -> list[str]:
     for name, path, model in CAPTURES:
         packets = [d.payload for d in read_udp(path, dst_port=2368)]
         points = ours(packets, model)
-        t_ours = best_of(repeat, lambda p=packets, m=model: ours(p, m))
-        t_packet = best_of(max(1, repeat // 2), lambda p=packets, m=model: per_packet_numpy(p, m))
+        t_ours = best_of(repeat, partial(ours, packets, model))
+        t_packet = best_of(max(1, repeat // 2), partial(per_packet_numpy, packets, model))
         few = packets[:200]  # the per-point loop is slow: time a slice and scale
-        t_point = (
-            best_of(1, lambda f=few, m=model: per_point_python(f, m)) * len(packets) / len(few)
-        )
+        t_point = best_of(1, partial(per_point_python, few, model)) * len(packets) / len(few)
         for label, seconds in [("ours (vectorised sweeps)", t_ours),
                                ("baseline: per-packet numpy loop", t_packet),
                                ("baseline: per-point Python loop", t_point)]:  # fmt: skip
@@ -118,17 +117,19 @@ def pcd_rows(repeat: int) -> list[str]:
     with tempfile.TemporaryDirectory() as tmp:
         for kind, n in [("binary", 2_000_000), ("ascii", 200_000)]:
             cloud = o3d.t.geometry.PointCloud(
-                o3d.core.Tensor(rng.normal(0, 30, (n, 3)).astype(np.float32))
+                o3d.core.Tensor.from_numpy(rng.normal(0, 30, (n, 3)).astype(np.float32))
             )
-            cloud.point.intensity = o3d.core.Tensor(rng.uniform(0, 1, (n, 1)).astype(np.float32))
+            cloud.point.intensity = o3d.core.Tensor.from_numpy(
+                rng.uniform(0, 1, (n, 1)).astype(np.float32)
+            )
             path = Path(tmp) / f"{kind}.pcd"
-            o3d.t.io.write_point_cloud(str(path), cloud, write_ascii=kind == "ascii")
+            o3d.t.io.write_point_cloud(path, cloud, write_ascii=kind == "ascii")
             mb = path.stat().st_size / 1e6
-            readers = [
-                ("ours (numpy, all fields)", lambda p=path: read_pcd(p)),
-                ("open3d tensor reader", lambda p=path: o3d.t.io.read_point_cloud(str(p))),
+            readers: list[tuple[str, Callable[[], object]]] = [
+                ("ours (numpy, all fields)", partial(read_pcd, path)),
+                ("open3d tensor reader", partial(o3d.t.io.read_point_cloud, path)),
                 ("open3d legacy reader (drops intensity)",
-                 lambda p=path: o3d.io.read_point_cloud(str(p))),
+                 partial(o3d.io.read_point_cloud, path)),
             ]  # fmt: skip
             times = {label: best_of(repeat, fn) for label, fn in readers}
             base = times["open3d tensor reader"]

@@ -47,10 +47,10 @@ def test_pcd_written_by_open3d_reads_back_identically(
     rng = np.random.default_rng(7)
     positions = rng.normal(0, 20, (5000, 3)).astype(np.float32)
     intensity = rng.uniform(0, 255, (5000, 1)).astype(np.float32)
-    cloud = o3d.t.geometry.PointCloud(o3d.core.Tensor(positions))
-    cloud.point.intensity = o3d.core.Tensor(intensity)
+    cloud = o3d.t.geometry.PointCloud(o3d.core.Tensor.from_numpy(positions))
+    cloud.point.intensity = o3d.core.Tensor.from_numpy(intensity)
     path = tmp_path / "cloud.pcd"
-    assert o3d.t.io.write_point_cloud(str(path), cloud, write_ascii=ascii, compressed=compressed)
+    assert o3d.t.io.write_point_cloud(path, cloud, write_ascii=ascii, compressed=compressed)
     points = read_pcd(path)
     np.testing.assert_allclose(xyz(points), positions, rtol=1e-6 if ascii else 0)
     np.testing.assert_allclose(points["intensity"], intensity[:, 0], rtol=1e-6 if ascii else 0)
@@ -58,8 +58,8 @@ def test_pcd_written_by_open3d_reads_back_identically(
 
 def test_lamppost_written_back_as_binary_is_the_same_cloud(tmp_path: Path) -> None:
     ascii_points = read_pcd(LIDAR_DATA / "lamppost.pcd")
-    cloud = o3d.t.geometry.PointCloud(o3d.core.Tensor(xyz(ascii_points)))
-    o3d.t.io.write_point_cloud(str(tmp_path / "l.pcd"), cloud, write_ascii=False)
+    cloud = o3d.t.geometry.PointCloud(o3d.core.Tensor.from_numpy(xyz(ascii_points)))
+    o3d.t.io.write_point_cloud(tmp_path / "l.pcd", cloud, write_ascii=False)
     np.testing.assert_array_equal(xyz(read_pcd(tmp_path / "l.pcd")), xyz(ascii_points))
 
 
@@ -67,7 +67,7 @@ def test_lamppost_written_back_as_binary_is_the_same_cloud(tmp_path: Path) -> No
 def test_ply_written_by_open3d_reads_back(tmp_path: Path, ascii: bool) -> None:
     positions = np.random.default_rng(3).normal(0, 5, (1000, 3))
     cloud = o3d.geometry.PointCloud(o3d.utility.Vector3dVector(positions))
-    o3d.io.write_point_cloud(str(tmp_path / "c.ply"), cloud, write_ascii=ascii)
+    o3d.io.write_point_cloud(tmp_path / "c.ply", cloud, write_ascii=ascii)
     points = read_ply(tmp_path / "c.ply")
     tol = 1e-4 if ascii else 1e-6  # open3d writes ASCII PLY with 6 significant digits
     np.testing.assert_allclose(xyz(points), positions.astype(np.float32), rtol=tol, atol=tol)

@@ -55,8 +55,8 @@ async def test_live_udp_sweeps_equal_the_offline_sweeps() -> None:
     for got, want in zip(received, expected, strict=True):
         assert (got.seq, got.t_sensor, got.meta) == (want.seq, want.t_sensor, want.meta)
         np.testing.assert_array_equal(got.data, want.data)
-    arrivals = [f.t_arrival for f in received]
-    assert all(a is not None for a in arrivals)
+    arrivals = [f.t_arrival for f in received if f.t_arrival is not None]
+    assert len(arrivals) == len(received)
     assert arrivals == sorted(arrivals)
     assert live.errors == {"bad_length": len(range(0, len(packets), 100))}
     assert live.last_error is not None
