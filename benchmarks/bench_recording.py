@@ -77,10 +77,17 @@ def small_session(n: int) -> list[Frame]:
     return [Frame("imu", i, i * 5 * MS, values[i], t_arrival=i * 5 * MS + 1000) for i in range(n)]
 
 
+REPEAT = 3
+
+
 def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
-    t0 = time.perf_counter()
-    out = fn()
-    return time.perf_counter() - t0, out
+    """Best of ``REPEAT`` runs: the machine is shared, the minimum is the signal."""
+    best, out = float("inf"), None
+    for _ in range(REPEAT):
+        t0 = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t0)
+    return best, out
 
 
 def bench_hfr(frames: list[Frame], path: Path, window: tuple[int, int]) -> dict[str, float]:
@@ -207,8 +214,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=float, default=20.0, help="large session, seconds")
     parser.add_argument("--imu", type=int, default=200_000, help="small session, samples")
+    parser.add_argument("--repeat", type=int, default=3, help="best of N runs per figure")
     args = parser.parse_args()
-    print(f"cpus: {os.cpu_count()}, zstd level 3, chunks of {CHUNK >> 20} MiB")
+    global REPEAT
+    REPEAT = args.repeat
+    print(f"cpus: {os.cpu_count()}, zstd level 3, chunks of {CHUNK >> 20} MiB, best of {REPEAT}")
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         rows = run_session("large", large_session(args.duration), tmp)
