@@ -64,7 +64,15 @@ def summary_table(s: Any) -> Table:
 
 def sensor_table(s: Any) -> Table:
     table = Table(title="sensors")
-    for col in ("sensor", "kind", "frames", "rate (Hz)", "nominal (Hz)", "first t (ns)", "last t (ns)"):
+    for col in (
+        "sensor",
+        "kind",
+        "frames",
+        "rate (Hz)",
+        "nominal (Hz)",
+        "first t (ns)",
+        "last t (ns)",
+    ):
         table.add_column(col, justify="left" if col in ("sensor", "kind") else "right")
     for name, x in s.sensors.items():
         span = (x.t_end - x.t_start) if x.t_start is not None and x.t_end is not None else 0
