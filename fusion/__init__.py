@@ -24,6 +24,7 @@ from fusion.errors import (
 )
 from fusion.frames import Frame, FrameGroup, SensorSpec
 from fusion.hub import HubStatistics, LatencySummary, SensorStatistics, SyncHub
+from fusion.pipeline import Pipeline, PipelineStatistics, SensorStage, StageStatistics
 from fusion.policies import ApproximateTime, ExactTime, Nearest, PolicyStatistics
 from fusion.timing import Clock, MonotonicClock, VirtualClock, current_clock, run_sync, use_clock
 from fusion.workers import BatchWorker, ChangeGate, WorkerResult, WorkerStatistics
@@ -53,14 +54,18 @@ __all__ = [
     "LimitExceeded",
     "MonotonicClock",
     "Nearest",
+    "Pipeline",
+    "PipelineStatistics",
     "PolicyStatistics",
     "RecorderClosed",
     "RecordingError",
     "SensorSpec",
+    "SensorStage",
     "SensorStatistics",
     "SensorTimeout",
     "SourceError",
     "SourceOpenError",
+    "StageStatistics",
     "SyncHub",
     "TruncatedRecording",
     "UnsupportedVersion",

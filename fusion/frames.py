@@ -73,6 +73,9 @@ class FrameGroup:
     t: int
     frames: dict[str, Frame | list[Frame]]
     missing: frozenset[str] = frozenset()
+    results: dict[str, Any] = field(default_factory=dict)
+    """Model outputs by worker name, filled in by a :class:`~fusion.Pipeline`; a
+    failed item holds its :class:`~fusion.WorkerError` instead of a value."""
 
     def members(self) -> list[Frame]:
         """Every frame in the group, window lists flattened, in sensor order."""

@@ -30,7 +30,7 @@ Cancelling the hub cancels the sources, closes them and the output.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -127,6 +127,8 @@ class SyncHub:
     ``sensors`` gives specs for sensors whose source does not carry one (or
     overrides it). ``max_latency`` (ns of runtime clock) bounds how long a group
     waits for a silent sensor; ``None`` waits for data (offline replay).
+    ``tap`` is awaited with every frame after alignment, before the policy sees
+    it (a recorder's ``send``): it records what arrived, matched or not.
     """
 
     def __init__(
@@ -137,6 +139,7 @@ class SyncHub:
         max_latency: int | None = None,
         clock: Clock | None = None,
         output_capacity: int = 64,
+        tap: Callable[[Frame], Awaitable[None]] | None = None,
     ) -> None:
         if max_latency is not None and max_latency <= 0:
             raise ValueError(f"max_latency must be > 0 ns or None, got {max_latency}")
@@ -157,6 +160,9 @@ class SyncHub:
         self._frames_in = 0
         self._expired_groups = 0
         self._started = False
+        self._tap = tap
+        self._sources_scope: anyio.CancelScope | None = None
+        self._stopping = False
 
     # -- running ---------------------------------------------------------------------
 
@@ -184,15 +190,26 @@ class SyncHub:
         async with anyio.create_task_group() as outer:
             if self.max_latency is not None:
                 outer.start_soon(self._run_deadlines, clock, self.max_latency)
-            async with anyio.create_task_group() as tg:
+            async with anyio.create_task_group() as tg, anyio.create_task_group() as producers:
+                self._sources_scope = producers.cancel_scope
+                if self._stopping:
+                    producers.cancel_scope.cancel()
                 for source in sources:
                     send, receive = self._open_source_channel(source)
-                    tg.start_soon(self._produce, source, send)
+                    producers.start_soon(self._produce, source, send)
                     tg.start_soon(self._pump, receive, clock)
                 task_status.started()
             async with self._emit_lock:
                 await self._send_all(self.policy.drain(), None, clock)
             outer.cancel_scope.cancel()
+
+    def stop(self) -> None:
+        """Stop the sources gracefully: frames already received still drain through
+        the policy, and ``groups`` ends normally. Safe to call from a signal handler
+        task or before ``run`` starts."""
+        self._stopping = True
+        if self._sources_scope is not None:
+            self._sources_scope.cancel()
 
     @asynccontextmanager
     async def open(self, sources: Sequence[Source]) -> AsyncIterator[ChannelReceiver[FrameGroup]]:
@@ -257,6 +274,8 @@ class SyncHub:
                     frame.t = model.align(frame.t_sensor)
                 state.last_t = frame.t
                 state.last_received = now
+                if self._tap is not None:
+                    await self._tap(frame)
                 if track and (not received or frame.t > received[-1][1]):
                     received.append((now, frame.t))
                     if len(received) == 1:

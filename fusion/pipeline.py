@@ -1,0 +1,275 @@
+"""Pipeline: sources -> clock-aligned hub -> stages -> batch workers -> sinks.
+
+Theory of operation
+-------------------
+Everything runs in one task group and every edge is bounded:
+
+* the :class:`~fusion.SyncHub` runs the sources, one bounded channel each, and
+  emits groups; a :class:`~recordings.Recorder` given as ``recorder`` taps the
+  hub, so it records every frame that arrived (aligned, matched or not) and a
+  replay of the file through the same pipeline gives the same groups;
+* *stages* are plain callables ``group -> group | None`` run in order in a
+  worker thread (open3d filtering is CPU work), ``None`` drops the group and
+  is counted; :class:`SensorStage` applies a frame function (a voxel filter, a
+  crop) to one sensor's frames in each group;
+* *workers* are :class:`~fusion.BatchWorker` s chained one after another, each
+  batching on its own; worker ``name``'s result for a group lands in
+  ``group.results[name]`` (the :class:`~fusion.WorkerError` when it failed on
+  that group, so one bad frame never sinks the others);
+* *sinks* are callables (sync or async) given every finished group.
+
+``await pipeline.run()`` drives it to the end and returns the statistics;
+``async with pipeline.open() as groups`` or ``async for group in pipeline``
+hands finished groups to the caller. ``pipeline.stop()`` (Ctrl-C, SIGTERM) is
+graceful: sources stop, frames already in flight drain through the stages and
+workers, and the recorder writes its footer.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from contextlib import aclosing, asynccontextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from fusion.channels import ChannelReceiver, open_channel
+from fusion.frames import Frame, FrameGroup, SensorSpec
+from fusion.hub import HubStatistics, SyncHub
+from fusion.policies import SyncPolicy
+from fusion.timing import Clock, current_clock, run_sync, use_clock
+
+if TYPE_CHECKING:
+    from adapters.base import Source
+    from fusion.workers import BatchWorker, WorkerStatistics
+    from recordings import Recorder, RecorderStatistics
+
+Stage = Callable[[FrameGroup], FrameGroup | None]
+Sink = Callable[[FrameGroup], Any]
+
+
+class SensorStage:
+    """Apply ``fn(frame) -> frame`` to ``sensor``'s frame (or window list) in every group."""
+
+    def __init__(self, sensor: str, fn: Callable[[Frame], Frame], name: str | None = None) -> None:
+        self.sensor = sensor
+        self.fn = fn
+        self.name = name or f"{type(fn).__name__}[{sensor}]"
+
+    def __call__(self, group: FrameGroup) -> FrameGroup:
+        item = group.frames.get(self.sensor)
+        if isinstance(item, list):
+            group.frames[self.sensor] = [self.fn(f) for f in item]
+        elif item is not None:
+            group.frames[self.sensor] = self.fn(item)
+        return group
+
+    def __repr__(self) -> str:
+        return f"SensorStage({self.sensor!r}, {self.fn!r})"
+
+
+@dataclass(frozen=True, slots=True)
+class StageStatistics:
+    """Counters of one stage."""
+
+    name: str
+    groups_in: int
+    dropped: int
+    """Groups the stage returned ``None`` for."""
+    failed: int
+    """Groups on which the stage raised (dropped, with the message logged)."""
+    busy_ns: int
+    """Time spent inside the stage."""
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineStatistics:
+    """A snapshot of the whole pipeline: a live view while it runs, totals after."""
+
+    hub: HubStatistics
+    stages: tuple[StageStatistics, ...]
+    workers: Mapping[str, WorkerStatistics]
+    recorder: RecorderStatistics | None
+    groups_out: int
+    """Groups handed to sinks or the caller."""
+    elapsed_s: float
+    """Wall time since ``run``/``open`` started."""
+    errors: Mapping[str, int] = field(default_factory=dict)
+    """Failed items by worker name."""
+
+
+class _StageState:
+    __slots__ = ("busy_ns", "dropped", "failed", "groups_in", "last_error", "name", "stage")
+
+    def __init__(self, stage: Stage) -> None:
+        self.stage = stage
+        self.name = str(getattr(stage, "name", None) or getattr(stage, "__name__", repr(stage)))
+        self.groups_in = self.dropped = self.failed = self.busy_ns = 0
+        self.last_error: str | None = None
+
+
+class Pipeline:
+    """Sources -> hub -> stages -> workers -> sinks, bounded, in one task group (contract)."""
+
+    def __init__(
+        self,
+        sources: Sequence[Source],
+        policy: SyncPolicy,
+        *,
+        max_latency: int | None = None,
+        sensors: Iterable[SensorSpec] = (),
+        stages: Sequence[Stage] = (),
+        workers: Mapping[str, BatchWorker] | Sequence[BatchWorker] = (),
+        sinks: Sequence[Sink] = (),
+        recorder: Recorder | None = None,
+        clock: Clock | None = None,
+        capacity: int = 16,
+    ) -> None:
+        if not sources:
+            raise ValueError("a Pipeline needs at least one source")
+        self.sources = list(sources)
+        self.recorder = recorder
+        self.hub = SyncHub(
+            policy,
+            sensors,
+            max_latency=max_latency,
+            clock=clock,
+            output_capacity=capacity,
+            tap=recorder.send if recorder is not None else None,
+        )
+        self._stages = [_StageState(s) for s in stages]
+        if isinstance(workers, Mapping):
+            self.workers: dict[str, BatchWorker] = dict(workers)
+        else:
+            self.workers = {f"worker{i}": w for i, w in enumerate(workers)}
+        self.sinks = list(sinks)
+        self._clock = clock
+        self.capacity = capacity
+        self._groups_out = 0
+        self._errors: dict[str, int] = {}
+        self._started_at: float | None = None
+        self._used = False
+
+    # -- running ---------------------------------------------------------------------
+
+    async def run(self) -> PipelineStatistics:
+        """Run until every source ends (or :meth:`stop`); feed the sinks; return totals."""
+        async with self.open() as groups:
+            async for group in groups:
+                for sink in self.sinks:
+                    result = sink(group)
+                    if inspect.isawaitable(result):
+                        await result
+        return self.statistics()
+
+    def stop(self) -> None:
+        """Stop gracefully: sources end, in-flight frames drain, the recorder closes."""
+        self.hub.stop()
+
+    @asynccontextmanager
+    async def open(self) -> AsyncIterator[AsyncIterator[FrameGroup]]:
+        """Run in the background for the block; yields finished groups in order."""
+        if self._used:
+            raise RuntimeError("a Pipeline runs once; build a new one to run again")
+        self._used = True
+        self._started_at = time.perf_counter()
+        clock = self._clock or current_clock()
+        with use_clock(clock), self.hub.groups:
+            async with anyio.create_task_group() as tg:
+                staged = self.hub.groups
+                await tg.start(self.hub.run, self.sources)
+                if self._stages:
+                    send, staged = open_channel(self.capacity, name="stages->workers")
+                    tg.start_soon(self._run_stages, self.hub.groups, send)
+                stream: AsyncIterator[FrameGroup] = aiter(staged)
+                for name, worker in self.workers.items():
+                    stream = self._attach(name, worker, stream)
+                stream = self._count_out(stream)
+                try:
+                    async with aclosing(stream) as finished:  # type: ignore[type-var]
+                        yield finished
+                finally:
+                    tg.cancel_scope.cancel()
+                    staged.close()
+                    with anyio.CancelScope(shield=True):
+                        await self._close_resources()
+
+    def __aiter__(self) -> AsyncIterator[FrameGroup]:
+        """``async for group in pipeline``: the simple path (iterate to the end, or
+        close the iterator with ``contextlib.aclosing`` when leaving early)."""
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[FrameGroup]:
+        async with self.open() as groups:
+            async for group in groups:
+                yield group
+
+    async def _run_stages(self, groups: ChannelReceiver[FrameGroup], send: Any) -> None:
+        async with send:
+            with groups:
+                async for group in groups:
+                    out = await run_sync(self._apply_stages, group)
+                    if out is not None:
+                        await send.send(out)
+
+    def _apply_stages(self, group: FrameGroup) -> FrameGroup | None:
+        current: FrameGroup | None = group
+        for state in self._stages:
+            if current is None:
+                return None
+            state.groups_in += 1
+            started = time.perf_counter_ns()
+            try:
+                current = state.stage(current)
+            except Exception as err:  # one bad group must not stop the pipeline
+                state.failed += 1
+                state.last_error = f"stage {state.name} failed on group t={group.t}: {err}"
+                current = None
+            state.busy_ns += time.perf_counter_ns() - started
+            if current is None:
+                state.dropped += 1
+        return current
+
+    async def _attach(
+        self, name: str, worker: BatchWorker, groups: AsyncIterator[FrameGroup]
+    ) -> AsyncIterator[FrameGroup]:
+        async with aclosing(worker.stream(groups)) as results:  # type: ignore[type-var]
+            async for result in results:
+                group: FrameGroup = result.item
+                if result.error is not None:
+                    group.results[name] = result.error
+                    self._errors[name] = self._errors.get(name, 0) + 1
+                else:
+                    group.results[name] = result.value
+                yield group
+
+    async def _count_out(self, groups: AsyncIterator[FrameGroup]) -> AsyncIterator[FrameGroup]:
+        async for group in groups:
+            self._groups_out += 1
+            yield group
+
+    async def _close_resources(self) -> None:
+        for worker in self.workers.values():
+            await worker.aclose()
+        if self.recorder is not None:
+            await self.recorder.aclose()
+
+    # -- observing ---------------------------------------------------------------------
+
+    def statistics(self) -> PipelineStatistics:
+        """Live metrics: per edge, per sensor, per stage and per worker."""
+        return PipelineStatistics(
+            hub=self.hub.statistics(),
+            stages=tuple(
+                StageStatistics(s.name, s.groups_in, s.dropped, s.failed, s.busy_ns)
+                for s in self._stages
+            ),
+            workers={name: w.statistics() for name, w in self.workers.items()},
+            recorder=self.recorder.statistics() if self.recorder is not None else None,
+            groups_out=self._groups_out,
+            elapsed_s=0.0 if self._started_at is None else time.perf_counter() - self._started_at,
+            errors=dict(self._errors),
+        )
