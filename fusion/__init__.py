@@ -2,7 +2,7 @@
 
 from fusion._exports import rewrite_module
 from fusion.channels import ChannelReceiver, ChannelSender, ChannelStatistics, open_channel
-from fusion.clock import ClockModel, FixedOffset, Identity
+from fusion.clock import ClockModel, FixedOffset, Identity, OnlineClock
 from fusion.errors import (
     ConfigError,
     CorruptChunk,
@@ -54,6 +54,7 @@ __all__ = [
     "LimitExceeded",
     "MonotonicClock",
     "Nearest",
+    "OnlineClock",
     "Pipeline",
     "PipelineStatistics",
     "PolicyStatistics",
