@@ -283,7 +283,9 @@ class ChunkBuilder:
         if not arr.flags.c_contiguous:
             arr = np.ascontiguousarray(arr)
         blob = self._blob
-        blob += bytes(-len(blob) % BLOB_ALIGN)
+        # Large arrays start on a 64-byte boundary (SIMD); small ones on 16, so a
+        # 48-byte IMU sample does not drag 16 bytes of padding along.
+        blob += bytes(-len(blob) % (BLOB_ALIGN if arr.nbytes >= 4096 else 16))
         offset = len(blob)
         if arr.nbytes:
             blob += arr.reshape(-1).view(np.uint8).data

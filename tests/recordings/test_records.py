@@ -41,7 +41,7 @@ def test_arrays_come_back_as_aligned_read_only_views() -> None:
     (back,) = roundtrip([frame])
     assert back.data.flags.writeable is False
     assert back.data.base is not None  # a view of the chunk, not a copy
-    assert back.data.ctypes.data % BLOB_ALIGN == 0
+    assert back.data.ctypes.data % BLOB_ALIGN == 0  # 8 KB: a large array
     np.testing.assert_array_equal(back.data, frame.data)
 
 
