@@ -15,13 +15,13 @@ least ``replicas + 2`` buffers; the default 4 covers two replicas.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from fusion.errors import FrameFormatError
-from fusion.frames import Frame
+from fusion.frames import Frame, FrameGroup
 
 _IMAGENET_MEAN = (0.485, 0.456, 0.406)
 _IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -83,3 +83,62 @@ class ImagePreprocess:
             rows_cols = self._index_cache[key] = (rows[:, None], cols[None, :])
         resized: np.ndarray = image[rows_cols[0], rows_cols[1]]
         return resized
+
+
+def points_batch(frames: list[Frame], points: int) -> np.ndarray:
+    """``float32 [N, points, 3]`` of each frame's x, y, z: evenly subsampled, zero padded."""
+    out = np.zeros((len(frames), points, 3), np.float32)
+    for i, frame in enumerate(frames):
+        data = frame.data
+        names = getattr(getattr(data, "dtype", None), "names", None) or ()
+        if not {"x", "y", "z"} <= set(names):
+            raise FrameFormatError(
+                sensor=frame.sensor,
+                seq=frame.seq,
+                expected="a structured point array with x, y, z",
+                found=f"{getattr(data, 'dtype', type(data).__name__)}",
+            )
+        step = max(1, -(-len(data) // points))
+        picked = data[::step][:points]
+        out[i, : len(picked), 0] = picked["x"]
+        out[i, : len(picked), 1] = picked["y"]
+        out[i, : len(picked), 2] = picked["z"]
+    return out
+
+
+def group_input(
+    sensor: str,
+    kind: str = "raw",
+    *,
+    size: tuple[int, int] = (224, 224),
+    points: int = 2048,
+    max_batch: int = 64,
+) -> Callable[[list[Any]], np.ndarray]:
+    """A ``preprocess`` that feeds one sensor's frame of each item (group or frame).
+
+    ``kind``: ``"image"`` (resize + normalise, :class:`ImagePreprocess`),
+    ``"points"`` (x, y, z as ``[N, points, 3]``) or ``"raw"`` (``data`` stacked).
+    """
+    image = ImagePreprocess(size, max_batch=max_batch) if kind == "image" else None
+
+    def member(item: Any) -> Frame:
+        frame = item.frames.get(sensor) if isinstance(item, FrameGroup) else item
+        if not isinstance(frame, Frame):
+            key = getattr(item, "t", None)
+            raise FrameFormatError(
+                sensor=sensor,
+                seq=None,
+                expected=f"one {sensor!r} frame in the group at t={key}",
+                found=type(frame).__name__,
+            )
+        return frame
+
+    def preprocess(items: list[Any]) -> np.ndarray:
+        frames = [member(item) for item in items]
+        if image is not None:
+            return image(frames)
+        if kind == "points":
+            return points_batch(frames, points)
+        return np.stack([np.asarray(f.data) for f in frames])
+
+    return preprocess
