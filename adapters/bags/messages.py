@@ -1,0 +1,168 @@
+"""Which decoder turns which ROS message type into a frame payload.
+
+Every decoder is a callable ``msg -> (data, meta)`` working on a message
+deserialised by ``rosbags`` (the same classes for ROS 1 and ROS 2: rosbags
+names ROS 1 types ``pkg/msg/Type`` too). The standard types get a dedicated
+decoder and a sensor kind:
+
+=================================  ==========  ======================================
+type                               kind        data
+=================================  ==========  ======================================
+``sensor_msgs/msg/Image``          camera      array in the encoding's dtype/shape
+``sensor_msgs/msg/CompressedImage`` camera     decoded RGB array (or bytes)
+``foxglove_msgs/msg/CompressedVideo`` camera   bytes of one encoded frame
+``sensor_msgs/msg/PointCloud2``    lidar       structured point array (x, y, z, intensity, ...)
+``sensor_msgs/msg/Imu``            imu         ``{"accel", "gyro", "orientation", *_covariance}``
+``sensor_msgs/msg/NavSatFix``      gnss        ``{"latitude", "longitude", "altitude", ...}``
+anything else                      generic     dict of arrays, nested names joined by "."
+=================================  ==========  ======================================
+
+The IMU keys follow :class:`adapters.synthetic.SyntheticImu` (``accel``,
+``gyro``), so code written against one works on the other. Orientation is
+``(x, y, z, w)``, as in the message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from adapters.bags.images import CompressedImageDecoder, decode_image
+from adapters.bags.pointcloud2 import decode_pointcloud2
+from fusion.frames import SensorKind
+
+Decoder = Callable[[Any], tuple[Any, dict[str, Any]]]
+"""``msg -> (data, meta)``; raises :class:`~fusion.DecodeError` on a bad message."""
+
+_MAX_DEPTH = 8
+
+
+def decode_imu(msg: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """``sensor_msgs/Imu`` as float64 arrays under our IMU keys."""
+    q, w, a = msg.orientation, msg.angular_velocity, msg.linear_acceleration
+    return {
+        "accel": np.array([a.x, a.y, a.z], np.float64),
+        "gyro": np.array([w.x, w.y, w.z], np.float64),
+        "orientation": np.array([q.x, q.y, q.z, q.w], np.float64),
+        "accel_covariance": np.asarray(msg.linear_acceleration_covariance, np.float64),
+        "gyro_covariance": np.asarray(msg.angular_velocity_covariance, np.float64),
+        "orientation_covariance": np.asarray(msg.orientation_covariance, np.float64),
+    }, {}
+
+
+def decode_navsatfix(msg: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """``sensor_msgs/NavSatFix`` as 0-d arrays (plottable one by one) plus the covariance."""
+    return {
+        "latitude": np.asarray(msg.latitude, np.float64),
+        "longitude": np.asarray(msg.longitude, np.float64),
+        "altitude": np.asarray(msg.altitude, np.float64),
+        "position_covariance": np.asarray(msg.position_covariance, np.float64),
+        "covariance_type": np.asarray(msg.position_covariance_type, np.uint8),
+        "status": np.asarray(msg.status.status, np.int8),
+        "service": np.asarray(msg.status.service, np.uint16),
+    }, {}
+
+
+def decode_compressed_video(msg: Any) -> tuple[bytes, dict[str, Any]]:
+    """``foxglove_msgs/CompressedVideo``: one encoded frame's bytes, its codec in ``meta``."""
+    return np.asarray(msg.data, np.uint8).tobytes(), {"format": str(msg.format)}
+
+
+def message_to_arrays(msg: Any) -> dict[str, np.ndarray]:
+    """Any message as a flat dict of arrays: ``{"header.stamp.sec": array(5), ...}``.
+
+    Numbers become 0-d arrays, strings ``<U`` arrays, numeric sequences stay
+    the arrays rosbags made, and a sequence of messages is stacked field by
+    field (``"points.x"`` of all points), so nothing is a Python object.
+    """
+    out: dict[str, np.ndarray] = {}
+    _flatten(msg, "", out, 0)
+    return out
+
+
+def _flatten(value: Any, key: str, out: dict[str, np.ndarray], depth: int) -> None:
+    if depth > _MAX_DEPTH:
+        return
+    if isinstance(value, np.ndarray):
+        out[key] = value
+    elif isinstance(value, (bool, int, float, str)):
+        out[key] = np.asarray(value)
+    elif isinstance(value, list):
+        _flatten_list(value, key, out, depth)
+    elif hasattr(value, "__dataclass_fields__"):
+        for name in value.__dataclass_fields__:
+            if not name.startswith("__"):
+                _flatten(getattr(value, name), f"{key}.{name}" if key else name, out, depth + 1)
+
+
+def _flatten_list(items: list[Any], key: str, out: dict[str, np.ndarray], depth: int) -> None:
+    if not items or not hasattr(items[0], "__dataclass_fields__"):
+        out[key] = np.asarray(items) if items else np.empty(0)
+        return
+    parts = [message_to_arrays(item) for item in items]
+    for name in parts[0]:
+        column = [p.get(name) for p in parts]
+        if all(c is not None and c.shape == column[0].shape for c in column):  # type: ignore[union-attr]
+            out[f"{key}.{name}"] = np.stack(column)  # type: ignore[arg-type]
+        else:  # ragged nested sequences: one entry per element
+            for i, c in enumerate(column):
+                if c is not None:
+                    out[f"{key}.{i}.{name}"] = c
+
+
+def decode_generic(msg: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Fallback for every other type: :func:`message_to_arrays` without the header."""
+    data = message_to_arrays(msg)
+    for name in [k for k in data if k.startswith("header.")]:
+        del data[name]
+    return data, {}
+
+
+@dataclass(frozen=True, slots=True)
+class DecoderInfo:
+    """How one message type becomes frames."""
+
+    kind: SensorKind
+    name: str
+    """Short decoder name shown in topic listings (``"image"``, ``"generic"``)."""
+    make: Callable[[bool], Decoder]
+    """Builds a decoder; the flag says whether compressed images are decoded."""
+
+
+def _plain(decoder: Decoder) -> Callable[[bool], Decoder]:
+    return lambda _decode_images: decoder
+
+
+DECODERS: dict[str, DecoderInfo] = {
+    "sensor_msgs/msg/Image": DecoderInfo("camera", "image", _plain(decode_image)),
+    "sensor_msgs/msg/CompressedImage": DecoderInfo(
+        "camera", "compressed-image", CompressedImageDecoder
+    ),
+    "foxglove_msgs/msg/CompressedVideo": DecoderInfo(
+        "camera", "compressed-video", _plain(decode_compressed_video)
+    ),
+    "sensor_msgs/msg/PointCloud2": DecoderInfo("lidar", "pointcloud2", _plain(decode_pointcloud2)),
+    "sensor_msgs/msg/Imu": DecoderInfo("imu", "imu", _plain(decode_imu)),
+    "sensor_msgs/msg/NavSatFix": DecoderInfo("gnss", "navsatfix", _plain(decode_navsatfix)),
+}
+"""Dedicated decoders by message type; :data:`GENERIC` serves every other type."""
+
+GENERIC = DecoderInfo("generic", "generic", _plain(decode_generic))
+
+
+def decoder_info(msgtype: str) -> DecoderInfo:
+    """The decoder for ``msgtype`` (``pkg/msg/Type``), the generic one if none is dedicated."""
+    return DECODERS.get(msgtype, GENERIC)
+
+
+def header_stamp(msg: Any) -> int | None:
+    """The message's ``header.stamp`` in ns, or ``None`` when it has none (or it is zero)."""
+    header = getattr(msg, "header", None)
+    stamp = getattr(header, "stamp", None)
+    if stamp is None:
+        return None
+    ns = int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
+    return ns or None

@@ -1,0 +1,299 @@
+"""``BagSource``: ROS 1 and ROS 2 bags as a source of frames, no ROS install needed.
+
+Theory of operation. The bag is opened with ``rosbags``' ``AnyReader``, which
+reads ROS 2 bags (MCAP or sqlite3, the bare storage file or the bag
+directory) and ROS 1 ``.bag`` files, and deserialises messages from the type
+definitions stored in the bag (the ROS 2 Humble or ROS 1 Noetic standard types
+when a bag has none). Each mapped topic becomes one sensor.
+
+Messages come out in log-time order, the order the bag recorder received
+them. They are read, deserialised and decoded (:mod:`adapters.bags.messages`)
+in a worker thread in batches of a few hundred messages or a few MB, so the
+event loop only builds frames; this keeps a bag's import close to the speed of
+reading it with ``rosbags`` alone. Frame times:
+
+* ``t_sensor`` (and ``t``) is the message's ``header.stamp``; messages without
+  a header (or with a zero stamp) use the log time, and ``meta["stamp"]`` says
+  ``"log_time"``;
+* ``t_arrival`` is the log time.
+
+A message that does not decode is counted by reason in :attr:`errors` and
+consumes its ``seq`` (a gap in ``seq`` is a message lost), as in
+:class:`~adapters.VideoSource`. Topics whose type cannot be deserialised (no
+definition in the bag nor in the default type store) are listed in
+:attr:`BagSource.unsupported` and skipped when reading every topic; asking for
+one by name is an error that names its type.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio.lowlevel
+
+from adapters.bags.messages import Decoder, decoder_info, header_stamp
+from adapters.base import Source
+from fusion.errors import DecodeError, SourceOpenError
+from fusion.frames import Frame, SensorSpec
+from fusion.timing import current_clock
+
+_BATCH_MESSAGES = 256
+_BATCH_BYTES = 8 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class BagTopic:
+    """One topic of a bag, as :meth:`BagSource.inspect` lists it."""
+
+    topic: str
+    msgtype: str
+    count: int
+    decoder: str | None
+    """Decoder name (``"image"``, ``"pointcloud2"``, ``"generic"``...), ``None`` if unsupported."""
+    reason: str | None = None
+    """Why the topic cannot be read, when ``decoder`` is ``None``."""
+
+
+def sensor_name(topic: str) -> str:
+    """A sensor name for a topic: ``/camera/image_raw`` -> ``camera_image_raw``."""
+    return re.sub(r"[^0-9A-Za-z_]+", "_", topic).strip("_") or "topic"
+
+
+def parse_topics(items: Sequence[str]) -> dict[str, str]:
+    """``["/cam/image=cam", "/imu"]`` -> ``{"/cam/image": "cam", "/imu": "imu"}`` (CLI form)."""
+    out: dict[str, str] = {}
+    for item in items:
+        topic, sep, name = item.partition("=")
+        topic = topic.strip()
+        if not topic:
+            raise ValueError(f"--topic {item!r}: expected TOPIC or TOPIC=SENSOR")
+        out[topic] = name.strip() if sep and name.strip() else sensor_name(topic)
+    return out
+
+
+def _open_reader(path: Path) -> Any:
+    try:
+        from rosbags.highlevel import AnyReader
+        from rosbags.typesys import Stores, get_typestore
+    except ImportError as err:  # pragma: no cover - rosbags is an install requirement
+        raise SourceOpenError(
+            "reading ROS bags needs the 'rosbags' package (pip install 'hyperframes[interop]')"
+        ) from err
+    store = Stores.ROS1_NOETIC if path.suffix == ".bag" else Stores.ROS2_HUMBLE
+    reader = AnyReader([path], default_typestore=get_typestore(store))
+    reader.open()
+    return reader
+
+
+class BagSource(Source):
+    """Frames of the topics of a ROS 1 or ROS 2 bag (contract).
+
+    ``BagSource("drive.mcap", topics={"/camera/image_raw": "cam"})`` maps
+    topics to sensor names; a list of topics names sensors after them
+    (:func:`sensor_name`); ``None`` reads every readable topic. ``speed``
+    paces frames at their log times on the runtime clock (1.0 real time,
+    ``None`` as fast as consumed); ``start``/``end`` select log times (ns,
+    half-open). ``decode_images=False`` keeps compressed images as bytes.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        topics: Mapping[str, str] | Sequence[str] | None = None,
+        *,
+        speed: float | None = None,
+        start: int | None = None,
+        end: int | None = None,
+        decode_images: bool = True,
+        capacity: int = 64,
+    ) -> None:
+        if speed is not None and not speed > 0:
+            raise ValueError(f"speed must be > 0 or None (as fast as possible), got {speed}")
+        self.path = Path(path)
+        if not self.path.exists():
+            raise SourceOpenError(f"bag '{self.path}' does not exist")
+        try:
+            self._reader: Any = _open_reader(self.path)
+        except SourceOpenError:
+            raise
+        except Exception as err:  # rosbags raises several unrelated types here
+            raise SourceOpenError(f"cannot open bag '{self.path}': {err}") from err
+        try:
+            specs = self._select(topics, decode_images, capacity)
+        except BaseException:
+            self._reader.close()
+            self._reader = None
+            raise
+        super().__init__(specs=specs)
+        self.speed = speed
+        self.start = start
+        self.end = end
+
+    # -- topics -------------------------------------------------------------------------
+
+    def _select(
+        self,
+        topics: Mapping[str, str] | Sequence[str] | None,
+        decode_images: bool,
+        capacity: int,
+    ) -> tuple[SensorSpec, ...]:
+        listing = {t.topic: t for t in self.inspect()}
+        self.unsupported: dict[str, str] = {
+            t.topic: f"{t.msgtype}: {t.reason}" for t in listing.values() if t.decoder is None
+        }
+        """Topics that cannot be read, with their type and the reason."""
+        if topics is None:
+            wanted = {name: sensor_name(name) for name, t in listing.items() if t.decoder}
+        elif isinstance(topics, Mapping):
+            wanted = dict(topics)
+        else:
+            wanted = {name: sensor_name(name) for name in topics}
+        missing = [name for name in wanted if name not in listing]
+        if missing:
+            raise SourceOpenError(
+                f"bag '{self.path}' has no topic {', '.join(map(repr, missing))}; "
+                f"it has {', '.join(sorted(listing)) or 'none'}"
+            )
+        for name in wanted:
+            if name in self.unsupported:
+                raise SourceOpenError(
+                    f"bag '{self.path}': topic {name!r} cannot be read ({self.unsupported[name]})"
+                )
+        names = list(wanted.values())
+        if len(set(names)) != len(names):
+            raise ValueError(f"two topics map to the same sensor name: {wanted}")
+        if not wanted:
+            raise SourceOpenError(f"bag '{self.path}' has no readable topic to replay")
+        duration = max(1, self._reader.duration)
+        self._connections: list[Any] = []
+        self._routes: dict[int, tuple[str, Decoder]] = {}
+        specs = []
+        for topic, sensor in wanted.items():
+            info = listing[topic]
+            dec = decoder_info(info.msgtype)
+            rate = info.count / (duration / 1e9) if info.count > 1 else None
+            specs.append(
+                SensorSpec(
+                    sensor,
+                    kind=dec.kind,
+                    rate_hz=rate,
+                    capacity=capacity,
+                    overflow="block",
+                    meta={"topic": topic, "msgtype": info.msgtype, "bag": str(self.path)},
+                )
+            )
+            decoder = dec.make(decode_images)
+            for conn in self._reader.connections:
+                if conn.topic == topic:
+                    self._connections.append(conn)
+                    self._routes[id(conn)] = (sensor, decoder)
+        return tuple(specs)
+
+    def inspect(self) -> list[BagTopic]:
+        """Every topic of the bag with its type, message count and decoder (or why none)."""
+        known = self._reader.typestore.fielddefs
+        out = []
+        for name, info in sorted(self._reader.topics.items()):
+            msgtype = info.msgtype or "?"
+            if info.msgtype is None:
+                out.append(BagTopic(name, msgtype, info.msgcount, None, "several types"))
+            elif msgtype not in known:
+                reason = "no message definition in the bag or the standard types"
+                out.append(BagTopic(name, msgtype, info.msgcount, None, reason))
+            else:
+                out.append(BagTopic(name, msgtype, info.msgcount, decoder_info(msgtype).name))
+        return out
+
+    # -- frames -------------------------------------------------------------------------
+
+    async def frames(self) -> AsyncIterator[Frame]:
+        """Yield the mapped topics' messages as frames, in log-time order."""
+        reader = self._reader
+        if reader is None:
+            raise RuntimeError(f"bag '{self.path}' is closed")
+        messages = reader.messages(connections=self._connections, start=self.start, stop=self.end)
+        clock = current_clock()
+        started = False
+        base_clock = base_log = 0
+        try:
+            while True:
+                batch = await self.run_blocking(self._read_batch, messages)
+                if not batch:
+                    return
+                for sensor, stamp, log_time, data, meta in batch:
+                    if isinstance(data, DecodeError):
+                        self._skip(sensor, data)
+                        continue
+                    if self.speed is None:
+                        await anyio.lowlevel.checkpoint()
+                    else:
+                        if not started:
+                            base_clock, base_log, started = clock.now(), log_time, True
+                        await clock.sleep_until(
+                            base_clock + int((log_time - base_log) / self.speed)
+                        )
+                    yield self.make_frame(stamp, data, sensor=sensor, t_arrival=log_time, meta=meta)
+        finally:
+            messages.close()
+
+    def _read_batch(self, messages: Iterator[tuple[Any, int, bytes]]) -> list[tuple[Any, ...]]:
+        """Read, deserialise and decode the next batch (runs in a worker thread)."""
+        out: list[tuple[Any, ...]] = []
+        size = 0
+        deserialize = self._reader.deserialize
+        for conn, log_time, raw in messages:
+            sensor, decoder = self._routes[id(conn)]
+            try:
+                msg = deserialize(raw, conn.msgtype)
+                data, meta = decoder(msg)
+            except DecodeError as err:
+                out.append((sensor, log_time, log_time, err, None))
+            except Exception as err:  # rosbags' deserialiser errors have no common base
+                message = f"{conn.msgtype} message does not deserialise: {err}"
+                out.append((sensor, log_time, log_time, DecodeError(message), None))
+            else:
+                stamp = header_stamp(msg)
+                meta = {"topic": conn.topic, **meta}
+                frame_id = getattr(getattr(msg, "header", None), "frame_id", None)
+                if frame_id:
+                    meta["frame_id"] = frame_id
+                if stamp is None:
+                    stamp = log_time
+                    meta["stamp"] = "log_time"
+                out.append((sensor, stamp, log_time, data, meta))
+            size += len(raw)
+            if len(out) >= _BATCH_MESSAGES or size >= _BATCH_BYTES:
+                break
+        return out
+
+    def _skip(self, sensor: str, err: DecodeError) -> None:
+        seq = self._next_seq.get(sensor, 0)
+        self._next_seq[sensor] = seq + 1
+        err.sensor, err.seq = sensor, seq
+        self.count_error("decode", str(err))
+
+    # -- lifetime -----------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the bag (sync). Frames already yielded stay valid."""
+        if getattr(self, "_reader", None) is not None:
+            self._reader.close()
+            self._reader = None
+        self._closed = True
+
+    async def aclose(self) -> None:
+        self.close()
+        await super().aclose()
+
+    def __del__(self) -> None:
+        if getattr(self, "_reader", None) is not None and not self._closed:
+            self._warn_unclosed()
+
+    def __repr__(self) -> str:
+        names = ", ".join(f"{s.meta['topic']}={s.name}" for s in self.specs)
+        return f"BagSource('{self.path}', {names})"
