@@ -1,0 +1,223 @@
+"""The ``foxglove`` export profile: Foxglove schemas written with the ``foxglove-sdk`` package.
+
+==============  =====================================================
+payload         Foxglove message (protobuf) or JSON channel
+==============  =====================================================
+image           ``foxglove.RawImage``
+encoded_image   ``foxglove.CompressedImage``
+video           ``foxglove.CompressedVideo``
+points          ``foxglove.PointCloud`` (the array's bytes, one field per column)
+gnss            ``foxglove.LocationFix``
+imu, series     JSON with a JSON schema, one number (or array) per field: Plot-panel ready
+==============  =====================================================
+
+``timestamp`` is the frame's ``t``, the MCAP log time its ``t_arrival``
+(``t`` when unknown), as in the ``ros2`` profile. Groups go to
+``/hyperframes/groups`` as JSON (:data:`~recordings.export.groups.GROUP_JSON_SCHEMA`).
+The writer uses its own ``foxglove.Context``, so it never logs to (or
+receives from) channels a user opened on the SDK's global context.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from adapters.bags.images import encoding_for
+from fusion.frames import Frame, FrameGroup
+from recordings.export.groups import GROUP_JSON_SCHEMA, GROUP_TOPIC, group_json
+from recordings.export.kinds import classify, image_format, series_values, video_format
+
+_NUMERIC = {"u1": "Uint8", "i1": "Int8", "u2": "Uint16", "i2": "Int16", "u4": "Uint32"}
+_NUMERIC |= {"i4": "Int32", "f4": "Float32", "f8": "Float64"}
+
+
+class FoxgloveMcapWriter:
+    """Writes frames and groups as Foxglove messages into one MCAP file."""
+
+    def __init__(self, path: str | os.PathLike[str], *, topic_prefix: str = "/") -> None:
+        import foxglove
+        from foxglove.mcap import MCAPWriteOptions
+
+        self.path = Path(path)
+        self.prefix = topic_prefix
+        self._fg = foxglove
+        self._context = foxglove.Context()
+        self._writer = foxglove.open_mcap(
+            self.path,
+            allow_overwrite=True,
+            context=self._context,
+            writer_options=MCAPWriteOptions(profile=""),
+        )
+        self._channels: dict[str, tuple[Any, str]] = {}
+        self.counts: Counter[str] = Counter()
+        """Messages written per topic."""
+        self.skipped: Counter[tuple[str, str]] = Counter()
+        """Frames not written, by ``(sensor, reason)``."""
+        self._closed = False
+
+    def topic_for(self, sensor: str) -> str:
+        return self.prefix.rstrip("/") + "/" + sensor
+
+    def _channel(self, topic: str, kind: str, schema: dict[str, Any] | None = None) -> Any:
+        known = self._channels.get(topic)
+        if known is not None:
+            if known[1] != kind:
+                raise ValueError(f"topic {topic} already carries {known[1]} payloads, not {kind}")
+            return known[0]
+        from foxglove import channels
+
+        classes = {
+            "image": channels.RawImageChannel,
+            "encoded_image": channels.CompressedImageChannel,
+            "video": channels.CompressedVideoChannel,
+            "points": channels.PointCloudChannel,
+            "gnss": channels.LocationFixChannel,
+        }
+        if kind in classes:
+            channel = classes[kind](topic, context=self._context)
+        else:
+            fg_schema = self._fg.Schema(
+                name=str((schema or {}).get("title", kind)),
+                encoding="jsonschema",
+                data=json.dumps(schema or {"type": "object"}).encode(),
+            )
+            channel = self._fg.Channel(
+                topic, schema=fg_schema, message_encoding="json", context=self._context
+            )
+        self._channels[topic] = (channel, kind)
+        return channel
+
+    def write(self, frame: Frame, sensor_kind: str = "generic") -> bool:
+        """Write one frame on ``/<sensor>``; ``False`` (and counted) if it has no mapping."""
+        kind = classify(frame, sensor_kind)
+        if kind not in ("image", "encoded_image", "video", "points", "gnss", "imu", "series"):
+            self.skipped[(frame.sensor, kind)] += 1
+            return False
+        topic = self.topic_for(frame.sensor)
+        log_time = frame.t if frame.t_arrival is None else frame.t_arrival
+        if kind in ("imu", "series"):
+            record = self._json_record(frame)
+            schema = _json_schema(f"hyperframes.{kind}", record)
+            self._channel(topic, kind, schema).log(record, log_time=log_time)
+        else:
+            points = None
+            if kind == "points":
+                points = np.ascontiguousarray(frame.data)
+            msg = self._message(kind, frame, points)
+            if msg is None:
+                self.skipped[(frame.sensor, "point array without numeric fields")] += 1
+                return False
+            self._channel(topic, kind).log(msg, log_time=log_time)
+        self.counts[topic] += 1
+        return True
+
+    def write_group(self, group: FrameGroup) -> None:
+        """Write one sync group as a JSON marker on :data:`GROUP_TOPIC`."""
+        channel = self._channel(GROUP_TOPIC, "group", GROUP_JSON_SCHEMA)
+        channel.log(group_json(group), log_time=group.t)
+        self.counts[GROUP_TOPIC] += 1
+
+    def _message(self, kind: str, frame: Frame, points: np.ndarray | None) -> Any:
+        from foxglove import messages as m
+
+        t = frame.t
+        stamp = m.Timestamp(t // 1_000_000_000, t % 1_000_000_000)
+        frame_id = str(frame.meta.get("frame_id", frame.sensor))
+        data = frame.data
+        if kind == "image":
+            image = np.ascontiguousarray(data)
+            return m.RawImage(
+                timestamp=stamp,
+                frame_id=frame_id,
+                width=image.shape[1],
+                height=image.shape[0],
+                encoding=str(frame.meta.get("encoding") or encoding_for(image)),
+                step=image.strides[0],
+                data=image.tobytes(),
+            )
+        if kind == "encoded_image":
+            return m.CompressedImage(
+                timestamp=stamp, frame_id=frame_id, data=bytes(data), format=image_format(frame)
+            )
+        if kind == "video":
+            return m.CompressedVideo(
+                timestamp=stamp, frame_id=frame_id, data=bytes(data), format=video_format(frame)
+            )
+        if kind == "gnss":
+            return m.LocationFix(
+                timestamp=stamp,
+                frame_id=frame_id,
+                latitude=float(data["latitude"]),
+                longitude=float(data["longitude"]),
+                altitude=float(data.get("altitude", 0.0)),
+            )
+        assert points is not None
+        fields = []
+        for name in points.dtype.names or ():
+            sub, offset = points.dtype.fields[name][:2]  # type: ignore[index]
+            numeric = _NUMERIC.get(sub.str[1:]) if sub.subdtype is None else None
+            if numeric is not None and sub.byteorder != ">":
+                fields.append(
+                    m.PackedElementField(
+                        name=name, offset=int(offset), type=getattr(m.PackedElementFieldNumericType, numeric)
+                    )
+                )
+        if not fields:
+            return None
+        return m.PointCloud(
+            timestamp=stamp,
+            frame_id=frame_id,
+            pose=m.Pose(
+                position=m.Vector3(x=0.0, y=0.0, z=0.0),
+                orientation=m.Quaternion(x=0.0, y=0.0, z=0.0, w=1.0),
+            ),
+            point_stride=points.dtype.itemsize,
+            fields=fields,
+            data=points.tobytes(),
+        )
+
+    @staticmethod
+    def _json_record(frame: Frame) -> dict[str, Any]:
+        t = frame.t
+        record: dict[str, Any] = {
+            "timestamp": {"sec": t // 1_000_000_000, "nsec": t % 1_000_000_000}
+        }
+        for name, values in series_values(frame.data):
+            record[name] = float(values[0]) if values.size == 1 else values.tolist()
+        return record
+
+    def close(self) -> None:
+        """Finish the MCAP file (summary and indexes)."""
+        if not self._closed:
+            self._closed = True
+            self._writer.close()
+
+    def __enter__(self) -> FoxgloveMcapWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _json_schema(title: str, record: dict[str, Any]) -> dict[str, Any]:
+    """A JSON schema for a record (numbers and arrays of numbers, plus ``timestamp``)."""
+    props: dict[str, Any] = {
+        "timestamp": {
+            "type": "object",
+            "properties": {"sec": {"type": "integer"}, "nsec": {"type": "integer"}},
+        }
+    }
+    for key, value in record.items():
+        if key != "timestamp":
+            props[key] = (
+                {"type": "array", "items": {"type": "number"}}
+                if isinstance(value, list)
+                else {"type": "number"}
+            )
+    return {"title": title, "type": "object", "properties": props}

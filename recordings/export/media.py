@@ -1,0 +1,154 @@
+"""``--to mp4`` and ``--to pcd``: a camera sensor as a video file, LiDAR sweeps as PCD files.
+
+MP4: frames are encoded with PyAV (H.264 by libx264, MPEG-4 part 2 where
+libx264 is missing) at variable frame rate: each frame's presentation time
+is its ``t`` minus the first frame's, in microseconds (the stream's time
+base), so a decoder gets the recorded timing back to the microsecond, gaps
+and jitter included. Frames whose time does not increase are skipped and
+counted, since a video stream cannot hold them.
+
+PCD: one binary PCD v0.7 file per sweep, named ``<sensor>-<seq>-<t>.pcd``,
+with every numeric field of the point array (``x y z intensity ring ...``);
+:func:`adapters.lidar.pcd.read_pcd` and PCL/Open3D read them back.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterable
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fusion.frames import Frame
+
+TIME_BASE = Fraction(1, 1_000_000)
+"""MP4 stream time base: presentation times are microseconds from the first frame."""
+
+_PCD_TYPES = {"f": "F", "i": "I", "u": "U"}
+
+
+def _video_codec() -> str:
+    import av
+
+    return "libx264" if "libx264" in av.codecs_available else "mpeg4"
+
+
+def export_mp4(
+    frames: Iterable[Frame], path: str | os.PathLike[str], *, crf: int = 18
+) -> tuple[int, Counter[str]]:
+    """Encode image frames of one sensor to ``path``; ``(frames written, skipped by reason)``."""
+    import av
+
+    skipped: Counter[str] = Counter()
+    written = 0
+    container: Any = None
+    stream: Any = None
+    t0 = last_pts = None
+    try:
+        for frame in frames:
+            image = frame.data
+            if (
+                not isinstance(image, np.ndarray)
+                or image.dtype != np.uint8
+                or image.ndim
+                not in (
+                    2,
+                    3,
+                )
+            ):
+                skipped["not an 8-bit image"] += 1
+                continue
+            if container is None:
+                container, stream = _open_mp4(av, path, image, crf)
+                t0 = frame.t
+            assert t0 is not None
+            pts = (frame.t - t0) // 1000
+            if last_pts is not None and pts <= last_pts:
+                skipped["time does not increase"] += 1
+                continue
+            if image.shape[:2] != (stream.height, stream.width):
+                skipped["size differs from the first frame"] += 1
+                continue
+            fmt = "gray" if image.ndim == 2 else {3: "rgb24", 4: "rgba"}.get(image.shape[2])
+            if fmt is None:
+                skipped["not 1, 3 or 4 channels"] += 1
+                continue
+            picture = av.VideoFrame.from_ndarray(np.ascontiguousarray(image), format=fmt)
+            picture.pts, picture.time_base = pts, TIME_BASE
+            container.mux(stream.encode(picture))
+            last_pts = pts
+            written += 1
+        if container is not None:
+            container.mux(stream.encode(None))
+    finally:
+        if container is not None:
+            container.close()
+    return written, skipped
+
+
+def _open_mp4(av: Any, path: str | os.PathLike[str], image: np.ndarray, crf: int) -> Any:
+    height, width = image.shape[:2]
+    container = av.open(os.fspath(path), "w", format="mp4")
+    codec = _video_codec()
+    stream = container.add_stream(codec, rate=30)
+    stream.width, stream.height = width, height
+    stream.pix_fmt = "yuv420p" if width % 2 == 0 and height % 2 == 0 else "yuv444p"
+    stream.time_base = TIME_BASE
+    stream.codec_context.time_base = TIME_BASE
+    if codec == "libx264":
+        # No B-frames: decode order is presentation order, and any player seeks cleanly.
+        stream.options = {"crf": str(crf), "bf": "0"}
+    return container, stream
+
+
+def write_pcd(path: str | os.PathLike[str], points: np.ndarray) -> None:
+    """Write a structured point array as a binary PCD v0.7 file (numeric fields only)."""
+    names, sizes, types, counts, columns = [], [], [], [], []
+    for name in points.dtype.names or ():
+        sub = points.dtype.fields[name][0]  # type: ignore[index]
+        base = sub.base if sub.subdtype is not None else sub
+        letter = _PCD_TYPES.get(base.kind)
+        if letter is None:
+            continue
+        names.append(name)
+        sizes.append(str(base.itemsize))
+        types.append(letter)
+        counts.append(str(int(np.prod(sub.shape)) if sub.subdtype is not None else 1))
+        columns.append((name, base.newbyteorder("<"), sub.shape))
+    packed = np.empty(len(points), np.dtype([(n, d, s) for n, d, s in columns]))
+    for name in names:
+        packed[name] = points[name]
+    header = (
+        "# .PCD v0.7 - written by hyperframes\n"
+        "VERSION 0.7\n"
+        f"FIELDS {' '.join(names)}\n"
+        f"SIZE {' '.join(sizes)}\n"
+        f"TYPE {' '.join(types)}\n"
+        f"COUNT {' '.join(counts)}\n"
+        f"WIDTH {len(points)}\nHEIGHT 1\nVIEWPOINT 0 0 0 1 0 0 0\n"
+        f"POINTS {len(points)}\nDATA binary\n"
+    )
+    with open(path, "wb") as out:
+        out.write(header.encode("ascii"))
+        out.write(packed.tobytes())
+
+
+def export_pcd(frames: Iterable[Frame], folder: str | os.PathLike[str]) -> tuple[int, Counter[str]]:
+    """Write each point-array frame to ``folder/<sensor>-<seq>-<t>.pcd``."""
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    written = 0
+    skipped: Counter[str] = Counter()
+    for frame in frames:
+        data = frame.data
+        names = getattr(getattr(data, "dtype", None), "names", None)
+        if names is None or not {"x", "y", "z"} <= set(names):
+            skipped["not a point array"] += 1
+            continue
+        write_pcd(out / f"{frame.sensor}-{frame.seq:06d}-{frame.t}.pcd", data)
+        written += 1
+    return written, skipped

@@ -1,0 +1,348 @@
+"""The ``ros2`` export profile: a ROS 2 CDR MCAP that ``ros2 bag play``, Foxglove and Rerun open.
+
+Theory of operation. Each sensor becomes a topic (``/<sensor>``) whose type
+is chosen from the payload (:mod:`recordings.export.kinds`):
+
+==============  ========================================
+payload         ROS 2 type
+==============  ========================================
+image           ``sensor_msgs/msg/Image`` (encoding from dtype and channels)
+encoded_image   ``sensor_msgs/msg/CompressedImage``
+video           ``foxglove_msgs/msg/CompressedVideo``
+points          ``sensor_msgs/msg/PointCloud2`` (the array's bytes, fields by name)
+imu             ``sensor_msgs/msg/Imu``
+gnss            ``sensor_msgs/msg/NavSatFix``
+series          ``std_msgs/msg/Float64MultiArray`` (one dimension per field, labelled)
+==============  ========================================
+
+Messages are serialised with ``rosbags`` (CDR, the Humble type definitions)
+and written with the ``mcap`` package: profile ``ros2``, schemas in
+``ros2msg`` encoding with their full dependency text, channels carrying
+``offered_qos_profiles`` and the type hash, and the ``rosbag2`` metadata
+record rosbag2's MCAP plugin reads, so the bare file plays without a
+``metadata.yaml``. When the output path has no ``.mcap`` suffix a bag
+directory is written instead (``OUT/OUT.mcap`` plus ``OUT/metadata.yaml``).
+
+``header.stamp`` is the frame's ``t`` (the reference clock the hub aligned
+sensors to, so a viewer lines them up); the MCAP log time is ``t_arrival``
+(``t`` when unknown), as a ROS recorder would have logged it. Sync groups go
+to ``/hyperframes/groups`` as ``diagnostic_msgs/msg/DiagnosticArray``, one
+status per group whose values list each member's ``seq@t``, the spread and the
+missing sensors: a standard type, so ``ros2 bag play`` needs no custom package.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from adapters.bags.images import encoding_for
+from adapters.bags.pointcloud2 import pointcloud2_fields
+from fusion.frames import Frame, FrameGroup
+from recordings.export.groups import GROUP_TOPIC, group_record
+from recordings.export.kinds import classify, image_format, series_values, video_format
+
+_VIDEO_MSGDEF = """builtin_interfaces/Time timestamp
+string frame_id
+uint8[] data
+string format
+"""
+
+TYPES = {
+    "image": "sensor_msgs/msg/Image",
+    "encoded_image": "sensor_msgs/msg/CompressedImage",
+    "video": "foxglove_msgs/msg/CompressedVideo",
+    "points": "sensor_msgs/msg/PointCloud2",
+    "imu": "sensor_msgs/msg/Imu",
+    "gnss": "sensor_msgs/msg/NavSatFix",
+    "series": "std_msgs/msg/Float64MultiArray",
+    "group": "diagnostic_msgs/msg/DiagnosticArray",
+}
+"""ROS 2 message type written for each payload kind (and for sync groups)."""
+
+
+def ros2_typestore() -> Any:
+    """The Humble type store plus ``foxglove_msgs/msg/CompressedVideo``."""
+    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+    store = get_typestore(Stores.ROS2_HUMBLE)
+    store.register(get_types_from_msg(_VIDEO_MSGDEF, TYPES["video"]))
+    return store
+
+
+class Ros2McapWriter:
+    """Writes frames and groups as ROS 2 messages into one MCAP file (or bag directory).
+
+    ``write(frame, kind)`` returns whether it wrote the frame; frames it cannot
+    map are counted in :attr:`skipped` by ``(sensor, reason)``.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, topic_prefix: str = "/") -> None:
+        from mcap.writer import CompressionType, Writer
+
+        target = Path(path)
+        self.bag_dir: Path | None = None
+        if target.suffix != ".mcap":
+            if target.exists():
+                raise FileExistsError(f"'{target}' exists; not overwriting a bag directory")
+            target.mkdir(parents=True)
+            self.bag_dir = target
+            target = target / f"{target.name}.mcap"
+        self.path = target
+        self.prefix = topic_prefix
+        self.store = ros2_typestore()
+        self._stream = open(target, "wb")  # noqa: SIM115 - closed in close()
+        self._mcap = Writer(self._stream, compression=CompressionType.ZSTD)
+        self._mcap.start(profile="ros2", library="hyperframes")
+        self._schemas: dict[str, int] = {}
+        self._channels: dict[str, tuple[int, str]] = {}
+        self.counts: Counter[str] = Counter()
+        """Messages written per topic."""
+        self.skipped: Counter[tuple[str, str]] = Counter()
+        """Frames not written, by ``(sensor, reason)``."""
+        self._t_min = 2**63 - 1
+        self._t_max = 0
+        self._closed = False
+
+    # -- channels -----------------------------------------------------------------------
+
+    def _channel(self, topic: str, msgtype: str) -> int:
+        known = self._channels.get(topic)
+        if known is not None:
+            if known[1] != msgtype:
+                raise ValueError(f"topic {topic} already carries {known[1]}, not {msgtype}")
+            return known[0]
+        schema = self._schemas.get(msgtype)
+        if schema is None:
+            msgdef, _ = self.store.generate_msgdef(msgtype, ros_version=2)
+            schema = self._mcap.register_schema(msgtype, "ros2msg", msgdef.encode())
+            self._schemas[msgtype] = schema
+        channel = self._mcap.register_channel(
+            topic,
+            "cdr",
+            schema,
+            {
+                "offered_qos_profiles": "[]",
+                "topic_type_hash": self.store.hash_rihs01(msgtype),
+            },
+        )
+        self._channels[topic] = (channel, msgtype)
+        return channel
+
+    def topic_for(self, sensor: str) -> str:
+        return self.prefix.rstrip("/") + "/" + sensor
+
+    # -- writing ------------------------------------------------------------------------
+
+    def write(self, frame: Frame, sensor_kind: str = "generic") -> bool:
+        """Write one frame as a ROS 2 message on ``/<sensor>``; ``False`` if skipped."""
+        kind = classify(frame, sensor_kind)
+        if kind not in TYPES:
+            self.skipped[(frame.sensor, kind)] += 1
+            return False
+        msg = self._message(kind, frame)
+        log_time = frame.t if frame.t_arrival is None else frame.t_arrival
+        self._emit(self.topic_for(frame.sensor), TYPES[kind], msg, log_time, frame.seq)
+        return True
+
+    def write_group(self, group: FrameGroup) -> None:
+        """Write one sync group as a marker on :data:`GROUP_TOPIC`."""
+        T = self.store.types
+        record = group_record(group)
+        values = [T["diagnostic_msgs/msg/KeyValue"](key=k, value=v) for k, v in record.items()]
+        status = T["diagnostic_msgs/msg/DiagnosticStatus"](
+            level=0,
+            name="hyperframes/group",
+            message=f"{len(group.members())} frames, spread {group.spread} ns",
+            hardware_id="",
+            values=values,
+        )
+        msg = T[TYPES["group"]](header=self._header(group.t, "hyperframes"), status=[status])
+        self._emit(GROUP_TOPIC, TYPES["group"], msg, group.t, 0)
+
+    def _emit(self, topic: str, msgtype: str, msg: Any, log_time: int, seq: int) -> None:
+        channel = self._channel(topic, msgtype)
+        data = self.store.serialize_cdr(msg, msgtype)
+        self._mcap.add_message(channel, log_time, bytes(data), log_time, seq & 0xFFFFFFFF)
+        self.counts[topic] += 1
+        self._t_min = min(self._t_min, log_time)
+        self._t_max = max(self._t_max, log_time)
+
+    def _header(self, t: int, frame_id: str) -> Any:
+        T = self.store.types
+        stamp = T["builtin_interfaces/msg/Time"](sec=t // 1_000_000_000, nanosec=t % 1_000_000_000)
+        return T["std_msgs/msg/Header"](stamp=stamp, frame_id=frame_id)
+
+    def _message(self, kind: str, frame: Frame) -> Any:
+        T = self.store.types
+        data = frame.data
+        frame_id = str(frame.meta.get("frame_id", frame.sensor))
+        header = self._header(frame.t, frame_id)
+        if kind == "image":
+            image = np.ascontiguousarray(data)
+            height, width = image.shape[:2]
+            return T[TYPES["image"]](
+                header=header,
+                height=height,
+                width=width,
+                encoding=str(frame.meta.get("encoding") or encoding_for(image)),
+                is_bigendian=0,
+                step=image.strides[0],
+                data=image.reshape(-1).view(np.uint8),
+            )
+        if kind == "encoded_image":
+            return T[TYPES["encoded_image"]](
+                header=header, format=image_format(frame), data=np.frombuffer(data, np.uint8)
+            )
+        if kind == "video":
+            return T[TYPES["video"]](
+                timestamp=header.stamp,
+                frame_id=frame_id,
+                data=np.frombuffer(data, np.uint8),
+                format=video_format(frame),
+            )
+        if kind == "points":
+            return self._pointcloud(header, np.ascontiguousarray(data))
+        if kind == "imu":
+            return self._imu(header, data)
+        if kind == "gnss":
+            return self._navsatfix(header, data)
+        return self._series(data)
+
+    def _pointcloud(self, header: Any, points: np.ndarray) -> Any:
+        T = self.store.types
+        fields, step = pointcloud2_fields(points)
+        return T[TYPES["points"]](
+            header=header,
+            height=1,
+            width=len(points),
+            fields=[
+                T["sensor_msgs/msg/PointField"](name=n, offset=o, datatype=d, count=c)
+                for n, o, d, c in fields
+            ],
+            is_bigendian=False,
+            point_step=step,
+            row_step=step * len(points),
+            data=points.view(np.uint8).reshape(-1),
+            is_dense=False,
+        )
+
+    def _imu(self, header: Any, data: dict[str, Any]) -> Any:
+        T = self.store.types
+        V, Q = T["geometry_msgs/msg/Vector3"], T["geometry_msgs/msg/Quaternion"]
+        a = np.asarray(data["accel"], np.float64).reshape(-1)
+        g = np.asarray(data["gyro"], np.float64).reshape(-1)
+        q = np.asarray(data.get("orientation", (0.0, 0.0, 0.0, 1.0)), np.float64).reshape(-1)
+        unknown = np.zeros(9)
+        unknown[0] = -1.0  # REP 145: orientation not provided
+        return T[TYPES["imu"]](
+            header=header,
+            orientation=Q(x=q[0], y=q[1], z=q[2], w=q[3]),
+            orientation_covariance=_cov(data, "orientation_covariance", default=unknown)
+            if "orientation" in data
+            else unknown,
+            angular_velocity=V(x=g[0], y=g[1], z=g[2]),
+            angular_velocity_covariance=_cov(data, "gyro_covariance"),
+            linear_acceleration=V(x=a[0], y=a[1], z=a[2]),
+            linear_acceleration_covariance=_cov(data, "accel_covariance"),
+        )
+
+    def _navsatfix(self, header: Any, data: dict[str, Any]) -> Any:
+        T = self.store.types
+        status = T["sensor_msgs/msg/NavSatStatus"](
+            status=int(data.get("status", 0)), service=int(data.get("service", 1))
+        )
+        return T[TYPES["gnss"]](
+            header=header,
+            status=status,
+            latitude=float(data["latitude"]),
+            longitude=float(data["longitude"]),
+            altitude=float(data.get("altitude", np.nan)),
+            position_covariance=_cov(data, "position_covariance"),
+            position_covariance_type=int(data.get("covariance_type", 0)),
+        )
+
+    def _series(self, data: Any) -> Any:
+        T = self.store.types
+        dims, parts = [], []
+        for name, values in series_values(data):
+            dims.append(
+                T["std_msgs/msg/MultiArrayDimension"](label=name, size=values.size, stride=1)
+            )
+            parts.append(values)
+        layout = T["std_msgs/msg/MultiArrayLayout"](dim=dims, data_offset=0)
+        flat = np.concatenate(parts) if parts else np.empty(0)
+        return T[TYPES["series"]](layout=layout, data=flat)
+
+    # -- closing ------------------------------------------------------------------------
+
+    def metadata(self) -> dict[str, Any]:
+        """The rosbag2 bag description (``metadata.yaml``'s ``rosbag2_bagfile_information``)."""
+        start = 0 if not self.counts else self._t_min
+        duration = 0 if not self.counts else self._t_max - self._t_min
+        total = sum(self.counts.values())
+        return {
+            "version": 9,
+            "storage_identifier": "mcap",
+            "relative_file_paths": [self.path.name],
+            "duration": {"nanoseconds": duration},
+            "starting_time": {"nanoseconds_since_epoch": start},
+            "message_count": total,
+            "topics_with_message_count": [
+                {
+                    "topic_metadata": {
+                        "name": topic,
+                        "type": msgtype,
+                        "serialization_format": "cdr",
+                        "offered_qos_profiles": [],
+                        "type_description_hash": self.store.hash_rihs01(msgtype),
+                    },
+                    "message_count": self.counts[topic],
+                }
+                for topic, (_, msgtype) in self._channels.items()
+            ],
+            "compression_format": "",
+            "compression_mode": "",
+            "files": [
+                {
+                    "path": self.path.name,
+                    "starting_time": {"nanoseconds_since_epoch": start},
+                    "duration": {"nanoseconds": duration},
+                    "message_count": total,
+                }
+            ],
+            "custom_data": {"written_by": "hyperframes"},
+            "ros_distro": "humble",
+        }
+
+    def close(self) -> None:
+        """Write the rosbag2 metadata record, the MCAP summary and (for a directory) the yaml."""
+        if self._closed:
+            return
+        self._closed = True
+        # JSON is YAML: rosbag2 (yaml-cpp) and rosbags (ruamel) both read it.
+        info = json.dumps(self.metadata())
+        self._mcap.add_metadata("rosbag2", {"serialized_metadata": info})
+        self._mcap.finish()  # type: ignore[no-untyped-call]
+        self._stream.close()
+        if self.bag_dir is not None:
+            text = json.dumps({"rosbag2_bagfile_information": self.metadata()}, indent=1)
+            (self.bag_dir / "metadata.yaml").write_text(text + "\n", "utf8")
+
+    def __enter__(self) -> Ros2McapWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _cov(data: dict[str, Any], key: str, default: np.ndarray | None = None) -> np.ndarray:
+    value = data.get(key)
+    if value is None:
+        return np.zeros(9) if default is None else default
+    return np.asarray(value, np.float64).reshape(-1)[:9]
