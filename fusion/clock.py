@@ -122,11 +122,11 @@ class OnlineClock:
       after a reset), because a slope from a few close samples extrapolates
       badly; after that it is free within ``±max_skew_ppm``.
     * **Jumps.** A sample whose sensor time goes back by more than
-      ``jump_threshold_ns``, or that lies that far *below* the envelope (a
-      negative delay: the clock jumped forward), starts a candidate model;
-      ``confirm_samples`` consecutive such samples confirm the jump and the
-      candidate replaces the model (``resets`` counts it). A lone glitch is
-      discarded (``rejected``). Samples lying ``jump_threshold_ns`` *above* the
+      ``jump_threshold_ns``, or that lies that far *below* the settled
+      envelope (a negative delay: the clock jumped forward), starts a
+      candidate model; ``confirm_samples`` consecutive such samples confirm
+      the jump and the candidate replaces the model (``resets`` counts it). A
+      lone glitch is discarded (``rejected``). Samples lying ``jump_threshold_ns`` *above* the
       envelope for ``confirm_ns`` of sensor time (a small backward jump, or a
       link that got slower for good) also reset the model, onto them.
       A stamp going back by less than the threshold is ignored (``ignored``).
@@ -214,7 +214,8 @@ class OnlineClock:
             return
         y = t_arrival - x
         residual = y - track.fit.at(x)
-        if residual < -threshold:
+        if residual < -threshold and track.env.span >= self.settle_ns:
+            # Before settling, a much lower delay only means the first ones were slow.
             self._on_break(t_sensor, t_arrival)
             return
         if self._candidate is not None:
@@ -338,9 +339,8 @@ class OnlineClock:
         cand = self._candidate
         if cand is not None:
             x = cand.unwrap(t_sensor)
-            y = t_arrival - x
-            if x > cand.last_x and y - cand.fit.at(x) >= -self.jump_threshold_ns:
-                cand.add(t_sensor, x, y)
+            if x > cand.last_x:
+                cand.add(t_sensor, x, t_arrival - x)
                 self._refit(cand)
                 if len(cand.env) >= self.confirm_samples:
                     self._main, self._candidate = cand, None

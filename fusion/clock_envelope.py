@@ -125,15 +125,16 @@ class LowerEnvelope:
         hx, hy = self._hx, self._hy
         n = len(hx)
         if n == 1:
-            return Fit(hx[0], hy[0], min(max(0.0, lo), hi))
+            return Fit(hx[0], hy[0], float(min(max(0.0, lo), hi)))
         mean_x = self._sum_x / len(self._pts)
         k = min(max(bisect_right(hx, mean_x) - 1, 0), n - 2)  # edge k..k+1 spans mean x
         slope = (hy[k + 1] - hy[k]) / (hx[k + 1] - hx[k])
         if lo <= slope <= hi:
             # Anchor at the edge's end nearer the newest data (same line either way).
             return Fit(hx[k + 1], hy[k + 1], slope)
-        slope = lo if slope < lo else hi
-        return Fit(hx[self._support(slope)], hy[self._support(slope)], slope)
+        slope = float(lo if slope < lo else hi)
+        i = self._support(slope)
+        return Fit(hx[i], hy[i], slope)
 
     def _support(self, slope: float) -> int:
         """The hull vertex where a line of ``slope`` touches from below."""
