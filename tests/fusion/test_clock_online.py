@@ -120,11 +120,12 @@ class TestHeadlineAccuracy:
     def test_the_estimate_reports_offset_skew_and_a_shrinking_uncertainty(self) -> None:
         frames = sensor(HEADLINE, seconds=10)
         clock = OnlineClock()
-        uncertainty = []
+        uncertainty: list[int] = []
         for f in frames:
             assert f.t_arrival is not None
             clock.observe(f.t_sensor, f.t_arrival)
             if f.seq % 200 == 199:
+                assert clock.uncertainty_ns is not None
                 uncertainty.append(clock.uncertainty_ns)
         assert clock.skew_ppm == pytest.approx(200, abs=5)
         last = frames[-1]
