@@ -1,5 +1,6 @@
 """Sources of frames: video, LiDAR, time series, synthetic sensors, and the base class."""
 
+from adapters.bags import BagSource
 from adapters.base import Source
 from adapters.interpolation import interpolate, slerp
 from adapters.lidar import PointCloudFiles, VelodyneSource
@@ -17,6 +18,7 @@ from adapters.video import VideoSource
 from fusion._exports import rewrite_module
 
 __all__ = [
+    "BagSource",
     "PointCloudFiles",
     "SensorTiming",
     "Source",

@@ -209,6 +209,16 @@ class BagSource(Source):
                 out.append(BagTopic(name, msgtype, info.msgcount, decoder_info(msgtype).name))
         return out
 
+    @property
+    def start_time(self) -> int:
+        """Log time of the bag's first message, ns."""
+        return int(self._reader.start_time)
+
+    @property
+    def end_time(self) -> int:
+        """Log time just after the bag's last message, ns."""
+        return int(self._reader.end_time)
+
     # -- frames -------------------------------------------------------------------------
 
     async def frames(self) -> AsyncIterator[Frame]:

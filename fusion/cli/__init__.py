@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 
 # Order here is the order ``--help`` lists them.
-COMMANDS = ("demo", "record", "replay", "info", "check")
+COMMANDS = ("demo", "record", "replay", "info", "check", "export")
 
 
 def build_parser() -> argparse.ArgumentParser:

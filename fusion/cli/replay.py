@@ -24,11 +24,24 @@ def register(sub: Any) -> None:
     p.add_argument("--start", type=float, help="seconds from the recording's start")
     p.add_argument("--end", type=float, help="seconds from the recording's start")
     p.add_argument("--loop", action="store_true", help="start again at the end (Ctrl-C stops)")
+    p.add_argument(
+        "--topic",
+        action="append",
+        metavar="TOPIC[=SENSOR]",
+        help="ROS bag input (.mcap, .db3, .bag or bag folder): a topic to replay (repeatable)",
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     import anyio
+
+    from adapters.bags import is_bag
+
+    if is_bag(args.file):
+        from adapters.bags.cli import replay_bag
+
+        return replay_bag(args)
 
     from fusion.errors import RecordingError
     from recordings import Replay, open_recording

@@ -1,0 +1,93 @@
+"""``hyperframes export FILE.hfr -o OUT``: a recording as ROS 2 / Foxglove MCAP, MP4, PCD or Rerun.
+
+Examples::
+
+    hyperframes export s.hfr -o s.mcap                      # ROS 2 CDR MCAP (ros2 bag play)
+    hyperframes export s.hfr -o s_bag                       # the same as a bag directory
+    hyperframes export s.hfr -o s.fox.mcap --profile foxglove
+    hyperframes export s.hfr -o cam.mp4 --to mp4 --sensors cam
+    hyperframes export s.hfr -o sweeps/ --to pcd --sensors lidar
+    hyperframes export s.hfr -o s.rrd --view rerun          # viewer if running, else s.rrd
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "export",
+        help="export a .hfr recording to ROS 2/Foxglove MCAP, MP4, PCD or Rerun",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("file", help="the .hfr recording")
+    p.add_argument("-o", "--out", required=True, help="output file (or folder for --to pcd)")
+    p.add_argument(
+        "--profile",
+        choices=("ros2", "foxglove"),
+        default="ros2",
+        help="MCAP flavour: ROS 2 CDR messages (default) or Foxglove schemas",
+    )
+    p.add_argument(
+        "--to",
+        choices=("mcap", "mp4", "pcd"),
+        default="mcap",
+        help="mcap (default), mp4 for one camera sensor, pcd for point-cloud sweeps",
+    )
+    p.add_argument("--view", choices=("rerun",), help="log groups to Rerun instead of a file")
+    p.add_argument("--sensors", help="comma-separated sensors to export (default: all)")
+    p.add_argument("--start", type=float, help="seconds from the recording's start")
+    p.add_argument("--end", type=float, help="seconds from the recording's start")
+    p.add_argument(
+        "--groups",
+        default="approximate",
+        help="re-form sync groups for the markers topic: approximate (default), exact, "
+        "nearest:REF[:TOL_MS] or none",
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from fusion.errors import HyperframesError
+    from recordings import open_recording
+    from recordings.export import export_recording
+
+    console = Console()
+    sensors = args.sensors.split(",") if args.sensors else None
+    target = "rerun" if args.view == "rerun" else args.to
+    if target == "mcap":
+        target = args.profile
+    try:
+        with open_recording(args.file) as log:
+            t0 = log.summary().t_start or 0
+        start = None if args.start is None else t0 + int(args.start * 1e9)
+        end = None if args.end is None else t0 + int(args.end * 1e9)
+        report = export_recording(
+            args.file,
+            args.out,
+            to=target,
+            sensors=sensors,
+            start=start,
+            end=end,
+            groups=args.groups,
+        )
+    except (OSError, HyperframesError, ValueError, RuntimeError) as err:
+        console.print(f"[red]error:[/red] {err}")
+        return 2
+    table = Table(title=f"exported to {report.out} ({report.target})")
+    table.add_column("topic / sensor")
+    table.add_column("written", justify="right")
+    for name, n in sorted(report.written.items()):
+        table.add_row(name, str(n))
+    console.print(table)
+    if report.groups:
+        console.print(f"{report.groups} sync groups")
+    for (sensor, reason), n in sorted(report.skipped.items()):
+        console.print(f"[yellow]skipped[/yellow] {n} frames of {sensor}: {reason}")
+    return 0 if sum(report.written.values()) else 1
