@@ -179,21 +179,26 @@ class Pipeline:
         clock = self._clock or current_clock()
         with use_clock(clock), self.hub.groups:
             async with anyio.create_task_group() as tg:
-                staged = self.hub.groups
                 await tg.start(self.hub.run, self.sources)
+                # Each stage and worker runs in its own task between two bounded
+                # channels, so every generator is opened and closed in one task.
+                upstream: ChannelReceiver[FrameGroup] = self.hub.groups
+                receivers: list[ChannelReceiver[FrameGroup]] = []
                 if self._stages:
-                    send, staged = open_channel(self.capacity, name="stages->workers")
+                    send, upstream = open_channel(self.capacity, name="stages->workers")
+                    receivers.append(upstream)
                     tg.start_soon(self._run_stages, self.hub.groups, send)
-                stream: AsyncIterator[FrameGroup] = aiter(staged)
                 for name, worker in self.workers.items():
-                    stream = self._attach(name, worker, stream)
-                stream = self._count_out(stream)
+                    send, downstream = open_channel(self.capacity, name=f"{name}->out")
+                    receivers.append(downstream)
+                    tg.start_soon(self._run_worker, name, worker, upstream, send)
+                    upstream = downstream
                 try:
-                    async with aclosing(stream) as finished:  # type: ignore[type-var]
-                        yield finished
+                    yield _Counted(self, upstream)
                 finally:
                     tg.cancel_scope.cancel()
-                    staged.close()
+                    for receiver in receivers:
+                        receiver.close()
                     with anyio.CancelScope(shield=True):
                         await self._close_resources()
 
@@ -209,11 +214,13 @@ class Pipeline:
 
     async def _run_stages(self, groups: ChannelReceiver[FrameGroup], send: Any) -> None:
         async with send:
-            with groups:
-                async for group in groups:
-                    out = await run_sync(self._apply_stages, group)
-                    if out is not None:
+            async for group in groups:
+                out = await run_sync(self._apply_stages, group)
+                if out is not None:
+                    try:
                         await send.send(out)
+                    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                        return  # the consumer left early
 
     def _apply_stages(self, group: FrameGroup) -> FrameGroup | None:
         current: FrameGroup | None = group
@@ -233,10 +240,10 @@ class Pipeline:
                 state.dropped += 1
         return current
 
-    async def _attach(
-        self, name: str, worker: BatchWorker, groups: AsyncIterator[FrameGroup]
-    ) -> AsyncIterator[FrameGroup]:
-        async with aclosing(worker.stream(groups)) as results:  # type: ignore[type-var]
+    async def _run_worker(
+        self, name: str, worker: BatchWorker, groups: ChannelReceiver[FrameGroup], send: Any
+    ) -> None:
+        async with send, aclosing(worker.stream(groups)) as results:  # type: ignore[type-var]
             async for result in results:
                 group: FrameGroup = result.item
                 if result.error is not None:
@@ -244,12 +251,10 @@ class Pipeline:
                     self._errors[name] = self._errors.get(name, 0) + 1
                 else:
                     group.results[name] = result.value
-                yield group
-
-    async def _count_out(self, groups: AsyncIterator[FrameGroup]) -> AsyncIterator[FrameGroup]:
-        async for group in groups:
-            self._groups_out += 1
-            yield group
+                try:
+                    await send.send(group)
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    return  # the consumer left early
 
     async def _close_resources(self) -> None:
         for worker in self.workers.values():
@@ -273,3 +278,19 @@ class Pipeline:
             elapsed_s=0.0 if self._started_at is None else time.perf_counter() - self._started_at,
             errors=dict(self._errors),
         )
+
+
+class _Counted:
+    """The pipeline's output: the last channel, counting groups as they leave."""
+
+    def __init__(self, pipeline: Pipeline, receiver: ChannelReceiver[FrameGroup]) -> None:
+        self._pipeline = pipeline
+        self._receiver = receiver
+
+    def __aiter__(self) -> _Counted:
+        return self
+
+    async def __anext__(self) -> FrameGroup:
+        group = await self._receiver.__anext__()
+        self._pipeline._groups_out += 1
+        return group
