@@ -56,12 +56,12 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from fusion.errors import HyperframesError
     from recordings import open_recording
-    from recordings.export import export_recording
+    from recordings.export import Target, export_recording
 
     console = Console()
     sensors = args.sensors.split(",") if args.sensors else None
-    target = "rerun" if args.view == "rerun" else args.to
-    if target == "mcap":
+    target: Target = "rerun" if args.view == "rerun" else args.to
+    if args.to == "mcap" and args.view is None:
         target = args.profile
     try:
         with open_recording(args.file) as log:

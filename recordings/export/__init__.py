@@ -29,6 +29,7 @@ __all__ = [
     "FoxgloveMcapWriter",
     "RerunSink",
     "Ros2McapWriter",
+    "Target",
     "export_mp4",
     "export_pcd",
     "export_recording",

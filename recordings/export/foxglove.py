@@ -163,10 +163,9 @@ class FoxgloveMcapWriter:
             sub, offset = points.dtype.fields[name][:2]  # type: ignore[index]
             numeric = _NUMERIC.get(sub.str[1:]) if sub.subdtype is None else None
             if numeric is not None and sub.byteorder != ">":
+                numeric_type = getattr(m.PackedElementFieldNumericType, numeric)
                 fields.append(
-                    m.PackedElementField(
-                        name=name, offset=int(offset), type=getattr(m.PackedElementFieldNumericType, numeric)
-                    )
+                    m.PackedElementField(name=name, offset=int(offset), type=numeric_type)
                 )
         if not fields:
             return None
