@@ -29,6 +29,7 @@ Cancelling the hub cancels the sources, closes them and the output.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import aclosing, asynccontextmanager
@@ -49,6 +50,9 @@ if TYPE_CHECKING:
     from adapters.base import Source
 
 _LATENCY_SAMPLES = 8192
+LATENCY_BUCKETS_NS = (10_000, 100_000, 1_000_000, 10_000_000, 100_000_000, 1_000_000_000)
+"""Upper bounds (ns, inclusive) of the added-latency histogram's buckets; one more
+bucket holds everything above the last."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +84,9 @@ class LatencySummary:
     p90: int
     p99: int
     max: int
+    histogram: tuple[tuple[int | None, int], ...] = ()
+    """``(upper bound ns, groups)`` per bucket of :data:`LATENCY_BUCKETS_NS` (bound
+    ``None``: above the last), counted over every group since the hub started."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +164,7 @@ class SyncHub:
         self._received: deque[tuple[int, int]] = deque()  # (receive time, t), t increasing
         self._received_changed = anyio.Event()
         self._latencies: deque[int] = deque(maxlen=_LATENCY_SAMPLES)
+        self._latency_counts = [0] * (len(LATENCY_BUCKETS_NS) + 1)
         self._frames_in = 0
         self._expired_groups = 0
         self._started = False
@@ -308,7 +316,9 @@ class SyncHub:
         for group in groups:
             await self._send_groups.send(group)
             if since is not None:
-                self._latencies.append(clock.now() - since)
+                latency = clock.now() - since
+                self._latencies.append(latency)
+                self._latency_counts[bisect_left(LATENCY_BUCKETS_NS, latency)] += 1
 
     # -- observing -------------------------------------------------------------------
 
@@ -349,11 +359,11 @@ class SyncHub:
             dropped=MappingProxyType(dropped),
             sensors=MappingProxyType(sensors),
             channels=MappingProxyType(channels),
-            latency=_summarise(self._latencies),
+            latency=_summarise(self._latencies, self._latency_counts),
         )
 
 
-def _summarise(samples: deque[int]) -> LatencySummary | None:
+def _summarise(samples: deque[int], counts: list[int]) -> LatencySummary | None:
     if not samples:
         return None
     ordered = sorted(samples)
@@ -362,4 +372,12 @@ def _summarise(samples: deque[int]) -> LatencySummary | None:
     def pct(p: float) -> int:
         return ordered[min(n - 1, int(p * n))]
 
-    return LatencySummary(count=n, p50=pct(0.5), p90=pct(0.9), p99=pct(0.99), max=ordered[-1])
+    bounds: tuple[int | None, ...] = (*LATENCY_BUCKETS_NS, None)
+    return LatencySummary(
+        count=n,
+        p50=pct(0.5),
+        p90=pct(0.9),
+        p99=pct(0.99),
+        max=ordered[-1],
+        histogram=tuple(zip(bounds, counts, strict=True)),
+    )
