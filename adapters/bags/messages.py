@@ -43,10 +43,11 @@ _MAX_DEPTH = 8
 def decode_imu(msg: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """``sensor_msgs/Imu`` as float64 arrays under our IMU keys."""
     q, w, a = msg.orientation, msg.angular_velocity, msg.linear_acceleration
+    values = np.array([a.x, a.y, a.z, w.x, w.y, w.z, q.x, q.y, q.z, q.w], np.float64)
     return {
-        "accel": np.array([a.x, a.y, a.z], np.float64),
-        "gyro": np.array([w.x, w.y, w.z], np.float64),
-        "orientation": np.array([q.x, q.y, q.z, q.w], np.float64),
+        "accel": values[0:3],
+        "gyro": values[3:6],
+        "orientation": values[6:10],
         "accel_covariance": np.asarray(msg.linear_acceleration_covariance, np.float64),
         "gyro_covariance": np.asarray(msg.angular_velocity_covariance, np.float64),
         "orientation_covariance": np.asarray(msg.orientation_covariance, np.float64),
