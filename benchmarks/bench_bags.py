@@ -22,8 +22,8 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from adapters.bags import BagSource  # noqa: E402
-from tests.interop.bagdata import write_bag  # noqa: E402
+from adapters.bags import BagSource
+from tests.interop.bagdata import write_bag
 
 CASES = {
     "camera 24x32 + lidar 500 pts + imu + gps + pose": (
