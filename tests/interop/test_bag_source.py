@@ -280,6 +280,5 @@ def test_replay_command_reads_a_bag_directly(
     out = capsys.readouterr().out
     assert code == 0
     assert "replayed 110 frames" in out
-    assert "sensor_msgs/msg/Image" in out
     assert cli(["replay", str(mcap_file), "--topic", "/nope", "--fast"]) == 2
     assert "has no topic '/nope'" in " ".join(capsys.readouterr().out.split())
