@@ -21,9 +21,12 @@ the hull vertex that supports it).
 Points arrive with increasing ``x``; they live in a window (``window`` ns of
 ``x`` and at most ``max_points``). The hull is kept by Andrew's monotone chain,
 one point at a time (amortised O(1)). When the window drops the hull's first
-vertex, only the points up to the second vertex can change the hull, so only
-those are re-scanned. Coordinates are Python ints, so the hull tests are exact;
-only the slope is a float.
+vertex, the rest of the chain stays exact right of its new first vertex; only
+the part left of it may gain vertices from points the old vertex hid. That
+part is rebuilt lazily, only when an answer needs it (the mean ``x`` or the
+supporting vertex falls there, or a new point would pop the chain's first
+vertex), so sliding costs O(1) per point in the usual case. Coordinates are
+Python ints, so the hull tests are exact; only the slope is a float.
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ def _turns_left(ax: int, ay: int, bx: int, by: int, cx: int, cy: int) -> bool:
 class LowerEnvelope:
     """Points ``(x, y)``, ``x`` strictly increasing, in a sliding window, and their lower hull."""
 
-    __slots__ = ("_hx", "_hy", "_pts", "_sum_x", "max_points", "window")
+    __slots__ = ("_hx", "_hy", "_pts", "_stale", "_sum_x", "max_points", "window")
 
     def __init__(self, window: int, max_points: int) -> None:
         if window <= 0:
@@ -67,6 +70,7 @@ class LowerEnvelope:
         self._hx: list[int] = []  # hull vertices, x ascending
         self._hy: list[int] = []
         self._sum_x = 0
+        self._stale = False  # the hull may lack vertices left of its first one
 
     def __len__(self) -> int:
         return len(self._pts)
@@ -87,6 +91,8 @@ class LowerEnvelope:
     @property
     def hull(self) -> list[tuple[int, int]]:
         """The lower hull's vertices, left to right (a copy)."""
+        if self._stale:
+            self._rebuild_left()
         return list(zip(self._hx, self._hy, strict=True))
 
     def points(self) -> list[tuple[int, int]]:
@@ -114,6 +120,7 @@ class LowerEnvelope:
         self._hx.clear()
         self._hy.clear()
         self._sum_x = 0
+        self._stale = False
 
     def fit(self, lo: float, hi: float) -> Fit:
         """The LP optimum with the slope boxed in ``[lo, hi]`` (requires a point).
@@ -123,10 +130,12 @@ class LowerEnvelope:
         extrapolating far.
         """
         hx, hy = self._hx, self._hy
+        mean_x = self._sum_x / len(self._pts)
+        if self._stale and (len(hx) == 1 or mean_x < hx[0]):
+            self._rebuild_left()
         n = len(hx)
         if n == 1:
             return Fit(hx[0], hy[0], float(min(max(0.0, lo), hi)))
-        mean_x = self._sum_x / len(self._pts)
         k = min(max(bisect_right(hx, mean_x) - 1, 0), n - 2)  # edge k..k+1 spans mean x
         slope = (hy[k + 1] - hy[k]) / (hx[k + 1] - hx[k])
         if lo <= slope <= hi:
@@ -134,6 +143,9 @@ class LowerEnvelope:
             return Fit(hx[k + 1], hy[k + 1], slope)
         slope = float(lo if slope < lo else hi)
         i = self._support(slope)
+        if i == 0 and self._stale:
+            self._rebuild_left()
+            i = self._support(slope)
         return Fit(hx[i], hy[i], slope)
 
     def _support(self, slope: float) -> int:
@@ -153,35 +165,36 @@ class LowerEnvelope:
 
     def _push_hull(self, x: int, y: int) -> None:
         hx, hy = self._hx, self._hy
-        while len(hx) >= 2 and not _turns_left(hx[-2], hy[-2], hx[-1], hy[-1], x, y):
-            hx.pop()
-            hy.pop()
+        while True:
+            while len(hx) >= 2 and not _turns_left(hx[-2], hy[-2], hx[-1], hy[-1], x, y):
+                hx.pop()
+                hy.pop()
+            if len(hx) == 1 and self._stale:
+                self._rebuild_left()  # the first vertex may have to go too: needs its left
+                continue
+            break
         hx.append(x)
         hy.append(y)
 
     def _slide(self, limit: int) -> None:
-        pts = self._pts
-        lost_vertex = False
+        pts, hx, hy = self._pts, self._hx, self._hy
         while len(pts) > 1 and (pts[0][0] < limit or len(pts) > self.max_points):
             x, _ = pts.popleft()
             self._sum_x -= x
-            if x == self._hx[0]:
-                lost_vertex = True
-        if lost_vertex:
-            self._rebuild_left()
+            if x == hx[0]:
+                del hx[0], hy[0]
+        self._stale = pts[0][0] != hx[0]
 
     def _rebuild_left(self) -> None:
-        """Recompute the hull left of its (old) second vertex from the window's points."""
+        """Complete the hull left of its first vertex from the window's points."""
+        self._stale = False
         hx, hy = self._hx, self._hy
-        first = self._pts[0][0]
-        # Old vertices still in the window, from the first one that survived.
-        keep = bisect_right(hx, first - 1)
-        tail_x, tail_y = hx[keep:], hy[keep:]  # never empty: the newest point is a vertex
-        stop = tail_x[0] if tail_x else None
+        tail_x, tail_y = hx[:], hy[:]
+        stop = tail_x[0]
         hx.clear()
         hy.clear()
         for x, y in self._pts:
-            if stop is not None and x >= stop:
+            if x >= stop:
                 break
             self._push_hull(x, y)
         for x, y in zip(tail_x, tail_y, strict=True):

@@ -68,15 +68,27 @@ class TestLowerEnvelope:
     @given(
         points=xs_and_ys,
         box=st.tuples(st.floats(-5, 5), st.floats(-5, 5)).map(sorted),
+        window=st.integers(1, 40_000),
+        max_points=st.integers(2, 50),
+        fit_every=st.integers(1, 7),
     )
     def test_fit_is_below_every_point_and_optimal_at_the_mean(
-        self, points: list[tuple[int, int]], box: list[float]
+        self,
+        points: list[tuple[int, int]],
+        box: list[float],
+        window: int,
+        max_points: int,
+        fit_every: int,
     ) -> None:
+        # Fits between adds exercise the lazy rebuild of the hull's left end.
         lo, hi = box
-        env = LowerEnvelope(10**9, 1000)
-        for x, y in points:
+        env = LowerEnvelope(window, max_points)
+        for i, (x, y) in enumerate(points):
             env.add(x, y)
+            if i % fit_every == 0:
+                env.fit(lo, hi)
         fit = env.fit(lo, hi)
+        points = env.points()
         assert lo <= fit.slope <= hi or (len(points) == 1 and fit.slope == min(max(0.0, lo), hi))
         mean_x = sum(x for x, _ in points) / len(points)
         for x, y in points:
