@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -291,6 +291,7 @@ def build_pipeline(
     sensors: Sequence[str] | None = None,
     exclude: Sequence[str] = (),
     extra_sources: Sequence[Any] = (),
+    recorder_options: Mapping[str, Any] | None = None,
 ) -> Any:
     """Instantiate the sources, policy, stages, workers and recorder of ``config``.
 
@@ -330,7 +331,9 @@ def build_pipeline(
     workers = {w.name: _build_worker(w) for w in config.workers}
     recorder = None
     if recorder_path is not None or (config.recorder and config.recorder.path):
-        recorder = _build_recorder(config.recorder or RecorderConfig(), recorder_path, specs)
+        recorder = _build_recorder(
+            config.recorder or RecorderConfig(), recorder_path, specs, recorder_options or {}
+        )
     p = config.pipeline
     return Pipeline(
         sources,
@@ -435,9 +438,16 @@ def _build_source(cfg: Any) -> Any:
 def _build_policy(cfg: SyncConfig, names: list[str]) -> Any:
     from fusion.policies import ApproximateTime, ExactTime, Nearest
 
-    sensors = cfg.sensors or names
+    present = set(names)
+    sensors = [s for s in cfg.sensors if s in present] if cfg.sensors else names
+    optional = [s for s in cfg.optional if s in present]  # --exclude may remove some
+    windows = {k: v for k, v in cfg.windows_ms.items() if k in present}
+    if cfg.policy == "nearest" and cfg.reference not in present:
+        raise ConfigError(
+            f"the sync reference {cfg.reference!r} is not among the sources {sorted(present)}"
+        )
     if cfg.policy == "exact":
-        return ExactTime(sensors, queue_size=cfg.queue_size, optional=cfg.optional)
+        return ExactTime(sensors, queue_size=cfg.queue_size, optional=optional)
     if cfg.policy == "approximate":
         return ApproximateTime(
             sensors,
@@ -448,7 +458,7 @@ def _build_policy(cfg: SyncConfig, names: list[str]) -> Any:
         )
     tolerance: int | dict[str, int]
     if isinstance(cfg.tolerance_ms, dict):
-        tolerance = {k: int(v * MS) for k, v in cfg.tolerance_ms.items()}
+        tolerance = {k: int(v * MS) for k, v in cfg.tolerance_ms.items() if k in present}
     else:
         tolerance = int(cfg.tolerance_ms * MS)
     assert cfg.reference is not None
@@ -456,8 +466,8 @@ def _build_policy(cfg: SyncConfig, names: list[str]) -> Any:
         cfg.reference,
         sensors,
         tolerance,
-        optional=cfg.optional,
-        windows={k: (int(a * MS), int(b * MS)) for k, (a, b) in cfg.windows_ms.items()},
+        optional=optional,
+        windows={k: (int(a * MS), int(b * MS)) for k, (a, b) in windows.items()},
     )
 
 
@@ -499,17 +509,23 @@ def _build_worker(cfg: WorkerConfig) -> Any:
     )
 
 
-def _build_recorder(cfg: RecorderConfig, path: str | Path | None, specs: list[Any]) -> Any:
+def _build_recorder(
+    cfg: RecorderConfig, path: str | Path | None, specs: list[Any], overrides: Mapping[str, Any]
+) -> Any:
     from recordings import Recorder
 
     target = path if path is not None else cfg.path
     assert target is not None
-    return Recorder(
-        target,
-        sensors=specs,
-        metadata=dict(cfg.metadata),
-        compression_level=cfg.compression_level,
-        split_bytes=parse_size(cfg.split_size) if cfg.split_size else None,
-        split_seconds=cfg.split_duration_s,
-        flush_interval=cfg.flush_interval_s,
-    )
+    options: dict[str, Any] = {
+        "metadata": dict(cfg.metadata),
+        "compression_level": cfg.compression_level,
+        "split_bytes": parse_size(cfg.split_size) if cfg.split_size else None,
+        "split_seconds": cfg.split_duration_s,
+        "flush_interval": cfg.flush_interval_s,
+    }
+    for key, value in overrides.items():
+        if key == "metadata":
+            options["metadata"] = {**options["metadata"], **value}
+        elif value is not None:
+            options[key] = value
+    return Recorder(target, sensors=specs, **options)

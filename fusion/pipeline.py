@@ -138,8 +138,11 @@ class Pipeline:
             max_latency=max_latency,
             clock=clock,
             output_capacity=capacity,
-            tap=recorder.send if recorder is not None else None,
+            tap=self._record if recorder is not None else None,
         )
+        self.recording_paused = False
+        """While True the recorder skips frames (counted in ``frames_not_recorded``)."""
+        self.frames_not_recorded = 0
         self._stages = [_StageState(s) for s in stages]
         if isinstance(workers, Mapping):
             self.workers: dict[str, BatchWorker] = dict(workers)
@@ -164,6 +167,13 @@ class Pipeline:
                     if inspect.isawaitable(result):
                         await result
         return self.statistics()
+
+    async def _record(self, frame: Frame) -> None:
+        if self.recording_paused:
+            self.frames_not_recorded += 1
+            return
+        assert self.recorder is not None
+        await self.recorder.send(frame)
 
     def stop(self) -> None:
         """Stop gracefully: sources end, in-flight frames drain, the recorder closes."""

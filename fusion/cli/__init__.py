@@ -11,6 +11,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from fusion.cli.common import add_output_flags, configure_logging
+
 # Order here is the order ``--help`` lists them.
 COMMANDS = ("demo", "record", "replay", "info", "check", "export")
 
@@ -27,6 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"fusion.cli.{name}").register(sub)
+    for command in sub.choices.values():
+        add_output_flags(command)
     return parser
 
 
@@ -36,6 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
+    configure_logging(args)
     code: int = args.func(args)
     return code
 

@@ -1,4 +1,4 @@
-"""``hyperframes check FILE [--repair]``: verify every CRC; salvage what is readable."""
+"""``hyperframes check FILE [--repair -o FIXED]``: verify every CRC; salvage what is readable."""
 
 from __future__ import annotations
 
@@ -22,10 +22,14 @@ def register(sub: Any) -> None:
     p.add_argument("file", help="the .hfr file")
     p.add_argument(
         "--repair",
-        nargs="?",
-        const="",
-        metavar="OUT",
-        help="write the readable frames to OUT (default: FILE with .repaired.hfr)",
+        action="store_true",
+        help="write every readable frame to a new, valid file (see -o)",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FIXED",
+        help="where --repair writes (default: FILE with .repaired.hfr)",
     )
     p.set_defaults(func=run)
 
@@ -55,9 +59,10 @@ def run(args: argparse.Namespace) -> int:
             console.print(f"[red]damaged:[/red] {problem}")
         if not damage:
             console.print("[yellow]no footer index[/yellow] (the writer did not close the file)")
-        if args.repair is None:
+        if not args.repair:
+            console.print("run again with --repair -o FIXED.hfr to salvage what is readable")
             return 1
-        out = Path(args.repair) if args.repair else path.with_suffix(".repaired.hfr")
+        out = Path(args.output) if args.output else path.with_suffix(".repaired.hfr")
         if out.resolve() == path.resolve():
             console.print("[red]error:[/red] --repair must write a new file")
             return 2
