@@ -107,7 +107,10 @@ def run(args: argparse.Namespace) -> int:
         from fusion.report import write_report
 
         written = write_report(report_data(result), target)
-        console.print(f"report: [bold]{written}[/] (alignment, group spread, latency, throughput)")
+        console.print(
+            f"report: [bold]{written}[/] (alignment, group spread, latency, throughput)",
+            soft_wrap=True,
+        )
     frames = result.stats.hub.frames_in
     if not result.replay_ok:
         for problem in result.mismatches or ["the live run produced no groups"]:
