@@ -183,7 +183,7 @@ async def pipeline(path: Path, model: bytes, providers: str) -> tuple[float, lis
     elapsed = time.perf_counter() - t0
     stats = worker.statistics()
     assert stats.items == n
-    return n / elapsed, [r / 1e9 for r in worker._latencies], stats
+    return n / elapsed, [r / 1e9 for r in worker._counters.latencies], stats
 
 
 def main() -> int:

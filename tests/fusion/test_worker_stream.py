@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import logging
 import random
+import threading
 import time
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
@@ -157,6 +159,60 @@ class TestErrorIsolation:
         assert all(r.ok for r in results)
         assert worker.statistics().restarts == 1
         assert worker._sessions[0].session is not dead
+
+
+class TestLifecycle:
+    async def test_a_failing_source_raises_its_own_error_from_the_stream(self) -> None:
+        async def source() -> AsyncIterator[Frame]:
+            for f in frames(6):
+                yield f
+            raise OSError("camera unplugged")
+
+        worker = BatchWorker(scale_model(), providers="cpu", max_batch=2)
+        seen: list[int] = []
+
+        async def consume() -> None:
+            async for r in worker.stream(source()):
+                seen.append(r.index)
+
+        with pytest.raises(OSError, match="camera unplugged"):
+            await consume()
+        assert seen == list(range(len(seen)))  # whatever came out came out in order
+
+    async def test_sessions_dying_too_often_stop_the_stream_with_a_worker_error(self) -> None:
+        worker = BatchWorker(scale_model(), providers="cpu", max_batch=4, max_restarts=0)
+        await worker.start()
+
+        def broken(*args: object, **kwargs: object) -> None:
+            raise RuntimeError("device lost")
+
+        worker._sessions[0].session.run = broken
+        with pytest.raises(WorkerError, match=r"died \d+ times \(limit 0\).*device lost"):
+            await collect(worker, frames(8))
+
+    async def test_closing_early_waits_for_batches_in_flight_and_stops_the_threads(
+        self,
+    ) -> None:
+        def slow(items: list[Frame]) -> np.ndarray:
+            time.sleep(0.01)
+            return np.stack([f.data for f in items])
+
+        worker = BatchWorker(scale_model(), preprocess=slow, providers="cpu", max_batch=2)
+        async with aclosing(worker.stream(frames(50))) as results:
+            async for r in results:
+                if r.index == 3:
+                    break
+        assert not [t for t in threading.enumerate() if t.name.startswith("hyperframes-worker")]
+        # The worker serves a new stream afterwards.
+        again = await collect(worker, frames(5))
+        assert [r.index for r in again] == list(range(5))
+
+    async def test_statistics_report_batch_service_times(self) -> None:
+        worker = BatchWorker(scale_model(), providers="cpu", max_batch=4)
+        await collect(worker, frames(20))
+        stats = worker.statistics()
+        assert stats.batches == sum(stats.batch_sizes.values())
+        assert 0 < stats.service_p50 <= stats.service_p99
 
 
 class TestVirtualTime:

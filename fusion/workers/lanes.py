@@ -1,0 +1,142 @@
+"""The worker's threads: one preprocessing thread feeding one thread per session replica.
+
+Why dedicated threads
+---------------------
+On a CPU-only machine every stage shares the cores, so whatever the plumbing
+costs per batch is taken from the decoder and the model. Running each step
+through ``anyio.to_thread.run_sync`` cost two round trips through the event
+loop per batch (submit, wake a pool thread, schedule the result back, wake the
+waiting task, send it down a channel to the next stage), and most of it under
+the GIL. Here a batch crosses whole, once in each direction::
+
+    event loop --submit--> preprocess thread --queue--> replica thread(s)
+               <--------------- deliver(Finished) ----------/
+
+``submit`` is a non-blocking queue put; the preprocess thread hands the
+prepared inputs straight to the replicas (preprocessing of batch k+1
+overlaps inference of batch k); a replica hands the finished batch back with
+one ``call_soon_threadsafe`` that runs ``on_done`` on the loop. The loop never
+waits on a thread and a thread never waits on the loop.
+
+The caller bounds the batches in flight (``replicas + 1``), so the queues,
+though unbounded, never hold more than that.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import queue
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio.from_thread
+import anyio.lowlevel
+
+from fusion.timing import Clock
+from fusion.workers.batcher import Batch
+from fusion.workers.execution import Feeds, ModelRunner
+from fusion.workers.results import Outcome
+
+_STOP: Any = object()
+
+
+@dataclass(slots=True)
+class Finished:
+    """A batch back from the threads."""
+
+    batch: Batch[tuple[int, Any]]
+    outcomes: list[Outcome]
+    """One per item, in the batch's order (empty when ``failure`` is set)."""
+    splits: int
+    """Splits it took to isolate failing items."""
+    run_ns: int
+    """Time on the replica (run + postprocess + retries), runtime clock."""
+    failure: BaseException | None = None
+    """The worker cannot go on (sessions died too often); the stream re-raises it."""
+
+
+class Lanes:
+    """Start with :meth:`start` on the event loop, :meth:`submit` batches, :meth:`stop`, join."""
+
+    def __init__(self, runner: ModelRunner, replicas: int, clock: Clock) -> None:
+        self._runner = runner
+        self._clock = clock
+        self._prep_queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._run_queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._threads = [threading.Thread(target=self._prep_loop, args=(replicas,), daemon=True)]
+        self._threads += [
+            threading.Thread(target=self._replica_loop, args=(i,), daemon=True)
+            for i in range(replicas)
+        ]
+        for i, thread in enumerate(self._threads):
+            thread.name = "hyperframes-worker-" + ("pre" if i == 0 else f"run-{i - 1}")
+        self._on_done: Callable[[Finished], None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._token: Any = None
+        self._stopped = False
+
+    def start(self, on_done: Callable[[Finished], None]) -> None:
+        """Start the threads; ``on_done(finished)`` will run on this event loop, once per batch."""
+        self._on_done = on_done
+        self._token = anyio.lowlevel.current_token()
+        with contextlib.suppress(RuntimeError):  # not asyncio: go through anyio's token
+            self._loop = asyncio.get_running_loop()
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, batch: Batch[tuple[int, Any]]) -> None:
+        """Queue a batch for preprocessing; never blocks."""
+        self._prep_queue.put(batch)
+
+    def stop(self) -> None:
+        """No more batches: the threads finish those queued, then exit."""
+        if not self._stopped:
+            self._stopped = True
+            self._prep_queue.put(_STOP)
+
+    def join(self) -> None:
+        """Wait (blocking) until every thread has exited; call after :meth:`stop`."""
+        for thread in self._threads:
+            if thread.ident is not None:
+                thread.join()
+
+    # -- thread side -------------------------------------------------------------
+
+    def _prep_loop(self, replicas: int) -> None:
+        prepare = self._runner.prepare
+        while (batch := self._prep_queue.get()) is not _STOP:
+            feeds: Feeds | None
+            try:
+                feeds = prepare([it for _, it in batch.items])
+            except Exception:  # isolated per item by the replica
+                feeds = None
+            self._run_queue.put((batch, feeds))
+        for _ in range(replicas):
+            self._run_queue.put(_STOP)
+
+    def _replica_loop(self, replica: int) -> None:
+        run_batch = self._runner.run_batch
+        now = self._clock.now
+        while (job := self._run_queue.get()) is not _STOP:
+            batch, feeds = job
+            start = now()
+            try:
+                outcomes, splits = run_batch(replica, [it for _, it in batch.items], feeds)
+                done = Finished(batch, outcomes, splits, now() - start)
+            except BaseException as err:  # handed to the loop, which re-raises it
+                done = Finished(batch, [], 0, now() - start, failure=err)
+            self._deliver(done)
+
+    def _deliver(self, done: Finished) -> None:
+        on_done = self._on_done
+        assert on_done is not None
+        try:
+            if self._loop is not None:
+                self._loop.call_soon_threadsafe(on_done, done)
+            else:
+                anyio.from_thread.run_sync(on_done, done, token=self._token)
+        except RuntimeError:  # the event loop is gone: nobody is waiting for it
+            pass

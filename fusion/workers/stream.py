@@ -1,0 +1,303 @@
+"""One ``BatchWorker.stream()``: items in, batches to the threads, results out in order.
+
+Theory of operation
+-------------------
+Everything on the event loop is synchronous bookkeeping around two sans-I/O
+cores, :class:`DynamicBatcher` (when does a batch go?) and
+:class:`ReorderBuffer` (which results may leave?), driven by one function,
+:meth:`StreamRun._pump`: "while a batch slot is free and the batcher releases a
+batch, hand it to the threads". It runs
+
+* after each item is queued (the **feeder** task pulls items, numbers them,
+  asks the optional :class:`ChangeGate`, queues them in the batcher);
+* when a batch comes back from the threads (a slot frees up), in the
+  ``on_done`` callback the replica thread schedules on the loop;
+* when the oldest item's ``max_delay`` runs out: a **timer** task, started
+  only when ``max_delay > 0``, sleeps on the runtime clock until
+  ``batcher.next_wakeup``, so a lone item goes when its delay expires, not
+  when the next item arrives;
+* when the input ends.
+
+``replicas + 1`` batches may be in flight (one preprocessing while each
+replica runs one). With ``max_delay=0`` this is greedy batching: a batch goes
+as soon as a slot is free, holding whatever queued while the slots were busy,
+so batches grow by themselves exactly when the model falls behind.
+
+Results leave from the generator itself, in input order, with no extra task
+or channel per item. Backpressure: the feeder waits while the reorder window
+(admitted items not yet handed out) is full, so memory stays flat whatever the
+consumer's pace.
+
+Virtual time: from the first batch handed to the threads until the last one
+is back, the runtime clock is marked busy (:meth:`~fusion.timing.Clock.busy`),
+so a :class:`~fusion.VirtualClock` does not jump past a deadline while a
+thread computes; model work takes no virtual time.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Iterable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import anyio.to_thread
+
+from fusion.errors import DeadlineExpired
+from fusion.timing import current_clock
+from fusion.workers.batcher import DynamicBatcher
+from fusion.workers.execution import ModelRunner
+from fusion.workers.gate import ChangeGate
+from fusion.workers.lanes import Finished, Lanes
+from fusion.workers.reorder import ReorderBuffer
+from fusion.workers.results import Outcome, WorkerCounters, WorkerResult, item_error, item_key
+
+
+@dataclass(frozen=True, slots=True)
+class StreamSettings:
+    """The batching parameters of one stream (resolved per device by the worker)."""
+
+    max_batch: int
+    max_delay: int
+    preferred_batch_sizes: tuple[int, ...] = ()
+    latency_budget: int | None = None
+    deadline: int | None = None
+    window: int | None = None
+
+
+@dataclass(slots=True)
+class _Done:
+    index: int
+    outcome: Outcome | None  # None: reuse the previous result (gate)
+    expired: bool = False
+
+
+class _Signal:
+    """A level-triggered wake-up for one waiter: notify() before wait() is not lost."""
+
+    __slots__ = ("_event",)
+
+    def __init__(self) -> None:
+        self._event = anyio.Event()
+
+    def notify(self) -> None:
+        self._event.set()
+
+    async def wait(self) -> None:
+        await self._event.wait()
+        self._event = anyio.Event()
+
+
+class StreamRun:
+    """The state of one stream; :meth:`results` is the async generator ``stream()`` returns."""
+
+    def __init__(
+        self,
+        runner: ModelRunner,
+        replicas: int,
+        settings: StreamSettings,
+        counters: WorkerCounters,
+        gate: ChangeGate | None = None,
+    ) -> None:
+        self.clock = current_clock()
+        self.settings = settings
+        self.counters = counters
+        self.gate = gate
+        self.slots = replicas + 1
+        max_batch = settings.max_batch
+        self.window = settings.window or max(2 * max_batch * (self.slots + 1), 16)
+        self.batcher: DynamicBatcher[tuple[int, Any]] = DynamicBatcher(
+            max_batch,
+            settings.max_delay,
+            preferred_sizes=settings.preferred_batch_sizes,
+            capacity=max(max_batch, self.window // 2),
+            latency_budget=settings.latency_budget,
+        )
+        self.reorder: ReorderBuffer[_Done] = ReorderBuffer(self.window)
+        self.lanes = Lanes(runner, replicas, self.clock)
+        self._pending: deque[_Done] = deque()
+        self._arrivals: dict[int, tuple[Any, int]] = {}
+        self._free = self.slots
+        self._busy: AbstractContextManager[None] | None = None
+        self._space = _Signal()
+        self._ready = _Signal()
+        self._timer_wake: _Signal | None = _Signal() if settings.max_delay > 0 else None
+        self._feeder_waiting = False
+        self._fed = False
+        self._closed = False
+        self._failure: BaseException | None = None
+
+    # -- the generator -----------------------------------------------------------
+
+    async def results(
+        self, items: AsyncIterable[Any] | Iterable[Any]
+    ) -> AsyncGenerator[WorkerResult, None]:
+        """Run every item through the model; yield one result each, in input order."""
+        self.lanes.start(self._on_done)
+        pending = self._pending
+        last: Any = None
+        leaving = False
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._feed, items)
+                if self._timer_wake is not None:
+                    tg.start_soon(self._timer, self._timer_wake)
+                while not leaving:
+                    while pending:
+                        result = self._result(pending.popleft(), last)
+                        if result.error is None and not result.reused:
+                            last = result.value
+                        if self._feeder_waiting:
+                            self._space.notify()
+                        try:
+                            yield result
+                        except GeneratorExit:
+                            # The consumer closed us: end the task group normally
+                            # rather than let GeneratorExit out wrapped in a group.
+                            leaving = True
+                            break
+                    if leaving or self._failure is not None:
+                        break
+                    if self._fed and not self.reorder.outstanding:
+                        break
+                    await self._ready.wait()
+                tg.cancel_scope.cancel()
+            if self._failure is not None and not leaving:
+                raise self._failure
+        finally:
+            self._closed = True
+            self.lanes.stop()
+            with anyio.CancelScope(shield=True):  # batches still in the threads finish first
+                await anyio.to_thread.run_sync(self.lanes.join)
+            self._end_busy()
+
+    def _result(self, entry: _Done, last: Any) -> WorkerResult:
+        item, arrived = self._arrivals.pop(entry.index)
+        latency = self.clock.now() - arrived
+        counters = self.counters
+        counters.items += 1
+        counters.latencies.append(latency)
+        result = WorkerResult(item, index=entry.index, latency=latency)
+        outcome = entry.outcome
+        if entry.expired:
+            sensor, seq = item_key(item)
+            result.error = DeadlineExpired(
+                f"deadline of {self.settings.deadline} ns passed before the item was batched",
+                sensor=sensor,
+                seq=seq,
+            )
+        elif outcome is None:
+            result.value, result.reused = last, True
+            counters.reused += 1
+        elif outcome.error is not None:
+            result.error = item_error(item, outcome.error)
+        else:
+            result.value = outcome.value
+        if result.error is not None:
+            counters.failed += 1
+        return result
+
+    # -- input -----------------------------------------------------------------
+
+    async def _feed(self, items: AsyncIterable[Any] | Iterable[Any]) -> None:
+        source = aiter(items) if isinstance(items, AsyncIterable) else _aiter_sync(items)
+        clock, batcher, reorder, gate = self.clock, self.batcher, self.reorder, self.gate
+        deadline = self.settings.deadline
+        try:
+            async for item in source:
+                while reorder.outstanding + len(self._pending) >= self.window or batcher.full:
+                    self._feeder_waiting = True
+                    await self._space.wait()
+                self._feeder_waiting = False
+                now = clock.now()
+                index = reorder.admit()
+                self._arrivals[index] = (item, now)
+                if gate is not None and not gate.check(item).run:
+                    self._complete(index, _Done(index, None))
+                    continue
+                batcher.push((index, item), now, None if deadline is None else now + deadline)
+                self._pump()
+            batcher.close()
+            self._pump()
+        except Exception as err:  # the source failed: the stream raises it
+            self._failure = err
+        finally:
+            self._fed = True
+            self._ready.notify()
+
+    async def _timer(self, wake: _Signal) -> None:
+        """Pump when the oldest queued item's ``max_delay`` runs out."""
+        batcher, clock = self.batcher, self.clock
+        while True:
+            due = batcher.next_wakeup(clock.now()) if self._free and len(batcher) else None
+            if due is None:
+                await wake.wait()
+            else:
+                await clock.sleep_until(due)
+                self._pump()
+
+    # -- batches -----------------------------------------------------------------
+
+    def _pump(self) -> None:
+        """Hand every batch the batcher releases now to the threads, while slots are free."""
+        batcher, clock = self.batcher, self.clock
+        while self._free:
+            batch = batcher.poll(clock.now())
+            for q in batcher.take_expired():
+                index = q.item[0]
+                self.counters.expired += 1
+                self._complete(index, _Done(index, None, expired=True))
+            if batch is None:
+                break
+            self._free -= 1
+            if self._busy is None:
+                self._busy = self.clock.busy()
+                self._busy.__enter__()
+            self.lanes.submit(batch)
+        if self._feeder_waiting:
+            self._space.notify()
+        if self._timer_wake is not None:
+            self._timer_wake.notify()
+
+    def _on_done(self, done: Finished) -> None:
+        """A batch is back from the threads (runs on the event loop)."""
+        if self._closed:
+            return
+        self._free += 1
+        if self._free == self.slots:
+            self._end_busy()
+        if done.failure is not None:
+            self._failure = done.failure
+            self._ready.notify()
+            return
+        batch, counters = done.batch, self.counters
+        size = len(batch)
+        counters.batches += 1
+        counters.splits += done.splits
+        counters.sizes[size] = counters.sizes.get(size, 0) + 1
+        counters.service.append(self.clock.now() - batch.formed_at)
+        self.batcher.record(size, done.run_ns)
+        for entry, outcome in zip(batch.entries, done.outcomes, strict=True):
+            index = entry.item[0]
+            self._complete(index, _Done(index, outcome))
+        self._pump()
+
+    def _complete(self, index: int, entry: _Done) -> None:
+        released = self.reorder.complete(index, entry)
+        if released:
+            self._pending.extend(released)
+            self._ready.notify()
+
+    def _end_busy(self) -> None:
+        if self._busy is not None:
+            busy, self._busy = self._busy, None
+            busy.__exit__(None, None, None)
+
+
+async def _aiter_sync(items: Iterable[Any]) -> AsyncIterator[Any]:
+    for item in items:
+        yield item
+        await anyio.lowlevel.checkpoint()
