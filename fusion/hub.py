@@ -163,6 +163,9 @@ class SyncHub:
         self._emit_lock = anyio.Lock()
         self._received: deque[tuple[int, int]] = deque()  # (receive time, t), t increasing
         self._received_changed = anyio.Event()
+        self._queues: list[deque[Frame]] = []
+        self._deadline_target = -(2**63)  # expire() everything before this ...
+        self._deadline_applied = -(2**63)  # ... and this much has been expired
         self._latencies: deque[int] = deque(maxlen=_LATENCY_SAMPLES)
         self._latency_counts = [0] * (len(LATENCY_BUCKETS_NS) + 1)
         self._frames_in = 0
@@ -203,9 +206,9 @@ class SyncHub:
                 if self._stopping:
                     producers.cancel_scope.cancel()
                 for source in sources:
-                    send, receive = self._open_source_channel(source)
-                    producers.start_soon(self._produce, source, send)
-                    tg.start_soon(self._pump, receive, clock)
+                    send, receive, queued = self._open_source_channel(source)
+                    producers.start_soon(self._produce, source, send, queued)
+                    tg.start_soon(self._pump, receive, clock, queued)
                 task_status.started()
             async with self._emit_lock:
                 await self._send_all(self.policy.drain(), None, clock)
@@ -236,39 +239,58 @@ class SyncHub:
 
     def _open_source_channel(
         self, source: Source
-    ) -> tuple[ChannelSender[Frame], ChannelReceiver[Frame]]:
+    ) -> tuple[ChannelSender[Frame], ChannelReceiver[Frame], deque[Frame]]:
         for spec in source.specs:
             spec = self._specs.setdefault(spec.name, spec)
             if spec.name not in self._sensors:
                 self._sensors[spec.name] = _SensorState(spec.clock)
         spec = self._specs[source.specs[0].name]
+        # Frames handed to the hub but not yet pushed: the deadline never passes them.
+        queued: deque[Frame] = deque()
+        self._queues.append(queued)
+
+        def on_drop(frame: Frame, reason: str) -> None:
+            if reason == "overflow_evicted" and queued:
+                queued.popleft()
+            state = self._sensors.get(frame.sensor)
+            if state is not None:
+                state.dropped["overflow"] = state.dropped.get("overflow", 0) + 1
+
         send, receive = open_channel(
-            spec.capacity, spec.overflow, name=f"{source.name}->hub", on_drop=self._on_overflow
+            spec.capacity, spec.overflow, name=f"{source.name}->hub", on_drop=on_drop
         )
         self._channels[f"{source.name}->hub"] = send
-        return send, receive
+        return send, receive, queued
 
-    def _on_overflow(self, frame: Frame, reason: str) -> None:
-        state = self._sensors.get(frame.sensor)
-        if state is not None:
-            state.dropped["overflow"] = state.dropped.get("overflow", 0) + 1
-
-    async def _produce(self, source: Source, send: ChannelSender[Frame]) -> None:
+    async def _produce(
+        self, source: Source, send: ChannelSender[Frame], queued: deque[Frame]
+    ) -> None:
         try:
             async with send, aclosing(source.frames()) as frames:  # type: ignore[type-var]
                 async for frame in frames:
-                    await send.send(frame)
+                    queued.append(frame)
+                    try:
+                        accepted = await send.send(frame)
+                    except BaseException:
+                        queued.pop()
+                        raise
+                    if not accepted:
+                        queued.pop()
         finally:
             with anyio.CancelScope(shield=True):
                 await source.aclose()
 
-    async def _pump(self, receive: ChannelReceiver[Frame], clock: Clock) -> None:
+    async def _pump(
+        self, receive: ChannelReceiver[Frame], clock: Clock, queued: deque[Frame]
+    ) -> None:
         policy = self.policy
         sensors = self._sensors
         received = self._received
         track = self.max_latency is not None
         with receive:
             async for frame in receive:
+                if queued:
+                    queued.popleft()
                 now = clock.now()
                 state = sensors.get(frame.sensor)
                 if state is None:
@@ -292,6 +314,8 @@ class SyncHub:
                 if groups:
                     async with self._emit_lock:
                         await self._send_all(groups, now, clock)
+                if self._deadline_target > self._deadline_applied:
+                    await self._apply_deadline(clock)
 
     async def _run_deadlines(self, clock: Clock, max_latency: int) -> None:
         received = self._received
@@ -302,15 +326,28 @@ class SyncHub:
                 continue
             await clock.sleep_until(received[0][0] + max_latency)
             now = clock.now()
-            watermark: int | None = None
             while received and received[0][0] + max_latency <= now:
-                watermark = received.popleft()[1]
-            if watermark is None:
-                continue
-            async with self._emit_lock:
-                groups = self.policy.expire(watermark + 1)
-                self._expired_groups += len(groups)
-                await self._send_all(groups, None, clock)
+                self._deadline_target = max(self._deadline_target, received.popleft()[1] + 1)
+            await self._apply_deadline(clock)
+
+    async def _apply_deadline(self, clock: Clock) -> None:
+        """Expire up to the target, but never past a frame still queued for the hub:
+        a frame held back by backpressure is not late."""
+        deadline = self._deadline_target
+        for queued in self._queues:
+            if queued:
+                frame = queued[0]
+                state = self._sensors.get(frame.sensor)
+                model = state.model if state is not None else None
+                t = model.align(frame.t_sensor) if model is not None else frame.t
+                deadline = min(deadline, t)
+        if deadline <= self._deadline_applied:
+            return
+        self._deadline_applied = deadline
+        async with self._emit_lock:
+            groups = self.policy.expire(deadline)
+            self._expired_groups += len(groups)
+            await self._send_all(groups, None, clock)
 
     async def _send_all(self, groups: list[FrameGroup], since: int | None, clock: Clock) -> None:
         for group in groups:
