@@ -1,0 +1,350 @@
+"""``hyperframes bench``: every benchmark, quickly, in one table.
+
+Each ``benchmarks/bench_*.py`` is a standalone script with its own CLI and its
+full-size workload (``make bench`` runs those). This command imports each one
+and runs a *quick* version of it: smaller inputs, fewer repeats, each figure
+still measured against its baseline in the same run. It prints one table:
+benchmark, measure, value, ratio to the baseline, target, and whether the
+target was met. Quick figures are noisier than the scripts' own; a target
+missed here is worth a full run before worrying.
+
+A benchmark script can provide its own quick mode: a module-level
+``quick() -> list[dict]`` whose rows have the keys ``measure``, ``value``,
+``ratio``, ``target`` and ``met`` (bool or None). Without one, the quick
+runner below is used; a script with neither is listed as "no quick mode".
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+MS = 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One line of the table."""
+
+    benchmark: str
+    measure: str
+    value: str
+    ratio: str = ""
+    """The value against the benchmark's baseline, measured in the same run."""
+    target: str = ""
+    met: bool | None = None
+    """None: no target, or the measure could not be taken."""
+
+
+Runner = Callable[[ModuleType], list[Row]]
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser(
+        "bench",
+        help="run every benchmark quickly and print one table",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--only",
+        action="append",
+        metavar="NAME",
+        help="run only this benchmark (sync, clock, infer, ...; repeatable)",
+    )
+    parser.add_argument("--list", action="store_true", help="list the benchmarks and exit")
+    parser.add_argument(
+        "--dir", type=Path, default=None, help="benchmarks folder (default: the checkout's)"
+    )
+    parser.add_argument(
+        "--strict", action="store_true", help="exit 1 when a target is not met (default: report)"
+    )
+    parser.set_defaults(func=run)
+
+
+def find_benchmarks(folder: Path | None = None) -> dict[str, Path]:
+    """``{name: path}`` of ``bench_<name>.py`` in ``folder`` (default: next to the packages)."""
+    root = folder or Path(__file__).resolve().parents[2] / "benchmarks"
+    if not root.is_dir():
+        return {}
+    return {p.stem.removeprefix("bench_"): p for p in sorted(root.glob("bench_*.py"))}
+
+
+def load(name: str, path: Path) -> ModuleType:
+    """Import a benchmark script as a module (its ``main`` does not run)."""
+    root = str(path.resolve().parents[1])
+    if root not in sys.path:
+        sys.path.insert(0, root)  # scripts import the packages and tests/ helpers
+    spec = importlib.util.spec_from_file_location(f"hyperframes_bench_{name}", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run(args: argparse.Namespace) -> int:
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=120)  # logs and CI: one table row per line
+    found = find_benchmarks(args.dir)
+    if not found:
+        where = args.dir or "benchmarks/ of the source checkout"
+        print(f"hyperframes bench: no bench_*.py found in {where}")
+        return 2
+    if args.list:
+        for name, path in found.items():
+            mode = "quick runner" if name in RUNNERS else "no quick mode unless it defines quick()"
+            print(f"{name:12} {path}  ({mode})")
+        return 0
+    wanted = args.only or list(found)
+    unknown = [n for n in wanted if n not in found]
+    if unknown:
+        print(
+            f"hyperframes bench: no benchmark {', '.join(map(repr, unknown))}; "
+            f"choose from {', '.join(found)}"
+        )
+        return 2
+    rows: list[Row] = []
+    failed = False
+    started = time.perf_counter()
+    for name in wanted:
+        t0 = time.perf_counter()
+        with console.status(f"bench {name} ...", spinner="dots"):
+            try:
+                rows += run_one(name, found[name])
+            except Exception as err:  # one broken benchmark must not hide the others
+                failed = True
+                rows.append(Row(name, "error", f"{type(err).__name__}: {err}"))
+        console.log(f"{name}: {time.perf_counter() - t0:.1f} s")
+    console.print(table(rows, time.perf_counter() - started))
+    missed = [r for r in rows if r.met is False]
+    if failed:
+        return 1
+    return 1 if args.strict and missed else 0
+
+
+def run_one(name: str, path: Path) -> list[Row]:
+    """The quick rows of one benchmark."""
+    module = load(name, path)
+    hook = getattr(module, "quick", None)
+    if callable(hook):
+        return [
+            Row(
+                name,
+                str(r["measure"]),
+                str(r["value"]),
+                str(r.get("ratio", "")),
+                str(r.get("target", "")),
+                r.get("met"),
+            )
+            for r in hook()
+        ]
+    runner = RUNNERS.get(name)
+    if runner is None:
+        return [Row(name, "no quick mode", f"run {path.name} itself")]
+    return runner(module)
+
+
+def table(rows: list[Row], seconds: float) -> Table:
+    out = Table(
+        title=f"hyperframes bench (quick mode, {seconds:.0f} s)",
+        caption="ratio: the value against the benchmark's own baseline, measured in the same run",
+    )
+    for col in ("benchmark", "measure", "value", "baseline ratio", "target", "met"):
+        out.add_column(col, justify="right" if col in ("value", "baseline ratio") else "left")
+    for r in rows:
+        met = "" if r.met is None else ("[green]yes[/]" if r.met else "[red]NO[/]")
+        out.add_row(r.benchmark, r.measure, r.value, r.ratio, r.target, met)
+    return out
+
+
+# -- quick runners, one per script (sizes cut; baselines and targets as in the script) ----
+
+
+def _rate(frames_per_s: float) -> str:
+    return f"{frames_per_s:,.0f}/s"
+
+
+def quick_sync(m: ModuleType) -> list[Row]:
+    frames = m.make_frames(20, jitter=True)
+    exact = m.make_frames(20, jitter=False)
+    base = m.rate(m.NaiveNearest("lidar", ["cam", "imu"], 20 * MS).push, frames, repeat=1)
+    rates = list(m.RATES)
+    cases: list[tuple[str, Callable[[], Any], list[Any], int]] = [  # targets from bench_sync.py
+        ("ExactTime push", lambda: m.ExactTime(rates, queue_size=10), exact, 400_000),
+        ("ApproximateTime push", lambda: m.ApproximateTime(rates, queue_size=10), frames, 200_000),
+        ("Nearest push",
+         lambda: m.Nearest("lidar", rates, tolerance=20 * MS, windows={"imu": (50 * MS, 49 * MS)}),
+         frames, 400_000),
+    ]  # fmt: skip
+    rows = []
+    for label, make, data, target in cases:
+        value = max(m.rate(make().push, data, repeat=1) for _ in range(3))
+        rows.append(Row("sync", label, _rate(value), f"{value / base:,.1f}x naive",
+                        f">= {target:,}/s", value >= target))  # fmt: skip
+    hub = m.hub_throughput(frames)
+    rows.append(Row("sync", "SyncHub end to end", _rate(hub), f"{hub / base:,.1f}x naive",
+                    ">= 50,000/s", hub >= 50_000))  # fmt: skip
+    p50, p99, _, n = m.hub_latency(2.0)
+    rows.append(Row("sync", f"SyncHub added latency p99 (paced, {n} groups)", f"{p99:.3f} ms",
+                    f"p50 {p50:.3f} ms", "< 1 ms", p99 < 1.0))  # fmt: skip
+    return rows
+
+
+def quick_clock(m: ModuleType) -> list[Row]:
+    frames = m.frames_of(m.HEADLINE, 20)
+    pairs = [(f.t_sensor, f.t_arrival) for f in frames if f.t_arrival is not None]
+    base = m.cost_us(m.LeastSquaresClock, pairs, 2)
+    ours = m.cost_us(m.OnlineClock, pairs, 2)
+    t = np.array([f.meta["t_true"] for f in frames])
+    late = t >= 10 * 1_000_000_000
+    env = m.p99_us(m.errors(m.OnlineClock(), frames, m.HEADLINE.delay_ns)[late])
+    ls = m.p99_us(m.errors(m.LeastSquaresClock(), frames, m.HEADLINE.delay_ns)[late])
+    matched, total = m.grouping_match(0, 20)
+    share = matched / max(1, total)
+    return [
+        Row("clock", "OnlineClock observe+align", f"{ours:.2f} us/frame",
+            f"{ours / base:.2f}x least squares", "< 5 us", ours < 5),
+        Row("clock", "alignment error p99 (headline, 10-20 s)", f"{env:.0f} us",
+            f"least squares {ls:,.0f} us", "< 500 us", env < 500),
+        Row("clock", "Nearest grouping = ground truth", f"{share:.2%}",
+            f"{matched}/{total}", ">= 99.9 %", share >= 0.999),
+    ]  # fmt: skip
+
+
+def quick_infer(m: ModuleType) -> list[Row]:
+    import anyio
+
+    from fusion.workers.sessions import free_cores
+
+    model = m.tiny_cnn(224)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "clip.mp4"
+        m.make_clip(path, 96)
+        images, c_decode = m.stage_decode(path)
+        probe = m.BatchWorker(model, providers="cpu")
+        anyio.run(probe.start)
+        c_pre = m.stage_preprocess(images, probe.max_batch)
+        c_run = m.stage_run(model, probe.max_batch, probe.threads, 32)
+        bound = free_cores() / (c_decode + c_pre + c_run)
+        fps_a, _ = m.naive(path, model)
+        fps_b, _, _ = anyio.run(m.pipeline, path, model, "cpu")
+    return [
+        Row("infer", "VideoSource + BatchWorker (720p -> tiny_cnn)", f"{fps_b:,.0f} frames/s",
+            f"{fps_b / fps_a:.2f}x naive loop", ">= 1.5x naive", fps_b >= 1.5 * fps_a),
+        Row("infer", "share of the CPU-sum bound", f"{fps_b / bound:.0%}",
+            f"bound {bound:,.0f} frames/s", ">= 75 %", fps_b >= 0.75 * bound),
+    ]  # fmt: skip
+
+
+def quick_recording(m: ModuleType) -> list[Row]:
+    setattr(m, "REPEAT", 1)  # noqa: B010 - the script's best-of-N module setting
+    rows = []
+    targets = {  # hfr / mcap: write, read, window, size (from BENCHMARKS-recordings)
+        "large": (1.5, 1.2, 1.0, 1.0),
+        "small": (3.0, 10.0, 1.0, 1.0),
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        sessions = [("large", m.large_session(2.0)), ("small", m.small_session(20_000))]
+        for session, frames in sessions:
+            by = {tool: r for _, tool, r in m.run_session(session, frames, Path(tmp))}
+            h, mc = by["hfr"], by["mcap"]
+            figures = [
+                ("write", h["raw_mb"] / h["write"], "MB/s", mc["write"] / h["write"]),
+                ("read", h["raw_mb"] / h["read"], "MB/s", mc["read"] / h["read"]),
+                ("1 s window", h["window"] * 1e3, "ms", mc["window"] / h["window"]),
+                ("size", h["raw_mb"] * 1e6 / h["size"], "x compression", mc["size"] / h["size"]),
+            ]
+            for (label, value, unit, ratio), target in zip(figures, targets[session], strict=True):
+                rows.append(Row("recording", f"{session}: {label}", f"{value:,.1f} {unit}",
+                                f"{ratio:.2f}x mcap", f">= {target:g}x mcap",
+                                ratio >= target))  # fmt: skip
+    return rows
+
+
+def quick_lidar(m: ModuleType) -> list[Row]:
+    from functools import partial
+
+    rows = []
+    for name, path, model in m.CAPTURES:
+        if not Path(path).exists():
+            rows.append(Row("lidar", f"{name} decode", f"skipped: {path} not found"))
+            continue
+        packets = [d.payload for d in m.read_udp(path, dst_port=2368)]
+        points = m.ours(packets, model)
+        t_ours = m.best_of(2, partial(m.ours, packets, model))
+        few = packets[:100]
+        t_point = m.best_of(1, partial(m.per_point_python, few, model)) * len(packets) / len(few)
+        mpts = points / t_ours / 1e6
+        rows.append(Row("lidar", f"{name} Velodyne decode", f"{mpts:,.1f} Mpoints/s",
+                        f"{t_point / t_ours:,.0f}x per-point loop", ">= 10 Mpoints/s, >= 20x",
+                        mpts >= 10 and t_point / t_ours >= 20))  # fmt: skip
+    return rows
+
+
+def quick_video(m: ModuleType) -> list[Row]:
+    ffmpeg = shutil.which("ffmpeg")
+    if ffmpeg is None:
+        return [Row("video", "decode", "skipped: the ffmpeg CLI is not installed")]
+    threads = 2
+    with tempfile.TemporaryDirectory() as tmp:
+        clip = Path(tmp) / "clip.mp4"
+        m.make_clip(ffmpeg, clip, 8.0, "1280x720", "veryfast")
+        n = m.frame_count(clip)
+        fps = {}
+        for key, fn in (
+            ("ffmpeg", m.ffmpeg_run(ffmpeg, clip, threads, True, n)),
+            ("bare", m.pyav_run(clip, "AUTO", False)),
+            ("rgb", m.source_run(clip, "rgb24")),
+            ("yuv", m.source_run(clip, "yuv420p")),
+        ):
+            wall, frames = m.best_of(2, fn)
+            fps[key] = frames / wall
+    rgb, dec = fps["rgb"] / fps["ffmpeg"], fps["yuv"] / fps["bare"]
+    return [
+        Row("video", "VideoSource rgb24 (720p H.264)", f"{fps['rgb']:,.0f} frames/s",
+            f"{rgb:.2f}x ffmpeg rgb24", ">= 0.90x ffmpeg", rgb >= 0.90),
+        Row("video", "VideoSource decode stage (yuv420p)", f"{fps['yuv']:,.0f} frames/s",
+            f"{dec:.2f}x bare PyAV", ">= 0.95x bare PyAV", dec >= 0.95),
+    ]  # fmt: skip
+
+
+def quick_bags(m: ModuleType) -> list[Row]:
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, (label, topics) in enumerate(m.CASES.items()):
+            path = Path(tmp) / f"bag{i}"
+            m.write_bag(path, "mcap", 3.0, topics)
+            base, expected = m.best_of(2, lambda p=path: m.rosbags_alone(p))
+            ours, count = m.best_of(2, lambda p=path: m.bag_source(p))
+            if count != expected:
+                raise AssertionError(f"BagSource read {count} messages, rosbags {expected}")
+            slower = ours / base
+            rows.append(Row("bags", f"BagSource: {label}", f"{count / ours:,.0f} msg/s",
+                            f"{slower:.2f}x rosbags time", "<= 1.20x", slower <= 1.20))  # fmt: skip
+    return rows
+
+
+RUNNERS: dict[str, Runner] = {
+    "sync": quick_sync,
+    "clock": quick_clock,
+    "infer": quick_infer,
+    "recording": quick_recording,
+    "lidar": quick_lidar,
+    "video": quick_video,
+    "bags": quick_bags,
+}
