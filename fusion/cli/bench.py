@@ -121,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
     rows: list[Row] = []
     failed = False
     started = time.perf_counter()
+    quiet = bool(getattr(args, "quiet", False))
     for name in wanted:
         t0 = time.perf_counter()
         with console.status(f"bench {name} ...", spinner="dots"):
@@ -129,7 +130,8 @@ def run(args: argparse.Namespace) -> int:
             except Exception as err:  # one broken benchmark must not hide the others
                 failed = True
                 rows.append(Row(name, "error", f"{type(err).__name__}: {err}"))
-        console.log(f"{name}: {time.perf_counter() - t0:.1f} s")
+        if not quiet:
+            console.log(f"{name}: {time.perf_counter() - t0:.1f} s")
     console.print(table(rows, time.perf_counter() - started))
     missed = [r for r in rows if r.met is False]
     if failed:

@@ -72,7 +72,7 @@ def register(sub: Any) -> None:
     report.add_argument("--no-report", action="store_true", help="do not write the report image")
     parser.add_argument("--seed", type=int, default=7, help="random seed of the session")
     parser.add_argument(
-        "--quiet", action="store_true", help="print only the final line (implies --no-report)"
+        "-q", "--quiet", action="store_true", help="print only the final line (implies --no-report)"
     )
     parser.set_defaults(func=run)
 
@@ -317,8 +317,8 @@ def report_data(result: DemoResult) -> ReportData:
     return ReportData(
         title=f"hyperframes demo: {result.seconds:g} s, camera + LiDAR + IMU, "
         f"{len(result.live)} groups, {status}",
-        subtitle="camera 29.97 Hz (H.264), LiDAR 10 Hz, IMU 200 Hz, each with its own clock offset, "
-        "skew and jittery link; OnlineClock per sensor; Nearest on the LiDAR",
+        subtitle="camera 29.97 Hz (H.264), LiDAR 10 Hz, IMU 200 Hz, each with its own clock "
+        "offset, skew and jittery link; OnlineClock per sensor; Nearest on the LiDAR",
         alignment=alignment,
         spread_ms=np.array(spread),
         true_spread_ms=np.array(true_spread),
