@@ -272,8 +272,9 @@ def quick_recording(m: ModuleType) -> list[Row]:
                 ("size", h["raw_mb"] * 1e6 / h["size"], "x compression", mc["size"] / h["size"]),
             ]
             for (label, value, unit, ratio), target in zip(figures, targets[session], strict=True):
+                digits = 4 if label == "size" else 2  # sizes tie closely: show the difference
                 rows.append(Row("recording", f"{session}: {label}", f"{value:,.1f} {unit}",
-                                f"{ratio:.2f}x mcap", f">= {target:g}x mcap",
+                                f"{ratio:.{digits}f}x mcap", f">= {target:g}x mcap",
                                 ratio >= target))  # fmt: skip
     return rows
 
