@@ -80,7 +80,7 @@ RATES = {"cam": 29.97, "lidar": 10.0, "imu": 200.0}
 TOLERANCE_NS = 20 * MS
 IMU_WINDOW = (50 * MS, 49 * MS)
 MAX_LATENCY_NS = 200 * MS
-EDGE_BATCH, EDGE_DELAY_NS = 4, 250 * MS
+EDGE_BATCH, EDGE_DELAY_NS = 2, 100 * MS  # one LiDAR period: pairs of groups
 OCC_BATCH = 8
 
 Progress = Callable[[str, float, float, str], None]
