@@ -151,7 +151,18 @@ def naive(path: Path, model: bytes) -> tuple[float, list[float]]:
     return n / (time.perf_counter() - t0), latencies
 
 
-async def frames_from(path: Path) -> AsyncIterator[Frame]:
+async def frames_from(path: Path, rate: float | None = None) -> AsyncIterator[Frame]:
+    """The clip's frames, as fast as they decode, or paced at ``rate`` frames/s."""
+    t0 = time.perf_counter()
+    i = 0
+    async for frame in _decoded(path):
+        if rate is not None:
+            await anyio.sleep(max(0.0, t0 + i / rate - time.perf_counter()))
+        i += 1
+        yield frame
+
+
+async def _decoded(path: Path) -> AsyncIterator[Frame]:
     if VideoSource is not None:
         async with VideoSource(path, name="cam", threads=1) as source:
             async for frame in source.frames():
@@ -172,12 +183,14 @@ async def frames_from(path: Path) -> AsyncIterator[Frame]:
                 yield frame
 
 
-async def pipeline(path: Path, model: bytes, providers: str) -> tuple[float, list[float], Any]:
+async def pipeline(
+    path: Path, model: bytes, providers: str, rate: float | None = None
+) -> tuple[float, list[float], Any]:
     worker = BatchWorker(model, preprocess=ImagePreprocess(max_batch=16), providers=providers)
     await worker.start()
     n = 0
     t0 = time.perf_counter()
-    async for result in worker.stream(frames_from(path)):
+    async for result in worker.stream(frames_from(path, rate)):
         assert result.ok, result.error
         n += 1
     elapsed = time.perf_counter() - t0
@@ -190,25 +203,40 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=240)
     parser.add_argument("--providers", default="cpu", help="cpu (default) or cuda")
+    parser.add_argument("--repeat", type=int, default=3, help="rounds of (c), (a), (b); best-of")
     parser.add_argument("--no-hog", action="store_true", help="skip the CPU-hog run")
     args = parser.parse_args()
     console = Console()
     cores = free_cores()
     model = tiny_cnn(224)
+    fps_a: list[float] = []
+    fps_b: list[float] = []
+    c_decode = c_pre = c_run = float("inf")
+    best_a: list[float] = []
+    best_b: tuple[list[float], Any] = ([], None)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "clip.mp4"
         make_clip(path, args.frames)
-
-        images, c_decode = stage_decode(path)
         probe = BatchWorker(model, providers=args.providers)
         anyio.run(probe.start)
         batch, threads = probe.max_batch, probe.threads
-        c_pre = stage_preprocess(images, batch)
-        c_run = stage_run(model, batch, threads, min(64, args.frames))
+        # Rounds interleave the variants so that load from other processes on a
+        # shared machine hits them alike; each figure is the best of its rounds
+        # (stage costs: the lowest, so the bound is the highest).
+        for _ in range(args.repeat):
+            images, c = stage_decode(path)
+            c_decode = min(c_decode, c)
+            c_pre = min(c_pre, stage_preprocess(images, batch))
+            c_run = min(c_run, stage_run(model, batch, threads, min(64, args.frames)))
+            fps, lat = naive(path, model)
+            if fps > max(fps_a, default=0.0):
+                best_a = lat
+            fps_a.append(fps)
+            fps, lat, stats = anyio.run(pipeline, path, model, args.providers)
+            if fps > max(fps_b, default=0.0):
+                best_b = (lat, stats)
+            fps_b.append(fps)
         bound = cores / (c_decode + c_pre + c_run)
-
-        fps_a, lat_a = naive(path, model)
-        fps_b, lat_b, stats = anyio.run(pipeline, path, model, args.providers)
         fps_hog = float("nan")
         if not args.no_hog and cores >= 2:
             hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
@@ -217,43 +245,64 @@ def main() -> int:
             finally:
                 hog.kill()
                 hog.wait()
+        # Latency without overload: the same pipeline paced at half its best throughput.
+        rate = max(fps_b) / 2
+        _, lat_d, stats_d = anyio.run(pipeline, path, model, args.providers, rate)
 
-    table = Table(title=f"bench_infer: {args.frames} frames 1280x720 H.264 -> tiny_cnn 224x224")
-    for col in ("variant", "frames/s", "p50 ms", "p99 ms", "vs (a)", "vs CPU-sum bound"):
+    title = (
+        f"bench_infer: {args.frames} frames 1280x720 H.264 -> tiny_cnn 224x224, "
+        f"best of {args.repeat}"
+    )
+    table = Table(title=title)
+    for col in ("variant", "frames/s", "spread", "p50 ms", "p99 ms", "vs (a)", "vs bound"):
         table.add_column(col, justify="right" if col != "variant" else "left")
 
-    def row(name: str, fps: float, lat: list[float] | None = None) -> None:
+    def row(name: str, runs: list[float], lat: list[float] | None = None) -> None:
+        fps = max(runs)
+        spread = f"{min(runs):.0f}-{max(runs):.0f}" if len(runs) > 1 else "-"
         p50 = f"{pct(lat, 50) * 1e3:.1f}" if lat else "-"
         p99 = f"{pct(lat, 99) * 1e3:.1f}" if lat else "-"
-        table.add_row(name, f"{fps:.1f}", p50, p99, f"{fps / fps_a:.2f}x", f"{fps / bound:.0%}")
+        vs_a, vs_bound = f"{fps / max(fps_a):.2f}x", f"{fps / bound:.0%}"
+        table.add_row(name, f"{fps:.1f}", spread, p50, p99, vs_a, vs_bound)
 
-    row("(a) naive loop, batch 1, ORT defaults", fps_a, lat_a)
+    row("(a) naive loop, batch 1, ORT defaults", fps_a, best_a)
     source = "VideoSource" if VideoSource is not None else "PyAV decode thread"
-    row(f"(b) {source} + BatchWorker", fps_b, lat_b)
-    row("(b') same, CPU hog on one core", fps_hog)
-    row("(c) decode+convert alone (1 thread)", 1 / c_decode)
-    row(f"(c) preprocess alone (batch {batch})", 1 / c_pre)
-    row(f"(c) session.run alone (batch {batch}, {threads} thr)", 1 / c_run)
+    row(f"(b) {source} + BatchWorker", fps_b, best_b[0])
+    row("(b') same, CPU hog on one core", [fps_hog])
+    row(f"(d) same, paced at {rate:.0f} frames/s", [rate], lat_d)
+    row("(c) decode+convert alone (1 thread)", [1 / c_decode])
+    row(f"(c) preprocess alone (batch {batch})", [1 / c_pre])
+    row(f"(c) session.run alone (batch {batch}, {threads} thr)", [1 / c_run])
     console.print(table)
+    stats = best_b[1]
     console.print(
         f"cores free: {cores}; CPU-sum bound {bound:.1f} frames/s; "
-        f"CPU ms/frame: decode {c_decode * 1e3:.1f}, preprocess {c_pre * 1e3:.1f}, "
-        f"run {c_run * 1e3:.1f}"
+        f"CPU ms/frame: decode {c_decode * 1e3:.2f}, preprocess {c_pre * 1e3:.2f}, "
+        f"run {c_run * 1e3:.2f}; (a) runs {[round(f) for f in fps_a]}, "
+        f"(b) runs {[round(f) for f in fps_b]}"
     )
     console.print(
         f"worker: providers {stats.providers}, max_batch {stats.max_batch}, "
         f"max_delay {stats.max_delay} ns, intra-op threads {stats.threads} x {stats.replicas} "
         f"replica(s) + 1 decode thread = {stats.threads * stats.replicas + 1} "
-        f"(free cores {cores}); batch sizes {stats.batch_sizes}"
+        f"(free cores {cores}); batch sizes of the best (b) {stats.batch_sizes}"
     )
     if fps_hog == fps_hog:
         console.print(
-            f"CPU hog: {fps_hog / fps_b:.0%} of unloaded throughput "
+            f"CPU hog: {fps_hog / max(fps_b):.0%} of the best unloaded throughput "
             f"(proportional share would be {(cores - 1) / cores:.0%})"
         )
+    latency_bound = stats_d.max_delay / 1e9 + stats_d.service_p99 / 1e9 + 1 / rate
+    p99_d = pct(lat_d, 99)
     console.print(
-        f"targets: (b) >= 1.5x (a): {'met' if fps_b >= 1.5 * fps_a else 'NOT met'}; "
-        f"(b) >= 75% of bound: {'met' if fps_b >= 0.75 * bound else 'NOT met'}"
+        f"latency without overload (d): p99 {p99_d * 1e3:.2f} ms; bound max_delay "
+        f"{stats_d.max_delay / 1e6:.1f} + batch service p99 {stats_d.service_p99 / 1e6:.2f} "
+        f"+ frame interval {1e3 / rate:.2f} = {latency_bound * 1e3:.2f} ms: "
+        f"{'met' if p99_d <= latency_bound else 'NOT met'}; batch sizes {stats_d.batch_sizes}"
+    )
+    console.print(
+        f"targets: (b) >= 1.5x (a): {'met' if max(fps_b) >= 1.5 * max(fps_a) else 'NOT met'}; "
+        f"(b) >= 75% of bound: {'met' if max(fps_b) >= 0.75 * bound else 'NOT met'}"
     )
     return 0
 

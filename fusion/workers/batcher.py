@@ -142,6 +142,7 @@ class DynamicBatcher(Generic[T]):
         self._limit = 1 if latency_budget is not None else max_batch
         self._queue: deque[Queued[T]] = deque()
         self._expired: list[Queued[T]] = []
+        self._with_deadline = 0  # queued items that have a deadline: poll() skips the scan if 0
         self._closed = False
         self._batches = 0
         self._items = 0
@@ -182,6 +183,8 @@ class DynamicBatcher(Generic[T]):
         if self._queue and now < self._queue[-1].arrived:
             raise ValueError(f"time went backwards: push at {now} after {self._queue[-1].arrived}")
         self._queue.append(Queued(item, now, deadline))
+        if deadline is not None:
+            self._with_deadline += 1
 
     def close(self) -> None:
         """No more items: the remainder is released without waiting for the delay."""
@@ -248,19 +251,25 @@ class DynamicBatcher(Generic[T]):
     # -- internals ----------------------------------------------------------
 
     def _expire(self, now: int) -> None:
-        if not any(q.deadline is not None and q.deadline < now for q in self._queue):
+        if not self._with_deadline or not any(
+            q.deadline is not None and q.deadline < now for q in self._queue
+        ):
             return
         keep: deque[Queued[T]] = deque()
         for q in self._queue:
             if q.deadline is not None and q.deadline < now:
                 self._expired.append(q)
                 self._expired_count += 1
+                self._with_deadline -= 1
             else:
                 keep.append(q)
         self._queue = keep
 
     def _release(self, n: int, now: int, reason: Reason) -> Batch[T]:
-        entries = tuple(self._queue.popleft() for _ in range(n))
+        queue = self._queue
+        entries = tuple(queue.popleft() for _ in range(n))
+        if self._with_deadline:
+            self._with_deadline -= sum(1 for e in entries if e.deadline is not None)
         self._batches += 1
         self._items += n
         self._reasons[reason] += 1

@@ -225,3 +225,48 @@ def test_reorder_buffer_refuses_beyond_its_window_and_unknown_seqs() -> None:
         buf.complete(7, "x")
     assert buf.complete(a, "a") == ["a", "b"]
     assert buf.high_water == 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    steps=st.lists(
+        st.tuples(
+            st.integers(0, 3 * MS), st.one_of(st.none(), st.integers(0, 6 * MS)), st.booleans()
+        ),
+        min_size=1,
+        max_size=80,
+    ),
+    max_batch=st.integers(1, 6),
+)
+def test_every_item_is_either_batched_before_its_deadline_or_expired_once(
+    steps: list[tuple[int, int | None, bool]], max_batch: int
+) -> None:
+    b: DynamicBatcher[int] = DynamicBatcher(max_batch, 2 * MS, capacity=100)
+    deadlines: dict[int, int | None] = {}
+    batched: list[int] = []
+    expired: list[int] = []
+    t = 0
+
+    def poll() -> None:
+        batch = b.poll(t)
+        for q in b.take_expired():
+            assert q.deadline is not None
+            assert q.deadline < t
+            expired.append(q.item)
+        if batch is not None:
+            for q in batch.entries:
+                assert q.deadline is None or q.deadline >= t
+            batched.extend(batch.items)
+
+    for i, (gap, budget, polls) in enumerate(steps):
+        t += gap
+        deadlines[i] = None if budget is None else t + budget
+        b.push(i, t, deadlines[i])
+        if polls:
+            poll()
+    b.close()
+    while not b.done:
+        t += MS
+        poll()
+    assert sorted(batched + expired) == list(range(len(steps)))
+    assert b.statistics().expired == len(expired)
