@@ -12,7 +12,7 @@ demo: $(STAMP)
 
 test: $(STAMP_TEST)
 	$(PY) -m pytest -q
-	$(MAKE) --no-print-directory lint typecheck examples
+	$(MAKE) --no-print-directory lint typecheck
 	$(VENV)/bin/hyperframes demo --quiet
 
 lint: $(STAMP_TEST)

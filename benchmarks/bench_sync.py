@@ -24,7 +24,6 @@ from fusion import (
     ApproximateTime,
     ExactTime,
     Frame,
-    FrameGroup,
     MonotonicClock,
     Nearest,
     SensorSpec,
