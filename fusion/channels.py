@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType, TracebackType
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Self, TypeVar
 
 import anyio
 import anyio.lowlevel
@@ -101,7 +101,43 @@ class _State:
         )
 
 
-class ChannelSender(Generic[T]):
+class _ChannelEnd:
+    """What both ends share: closing (also as a context manager) and the counters."""
+
+    _state: _State
+
+    def _end(self) -> MemoryObjectSendStream[Any] | MemoryObjectReceiveStream[Any]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self._end().close()
+
+    async def aclose(self) -> None:
+        self._end().close()
+        await anyio.lowlevel.checkpoint()
+
+    def statistics(self) -> ChannelStatistics:
+        return self._state.statistics()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class ChannelSender(_ChannelEnd, Generic[T]):
     """The sending end. ``send_nowait`` never waits; ``send`` always checkpoints."""
 
     def __init__(
@@ -113,6 +149,9 @@ class ChannelSender(Generic[T]):
         self._stream = stream
         self._evict_from = evict_from
         self._state = state
+
+    def _end(self) -> MemoryObjectSendStream[T]:
+        return self._stream
 
     def send_nowait(self, item: T) -> bool:
         """Queue ``item`` now. Returns False if the policy dropped it (``drop_newest``).
@@ -158,40 +197,16 @@ class ChannelSender(Generic[T]):
         """Another sender on the same channel; the receiver ends when all are closed."""
         return ChannelSender(self._stream.clone(), self._evict_from, self._state)
 
-    def close(self) -> None:
-        self._stream.close()
 
-    async def aclose(self) -> None:
-        self._stream.close()
-        await anyio.lowlevel.checkpoint()
-
-    def statistics(self) -> ChannelStatistics:
-        return self._state.statistics()
-
-    def __enter__(self) -> ChannelSender[T]:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> ChannelSender[T]:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-
-class ChannelReceiver(Generic[T]):
+class ChannelReceiver(_ChannelEnd, Generic[T]):
     """The receiving end; iterate it with ``async for`` until every sender closes."""
 
     def __init__(self, stream: MemoryObjectReceiveStream[T], state: _State) -> None:
         self._stream = stream
         self._state = state
+
+    def _end(self) -> MemoryObjectReceiveStream[T]:
+        return self._stream
 
     def receive_nowait(self) -> T:
         """Take an item now; raises :class:`anyio.WouldBlock` if empty, ``EndOfStream`` at end."""
@@ -213,22 +228,6 @@ class ChannelReceiver(Generic[T]):
             return await self.receive()
         except anyio.EndOfStream:
             raise StopAsyncIteration from None
-
-    def close(self) -> None:
-        self._stream.close()
-
-    async def aclose(self) -> None:
-        self._stream.close()
-        await anyio.lowlevel.checkpoint()
-
-    def statistics(self) -> ChannelStatistics:
-        return self._state.statistics()
-
-    def __enter__(self) -> ChannelReceiver[T]:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def open_channel(

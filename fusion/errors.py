@@ -41,8 +41,8 @@ class ConfigError(HyperframesError):
     """A configuration value is missing, of the wrong type or out of range."""
 
 
-class SourceError(HyperframesError):
-    """A source could not deliver a frame; ``sensor`` and ``seq`` say which."""
+class _FrameError(HyperframesError):
+    """An error about one frame: its message is prefixed with the sensor and seq."""
 
     def __init__(self, message: str, *, sensor: str | None = None, seq: int | None = None):
         self.sensor = sensor
@@ -53,6 +53,10 @@ class SourceError(HyperframesError):
         message = super().__str__()
         where = _where(self.sensor, self.seq)
         return f"{where}: {message}" if where else message
+
+
+class SourceError(_FrameError):
+    """A source could not deliver a frame; ``sensor`` and ``seq`` say which."""
 
 
 class DecodeError(SourceError):
@@ -123,18 +127,8 @@ class LimitExceeded(RecordingError):
     """A size declared in the file exceeds a safety limit; nothing was allocated."""
 
 
-class WorkerError(HyperframesError):
+class WorkerError(_FrameError):
     """A model failed on an item or a batch; ``sensor`` and ``seq`` name the item."""
-
-    def __init__(self, message: str, *, sensor: str | None = None, seq: int | None = None):
-        self.sensor = sensor
-        self.seq = seq
-        super().__init__(message)
-
-    def __str__(self) -> str:
-        message = super().__str__()
-        where = _where(self.sensor, self.seq)
-        return f"{where}: {message}" if where else message
 
 
 class DeadlineExpired(WorkerError):
