@@ -30,7 +30,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fusion.errors import ConfigError
+from fusion.errors import ConfigError, RecordingError
 from recordings.reader import open_recording
 
 
@@ -84,8 +84,14 @@ def plan_parts(
     """One part per recording, or per ``split`` ns of one (never for ``approximate``)."""
     parts: list[Part] = []
     for path in paths:
-        with open_recording(path) as log:
-            summary = log.summary()
+        try:
+            with open_recording(path) as log:
+                summary = log.summary()
+        except (OSError, RecordingError):
+            # Not readable here: one task, which reports the same error for this
+            # recording alone when it runs.
+            parts.append(Part(path, 0, 1))
+            continue
         ranges = split_ranges(
             summary.t_start, summary.t_end, None if policy == "approximate" else split
         )

@@ -1,0 +1,171 @@
+"""Fleet throughput: recordings per minute on local Ray (1 and 2 actors) vs the plain loop.
+
+All in one run, on recordings generated here (synthetic camera 128x96 at
+30 Hz, LiDAR 4096 points at 10 Hz, IMU at 200 Hz, ``--seconds`` each), with
+a run file of ``nearest`` sync (LiDAR reference, IMU window) and two models,
+``sobel_edges`` on the camera and ``bev_occupancy`` on the LiDAR:
+
+(a) plain loop: :func:`fusion.distributed.run_local`, each recording through
+    the one-machine pipeline (replay -> hub -> workers), one after another;
+(b) Ray, 1 inference actor; (c) Ray, 2 inference actors. Ray starts once
+    (``--cpus`` CPUs, default 2) before (b); its start-up is reported apart.
+    Each Ray run includes its actors' start-up and model loading.
+
+Every run writes the same results files; the table reports recordings per
+minute and the ratio to (a) measured in the same run.
+
+    .venv/bin/python benchmarks/bench_fleet.py [--recordings 8] [--seconds 4] [--cpus 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+from rich.console import Console
+from rich.table import Table
+
+from adapters import SensorTiming, SyntheticCamera, SyntheticImu, SyntheticLidar
+from fusion.distributed import run_fleet, run_local
+from fusion.distributed.config import FleetConfig, validate_fleet_config
+from fusion.frames import Frame
+from recordings import Recorder
+
+MS = 1_000_000
+
+
+def make_recording(path: Path, seconds: float, seed: int) -> None:
+    sources = [
+        SyntheticLidar(duration_s=seconds, points=4096, seed=seed, realtime=False),
+        SyntheticCamera(
+            duration_s=seconds,
+            width=128,
+            height=96,
+            seed=seed + 1,
+            realtime=False,
+            timing=SensorTiming(delay_ns=5 * MS, jitter_mean_ns=2 * MS),
+        ),
+        SyntheticImu(duration_s=seconds, seed=seed + 2, realtime=False),
+    ]
+
+    async def collect() -> list[Frame]:
+        return [f for s in sources async for f in s.frames()]
+
+    frames = sorted(anyio.run(collect), key=lambda f: (f.t_arrival, f.sensor))
+    with Recorder(path, sensors=[s.spec for s in sources]) as rec:
+        for frame in frames:
+            rec.write(frame)
+
+
+def run_file(inputs: Path, output: Path, actors: int) -> FleetConfig:
+    return validate_fleet_config(
+        {
+            "fleet": {
+                "recordings": [str(inputs / "*.hfr")],
+                "output": str(output),
+                "actors": actors,
+                "overwrite": True,
+            },
+            "sync": {
+                "policy": "nearest",
+                "reference": "lidar",
+                "tolerance_ms": 20,
+                "windows_ms": {"imu": [50, 49]},
+            },
+            "workers": [
+                {
+                    "name": "edges",
+                    "model": "builtin:sobel_edges",
+                    "input": "cam",
+                    "preprocess": "image",
+                    "size": [96, 128],
+                },
+                {
+                    "name": "occupancy",
+                    "model": "builtin:bev_occupancy",
+                    "input": "lidar",
+                    "preprocess": "points",
+                    "points": 4096,
+                },
+            ],
+        }
+    )
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--recordings", type=int, default=8)
+    ap.add_argument("--seconds", type=float, default=4.0)
+    ap.add_argument("--cpus", type=int, default=2)
+    args = ap.parse_args()
+    try:
+        import ray
+    except ImportError:
+        print("bench_fleet needs Ray: pip install 'hyperframes[ray]'", file=sys.stderr)
+        return 1
+    console = Console()
+    work = Path(tempfile.mkdtemp(prefix="bench-fleet-"))
+    try:
+        inputs = work / "in"
+        inputs.mkdir()
+        for i in range(args.recordings):
+            make_recording(inputs / f"drive-{i:03d}.hfr", args.seconds, 100 + 10 * i)
+        size = sum(p.stat().st_size for p in inputs.iterdir())
+        rows: list[tuple[str, float, int]] = []
+
+        started = time.perf_counter()
+        report = run_local(run_file(inputs, work / "local", 1))
+        assert report.count("written") == args.recordings, report
+        rows.append(("plain local loop", time.perf_counter() - started, report.parts))
+
+        started = time.perf_counter()
+        ray.init(
+            num_cpus=args.cpus, include_dashboard=False, log_to_driver=False, logging_level="ERROR"
+        )
+        ray_start = time.perf_counter() - started
+        for actors in (1, 2):
+            started = time.perf_counter()
+            report = run_fleet(run_file(inputs, work / f"ray{actors}", actors), progress=False)
+            assert report.count("written") == args.recordings, report
+            assert report.plan is not None
+            elapsed = time.perf_counter() - started
+            rows.append(
+                (
+                    f"Ray, {actors} actor(s) x {report.plan.cpus_per_actor:g} CPU",
+                    elapsed,
+                    report.parts,
+                )
+            )
+        ray.shutdown()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    base = rows[0][1]
+    table = Table(
+        title=(
+            f"{args.recordings} recordings x {args.seconds:g} s ({size / 1e6:.1f} MB), "
+            f"{args.cpus}-CPU local Ray, {os.cpu_count()} cores visible"
+        )
+    )
+    for col in ("run", "seconds", "recordings / min", "vs plain loop"):
+        table.add_column(col, justify="left" if col == "run" else "right")
+    for name, elapsed, _ in rows:
+        table.add_row(
+            name,
+            f"{elapsed:.2f}",
+            f"{args.recordings / elapsed * 60:.1f}",
+            f"{base / elapsed:.2f}x",
+        )
+    console.print(table)
+    console.print(f"Ray start-up (once, not in the rows): {ray_start:.2f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
