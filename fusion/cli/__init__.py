@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from fusion.cli.common import add_output_flags, configure_logging
 
 # Order here is the order ``--help`` lists them.
-COMMANDS = ("demo", "record", "replay", "info", "check", "export", "bench")
+COMMANDS = ("demo", "record", "replay", "info", "check", "export", "bench", "fleet")
 
 
 def build_parser() -> argparse.ArgumentParser:
