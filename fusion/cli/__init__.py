@@ -26,12 +26,22 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         epilog="Run 'hyperframes COMMAND --help' for a command's options.",
     )
+    parser.add_argument("--version", action="version", version=f"hyperframes {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"fusion.cli.{name}").register(sub)
     for command in sub.choices.values():
         add_output_flags(command)
     return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("hyperframes")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "unknown"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
