@@ -10,9 +10,12 @@ For each: write and read MB/s and frames/s, compression ratio, and the time
 to read a 1 s window from the middle; for .hfr, for mcap (zstd chunks of the
 same size, its indexed ``SeekingReader`` for the window) and for raw zstd
 compress/decompress of the same bytes (the limit). Frames and mcap's bytes
-are built before the clocks start. Prints a table with the ratios to mcap.
+are built before the clocks start. Each figure is the best of ``--repeat``
+rounds (the window: 3x as many), the tools interleaved round by round so a
+load burst on a shared machine does not land on one tool only. Prints a
+table with the ratios to mcap.
 
-    .venv/bin/python benchmarks/bench_recording.py [--duration 20] [--imu 200000]
+    .venv/bin/python benchmarks/bench_recording.py [--duration 20] [--imu 200000] [--repeat 5]
 """
 
 from __future__ import annotations
@@ -77,20 +80,12 @@ def small_session(n: int) -> list[Frame]:
     return [Frame("imu", i, i * 5 * MS, values[i], t_arrival=i * 5 * MS + 1000) for i in range(n)]
 
 
-REPEAT = 3
+REPEAT = 5
+
+Ops = dict[str, Callable[[], Any]]
 
 
-def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
-    """Best of ``REPEAT`` runs: the machine is shared, the minimum is the signal."""
-    best, out = float("inf"), None
-    for _ in range(REPEAT):
-        t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
-
-
-def bench_hfr(frames: list[Frame], path: Path, window: tuple[int, int]) -> dict[str, float]:
+def hfr_ops(frames: list[Frame], path: Path, window: tuple[int, int]) -> Ops:
     def write() -> None:
         with Recorder(path, chunk_bytes=CHUNK, flush_interval=1.0) as rec:
             for f in frames:
@@ -108,16 +103,12 @@ def bench_hfr(frames: list[Frame], path: Path, window: tuple[int, int]) -> dict[
         with open_recording(path) as log:
             return sum(1 for _ in log.frames(start=window[0], end=window[1]))
 
-    tw, _ = timed(write)
-    tr, n = timed(read)
-    assert n == len(frames)
-    tws = min(timed(read_window)[0] for _ in range(3))
-    return {"write": tw, "read": tr, "window": tws, "size": path.stat().st_size}
+    return {"write": write, "read": read, "window": read_window}
 
 
-def bench_mcap(
+def mcap_ops(
     frames: list[Frame], payloads: list[bytes], path: Path, window: tuple[int, int]
-) -> dict[str, float]:
+) -> Ops:
     layouts = {f.sensor: (f.data.dtype.str, f.data.shape) for f in frames}
 
     def write() -> None:
@@ -128,7 +119,7 @@ def bench_mcap(
             ids = {s: w.register_channel(s, "raw", schema) for s in layouts}
             for f, data in zip(frames, payloads, strict=True):
                 w.add_message(ids[f.sensor], f.t, data, f.t_arrival or f.t, f.seq)
-            w.finish()
+            w.finish()  # type: ignore[no-untyped-call]
 
     def read() -> int:
         n = 0
@@ -146,14 +137,10 @@ def bench_mcap(
                 1 for _ in reader.iter_messages(starting_at=window[0], ending_before=window[1])
             )
 
-    tw, _ = timed(write)
-    tr, n = timed(read)
-    assert n == len(frames)
-    tws = min(timed(read_window)[0] for _ in range(3))
-    return {"write": tw, "read": tr, "window": tws, "size": path.stat().st_size}
+    return {"write": write, "read": read, "window": read_window}
 
 
-def bench_zstd(payloads: list[bytes]) -> dict[str, float]:
+def zstd_ops(payloads: list[bytes]) -> Ops:
     chunks, cur, size = [], [], 0
     for p in payloads:
         cur.append(p)
@@ -164,9 +151,38 @@ def bench_zstd(payloads: list[bytes]) -> dict[str, float]:
     if cur:
         chunks.append(b"".join(cur))
     cctx, dctx = zstandard.ZstdCompressor(level=3), zstandard.ZstdDecompressor()
-    tw, packed = timed(lambda: [cctx.compress(c) for c in chunks])
-    tr, _ = timed(lambda: [dctx.decompress(c) for c in packed])
-    return {"write": tw, "read": tr, "window": float("nan"), "size": sum(map(len, packed))}
+    packed: list[bytes] = []
+
+    def write() -> None:
+        packed[:] = [cctx.compress(c) for c in chunks]
+
+    def read() -> None:
+        for c in packed:
+            dctx.decompress(c)
+
+    return {"write": write, "read": read}
+
+
+def measure(tools: dict[str, Ops], n_frames: int) -> dict[str, dict[str, float]]:
+    """Best time of each tool's each op over ``REPEAT`` rounds, tools interleaved.
+
+    Interleaving (hfr, mcap, zstd, hfr, mcap, ...) spreads the load bursts of a
+    shared machine over every tool instead of landing on whichever ran then.
+    """
+    best: dict[str, dict[str, float]] = {tool: {} for tool in tools}
+    for op, rounds in (("write", REPEAT), ("read", REPEAT), ("window", 3 * REPEAT)):
+        for _ in range(rounds):
+            for tool, ops in tools.items():
+                fn = ops.get(op)
+                if fn is None:
+                    continue
+                t0 = time.perf_counter()
+                out = fn()
+                dt = time.perf_counter() - t0
+                if op == "read" and out is not None:
+                    assert out == n_frames, (tool, out, n_frames)
+                best[tool][op] = min(best[tool].get(op, float("inf")), dt)
+    return best
 
 
 def run_session(
@@ -176,17 +192,38 @@ def run_session(
     raw_mb = sum(map(len, payloads)) / 1e6
     mid = (frames[0].t + frames[-1].t) // 2
     window = (mid, mid + 1_000_000_000)
-    results = [
-        ("hfr", bench_hfr(frames, tmp / f"{name}.hfr", window)),
-        ("mcap", bench_mcap(frames, payloads, tmp / f"{name}.mcap", window)),
-        ("zstd (limit)", bench_zstd(payloads)),
-    ]
+    hfr_path, mcap_path = tmp / f"{name}.hfr", tmp / f"{name}.mcap"
+    zstd = zstd_ops(payloads)
+    tools = {
+        "hfr": hfr_ops(frames, hfr_path, window),
+        "mcap": mcap_ops(frames, payloads, mcap_path, window),
+        "zstd (limit)": zstd,
+    }
+    best = measure(tools, len(frames))
+    best["hfr"]["size"] = hfr_path.stat().st_size
+    best["mcap"]["size"] = mcap_path.stat().st_size
+    best["zstd (limit)"]["size"] = _zstd_size(payloads)
+    best["zstd (limit)"]["window"] = float("nan")
     rows = []
-    for tool, r in results:
+    for tool, r in best.items():
         r["raw_mb"] = raw_mb
         r["frames"] = len(frames)
         rows.append((name, tool, r))
     return rows
+
+
+def _zstd_size(payloads: list[bytes]) -> int:
+    cctx = zstandard.ZstdCompressor(level=3)
+    total, cur, size = 0, [], 0
+    for p in payloads:
+        cur.append(p)
+        size += len(p)
+        if size >= CHUNK:
+            total += len(cctx.compress(b"".join(cur)))
+            cur, size = [], 0
+    if cur:
+        total += len(cctx.compress(b"".join(cur)))
+    return total
 
 
 def print_table(rows: list[tuple[str, str, dict[str, float]]]) -> None:
@@ -214,7 +251,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=float, default=20.0, help="large session, seconds")
     parser.add_argument("--imu", type=int, default=200_000, help="small session, samples")
-    parser.add_argument("--repeat", type=int, default=3, help="best of N runs per figure")
+    parser.add_argument("--repeat", type=int, default=5, help="best of N runs per figure")
     args = parser.parse_args()
     global REPEAT
     REPEAT = args.repeat

@@ -34,7 +34,7 @@ SYNC = b"HFR"
 VERSION_MAJOR = 1
 """Bumped for changes an older reader cannot read; such a reader refuses the file."""
 
-VERSION_MINOR = 0
+VERSION_MINOR = 1
 """Bumped for additions (new meta keys, new record kinds) an older reader can skip."""
 
 PREAMBLE = struct.Struct("<8sHHI")
@@ -51,6 +51,12 @@ class RecordKind(IntEnum):
     """A zstd-compressed batch of frames, described by its meta."""
     INDEX = 3
     """The footer index: every chunk's meta and offset, written by ``close()``."""
+    COLUMNS = 4
+    """A chunk whose small arrays are stored as columns (format 1.1, ``recordings/columns.py``)."""
+
+
+CHUNK_KINDS = frozenset({RecordKind.CHUNK, RecordKind.COLUMNS})
+"""Record kinds that hold frames."""
 
 
 class Compression(IntEnum):

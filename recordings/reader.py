@@ -26,11 +26,13 @@ bound the chunks that can hold ``[start, end)``: O(log n) in chunks.
 from __future__ import annotations
 
 import bisect
+import collections
 import contextlib
 import itertools
 import os
 import struct
 from collections.abc import Generator, Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType, TracebackType
@@ -47,6 +49,7 @@ from fusion.errors import (
 )
 from fusion.frames import Frame, SensorSpec
 from recordings.format import (
+    CHUNK_KINDS,
     DEFAULT_MAX_CHUNK_BYTES,
     DEFAULT_MAX_META_BYTES,
     END_MAGIC,
@@ -59,7 +62,13 @@ from recordings.format import (
     RecordKind,
     crc32,
 )
-from recordings.records import ChunkMeta, decode_frames, decompress_chunk, spec_from_wire
+from recordings.records import (
+    ChunkMeta,
+    DecodedChunk,
+    decode_chunk,
+    decompress_chunk,
+    spec_from_wire,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,8 +131,12 @@ class Recording:
         strict: bool = False,
         max_chunk_bytes: int = DEFAULT_MAX_CHUNK_BYTES,
         max_meta_bytes: int = DEFAULT_MAX_META_BYTES,
+        readahead: int | None = None,
     ) -> None:
         self.path = Path(path)
+        self.readahead = min(2, os.cpu_count() or 1) if readahead is None else readahead
+        """Chunks decoded ahead of the one being read, in a thread pool (0: none)."""
+        self._pool: ThreadPoolExecutor | None = None
         self.strict = strict
         self.max_chunk_bytes = max_chunk_bytes
         self.max_meta_bytes = max_meta_bytes
@@ -242,9 +255,9 @@ class Recording:
                 offset = nxt
                 continue
             kind, meta, plen, end = rec
-            if kind == RecordKind.CHUNK:
+            if kind in CHUNK_KINDS:
                 try:
-                    chunk = ChunkMeta.from_msgpack(meta, offset=offset, stored_size=plen)
+                    chunk = ChunkMeta.from_msgpack(meta, offset=offset, stored_size=plen, kind=kind)
                 except Exception as err:
                     self._report(
                         CorruptChunk(f"a chunk meta does not parse ({err})", **self._at(offset))
@@ -293,7 +306,7 @@ class Recording:
             return CorruptChunk(f"record meta does not decode ({err})", **self._at(offset))
         if end > self.size:
             what = "a record"
-            if kind == RecordKind.CHUNK:
+            if kind in CHUNK_KINDS:
                 with contextlib.suppress(Exception):  # the generic words do then
                     what = ChunkMeta.from_msgpack(meta, offset=offset).describe()
             return TruncatedRecording(
@@ -341,12 +354,16 @@ class Recording:
 
     def read_chunk(self, chunk: ChunkMeta) -> list[Frame]:
         """Every frame of ``chunk`` (verified); raises :class:`RecordingError` if damaged."""
+        return list(self.decode_chunk(chunk).frames())
+
+    def decode_chunk(self, chunk: ChunkMeta) -> DecodedChunk:
+        """``chunk`` read, verified, decompressed and decoded; raises if damaged."""
         where = str(self.path)
         rec = self._read_record_head(chunk.offset)
         if isinstance(rec, RecordingError):
             raise CorruptChunk(f"{chunk.describe()} is damaged: {rec}", **self._at(chunk.offset))
         kind, _meta, plen, end = rec
-        if kind != RecordKind.CHUNK or plen != chunk.stored_size:
+        if kind != chunk.kind or plen != chunk.stored_size:
             raise CorruptChunk(
                 f"{chunk.describe()} is damaged: its record does not match the index",
                 **self._at(chunk.offset),
@@ -367,7 +384,7 @@ class Recording:
                 **self._at(chunk.offset),
             )
         raw = decompress_chunk(payload, chunk, max_chunk_bytes=self.max_chunk_bytes, where=where)
-        return decode_frames(raw, chunk, where=where)
+        return decode_chunk(raw, chunk, where=where)
 
     def select(
         self,
@@ -393,6 +410,67 @@ class Recording:
             out.append(c)
         return out
 
+    def chunk_frames(
+        self,
+        sensors: Iterable[str] | None = None,
+        start: int | None = None,
+        end: int | None = None,
+    ) -> Generator[Iterator[Frame], None, None]:
+        """Per selected chunk, an iterator of its matching frames (built as it advances).
+
+        A damaged chunk is reported and skipped (raised if ``strict``) before
+        its iterator would be yielded, so the iterators themselves never raise.
+        """
+        wanted = None if sensors is None else frozenset(sensors)
+        for chunk, decoded in self._decoded(self.select(wanted, start, end)):
+            if isinstance(decoded, RecordingError):
+                self._report(decoded)
+                if self.strict:
+                    raise decoded
+                continue
+            # Filter only what the chunk's own meta cannot rule in wholesale.
+            lo = start if start is not None and chunk.t_start < start else None
+            hi = end if end is not None and chunk.t_end >= end else None
+            picked = None if wanted is None or wanted.issuperset(chunk.sensors) else wanted
+            yield decoded.frames(picked, lo, hi)
+
+    def _decoded(
+        self, chunks: list[ChunkMeta]
+    ) -> Generator[tuple[ChunkMeta, DecodedChunk | RecordingError], None, None]:
+        """``chunks`` decoded, in order; ``readahead`` of them decode ahead in threads.
+
+        zstd, the CRC and ``pread`` release the GIL, so the next chunks
+        decompress on other cores while the caller works through this one.
+        At most ``readahead + 1`` decoded chunks exist at once.
+        """
+        if self.readahead < 1 or len(chunks) < 2:
+            for chunk in chunks:
+                yield chunk, self._try_decode(chunk)
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.readahead, thread_name_prefix="hfr-read")
+        pool = self._pool
+        todo = iter(chunks)
+        pending = collections.deque(
+            (c, pool.submit(self._try_decode, c)) for c in itertools.islice(todo, self.readahead)
+        )
+        try:
+            while pending:
+                chunk, future = pending.popleft()
+                nxt = next(todo, None)
+                if nxt is not None:
+                    pending.append((nxt, pool.submit(self._try_decode, nxt)))
+                yield chunk, future.result()
+        finally:
+            for _, future in pending:
+                future.cancel()
+
+    def _try_decode(self, chunk: ChunkMeta) -> DecodedChunk | RecordingError:
+        try:
+            return self.decode_chunk(chunk)
+        except RecordingError as err:
+            return err
+
     def batches(
         self,
         sensors: Iterable[str] | None = None,
@@ -400,23 +478,10 @@ class Recording:
         end: int | None = None,
     ) -> Generator[list[Frame], None, None]:
         """Frames chunk by chunk (what :class:`~recordings.Replay` reads in a thread)."""
-        wanted = None if sensors is None else frozenset(sensors)
-        for chunk in self.select(wanted, start, end):
-            try:
-                frames = self.read_chunk(chunk)
-            except RecordingError as err:
-                self._report(err)
-                if self.strict:
-                    raise
-                continue
-            if wanted is not None or start is not None or end is not None:
-                lo = start if start is not None else -(1 << 63)
-                hi = end if end is not None else 1 << 63
-                frames = [
-                    f for f in frames if lo <= f.t < hi and (wanted is None or f.sensor in wanted)
-                ]
-            if frames:
-                yield frames
+        for frames in self.chunk_frames(sensors, start, end):
+            batch = list(frames)
+            if batch:
+                yield batch
 
     def frames(
         self,
@@ -429,8 +494,8 @@ class Recording:
         Arrays are read-only views of the decompressed chunk. Damaged chunks
         are skipped and appended to :attr:`damage` (raised if ``strict``).
         """
-        for batch in self.batches(sensors, start, end):
-            yield from batch
+        for frames in self.chunk_frames(sensors, start, end):
+            yield from frames
 
     def verify(self, *, decode: bool = True) -> list[RecordingError]:
         """Check every chunk's CRC (and decode it, unless ``decode=False``); the damage found."""
@@ -492,6 +557,9 @@ class Recording:
 
     def close(self) -> None:
         """Close the file; frames already returned stay valid (they own their chunk)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)  # no pread after close
+            self._pool = None
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
@@ -519,6 +587,7 @@ def open_recording(
     strict: bool = False,
     max_chunk_bytes: int = DEFAULT_MAX_CHUNK_BYTES,
     max_meta_bytes: int = DEFAULT_MAX_META_BYTES,
+    readahead: int | None = None,
 ) -> Recording:
     """Open a ``.hfr`` file for reading (contract).
 
@@ -527,7 +596,9 @@ def open_recording(
     anywhere else is reported in :attr:`Recording.damage` and skipped.
     ``use_index=False`` ignores the footer and scans the chunks (what a file
     cut short by a crash gets anyway). ``max_chunk_bytes`` caps the memory a
-    single chunk may claim.
+    single chunk may claim. ``readahead`` chunks are decompressed ahead in
+    worker threads while frames are read (default: 2, or 1 on one core; 0
+    reads everything in the calling thread).
     """
     return Recording(
         path,
@@ -535,4 +606,5 @@ def open_recording(
         strict=strict,
         max_chunk_bytes=max_chunk_bytes,
         max_meta_bytes=max_meta_bytes,
+        readahead=readahead,
     )

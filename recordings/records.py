@@ -24,8 +24,10 @@ and every failure becomes a :class:`~fusion.errors.CorruptChunk` or
 
 from __future__ import annotations
 
+import collections
 import math
-from collections.abc import Mapping
+import struct
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,7 +37,17 @@ import zstandard
 
 from fusion.errors import CorruptChunk, FrameFormatError, LimitExceeded
 from fusion.frames import Frame, SensorSpec
-from recordings.format import BLOB_ALIGN, EXT_NDARRAY, Compression
+from recordings.columns import (
+    COLUMN_MAX_BYTES,
+    GENERIC,
+    MAX_GROUPS,
+    PACK_ARRIVAL,
+    PACK_TIMES,
+    ColumnChunk,
+    ColumnGroup,
+    pack_metas,
+)
+from recordings.format import BLOB_ALIGN, CHUNK_KINDS, EXT_NDARRAY, Compression, RecordKind
 
 _ARRAY_HEADER = 0xDD  # msgpack "array 32" marker, prefixed at seal time
 
@@ -71,9 +83,11 @@ class ChunkMeta:
     """Byte offset of the chunk's record in the file (-1 before it is written)."""
     stored_size: int = -1
     """Bytes of the payload as stored in the file."""
+    kind: int = RecordKind.CHUNK
+    """Record kind: ``CHUNK`` (msgpack records, 1.0) or ``COLUMNS`` (columnar, 1.1)."""
 
     def to_msgpack(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "i": self.index,
             "t0": self.t_start,
             "t1": self.t_end,
@@ -86,12 +100,24 @@ class ChunkMeta:
             "r": [list(r) for r in self.ranges],
             "new": [dict(s) for s in self.new_specs],
         }
+        if self.kind != RecordKind.CHUNK:
+            d["k"] = int(self.kind)
+        return d
 
     @classmethod
-    def from_msgpack(cls, d: Any, *, offset: int = -1, stored_size: int = -1) -> ChunkMeta:
-        """Validate and build; any inconsistency raises ``ValueError``/``TypeError``."""
+    def from_msgpack(
+        cls, d: Any, *, offset: int = -1, stored_size: int = -1, kind: int | None = None
+    ) -> ChunkMeta:
+        """Validate and build; any inconsistency raises ``ValueError``/``TypeError``.
+
+        ``kind`` is the kind of the record the meta came from (scan path); the
+        index says it with ``"k"`` (absent: ``CHUNK``).
+        """
         if not isinstance(d, dict):
             raise TypeError(f"chunk meta is a {type(d).__name__}, not a map")
+        stated = d.get("k", RecordKind.CHUNK)
+        if stated not in CHUNK_KINDS or (kind is not None and kind != stated):
+            raise ValueError(f"chunk kind {stated!r} is unknown or does not match its record")
         sensors = tuple(d["s"])
         counts = tuple(d["c"])
         ints = (d["i"], d["t0"], d["t1"], d["n"], d["raw"], d["rec"], *counts)
@@ -123,6 +149,7 @@ class ChunkMeta:
             new_specs=tuple(new),
             offset=offset,
             stored_size=stored_size,
+            kind=stated,
         )
 
     def count_of(self, sensor: str) -> int:
@@ -148,19 +175,31 @@ class SealedChunk:
 class ChunkBuilder:
     """Accumulates frames into one chunk's raw buffer (sans-I/O).
 
-    ``add()`` copies the frame's arrays into the blob (so the caller may reuse
-    its buffers at once) and returns the raw size so far; ``seal()`` returns
-    the finished chunk and resets the builder for the next one.
+    ``add()`` copies the frame's arrays (so the caller may reuse its buffers
+    at once) and returns the raw size so far; ``seal()`` returns the finished
+    chunk and resets the builder for the next one. A frame whose payload is
+    one small array goes to a column group (:mod:`recordings.columns`): a
+    handful of C-level appends; anything else becomes a msgpack record. A
+    chunk with no column rows is sealed in the 1.0 layout (``CHUNK``), one
+    with some in the columnar layout (``COLUMNS``).
     """
 
     index: int = 0
+    on_new_sensor: Callable[[str], Mapping[str, Any] | None] | None = None
+    """Called when a chunk first holds a frame of a sensor (after it was accepted),
+    unless ``add`` was given ``new_spec``: the spec to declare with it, or None."""
     _records: bytearray = field(default_factory=bytearray)
     _blob: bytearray = field(default_factory=bytearray)
     _sensors: dict[str, int] = field(default_factory=dict)
     _counts: list[int] = field(default_factory=list)
-    _ranges: list[list[int]] = field(default_factory=list)
+    _ranges: list[list[int] | None] = field(default_factory=list)
     _new: list[Mapping[str, Any]] = field(default_factory=list)
+    _groups: dict[tuple[Any, ...], ColumnGroup] = field(default_factory=dict)
+    _last: dict[str, ColumnGroup] = field(default_factory=dict)
+    _order: bytearray = field(default_factory=bytearray)
+    _nrecords: int = 0
     _count: int = 0
+    _size: int = BLOB_ALIGN + 5
     _t0: int = 0
     _t1: int = 0
     _packer: Any = None
@@ -174,8 +213,15 @@ class ChunkBuilder:
 
     @property
     def size(self) -> int:
-        """Raw bytes the chunk would have if sealed now."""
-        return len(self._records) + len(self._blob) + BLOB_ALIGN
+        """Raw bytes the chunk would have if sealed now (columns: a close upper bound)."""
+        return self._size
+
+    def sensor_counts(self) -> collections.Counter[str]:
+        """Frames per sensor in the open chunk."""
+        out = collections.Counter({name: self._counts[i] for name, i in self._sensors.items()})
+        for g in self._groups.values():
+            out[g.sensor] += len(g)
+        return +out
 
     def add(self, frame: Frame, new_spec: Mapping[str, Any] | None = None) -> int:
         """Append ``frame``; ``new_spec`` declares its sensor for the file's first time.
@@ -183,6 +229,82 @@ class ChunkBuilder:
         Raises :class:`~fusion.errors.FrameFormatError` (and leaves the chunk
         unchanged) when the payload cannot be stored.
         """
+        # The hot path: a small array goes to its column group with one
+        # struct pack (which also checks the int64 range) and one copy.
+        data = frame.data
+        if type(data) is np.ndarray:
+            ta = frame.t_arrival
+            g = self._last.get(frame.sensor)
+            if (
+                g is None
+                or (g.dtype is not data.dtype and g.dtype != data.dtype)
+                or g.shape != data.shape
+                or g.no_arrival is not (ta is None)
+            ):
+                g = self._group(frame.sensor, data, ta is None)
+            if g is not None:
+                ints = g.ints
+                n = len(ints)
+                try:
+                    if ta is None:
+                        ints += PACK_TIMES(frame.seq, frame.t, frame.t_sensor)
+                    else:
+                        ints += PACK_ARRIVAL(frame.seq, frame.t, frame.t_sensor, ta)
+                    if frame.meta:
+                        self._add_meta(g, n // (8 * g.width), frame.meta)
+                except (struct.error, TypeError, ValueError, OverflowError):
+                    # Not int64 times, or an odd meta: the record path accepts
+                    # what it can (int() of a float stamp) and words the error.
+                    del ints[n:]
+                else:
+                    g.data += data.tobytes()
+                    if new_spec is not None or frame.sensor not in self._sensors:
+                        self._register(frame.sensor, new_spec)
+                    self._order.append(g.index)
+                    self._count += 1
+                    self._size += g.row_bytes
+                    return self._size
+        return self._add_record(frame, new_spec)
+
+    def _add_meta(self, g: ColumnGroup, row: int, meta: Mapping[str, Any]) -> None:
+        blob_len = len(self._blob)
+        try:
+            packed = self._packer.pack(meta)
+        except BaseException:
+            del self._blob[blob_len:]
+            raise
+        g.metas[row] = packed
+        self._size += len(packed) + len(self._blob) - blob_len
+
+    def _group(self, sensor: str, data: np.ndarray, no_arrival: bool) -> ColumnGroup | None:
+        """The column group for a payload like ``data``, or None if it goes to a record."""
+        dtype = data.dtype
+        if dtype.hasobject or data.ndim == 0 or not 0 < data.nbytes < COLUMN_MAX_BYTES:
+            return None
+        key = (sensor, dtype, data.shape, no_arrival)
+        g = self._groups.get(key)
+        if g is None:
+            if len(self._groups) >= MAX_GROUPS:
+                return None
+            g = self._groups[key] = ColumnGroup(
+                len(self._groups), sensor, dtype, data.shape, no_arrival
+            )
+        self._last[sensor] = g
+        return g
+
+    def _register(self, sensor: str, new_spec: Mapping[str, Any] | None) -> int:
+        sidx = self._sensors.get(sensor)
+        if sidx is None:
+            sidx = self._sensors[sensor] = len(self._sensors)
+            self._counts.append(0)
+            self._ranges.append(None)
+            if new_spec is None and self.on_new_sensor is not None:
+                new_spec = self.on_new_sensor(sensor)
+            if new_spec is not None:
+                self._new.append(new_spec)
+        return sidx
+
+    def _add_record(self, frame: Frame, new_spec: Mapping[str, Any] | None) -> int:
         sidx = self._sensors.get(frame.sensor)
         blob_len = len(self._blob)
         try:
@@ -209,50 +331,61 @@ class ChunkBuilder:
                 "lists and dicts",
                 found=str(err),
             ) from err
-        if sidx is None:
-            sidx = self._sensors[frame.sensor] = len(self._sensors)
-            self._counts.append(0)
-            self._ranges.append([t, t])
-            if new_spec is not None:
-                self._new.append(new_spec)
+        sidx = self._register(frame.sensor, new_spec)
         self._counts[sidx] += 1
         r = self._ranges[sidx]
-        if t < r[0]:
+        if r is None:
+            self._ranges[sidx] = [t, t]
+        elif t < r[0]:
             r[0] = t
         elif t > r[1]:
             r[1] = t
         self._records += packed
-        if self._count == 0:
+        if self._nrecords == 0:
             self._t0 = self._t1 = t
         else:
             self._t0 = min(self._t0, t)
             self._t1 = max(self._t1, t)
+        self._nrecords += 1
+        self._order.append(GENERIC)
         self._count += 1
-        return self.size
+        self._size += len(packed) + 1 + len(self._blob) - blob_len
+        return self._size
 
     def seal(self) -> SealedChunk:
         """Finish the chunk (must hold at least one frame) and reset the builder."""
         if self._count == 0:
             raise ValueError("cannot seal an empty chunk")
-        head = bytes([_ARRAY_HEADER]) + self._count.to_bytes(4, "big")
-        records_size = len(head) + len(self._records)
-        raw = bytearray(head)
-        raw += self._records
-        raw += bytes(-records_size % BLOB_ALIGN)
-        raw += self._blob
+        groups = [g for g in self._groups.values() if len(g)]
+        if groups:
+            raw, records_size, t0, t1 = self._seal_columns(groups)
+            kind = RecordKind.COLUMNS
+        else:
+            head = bytes([_ARRAY_HEADER]) + self._count.to_bytes(4, "big")
+            records_size = len(head) + len(self._records)
+            raw = bytearray(head)
+            raw += self._records
+            raw += bytes(-records_size % BLOB_ALIGN)
+            raw += self._blob
+            t0, t1 = self._t0, self._t1
+            kind = RecordKind.CHUNK
+        ranges = self._ranges
         meta = ChunkMeta(
             index=self.index,
-            t_start=self._t0,
-            t_end=self._t1,
+            t_start=t0,
+            t_end=t1,
             count=self._count,
             raw_size=len(raw),
             records_size=records_size,
             compression=Compression.ZSTD,
             sensors=tuple(self._sensors),
             counts=tuple(self._counts),
-            ranges=tuple((a, b) for a, b in self._ranges),
+            ranges=tuple((r[0], r[1]) for r in ranges if r is not None),
             new_specs=tuple(self._new),
+            kind=kind,
         )
+        if len(meta.ranges) != len(meta.sensors):
+            raise AssertionError("a registered sensor has no frames")  # pragma: no cover
         self.index += 1
         self._records = bytearray()
         self._blob = bytearray()
@@ -260,8 +393,70 @@ class ChunkBuilder:
         self._counts = []
         self._ranges = []
         self._new = []
+        self._groups = {}
+        self._last = {}
+        self._order = bytearray()
+        self._nrecords = 0
         self._count = 0
+        self._size = BLOB_ALIGN + 5
         return SealedChunk(raw, meta)
+
+    def _seal_columns(self, groups: list[ColumnGroup]) -> tuple[bytearray, int, int, int]:
+        """``(raw, records_size, t_start, t_end)`` of a columnar chunk (see FORMAT.md).
+
+        Columns are laid out after the records' blob by offset arithmetic and
+        the raw buffer is joined once, so payload bytes are copied once here.
+        """
+        t0, t1 = (self._t0, self._t1) if self._nrecords else (1 << 63, -(1 << 63))
+        remap = np.full(256, GENERIC, np.uint8)
+        blob: list[Any] = [self._blob]
+        end = len(self._blob)
+
+        def store(buf: Any, nbytes: int, dtype: np.dtype[Any], shape: list[int]) -> Any:
+            nonlocal end
+            pad = -end % BLOB_ALIGN
+            blob.append(bytes(pad))
+            blob.append(buf)
+            offset = end + pad
+            end = offset + nbytes
+            ref = [offset, _dtype_to_wire(dtype), shape]
+            return msgpack.ExtType(EXT_NDARRAY, msgpack.packb(ref, use_bin_type=True))
+
+        def column(c: np.ndarray) -> Any:
+            return store(c.data, c.nbytes, c.dtype, [len(c)])
+
+        packed_groups = []
+        for i, g in enumerate(groups):
+            remap[g.index] = i
+            cols = g.columns()
+            seq, t, ts = cols[:3]
+            lo, hi = int(t.min()), int(t.max())
+            t0, t1 = min(t0, lo), max(t1, hi)
+            sidx = self._sensors[g.sensor]
+            self._counts[sidx] += len(g)
+            r = self._ranges[sidx]
+            self._ranges[sidx] = [lo, hi] if r is None else [min(r[0], lo), max(r[1], hi)]
+            refs = [
+                sidx,
+                len(g),
+                column(seq),
+                column(t),
+                None if np.array_equal(ts, t) else column(ts),
+                None if g.no_arrival else column(cols[3]),
+                store(g.data, len(g.data), g.dtype, [len(g), *g.shape]),
+            ]
+            body = msgpack.packb(refs, use_bin_type=True)
+            packed_groups.append(b"\x98" + body[1:] + pack_metas(g))  # fixarray 7 -> 8
+        order = np.frombuffer(self._order, np.uint8)
+        single = len(groups) == 1 and self._nrecords == 0
+        order_ref = None if single else column(remap[order])
+        head = [b"\x93\xdc" + len(groups).to_bytes(2, "big"), *packed_groups]
+        head.append(msgpack.packb(order_ref, use_bin_type=True))
+        head.append(b"\xdd" + self._nrecords.to_bytes(4, "big"))
+        head.append(self._records)
+        records_size = sum(len(h) for h in head)
+        head.append(bytes(-records_size % BLOB_ALIGN))
+        return bytearray().join(head + blob), records_size, t0, t1
 
     def _default(self, obj: Any) -> Any:
         if isinstance(obj, np.ndarray):
@@ -387,10 +582,45 @@ def decompress_chunk(
     return raw
 
 
-def decode_frames(
+class DecodedChunk:
+    """A decompressed, validated chunk: its frames on demand, in recorded order.
+
+    Everything is checked when it is built (:func:`decode_chunk`), so iterating
+    never raises; frames of a columnar chunk are built as the iterator reaches
+    them, and a filter selects rows before any frame exists.
+    """
+
+    __slots__ = ("_columns", "_frames", "meta")
+
+    def __init__(
+        self, meta: ChunkMeta, frames: list[Frame], columns: ColumnChunk | None = None
+    ) -> None:
+        self.meta = meta
+        self._frames = frames
+        self._columns = columns
+
+    def frames(
+        self,
+        wanted: frozenset[str] | None = None,
+        start: int | None = None,
+        end: int | None = None,
+    ) -> Iterator[Frame]:
+        """Frames of ``wanted`` sensors (all if None) with ``start <= t < end``."""
+        if self._columns is not None:
+            return self._columns.frames(wanted, start, end)
+        if wanted is None and start is None and end is None:
+            return iter(self._frames)
+        lo = -(1 << 63) if start is None else start
+        hi = 1 << 63 if end is None else end
+        return (
+            f for f in self._frames if lo <= f.t < hi and (wanted is None or f.sensor in wanted)
+        )
+
+
+def decode_chunk(
     raw: np.ndarray[Any, np.dtype[np.uint8]], meta: ChunkMeta, *, where: str = ""
-) -> list[Frame]:
-    """Every frame of a chunk, in recorded order; arrays are read-only views of ``raw``."""
+) -> DecodedChunk:
+    """Decode and validate a raw chunk of either kind; arrays are read-only views of ``raw``."""
     blob_start = blob_offset(meta.records_size)
     blob_len = len(raw) - blob_start
 
@@ -411,9 +641,9 @@ def decode_frames(
             return arr
         return np.frombuffer(raw, dtype, count, blob_start + offset).reshape(shape)
 
-    names = meta.sensors
+    columnar = meta.kind == RecordKind.COLUMNS
     try:
-        rows = msgpack.unpackb(
+        head = msgpack.unpackb(
             raw.data[: meta.records_size],
             ext_hook=ext_hook,
             raw=False,
@@ -421,16 +651,40 @@ def decode_frames(
         )
     except Exception as err:  # msgpack raises many types on garbage; all mean "corrupt"
         raise _corrupt(meta, where, f"its records do not decode ({err})") from err
-    if not isinstance(rows, list) or len(rows) != meta.count:
-        raise _corrupt(meta, where, f"it holds {_len(rows)} records, its meta says {meta.count}")
+    if columnar:
+        if not isinstance(head, list) or len(head) != 3 or not isinstance(head[2], list):
+            raise _corrupt(meta, where, "its column head is not [groups, order, records]")
+        rows = head[2]
+    else:
+        rows = head
+        if not isinstance(rows, list) or len(rows) != meta.count:
+            raise _corrupt(
+                meta, where, f"it holds {_len(rows)} records, its meta says {meta.count}"
+            )
+    names = meta.sensors
     frames: list[Frame] = []
     append = frames.append
     try:
         for sidx, seq, t, ts, ta, data, fmeta in rows:
+            if type(sidx) is not int or sidx < 0:
+                raise IndexError(f"sensor index {sidx!r}")
             append(Frame(names[sidx], seq, t, data, t if ts is None else ts, ta, fmeta or {}))
     except (TypeError, ValueError, IndexError) as err:
         raise _corrupt(meta, where, f"record {len(frames)} is malformed ({err})") from err
-    return frames
+    if not columnar:
+        return DecodedChunk(meta, frames)
+    try:
+        columns = ColumnChunk(head, names, frames, meta.count)
+    except ValueError as err:
+        raise _corrupt(meta, where, f"its columns are malformed ({err})") from err
+    return DecodedChunk(meta, frames, columns)
+
+
+def decode_frames(
+    raw: np.ndarray[Any, np.dtype[np.uint8]], meta: ChunkMeta, *, where: str = ""
+) -> list[Frame]:
+    """Every frame of a chunk, in recorded order; arrays are read-only views of ``raw``."""
+    return list(decode_chunk(raw, meta, where=where).frames())
 
 
 def blob_offset(records_size: int) -> int:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import os
 import threading
 import time
@@ -109,15 +110,13 @@ def encode_chunk(sealed: SealedChunk, level: int) -> tuple[ChunkMeta, list[bytes
         payload = bytes(sealed.raw)
         meta = _replace_compression(meta, Compression.NONE)
     meta_bytes = _pack(meta.to_msgpack())
-    prelude = pack_prelude(RecordKind.CHUNK, meta_bytes, len(payload), crc32(payload))
+    prelude = pack_prelude(meta.kind, meta_bytes, len(payload), crc32(payload))
     parts = [prelude, meta_bytes, payload]
     return meta, parts, sum(len(p) for p in parts)
 
 
 def _replace_compression(meta: ChunkMeta, compression: Compression) -> ChunkMeta:
-    d = meta.to_msgpack()
-    d["z"] = int(compression)
-    return ChunkMeta.from_msgpack(d)
+    return dataclasses.replace(meta, compression=compression)
 
 
 def part_path(path: Path, part: int) -> Path:
@@ -169,15 +168,18 @@ class Recorder:
         self._split_ns = None if split_seconds is None else int(split_seconds * 1e9)
         self._durable = durable
 
-        self._lock = threading.Condition()
+        self._mutex = threading.Lock()
+        self._lock = threading.Condition(self._mutex)
         self._room = threading.Semaphore(max_pending)
-        self._builder = ChunkBuilder()
+        self._builder = ChunkBuilder(on_new_sensor=self._new_sensor)
         self._opened_at = 0.0  # monotonic time of the open chunk's first frame
         self._jobs: collections.deque[Future[tuple[ChunkMeta, list[bytes], int]] | None] = (
             collections.deque()
         )
-        self._counts: collections.Counter[str] = collections.Counter()
-        self._frames = 0
+        self._counts: collections.Counter[str] = collections.Counter()  # in sealed chunks
+        self._seen: set[str] = set()
+        self._chunk_open = False
+        self._sealed_frames = 0
         self._closing = False
         self._closed = False
         self._error: BaseException | None = None
@@ -215,7 +217,14 @@ class Recorder:
         a payload that cannot be stored (nothing is written for it) and
         :class:`RecorderClosed` after ``close()`` or a writer failure.
         """
-        if self._add(frame):
+        # _add inlined: this is the per-frame cost of every recording.
+        with self._mutex:
+            if self._closing or self._error is not None:
+                self._check_open()
+            if not self._chunk_open:
+                self._open_chunk()
+            full = self._builder.add(frame) >= self.chunk_bytes
+        if full:
             self._seal(block=True)
 
     async def send(self, frame: Frame) -> None:
@@ -233,22 +242,32 @@ class Recorder:
         self._raise_if_failed()
 
     def _add(self, frame: Frame) -> bool:
-        with self._lock:
-            self._check_open()
-            first = frame.sensor not in self._counts
-            spec = None
-            if first:
-                known = self._specs.get(frame.sensor)
-                if known is None:
-                    known = self._specs[frame.sensor] = SensorSpec(frame.sensor)
-                spec = known.to_dict()
-            if self._builder.count == 0:
-                self._opened_at = time.monotonic()
-                self._lock.notify_all()  # the flush timer starts now
-            size = self._builder.add(frame, spec)
-            self._counts[frame.sensor] += 1
-            self._frames += 1
-            return size >= self.chunk_bytes
+        """Add ``frame`` to the open chunk; True when the chunk is full."""
+        with self._mutex:  # a plain lock: the Condition's Python-level enter costs more
+            if self._closing or self._error is not None:
+                self._check_open()
+            if not self._chunk_open:
+                self._open_chunk()
+            return self._builder.add(frame) >= self.chunk_bytes
+
+    def _new_sensor(self, sensor: str) -> dict[str, Any] | None:
+        """The spec to store with ``sensor``'s first accepted frame of the file, else None.
+
+        The builder calls this (under the lock) when a chunk first holds a
+        frame of ``sensor``, after that frame was accepted.
+        """
+        if sensor in self._seen:
+            return None
+        self._seen.add(sensor)
+        known = self._specs.get(sensor)
+        if known is None:
+            known = self._specs[sensor] = SensorSpec(sensor)
+        return known.to_dict()
+
+    def _open_chunk(self) -> None:
+        self._chunk_open = True
+        self._opened_at = time.monotonic()
+        self._lock.notify_all()  # the flush timer starts now
 
     def _seal(self, block: bool) -> bool:
         """Hand the open chunk to the pool. False if ``block`` is false and no room."""
@@ -259,6 +278,9 @@ class Recorder:
                 self._room.release()
                 return True
             sealed = self._builder.seal()
+            self._chunk_open = False
+            self._sealed_frames += sealed.meta.count
+            self._counts.update(dict(zip(sealed.meta.sensors, sealed.meta.counts, strict=True)))
             self._jobs.append(self._pool.submit(encode_chunk, sealed, self._level))
             self._lock.notify_all()
         return True
@@ -328,8 +350,8 @@ class Recorder:
     def statistics(self) -> RecorderStatistics:
         with self._lock:
             return RecorderStatistics(
-                frames=self._frames,
-                frames_by_sensor=dict(self._counts),
+                frames=self._sealed_frames + self._builder.count,
+                frames_by_sensor=dict(self._counts + self._builder.sensor_counts()),
                 chunks_written=self._chunks_written,
                 pending_chunks=sum(1 for j in self._jobs if j is not None),
                 raw_bytes=self._raw_written,
@@ -339,7 +361,8 @@ class Recorder:
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "failed" if self._error else "open"
-        return f"Recorder('{self.path}', {state}, frames={self._frames})"
+        frames = self._sealed_frames + self._builder.count
+        return f"Recorder('{self.path}', {state}, frames={frames})"
 
     # -- the writer thread ------------------------------------------------
 

@@ -185,7 +185,7 @@ def hostile_file(path: Path, raw_size: int) -> None:
     new_meta = msgpack.packb(meta)
     old_len = PRELUDE.size + PRELUDE.unpack_from(data, chunk.offset)[2]
     payload_crc = PRELUDE.unpack_from(data, chunk.offset)[5]
-    prelude = pack_prelude(RecordKind.CHUNK, new_meta, chunk.stored_size, payload_crc)
+    prelude = pack_prelude(chunk.kind, new_meta, chunk.stored_size, payload_crc)
     data[chunk.offset : chunk.offset + old_len] = prelude + new_meta
     path.write_bytes(bytes(data[: chunk.offset + PRELUDE.size + len(new_meta) + chunk.stored_size]))
 
