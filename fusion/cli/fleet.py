@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from fusion.cli.common import console_for
@@ -46,10 +47,10 @@ def run(args: argparse.Namespace) -> int:
             config = config.model_copy(update={"fleet": fleet})
         report = _execute(config, args, console)
     except ConfigError as err:
-        console.print(f"[red]error:[/red] {err}")
+        console.print(f"[red]error:[/red] {escape(str(err))}")
         return 2
     except ImportError as err:
-        console.print(f"[red]error:[/red] {err}")
+        console.print(f"[red]error:[/red] {escape(str(err))}")
         return 2
     table = Table(title=f"fleet: {len(report.recordings)} recording(s) in {report.elapsed_s:.1f} s")
     for column in ("recording", "status", "groups", "parts", "results / error"):
@@ -57,11 +58,11 @@ def run(args: argparse.Namespace) -> int:
     for r in report.recordings:
         colour = {"written": "green", "skipped": "cyan"}.get(r.status, "red")
         table.add_row(
-            r.path,
+            escape(r.path),
             f"[{colour}]{r.status}[/{colour}]",
             str(r.groups) if r.status == "written" else "",
             str(r.parts or ""),
-            r.error or r.output,
+            escape(r.error or r.output),
         )
     console.print(table)
     if report.plan is not None:

@@ -113,3 +113,24 @@ def assert_same_groups(got: list[ResultGroup], expected: list[ResultGroup]) -> N
         assert a.results.keys() == b.results.keys()
         for name in a.results:
             np.testing.assert_array_equal(a.results[name], b.results[name])
+
+
+def write_run_file(path: Path, recordings: list[Path], output: Path) -> Path:
+    """The shared run config as a RUN.toml."""
+    lines = [
+        "[fleet]",
+        f"recordings = {[str(r) for r in recordings]!r}".replace("'", '"'),
+        f'output = "{output}"',
+        "",
+        "[sync]",
+        'policy = "nearest"',
+        'reference = "lidar"',
+        "tolerance_ms = 20",
+        "windows_ms = { imu = [50, 49] }",
+    ]
+    for worker in WORKERS:
+        lines += ["", "[[workers]]"]
+        for key, value in worker.items():
+            lines.append(f"{key} = {value!r}".replace("'", '"'))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path

@@ -20,7 +20,13 @@ from fusion.distributed.tasks import iterate_blocking
 from fusion.errors import ConfigError
 from fusion.frames import Frame, FrameGroup
 
-from .fleet_helpers import SYNC, assert_same_groups, local_pipeline_groups, run_config
+from .fleet_helpers import (
+    SYNC,
+    assert_same_groups,
+    local_pipeline_groups,
+    run_config,
+    write_run_file,
+)
 
 # -- resources ------------------------------------------------------------------------------
 
@@ -254,3 +260,29 @@ def test_iterate_blocking_raises_the_producers_error() -> None:
 
     with pytest.raises(ValueError, match="producer broke"):
         list(iterate_blocking(failing))
+
+
+def test_the_cli_runs_the_local_loop_and_lists_each_recording(
+    drives: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fusion.cli import main
+
+    run = write_run_file(tmp_path / "RUN.toml", drives[1:], tmp_path / "out")
+    assert main(["fleet", str(run), "--local"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("written") == 2
+    assert (tmp_path / "out" / "drive-b.results.hfr").exists()
+
+
+def test_the_cli_names_the_extra_when_ray_is_missing(
+    drives: list[Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from fusion.cli import main
+
+    monkeypatch.setitem(sys.modules, "ray", None)
+    run = write_run_file(tmp_path / "RUN.toml", drives[1:], tmp_path / "out")
+    assert main(["fleet", str(run)]) == 2
+    assert "pip install 'hyperframes[ray]'" in capsys.readouterr().out.replace("\n", "")

@@ -17,7 +17,12 @@ ray = pytest.importorskip("ray")
 from fusion.distributed import read_results, run_fleet  # noqa: E402
 from fusion.frames import FrameGroup  # noqa: E402
 
-from .fleet_helpers import assert_same_groups, local_pipeline_groups, run_config  # noqa: E402
+from .fleet_helpers import (  # noqa: E402
+    assert_same_groups,
+    local_pipeline_groups,
+    run_config,
+    write_run_file,
+)
 
 pytestmark = [
     # Ray's own machinery, in this process: its gRPC/asyncio threads leave
@@ -101,3 +106,17 @@ def test_a_read_task_killed_midway_is_retried_without_losing_or_repeating_groups
     for drive in drives[1:]:
         got = read_results(tmp_path / "out" / f"{drive.stem}.results.hfr")
         assert_same_groups(got, local_pipeline_groups(drive))
+
+
+def test_the_cli_runs_a_run_file_on_ray(
+    drives: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fusion.cli import main
+
+    run = write_run_file(tmp_path / "RUN.toml", drives[2:], tmp_path / "out")
+    assert main(["fleet", str(run), "--no-progress", "--actors", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "written" in out
+    assert "resources: 1 actor(s) x 1 CPU, 1 CPU per read task" in out
+    got = read_results(tmp_path / "out" / "drive-c.results.hfr")
+    assert_same_groups(got, local_pipeline_groups(drives[2]))
