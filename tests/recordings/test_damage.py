@@ -20,7 +20,7 @@ from fusion.errors import (
 )
 from fusion.frames import Frame
 from recordings import Recorder, open_recording
-from recordings.format import PRELUDE, RecordKind, pack_prelude
+from recordings.format import PRELUDE, pack_prelude
 
 from .helpers import make_frames, same_frame
 

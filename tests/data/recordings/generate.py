@@ -2,8 +2,10 @@
 
 Layout, after mcap's ``tests/conformance/data``::
 
-    <Feature>/<Feature>-<variant>.hfr    the file
+    <Feature>/<Feature>-<variant>.hfr    the file (current format version)
     <Feature>/<Feature>-<variant>.json   what a reader must find in it
+    v1.0/<Feature>/...                   files written by the 1.0 writer: frozen,
+                                         never regenerated, still read by every reader
 
 Variants of every feature: ``ok`` (closed by its writer), ``nofooter`` (the
 writer was killed: no index, no trailer), ``truncated`` (cut inside the last
@@ -61,10 +63,35 @@ def payload_types() -> list[Frame]:
     ] * 8
 
 
+def columns() -> list[Frame]:
+    """1.1 columnar groups mixed with records: metas, t_sensor, no arrival, two dtypes."""
+    out = []
+    for i in range(36):
+        t = i * 2 * MS
+        out.append(
+            Frame(
+                "imu",
+                i,
+                t,
+                np.arange(6, dtype="<f8") + i,
+                t_sensor=t - i % 3,
+                t_arrival=t + 5,
+                meta={"t_true": t - 1} if i % 4 == 0 else {},
+            )
+        )
+        if i % 3 == 0:
+            out.append(Frame("gps", i // 3, t + 1, np.array([i, -i], ">i4")))
+        if i % 5 == 0:
+            out.append(Frame("imu", 1000 + i, t + 2, np.arange(3, dtype="<f4"), t_arrival=t))
+            out.append(Frame("log", i // 5, t + 3, {"text": f"event {i}"}))
+    return out
+
+
 FEATURES: dict[str, Callable[[], list[Frame]]] = {
     "OneSensor": one_sensor,
     "MultiSensor": multi_sensor,
     "PayloadTypes": payload_types,
+    "Columns": columns,
 }
 
 
@@ -144,7 +171,7 @@ def write(feature: str, frames: list[Frame]) -> None:
 def main() -> None:
     for feature, make in FEATURES.items():
         write(feature, make())
-    print(f"wrote {len(list(ROOT.glob('*/*.hfr')))} files under {ROOT}")
+    print(f"wrote {sum(len(list((ROOT / f).glob('*.hfr'))) for f in FEATURES)} files under {ROOT}")
 
 
 if __name__ == "__main__":
