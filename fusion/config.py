@@ -177,6 +177,10 @@ class RecorderConfig(_Model):
     split_duration_s: float | None = Field(None, gt=0)
     flush_interval_s: float = Field(1.0, gt=0)
     metadata: dict[str, str] = {}
+    video: dict[str, str] = {}
+    """Camera sensors recorded as encoded video: ``{ cam = "h264" }`` (``hevc``, ``ffv1``
+    lossless, ``copy`` the source's own packets; options as ``"h264:crf=28,gop=60"``);
+    see :mod:`adapters.video.recording`."""
 
 
 class PipelineSection(_Model):
@@ -203,6 +207,7 @@ class PipelineConfig(_Model):
         wanted = set(self.sync.sensors or ()) | set(self.sync.optional) | set(self.sync.windows_ms)
         wanted |= {self.sync.reference} if self.sync.reference else set()
         wanted |= {s.sensor for s in self.stages} | {w.input for w in self.workers}
+        wanted |= set(self.recorder.video) if self.recorder else set()
         unknown = sorted(wanted - known)
         if unknown and not any(s.type == "replay" for s in self.sources):
             raise ValueError(
@@ -306,7 +311,12 @@ def build_pipeline(
         for s in config.sources
         if (sensors is None or s.name in sensors) and s.name not in exclude
     ]
-    sources = [_build_source(s) for s in chosen] + list(extra_sources)
+    copied = {
+        name
+        for name, codec in (config.recorder.video if config.recorder else {}).items()
+        if codec.partition(":")[0].strip().lower() == "copy"
+    }
+    sources = [_build_source(s, copied) for s in chosen] + list(extra_sources)
     if not sources:
         raise ConfigError("no source left after --sensors/--exclude")
     specs: list[SensorSpec] = []
@@ -367,7 +377,7 @@ def _build_clock(cfg: ClockConfig, spec: Any) -> Any:
     )
 
 
-def _build_source(cfg: Any) -> Any:
+def _build_source(cfg: Any, copied: set[str] | None = None) -> Any:
     if isinstance(cfg, SyntheticConfig):
         from adapters.synthetic import SensorTiming, SyntheticCamera, SyntheticImu, SyntheticLidar
 
@@ -402,6 +412,7 @@ def _build_source(cfg: Any) -> Any:
             size=cfg.size,
             hwaccel=cfg.hwaccel,
             live=cfg.live,
+            keep_packets=cfg.name in (copied or ()),
         )
     if isinstance(cfg, VelodyneConfig):
         from adapters.lidar import VelodyneSource
@@ -523,9 +534,16 @@ def _build_recorder(
         "split_seconds": cfg.split_duration_s,
         "flush_interval": cfg.flush_interval_s,
     }
+    video = dict(cfg.video)
     for key, value in overrides.items():
         if key == "metadata":
             options["metadata"] = {**options["metadata"], **value}
+        elif key == "video":
+            video.update(value or {})
         elif value is not None:
             options[key] = value
+    if video:
+        from adapters.video.recording import VideoRecorder
+
+        return VideoRecorder(target, video=video, sensors=specs, **options)
     return Recorder(target, sensors=specs, **options)

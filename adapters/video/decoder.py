@@ -92,6 +92,9 @@ class DecodeOptions:
     backoff_initial: float = 0.1
     backoff_max: float = 5.0
     max_reconnects: int | None = None
+    keep_packets: bool = False
+    """Attach each frame's demuxed packets (``meta["packets"]``) and the stream's
+    decoder parameters (``meta["codec"]``), for recording without re-encoding."""
 
 
 class _HardwareFailed(Exception):
@@ -123,6 +126,8 @@ class DecoderThread:
         self._pending_gap: Reconnected | None = None
         self._report = hw.HWAccelReport(opts.hwaccel)
         self._software_only = opts.hwaccel is None
+        self._kept: list[tuple[bytes, int | None, int | None, bool]] = []
+        self._codec: dict[str, Any] | None = None
 
     def start(self) -> None:
         self._thread.start()
@@ -274,6 +279,8 @@ class DecoderThread:
         ctx = stream.codec_context
         verifying = report.used is not None
         delivered = 0
+        self._kept = []
+        self._codec = _codec_params(stream, opts.pixel_format) if opts.keep_packets else None
         for packet in self._packets(container, stream):
             if self.stopping:
                 return
@@ -285,6 +292,8 @@ class DecoderThread:
                     self._lose("undecodable", lost, timeline, "no frame came out of it")
                 if t_arrival is not None and pts is not None:
                     arrivals[pts] = t_arrival
+                if self._codec is not None:
+                    self._kept.append((bytes(packet), pts, packet.dts, bool(packet.is_keyframe)))
             try:
                 frames = ctx.decode(None if flushing else packet)
             except av.error.FFmpegError as err:
@@ -351,6 +360,9 @@ class DecoderThread:
             "pts_source": pts_source,
             "key_frame": frame.key_frame,
         }
+        if self._codec is not None:
+            meta["packets"], self._kept = self._kept, []
+            meta["codec"] = self._codec
         if self.opts.live:
             meta["connection"] = connection
             if self._pending_gap is not None:
@@ -382,6 +394,20 @@ class DecoderThread:
     def _emit(self, event: Event) -> None:
         if self.prefetch.put(event, droppable=False) is None:
             self._stop.set()
+
+
+def _codec_params(stream: VideoStream, pixel_format: str) -> dict[str, Any]:
+    """What a decoder of this stream's packets needs (see :mod:`adapters.video.packets`)."""
+    ctx = stream.codec_context
+    extradata = ctx.extradata
+    return {
+        "codec": ctx.codec.name,
+        "width": ctx.width,
+        "height": ctx.height,
+        "pix_fmt": ctx.pix_fmt or "",
+        "format": pixel_format if pixel_format in ("rgb24", "bgr24", "gray") else "rgb24",
+        "extradata": bytes(extradata) if extradata else None,
+    }
 
 
 def _transient(err: SourceOpenError) -> bool:

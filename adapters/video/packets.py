@@ -22,7 +22,8 @@ packet is not out yet (encoder delay, reordering) and releases everything in
 order as packets come out. Without B-frames, which is how the encoders here
 are set up, the file order is exactly the arrival order. A packet whose frame
 is never seen (a copied packet that did not decode at the source) is dropped
-after :attr:`PacketOrder.max_wait` entries and counted.
+as soon as a later frame is seen (frames come out in PTS order), or after
+:attr:`PacketOrder.max_wait` entries, and counted.
 """
 
 from __future__ import annotations
@@ -214,8 +215,9 @@ class PacketOrder:
             packet = track.out[0]
             frame = track.frames.pop(packet.frame_key, None)
             if frame is None:
-                if not forced:
-                    return False  # its frame has not arrived yet: wait for it
+                if not forced and not _before(packet.frame_key, head.key):
+                    return False  # its frame comes later (B-frame order): wait for it
+                # Its frame was lost at the source (output is in PTS order).
                 track.out.popleft()
                 self.orphans[head.sensor] = self.orphans.get(head.sensor, 0) + 1
                 continue
@@ -262,3 +264,11 @@ class PacketOrder:
             )
             track.marker_seq += 1
             self.keyframes[sensor] = self.keyframes.get(sensor, 0) + 1
+
+
+def _before(a: Hashable, b: Hashable) -> bool:
+    """Whether frame key ``a`` orders before ``b`` (keys without an order: yes)."""
+    try:
+        return bool(a < b)  # type: ignore[operator]
+    except TypeError:
+        return True

@@ -119,6 +119,10 @@ class VideoSource(Source):
       stream's own times, ``None`` starts the first frame at 0.
     * ``read_timeout``: seconds without data before a live input counts as
       dropped.
+    * ``keep_packets``: also attach each frame's demuxed packets
+      (``meta["packets"]``, decode order) and the stream's decoder parameters
+      (``meta["codec"]``), so a :class:`~adapters.video.recording.VideoRecorder`
+      with ``"copy"`` records the stream's own packets without re-encoding.
     """
 
     def __init__(
@@ -149,6 +153,7 @@ class VideoSource(Source):
         clock: ClockModel | None = None,
         overflow: Overflow | None = None,
         capacity: int = 64,
+        keep_packets: bool = False,
     ) -> None:
         url = str(url)
         live = is_live(url, input_format) if live is None else live
@@ -203,6 +208,7 @@ class VideoSource(Source):
             backoff_initial=backoff[0],
             backoff_max=backoff[1],
             max_reconnects=max_reconnects,
+            keep_packets=keep_packets,
         )
         self.prefetch = prefetch
         self.info: VideoInfo | None = None

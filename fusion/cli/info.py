@@ -58,10 +58,17 @@ def run(args: argparse.Namespace) -> int:
             with open_recording(part, use_index=not args.scan) as log:
                 summary = log.summary()
                 deep = None if args.quick else sensor_details(log)
+                video = {} if args.quick else video_details(log)
+            for name, track in video.items():
+                assert deep is not None
+                deep.setdefault(name, {})["video"] = track
+                deep[name]["payload"] = f"{track['codec']} {track['width']}x{track['height']}"
             documents.append(describe(summary, deep))
             if not args.json:
                 console.print(summary_table(summary))
                 console.print(sensor_table(summary, deep))
+                if video:
+                    console.print(video_table(video))
                 for line in summary.damage:
                     console.print(f"[yellow]damage:[/yellow] {line}", highlight=False)
     except (OSError, RecordingError) as err:
@@ -89,6 +96,34 @@ def sensor_details(log: Any) -> dict[str, dict[str, Any]]:
         gaps = int(np.clip(np.diff(s) - 1, 0, None).sum()) + int(s[0]) if len(s) else 0
         out[name] = {"dropped": gaps, "payload": payload[name], **clock_fit(times[name])}
     return out
+
+
+def video_details(log: Any) -> dict[str, dict[str, Any]]:
+    """Per sensor recorded as encoded video: codec, size, rate, bytes and ratio vs raw pixels."""
+    from adapters.video.playback import describe_tracks
+
+    return {name: track.as_dict() for name, track in describe_tracks(log).items()}
+
+
+def video_table(video: dict[str, dict[str, Any]]) -> Table:
+    """The encoded video sensors: codec, size, rate, key frames and the achieved ratio."""
+    table = Table(title="encoded video")
+    for col in ("sensor", "codec", "size", "Hz", "packets", "key frames", "stored", "raw", "ratio"):
+        table.add_column(col, justify="left" if col in ("sensor", "codec") else "right")
+    for name, v in video.items():
+        codec = v["codec"] if v["encoder"] in ("", v["codec"]) else f"{v['codec']} ({v['encoder']})"
+        table.add_row(
+            name,
+            codec,
+            f"{v['width']}x{v['height']} {v['pix_fmt']}",
+            "-" if v["rate_hz"] is None else f"{v['rate_hz']:.2f}",
+            str(v["packets"]),
+            str(v["keyframes"]),
+            human_bytes(v["encoded_bytes"]),
+            human_bytes(v["raw_bytes"]),
+            f"{v['ratio']:.1f}x",
+        )
+    return table
 
 
 def clock_fit(rows: list[tuple[int, int, int]]) -> dict[str, Any]:

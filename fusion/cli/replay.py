@@ -80,15 +80,19 @@ def open_source(args: argparse.Namespace) -> Any:
 
     sensors = args.sensors
     topics = args.topic
+    encoded_video = False
     if is_bag(args.file):
         probe = open_any_source(args.file, topics, speed=None)
         t0 = probe.start_time  # type: ignore[attr-defined]
         probe.close()  # type: ignore[attr-defined]
     else:
+        from adapters.video.packets import video_sensors
         from recordings import open_recording
 
         with open_recording(args.file) as log:
-            t0 = log.summary().t_start or 0
+            summary = log.summary()
+            t0 = summary.t_start or 0
+        encoded_video = bool(video_sensors(list(summary.sensors)))
     start = t0 + int(args.start_offset * 1e9) if args.start_offset else None
     end = None
     if args.duration is not None:
@@ -96,6 +100,12 @@ def open_source(args: argparse.Namespace) -> Any:
     options: dict[str, Any] = {"loop": True} if args.loop else {}
     if is_bag(args.file) and args.loop:
         raise ValueError("--loop is supported for .hfr recordings, not bags")
+    if not is_bag(args.file) and encoded_video:
+        from adapters.video.playback import VideoReplay
+
+        if args.loop:
+            raise ValueError("--loop is not supported for recordings with encoded video")
+        return VideoReplay(args.file, None, sensors=sensors, start=start, end=end)
     return open_any_source(
         args.file, topics, speed=None, sensors=sensors, start=start, end=end, **options
     )
