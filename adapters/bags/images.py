@@ -82,16 +82,32 @@ def encoding_for(array: np.ndarray) -> str:
 
 def decode_image(msg: Any) -> tuple[np.ndarray, dict[str, Any]]:
     """A deserialised ``sensor_msgs/Image`` as ``(array, meta)``; ``DecodeError`` if wrong."""
-    encoding = str(msg.encoding)
-    height, width, step = int(msg.height), int(msg.width), int(msg.step)
+    return image_from_buffer(
+        str(msg.encoding),
+        int(msg.height),
+        int(msg.width),
+        int(msg.step),
+        bool(msg.is_bigendian),
+        np.asarray(msg.data, dtype=np.uint8).reshape(-1),
+    )
+
+
+def image_from_buffer(
+    encoding: str, height: int, width: int, step: int, bigendian: bool, buf: np.ndarray
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """The pixels of an image message's fields, ``buf`` its ``data`` as a flat uint8 array.
+
+    Shared by :func:`decode_image` (a deserialised message) and the raw CDR
+    path of :mod:`adapters.bags.rawdecode`, so both give the same array and
+    the same errors.
+    """
     try:
         sample, channels = image_layout(encoding)
     except ValueError as err:
         raise DecodeError(f"{err}; supported: {', '.join(SUPPORTED_ENCODINGS)}") from None
-    if msg.is_bigendian:
+    if bigendian:
         sample = sample.newbyteorder(">")
     row = width * channels * sample.itemsize
-    buf = np.asarray(msg.data, dtype=np.uint8).reshape(-1)
     if step < row or buf.size < step * height:
         raise DecodeError(
             f"image {width}x{height} {encoding} needs {row} bytes a row and {step * height} "
@@ -115,8 +131,11 @@ class CompressedImageDecoder:
         self._codecs: dict[str, Any] = {}
 
     def __call__(self, msg: Any) -> tuple[Any, dict[str, Any]]:
-        fmt = str(msg.format)
-        raw = np.asarray(msg.data, dtype=np.uint8).tobytes()
+        return self.from_buffer(str(msg.format), np.asarray(msg.data, dtype=np.uint8))
+
+    def from_buffer(self, fmt: str, data: np.ndarray) -> tuple[Any, dict[str, Any]]:
+        """Decode one image given its ``format`` and ``data`` (a uint8 array)."""
+        raw = data.tobytes()
         if not self.decode:
             return raw, {"format": fmt}
         codec = _codec_name(fmt)

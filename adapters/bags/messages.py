@@ -84,6 +84,18 @@ def message_to_arrays(msg: Any) -> dict[str, np.ndarray]:
     return out
 
 
+_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    """A message class's field names, looked up once per class."""
+    names = _NAMES.get(cls)
+    if names is None:
+        fields = cls.__dataclass_fields__  # type: ignore[attr-defined]
+        names = _NAMES[cls] = tuple(n for n in fields if not n.startswith("__"))
+    return names
+
+
 def _flatten(value: Any, key: str, out: dict[str, np.ndarray], depth: int) -> None:
     if depth > _MAX_DEPTH:
         return
@@ -94,9 +106,9 @@ def _flatten(value: Any, key: str, out: dict[str, np.ndarray], depth: int) -> No
     elif isinstance(value, list):
         _flatten_list(value, key, out, depth)
     elif hasattr(value, "__dataclass_fields__"):
-        for name in value.__dataclass_fields__:
-            if not name.startswith("__"):
-                _flatten(getattr(value, name), f"{key}.{name}" if key else name, out, depth + 1)
+        prefix = f"{key}." if key else ""
+        for name in _field_names(type(value)):
+            _flatten(getattr(value, name), prefix + name, out, depth + 1)
 
 
 def _flatten_list(items: list[Any], key: str, out: dict[str, np.ndarray], depth: int) -> None:
@@ -116,10 +128,23 @@ def _flatten_list(items: list[Any], key: str, out: dict[str, np.ndarray], depth:
 
 def decode_generic(msg: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Fallback for every other type: :func:`message_to_arrays` without the header."""
-    data = message_to_arrays(msg)
-    for name in [k for k in data if k.startswith("header.")]:
-        del data[name]
+    data: dict[str, np.ndarray] = {}
+    if not hasattr(msg, "__dataclass_fields__"):
+        _flatten(msg, "", data, 0)
+        return data, {}
+    for name in _field_names(type(msg)):
+        value = getattr(msg, name)
+        if name == "header" and _is_message(value):
+            continue  # its stamp is the frame's t_sensor, its frame_id in meta
+        _flatten(value, name, data, 1)
     return data, {}
+
+
+def _is_message(value: Any) -> bool:
+    """A message, or a non-empty list of them (what flattens to ``"name.*"`` keys)."""
+    if isinstance(value, list):
+        return bool(value) and hasattr(value[0], "__dataclass_fields__")
+    return hasattr(value, "__dataclass_fields__")
 
 
 @dataclass(frozen=True, slots=True)

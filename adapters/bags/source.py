@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.bags.messages import Decoder, decoder_info, header_stamp
+from adapters.bags.rawdecode import RAW_ERRORS, Malformed, RawDecoder, raw_decoder, standard_layout
 from adapters.base import Source
 from fusion.errors import DecodeError, SourceOpenError
 from fusion.frames import Frame, SensorSpec
@@ -42,6 +43,9 @@ from fusion.timing import current_clock
 
 _BATCH_MESSAGES = 256
 _BATCH_BYTES = 8 << 20
+
+_Route = tuple[str, str, Decoder, RawDecoder | None]
+"""``(sensor, topic, decoder, raw decoder or None)`` of one connection."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +78,8 @@ def parse_topics(items: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def _open_reader(path: Path) -> Any:
+def _open_reader(path: Path) -> tuple[Any, Any]:
+    """An open ``AnyReader`` and the standard typestore of the bag's ROS version."""
     try:
         from rosbags.highlevel import AnyReader
         from rosbags.typesys import Stores, get_typestore
@@ -83,9 +88,10 @@ def _open_reader(path: Path) -> Any:
             "reading ROS bags needs the 'rosbags' package (pip install 'hyperframes[interop]')"
         ) from err
     store = Stores.ROS1_NOETIC if path.suffix == ".bag" else Stores.ROS2_HUMBLE
-    reader = AnyReader([path], default_typestore=get_typestore(store))
+    standard = get_typestore(store)
+    reader = AnyReader([path], default_typestore=standard)
     reader.open()
-    return reader
+    return reader, standard
 
 
 class BagSource(Source):
@@ -116,7 +122,7 @@ class BagSource(Source):
         if not self.path.exists():
             raise SourceOpenError(f"bag '{self.path}' does not exist")
         try:
-            self._reader: Any = _open_reader(self.path)
+            self._reader, self._standard = _open_reader(self.path)
         except SourceOpenError:
             raise
         except Exception as err:  # rosbags raises several unrelated types here
@@ -169,7 +175,9 @@ class BagSource(Source):
             raise SourceOpenError(f"bag '{self.path}' has no readable topic to replay")
         duration = max(1, self._reader.duration)
         self._connections: list[Any] = []
-        self._routes: dict[int, tuple[str, Decoder]] = {}
+        self._routes: dict[int, _Route] = {}
+        self.raw_decoded: set[str] = set()
+        """Topics decoded straight from their bytes (:mod:`adapters.bags.rawdecode`)."""
         specs = []
         for topic, sensor in wanted.items():
             info = listing[topic]
@@ -186,10 +194,15 @@ class BagSource(Source):
                 )
             )
             decoder = dec.make(decode_images)
+            raw = None
+            if standard_layout(self._reader.typestore, self._standard, info.msgtype):
+                raw = raw_decoder(info.msgtype, bool(self._reader.is2), decode_images)
+            if raw is not None:
+                self.raw_decoded.add(topic)
             for conn in self._reader.connections:
                 if conn.topic == topic:
                     self._connections.append(conn)
-                    self._routes[id(conn)] = (sensor, decoder)
+                    self._routes[id(conn)] = (sensor, topic, decoder, raw)
         return tuple(specs)
 
     def inspect(self) -> list[BagTopic]:
@@ -250,24 +263,32 @@ class BagSource(Source):
             messages.close()
 
     def _read_batch(self, messages: Iterator[tuple[Any, int, bytes]]) -> list[tuple[Any, ...]]:
-        """Read, deserialise and decode the next batch (runs in a worker thread)."""
+        """Read and decode the next batch (runs in a worker thread).
+
+        Standard types are decoded from their bytes (:mod:`adapters.bags.rawdecode`);
+        every other type, and bytes the raw decoder cannot parse, go through
+        rosbags' ``deserialize`` and the type's decoder.
+        """
         out: list[tuple[Any, ...]] = []
         size = 0
-        deserialize = self._reader.deserialize
+        routes = self._routes
         for conn, log_time, raw in messages:
-            sensor, decoder = self._routes[id(conn)]
+            sensor, topic, decoder, fast = routes[id(conn)]
             try:
-                msg = deserialize(raw, conn.msgtype)
-                data, meta = decoder(msg)
+                if fast is None:
+                    stamp, frame_id, data, meta = self._deserialize(raw, conn.msgtype, decoder)
+                else:
+                    try:
+                        stamp, frame_id, data, meta = fast(raw)
+                    except (Malformed, *RAW_ERRORS):
+                        stamp, frame_id, data, meta = self._deserialize(raw, conn.msgtype, decoder)
             except DecodeError as err:
                 out.append((sensor, log_time, log_time, err, None))
             except Exception as err:  # rosbags' deserialiser errors have no common base
                 message = f"{conn.msgtype} message does not deserialise: {err}"
                 out.append((sensor, log_time, log_time, DecodeError(message), None))
             else:
-                stamp = header_stamp(msg)
-                meta = {"topic": conn.topic, **meta}
-                frame_id = getattr(getattr(msg, "header", None), "frame_id", None)
+                meta = {"topic": topic, **meta}
                 if frame_id:
                     meta["frame_id"] = frame_id
                 if stamp is None:
@@ -278,6 +299,15 @@ class BagSource(Source):
             if len(out) >= _BATCH_MESSAGES or size >= _BATCH_BYTES:
                 break
         return out
+
+    def _deserialize(
+        self, raw: bytes, msgtype: str, decoder: Decoder
+    ) -> tuple[int | None, str | None, Any, dict[str, Any]]:
+        """rosbags' deserialise, then the type's decoder: ``(stamp, frame_id, data, meta)``."""
+        msg = self._reader.deserialize(raw, msgtype)
+        data, meta = decoder(msg)
+        frame_id = getattr(getattr(msg, "header", None), "frame_id", None)
+        return header_stamp(msg), frame_id, data, meta
 
     def _skip(self, sensor: str, err: DecodeError) -> None:
         seq = self._next_seq.get(sensor, 0)
