@@ -31,7 +31,9 @@ import dataclasses
 import os
 import threading
 import time
-from collections.abc import Iterable, Mapping
+import warnings
+import weakref
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,6 +121,51 @@ def _replace_compression(meta: ChunkMeta, compression: Compression) -> ChunkMeta
     return dataclasses.replace(meta, compression=compression)
 
 
+def _spec_declarer(
+    seen: set[str], specs: dict[str, SensorSpec]
+) -> Callable[[str], dict[str, Any] | None]:
+    """The builder's ``on_new_sensor``: the spec to store with a sensor's first frame.
+
+    The builder calls it (under the recorder's lock) when a chunk first holds
+    a frame of ``sensor``, after that frame was accepted; None after the
+    first time in the file. A closure, not a method: the builder must not
+    keep the recorder alive.
+    """
+
+    def declare(sensor: str) -> dict[str, Any] | None:
+        if sensor in seen:
+            return None
+        seen.add(sensor)
+        known = specs.get(sensor)
+        if known is None:
+            known = specs[sensor] = SensorSpec(sensor)
+        return known.to_dict()
+
+    return declare
+
+
+def _writer_main(ref: weakref.ReferenceType[Recorder], cond: threading.Condition) -> None:
+    """The writer thread: writes chunks in order and fires the flush timer.
+
+    It holds its recorder only while working, never while waiting, so a
+    recorder nobody references any more is collected (and closed by its
+    ``__del__``) instead of being kept alive by its own thread.
+    """
+    while True:
+        with cond:
+            rec = ref()
+            if rec is None:
+                return
+            action, arg = rec._poll()
+            if action == "wait":
+                del rec
+                cond.wait(arg)
+                continue
+        if not rec._work(action, arg):
+            return
+        del rec
+
+
 def part_path(path: Path, part: int) -> Path:
     """Name of split part ``part``: ``s.hfr`` -> ``s.0003.hfr``."""
     return path.with_name(f"{path.stem}.{part:04d}{path.suffix}")
@@ -161,6 +208,7 @@ class Recorder:
         self.chunk_bytes = chunk_bytes
         self.flush_interval = flush_interval
         self._specs: dict[str, SensorSpec] = {s.name: s for s in sensors}
+        self._seen: set[str] = set()  # sensors with a frame in the file
         self._metadata = dict(metadata or {})
         self._level = compression_level
         self._split = split_bytes is not None or split_seconds is not None
@@ -171,13 +219,12 @@ class Recorder:
         self._mutex = threading.Lock()
         self._lock = threading.Condition(self._mutex)
         self._room = threading.Semaphore(max_pending)
-        self._builder = ChunkBuilder(on_new_sensor=self._new_sensor)
+        self._builder = ChunkBuilder(on_new_sensor=_spec_declarer(self._seen, self._specs))
         self._opened_at = 0.0  # monotonic time of the open chunk's first frame
         self._jobs: collections.deque[Future[tuple[ChunkMeta, list[bytes], int]] | None] = (
             collections.deque()
         )
         self._counts: collections.Counter[str] = collections.Counter()  # in sealed chunks
-        self._seen: set[str] = set()
         self._chunk_open = False
         self._sealed_frames = 0
         self._closing = False
@@ -198,7 +245,14 @@ class Recorder:
         self._open_part()  # fail here, in the caller, if the path is not writable
         nworkers = workers if workers is not None else min(2, os.cpu_count() or 1)
         self._pool = ThreadPoolExecutor(max(1, nworkers), thread_name_prefix="hfr-compress")
-        self._thread = threading.Thread(target=self._run_writer, name="hfr-writer", daemon=True)
+        # The thread gets a weak reference: an abandoned recorder is collected,
+        # and __del__ closes it (with a ResourceWarning).
+        self._thread = threading.Thread(
+            target=_writer_main,
+            args=(weakref.ref(self), self._lock),
+            name="hfr-writer",
+            daemon=True,
+        )
         self._thread.start()
 
     # -- accepting frames -------------------------------------------------
@@ -249,20 +303,6 @@ class Recorder:
             if not self._chunk_open:
                 self._open_chunk()
             return self._builder.add(frame) >= self.chunk_bytes
-
-    def _new_sensor(self, sensor: str) -> dict[str, Any] | None:
-        """The spec to store with ``sensor``'s first accepted frame of the file, else None.
-
-        The builder calls this (under the lock) when a chunk first holds a
-        frame of ``sensor``, after that frame was accepted.
-        """
-        if sensor in self._seen:
-            return None
-        self._seen.add(sensor)
-        known = self._specs.get(sensor)
-        if known is None:
-            known = self._specs[sensor] = SensorSpec(sensor)
-        return known.to_dict()
 
     def _open_chunk(self) -> None:
         self._chunk_open = True
@@ -366,19 +406,40 @@ class Recorder:
 
     # -- the writer thread ------------------------------------------------
 
-    def _run_writer(self) -> None:
+    def _poll(self) -> tuple[str, Any]:
+        """What the writer thread does next (called under the lock).
+
+        ``("write", future)``, ``("finish", None)``, ``("seal", None)`` when the
+        open chunk's flush interval is up, or ``("wait", timeout)``.
+        """
+        if self._jobs:
+            job = self._jobs[0]
+            return ("finish", None) if job is None else ("write", job)
+        if self.flush_interval is not None and self._builder.count:
+            timeout = self._opened_at + self.flush_interval - time.monotonic()
+            return ("seal", None) if timeout <= 0 else ("wait", timeout)
+        return ("wait", None)
+
+    def _work(self, action: str, job: Any) -> bool:
+        """Do one writer-thread action; False when the thread is done (finished or failed)."""
         try:
-            while True:
-                job = self._next_job()
-                if job is None:
-                    self._finish_part()
-                    return
-                meta, parts, length = job.result()
-                self._write_chunk(meta, parts, length)
-                with self._lock:
-                    self._jobs.popleft()
-                    self._lock.notify_all()
-                self._room.release()
+            if action == "seal":
+                # Never block here: a caller holding the last slot is about to
+                # queue a chunk that only this thread can write.
+                if not self._seal(block=False):
+                    with self._lock:
+                        self._lock.wait(0.001)
+                return True
+            if action == "finish":
+                self._finish_part()
+                return False
+            meta, parts, length = job.result()
+            self._write_chunk(meta, parts, length)
+            with self._lock:
+                self._jobs.popleft()
+                self._lock.notify_all()
+            self._room.release()
+            return True
         except BaseException as err:
             with self._lock:
                 self._error = err
@@ -389,31 +450,44 @@ class Recorder:
                 with contextlib.suppress(OSError):
                     os.close(self._fd)
                 self._fd = -1
+            return False
 
-    def _next_job(self) -> Future[tuple[ChunkMeta, list[bytes], int]] | None:
-        """Wait for the next chunk to write, sealing the open one when its interval is up."""
+    def __del__(self) -> None:
+        # An abandoned recorder: warn like an unclosed file, then finish the
+        # file (last chunk, index, trailer) so nothing accepted is lost.
+        if getattr(self, "_closed", True) or not hasattr(self, "_thread"):
+            return
+        try:
+            warnings.warn(
+                f"{self!r} was garbage-collected without close(); closing it now",
+                ResourceWarning,
+                source=self,
+                stacklevel=1,
+            )
+        finally:
+            with contextlib.suppress(BaseException):
+                if threading.current_thread() is self._thread:
+                    self._close_from_writer()
+                else:
+                    self.close()
+
+    def _close_from_writer(self) -> None:
+        """``close()`` when the writer thread itself dropped the last reference."""
+        with self._lock:
+            self._closing = True
         while True:
             with self._lock:
-                if self._jobs:
-                    return self._jobs[0]
-                timeout = None
-                if self.flush_interval is not None and self._builder.count:
-                    timeout = self._opened_at + self.flush_interval - time.monotonic()
-                    if timeout <= 0:
-                        timeout = None
-                        due = True
-                    else:
-                        due = False
-                else:
-                    due = False
-                if not due:
-                    self._lock.wait(timeout)
-                    continue
-            # Never block here: a caller holding the last slot is about to queue a
-            # chunk that only this thread can write.
-            if not self._seal(block=False):
-                with self._lock:
-                    self._lock.wait(0.001)
+                job = self._jobs[0] if self._jobs else None
+            if job is None:
+                if self._builder.count and self._error is None and self._seal(block=False):
+                    continue  # every slot is free once the queue is written
+                break
+            if not self._work("write", job):
+                break
+        if self._error is None:
+            self._work("finish", None)
+        self._pool.shutdown(wait=False)
+        self._closed = True
 
     def _open_part(self) -> None:
         path = part_path(self.path, self._part) if self._split else self.path

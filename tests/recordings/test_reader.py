@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import threading
 from pathlib import Path
 
 import anyio
@@ -231,3 +233,26 @@ def test_a_failed_writer_says_why(tmp_path: Path) -> None:
         rec.close()
     with pytest.raises(RecorderClosed, match="failed and accepts no more frames"):
         rec.write(Frame("a", 1, 1))
+
+
+def test_an_abandoned_recorder_warns_and_still_finishes_its_file(tmp_path: Path) -> None:
+    path = tmp_path / "abandoned.hfr"
+    rec = Recorder(path, flush_interval=0.001)
+    for f in make_frames(30):
+        rec.write(f)
+    thread, holder = rec._thread, [rec]
+    del rec
+    with pytest.warns(ResourceWarning, match=r"abandoned\.hfr.* without close\(\)"):
+        _drop_and_join(holder, thread)
+    with open_recording(path) as log:
+        assert log.indexed  # the index and trailer were written
+        assert log.summary().count == 30
+        assert log.damage == []
+
+
+def _drop_and_join(holder: list[Recorder], thread: threading.Thread) -> None:
+    """Drop the last reference; __del__ runs here or in the writer thread, which then ends."""
+    holder.clear()
+    gc.collect()
+    thread.join(10)
+    assert not thread.is_alive()
