@@ -201,11 +201,14 @@ class _Track:
 
     def _lose_pending(self, pts: int, detail: str) -> None:
         item = self.pending.pop(pts, None)
+        self.need_key = True
         if item is not None and item[1]:
             self._fill_dead(item[0], "undecodable", f"PTS {pts}: {detail}")
 
     def _fill_dead(self, record: Frame, reason: str, detail: str) -> None:
         self.reader._lose(reason, self.sensor, record.seq, detail)
+        # Later frames may predict from the lost one: wait for a key frame.
+        self.need_key = True
         if self.slots:
             self.slots.popleft().dead = True
 
