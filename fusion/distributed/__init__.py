@@ -64,6 +64,8 @@ def __getattr__(name: str) -> Any:
 
         require_ray()
     obj = getattr(importlib.import_module(home), name)
+    if getattr(obj, "__module__", "").startswith("fusion.distributed."):
+        obj.__module__ = "fusion.distributed"  # reprs read fusion.distributed.FleetConfig
     globals()[name] = obj
     return obj
 

@@ -23,7 +23,7 @@ SYNC = {
     "tolerance_ms": 20,
     "windows_ms": {"imu": [50, 49]},
 }
-WORKERS = [
+WORKERS: list[dict[str, Any]] = [
     {
         "name": "edges",
         "model": "builtin:sobel_edges",

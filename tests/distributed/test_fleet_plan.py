@@ -286,3 +286,16 @@ def test_the_cli_names_the_extra_when_ray_is_missing(
     run = write_run_file(tmp_path / "RUN.toml", drives[1:], tmp_path / "out")
     assert main(["fleet", str(run)]) == 2
     assert "pip install 'hyperframes[ray]'" in capsys.readouterr().out.replace("\n", "")
+
+
+def test_the_package_exports_a_sorted_all_that_resolves_without_ray(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import fusion.distributed as distributed
+
+    names = list(distributed.__all__)
+    assert names == sorted(names)
+    monkeypatch.setitem(sys.modules, "ray", None)
+    for name in set(names) - {"HfrDatasource", "InferenceActor"}:
+        member = getattr(distributed, name)
+        assert member.__module__ == "fusion.distributed", name

@@ -24,15 +24,11 @@ from .fleet_helpers import (  # noqa: E402
     write_run_file,
 )
 
-pytestmark = [
-    # Ray's own machinery, in this process: its gRPC/asyncio threads leave
-    # sockets and loops to the garbage collector, and Ray Data warns about
-    # its deprecations. Neither comes from hyperframes.
-    pytest.mark.filterwarnings("ignore::ResourceWarning"),
-    pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.*"),
-    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
-    pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning"),
-]
+pytestmark = pytest.mark.filterwarnings(
+    # Ray Data reads its own deprecated settings (``use_push_based_shuffle``)
+    # inside this process; the warning is Ray's, not raised by hyperframes.
+    "ignore::DeprecationWarning:ray.*"
+)
 
 
 @pytest.fixture(scope="module", autouse=True)
