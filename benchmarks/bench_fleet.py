@@ -20,6 +20,7 @@ minute and the ratio to (a) measured in the same run.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import shutil
 import sys
@@ -126,7 +127,10 @@ def main() -> int:
 
         started = time.perf_counter()
         ray.init(
-            num_cpus=args.cpus, include_dashboard=False, log_to_driver=False, logging_level="ERROR"
+            num_cpus=args.cpus,
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level=logging.ERROR,
         )
         ray_start = time.perf_counter() - started
         for actors in (1, 2):
