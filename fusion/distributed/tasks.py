@@ -21,6 +21,7 @@ of holding a whole recording.
 from __future__ import annotations
 
 import contextlib
+import logging
 import queue
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -33,10 +34,12 @@ from fusion.config import _build_policy, _build_stage, _build_worker
 from fusion.distributed.codec import decode_group, encode_group, encode_results, group_info
 from fusion.distributed.config import FleetConfig
 from fusion.distributed.plan import Part
+from fusion.errors import WorkerError
 from fusion.frames import FrameGroup
 from fusion.pipeline import Pipeline, SensorStage, Stage
 
 T = TypeVar("T")
+log = logging.getLogger("fusion.distributed")
 Row = dict[str, Any]
 
 COLUMNS = ("recording", "part", "parts", "index", "t", "info", "group", "results", "summary")
@@ -161,9 +164,18 @@ class InferenceModel:
 
     async def _run(self, groups: list[FrameGroup]) -> None:
         for name, worker in self.workers.items():
-            async for result in worker.stream(groups):
-                item: FrameGroup = result.item
-                item.results[name] = result.error if result.error is not None else result.value
+            try:
+                async for result in worker.stream(groups):
+                    item: FrameGroup = result.item
+                    item.results[name] = result.error if result.error is not None else result.value
+            except Exception as err:
+                # The stream itself broke (sessions dying past max_restarts, say).
+                # In Ray Data an exception here would abort the whole fleet, so the
+                # groups of this batch carry the error and the job goes on.
+                log.exception("worker %r failed on a batch of %d groups", name, len(groups))
+                failure = WorkerError(f"worker {name!r} failed on this batch: {err}")
+                for group in groups:
+                    group.results.setdefault(name, failure)
 
 
 def iterate_blocking(make: Callable[[], AsyncIterator[T]], *, maxsize: int = 2) -> Iterator[T]:

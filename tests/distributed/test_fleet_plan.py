@@ -299,3 +299,24 @@ def test_the_package_exports_a_sorted_all_that_resolves_without_ray(
     for name in set(names) - {"HfrDatasource", "InferenceActor"}:
         member = getattr(distributed, name)
         assert member.__module__ == "fusion.distributed", name
+
+
+def test_an_actor_whose_model_cannot_load_fails_its_groups_not_the_fleet(tmp_path: Path) -> None:
+    from fusion.distributed.codec import encode_group
+    from fusion.distributed.tasks import InferenceModel
+
+    config = validate_fleet_config(
+        {
+            "fleet": {"recordings": ["x"], "output": "o"},
+            "sync": SYNC,
+            "workers": [{"name": "m", "model": str(tmp_path / "missing.onnx"), "input": "cam"}],
+        }
+    )
+    group = FrameGroup(7, {"cam": Frame("cam", 0, 7, np.zeros(4, np.float32))})
+    row = {"group": encode_group(group), "results": None}
+    [out] = InferenceModel(config, threads=1).process([row])
+    assert out["group"] is None
+    frame = decode_results(out["results"])["m"]
+    assert frame.data is None
+    assert frame.meta["error"].startswith("worker 'm' failed on this batch:")
+    assert "missing.onnx" in frame.meta["error"]
