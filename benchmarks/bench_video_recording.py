@@ -37,11 +37,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from adapters.synthetic import SyntheticCamera, synthetic_timeline  # noqa: E402
-from adapters.video.playback import VideoReader  # noqa: E402
-from adapters.video.recording import VideoRecorder  # noqa: E402
-from fusion.frames import Frame  # noqa: E402
-from recordings import Recorder, open_recording  # noqa: E402
+from adapters.synthetic import SyntheticCamera, synthetic_timeline
+from adapters.video.playback import VideoReader
+from adapters.video.recording import VideoRecorder
+from fusion.frames import Frame
+from recordings import Recorder, open_recording
 
 VARIANTS = ("zstd", "ffv1", "h264", "hevc")
 
@@ -56,24 +56,21 @@ def measure(variant: str, frames: list[Frame], folder: Path) -> dict[str, Any]:
     path = folder / f"{variant}.hfr"
     started = time.perf_counter()
     rec: Any
-    if variant == "zstd":
-        rec = Recorder(path)
-    else:
-        rec = VideoRecorder(path, video={"cam": variant})
+    rec = Recorder(path) if variant == "zstd" else VideoRecorder(path, video={"cam": variant})
     with rec:
         for frame in frames:
             rec.write(frame)
     record_s = time.perf_counter() - started
     started = time.perf_counter()
     with open_recording(path) as log:
-        if variant == "zstd":
-            out = list(log.frames())
-        else:
-            out = list(VideoReader(log).frames())
+        out = list(log.frames()) if variant == "zstd" else list(VideoReader(log).frames())
     replay_s = time.perf_counter() - started
     mse = float(
         np.mean(
-            [np.mean((a.data.astype(np.float32) - b.data) ** 2) for a, b in zip(out, frames)]
+            [
+                np.mean((a.data.astype(np.float32) - b.data) ** 2)
+                for a, b in zip(out, frames, strict=False)
+            ]
         )
     )
     raw = sum(f.data.nbytes for f in frames)

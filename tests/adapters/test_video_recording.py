@@ -21,6 +21,7 @@ from fusion import Nearest, Pipeline, VirtualClock
 from fusion.config import build_pipeline, validate_config
 from fusion.errors import ConfigError
 from fusion.frames import Frame
+from fusion.timing import use_clock
 from recordings import Recorder, open_recording
 
 MS = 1_000_000
@@ -56,7 +57,7 @@ def stamps(frames: list[Frame]) -> list[tuple[Any, ...]]:
 
 def psnr(a: np.ndarray, b: np.ndarray) -> float:
     mse = float(np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2))
-    return 10 * np.log10(255.0**2 / mse)
+    return float(10 * np.log10(255.0**2 / mse))
 
 
 class TestRoundTrip:
@@ -68,10 +69,12 @@ class TestRoundTrip:
         assert stamps(out) == stamps(frames)  # same order, seq, t, t_sensor, t_arrival, meta
         for got, want in zip(out, frames, strict=True):
             if want.sensor == "cam":
-                assert got.data.dtype == np.uint8 and np.array_equal(got.data, want.data)
+                assert got.data.dtype == np.uint8
+                assert np.array_equal(got.data, want.data)
         assert not reader.errors
         stats = rec.video_statistics()["cam"]
-        assert stats.packets == stats.frames == 60 and stats.unencoded == 0
+        assert stats.packets == stats.frames == 60
+        assert stats.unencoded == 0
         assert stats.ratio > 1.3  # lossless on noisy pixels: a modest gain
 
     def test_h264_is_within_a_psnr_bound_and_much_smaller_than_raw(self, tmp_path: Path) -> None:
@@ -87,7 +90,8 @@ class TestRoundTrip:
             size = log.summary().file_size
         raw = len(cams) * WIDTH * HEIGHT * 3
         assert (track.codec, track.width, track.height) == ("h264", WIDTH, HEIGHT)
-        assert track.raw_bytes == raw and track.ratio > 20
+        assert track.raw_bytes == raw
+        assert track.ratio > 20
         assert raw / size > 15  # the whole file, IMU and index included
         assert not reader.errors
 
@@ -117,7 +121,8 @@ class TestRoundTrip:
             for frame in odd:
                 rec.write(frame)
         stats = rec.video_statistics()["cam"]
-        assert stats.unencoded == 3 and stats.last_error is not None
+        assert stats.unencoded == 3
+        assert stats.last_error is not None
         assert "even width and height" in stats.last_error
         out, _ = decoded(tmp_path / "odd.hfr")
         assert [f.seq for f in out] == [0, 1, 2]
@@ -142,7 +147,8 @@ class TestSeek:
         assert stamps(window) == stamps([f for f in frames if start <= f.t < end])
         assert out[0].sensor == "cam" or out[0].t >= start
         got = {f.seq: f for f in out if f.sensor == "cam"}
-        assert min(got) == 37 and psnr(got[37].data, cams[37].data) > 27.0
+        assert min(got) == 37
+        assert psnr(got[37].data, cams[37].data) > 27.0
         assert not reader.errors
 
     def test_replay_source_seeks_the_same_way(self, tmp_path: Path) -> None:
@@ -204,7 +210,8 @@ class TestDamage:
         lost = reader.errors["missing_packets"] + reader.errors["no_reference"]
         assert lost > 0
         cams = [f.seq for f in out if f.sensor == "cam"]
-        assert cams == sorted(cams) and cams[-1] == 59  # later frames still arrive
+        assert cams == sorted(cams)
+        assert cams[-1] == 59
         want = {f.seq: f.data for f in frames if f.sensor == "cam"}
         assert all(psnr(f.data, want[f.seq]) > 27.0 for f in out if f.sensor == "cam")
 
@@ -228,7 +235,8 @@ class TestPipeline:
         with anyio.fail_after(30):
             async with clock.autojump():
                 original = [(g.keys, g.frames["cam"].data.copy()) async for g in live]  # type: ignore[union-attr]
-        assert len(original) == 30 and recorder.closed
+        assert len(original) == 30
+        assert recorder.closed
 
         for _ in range(2):
             replay = Pipeline([VideoReplay(tmp_path / "p.hfr", speed=None)], policy())
@@ -246,9 +254,12 @@ class TestCopy:
 
         async def run() -> list[Frame]:
             source = VideoSource(clip, name="cam", keep_packets=True)
-            async with VideoRecorder(
-                tmp_path / "copy.hfr", video={"cam": "copy"}, sensors=[source.spec]
-            ) as rec, source:
+            async with (
+                VideoRecorder(
+                    tmp_path / "copy.hfr", video={"cam": "copy"}, sensors=[source.spec]
+                ) as rec,
+                source,
+            ):
                 live = [f async for f in source.frames()]
                 for frame in live:
                     await rec.send(frame)
@@ -260,13 +271,17 @@ class TestCopy:
         with open_recording(tmp_path / "copy.hfr") as log:
             track = describe_tracks(log)["cam"]
             first = next(iter(log.frames(sensors=["cam"])))
-        assert track.encoder == "copy" and track.encoded_bytes == stored  # no re-encode
-        assert first.meta[META_KEY]["key"] and keyframe_sensor("cam") == "cam#keyframes"
+        assert track.encoder == "copy"
+        assert track.encoded_bytes == stored
+        assert first.meta[META_KEY]["key"]
+        assert keyframe_sensor("cam") == "cam#keyframes"
 
         out, reader = decoded(tmp_path / "copy.hfr")
         assert [(f.seq, f.t, f.t_sensor) for f in out] == [(f.seq, f.t, f.t_sensor) for f in live]
         assert all(np.array_equal(a.data, b.data) for a, b in zip(out, live, strict=True))
-        assert out[0].meta == {k: v for k, v in live[0].meta.items() if k not in ("packets", "codec")}
+        assert out[0].meta == {
+            k: v for k, v in live[0].meta.items() if k not in ("packets", "codec")
+        }
         assert not reader.errors
 
 
@@ -282,7 +297,9 @@ class TestConfig:
         with pytest.raises(ConfigError, match=r"'copy' keeps the source's packets"):
             parse_codec("copy:crf=1", sensor="cam")
 
-    def test_a_config_recorder_video_table_builds_a_video_recorder(self, tmp_path: Path) -> None:
+    async def test_a_config_recorder_video_table_records_encoded_video(
+        self, tmp_path: Path
+    ) -> None:
         raw = {
             "sync": {"policy": "nearest", "reference": "cam"},
             "sources": [{"type": "synthetic_camera", "name": "cam", "duration_s": 0.5}],
@@ -291,7 +308,15 @@ class TestConfig:
         pipeline = build_pipeline(validate_config(raw), recorder_path=tmp_path / "c.hfr")
         assert isinstance(pipeline.recorder, VideoRecorder)
         assert str(pipeline.recorder.codecs["cam"]) == "hevc"
-        pipeline.recorder.close()
+        clock = VirtualClock()
+        with use_clock(clock), anyio.fail_after(30):
+            async with clock.autojump():
+                stats = await pipeline.run()
+        assert stats.recorder is not None
+        assert stats.recorder.frames_by_sensor == {"cam": 15}
+        with open_recording(tmp_path / "c.hfr") as log:
+            track = describe_tracks(log)["cam"]
+        assert (track.codec, track.packets, track.width, track.height) == ("hevc", 15, 64, 48)
         bad = {**raw, "recorder": {"video": {"nope": "h264"}}}
         with pytest.raises(ConfigError, match=r"sensors \['nope'\] are not the name of any source"):
             validate_config(bad)
