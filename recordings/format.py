@@ -69,6 +69,10 @@ class Compression(IntEnum):
 EXT_NDARRAY = 1
 """msgpack extension code of an array reference: ``[blob_offset, dtype, shape]``."""
 
+EXT_COLUMN = 2
+"""msgpack extension code of a column reference (COLUMNS chunks, 1.1): like
+:data:`EXT_NDARRAY`, its offset counted from the start of the column region."""
+
 DEFAULT_CHUNK_BYTES = 4 * 1024 * 1024
 """Raw bytes after which the recorder closes a chunk."""
 

@@ -45,9 +45,17 @@ from recordings.columns import (
     PACK_TIMES,
     ColumnChunk,
     ColumnGroup,
+    delta_encode,
     pack_metas,
 )
-from recordings.format import BLOB_ALIGN, CHUNK_KINDS, EXT_NDARRAY, Compression, RecordKind
+from recordings.format import (
+    BLOB_ALIGN,
+    CHUNK_KINDS,
+    EXT_COLUMN,
+    EXT_NDARRAY,
+    Compression,
+    RecordKind,
+)
 
 _ARRAY_HEADER = 0xDD  # msgpack "array 32" marker, prefixed at seal time
 
@@ -404,26 +412,26 @@ class ChunkBuilder:
     def _seal_columns(self, groups: list[ColumnGroup]) -> tuple[bytearray, int, int, int]:
         """``(raw, records_size, t_start, t_end)`` of a columnar chunk (see FORMAT.md).
 
-        Columns are laid out after the records' blob by offset arithmetic and
-        the raw buffer is joined once, so payload bytes are copied once here.
+        The blob is ``columns pad record-arrays``: the columns sit next to the
+        head, where they compress best (after megabytes of noisy images they
+        cost zstd three times as much), and the records' arrays keep the
+        offsets they got in ``add()``, counted from where they now start.
+        The raw buffer is joined once, so payload bytes are copied once here.
         """
         t0, t1 = (self._t0, self._t1) if self._nrecords else (1 << 63, -(1 << 63))
         remap = np.full(256, GENERIC, np.uint8)
-        blob: list[Any] = [self._blob]
-        end = len(self._blob)
+        blob: list[Any] = []
+        end = 0
 
-        def store(buf: Any, nbytes: int, dtype: np.dtype[Any], shape: list[int]) -> Any:
+        def column(c: np.ndarray, shape: list[int] | None = None) -> Any:
             nonlocal end
             pad = -end % BLOB_ALIGN
             blob.append(bytes(pad))
-            blob.append(buf)
+            blob.append(c.data)
             offset = end + pad
-            end = offset + nbytes
-            ref = [offset, _dtype_to_wire(dtype), shape]
-            return msgpack.ExtType(EXT_NDARRAY, msgpack.packb(ref, use_bin_type=True))
-
-        def column(c: np.ndarray) -> Any:
-            return store(c.data, c.nbytes, c.dtype, [len(c)])
+            end = offset + c.nbytes
+            ref = [offset, _dtype_to_wire(c.dtype), shape or [len(c)]]
+            return msgpack.ExtType(EXT_COLUMN, msgpack.packb(ref, use_bin_type=True))
 
         packed_groups = []
         for i, g in enumerate(groups):
@@ -436,21 +444,26 @@ class ChunkBuilder:
             self._counts[sidx] += len(g)
             r = self._ranges[sidx]
             self._ranges[sidx] = [lo, hi] if r is None else [min(r[0], lo), max(r[1], hi)]
+            data = np.frombuffer(g.data, g.dtype)
             refs = [
                 sidx,
                 len(g),
-                column(seq),
-                column(t),
-                None if np.array_equal(ts, t) else column(ts),
-                None if g.no_arrival else column(cols[3]),
-                store(g.data, len(g.data), g.dtype, [len(g), *g.shape]),
+                column(delta_encode(seq)),
+                column(delta_encode(t)),
+                None if np.array_equal(ts, t) else column(delta_encode(ts)),
+                None if g.no_arrival else column(delta_encode(cols[3])),
+                column(data, [len(g), *g.shape]),
             ]
             body = msgpack.packb(refs, use_bin_type=True)
             packed_groups.append(b"\x98" + body[1:] + pack_metas(g))  # fixarray 7 -> 8
         order = np.frombuffer(self._order, np.uint8)
         single = len(groups) == 1 and self._nrecords == 0
         order_ref = None if single else column(remap[order])
-        head = [b"\x93\xdc" + len(groups).to_bytes(2, "big"), *packed_groups]
+        split = end + (-end % BLOB_ALIGN)
+        blob.append(bytes(split - end))
+        blob.append(self._blob)
+        head = [b"\x94", msgpack.packb(split), b"\xdc" + len(groups).to_bytes(2, "big")]
+        head += packed_groups
         head.append(msgpack.packb(order_ref, use_bin_type=True))
         head.append(b"\xdd" + self._nrecords.to_bytes(4, "big"))
         head.append(self._records)
@@ -623,37 +636,56 @@ def decode_chunk(
     """Decode and validate a raw chunk of either kind; arrays are read-only views of ``raw``."""
     blob_start = blob_offset(meta.records_size)
     blob_len = len(raw) - blob_start
+    # Where each extension's offsets count from, and where its region ends.
+    spans = {EXT_NDARRAY: (0, blob_len)}
 
     def ext_hook(code: int, body: bytes) -> Any:
-        if code != EXT_NDARRAY:
+        span = spans.get(code)
+        if span is None:
             return msgpack.ExtType(code, body)  # a newer minor version's type: pass through
+        base, limit = span
         offset, wire_dtype, shape = msgpack.unpackb(body, raw=False)
         dtype = _dtype_from_wire(wire_dtype)
         if not isinstance(shape, list) or not all(type(n) is int and n >= 0 for n in shape):
             raise ValueError(f"bad array shape {shape!r}")
         count = math.prod(shape)
         nbytes = count * dtype.itemsize
-        if type(offset) is not int or offset < 0 or offset + nbytes > blob_len:
+        if type(offset) is not int or offset < 0 or base + offset + nbytes > limit:
             raise ValueError(f"array of {nbytes} bytes at blob offset {offset} overruns the chunk")
         if count == 0:
             arr = np.empty(shape, dtype)
             arr.flags.writeable = False
             return arr
-        return np.frombuffer(raw, dtype, count, blob_start + offset).reshape(shape)
+        return np.frombuffer(raw, dtype, count, blob_start + base + offset).reshape(shape)
 
     columnar = meta.kind == RecordKind.COLUMNS
+    head_bytes = raw.data[: meta.records_size]
     try:
-        head = msgpack.unpackb(
-            raw.data[: meta.records_size],
-            ext_hook=ext_hook,
-            raw=False,
-            strict_map_key=False,
-        )
+        if columnar:
+            unpacker = msgpack.Unpacker(
+                ext_hook=ext_hook,
+                raw=False,
+                strict_map_key=False,
+                max_buffer_size=max(1, len(head_bytes)),
+            )
+            unpacker.feed(head_bytes)
+            if unpacker.read_array_header() != 4:
+                raise ValueError("the head is not [split, groups, order, records]")
+            split = unpacker.unpack()
+            if type(split) is not int or not 0 <= split <= blob_len:
+                raise ValueError(f"the column region end {split!r} is outside the blob")
+            spans[EXT_COLUMN] = (0, split)
+            spans[EXT_NDARRAY] = (split, blob_len)
+            head = [unpacker.unpack() for _ in range(3)]
+            if unpacker.tell() != len(head_bytes):
+                raise ValueError("bytes follow the head")
+        else:
+            head = msgpack.unpackb(head_bytes, ext_hook=ext_hook, raw=False, strict_map_key=False)
     except Exception as err:  # msgpack raises many types on garbage; all mean "corrupt"
         raise _corrupt(meta, where, f"its records do not decode ({err})") from err
     if columnar:
-        if not isinstance(head, list) or len(head) != 3 or not isinstance(head[2], list):
-            raise _corrupt(meta, where, "its column head is not [groups, order, records]")
+        if not isinstance(head[2], list):
+            raise _corrupt(meta, where, "its records are not an array")
         rows = head[2]
     else:
         rows = head

@@ -124,13 +124,21 @@ def test_a_payload_that_lies_about_its_size_is_corrupt() -> None:
         decompress_chunk(parts[2], smaller, max_chunk_bytes=1 << 30)
 
 
-def test_an_array_reference_past_the_blob_is_corrupt_not_a_crash() -> None:
+@pytest.mark.parametrize(
+    ("data", "error"),
+    [
+        ({"a": np.zeros(8)}, r"records do not decode .*overruns the chunk"),  # a record's array
+        (np.zeros(8), r"records do not decode .*column region end \d+ is outside the blob"),
+    ],
+    ids=["record", "column"],
+)
+def test_an_array_reference_past_the_blob_is_corrupt_not_a_crash(data: Any, error: str) -> None:
     builder = ChunkBuilder()
-    builder.add(Frame("a", 0, 0, np.zeros(8)))
+    builder.add(Frame("a", 0, 0, data))
     sealed = builder.seal()
     raw = np.frombuffer(bytes(sealed.raw[: sealed.meta.records_size + 64]), np.uint8)
     cut = ChunkMeta.from_msgpack({**sealed.meta.to_msgpack(), "raw": len(raw)})
-    with pytest.raises(CorruptChunk, match=r"record.*overruns the chunk"):
+    with pytest.raises(CorruptChunk, match=error):
         decode_frames(raw, cut)
 
 
