@@ -53,7 +53,7 @@ $(STAMP): pyproject.toml $(VENV)/bin/python | system-deps
 	@touch $@
 
 $(STAMP_TEST): pyproject.toml $(VENV)/bin/python | system-deps
-	$(PY) -m pip install -q -e '.[test,dev,bench,rerun]'
+	$(PY) -m pip install -q -e '.[test,dev,bench,rerun,ray]'
 	@touch $@ $(STAMP)
 
 clean:
