@@ -113,13 +113,15 @@ def image_from_buffer(
             f"image {width}x{height} {encoding} needs {row} bytes a row and {step * height} "
             f"in all (step {step}); the message has {buf.size}"
         )
+    shape = (height, width) if channels == 1 else (height, width, channels)
+    if step == row and sample.byteorder != ">":  # packed native rows: a view
+        return buf[: step * height].view(sample).reshape(shape), {"encoding": encoding}
     rows = buf[: step * height].reshape(height, step)
     if step != row:
         rows = rows[:, :row]
     pixels = (rows if rows.flags.c_contiguous else np.ascontiguousarray(rows)).view(sample)
     if sample.byteorder == ">":
         pixels = pixels.astype(sample.newbyteorder("="))
-    shape = (height, width) if channels == 1 else (height, width, channels)
     return pixels.reshape(shape), {"encoding": encoding}
 
 

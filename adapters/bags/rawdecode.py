@@ -40,11 +40,16 @@ RawDecoder = Callable[[Any], tuple[int | None, str, Any, dict[str, Any]]]
 RAW_ERRORS = (struct.error, ValueError, IndexError, UnicodeDecodeError, OverflowError)
 """What a raw decoder raises on bytes it cannot parse (besides :class:`Malformed`)."""
 
+# Both headers put frame_id's characters at byte 16:
+#   CDR:   encapsulation (4) | sec int32 | nanosec uint32 | frame_id size | chars NUL
+#   ROS 1: seq uint32 | sec int32 | nsec uint32 | frame_id size | chars
+_CDR_HEADER = struct.Struct("<BB2xiII")
+_ROS1_HEADER = struct.Struct("<4xiII")
 _U32 = struct.Struct("<I")
-_STAMP = struct.Struct("<iI")
-_ROS1_HEADER = struct.Struct("<IiI")
-_I8 = struct.Struct("<b")
+_U32X2 = struct.Struct("<II")
+_U32X3 = struct.Struct("<III")
 _U16 = struct.Struct("<H")
+_I8 = struct.Struct("<b")
 _F64 = np.dtype("<f8")
 _U8 = np.dtype("u1")
 
@@ -53,90 +58,62 @@ class Malformed(Exception):
     """The bytes are not the layout this decoder reads; rosbags decides what is wrong."""
 
 
-class Cursor:
-    """Reads one serialised message front to back (CDR or ROS 1)."""
+def _header(raw: Any, cdr: bool) -> tuple[int | None, str, int]:
+    """``std_msgs/Header``: ``(stamp ns or None when zero, frame_id, position after it)``."""
+    if cdr:
+        kind, little, sec, nanosec, size = _CDR_HEADER.unpack_from(raw)
+        if kind != 0 or little != 1:
+            raise Malformed("not little-endian CDR")
+    else:
+        sec, nanosec, size = _ROS1_HEADER.unpack_from(raw)
+    frame_id, pos = _text(raw, 16, size, cdr)
+    return sec * 1_000_000_000 + nanosec or None, frame_id, pos
 
-    __slots__ = ("buf", "cdr", "pos")
 
-    def __init__(self, buf: Any, cdr: bool) -> None:
-        self.buf = buf
-        self.cdr = cdr
-        if cdr:
-            if len(buf) < 4 or buf[0] != 0 or buf[1] != 1:
-                raise Malformed("not little-endian CDR")
-            self.pos = 4
-        else:
-            self.pos = 0
+def _text(raw: Any, pos: int, size: int, cdr: bool) -> tuple[str, int]:
+    """The ``size`` bytes of a string at ``pos`` (CDR: its NUL included), and the end."""
+    end = pos + size
+    if end > len(raw):
+        raise Malformed("string runs past the message")
+    if cdr:
+        if size < 1 or raw[end - 1] != 0:
+            raise Malformed("CDR string without its NUL")
+        return bytes(raw[pos : end - 1]).decode(), end
+    return bytes(raw[pos:end]).decode(), end
 
-    def align(self, size: int) -> None:
-        """Skip CDR padding up to a multiple of ``size`` (nothing in ROS 1)."""
-        if self.cdr:
-            self.pos += -(self.pos - 4) % size
 
-    def u8(self) -> int:
-        value = int(self.buf[self.pos])
-        self.pos += 1
-        return value
+def _string(raw: Any, pos: int, cdr: bool) -> tuple[str, int]:
+    """A length-prefixed string at ``pos`` (the length aligned to 4 in CDR)."""
+    if cdr:
+        pos += -pos % 4
+    (size,) = _U32.unpack_from(raw, pos)
+    return _text(raw, pos + 4, size, cdr)
 
-    def u32(self) -> int:
-        self.align(4)
-        (value,) = _U32.unpack_from(self.buf, self.pos)
-        self.pos += 4
-        return int(value)
 
-    def string(self) -> str:
-        size = self.u32()
-        start, end = self.pos, self.pos + size
-        if end > len(self.buf):
-            raise Malformed("string runs past the message")
-        self.pos = end
-        if self.cdr:
-            if size < 1 or self.buf[end - 1] != 0:
-                raise Malformed("CDR string without its NUL")
-            end -= 1
-        return bytes(self.buf[start:end]).decode()
+def _finish(raw: Any, pos: int, cdr: bool) -> None:
+    """Refuse trailing bytes, as rosbags does (CDR allows 3 bytes of final padding)."""
+    if pos > len(raw) or pos + (3 if cdr else 0) < len(raw):
+        raise Malformed("message size does not match its fields")
 
-    def header(self) -> tuple[int | None, str]:
-        """``std_msgs/Header``: ``(stamp ns or None when zero, frame_id)``."""
-        if self.cdr:
-            sec, nanosec = _STAMP.unpack_from(self.buf, self.pos)
-            self.pos += 8
-        else:
-            _seq, sec, nanosec = _ROS1_HEADER.unpack_from(self.buf, self.pos)
-            self.pos += 12
-        stamp = sec * 1_000_000_000 + nanosec
-        return stamp or None, self.string()
 
-    def float64s(self, count: int) -> np.ndarray:
-        """``count`` doubles as a read-only view of the bytes."""
-        self.align(8)
-        values = np.frombuffer(self.buf, _F64, count, self.pos)
-        self.pos += 8 * count
-        return values
-
-    def byte_sequence(self) -> np.ndarray:
-        """A ``uint8[]`` as a read-only view of the bytes."""
-        size = self.u32()
-        values = np.frombuffer(self.buf, _U8, size, self.pos)
-        self.pos += size
-        return values
-
-    def finish(self) -> None:
-        """Refuse trailing bytes, as rosbags does (CDR allows 3 bytes of final padding)."""
-        slack = 3 if self.cdr else 0
-        if self.pos > len(self.buf) or self.pos + slack < len(self.buf):
-            raise Malformed("message size does not match its fields")
+# CDR aligns each primitive to its size counted from byte 4 (after the encapsulation):
+# for 4 bytes that is ``-pos % 4``, for 8 bytes ``-(pos - 4) % 8``. ROS 1 packs.
 
 
 def _image(cdr: bool) -> RawDecoder:
     def decode(raw: Any) -> tuple[int | None, str, Any, dict[str, Any]]:
-        c = Cursor(raw, cdr)
-        stamp, frame_id = c.header()
-        height, width, encoding = c.u32(), c.u32(), c.string()
-        bigendian = c.u8()
-        step = c.u32()
-        data = c.byte_sequence()
-        c.finish()
+        stamp, frame_id, pos = _header(raw, cdr)
+        if cdr:
+            pos += -pos % 4
+        height, width, size = _U32X3.unpack_from(raw, pos)  # + the encoding's length
+        encoding, pos = _text(raw, pos + 12, size, cdr)
+        bigendian = raw[pos]
+        pos += 1
+        if cdr:
+            pos += -pos % 4
+        step, size = _U32X2.unpack_from(raw, pos)  # + the data's length
+        data = np.frombuffer(raw, _U8, size, pos + 8)
+        _finish(raw, pos + 8 + size, cdr)
         pixels, meta = image_from_buffer(encoding, height, width, step, bool(bigendian), data)
         return stamp, frame_id, pixels, meta
 
@@ -147,11 +124,13 @@ def _compressed_image(cdr: bool, decode_images: bool) -> RawDecoder:
     images = CompressedImageDecoder(decode_images)
 
     def decode(raw: Any) -> tuple[int | None, str, Any, dict[str, Any]]:
-        c = Cursor(raw, cdr)
-        stamp, frame_id = c.header()
-        fmt = c.string()
-        data = c.byte_sequence()
-        c.finish()
+        stamp, frame_id, pos = _header(raw, cdr)
+        fmt, pos = _string(raw, pos, cdr)
+        if cdr:
+            pos += -pos % 4
+        (size,) = _U32.unpack_from(raw, pos)
+        data = np.frombuffer(raw, _U8, size, pos + 4)
+        _finish(raw, pos + 4 + size, cdr)
         image, meta = images.from_buffer(fmt, data)
         return stamp, frame_id, image, meta
 
@@ -166,31 +145,47 @@ class _PointCloud2:
         self._last_bytes = b""
         self._last_fields: PointFields = ()
 
-    def _fields(self, c: Cursor) -> PointFields:
-        start = c.pos
+    def _fields(self, raw: Any, pos: int, count: int) -> tuple[PointFields, int]:
+        """The ``count`` PointFields at ``pos`` and the position after them."""
         known = self._last_bytes
-        if known and bytes(c.buf[start : start + len(known)]) == known:
-            c.pos += len(known)
-            return self._last_fields
-        fields = []
-        for _ in range(c.u32()):
-            name = c.string()
-            offset = c.u32()
-            datatype = c.u8()
-            fields.append((name, offset, datatype, c.u32()))
-        self._last_bytes, self._last_fields = bytes(c.buf[start : c.pos]), tuple(fields)
-        return self._last_fields
+        if (
+            count == len(self._last_fields)
+            and known
+            and bytes(raw[pos : pos + len(known)]) == known
+        ):
+            return self._last_fields, pos + len(known)
+        cdr, start, fields = self.cdr, pos, []
+        for _ in range(count):
+            name, pos = _string(raw, pos, cdr)
+            if cdr:
+                pos += -pos % 4
+            (offset,) = _U32.unpack_from(raw, pos)
+            datatype = raw[pos + 4]
+            pos += 5
+            if cdr:
+                pos += -pos % 4
+            (n,) = _U32.unpack_from(raw, pos)
+            pos += 4
+            fields.append((name, offset, datatype, n))
+        self._last_bytes, self._last_fields = bytes(raw[start:pos]), tuple(fields)
+        return self._last_fields, pos
 
     def __call__(self, raw: Any) -> tuple[int | None, str, Any, dict[str, Any]]:
-        c = Cursor(raw, self.cdr)
-        stamp, frame_id = c.header()
-        height, width = c.u32(), c.u32()
-        fields = self._fields(c)
-        bigendian = c.u8()
-        step, row_step = c.u32(), c.u32()
-        data = c.byte_sequence()
-        c.u8()  # is_dense
-        c.finish()
+        cdr = self.cdr
+        stamp, frame_id, pos = _header(raw, cdr)
+        if cdr:
+            pos += -pos % 4
+        height, width, count = _U32X3.unpack_from(raw, pos)  # + the number of fields
+        fields, pos = self._fields(raw, pos + 12, count)
+        bigendian = raw[pos]
+        pos += 1
+        if cdr:
+            pos += -pos % 4
+        step, row_step, size = _U32X3.unpack_from(raw, pos)  # + the data's length
+        data = np.frombuffer(raw, _U8, size, pos + 12)
+        pos += 12 + size
+        raw[pos]  # is_dense: present, not used
+        _finish(raw, pos + 1, cdr)
         points, meta = cloud_from_buffer(
             fields, height, width, step, row_step, bool(bigendian), data
         )
@@ -199,12 +194,13 @@ class _PointCloud2:
 
 def _imu(cdr: bool) -> RawDecoder:
     def decode(raw: Any) -> tuple[int | None, str, Any, dict[str, Any]]:
-        c = Cursor(raw, cdr)
-        stamp, frame_id = c.header()
+        stamp, frame_id, pos = _header(raw, cdr)
+        if cdr:
+            pos += -(pos - 4) % 8
         # orientation, its covariance, angular velocity, its covariance, acceleration, its
         # covariance: 37 doubles in a row, copied once so the sample owns its numbers.
-        v = c.float64s(37).copy()
-        c.finish()
+        v = np.frombuffer(raw, _F64, 37, pos).copy()
+        _finish(raw, pos + 296, cdr)
         data = {
             "accel": v[25:28],
             "gyro": v[13:16],
@@ -220,16 +216,18 @@ def _imu(cdr: bool) -> RawDecoder:
 
 def _navsatfix(cdr: bool) -> RawDecoder:
     def decode(raw: Any) -> tuple[int | None, str, Any, dict[str, Any]]:
-        c = Cursor(raw, cdr)
-        stamp, frame_id = c.header()
-        (status,) = _I8.unpack_from(raw, c.pos)
-        c.pos += 1
-        c.align(2)
-        (service,) = _U16.unpack_from(raw, c.pos)
-        c.pos += 2
-        v = c.float64s(12).copy()  # latitude, longitude, altitude, position covariance
-        covariance_type = c.u8()
-        c.finish()
+        stamp, frame_id, pos = _header(raw, cdr)
+        (status,) = _I8.unpack_from(raw, pos)
+        pos += 1
+        if cdr:
+            pos += pos % 2
+        (service,) = _U16.unpack_from(raw, pos)
+        pos += 2
+        if cdr:
+            pos += -(pos - 4) % 8
+        v = np.frombuffer(raw, _F64, 12, pos).copy()  # lat, lon, alt, position covariance
+        covariance_type = raw[pos + 96]
+        _finish(raw, pos + 97, cdr)
         data = {
             "latitude": v[0:1].reshape(()),
             "longitude": v[1:2].reshape(()),

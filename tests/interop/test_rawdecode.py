@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from adapters import BagSource
@@ -223,6 +223,7 @@ def test_compressed_image_bytes_raw_equal_deserialise(
 
 SIZES = {1: 1, 2: 1, 3: 2, 4: 2, 5: 4, 6: 4, 7: 4, 8: 8}
 FieldList = list[tuple[str, int, int, int]]
+XYZI: FieldList = [("x", 7, 1, 0), ("y", 7, 1, 0), ("z", 7, 1, 0), ("intensity", 7, 1, 0)]
 
 
 @st.composite
@@ -293,6 +294,17 @@ def cloud(
     row_pad=st.sampled_from([0, 0, 0, -1, 4]),
     bigendian=st.sampled_from([False, False, True]),
     seed=st.integers(0, 2**16),
+)
+@example(  # the second field list starts with the bytes of the first: no stale cache
+    ros1=False,
+    first=XYZI,
+    second=[*XYZI, ("ring", 4, 1, 0)],
+    height=1,
+    width=2,
+    point_pad=0,
+    row_pad=0,
+    bigendian=False,
+    seed=0,
 )
 def test_pointcloud2_raw_equals_deserialise_and_normalize(
     ros1: bool,
