@@ -27,6 +27,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 from rich.console import Console
@@ -99,6 +100,66 @@ def run_file(inputs: Path, output: Path, actors: int) -> FleetConfig:
     )
 
 
+def measure(
+    recordings: int, seconds: float, cpus: int
+) -> tuple[list[tuple[str, float]], float, int]:
+    """Seconds for the plain loop and Ray with 1 and 2 actors; Ray start-up; input bytes."""
+    import ray
+
+    work = Path(tempfile.mkdtemp(prefix="bench-fleet-"))
+    try:
+        inputs = work / "in"
+        inputs.mkdir()
+        for i in range(recordings):
+            make_recording(inputs / f"drive-{i:03d}.hfr", seconds, 100 + 10 * i)
+        size = sum(p.stat().st_size for p in inputs.iterdir())
+        rows: list[tuple[str, float]] = []
+
+        started = time.perf_counter()
+        report = run_local(run_file(inputs, work / "local", 1))
+        assert report.count("written") == recordings, report
+        rows.append(("plain local loop", time.perf_counter() - started))
+
+        started = time.perf_counter()
+        ray.init(
+            num_cpus=cpus,
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level=logging.ERROR,
+        )
+        ray_start = time.perf_counter() - started
+        try:
+            for actors in (1, 2):
+                started = time.perf_counter()
+                report = run_fleet(run_file(inputs, work / f"ray{actors}", actors), progress=False)
+                assert report.count("written") == recordings, report
+                assert report.plan is not None
+                elapsed = time.perf_counter() - started
+                label = f"Ray, {actors} actor(s) x {report.plan.cpus_per_actor:g} CPU"
+                rows.append((label, elapsed))
+        finally:
+            ray.shutdown()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return rows, ray_start, size
+
+
+def quick() -> list[dict[str, Any]]:
+    """``hyperframes bench`` rows: 4 recordings x 2 s (Ray on one machine only adds overhead)."""
+    rows, _, _ = measure(4, 2.0, 2)
+    base = rows[0][1]
+    return [
+        {
+            "measure": f"{name} (recordings/min)",
+            "value": f"{4 / elapsed * 60:.1f}",
+            "ratio": f"{base / elapsed:.2f}x plain loop",
+            "target": "reported (scales with nodes)",
+            "met": None,
+        }
+        for name, elapsed in rows
+    ]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--recordings", type=int, default=8)
@@ -106,50 +167,11 @@ def main() -> int:
     ap.add_argument("--cpus", type=int, default=2)
     args = ap.parse_args()
     try:
-        import ray
+        import ray  # noqa: F401
     except ImportError:
         print("bench_fleet needs Ray: pip install 'hyperframes[ray]'", file=sys.stderr)
         return 1
-    console = Console()
-    work = Path(tempfile.mkdtemp(prefix="bench-fleet-"))
-    try:
-        inputs = work / "in"
-        inputs.mkdir()
-        for i in range(args.recordings):
-            make_recording(inputs / f"drive-{i:03d}.hfr", args.seconds, 100 + 10 * i)
-        size = sum(p.stat().st_size for p in inputs.iterdir())
-        rows: list[tuple[str, float, int]] = []
-
-        started = time.perf_counter()
-        report = run_local(run_file(inputs, work / "local", 1))
-        assert report.count("written") == args.recordings, report
-        rows.append(("plain local loop", time.perf_counter() - started, report.parts))
-
-        started = time.perf_counter()
-        ray.init(
-            num_cpus=args.cpus,
-            include_dashboard=False,
-            log_to_driver=False,
-            logging_level=logging.ERROR,
-        )
-        ray_start = time.perf_counter() - started
-        for actors in (1, 2):
-            started = time.perf_counter()
-            report = run_fleet(run_file(inputs, work / f"ray{actors}", actors), progress=False)
-            assert report.count("written") == args.recordings, report
-            assert report.plan is not None
-            elapsed = time.perf_counter() - started
-            rows.append(
-                (
-                    f"Ray, {actors} actor(s) x {report.plan.cpus_per_actor:g} CPU",
-                    elapsed,
-                    report.parts,
-                )
-            )
-        ray.shutdown()
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-
+    rows, ray_start, size = measure(args.recordings, args.seconds, args.cpus)
     base = rows[0][1]
     table = Table(
         title=(
@@ -159,15 +181,15 @@ def main() -> int:
     )
     for col in ("run", "seconds", "recordings / min", "vs plain loop"):
         table.add_column(col, justify="left" if col == "run" else "right")
-    for name, elapsed, _ in rows:
+    for name, elapsed in rows:
         table.add_row(
             name,
             f"{elapsed:.2f}",
             f"{args.recordings / elapsed * 60:.1f}",
             f"{base / elapsed:.2f}x",
         )
-    console.print(table)
-    console.print(f"Ray start-up (once, not in the rows): {ray_start:.2f} s")
+    Console().print(table)
+    Console().print(f"Ray start-up (once, not in the rows): {ray_start:.2f} s")
     return 0
 
 
