@@ -32,7 +32,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import anyio
 
@@ -45,10 +45,21 @@ from fusion.timing import Clock, current_clock, run_sync, use_clock
 if TYPE_CHECKING:
     from adapters.base import Source
     from fusion.workers import BatchWorker, WorkerStatistics
-    from recordings import Recorder, RecorderStatistics
 
 Stage = Callable[[FrameGroup], FrameGroup | None]
 Sink = Callable[[FrameGroup], Any]
+
+
+@runtime_checkable
+class RecorderLike(Protocol):
+    """What a pipeline needs of its ``recorder``: a :class:`~recordings.Recorder`, or a
+    wrapper such as :class:`~adapters.video.recording.VideoRecorder` that encodes video."""
+
+    async def send(self, frame: Frame) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+    def statistics(self) -> Any: ...
 
 
 class SensorStage:
@@ -92,7 +103,8 @@ class PipelineStatistics:
     hub: HubStatistics
     stages: tuple[StageStatistics, ...]
     workers: Mapping[str, WorkerStatistics]
-    recorder: RecorderStatistics | None
+    recorder: Any
+    """The recorder's statistics (:class:`~recordings.RecorderStatistics`), or ``None``."""
     groups_out: int
     """Groups handed to sinks or the caller."""
     elapsed_s: float
@@ -124,7 +136,7 @@ class Pipeline:
         stages: Sequence[Stage] = (),
         workers: Mapping[str, BatchWorker] | Sequence[BatchWorker] = (),
         sinks: Sequence[Sink] = (),
-        recorder: Recorder | None = None,
+        recorder: RecorderLike | None = None,
         clock: Clock | None = None,
         capacity: int = 16,
     ) -> None:
