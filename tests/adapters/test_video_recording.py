@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import anyio
 import av
@@ -230,7 +230,7 @@ class TestPipeline:
             tmp_path / "p.hfr", video={"cam": "ffv1"}, sensors=[s.spec for s in sources]
         )
         live = Pipeline(
-            sources, policy(), max_latency=300 * MS, recorder=cast(Any, recorder), clock=clock
+            sources, policy(), max_latency=300 * MS, recorder=recorder, clock=clock
         )
         with anyio.fail_after(30):
             async with clock.autojump():
