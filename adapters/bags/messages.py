@@ -24,6 +24,7 @@ The IMU keys follow :class:`adapters.synthetic.SyntheticImu` (``accel``,
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -80,11 +81,19 @@ def message_to_arrays(msg: Any) -> dict[str, np.ndarray]:
     field (``"points.x"`` of all points), so nothing is a Python object.
     """
     out: dict[str, np.ndarray] = {}
-    _flatten(msg, "", out, 0)
+    if hasattr(msg, "__dataclass_fields__"):
+        _apply(msg, _plan(msg, skip_header=False), out, skip_header=False)
+    else:
+        _flatten(msg, "", out, 0)
     return out
 
 
 _NAMES: dict[type, tuple[str, ...]] = {}
+
+Plan = tuple[tuple[str, Callable[[Any], Any], int], ...]
+"""A message class's leaves: ``(key, getter, depth)``, nested messages walked through."""
+
+_PLANS: dict[tuple[type, bool], Plan] = {}
 
 
 def _field_names(cls: type) -> tuple[str, ...]:
@@ -94,6 +103,49 @@ def _field_names(cls: type) -> tuple[str, ...]:
         fields = cls.__dataclass_fields__  # type: ignore[attr-defined]
         names = _NAMES[cls] = tuple(n for n in fields if not n.startswith("__"))
     return names
+
+
+def _plan(msg: Any, skip_header: bool) -> Plan:
+    """The leaves of ``msg``'s class, worked out once per class from its first message.
+
+    Nested messages are always present in ROS (never ``None``), so the walk of
+    one message holds for every message of its class; what a leaf holds is
+    still looked at per message (:func:`_apply`).
+    """
+    cached = _PLANS.get((type(msg), skip_header))
+    if cached is None:
+        steps: list[tuple[str, Callable[[Any], Any], int]] = []
+        _walk(msg, "", 0, steps, skip_header)
+        cached = _PLANS[(type(msg), skip_header)] = tuple(steps)
+    return cached
+
+
+def _walk(
+    value: Any, prefix: str, depth: int, steps: list[tuple[str, Any, int]], skip_header: bool
+) -> None:
+    if depth + 1 > _MAX_DEPTH:
+        return
+    for name in _field_names(type(value)):
+        child = getattr(value, name)
+        if skip_header and name == "header" and hasattr(child, "__dataclass_fields__"):
+            continue  # its stamp is the frame's t_sensor, its frame_id in meta
+        if not isinstance(child, (np.ndarray, list, bool, int, float, str)) and hasattr(
+            child, "__dataclass_fields__"
+        ):
+            _walk(child, f"{prefix}{name}.", depth + 1, steps, False)
+        else:
+            steps.append((prefix + name, operator.attrgetter(prefix + name), depth + 1))
+
+
+def _apply(msg: Any, plan: Plan, out: dict[str, np.ndarray], skip_header: bool) -> None:
+    for key, get, depth in plan:
+        value = get(msg)
+        if isinstance(value, np.ndarray):
+            out[key] = value
+        elif isinstance(value, (bool, int, float, str)):
+            out[key] = np.asarray(value)
+        elif not (skip_header and key == "header" and _is_message(value)):
+            _flatten(value, key, out, depth)  # sequences of messages, stacked
 
 
 def _flatten(value: Any, key: str, out: dict[str, np.ndarray], depth: int) -> None:
@@ -129,14 +181,10 @@ def _flatten_list(items: list[Any], key: str, out: dict[str, np.ndarray], depth:
 def decode_generic(msg: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Fallback for every other type: :func:`message_to_arrays` without the header."""
     data: dict[str, np.ndarray] = {}
-    if not hasattr(msg, "__dataclass_fields__"):
+    if hasattr(msg, "__dataclass_fields__"):
+        _apply(msg, _plan(msg, skip_header=True), data, skip_header=True)
+    else:
         _flatten(msg, "", data, 0)
-        return data, {}
-    for name in _field_names(type(msg)):
-        value = getattr(msg, name)
-        if name == "header" and _is_message(value):
-            continue  # its stamp is the frame's t_sensor, its frame_id in meta
-        _flatten(value, name, data, 1)
     return data, {}
 
 

@@ -485,3 +485,91 @@ float64[9] linear_acceleration_covariance
     assert frames[0].t_sensor == 1_000_000_005
     np.testing.assert_array_equal(frames[0].data["accel"], [1, 2, 3])
     np.testing.assert_array_equal(frames[0].data["gyro"], [4, 5, 6])
+
+
+def reference_arrays(value: Any, key: str = "", depth: int = 0) -> dict[str, np.ndarray]:
+    """message_to_arrays as first written: a plain recursive walk (the generic path's oracle)."""
+    out: dict[str, np.ndarray] = {}
+    if depth > 8:
+        return out
+    if isinstance(value, np.ndarray):
+        out[key] = value
+    elif isinstance(value, (bool, int, float, str)):
+        out[key] = np.asarray(value)
+    elif isinstance(value, list):
+        if not value or not hasattr(value[0], "__dataclass_fields__"):
+            out[key] = np.asarray(value) if value else np.empty(0)
+        else:
+            parts = [reference_arrays(item) for item in value]
+            for name in parts[0]:
+                column = [p.get(name) for p in parts]
+                if all(c is not None and c.shape == column[0].shape for c in column):  # type: ignore[union-attr]
+                    out[f"{key}.{name}"] = np.stack(column)  # type: ignore[arg-type]
+                else:
+                    for i, c in enumerate(column):
+                        if c is not None:
+                            out[f"{key}.{i}.{name}"] = c
+    elif hasattr(value, "__dataclass_fields__"):
+        for name in value.__dataclass_fields__:
+            if not name.startswith("__"):
+                sub = f"{key}.{name}" if key else name
+                out.update(reference_arrays(getattr(value, name), sub, depth + 1))
+    return out
+
+
+GENERIC_TYPES = {
+    "test_msgs/msg/Item": "string name\nint32 id\ngeometry_msgs/Point[] points\nfloat64[] values",
+    "test_msgs/msg/Bundle": (
+        "std_msgs/Header header\ntest_msgs/Item first\ntest_msgs/Item[] items\nstring[] tags"
+    ),
+}
+
+
+def generic_store() -> Any:
+    if "generic" not in STORES:
+        from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+        ts = get_typestore(Stores.ROS2_HUMBLE)
+        for name, text in GENERIC_TYPES.items():
+            ts.register(get_types_from_msg(text, name))
+        STORES["generic"] = ts
+    return STORES["generic"]
+
+
+items = st.tuples(
+    st.text(max_size=3), st.integers(-5, 5), st.integers(0, 3), st.lists(doubles, max_size=3)
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    first=items, more=st.lists(items, max_size=4), tags=st.lists(st.text(max_size=2), max_size=3)
+)
+def test_generic_messages_flatten_as_the_plain_walk_does(
+    first: tuple[str, int, int, list[float]],
+    more: list[tuple[str, int, int, list[float]]],
+    tags: list[str],
+) -> None:
+    from adapters.bags.messages import decode_generic, message_to_arrays
+
+    ts = generic_store()
+    T = ts.types
+
+    def item(name: str, ident: int, n_points: int, values: list[float]) -> Any:
+        points = [T["geometry_msgs/msg/Point"](x=float(i), y=0.5, z=-1.0) for i in range(n_points)]
+        return T["test_msgs/msg/Item"](name=name, id=ident, points=points, values=np.array(values))
+
+    bundle = T["test_msgs/msg/Bundle"](
+        header=header(False, (3, 4), "base"),
+        first=item(*first),
+        items=[item(*m) for m in more],
+        tags=tags,
+    )
+    raw = bytes(ts.serialize_cdr(bundle, "test_msgs/msg/Bundle"))
+    msg = ts.deserialize_cdr(raw, "test_msgs/msg/Bundle")  # what a bag gives: lists, arrays
+    for value in (msg, msg.first, *msg.items):  # ragged nested sequences; a header or none
+        want = reference_arrays(value)
+        assert_same(message_to_arrays(value), want)
+        data, meta = decode_generic(value)
+        assert meta == {}
+        assert_same(data, {k: v for k, v in want.items() if not k.startswith("header.")})
