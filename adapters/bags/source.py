@@ -7,10 +7,14 @@ definitions stored in the bag (the ROS 2 Humble or ROS 1 Noetic standard types
 when a bag has none). Each mapped topic becomes one sensor.
 
 Messages come out in log-time order, the order the bag recorder received
-them. They are read, deserialised and decoded (:mod:`adapters.bags.messages`)
-in a worker thread in batches of a few hundred messages or a few MB, so the
-event loop only builds frames; this keeps a bag's import close to the speed of
-reading it with ``rosbags`` alone. Frame times:
+them. They are read and decoded in a worker thread in batches of a few hundred
+messages or a few MB, so the event loop only builds frames. The standard
+sensor types (``Image``, ``CompressedImage``, ``PointCloud2``, ``Imu``,
+``NavSatFix``) are decoded straight from their bytes
+(:mod:`adapters.bags.rawdecode`) when the bag defines them the standard way;
+every other type is deserialised by rosbags and then decoded
+(:mod:`adapters.bags.messages`). That makes an import of a sensor bag cheaper
+than deserialising it with ``rosbags`` alone. Frame times:
 
 * ``t_sensor`` (and ``t``) is the message's ``header.stamp``; messages without
   a header (or with a zero stamp) use the log time, and ``meta["stamp"]`` says
