@@ -184,7 +184,7 @@ class _PointCloud2:
         step, row_step, size = _U32X3.unpack_from(raw, pos)  # + the data's length
         data = np.frombuffer(raw, _U8, size, pos + 12)
         pos += 12 + size
-        raw[pos]  # is_dense: present, not used
+        # then is_dense (1 byte, not used): _finish checks it is there
         _finish(raw, pos + 1, cdr)
         points, meta = cloud_from_buffer(
             fields, height, width, step, row_step, bool(bigendian), data
