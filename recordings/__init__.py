@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from recordings.reader import Recording, RecordingSummary, SensorSummary, open_recording
     from recordings.records import ChunkMeta
     from recordings.replay import Replay
+    from recordings.stream import RecordingStream, read_stream
     from recordings.writer import Recorder, RecorderStatistics
 
 __all__ = [
@@ -32,12 +33,14 @@ __all__ = [
     "RecorderStatistics",
     "Recording",
     "RecordingError",
+    "RecordingStream",
     "RecordingSummary",
     "Replay",
     "SensorSummary",
     "TruncatedRecording",
     "UnsupportedVersion",
     "open_recording",
+    "read_stream",
 ]
 
 _HOME = {
@@ -49,12 +52,14 @@ _HOME = {
     "RecorderStatistics": "recordings.writer",
     "Recording": "recordings.reader",
     "RecordingError": "recordings.errors",
+    "RecordingStream": "recordings.stream",
     "RecordingSummary": "recordings.reader",
     "Replay": "recordings.replay",
     "SensorSummary": "recordings.reader",
     "TruncatedRecording": "recordings.errors",
     "UnsupportedVersion": "recordings.errors",
     "open_recording": "recordings.reader",
+    "read_stream": "recordings.stream",
 }
 
 
