@@ -1,0 +1,188 @@
+"""What a chunk is on the wire: its meta, the dtype encoding, where its blob starts.
+
+Shared by the builder (:mod:`recordings.builder`) and the decoder
+(:mod:`recordings.records`); ``recordings/FORMAT.md`` is the specification.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from fusion.frames import SensorSpec
+from recordings.format import BLOB_ALIGN, CHUNK_KINDS, Compression, RecordKind
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkMeta:
+    """What a chunk's uncompressed meta says about it: enough to skip or verify it."""
+
+    index: int
+    """Position of the chunk in its file, from 0."""
+    t_start: int
+    """Smallest ``t`` of its frames, ns."""
+    t_end: int
+    """Largest ``t`` of its frames, ns (inclusive)."""
+    count: int
+    """Number of frames."""
+    raw_size: int
+    """Bytes after decompression."""
+    records_size: int
+    """Bytes of the records region at the start of the raw buffer (the blob follows
+    at the next multiple of ``BLOB_ALIGN``)."""
+    compression: Compression
+    """How the payload is stored."""
+    sensors: tuple[str, ...]
+    """Sensor names, in the chunk's own index order."""
+    counts: tuple[int, ...]
+    """Frames per sensor, parallel to ``sensors``."""
+    ranges: tuple[tuple[int, int], ...] = ()
+    """``(first t, last t)`` per sensor, parallel to ``sensors``."""
+    new_specs: tuple[Mapping[str, Any], ...] = ()
+    """Specs of sensors first seen in this chunk (``SensorSpec.to_dict``)."""
+    offset: int = -1
+    """Byte offset of the chunk's record in the file (-1 before it is written)."""
+    stored_size: int = -1
+    """Bytes of the payload as stored in the file."""
+    kind: int = RecordKind.CHUNK
+    """Record kind: ``CHUNK`` (msgpack records, 1.0) or ``COLUMNS`` (columnar, 1.1)."""
+
+    def to_msgpack(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "i": self.index,
+            "t0": self.t_start,
+            "t1": self.t_end,
+            "n": self.count,
+            "raw": self.raw_size,
+            "rec": self.records_size,
+            "z": int(self.compression),
+            "s": list(self.sensors),
+            "c": list(self.counts),
+            "r": [list(r) for r in self.ranges],
+            "new": [dict(s) for s in self.new_specs],
+        }
+        if self.kind != RecordKind.CHUNK:
+            d["k"] = int(self.kind)
+        return d
+
+    @classmethod
+    def from_msgpack(
+        cls, d: Any, *, offset: int = -1, stored_size: int = -1, kind: int | None = None
+    ) -> ChunkMeta:
+        """Validate and build; any inconsistency raises ``ValueError``/``TypeError``.
+
+        ``kind`` is the kind of the record the meta came from (scan path); the
+        index says it with ``"k"`` (absent: ``CHUNK``).
+        """
+        if not isinstance(d, dict):
+            raise TypeError(f"chunk meta is a {type(d).__name__}, not a map")
+        stated = d.get("k", RecordKind.CHUNK)
+        if stated not in CHUNK_KINDS or (kind is not None and kind != stated):
+            raise ValueError(f"chunk kind {stated!r} is unknown or does not match its record")
+        sensors = tuple(d["s"])
+        counts = tuple(d["c"])
+        ints = (d["i"], d["t0"], d["t1"], d["n"], d["raw"], d["rec"], *counts)
+        if not all(type(x) is int for x in ints) or not all(type(s) is str for s in sensors):
+            raise TypeError("chunk meta fields have the wrong types")
+        if len(sensors) != len(counts) or sum(counts) != d["n"] or min(counts, default=0) < 0:
+            raise ValueError("chunk meta sensor counts do not add up")
+        if d["rec"] < 0 or blob_offset(d["rec"]) > d["raw"] or d["t0"] > d["t1"]:
+            raise ValueError("chunk meta sizes or time range are inconsistent")
+        ranges = tuple((r[0], r[1]) for r in d["r"])
+        if len(ranges) != len(sensors) or not all(
+            type(a) is int and type(b) is int and a <= b for a, b in ranges
+        ):
+            raise ValueError("chunk meta sensor time ranges are inconsistent")
+        new = d.get("new") or []
+        if not isinstance(new, list) or not all(isinstance(s, dict) for s in new):
+            raise TypeError("chunk meta 'new' is not a list of specs")
+        return cls(
+            index=d["i"],
+            t_start=d["t0"],
+            t_end=d["t1"],
+            count=d["n"],
+            raw_size=d["raw"],
+            records_size=d["rec"],
+            compression=Compression(d["z"]),
+            sensors=sensors,
+            counts=counts,
+            ranges=ranges,
+            new_specs=tuple(new),
+            offset=offset,
+            stored_size=stored_size,
+            kind=stated,
+        )
+
+    def count_of(self, sensor: str) -> int:
+        try:
+            return self.counts[self.sensors.index(sensor)]
+        except ValueError:
+            return 0
+
+    def describe(self) -> str:
+        """``chunk 3 (t 1000..2000 ns, 12 frames)``: for error messages."""
+        return f"chunk {self.index} (t {self.t_start}..{self.t_end} ns, {self.count} frames)"
+
+
+@dataclass(slots=True)
+class SealedChunk:
+    """A chunk closed by the builder, ready to compress: raw buffer and meta."""
+
+    raw: bytearray
+    meta: ChunkMeta
+
+
+def _int64(value: Any, what: str) -> int:
+    v = int(value)
+    if not -(1 << 63) <= v < (1 << 63):
+        raise OverflowError(f"{what}={v} does not fit in int64")
+    return v
+
+
+def _dtype_to_wire(dtype: np.dtype[Any]) -> Any:
+    if dtype.fields is None and dtype.subdtype is None:
+        return dtype.str
+    return [list(item) if isinstance(item, tuple) else item for item in _descr(dtype)]
+
+
+def _descr(dtype: np.dtype[Any]) -> list[Any]:
+    out: list[Any] = []
+    for item in dtype.descr:
+        name, typ, *shape = item
+        wire_typ = _descr(np.dtype(typ)) if isinstance(typ, list) else typ
+        out.append([name, wire_typ, *([list(shape[0])] if shape else [])])
+    return out
+
+
+def _dtype_from_wire(wire: Any) -> np.dtype[Any]:
+    if isinstance(wire, str):
+        dtype = np.dtype(wire)
+    elif isinstance(wire, list):
+        dtype = np.dtype([_field_from_wire(f) for f in wire])
+    else:
+        raise TypeError(f"dtype is a {type(wire).__name__}")
+    if dtype.hasobject:
+        raise TypeError(f"refusing object dtype {dtype}")
+    return dtype
+
+
+def _field_from_wire(f: Any) -> tuple[Any, ...]:
+    if not isinstance(f, list) or len(f) not in (2, 3) or not isinstance(f[0], str):
+        raise TypeError("malformed structured dtype field")
+    typ = f[1] if isinstance(f[1], str) else _dtype_from_wire(f[1])
+    return (f[0], typ, tuple(f[2])) if len(f) == 3 else (f[0], typ)
+
+
+def blob_offset(records_size: int) -> int:
+    """Where the blob starts in a raw chunk whose records region has ``records_size`` bytes."""
+    return records_size + (-records_size % BLOB_ALIGN)
+
+
+def spec_from_wire(d: Any) -> SensorSpec:
+    """A :class:`SensorSpec` from a stored dict; raises ``ValueError``/``TypeError`` if bad."""
+    if not isinstance(d, dict):
+        raise TypeError("sensor spec is not a map")
+    return SensorSpec.from_dict(d)
