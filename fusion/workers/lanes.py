@@ -114,6 +114,7 @@ class Lanes:
             except Exception:  # isolated per item by the replica
                 feeds = None
             self._run_queue.put((batch, feeds))
+            del batch, feeds  # hold no frame while waiting for the next batch
         for _ in range(replicas):
             self._run_queue.put(_STOP)
 
@@ -129,6 +130,7 @@ class Lanes:
             except BaseException as err:  # handed to the loop, which re-raises it
                 done = Finished(batch, [], 0, now() - start, failure=err)
             self._deliver(done)
+            del job, batch, feeds, done  # hold no frame while waiting for the next job
 
     def _deliver(self, done: Finished) -> None:
         on_done = self._on_done

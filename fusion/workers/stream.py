@@ -263,9 +263,16 @@ class StreamRun:
             self._timer_wake.notify()
 
     def _on_done(self, done: Finished) -> None:
-        """A batch is back from the threads (runs on the event loop)."""
+        """A batch is back from the threads (a loop callback, outside any task)."""
         if self._closed:
             return
+        try:
+            self._finish(done)
+        except BaseException as err:  # nobody would see it from a loop callback: stop the stream
+            self._failure = err
+            self._ready.notify()
+
+    def _finish(self, done: Finished) -> None:
         self._free += 1
         if self._free == self.slots:
             self._end_busy()
