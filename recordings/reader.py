@@ -33,7 +33,7 @@ import os
 import struct
 import threading
 from collections.abc import Generator, Iterable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import CancelledError, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType, TracebackType
@@ -461,7 +461,13 @@ class Recording:
                 nxt = next(todo, None)
                 if nxt is not None:
                     pending.append((nxt, pool.submit(self._try_decode, nxt)))
-                yield chunk, future.result()
+                try:
+                    decoded = future.result()
+                except CancelledError:
+                    raise RecordingError(
+                        "the recording was closed while it was being read", **self._at(chunk.offset)
+                    ) from None
+                yield chunk, decoded
         finally:
             for _, future in pending:
                 future.cancel()

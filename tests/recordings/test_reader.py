@@ -256,3 +256,14 @@ def _drop_and_join(holder: list[Recorder], thread: threading.Thread) -> None:
     gc.collect()
     thread.join(10)
     assert not thread.is_alive()
+
+
+def test_an_abandoned_read_with_readahead_closes_cleanly(recorded: Path) -> None:
+    log = open_recording(recorded, readahead=2)
+    frames = log.frames()
+    assert next(frames).seq == 0  # chunks 1 and 2 are being decoded ahead
+    log.close()  # waits for them; no read after close
+    frames.close()
+    assert log.closed
+    with open_recording(recorded, readahead=2) as again:
+        assert sum(1 for _ in again.frames()) == 600
