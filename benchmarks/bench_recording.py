@@ -243,7 +243,7 @@ def print_table(rows: list[tuple[str, str, dict[str, float]]]) -> None:
         h, m = by[(session, "hfr")], by[(session, "mcap")]
         print(
             f"  {session:6} write {m['write'] / h['write']:5.2f}x  read {m['read'] / h['read']:5.2f}x  "
-            f"window {m['window'] / h['window']:5.2f}x  size {m['size'] / h['size']:5.2f}x"
+            f"window {m['window'] / h['window']:5.2f}x  size {m['size'] / h['size']:6.4f}x"
         )
 
 
