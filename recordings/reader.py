@@ -429,11 +429,12 @@ class Recording:
                 if self.strict:
                     raise decoded
                 continue
-            # Filter only what the chunk's own meta cannot rule in wholesale.
-            lo = start if start is not None and chunk.t_start < start else None
-            hi = end if end is not None and chunk.t_end >= end else None
+            # Every frame's sensor is a name of the chunk's own list, so a chunk
+            # whose sensors are all wanted needs no sensor filter. Times are
+            # always checked (a hostile index may misstate a chunk's range);
+            # a columnar chunk wholly inside the window costs one comparison.
             picked = None if wanted is None or wanted.issuperset(chunk.sensors) else wanted
-            yield decoded.frames(picked, lo, hi)
+            yield decoded.frames(picked, start, end)
 
     def _decoded(
         self, chunks: list[ChunkMeta]
