@@ -5,15 +5,20 @@ from __future__ import annotations
 import threading
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import anyio
+import av
+import numpy as np
 import pytest
 from av.codec.hwaccel import hwdevices_available
+from av.video.reformatter import VideoReformatter
 from hypothesis import given
 from hypothesis import strategies as st
 
 from adapters import VideoSource
-from adapters.video import BufferPool, PacketLedger, Timeline
+from adapters.video import BufferPool, PacketLedger, PixelConverter, Timeline
+from adapters.video.convert import Payload
 from adapters.video.hwaccel import AUTO_ORDER, HWAccelReport
 from adapters.video.prefetch import Prefetch
 from adapters.video.synth import write_video
@@ -148,6 +153,88 @@ def test_buffer_pool_reuses_only_unreferenced_buffers() -> None:
     assert c is not b
     del view
     assert pool.acquire() is not b
+
+
+def _decoded(path: Path) -> list[av.VideoFrame]:
+    with av.open(str(path)) as container:
+        return list(container.decode(video=0))
+
+
+def _reference(
+    frame: av.VideoFrame, fmt: str, size: tuple[int, int] | None, interp: str
+) -> Payload:
+    """What PyAV's own reformatter makes of ``frame`` (the converter must match it exactly)."""
+    w, h = size if size is not None else (None, None)
+    out = VideoReformatter().reformat(
+        frame, width=w, height=h, format=fmt, interpolation=interp.upper(), threads=1
+    )
+    if fmt == "yuv420p":
+        return {
+            name: np.frombuffer(memoryview(p), np.uint8).reshape(p.height, p.line_size)[
+                :, : p.width
+            ]
+            for name, p in zip("yuv", out.planes, strict=True)
+        }
+    return out.to_ndarray()  # type: ignore[no-any-return]
+
+
+class TestPixelConverter:
+    @pytest.mark.parametrize(
+        ("fmt", "size", "interp"),
+        [
+            ("rgb24", None, "bilinear"),
+            ("bgr24", None, "bicubic"),
+            ("gray", None, "point"),
+            ("bgr24", (32, 16), "bicubic"),
+            ("gray", (40, 30), "area"),
+            ("rgb24", (101, 75), "point"),
+            ("yuv420p", (32, 16), "lanczos"),
+        ],
+    )
+    def test_pooled_output_equals_the_reformatter_pixel_for_pixel(
+        self, tmp_path: Path, fmt: Any, size: tuple[int, int] | None, interp: str
+    ) -> None:
+        path = tmp_path / "px.mkv"
+        write_video(path, [0, 40, 80], size=(64, 48))
+        converter = PixelConverter(fmt, size=size, interpolation=interp)
+        for frame in _decoded(path):
+            got, want = converter.convert(frame), _reference(frame, fmt, size, interp)
+            if isinstance(want, dict):
+                assert isinstance(got, dict)
+                for name in want:
+                    np.testing.assert_array_equal(got[name], want[name])
+            else:
+                np.testing.assert_array_equal(got, want)
+
+    def test_released_buffers_are_reused_and_held_ones_never_overwritten(
+        self, tmp_path: Path
+    ) -> None:
+        path = tmp_path / "pool.mkv"
+        write_video(path, list(range(0, 800, 40)), size=(64, 48))
+        converter = PixelConverter("rgb24")
+        frames = _decoded(path)
+        held = converter.convert(frames[0])
+        assert isinstance(held, np.ndarray)
+        snapshot = held.copy()
+        addresses = set()
+        for frame in frames[1:]:
+            image = converter.convert(frame)
+            assert isinstance(image, np.ndarray)
+            addresses.add(image.__array_interface__["data"][0])
+            del image  # released: its buffer goes back to the pool
+        assert len(addresses) < 4, "buffers come back from the pool"
+        assert held.__array_interface__["data"][0] not in addresses
+        np.testing.assert_array_equal(held, snapshot)
+
+    def test_inputs_the_graph_does_not_take_still_convert(self) -> None:
+        rgb = np.random.default_rng(1).integers(0, 256, (48, 64, 3), np.uint8)
+        frame = av.VideoFrame.from_ndarray(rgb, format="rgb24")
+        planes = PixelConverter("yuv420p").convert(frame)  # into YUV: the reformatter's matrix
+        want = _reference(frame, "yuv420p", None, "bilinear")
+        assert isinstance(planes, dict)
+        assert isinstance(want, dict)
+        for name in want:
+            np.testing.assert_array_equal(planes[name], want[name])
 
 
 class TestHardwareFallback:
