@@ -219,6 +219,11 @@ class PixelConverter:
         np.copyto(buf, view)
         return buf
 
+    def release(self) -> None:
+        """Free the conversion graph and its pooled buffers (those still held are freed
+        when dropped). The converter still works afterwards; it builds a new graph."""
+        self._graph = None
+
     @property
     def pool_misses(self) -> int:
         """Arrays allocated because every pooled buffer was still in use."""

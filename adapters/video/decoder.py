@@ -153,6 +153,7 @@ class DecoderThread:
         except BaseException as err:
             self._emit(Failed(err))
         finally:
+            self._converter.release()  # the idle pool's buffers go back to the allocator
             self.prefetch.finish()
 
     def _run_connections(self) -> None:

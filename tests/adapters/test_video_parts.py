@@ -225,6 +225,10 @@ class TestPixelConverter:
         assert len(addresses) < 4, "buffers come back from the pool"
         assert held.__array_interface__["data"][0] not in addresses
         np.testing.assert_array_equal(held, snapshot)
+        converter.release()  # frees the pool; what a consumer still holds stays valid
+        np.testing.assert_array_equal(held, snapshot)
+        again = converter.convert(frames[1])
+        np.testing.assert_array_equal(again, _reference(frames[1], "rgb24", None, "bilinear"))
 
     def test_inputs_the_graph_does_not_take_still_convert(self) -> None:
         rgb = np.random.default_rng(1).integers(0, 256, (48, 64, 3), np.uint8)
