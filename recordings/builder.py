@@ -233,14 +233,18 @@ class ChunkBuilder:
         groups = [g for g in self._groups.values() if len(g)]
         if groups:
             raw, records_size, t0, t1 = self._seal_columns(groups)
+            parts: list[bytes | bytearray] = [raw]
             kind = RecordKind.COLUMNS
         else:
             head = bytes([_ARRAY_HEADER]) + self._count.to_bytes(4, "big")
             records_size = len(head) + len(self._records)
-            raw = bytearray(head)
-            raw += self._records
-            raw += bytes(-records_size % BLOB_ALIGN)
-            raw += self._blob
+            # Kept in parts: the writer compresses them in one pass, with no joined copy.
+            parts = [
+                head,
+                self._records,
+                bytes(-records_size % BLOB_ALIGN),
+                self._blob,
+            ]
             t0, t1 = self._t0, self._t1
             kind = RecordKind.CHUNK
         ranges = self._ranges
@@ -249,7 +253,7 @@ class ChunkBuilder:
             t_start=t0,
             t_end=t1,
             count=self._count,
-            raw_size=len(raw),
+            raw_size=sum(len(p) for p in parts),
             records_size=records_size,
             compression=Compression.ZSTD,
             sensors=tuple(self._sensors),
@@ -273,7 +277,7 @@ class ChunkBuilder:
         self._nrecords = 0
         self._count = 0
         self._size = BLOB_ALIGN + 5
-        return SealedChunk(raw, meta)
+        return SealedChunk(parts, meta)
 
     def _seal_columns(self, groups: list[ColumnGroup]) -> tuple[bytearray, int, int, int]:
         """``(raw, records_size, t_start, t_end)`` of a columnar chunk (see FORMAT.md).

@@ -129,10 +129,22 @@ class ChunkMeta:
 
 @dataclass(slots=True)
 class SealedChunk:
-    """A chunk closed by the builder, ready to compress: raw buffer and meta."""
+    """A chunk closed by the builder, ready to compress: its raw bytes and meta.
 
-    raw: bytearray
+    The raw bytes are kept as the ``parts`` the builder made (header, records,
+    padding, array blob) so they can be compressed in one pass without first
+    being copied into one buffer; :attr:`raw` joins them when one is needed.
+    """
+
+    parts: list[bytes | bytearray]
     meta: ChunkMeta
+
+    @property
+    def raw(self) -> bytearray:
+        """The raw chunk as one buffer (a copy unless the chunk is one part)."""
+        if len(self.parts) == 1 and isinstance(self.parts[0], bytearray):
+            return self.parts[0]
+        return bytearray().join(self.parts)
 
 
 def _int64(value: Any, what: str) -> int:

@@ -98,23 +98,35 @@ def _pack(obj: Any) -> bytes:
 
 
 def encode_chunk(sealed: SealedChunk, level: int) -> tuple[ChunkMeta, list[bytes], int]:
-    """Compress a sealed chunk into a record: ``(meta, [prelude, meta, payload], length)``.
+    """Compress a sealed chunk into a record: ``(meta, [prelude, meta, *payload], length)``.
 
-    Runs in the compression pool; each thread keeps its own compressor.
+    Runs in the compression pool; each thread keeps its own compressor. The
+    chunk's parts go through one zstd frame (content size declared) without
+    being joined first, and the compressed pieces go to ``writev`` as they are.
     """
     cctx = getattr(_local, "cctx", None)
     if cctx is None or _local.level != level:
         cctx = _local.cctx = zstandard.ZstdCompressor(level=level, write_content_size=True)
         _local.level = level
-    payload: bytes = cctx.compress(sealed.raw)
+    parts = sealed.parts
+    raw_size = sealed.meta.raw_size
+    payload: list[Any]
+    if len(parts) == 1:
+        payload = [cctx.compress(parts[0])]
+    else:
+        stream = cctx.compressobj(size=raw_size)
+        payload = [piece for p in parts if (piece := stream.compress(p))]
+        payload.append(stream.flush())
+    stored = sum(len(p) for p in payload)
     meta = sealed.meta
-    if len(payload) >= len(sealed.raw):  # incompressible: store it as is
-        payload = bytes(sealed.raw)
+    if stored >= raw_size:  # incompressible: store it as is
+        payload = [bytes(p) for p in parts]
+        stored = raw_size
         meta = _replace_compression(meta, Compression.NONE)
     meta_bytes = _pack(meta.to_msgpack())
-    prelude = pack_prelude(meta.kind, meta_bytes, len(payload), crc32(payload))
-    parts = [prelude, meta_bytes, payload]
-    return meta, parts, sum(len(p) for p in parts)
+    prelude = pack_prelude(meta.kind, meta_bytes, stored, crc32(*payload))
+    out = [prelude, meta_bytes, *payload]
+    return meta, out, len(prelude) + len(meta_bytes) + stored
 
 
 def _replace_compression(meta: ChunkMeta, compression: Compression) -> ChunkMeta:
@@ -513,7 +525,7 @@ class Recorder:
     def _write_chunk(self, meta: ChunkMeta, parts: list[bytes], length: int) -> None:
         entry = meta.to_msgpack()
         entry["off"] = self._part_bytes
-        entry["len"] = len(parts[2])
+        entry["len"] = sum(len(p) for p in parts[2:])  # the payload, possibly in pieces
         self._emit(parts)
         if self._durable:
             os.fsync(self._fd)

@@ -25,7 +25,7 @@ def roundtrip(frames: list[Frame]) -> list[Frame]:
         builder.add(f)
     sealed = builder.seal()
     meta, parts, _ = encode_chunk(sealed, 3)
-    raw = decompress_chunk(parts[2], meta, max_chunk_bytes=1 << 30)
+    raw = decompress_chunk(b"".join(parts[2:]), meta, max_chunk_bytes=1 << 30)
     return decode_frames(raw, meta)
 
 
