@@ -244,7 +244,7 @@ def quick_infer(m: ModuleType) -> list[Row]:
         c_run = m.stage_run(model, probe.max_batch, probe.threads, 32)
         bound = free_cores() / (c_decode + c_pre + c_run)
         fps_a, _ = m.naive(path, model)
-        fps_b, _, _ = anyio.run(m.pipeline, path, model, "cpu")
+        fps_b = anyio.run(m.pipeline, path, model, "cpu")[0]
     return [
         Row("infer", "VideoSource + BatchWorker (720p -> tiny_cnn)", f"{fps_b:,.0f} frames/s",
             f"{fps_b / fps_a:.2f}x naive loop", ">= 1.5x naive", fps_b >= 1.5 * fps_a),

@@ -108,3 +108,17 @@ def test_list_shows_each_benchmark_and_its_mode(capsys: pytest.CaptureFixture[st
     assert main(["bench", "--list"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert any(line.startswith("sync") and "quick runner" in line for line in lines)
+
+
+def test_bench_only_infer_runs_its_quick_mode_against_the_script(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The runner calls into benchmarks/bench_infer.py: a change there must not break it."""
+    main(["bench", "--only", "infer"])  # targets may be missed on a busy machine: not asserted
+    out = capsys.readouterr().out
+    rows = _rows(out, "infer")
+    assert [r[1] for r in rows] == [
+        "VideoSource + BatchWorker (720p -> tiny_cnn)",
+        "share of the CPU-sum bound",
+    ]
+    assert "error" not in out
