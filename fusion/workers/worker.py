@@ -37,7 +37,7 @@ from fusion.workers.stream import StreamRun, StreamSettings
 
 # Defaults per device. On a CPU batching buys little (the cores are busy
 # either way; onnxruntime's cost per item was measured flat in the batch size
-# for the project's small CNN, see docs/sections/BENCHMARKS-workers.md) and
+# for the project's small CNN, see "Batch inference" in BENCHMARKS.md) and
 # waiting only adds latency, so a batch goes as soon as a slot is free, holding
 # whatever queued meanwhile; on a GPU a batch of 8+ is what fills the device,
 # and waiting up to 5 ms (under one frame interval of any camera up to 200 Hz)
