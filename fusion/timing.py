@@ -182,6 +182,35 @@ def use_clock(clock: Clock) -> Iterator[Clock]:
         _current.reset(token)
 
 
+class Pacer:
+    """Spaces recorded timestamps out on a clock, ``speed`` times faster than recorded.
+
+    The ``i``-th :meth:`wait` returns at ``start + (p_i - p_0) / speed`` on the
+    clock, where ``p_i`` is the timestamp passed and ``start`` is the clock's
+    time at the first call. Due times never go backwards, so out-of-order
+    stamps do not reorder what is paced. ``speed=None`` does not wait (one
+    checkpoint per call): as fast as the consumer takes. What replays of a
+    recording (``Replay``, ``VideoReplay``) pace their frames with.
+    """
+
+    def __init__(self, speed: float | None, clock: Clock | None = None) -> None:
+        self.speed = speed
+        self._clock = clock if clock is not None else current_clock()
+        self._started = False
+        self._base_clock = self._base_pace = self._last_due = 0
+
+    async def wait(self, pace: int) -> None:
+        """Return when the item recorded at ``pace`` (int ns) is due."""
+        if self.speed is None:
+            await anyio.lowlevel.checkpoint()
+            return
+        if not self._started:
+            self._base_clock, self._base_pace, self._started = self._clock.now(), pace, True
+        due = max(self._last_due, self._base_clock + int((pace - self._base_pace) / self.speed))
+        self._last_due = due
+        await self._clock.sleep_until(due)
+
+
 async def run_sync(func: Callable[..., T], *args: object, clock: Clock | None = None) -> T:
     """Run blocking ``func(*args)`` in a worker thread, keeping the event loop free.
 

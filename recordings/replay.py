@@ -10,10 +10,11 @@ generator: replay applies backpressure and drops nothing.
 Pacing: frame ``i`` is due at ``start + (p_i - p_0) / speed`` on
 :func:`~fusion.timing.current_clock`, where ``p`` is the frame's recorded
 ``t_arrival`` (its ``t`` when it has none) and ``start`` is the clock's time at
-the first frame. Due times never go backwards, so out-of-order arrival stamps
-do not reorder frames. ``speed=None`` yields as fast as the consumer takes
-frames. On a :class:`~fusion.timing.VirtualClock` with autojump, a real-time
-replay of a long session takes as long as the decoding, not the session.
+the first frame (:class:`~fusion.timing.Pacer`). Due times never go backwards,
+so out-of-order arrival stamps do not reorder frames. ``speed=None`` yields as
+fast as the consumer takes frames. On a :class:`~fusion.timing.VirtualClock`
+with autojump, a real-time replay of a long session takes as long as the
+decoding, not the session.
 
 ``loop=True`` starts again at the end; each pass shifts ``t``, ``t_sensor``
 and ``t_arrival`` by the selection's span plus one mean frame interval and
@@ -26,11 +27,9 @@ import dataclasses
 import os
 from collections.abc import AsyncIterator, Generator, Iterable
 
-import anyio.lowlevel
-
 from adapters.base import Source
 from fusion.frames import Frame, SensorSpec
-from fusion.timing import current_clock
+from fusion.timing import Pacer
 from recordings.format import DEFAULT_MAX_CHUNK_BYTES
 from recordings.reader import Recording, open_recording
 
@@ -100,9 +99,7 @@ class Replay(Source):
     async def frames(self) -> AsyncIterator[Frame]:
         """Yield the selected frames in recorded order, paced by the current clock."""
         log = self.recording
-        clock = current_clock()
-        base_clock = base_pace = last_due = 0
-        started = False
+        pacer = Pacer(self.speed)
         shift = 0
         seq_shift: dict[str, int] = {}
         next_seq: dict[str, int] = {}
@@ -117,15 +114,7 @@ class Replay(Source):
                     for frame in batch:
                         if shift:
                             frame = _shifted(frame, shift, seq_shift.get(frame.sensor, 0))
-                        if self.speed is None:
-                            await anyio.lowlevel.checkpoint()
-                        else:
-                            pace = frame.t if frame.t_arrival is None else frame.t_arrival
-                            if not started:
-                                base_clock, base_pace, started = clock.now(), pace, True
-                            due = max(last_due, base_clock + int((pace - base_pace) / self.speed))
-                            last_due = due
-                            await clock.sleep_until(due)
+                        await pacer.wait(frame.t if frame.t_arrival is None else frame.t_arrival)
                         next_seq[frame.sensor] = frame.seq + 1
                         self._next_seq[frame.sensor] = self._next_seq.get(frame.sensor, 0) + 1
                         yield frame

@@ -39,7 +39,6 @@ from collections.abc import AsyncIterator, Generator, Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-import anyio.lowlevel
 import av
 import av.error
 
@@ -52,7 +51,7 @@ from adapters.video.packets import (
     video_sensors,
 )
 from fusion.frames import Frame
-from fusion.timing import current_clock
+from fusion.timing import Pacer
 
 DEFAULT_LOOKAHEAD_NS = 1_000_000_000
 _MAX_PENDING = 64
@@ -371,10 +370,8 @@ class VideoReplay(Source):
 
     async def frames(self) -> AsyncIterator[Frame]:
         """Yield the selected frames in recorded order, decoded, paced by the current clock."""
-        clock = current_clock()
+        pacer = Pacer(self.speed)
         it = self.reader.frames(self._names, self._start, self._end)
-        base_clock = base_pace = last_due = 0
-        started = False
         try:
             while True:
                 batch = await self.run_blocking(_take, it, self._batch)
@@ -382,15 +379,7 @@ class VideoReplay(Source):
                 if not batch:
                     return
                 for frame in batch:
-                    if self.speed is None:
-                        await anyio.lowlevel.checkpoint()
-                    else:
-                        pace = frame.t if frame.t_arrival is None else frame.t_arrival
-                        if not started:
-                            base_clock, base_pace, started = clock.now(), pace, True
-                        due = max(last_due, base_clock + int((pace - base_pace) / self.speed))
-                        last_due = due
-                        await clock.sleep_until(due)
+                    await pacer.wait(frame.t if frame.t_arrival is None else frame.t_arrival)
                     self._next_seq[frame.sensor] = self._next_seq.get(frame.sensor, 0) + 1
                     yield frame
         finally:

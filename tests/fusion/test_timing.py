@@ -8,6 +8,7 @@ import anyio
 import pytest
 
 from fusion import MonotonicClock, VirtualClock, current_clock, run_sync, use_clock
+from fusion.timing import Pacer
 
 
 class TestVirtualClock:
@@ -76,3 +77,24 @@ async def test_current_clock_defaults_to_monotonic_and_follows_use_clock() -> No
         async with anyio.create_task_group() as tg:
             tg.start_soon(child)
     assert isinstance(current_clock(), MonotonicClock)
+
+
+class TestPacer:
+    async def test_stamps_are_due_at_their_scaled_offsets_and_never_earlier_than_the_last(
+        self,
+    ) -> None:
+        clock = VirtualClock(start=1_000)
+        pacer = Pacer(2.0, clock)
+        woke: list[int] = []
+        async with clock.autojump():
+            for stamp in [50, 250, 150, 650]:  # 150 arrives out of order
+                await pacer.wait(stamp)
+                woke.append(clock.now())
+        assert woke == [1_000, 1_100, 1_100, 1_300]
+
+    async def test_no_speed_does_not_wait(self) -> None:
+        clock = VirtualClock()
+        pacer = Pacer(None, clock)
+        for stamp in [0, 10**12]:
+            await pacer.wait(stamp)
+        assert clock.now() == 0
