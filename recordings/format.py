@@ -22,6 +22,8 @@ import struct
 import zlib
 from enum import IntEnum
 
+from fusion.errors import RecordingError, TruncatedRecording, UnsupportedVersion
+
 MAGIC = b"\x89HFR\r\n\x1a\n"
 """First 8 bytes of every ``.hfr`` file (PNG-style: catches text-mode mangling)."""
 
@@ -99,6 +101,32 @@ def crc32(*parts: bytes | bytearray | memoryview) -> int:
 
 def pack_preamble(major: int = VERSION_MAJOR, minor: int = VERSION_MINOR) -> bytes:
     return PREAMBLE.pack(MAGIC, major, minor, 0)
+
+
+def unpack_preamble(head: bytes, *, path: str, source: str = "file") -> tuple[int, int]:
+    """The ``(major, minor)`` version of a preamble, the first bytes of a ``source``.
+
+    Raises :class:`~fusion.errors.TruncatedRecording` when ``head`` is a cut-off
+    preamble, :class:`~fusion.errors.RecordingError` when it is not one at all, and
+    :class:`~fusion.errors.UnsupportedVersion` for a major version this reader does
+    not read.
+    """
+    if len(head) < PREAMBLE.size or head[:8] != MAGIC:
+        if len(head) < PREAMBLE.size and MAGIC.startswith(head[:8]):
+            raise TruncatedRecording(
+                f"the {source} ends after {len(head)} bytes, inside its preamble",
+                path=path,
+                offset=len(head),
+            )
+        raise RecordingError("not a hyperframes recording (bad magic bytes)", path=path, offset=0)
+    _, major, minor, _flags = PREAMBLE.unpack(head)
+    if major != VERSION_MAJOR:
+        raise UnsupportedVersion(
+            f"Recording has format version {major}.{minor}; this reader supports {VERSION_MAJOR}.x",
+            path=path,
+            offset=8,
+        )
+    return major, minor
 
 
 def pack_prelude(kind: int, meta: bytes, payload_len: int, payload_crc: int) -> bytes:

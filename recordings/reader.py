@@ -46,7 +46,6 @@ from fusion.errors import (
     LimitExceeded,
     RecordingError,
     TruncatedRecording,
-    UnsupportedVersion,
 )
 from fusion.frames import Frame, SensorSpec
 from recordings.format import (
@@ -54,14 +53,13 @@ from recordings.format import (
     DEFAULT_MAX_CHUNK_BYTES,
     DEFAULT_MAX_META_BYTES,
     END_MAGIC,
-    MAGIC,
     PREAMBLE,
     PRELUDE,
     SYNC,
     TRAILER,
-    VERSION_MAJOR,
     RecordKind,
     crc32,
+    unpack_preamble,
 )
 from recordings.records import (
     ChunkMeta,
@@ -163,25 +161,7 @@ class Recording:
 
     def _open(self, use_index: bool) -> None:
         head = os.pread(self._fd, PREAMBLE.size, 0)
-        if len(head) < PREAMBLE.size or head[:8] != MAGIC:
-            if MAGIC.startswith(head[:8]):
-                raise TruncatedRecording(
-                    f"the file ends after {len(head)} bytes, inside its preamble",
-                    path=str(self.path),
-                    offset=len(head),
-                )
-            raise RecordingError(
-                "not a hyperframes recording (bad magic bytes)", path=str(self.path), offset=0
-            )
-        _, major, minor, _flags = PREAMBLE.unpack(head)
-        self.version = (major, minor)
-        if major != VERSION_MAJOR:
-            raise UnsupportedVersion(
-                f"Recording has format version {major}.{minor}; this reader supports "
-                f"{VERSION_MAJOR}.x",
-                path=str(self.path),
-                offset=8,
-            )
+        self.version = unpack_preamble(head, path=str(self.path))
         offset = PREAMBLE.size
         rec = self._read_record_head(offset)
         if isinstance(rec, RecordingError):

@@ -26,20 +26,18 @@ from fusion.errors import (
     LimitExceeded,
     RecordingError,
     TruncatedRecording,
-    UnsupportedVersion,
 )
 from fusion.frames import Frame, SensorSpec
 from recordings.format import (
     CHUNK_KINDS,
     DEFAULT_MAX_CHUNK_BYTES,
     DEFAULT_MAX_META_BYTES,
-    MAGIC,
     PREAMBLE,
     PRELUDE,
     SYNC,
-    VERSION_MAJOR,
     RecordKind,
     crc32,
+    unpack_preamble,
 )
 from recordings.records import (
     ChunkMeta,
@@ -74,25 +72,7 @@ class RecordingStream:
         self._pos = 0
         self._started = False
         head = self._read(PREAMBLE.size)
-        if len(head) < PREAMBLE.size or head[:8] != MAGIC:
-            if len(head) < PREAMBLE.size and MAGIC.startswith(head[:8]):
-                raise TruncatedRecording(
-                    f"the stream ends after {len(head)} bytes, inside its preamble",
-                    path=name,
-                    offset=len(head),
-                )
-            raise RecordingError(
-                "not a hyperframes recording (bad magic bytes)", path=name, offset=0
-            )
-        _, major, minor, _flags = PREAMBLE.unpack(head)
-        self.version = (major, minor)
-        if major != VERSION_MAJOR:
-            raise UnsupportedVersion(
-                f"Recording has format version {major}.{minor}; this reader supports "
-                f"{VERSION_MAJOR}.x",
-                path=name,
-                offset=8,
-            )
+        self.version = unpack_preamble(head, path=name, source="stream")
 
     def frames(
         self,
