@@ -99,7 +99,7 @@ def load(name: str, path: Path) -> ModuleType:
 def run(args: argparse.Namespace) -> int:
     console = Console()
     if not console.is_terminal:
-        console = Console(width=120)  # logs and CI: one table row per line
+        console = Console(width=220)  # logs and CI: one table row per line
     found = find_benchmarks(args.dir)
     if not found:
         where = args.dir or "benchmarks/ of the source checkout"
