@@ -120,7 +120,6 @@ async def drive(
     *,
     metrics: Path | None = None,
     status: Callable[[], str] | None = None,
-    on_group: Callable[[Any], None] | None = None,
 ) -> PipelineStatistics:
     """Run ``pipeline`` to the end with a live table (refreshed 4x/s) and graceful signals."""
     live = Live(
@@ -131,17 +130,11 @@ async def drive(
         with live:
             async with pipeline.open() as groups:
                 n = 0
-                async for group in groups:
+                async for _ in groups:
                     n += 1
-                    if on_group is not None:
-                        on_group(group)
                     if n % 16 == 0:
                         _refresh(live, pipeline, title, status, metrics)
-            stats = pipeline.statistics()
-            live.update(live_table(stats, title, status() if status else ""), refresh=True)
-        if metrics is not None:
-            write_metrics(metrics, stats)
-        return stats
+            return _refresh(live, pipeline, title, status, metrics, final=True)
 
     return await run_until_signalled(pipeline, body)
 
@@ -152,11 +145,15 @@ def _refresh(
     title: str,
     status: Callable[[], str] | None,
     metrics: Path | None,
-) -> None:
+    *,
+    final: bool = False,
+) -> PipelineStatistics:
+    """Show the pipeline's statistics now (and keep the metrics file current)."""
     stats = pipeline.statistics()
-    live.update(live_table(stats, title, status() if status else ""))
+    live.update(live_table(stats, title, status() if status else ""), refresh=final)
     if metrics is not None:
         write_metrics(metrics, stats)
+    return stats
 
 
 def write_metrics(path: Path, stats: PipelineStatistics) -> None:
