@@ -16,7 +16,7 @@ test: $(STAMP_TEST)
 	$(VENV)/bin/hyperframes demo --quiet
 
 lint: $(STAMP_TEST)
-	$(VENV)/bin/ruff check fusion adapters recordings tests benchmarks examples
+	$(VENV)/bin/ruff check fusion adapters recordings hyperframes tests benchmarks examples
 
 typecheck: $(STAMP_TEST)
 	$(VENV)/bin/mypy

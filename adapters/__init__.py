@@ -1,21 +1,33 @@
-"""Sources of frames: video, LiDAR, time series, synthetic sensors, and the base class."""
+"""Sources of frames: video, LiDAR, time series, ROS bags and synthetic sensors.
 
-from adapters.bags import BagSource
-from adapters.base import Source
-from adapters.interpolation import interpolate, slerp
-from adapters.lidar import PointCloudFiles, VelodyneSource
-from adapters.synthetic import (
-    SensorTiming,
-    SyntheticCamera,
-    SyntheticImu,
-    SyntheticLidar,
-    SyntheticSensor,
-    synthetic_session,
-    synthetic_timeline,
-)
-from adapters.timeseries import TimeSeriesSource
-from adapters.video import VideoSource
-from fusion._exports import rewrite_module
+Every class here is a :class:`~fusion.Source` (re-exported as
+``adapters.Source``: the base class lives in the core). Names load on first
+use (PEP 562), so ``import adapters`` does not load PyAV, open3d or rosbags
+until a source that needs one is asked for.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from fusion._exports import lazy_exports
+from fusion.source import Source
+
+if TYPE_CHECKING:
+    from adapters.bags import BagSource
+    from adapters.interpolation import interpolate, slerp
+    from adapters.lidar import PointCloudFiles, VelodyneSource
+    from adapters.synthetic import (
+        SensorTiming,
+        SyntheticCamera,
+        SyntheticImu,
+        SyntheticLidar,
+        SyntheticSensor,
+        synthetic_session,
+        synthetic_timeline,
+    )
+    from adapters.timeseries import TimeSeriesSource
+    from adapters.video import VideoSource
 
 __all__ = [
     "BagSource",
@@ -35,4 +47,26 @@ __all__ = [
     "synthetic_timeline",
 ]
 
-rewrite_module(globals(), __name__)
+_SYNTHETIC = (
+    "SensorTiming",
+    "SyntheticCamera",
+    "SyntheticImu",
+    "SyntheticLidar",
+    "SyntheticSensor",
+    "synthetic_session",
+    "synthetic_timeline",
+)
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "BagSource": "adapters.bags.source",
+        "PointCloudFiles": "adapters.lidar.pointcloud_files",
+        "TimeSeriesSource": "adapters.timeseries",
+        "VelodyneSource": "adapters.lidar.velodyne",
+        "VideoSource": "adapters.video.source",
+        "interpolate": "adapters.interpolation",
+        "slerp": "adapters.interpolation",
+        **dict.fromkeys(_SYNTHETIC, "adapters.synthetic"),
+    },
+)

@@ -30,9 +30,9 @@ from typing import Any
 import anyio.lowlevel
 import numpy as np
 
-from adapters.base import Source
 from fusion.clock import ClockModel
 from fusion.frames import Frame, Overflow, SensorKind, SensorSpec
+from fusion.source import Source
 from fusion.timing import current_clock
 
 POINT_DTYPE = np.dtype(

@@ -43,10 +43,10 @@ import msgpack
 import numpy as np
 from anyio.abc import SocketAttribute
 
-from adapters.base import Source
 from fusion.clock import ClockModel
 from fusion.errors import ConfigError, SourceOpenError
 from fusion.frames import Frame, Overflow, SensorKind, SensorSpec
+from fusion.source import Source
 from fusion.timing import current_clock
 
 TIME_UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}

@@ -5,7 +5,7 @@ All in one run, on recordings generated here (synthetic camera 128x96 at
 a run file of ``nearest`` sync (LiDAR reference, IMU window) and two models,
 ``sobel_edges`` on the camera and ``bev_occupancy`` on the LiDAR:
 
-(a) plain loop: :func:`fusion.distributed.run_local`, each recording through
+(a) plain loop: :func:`hyperframes.fleet.run_local`, each recording through
     the one-machine pipeline (replay -> hub -> workers), one after another;
 (b) Ray, 1 inference actor; (c) Ray, 2 inference actors. Ray starts once
     (``--cpus`` CPUs, default 2) before (b); its start-up is reported apart.
@@ -34,9 +34,9 @@ from rich.console import Console
 from rich.table import Table
 
 from adapters import SensorTiming, SyntheticCamera, SyntheticImu, SyntheticLidar
-from fusion.distributed import run_fleet, run_local
-from fusion.distributed.config import FleetConfig, validate_fleet_config
 from fusion.frames import Frame
+from hyperframes.fleet import run_fleet, run_local
+from hyperframes.fleet.config import FleetConfig, validate_fleet_config
 from recordings import Recorder
 
 MS = 1_000_000

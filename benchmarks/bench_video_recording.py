@@ -38,10 +38,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from adapters.synthetic import SyntheticCamera, synthetic_timeline
-from adapters.video.playback import VideoReader
-from adapters.video.recording import VideoRecorder
 from fusion.frames import Frame
 from recordings import Recorder, open_recording
+from recordings.video.playback import VideoReader
+from recordings.video.recording import VideoRecorder
 
 VARIANTS = ("zstd", "ffv1", "h264", "hevc")
 

@@ -1,6 +1,15 @@
-"""hyperframes core: frames, clocks, channels, sync policies, the hub, workers."""
+"""hyperframes core: frames, clocks, channels, sync policies, the hub, sources, workers.
 
-from fusion._exports import rewrite_module
+The bottom floor: it imports nothing else of ours. The batch-worker names
+load on first use (PEP 562) and onnxruntime only with the first model, so
+``import fusion`` stays cheap.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from fusion._exports import lazy_exports, rewrite_module
 from fusion.channels import ChannelReceiver, ChannelSender, ChannelStatistics, open_channel
 from fusion.clock import ClockModel, FixedOffset, Identity, OnlineClock
 from fusion.errors import (
@@ -26,8 +35,11 @@ from fusion.frames import Frame, FrameGroup, SensorSpec
 from fusion.hub import HubStatistics, LatencySummary, SensorStatistics, SyncHub
 from fusion.pipeline import Pipeline, PipelineStatistics, SensorStage, StageStatistics
 from fusion.policies import ApproximateTime, ExactTime, Nearest, PolicyStatistics
+from fusion.source import Source
 from fusion.timing import Clock, MonotonicClock, VirtualClock, current_clock, run_sync, use_clock
-from fusion.workers import BatchWorker, ChangeGate, WorkerResult, WorkerStatistics
+
+if TYPE_CHECKING:
+    from fusion.workers import BatchWorker, ChangeGate, WorkerResult, WorkerStatistics
 
 __all__ = [
     "ApproximateTime",
@@ -64,6 +76,7 @@ __all__ = [
     "SensorStage",
     "SensorStatistics",
     "SensorTimeout",
+    "Source",
     "SourceError",
     "SourceOpenError",
     "StageStatistics",
@@ -83,3 +96,13 @@ __all__ = [
 ]
 
 rewrite_module(globals(), __name__)
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "BatchWorker": "fusion.workers.worker",
+        "ChangeGate": "fusion.workers.gate",
+        "WorkerResult": "fusion.workers.results",
+        "WorkerStatistics": "fusion.workers.results",
+    },
+)

@@ -47,7 +47,7 @@ from fusion.policies import SyncPolicy
 from fusion.timing import Clock, current_clock, use_clock
 
 if TYPE_CHECKING:
-    from adapters.base import Source
+    from fusion.source import Source
 
 _LATENCY_SAMPLES = 8192
 LATENCY_BUCKETS_NS = (10_000, 100_000, 1_000_000, 10_000_000, 100_000_000, 1_000_000_000)

@@ -43,7 +43,7 @@ from fusion.policies import SyncPolicy
 from fusion.timing import Clock, current_clock, run_sync, use_clock
 
 if TYPE_CHECKING:
-    from adapters.base import Source
+    from fusion.source import Source
     from fusion.workers import BatchWorker, WorkerStatistics
 
 Stage = Callable[[FrameGroup], FrameGroup | None]
@@ -53,7 +53,7 @@ Sink = Callable[[FrameGroup], Any]
 @runtime_checkable
 class RecorderLike(Protocol):
     """What a pipeline needs of its ``recorder``: a :class:`~recordings.Recorder`, or a
-    wrapper such as :class:`~adapters.video.recording.VideoRecorder` that encodes video."""
+    wrapper such as :class:`~recordings.video.recording.VideoRecorder` that encodes video."""
 
     async def send(self, frame: Frame) -> None: ...
 

@@ -1,4 +1,11 @@
-"""Frame logs (.hfr): recorder, reader, replay and the pytest plugin.
+"""All storage: frame logs (.hfr), video in recordings, export, and any recording as a Source.
+
+* :class:`Recorder`, :func:`open_recording`, :func:`read_stream`, :class:`Replay`:
+  the ``.hfr`` format (``recordings/FORMAT.md``);
+* :class:`VideoRecorder`, :class:`VideoReplay`: video sensors stored as encoded packets;
+* :func:`open_source`: a recording or a ROS bag as a :class:`~fusion.Source`;
+* :mod:`recordings.export`: ROS 2 / Foxglove MCAP, MP4, PCD, Rerun;
+* :mod:`recordings.pytest_plugin`: the ``hfr`` fixtures.
 
 Names load on first use (PEP 562), so importing the package, as pytest does
 for the ``hyperframes`` plugin in every test run, costs next to nothing.
@@ -6,8 +13,9 @@ for the ``hyperframes`` plugin in every test run, costs next to nothing.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from fusion._exports import lazy_exports
 
 if TYPE_CHECKING:
     from recordings.errors import (
@@ -18,10 +26,12 @@ if TYPE_CHECKING:
         TruncatedRecording,
         UnsupportedVersion,
     )
+    from recordings.open import is_bag, open_source
     from recordings.reader import Recording, RecordingSummary, SensorSummary, open_recording
     from recordings.records import ChunkMeta
     from recordings.replay import Replay
     from recordings.stream import RecordingStream, read_stream
+    from recordings.video import VideoReader, VideoRecorder, VideoReplay
     from recordings.writer import Recorder, RecorderStatistics
 
 __all__ = [
@@ -39,11 +49,16 @@ __all__ = [
     "SensorSummary",
     "TruncatedRecording",
     "UnsupportedVersion",
+    "VideoReader",
+    "VideoRecorder",
+    "VideoReplay",
+    "is_bag",
     "open_recording",
+    "open_source",
     "read_stream",
 ]
 
-_HOME = {
+_HOMES = {
     "ChunkMeta": "recordings.records",
     "CorruptChunk": "recordings.errors",
     "LimitExceeded": "recordings.errors",
@@ -58,21 +73,13 @@ _HOME = {
     "SensorSummary": "recordings.reader",
     "TruncatedRecording": "recordings.errors",
     "UnsupportedVersion": "recordings.errors",
+    "VideoReader": "recordings.video.playback",
+    "VideoRecorder": "recordings.video.recording",
+    "VideoReplay": "recordings.video.playback",
+    "is_bag": "recordings.open",
     "open_recording": "recordings.reader",
+    "open_source": "recordings.open",
     "read_stream": "recordings.stream",
 }
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module 'recordings' has no attribute {name!r}")
-    obj = getattr(importlib.import_module(home), name)
-    if getattr(obj, "__module__", "").startswith("recordings."):
-        obj.__module__ = "recordings"  # reprs read recordings.Recorder
-    globals()[name] = obj
-    return obj
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES)

@@ -1,4 +1,4 @@
-"""Replay: a recording as a :class:`~adapters.base.Source`, paced by the runtime clock.
+"""Replay: a recording as a :class:`~fusion.source.Source`, paced by the runtime clock.
 
 Theory of operation. Frames come out in recorded (arrival) order, exactly as
 recorded: same ``sensor``, ``seq``, ``t``, ``t_sensor``, ``t_arrival``, data
@@ -27,8 +27,8 @@ import dataclasses
 import os
 from collections.abc import AsyncIterator, Generator, Iterable
 
-from adapters.base import Source
 from fusion.frames import Frame, SensorSpec
+from fusion.source import Source
 from fusion.timing import Pacer
 from recordings.format import DEFAULT_MAX_CHUNK_BYTES
 from recordings.reader import Recording, open_recording
@@ -40,11 +40,13 @@ class Replay(Source):
     ``speed``: 1.0 real time, 2.0 twice as fast, ``None`` as fast as possible.
     ``sensors``, ``start`` and ``end`` (ns, half-open on ``t``) select frames.
     Damaged chunks are skipped and counted in :attr:`errors` as ``"damaged"``.
+    ``path`` may be an open :class:`~recordings.Recording`, which the replay
+    then owns and closes.
     """
 
     def __init__(
         self,
-        path: str | os.PathLike[str],
+        path: str | os.PathLike[str] | Recording,
         speed: float | None = 1.0,
         *,
         sensors: Iterable[str] | None = None,
@@ -55,7 +57,12 @@ class Replay(Source):
     ) -> None:
         if speed is not None and not speed > 0:
             raise ValueError(f"speed must be > 0 or None (as fast as possible), got {speed}")
-        self._log: Recording | None = open_recording(path, max_chunk_bytes=max_chunk_bytes)
+        self._log: Recording | None = (
+            path
+            if isinstance(path, Recording)
+            else open_recording(path, max_chunk_bytes=max_chunk_bytes)
+        )
+        path = self._log.path
         summary = self._log.summary()
         wanted = None if sensors is None else list(sensors)
         if wanted is not None:

@@ -8,7 +8,7 @@ import inspect
 
 import pytest
 
-PACKAGES = ["fusion", "adapters", "recordings"]
+PACKAGES = ["fusion", "adapters", "adapters.video", "recordings", "recordings.video"]
 
 
 @pytest.mark.parametrize("package", PACKAGES)
@@ -60,3 +60,22 @@ def test_contract_names_of_adapters_and_recordings() -> None:
         assert name in recordings.__all__
     for name in ["Identity", "FixedOffset"]:
         assert hasattr(clock, name)
+
+
+def test_source_is_one_class_defined_in_the_core_and_reexported() -> None:
+    fusion = importlib.import_module("fusion")
+    adapters = importlib.import_module("adapters")
+    assert adapters.Source is fusion.Source
+    assert repr(fusion.Source).endswith("'fusion.Source'>")
+
+
+def test_python_dash_m_hyperframes_runs_the_command_line() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "hyperframes", "--help"], capture_output=True, text=True, check=True
+    )
+    assert "usage: hyperframes" in done.stdout
+    for command in ("demo", "record", "replay", "info", "check", "export", "bench", "fleet"):
+        assert command in done.stdout

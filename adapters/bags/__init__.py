@@ -13,7 +13,6 @@ from adapters.bags.messages import (
     decoder_info,
     message_to_arrays,
 )
-from adapters.bags.open import is_bag, open_any_source
 from adapters.bags.pointcloud2 import decode_pointcloud2
 from adapters.bags.source import BagSource, BagTopic, parse_topics, sensor_name
 from fusion._exports import rewrite_module
@@ -30,9 +29,7 @@ __all__ = [
     "decoder_info",
     "encoding_for",
     "image_layout",
-    "is_bag",
     "message_to_arrays",
-    "open_any_source",
     "parse_topics",
     "sensor_name",
 ]

@@ -40,9 +40,9 @@ from typing import Any
 
 from adapters.bags.messages import Decoder, decoder_info, header_stamp
 from adapters.bags.rawdecode import RAW_ERRORS, Malformed, RawDecoder, raw_decoder, standard_layout
-from adapters.base import Source
 from fusion.errors import DecodeError, SourceOpenError
 from fusion.frames import Frame, SensorSpec
+from fusion.source import Source
 from fusion.timing import current_clock
 
 _BATCH_MESSAGES = 256

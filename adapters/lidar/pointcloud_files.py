@@ -19,7 +19,6 @@ from pathlib import Path
 
 import numpy as np
 
-from adapters.base import Source
 from adapters.lidar.kitti import read_kitti_bin
 from adapters.lidar.pcd import read_pcd
 from adapters.lidar.ply import read_ply
@@ -27,6 +26,7 @@ from adapters.timeseries import parse_time_ns
 from fusion.clock import ClockModel
 from fusion.errors import ConfigError, DecodeError, SourceOpenError
 from fusion.frames import Frame, SensorSpec
+from fusion.source import Source
 from fusion.timing import current_clock
 
 READERS: dict[str, Callable[[Path], np.ndarray]] = {

@@ -25,7 +25,6 @@ from typing import Any
 import anyio
 from anyio.abc import SocketAttribute
 
-from adapters.base import Source
 from adapters.lidar.calibration import VelodyneModel, get_model
 from adapters.lidar.pcap import PcapReader, UdpDatagram
 from adapters.lidar.points import VELODYNE_DTYPE
@@ -33,6 +32,7 @@ from adapters.lidar.velodyne_packets import WRAP_PERIOD_NS, RawSweep, SweepAssem
 from fusion.clock import ClockModel
 from fusion.errors import DecodeError, SourceOpenError
 from fusion.frames import Frame, Overflow, SensorSpec
+from fusion.source import Source
 from fusion.timing import current_clock
 
 DEFAULT_PORT = 2368

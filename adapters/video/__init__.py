@@ -9,20 +9,26 @@ Modules, one concept each:
 * :mod:`~adapters.video.ledger`: which packets never came out of the decoder;
 * :mod:`~adapters.video.convert`: pixel format, resize, buffer reuse;
 * :mod:`~adapters.video.hwaccel`: hardware decode probing and fallback;
-* :mod:`~adapters.video.probe`: opening inputs, error mapping, :class:`VideoInfo`;
-* :mod:`~adapters.video.recording` / :mod:`~adapters.video.playback`: video encoded
-  into recordings (:class:`VideoRecorder`) and decoded back (:class:`VideoReplay`).
+* :mod:`~adapters.video.probe`: opening inputs, error mapping, :class:`VideoInfo`.
+
+Video stored in recordings (encoding, packet records, decoding back) is
+storage, so it lives in :mod:`recordings.video`.
 """
 
-from adapters.video.convert import BufferPool, PixelConverter, PixelFormat
-from adapters.video.events import FrameLost
-from adapters.video.hwaccel import HWAccelReport
-from adapters.video.ledger import PacketLedger
-from adapters.video.playback import VideoReader, VideoReplay
-from adapters.video.probe import VideoInfo, is_live, probe_video
-from adapters.video.recording import VideoRecorder
-from adapters.video.source import VideoSource, VideoStatistics
-from adapters.video.timestamps import Timeline
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from fusion._exports import lazy_exports
+
+if TYPE_CHECKING:
+    from adapters.video.convert import BufferPool, PixelConverter, PixelFormat
+    from adapters.video.events import FrameLost
+    from adapters.video.hwaccel import HWAccelReport
+    from adapters.video.ledger import PacketLedger
+    from adapters.video.probe import VideoInfo, is_live, probe_video
+    from adapters.video.source import VideoSource, VideoStatistics
+    from adapters.video.timestamps import Timeline
 
 __all__ = [
     "BufferPool",
@@ -33,11 +39,27 @@ __all__ = [
     "PixelFormat",
     "Timeline",
     "VideoInfo",
-    "VideoReader",
-    "VideoRecorder",
-    "VideoReplay",
     "VideoSource",
     "VideoStatistics",
     "is_live",
     "probe_video",
 ]
+
+# PyAV loads with the first name used, not with the package.
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "BufferPool": "adapters.video.convert",
+        "FrameLost": "adapters.video.events",
+        "HWAccelReport": "adapters.video.hwaccel",
+        "PacketLedger": "adapters.video.ledger",
+        "PixelConverter": "adapters.video.convert",
+        "PixelFormat": "adapters.video.convert",
+        "Timeline": "adapters.video.timestamps",
+        "VideoInfo": "adapters.video.probe",
+        "VideoSource": "adapters.video.source",
+        "VideoStatistics": "adapters.video.source",
+        "is_live": "adapters.video.probe",
+        "probe_video": "adapters.video.probe",
+    },
+)

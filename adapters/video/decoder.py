@@ -398,7 +398,7 @@ class DecoderThread:
 
 
 def _codec_params(stream: VideoStream, pixel_format: str) -> dict[str, Any]:
-    """What a decoder of this stream's packets needs (see :mod:`adapters.video.packets`)."""
+    """What a decoder of this stream's packets needs (see :mod:`recordings.video.packets`)."""
     ctx = stream.codec_context
     extradata = ctx.extradata
     return {

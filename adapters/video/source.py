@@ -23,7 +23,6 @@ from typing import Any
 
 import anyio
 
-from adapters.base import Source
 from adapters.video import hwaccel as hw
 from adapters.video.convert import PIXEL_FORMATS, PixelFormat
 from adapters.video.decoder import DecodeOptions, DecoderThread
@@ -44,6 +43,7 @@ from adapters.video.probe import VideoInfo, check_path, is_live
 from fusion.clock import ClockModel
 from fusion.errors import SourceError
 from fusion.frames import Frame, Overflow, SensorSpec
+from fusion.source import Source
 from fusion.timing import current_clock
 
 _THREAD_TYPES = ("AUTO", "FRAME", "SLICE", "NONE")
@@ -121,7 +121,7 @@ class VideoSource(Source):
       dropped.
     * ``keep_packets``: also attach each frame's demuxed packets
       (``meta["packets"]``, decode order) and the stream's decoder parameters
-      (``meta["codec"]``), so a :class:`~adapters.video.recording.VideoRecorder`
+      (``meta["codec"]``), so a :class:`~recordings.video.recording.VideoRecorder`
       with ``"copy"`` records the stream's own packets without re-encoding.
     """
 

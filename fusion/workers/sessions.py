@@ -38,12 +38,14 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import onnxruntime as ort
 
 from fusion.errors import ConfigError, WorkerError
+
+if TYPE_CHECKING:
+    import onnxruntime as ort
 
 log = logging.getLogger("fusion.workers")
 
@@ -122,6 +124,8 @@ def probe_provider(provider: str) -> str | None:
     """Why ``provider`` cannot work here, or ``None`` if it might. Cached per process."""
     if provider == CPU:
         return None
+    import onnxruntime as ort
+
     if provider not in ort.get_available_providers():
         return f"not built into this onnxruntime {ort.__version__} package"
     library = _LIBRARIES.get(provider)
@@ -165,6 +169,8 @@ def load_model(model: ModelSource) -> bytes:
 
 def session_options(threads: int, *, spin: bool = False) -> ort.SessionOptions:
     """Options with the thread budget applied (see the module docstring)."""
+    import onnxruntime as ort
+
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
@@ -209,6 +215,8 @@ class ModelSession:
     def _try(
         self, model: bytes, provider: str, options: dict[str, Mapping[str, Any]], spin: bool
     ) -> ort.InferenceSession | None:
+        import onnxruntime as ort  # loaded with the first model, not with the package
+
         reason = probe_provider(provider)
         if reason is None:
             chain = [provider] if provider == CPU else [provider, CPU]

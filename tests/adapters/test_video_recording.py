@@ -12,17 +12,17 @@ import pytest
 
 from adapters.synthetic import SensorTiming, SyntheticCamera, SyntheticImu, synthetic_timeline
 from adapters.video import VideoSource
-from adapters.video.encoder import parse_codec
-from adapters.video.packets import META_KEY, keyframe_sensor
-from adapters.video.playback import VideoReader, VideoReplay, describe_tracks
-from adapters.video.recording import VideoRecorder
 from adapters.video.synth import write_video
 from fusion import Nearest, Pipeline, VirtualClock
-from fusion.config import build_pipeline, validate_config
 from fusion.errors import ConfigError
 from fusion.frames import Frame
 from fusion.timing import use_clock
+from hyperframes.config import build_pipeline, validate_config
 from recordings import Recorder, open_recording
+from recordings.video.encoder import parse_codec
+from recordings.video.packets import META_KEY, keyframe_sensor
+from recordings.video.playback import VideoReader, VideoReplay, describe_tracks
+from recordings.video.recording import VideoRecorder
 
 MS = 1_000_000
 WIDTH, HEIGHT = 320, 240

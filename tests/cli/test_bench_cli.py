@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from fusion.cli import main
-from fusion.cli.bench import RUNNERS, find_benchmarks
+from hyperframes.cli import main
+from hyperframes.cli.bench import RUNNERS, find_benchmarks
 
 
 def _rows(out: str, benchmark: str) -> list[list[str]]:

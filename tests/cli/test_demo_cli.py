@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from fusion.cli import main
+from hyperframes.cli import main
 from recordings import open_recording
 
 

@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fusion.cli import build_parser, main
-from fusion.cli import demo_session as session
-from fusion.cli.demo import DEFAULT_REPORT, report_path
-from fusion.report import ReportData, write_report
+from hyperframes.cli import build_parser, main
+from hyperframes.cli.demo import DEFAULT_REPORT, report_path
+from hyperframes.demo import session
+from hyperframes.demo.report import ReportData, write_report
 
 MS = 1_000_000
 
@@ -150,7 +150,7 @@ def test_write_report_draws_any_run_from_plain_arrays(tmp_path: Path) -> None:
 
 def test_importing_fusion_does_not_import_matplotlib() -> None:
     code = (
-        "import sys, fusion, fusion.report, fusion.cli.demo; "
+        "import sys, fusion, hyperframes.demo.report, hyperframes.cli.demo; "
         "assert 'matplotlib' not in sys.modules, 'matplotlib imported eagerly'"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

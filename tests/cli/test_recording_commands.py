@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from fusion.cli import main
+from hyperframes.cli import main
 from recordings import open_recording
 
 REPO = Path(__file__).resolve().parents[2]
@@ -188,7 +188,7 @@ def test_info_on_a_foreign_file_fails_cleanly(tmp_path: Path) -> None:
 def test_sigint_stops_a_recording_gracefully_with_its_footer(tmp_path: Path) -> None:
     out = tmp_path / "live.hfr"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "fusion.cli", "record", "-o", str(out)],
+        [sys.executable, "-m", "hyperframes.cli", "record", "-o", str(out)],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -8,7 +8,7 @@ import anyio
 import pytest
 
 from fusion import ConfigError, VirtualClock, use_clock
-from fusion.config import build_pipeline, load_config, parse_size
+from hyperframes.config import build_pipeline, load_config, parse_size
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "configs"

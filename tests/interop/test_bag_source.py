@@ -13,11 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adapters import BagSource
-from adapters.bags import decode_image, decode_pointcloud2, open_any_source, parse_topics
+from adapters.bags import decode_image, decode_pointcloud2, parse_topics
 from adapters.bags.pointcloud2 import pointcloud2_fields
 from fusion import ApproximateTime, DecodeError, Frame, FrameGroup, SourceOpenError, SyncHub
-from fusion.cli import main as cli
-from recordings import Recorder, open_recording
+from hyperframes.cli import main as cli
+from recordings import Recorder, open_recording, open_source
 from tests.interop.bagdata import TYPES, Builder, write_bag
 
 KINDS = ["mcap", "sqlite3", "ros1"]
@@ -260,15 +260,15 @@ def test_pointcloud2_fields_round_trip_by_name(
         np.testing.assert_array_equal(got[name], points[name])
 
 
-def test_open_any_source_picks_replay_or_bag(tmp_path: Path) -> None:
+def test_open_source_picks_replay_or_bag(tmp_path: Path) -> None:
     written = write_bag(tmp_path / "d", "mcap", topics=("/imu",))
-    source = open_any_source(written.path, ["/imu=imu"], speed=None)
+    source = open_source(written.path, ["/imu=imu"], speed=None)
     assert isinstance(source, BagSource)
     assert [s.name for s in source.specs] == ["imu"]
     source.close()
     assert parse_topics(["/a/b", "/c=cam"]) == {"/a/b": "a_b", "/c": "cam"}
     with pytest.raises(ValueError, match="applies to bags only"):
-        open_any_source(tmp_path / "x.hfr", ["/imu"])
+        open_source(tmp_path / "x.hfr", ["/imu"])
 
 
 def test_replay_command_reads_a_bag_directly(

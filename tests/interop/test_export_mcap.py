@@ -14,7 +14,7 @@ from adapters import BagSource
 from adapters.lidar.pcd import read_pcd
 from adapters.synthetic import synthetic_session, synthetic_timeline
 from fusion import ApproximateTime, Frame, SensorSpec
-from fusion.cli import main as cli
+from hyperframes.cli import main as cli
 from recordings import Recorder, open_recording
 from recordings.export import export_recording, sync_groups
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from adapters.base import Source
 from adapters.synthetic import SyntheticCamera, SyntheticImu, SyntheticLidar, synthetic_timeline
 from fusion.frames import Frame, FrameGroup
 from fusion.hub import SyncHub
 from fusion.policies import ApproximateTime, Nearest
+from fusion.source import Source
 from fusion.timing import VirtualClock, current_clock, use_clock
 from recordings import Recorder, Replay
 from recordings.pytest_plugin import HfrHelper

@@ -1,0 +1,90 @@
+"""``hyperframes fleet RUN.toml [--address ray://...]``: process many recordings on Ray."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from hyperframes.cli.common import console_for
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "fleet",
+        help="process a fleet of recordings on Ray (local Ray when no --address)",
+        description=(
+            "Replay and synchronise every recording a RUN.toml names, run its models on a "
+            "Ray actor pool (GPUs when the cluster has them) and write one results .hfr per "
+            "recording. Needs the ray extra: pip install 'hyperframes[ray]'."
+        ),
+    )
+    p.add_argument("run", help="the RUN.toml: [fleet], [sync], [[stages]], [[workers]]")
+    p.add_argument(
+        "--address",
+        help="Ray cluster address (ray://head:10001, or 'auto'); default: start a local Ray",
+    )
+    p.add_argument("--local", action="store_true", help="no Ray: the plain one-machine loop")
+    p.add_argument("--actors", type=int, help="inference actors (overrides fleet.actors)")
+    p.add_argument("--overwrite", action="store_true", help="redo recordings already done")
+    p.add_argument("--no-progress", action="store_true", help="hide Ray's progress bars")
+    p.add_argument("--num-cpus", type=int, help="CPUs of the local Ray (default: all)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from fusion.errors import ConfigError
+    from hyperframes.fleet.config import load_fleet_config
+
+    console = console_for(args)
+    try:
+        config = load_fleet_config(args.run)
+        if args.actors is not None:
+            fleet = config.fleet.model_copy(update={"actors": args.actors})
+            config = config.model_copy(update={"fleet": fleet})
+        report = _execute(config, args, console)
+    except ConfigError as err:
+        console.print(f"[red]error:[/red] {escape(str(err))}")
+        return 2
+    except ImportError as err:
+        console.print(f"[red]error:[/red] {escape(str(err))}")
+        return 2
+    table = Table(title=f"fleet: {len(report.recordings)} recording(s) in {report.elapsed_s:.1f} s")
+    for column in ("recording", "status", "groups", "parts", "results / error"):
+        table.add_column(column, justify="right" if column in ("groups", "parts") else "left")
+    for r in report.recordings:
+        colour = {"written": "green", "skipped": "cyan"}.get(r.status, "red")
+        table.add_row(
+            escape(r.path),
+            f"[{colour}]{r.status}[/{colour}]",
+            str(r.groups) if r.status == "written" else "",
+            str(r.parts or ""),
+            escape(r.error or r.output),
+        )
+    console.print(table)
+    if report.plan is not None:
+        console.print(f"resources: {report.plan.note}")
+    return 0 if report.ok else 1
+
+
+def _execute(config: Any, args: argparse.Namespace, console: Console) -> Any:
+    from hyperframes.fleet import run_fleet, run_local
+
+    overwrite = True if args.overwrite else None
+    if args.local:
+        return run_local(config, overwrite=overwrite)
+    init: dict[str, Any] = {"include_dashboard": False}
+    if args.address is None and args.num_cpus is not None:
+        init["num_cpus"] = args.num_cpus
+    where = args.address or "a local Ray"
+    console.print(f"fleet: running on {where}")
+    return run_fleet(
+        config,
+        address=args.address,
+        progress=not (args.no_progress or args.quiet),
+        overwrite=overwrite,
+        **init,
+    )

@@ -1,0 +1,239 @@
+"""``hyperframes record [CONFIG] -o OUT.hfr``: run a pipeline and record what arrives.
+
+Options follow ``ros2 bag record``: select sensors, split by size or duration,
+choose the compression, add metadata, start paused. In a terminal, space
+pauses and resumes the recording (the pipeline keeps running). Ctrl-C or
+SIGTERM stops gracefully: sources stop, in-flight frames drain and the file
+gets its index and footer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+MS = 1_000_000
+
+# The session recorded when no CONFIG is given: the built-in synthetic sensors.
+SYNTHETIC: dict[str, Any] = {
+    "pipeline": {"max_latency_ms": 200},
+    "sync": {
+        "policy": "nearest",
+        "reference": "lidar",
+        "tolerance_ms": 20,
+        "windows_ms": {"imu": [50, 49]},
+    },
+    "sources": [
+        {
+            "type": "synthetic_camera",
+            "name": "cam",
+            "duration_s": 10,
+            "offset_ms": 120,
+            "skew_ppm": 40,
+            "delay_ms": 8,
+            "jitter_ms": 2,
+            "clock": "online",
+        },
+        {
+            "type": "synthetic_lidar",
+            "name": "lidar",
+            "duration_s": 10,
+            "delay_ms": 3,
+            "jitter_ms": 1,
+            "clock": "online",
+        },
+        {
+            "type": "synthetic_imu",
+            "name": "imu",
+            "duration_s": 10,
+            "offset_ms": -35,
+            "skew_ppm": -80,
+            "clock": "online",
+        },
+    ],
+}
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "record",
+        help="run a pipeline (TOML config) and record every frame to a .hfr frame log",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "config",
+        nargs="?",
+        type=Path,
+        help="pipeline config (TOML); default: built-in synthetic camera, LiDAR, IMU",
+    )
+    p.add_argument(
+        "-o", "--output", type=Path, help="the .hfr file to write (default: session-DATE-TIME.hfr)"
+    )
+    p.add_argument("--sensors", nargs="+", metavar="NAME", help="record only these sources")
+    p.add_argument(
+        "--exclude", nargs="+", metavar="NAME", default=[], help="record every source but these"
+    )
+    p.add_argument(
+        "--max-size",
+        metavar="SIZE",
+        help="start a new numbered file at this size (e.g. 4GiB, 500MB)",
+    )
+    p.add_argument(
+        "--max-duration",
+        type=float,
+        metavar="S",
+        help="start a new numbered file every S seconds of frame time",
+    )
+    p.add_argument(
+        "--compression",
+        default="zstd:3",
+        metavar="zstd[:LEVEL]",
+        help="chunk compression (default zstd:3; zstd:1 is fastest)",
+    )
+    p.add_argument(
+        "--metadata",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="add user metadata to the file header (repeatable)",
+    )
+    p.add_argument(
+        "--start-paused",
+        action="store_true",
+        help="start with recording paused (space resumes in a terminal)",
+    )
+    p.add_argument(
+        "--duration",
+        type=float,
+        metavar="S",
+        help="stop after S seconds (default: when the sources end, or Ctrl-C)",
+    )
+    p.add_argument(
+        "--fast",
+        action="store_true",
+        help="virtual clock: replay-like sources run as fast as possible",
+    )
+    p.add_argument(
+        "--metrics",
+        type=Path,
+        metavar="FILE",
+        help="keep Prometheus-format metrics in FILE while running",
+    )
+    p.add_argument(
+        "--flush",
+        type=float,
+        default=1.0,
+        metavar="S",
+        help="flush interval: a crash loses at most this much (default 1 s)",
+    )
+    p.set_defaults(func=run)
+
+
+def parse_compression(text: str) -> int:
+    name, _, level = text.partition(":")
+    if name != "zstd":
+        raise ValueError(f"--compression: only zstd is supported, found {text!r} (try zstd:1)")
+    try:
+        value = int(level) if level else 3
+    except ValueError:
+        raise ValueError(f"--compression: expected zstd:LEVEL, found {text!r}") from None
+    if not -7 <= value <= 22:
+        raise ValueError(f"--compression: zstd levels are -7..22, found {value}")
+    return value
+
+
+def parse_metadata(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--metadata: expected KEY=VALUE, found {item!r}")
+        out[key] = value
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    import anyio
+
+    from fusion.errors import HyperframesError
+    from fusion.timing import VirtualClock, use_clock
+    from hyperframes.cli.common import console_for, drive
+    from hyperframes.cli.info import sensor_table, summary_table
+    from hyperframes.cli.playback import PlaybackControl, keyboard
+    from hyperframes.config import build_pipeline, load_config, parse_size, validate_config
+    from recordings import open_recording
+
+    console = console_for(args)
+    out = args.output or Path(time.strftime("session-%Y%m%d-%H%M%S.hfr"))
+    try:
+        config = (
+            load_config(args.config)
+            if args.config
+            else validate_config(SYNTHETIC, source="<built-in synthetic session>")
+        )
+        options = {
+            "compression_level": parse_compression(args.compression),
+            "split_bytes": parse_size(args.max_size) if args.max_size else None,
+            "split_seconds": args.max_duration,
+            "flush_interval": args.flush,
+            "metadata": {
+                "config": str(args.config or "built-in synthetic"),
+                **parse_metadata(args.metadata),
+            },
+        }
+        pipeline = build_pipeline(
+            config,
+            recorder_path=out,
+            sensors=args.sensors,
+            exclude=args.exclude,
+            recorder_options=options,
+        )
+    except (HyperframesError, ValueError, OSError) as err:
+        console.print(f"[red]error:[/red] {err}", highlight=False)
+        return 2
+
+    control = PlaybackControl(paused=args.start_paused)
+    pipeline.recording_paused = control.paused
+
+    def status() -> str:
+        pipeline.recording_paused = control.paused
+        state = "[yellow]recording paused[/yellow]" if control.paused else "recording"
+        return f"{state} to {out} (space pauses/resumes, Ctrl-C stops)"
+
+    async def main() -> Any:
+        async with anyio.create_task_group() as tg:
+            if args.duration is not None:
+
+                async def stop_later() -> None:
+                    await anyio.sleep(args.duration)
+                    pipeline.stop()
+
+                tg.start_soon(stop_later)
+            stats = await drive(pipeline, console, "record", metrics=args.metrics, status=status)
+            tg.cancel_scope.cancel()
+        return stats
+
+    async def fast() -> Any:
+        clock = VirtualClock()
+        with use_clock(clock):
+            async with clock.autojump():
+                return await main()
+
+    with keyboard(control, enabled=console.is_terminal):
+        stats = anyio.run(fast if args.fast else main)
+    assert pipeline.recorder is not None
+    for path in pipeline.recorder.paths:
+        with open_recording(path) as log:
+            summary = log.summary()
+        console.print(summary_table(summary))
+        console.print(sensor_table(summary))
+    if pipeline.frames_not_recorded:
+        console.print(f"{pipeline.frames_not_recorded} frames arrived while paused (not recorded)")
+    print(
+        f"recorded {stats.recorder.frames if stats.recorder else 0} frames to "
+        f"{', '.join(str(p) for p in pipeline.recorder.paths)}"
+    )
+    return 0

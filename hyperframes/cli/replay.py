@@ -1,0 +1,176 @@
+"""``hyperframes replay FILE``: play a recording (or a ROS bag) back, optionally through a pipeline.
+
+Options follow ``ros2 bag play``: ``--rate 2.0`` (or ``--rate max``), ``--loop``,
+``--start-offset S``, ``--duration S``, ``--sensors``; ``--topic /cam=cam``
+picks topics of a bag. With ``--config CONFIG.toml`` the frames go through
+that pipeline's sync policy, stages and workers instead of the config's own
+sources. In a terminal, space pauses, the right arrow steps one frame while
+paused, and up/down change the rate. ``--fast`` keeps the recorded timing on a
+virtual clock, so deadlines behave exactly as they did live, without waiting.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "replay",
+        help="play a .hfr recording or ROS bag back, optionally through a pipeline config",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("file", help="a .hfr recording, or a ROS bag (.mcap, .db3, .bag, bag folder)")
+    p.add_argument(
+        "--rate",
+        default="1.0",
+        metavar="R",
+        help="playback rate: 1.0 real time, 2.0 twice as fast, 'max' no waiting",
+    )
+    p.add_argument("--speed", dest="rate", help=argparse.SUPPRESS)
+    p.add_argument(
+        "--fast",
+        action="store_true",
+        help="recorded timing on a virtual clock: as fast as possible, same result",
+    )
+    p.add_argument("--loop", action="store_true", help="start again at the end (Ctrl-C stops)")
+    p.add_argument(
+        "--start-offset", type=float, default=0.0, metavar="S", help="skip the first S seconds"
+    )
+    p.add_argument("--duration", type=float, metavar="S", help="play only S seconds")
+    p.add_argument("--sensors", nargs="+", metavar="NAME", help="play only these sensors")
+    p.add_argument(
+        "--topic",
+        action="append",
+        metavar="TOPIC[=SENSOR]",
+        help="bag input: a topic to play, optionally renamed (repeatable)",
+    )
+    p.add_argument(
+        "--config",
+        type=Path,
+        metavar="CONFIG.toml",
+        help="run the frames through this pipeline (sync, stages, workers)",
+    )
+    p.add_argument(
+        "--metrics",
+        type=Path,
+        metavar="FILE",
+        help="keep Prometheus-format metrics in FILE while running",
+    )
+    p.set_defaults(func=run)
+
+
+def parse_rate(text: str) -> float | None:
+    if str(text).lower() in ("max", "inf", "none"):
+        return None
+    rate = float(text)
+    if not rate > 0:
+        raise ValueError(f"--rate must be > 0 or 'max', found {text!r}")
+    return rate
+
+
+def open_source(args: argparse.Namespace) -> Any:
+    """The replay source for ``args.file`` (recording or bag), start/duration applied."""
+    from recordings.open import open_source
+
+    return open_source(
+        args.file,
+        args.topic,
+        speed=None,
+        sensors=args.sensors,
+        start_offset=int(args.start_offset * 1e9) if args.start_offset else None,
+        duration=None if args.duration is None else int(args.duration * 1e9),
+        loop=args.loop,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    import anyio
+
+    from fusion.errors import HyperframesError
+    from fusion.timing import VirtualClock, use_clock
+    from hyperframes.cli.common import console_for, drive
+    from hyperframes.cli.playback import PacedSource, PlaybackControl, keyboard
+
+    console = console_for(args)
+    try:
+        control = PlaybackControl(parse_rate(args.rate))
+        inner = open_source(args)
+        source = PacedSource(inner, control)
+        pipeline = None
+        if args.config is not None:
+            from hyperframes.config import build_pipeline, load_config
+
+            config = load_config(args.config)
+            pipeline = build_pipeline(config, sensors=[], extra_sources=[source])
+    except (HyperframesError, ValueError, OSError) as err:
+        console.print(f"[red]error:[/red] {err}", highlight=False)
+        return 2
+    for topic, reason in sorted(getattr(inner, "unsupported", {}).items()):
+        console.print(f"[yellow]not readable[/yellow] {topic}: {reason}", highlight=False)
+
+    def status() -> str:
+        return f"{args.file}: {control.describe()} (space pause, -> step, up/down rate)"
+
+    counts: Counter[str] = Counter()
+
+    async def play_frames() -> None:
+        from rich.progress import BarColumn, Progress, TextColumn
+
+        with Progress(
+            TextColumn("replay"),
+            BarColumn(),
+            TextColumn("{task.completed} frames"),
+            TextColumn("{task.description}"),
+            console=console,
+        ) as progress:
+            task = progress.add_task(status(), total=None)
+            async with source:
+                async for frame in source.frames():
+                    counts[frame.sensor] += 1
+                    progress.update(task, advance=1, description=control.describe())
+
+    async def main() -> Any:
+        if pipeline is None:
+            await play_frames()
+            return None
+        return await drive(
+            pipeline, console, f"replay {args.file}", metrics=args.metrics, status=status
+        )
+
+    async def fast() -> Any:
+        clock = VirtualClock()
+        with use_clock(clock):
+            async with clock.autojump():
+                return await main()
+
+    if args.fast and control.rate is None:
+        control.rate = 1.0  # --fast keeps the recorded timing, virtually
+    try:
+        with keyboard(control, enabled=console.is_terminal and not args.fast):
+            stats = anyio.run(fast if args.fast else main)
+    except KeyboardInterrupt:
+        console.print("stopped")
+        stats = None
+    errors = dict(inner.errors)
+    if pipeline is None:
+        from rich.table import Table
+
+        table = Table(title=f"replayed {sum(counts.values())} frames from {args.file}")
+        table.add_column("sensor")
+        table.add_column("frames", justify="right")
+        for spec in inner.specs:
+            table.add_row(spec.name, str(counts[spec.name]))
+        console.print(table)
+        print(f"replayed {sum(counts.values())} frames")
+    elif stats is not None:
+        print(f"replayed {stats.hub.frames_in} frames into {stats.groups_out} groups")
+    for reason, n in errors.items():
+        console.print(
+            f"[yellow]skipped[/yellow] {n} ({reason}): {inner.last_error}", highlight=False
+        )
+    return 1 if errors else 0

@@ -1,0 +1,293 @@
+"""The factory: a validated :class:`~hyperframes.config.schema.PipelineConfig` -> a pipeline.
+
+Every source, clock, policy, stage, worker and recorder a config names is
+built here, importing its module only when the config asks for it (a config
+without video never loads PyAV).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from fusion.errors import ConfigError
+from hyperframes.config.schema import (
+    MS,
+    ClockConfig,
+    FixedOffsetConfig,
+    OnlineClockConfig,
+    PipelineConfig,
+    PointCloudFilesConfig,
+    RecorderConfig,
+    ReplayConfig,
+    StageConfig,
+    SyncConfig,
+    SyntheticConfig,
+    TimeSeriesCsvConfig,
+    VelodyneConfig,
+    VideoConfig,
+    WorkerConfig,
+    parse_size,
+)
+
+
+def build_pipeline(
+    config: PipelineConfig,
+    *,
+    recorder_path: str | Path | None = None,
+    sensors: Sequence[str] | None = None,
+    exclude: Sequence[str] = (),
+    extra_sources: Sequence[Any] = (),
+    recorder_options: Mapping[str, Any] | None = None,
+) -> Any:
+    """Instantiate the sources, policy, stages, workers and recorder of ``config``.
+
+    ``sensors``/``exclude`` select sources by name; ``extra_sources`` are added
+    as they are (a replayed file, say). Returns a :class:`~fusion.Pipeline`.
+    """
+    from fusion.frames import SensorSpec
+    from fusion.pipeline import Pipeline, SensorStage
+
+    chosen = [
+        s
+        for s in config.sources
+        if (sensors is None or s.name in sensors) and s.name not in exclude
+    ]
+    copied = {
+        name
+        for name, codec in (config.recorder.video if config.recorder else {}).items()
+        if codec.partition(":")[0].strip().lower() == "copy"
+    }
+    sources = [build_source(s, copied) for s in chosen] + list(extra_sources)
+    if not sources:
+        raise ConfigError("no source left after --sensors/--exclude")
+    specs: list[SensorSpec] = []
+    by_name = {c.name: c for c in chosen}
+    for source in sources:
+        for spec in source.specs:
+            cfg = by_name.get(spec.name)
+            if cfg is None:
+                continue
+            specs.append(
+                dataclasses.replace(
+                    spec,
+                    clock=build_clock(cfg.clock, spec),
+                    optional=cfg.optional or spec.optional,
+                    capacity=cfg.capacity or spec.capacity,
+                    overflow=cfg.overflow or spec.overflow,
+                )
+            )
+    names = [spec.name for s in sources for spec in s.specs]
+    policy = build_policy(config.sync, names)
+    stages = [SensorStage(st.sensor, build_stage(st)) for st in config.stages]
+    workers = {w.name: build_worker(w) for w in config.workers}
+    recorder = None
+    if recorder_path is not None or (config.recorder and config.recorder.path):
+        recorder = build_recorder(
+            config.recorder or RecorderConfig(), recorder_path, specs, recorder_options or {}
+        )
+    p = config.pipeline
+    return Pipeline(
+        sources,
+        policy,
+        max_latency=None if p.max_latency_ms is None else int(p.max_latency_ms * MS),
+        sensors=specs,
+        stages=stages,
+        workers=workers,
+        recorder=recorder,
+        capacity=p.capacity,
+    )
+
+
+def build_clock(cfg: ClockConfig, spec: Any) -> Any:
+    from fusion.clock import FixedOffset, Identity, OnlineClock
+
+    wrap = spec.meta.get("wrap_period_ns") if spec.meta else None
+    if cfg == "none":
+        return spec.clock
+    if cfg == "identity":
+        return Identity()
+    if cfg == "online":
+        return OnlineClock(wrap_period_ns=wrap)
+    if isinstance(cfg, FixedOffsetConfig):
+        return FixedOffset(int(cfg.offset_ms * MS))
+    assert isinstance(cfg, OnlineClockConfig)
+    return OnlineClock(
+        window_ns=int(cfg.window_s * 1e9),
+        extra_offset_ns=int(cfg.extra_offset_ms * MS),
+        wrap_period_ns=int(cfg.wrap_period_s * 1e9) if cfg.wrap_period_s else wrap,
+    )
+
+
+def build_source(cfg: Any, copied: set[str] | None = None) -> Any:
+    if isinstance(cfg, SyntheticConfig):
+        from adapters.synthetic import SensorTiming, SyntheticCamera, SyntheticImu, SyntheticLidar
+
+        cls = {
+            "synthetic_camera": SyntheticCamera,
+            "synthetic_lidar": SyntheticLidar,
+            "synthetic_imu": SyntheticImu,
+        }[cfg.type]
+        kwargs: dict[str, Any] = {
+            "timing": SensorTiming(
+                offset_ns=int(cfg.offset_ms * MS),
+                skew_ppm=cfg.skew_ppm,
+                delay_ns=int(cfg.delay_ms * MS),
+                jitter_mean_ns=int(cfg.jitter_ms * MS),
+                drop_prob=cfg.drop_prob,
+            ),
+            "duration_s": cfg.duration_s,
+            "seed": cfg.seed,
+            "realtime": cfg.realtime,
+            "optional": cfg.optional,
+        }
+        if cfg.rate_hz is not None:
+            kwargs["rate_hz"] = cfg.rate_hz
+        return cls(cfg.name, **kwargs)
+    if isinstance(cfg, VideoConfig):
+        from adapters.video import VideoSource
+
+        return VideoSource(
+            cfg.url,
+            name=cfg.name,
+            pixel_format=cfg.pixel_format,
+            size=cfg.size,
+            hwaccel=cfg.hwaccel,
+            live=cfg.live,
+            keep_packets=cfg.name in (copied or ()),
+        )
+    if isinstance(cfg, VelodyneConfig):
+        from adapters.lidar import VelodyneSource
+
+        return VelodyneSource(
+            cfg.pcap, model=cfg.model, port=cfg.port, name=cfg.name, speed=cfg.speed
+        )
+    if isinstance(cfg, PointCloudFilesConfig):
+        from adapters.lidar import PointCloudFiles
+
+        return PointCloudFiles(
+            cfg.paths,
+            rate_hz=cfg.rate_hz,
+            timestamps=cfg.timestamps,
+            name=cfg.name,
+            speed=cfg.speed,
+        )
+    if isinstance(cfg, TimeSeriesCsvConfig):
+        from adapters.timeseries import TimeSeriesSource
+
+        return TimeSeriesSource.from_csv(
+            cfg.path,
+            time_column=cfg.time_column,
+            time_unit=cfg.time_unit,
+            columns=cfg.columns,
+            name=cfg.name,
+        )
+    assert isinstance(cfg, ReplayConfig)
+    from recordings import Replay
+
+    return Replay(cfg.path, speed=cfg.speed)
+
+
+def build_policy(cfg: SyncConfig, names: list[str]) -> Any:
+    from fusion.policies import ApproximateTime, ExactTime, Nearest
+
+    present = set(names)
+    sensors = [s for s in cfg.sensors if s in present] if cfg.sensors else names
+    optional = [s for s in cfg.optional if s in present]  # --exclude may remove some
+    windows = {k: v for k, v in cfg.windows_ms.items() if k in present}
+    if cfg.policy == "nearest" and cfg.reference not in present:
+        raise ConfigError(
+            f"the sync reference {cfg.reference!r} is not among the sources {sorted(present)}"
+        )
+    if cfg.policy == "exact":
+        return ExactTime(sensors, queue_size=cfg.queue_size, optional=optional)
+    if cfg.policy == "approximate":
+        return ApproximateTime(
+            sensors,
+            queue_size=cfg.queue_size,
+            max_interval=None if cfg.max_interval_ms is None else int(cfg.max_interval_ms * MS),
+            age_penalty=cfg.age_penalty,
+            lower_bounds={k: int(v * MS) for k, v in cfg.lower_bounds_ms.items()},
+        )
+    tolerance: int | dict[str, int]
+    if isinstance(cfg.tolerance_ms, dict):
+        tolerance = {k: int(v * MS) for k, v in cfg.tolerance_ms.items() if k in present}
+    else:
+        tolerance = int(cfg.tolerance_ms * MS)
+    assert cfg.reference is not None
+    return Nearest(
+        cfg.reference,
+        sensors,
+        tolerance,
+        optional=optional,
+        windows={k: (int(a * MS), int(b * MS)) for k, (a, b) in windows.items()},
+    )
+
+
+def build_stage(cfg: StageConfig) -> Any:
+    from adapters.lidar.processing import BoxCrop, RangeCrop, RemoveOutliers, VoxelDownsample
+
+    if cfg.type == "voxel_downsample":
+        if cfg.voxel_size is None:
+            raise ConfigError(f"stage voxel_downsample on {cfg.sensor!r} needs 'voxel_size'")
+        return VoxelDownsample(cfg.voxel_size)
+    if cfg.type == "range_crop":
+        return RangeCrop(cfg.min_range, cfg.max_range if cfg.max_range is not None else 1e9)
+    if cfg.type == "box_crop":
+        if cfg.min_bound is None or cfg.max_bound is None:
+            raise ConfigError(f"stage box_crop on {cfg.sensor!r} needs min_bound and max_bound")
+        return BoxCrop(cfg.min_bound, cfg.max_bound)
+    return RemoveOutliers(cfg.neighbours, cfg.std_ratio)
+
+
+def build_worker(cfg: WorkerConfig) -> Any:
+    from fusion.workers import BatchWorker
+    from fusion.workers.preprocess import group_input
+
+    model: Any = cfg.model
+    if cfg.model.startswith("builtin:"):
+        from fusion.workers import models
+
+        builder = getattr(models, cfg.model.removeprefix("builtin:"), None)
+        if builder is None or not callable(builder):
+            raise ConfigError(f"worker {cfg.name!r}: no builtin model {cfg.model!r}")
+        model = builder()
+    return BatchWorker(
+        model,
+        preprocess=group_input(cfg.input, cfg.preprocess, size=cfg.size, points=cfg.points),
+        max_batch=cfg.max_batch,
+        max_delay=None if cfg.max_delay_ms is None else int(cfg.max_delay_ms * MS),
+        providers=cfg.providers,
+        replicas=cfg.replicas,
+    )
+
+
+def build_recorder(
+    cfg: RecorderConfig, path: str | Path | None, specs: list[Any], overrides: Mapping[str, Any]
+) -> Any:
+    from recordings import Recorder
+
+    target = path if path is not None else cfg.path
+    assert target is not None
+    options: dict[str, Any] = {
+        "metadata": dict(cfg.metadata),
+        "compression_level": cfg.compression_level,
+        "split_bytes": parse_size(cfg.split_size) if cfg.split_size else None,
+        "split_seconds": cfg.split_duration_s,
+        "flush_interval": cfg.flush_interval_s,
+    }
+    video = dict(cfg.video)
+    for key, value in overrides.items():
+        if key == "metadata":
+            options["metadata"] = {**options["metadata"], **value}
+        elif key == "video":
+            video.update(value or {})
+        elif value is not None:
+            options[key] = value
+    if video:
+        from recordings.video.recording import VideoRecorder
+
+        return VideoRecorder(target, video=video, sensors=specs, **options)
+    return Recorder(target, sensors=specs, **options)

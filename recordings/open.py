@@ -1,0 +1,111 @@
+"""``open_source``: any recording or ROS bag as a :class:`~fusion.Source`, opened once.
+
+What the ``replay`` command (and any tool that takes "a recording") uses, so
+``hyperframes replay drive.mcap --topic /camera/image_raw=cam`` works the same
+as on a frame log. The choice is made here and nowhere else:
+
+* a ROS 1 bag, a ROS 2 storage file or a ROS 2 bag directory: :class:`~adapters.BagSource`;
+* a ``.hfr`` recording with encoded video sensors: :class:`~recordings.VideoReplay`;
+* any other ``.hfr`` recording: :class:`~recordings.Replay`.
+
+The recording is opened once; its summary decides the class and gives the
+first stamp that ``start_offset`` counts from.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from fusion.source import Source
+
+BAG_SUFFIXES = (".bag", ".mcap", ".db3")
+"""Storage files :func:`is_bag` recognises (plus ROS 2 bag directories)."""
+
+
+def is_bag(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a ROS 1 bag, a ROS 2 storage file or a ROS 2 bag directory.
+
+    A directory is a ROS 2 bag when it holds ``metadata.yaml``, whatever its
+    name (``ros2 bag record -o images.bag`` makes a directory named ``*.bag``).
+    """
+    p = Path(path)
+    if p.is_dir():
+        return (p / "metadata.yaml").is_file()
+    return p.suffix.lower() in BAG_SUFFIXES
+
+
+def open_source(
+    path: str | os.PathLike[str],
+    topics: Mapping[str, str] | Sequence[str] | None = None,
+    *,
+    speed: float | None = 1.0,
+    sensors: Sequence[str] | None = None,
+    start: int | None = None,
+    end: int | None = None,
+    start_offset: int | None = None,
+    duration: int | None = None,
+    loop: bool = False,
+    **options: Any,
+) -> Source:
+    """The right :class:`~fusion.Source` for a recording or bag at ``path``.
+
+    ``topics`` applies to bags (``["/cam=cam"]`` CLI strings are accepted),
+    ``sensors`` to recordings. The window is ``start``/``end`` (absolute ns:
+    log time for bags, ``t`` for recordings) or ``start_offset``/``duration``
+    (ns from the first stamp), half-open. ``loop`` replays a frame log again
+    and again (not bags, not encoded video). Other keyword ``options`` go to
+    the source's constructor.
+    """
+    if (start_offset is not None or duration is not None) and (
+        start is not None or end is not None
+    ):
+        raise ValueError("give start/end or start_offset/duration, not both")
+    if is_bag(path):
+        from adapters.bags.source import BagSource, parse_topics
+
+        if topics is not None and not isinstance(topics, Mapping):
+            topics = parse_topics(list(topics))
+        if sensors is not None:
+            raise ValueError("a bag selects topics (topics=/--topic), not sensors")
+        if loop:
+            raise ValueError("--loop is supported for .hfr recordings, not bags")
+        bag = BagSource(path, topics, speed=speed, start=start, end=end, **options)
+        bag.start, bag.end = _window(bag.start_time, start, end, start_offset, duration)
+        return bag
+    if topics:
+        raise ValueError(f"'{path}' is not a ROS bag; --topic applies to bags only")
+    from recordings.reader import open_recording
+    from recordings.video.packets import video_sensors
+
+    log = open_recording(path)
+    try:
+        summary = log.summary()
+        start, end = _window(summary.t_start or 0, start, end, start_offset, duration)
+        if video_sensors(list(summary.sensors)):
+            from recordings.video.playback import VideoReplay
+
+            if loop:
+                raise ValueError("--loop is not supported for recordings with encoded video")
+            return VideoReplay(log, speed, sensors=sensors, start=start, end=end, **options)
+        from recordings.replay import Replay
+
+        return Replay(log, speed, sensors=sensors, start=start, end=end, loop=loop, **options)
+    except BaseException:
+        log.close()
+        raise
+
+
+def _window(
+    t0: int,
+    start: int | None,
+    end: int | None,
+    start_offset: int | None,
+    duration: int | None,
+) -> tuple[int | None, int | None]:
+    if start_offset is None and duration is None:
+        return start, end
+    first = t0 + (start_offset or 0)
+    return (first if start_offset else None), (None if duration is None else first + duration)

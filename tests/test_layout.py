@@ -1,0 +1,101 @@
+"""The four floors hold: fusion < adapters < recordings < hyperframes, nothing imports upward.
+
+Every module's imports are read with ``ast`` (top-level, lazy inside functions
+and under ``TYPE_CHECKING`` alike), relative ones resolved, and each import of
+a package on a higher floor fails the test with its file, line and target.
+The import-cost test runs a fresh interpreter, so what an earlier test
+imported cannot hide a heavy import.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FLOORS = {"fusion": 1, "adapters": 2, "recordings": 3, "hyperframes": 4}
+HEAVY = ("onnxruntime", "onnx", "av", "open3d", "matplotlib", "ray", "rosbags", "mcap", "cv2")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imported_modules(path: Path) -> Iterator[tuple[int, str]]:
+    """(line, absolute module name) of every import statement in ``path``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    package = module_name(path).split(".")
+    if path.name != "__init__.py":
+        package.pop()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            if node.level == 0:
+                assert node.module is not None
+                yield node.lineno, node.module
+            else:
+                base = package[: len(package) - node.level + 1]
+                yield node.lineno, ".".join([*base, *([node.module] if node.module else [])])
+
+
+def upward_imports(package: str) -> list[str]:
+    floor = FLOORS[package]
+    found = []
+    for path in sorted((ROOT / package).rglob("*.py")):
+        for line, target in imported_modules(path):
+            if FLOORS.get(target.split(".")[0], 0) > floor:
+                found.append(f"{path.relative_to(ROOT)}:{line} imports {target}")
+    return found
+
+
+@pytest.mark.parametrize("package", list(FLOORS))
+def test_no_package_imports_a_higher_floor(package: str) -> None:
+    found = upward_imports(package)
+    assert not found, f"{package} (floor {FLOORS[package]}) reaches up:\n" + "\n".join(found)
+
+
+def test_the_checker_sees_lazy_relative_and_type_checking_imports(tmp_path: Path) -> None:
+    probe = ROOT / "fusion" / "_layout_probe.py"
+    probe.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from recordings import Recorder\n"
+        "def f():\n    import hyperframes.cli\n"
+        "from . import frames\n",
+        encoding="utf-8",
+    )
+    try:
+        found = upward_imports("fusion")
+        lines = list(imported_modules(probe))
+    finally:
+        probe.unlink()
+    assert "fusion/_layout_probe.py:3 imports recordings" in found
+    assert "fusion/_layout_probe.py:5 imports hyperframes.cli" in found
+    assert (6, "fusion") in lines  # the relative import, resolved, stays on its floor
+    assert len([f for f in found if "_layout_probe" in f]) == 2
+
+
+def loaded_after(statement: str) -> list[str]:
+    code = f"import sys\n{statement}\nprint(' '.join(m for m in {HEAVY!r} if m in sys.modules))"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    return done.stdout.split()
+
+
+def test_importing_the_library_loads_no_heavy_library() -> None:
+    assert loaded_after("import fusion, adapters, recordings") == []
+
+
+def test_the_heavy_library_loads_when_its_feature_is_first_used() -> None:
+    assert loaded_after("import adapters; adapters.VideoSource") == ["av"]
+    assert loaded_after("import fusion.workers; fusion.workers.ModelSession") == []
