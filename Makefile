@@ -27,22 +27,27 @@ examples: $(STAMP_TEST)
 bench: $(STAMP_TEST)
 	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
 
-# open3d loads libusb-1.0 at import time.
+# System packages: libusb-1.0 (open3d loads it at import time) and ffmpeg/ffprobe
+# (the acceptance tests send live streams with it and check files against ffprobe).
+# Installed with apt-get when missing and possible; otherwise a clear message.
 system-deps:
-	@if ldconfig -p 2>/dev/null | grep -q 'libusb-1.0.so.0'; then :; \
-	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
-		echo "Installing libusb-1.0 (needed by open3d) with apt-get..."; \
-		apt-get install -y -q libusb-1.0-0 >/dev/null 2>&1 || \
-		{ apt-get update -q >/dev/null 2>&1 && apt-get install -y -q libusb-1.0-0 >/dev/null; } || \
-		{ echo "error: could not install libusb-1.0-0 with apt-get; install it yourself, then rerun make." >&2; exit 1; }; \
-	elif command -v sudo >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && sudo -n true 2>/dev/null; then \
-		sudo apt-get install -y -q libusb-1.0-0 >/dev/null; \
+	@missing=""; \
+	ldconfig -p 2>/dev/null | grep -q 'libusb-1.0.so.0' || missing="$$missing libusb-1.0-0"; \
+	command -v ffmpeg >/dev/null 2>&1 && command -v ffprobe >/dev/null 2>&1 || missing="$$missing ffmpeg"; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then SUDO=""; \
+	elif command -v apt-get >/dev/null 2>&1 && command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then SUDO="sudo -n"; \
 	else \
-		echo "error: open3d needs the system library libusb-1.0, which is missing." >&2; \
-		echo "       Install it (Debian/Ubuntu: 'sudo apt-get install libusb-1.0-0'," >&2; \
-		echo "       Fedora: 'sudo dnf install libusb1', macOS: 'brew install libusb'), then rerun make." >&2; \
+		echo "error: missing system packages:$$missing" >&2; \
+		echo "       libusb-1.0 is needed by open3d, ffmpeg by the acceptance tests." >&2; \
+		echo "       Debian/Ubuntu: 'sudo apt-get install$$missing'; Fedora: 'sudo dnf install libusb1 ffmpeg';" >&2; \
+		echo "       macOS: 'brew install libusb ffmpeg'. Then rerun make." >&2; \
 		exit 1; \
-	fi
+	fi; \
+	echo "Installing$$missing with apt-get..."; \
+	$$SUDO apt-get install -y -q $$missing >/dev/null 2>&1 || \
+	{ $$SUDO apt-get update -q >/dev/null 2>&1 && $$SUDO apt-get install -y -q $$missing >/dev/null; } || \
+	{ echo "error: could not install$$missing with apt-get; install it yourself, then rerun make." >&2; exit 1; }
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
