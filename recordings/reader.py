@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import bisect
 import collections
-import contextlib
 import itertools
 import os
 import struct
@@ -38,8 +37,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import Any
-
-import msgpack
 
 from fusion.errors import (
     CorruptChunk,
@@ -61,12 +58,19 @@ from recordings.format import (
     crc32,
     unpack_preamble,
 )
+from recordings.parser import (
+    NeedMore,
+    RecordHead,
+    header_contents,
+    parse_chunk_meta,
+    parse_record_head,
+    parse_specs,
+)
 from recordings.records import (
     ChunkMeta,
     DecodedChunk,
     decode_chunk,
     decompress_chunk,
-    spec_from_wire,
 )
 
 
@@ -167,12 +171,12 @@ class Recording:
         if isinstance(rec, RecordingError):
             self._report(rec)
         else:
-            kind, meta, _plen, end = rec
-            if kind == RecordKind.HEADER and isinstance(meta, dict):
-                self._take_specs(meta.get("sensors"))
-                if isinstance(meta.get("metadata"), dict):
-                    self.metadata = meta["metadata"]
-                offset = end
+            if rec.kind == RecordKind.HEADER and isinstance(rec.meta, dict):
+                specs, metadata = header_contents(rec.meta)
+                for spec in specs:
+                    self.specs.setdefault(spec.name, spec)
+                self.metadata = metadata or {}
+                offset = rec.end
             else:
                 self._report(CorruptChunk("the first record is not a header", **self._at(offset)))
         if use_index and self._read_index():
@@ -188,7 +192,7 @@ class Recording:
         if magic != END_MAGIC or crc32(struct.pack("<Q", index_offset)) != crc:
             return False
         rec = self._read_record_head(index_offset)
-        if isinstance(rec, RecordingError) or rec[0] != RecordKind.INDEX:
+        if isinstance(rec, RecordingError) or rec.kind != RecordKind.INDEX:
             self._report(
                 CorruptChunk(
                     "the footer index is damaged; scanning the chunks instead",
@@ -196,7 +200,7 @@ class Recording:
                 )
             )
             return False
-        meta = rec[1]
+        meta = rec.meta
         try:
             chunks = [
                 ChunkMeta.from_msgpack(e, offset=e["off"], stored_size=e["len"])
@@ -235,66 +239,41 @@ class Recording:
                     return
                 offset = nxt
                 continue
-            kind, meta, plen, end = rec
-            if kind in CHUNK_KINDS:
-                try:
-                    chunk = ChunkMeta.from_msgpack(meta, offset=offset, stored_size=plen, kind=kind)
-                except Exception as err:
-                    self._report(
-                        CorruptChunk(f"a chunk meta does not parse ({err})", **self._at(offset))
-                    )
+            if rec.kind in CHUNK_KINDS:
+                chunk = parse_chunk_meta(rec, where=str(self.path))
+                if isinstance(chunk, RecordingError):
+                    self._report(chunk)
                 else:
                     self.chunks.append(chunk)
                     self._take_specs(chunk.new_specs)
-            elif kind == RecordKind.INDEX:
+            elif rec.kind == RecordKind.INDEX:
                 return  # what follows is the trailer
-            offset = end  # headers repeated and unknown kinds are skipped
+            offset = rec.end  # headers repeated and unknown kinds are skipped
 
-    def _read_record_head(self, offset: int) -> tuple[int, Any, int, int] | RecordingError:
-        """``(kind, meta, payload_len, end_offset)`` of the record at ``offset``, or why not."""
-        prelude = os.pread(self._fd, PRELUDE.size, offset)
-        if len(prelude) < PRELUDE.size:
-            return TruncatedRecording(
-                f"the file ends inside a record prelude ({self.size - offset} bytes lost)",
-                **self._at(offset),
-            )
-        sync, kind, meta_len, payload_len, meta_crc, _ = PRELUDE.unpack(prelude)
-        if sync != SYNC:
-            return CorruptChunk("no record starts here (bad sync bytes)", **self._at(offset))
-        if meta_len > self.max_meta_bytes:
-            # Lengths are unverified until the CRC is; a flipped bit lands here too.
-            if offset + PRELUDE.size + meta_len > self.size:
-                return CorruptChunk(
-                    f"record meta length {meta_len} runs past the end of the file",
-                    **self._at(offset),
+    def _read_record_head(self, offset: int) -> RecordHead | RecordingError:
+        """The verified head of the record at ``offset``, or why there is none."""
+        available = self.size - offset
+        data: bytes = b""
+        want = PRELUDE.size
+        while True:
+            if len(data) < want:
+                data = os.pread(self._fd, want, offset)
+            if len(data) < want:
+                what = "a record prelude" if want == PRELUDE.size else "a record"
+                return TruncatedRecording(
+                    f"the file ends inside {what} ({available} bytes lost)", **self._at(offset)
                 )
-            return LimitExceeded(
-                f"record meta of {meta_len} bytes is over the limit of {self.max_meta_bytes}",
-                **self._at(offset),
+            head = parse_record_head(
+                data,
+                offset=offset,
+                where=str(self.path),
+                max_meta_bytes=self.max_meta_bytes,
+                available=available,
             )
-        end = offset + PRELUDE.size + meta_len + payload_len
-        meta_bytes = os.pread(self._fd, meta_len, offset + PRELUDE.size)
-        if len(meta_bytes) < meta_len:
-            return TruncatedRecording(
-                f"the file ends inside a record ({self.size - offset} bytes lost)",
-                **self._at(offset),
-            )
-        if crc32(prelude[:16], meta_bytes) != meta_crc:
-            return CorruptChunk("record header fails its CRC", **self._at(offset))
-        try:
-            meta = msgpack.unpackb(meta_bytes, raw=False, strict_map_key=False)
-        except Exception as err:
-            return CorruptChunk(f"record meta does not decode ({err})", **self._at(offset))
-        if end > self.size:
-            what = "a record"
-            if kind in CHUNK_KINDS:
-                with contextlib.suppress(Exception):  # the generic words do then
-                    what = ChunkMeta.from_msgpack(meta, offset=offset).describe()
-            return TruncatedRecording(
-                f"the file ends inside {what}: {end - self.size} of its bytes are missing",
-                **self._at(offset),
-            )
-        return kind, meta, payload_len, end
+            if not isinstance(head, NeedMore):
+                break
+            want = head.size
+        return head
 
     def _resync(self, start: int) -> int | None:
         """Offset of the next record whose prelude and meta check out, after ``start``."""
@@ -312,13 +291,7 @@ class Recording:
         return None
 
     def _take_specs(self, specs: Any) -> None:
-        if not isinstance(specs, (list, tuple)):
-            return
-        for d in specs:
-            try:
-                spec = spec_from_wire(d)
-            except Exception:
-                continue
+        for spec in parse_specs(specs):
             self.specs.setdefault(spec.name, spec)
 
     def _at(self, offset: int) -> dict[str, Any]:
@@ -343,8 +316,8 @@ class Recording:
         rec = self._read_record_head(chunk.offset)
         if isinstance(rec, RecordingError):
             raise CorruptChunk(f"{chunk.describe()} is damaged: {rec}", **self._at(chunk.offset))
-        kind, _meta, plen, end = rec
-        if kind != chunk.kind or plen != chunk.stored_size:
+        plen = rec.payload_len
+        if rec.kind != chunk.kind or plen != chunk.stored_size:
             raise CorruptChunk(
                 f"{chunk.describe()} is damaged: its record does not match the index",
                 **self._at(chunk.offset),
@@ -357,9 +330,8 @@ class Recording:
             )
         if chunk.raw_size > self.max_chunk_bytes:  # refuse before reading anything big
             decompress_chunk(b"", chunk, max_chunk_bytes=self.max_chunk_bytes, where=where)
-        prelude = os.pread(self._fd, PRELUDE.size, chunk.offset)
-        payload = _read_scratch(self._fd, plen, end - plen)
-        if crc32(payload) != PRELUDE.unpack(prelude)[5]:
+        payload = _read_scratch(self._fd, plen, rec.payload_offset)
+        if crc32(payload) != rec.payload_crc:
             raise CorruptChunk(
                 f"{chunk.describe()} fails its CRC: its stored bytes changed",
                 **self._at(chunk.offset),
@@ -498,12 +470,11 @@ class Recording:
         return list(self.damage)
 
     def _check_crc(self, chunk: ChunkMeta) -> None:
-        prelude = os.pread(self._fd, PRELUDE.size, chunk.offset)
         rec = self._read_record_head(chunk.offset)
         if isinstance(rec, RecordingError):
             raise rec
-        payload = os.pread(self._fd, rec[2], rec[3] - rec[2])
-        if crc32(payload) != PRELUDE.unpack(prelude)[5]:
+        payload = os.pread(self._fd, rec.payload_len, rec.payload_offset)
+        if crc32(payload) != rec.payload_crc:
             raise CorruptChunk(f"{chunk.describe()} fails its CRC", **self._at(chunk.offset))
 
     def summary(self) -> RecordingSummary:

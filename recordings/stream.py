@@ -19,8 +19,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
 
-import msgpack
-
 from fusion.errors import (
     CorruptChunk,
     LimitExceeded,
@@ -34,18 +32,19 @@ from recordings.format import (
     DEFAULT_MAX_META_BYTES,
     PREAMBLE,
     PRELUDE,
-    SYNC,
     RecordKind,
     crc32,
     unpack_preamble,
 )
-from recordings.records import (
-    ChunkMeta,
-    DecodedChunk,
-    decode_chunk,
-    decompress_chunk,
-    spec_from_wire,
+from recordings.parser import (
+    NeedMore,
+    RecordHead,
+    header_contents,
+    parse_chunk_meta,
+    parse_record_head,
+    parse_specs,
 )
+from recordings.records import DecodedChunk, decode_chunk, decompress_chunk
 
 _SKIP_PIECE = 1 << 20
 
@@ -93,65 +92,53 @@ class RecordingStream:
             rec = self._next_record()
             if rec is None:
                 return
-            kind, meta, payload_len, payload_crc = rec
-            if kind in CHUNK_KINDS:
-                decoded = self._chunk(kind, meta, payload_len, payload_crc, offset)
+            if rec.kind in CHUNK_KINDS:
+                decoded = self._chunk(rec)
                 if decoded is not None:
                     yield from decoded.frames(wanted, start, end)
-            elif kind == RecordKind.INDEX:
+            elif rec.kind == RecordKind.INDEX:
                 return  # only the trailer follows
             else:
-                if kind == RecordKind.HEADER and isinstance(meta, dict):
-                    self._take_specs(meta.get("sensors"))
-                    if isinstance(meta.get("metadata"), dict) and not self.metadata:
-                        self.metadata = meta["metadata"]
-                if not self._skip(payload_len):  # unknown kinds are skipped by their length
+                if rec.kind == RecordKind.HEADER:
+                    specs, metadata = header_contents(rec.meta)
+                    self._take_specs(specs)
+                    if metadata is not None and not self.metadata:
+                        self.metadata = metadata
+                if not self._skip(rec.payload_len):  # unknown kinds are skipped by their length
                     self._report(self._truncated(offset, "a record"))
                     return
 
-    def _next_record(self) -> tuple[int, Any, int, int] | None:
-        """``(kind, meta, payload_len, payload_crc)``; None at the end or at damage (reported)."""
+    def _next_record(self) -> RecordHead | None:
+        """The next record's verified head; None at the end or at damage (reported)."""
         offset = self._pos
-        prelude = self._read(PRELUDE.size)
-        if not prelude:
+        data = self._read(PRELUDE.size)
+        if not data:
             return None  # no trailer: the writer was killed between records
-        if len(prelude) < PRELUDE.size:
-            self._report(self._truncated(offset, "a record prelude"))
-            return None
-        sync, kind, meta_len, payload_len, meta_crc, payload_crc = PRELUDE.unpack(prelude)
-        if sync != SYNC:
-            self._report(self._stop(offset, "no record starts here (bad sync bytes)"))
-            return None
-        if meta_len > self.max_meta_bytes:
-            self._report(self._stop(offset, f"record meta length {meta_len} is over the limit"))
-            return None
-        meta_bytes = self._read(meta_len)
-        if len(meta_bytes) < meta_len:
-            self._report(self._truncated(offset, "a record"))
-            return None
-        if crc32(prelude[:16], meta_bytes) != meta_crc:
-            self._report(self._stop(offset, "record header fails its CRC"))
-            return None
-        try:
-            meta = msgpack.unpackb(meta_bytes, raw=False, strict_map_key=False)
-        except Exception as err:  # msgpack raises many types on garbage
-            self._report(self._stop(offset, f"record meta does not decode ({err})"))
-            return None
-        return kind, meta, payload_len, payload_crc
-
-    def _chunk(
-        self, kind: int, meta: Any, payload_len: int, crc: int, offset: int
-    ) -> DecodedChunk | None:
-        """The chunk decoded, or None (reported; its payload consumed when possible)."""
-        try:
-            chunk = ChunkMeta.from_msgpack(meta, offset=offset, stored_size=payload_len, kind=kind)
-        except Exception as err:
-            self._report(
-                CorruptChunk(f"a chunk meta does not parse ({err})", path=self.name, offset=offset)
+        while True:
+            head = parse_record_head(
+                data, offset=offset, where=self.name, max_meta_bytes=self.max_meta_bytes
             )
+            if not isinstance(head, NeedMore):
+                break
+            data += self._read(head.size - len(data))
+            if len(data) < head.size:
+                what = "a record prelude" if head.size == PRELUDE.size else "a record"
+                self._report(self._truncated(offset, what))
+                return None
+        if isinstance(head, RecordingError):
+            self._report(self._stop(head))
+            return None
+        return head
+
+    def _chunk(self, rec: RecordHead) -> DecodedChunk | None:
+        """The chunk decoded, or None (reported; its payload consumed when possible)."""
+        offset, payload_len, crc = rec.offset, rec.payload_len, rec.payload_crc
+        chunk = parse_chunk_meta(rec, where=self.name)
+        if isinstance(chunk, RecordingError):
+            self._report(chunk)
             self._skip_or_report(payload_len, offset)
             return None
-        self._take_specs(list(chunk.new_specs))
+        self._take_specs(parse_specs(chunk.new_specs))
         if payload_len > self.max_chunk_bytes or chunk.raw_size > self.max_chunk_bytes:
             self._report(
                 LimitExceeded(
@@ -214,24 +201,19 @@ class RecordingStream:
     def _truncated(self, offset: int, what: str) -> TruncatedRecording:
         return TruncatedRecording(f"the stream ends inside {what}", path=self.name, offset=offset)
 
-    def _stop(self, offset: int, reason: str) -> CorruptChunk:
-        return CorruptChunk(
+    def _stop(self, err: RecordingError) -> RecordingError:
+        reason = err.args[0] if err.args else str(err)
+        return type(err)(
             f"{reason}; a stream cannot resynchronise, so reading stops here",
             path=self.name,
-            offset=offset,
+            offset=err.offset,
         )
 
     def _report(self, err: RecordingError) -> None:
         self.damage.append(err)
 
-    def _take_specs(self, specs: Any) -> None:
-        if not isinstance(specs, list):
-            return
-        for d in specs:
-            try:
-                spec = spec_from_wire(d)
-            except Exception:
-                continue
+    def _take_specs(self, specs: list[SensorSpec]) -> None:
+        for spec in specs:
             self.specs.setdefault(spec.name, spec)
 
 
