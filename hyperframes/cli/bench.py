@@ -67,7 +67,10 @@ def register(sub: Any) -> None:
     )
     parser.add_argument("--list", action="store_true", help="list the benchmarks and exit")
     parser.add_argument(
-        "--dir", type=Path, default=None, help="benchmarks folder (default: the checkout's)"
+        "--dir",
+        type=Path,
+        default=None,
+        help="benchmarks folder (default: benchmarks/ of the source checkout; not in the wheel)",
     )
     parser.add_argument(
         "--strict", action="store_true", help="exit 1 when a target is not met (default: report)"
@@ -75,9 +78,14 @@ def register(sub: Any) -> None:
     parser.set_defaults(func=run)
 
 
+def find_benchmarks_folder() -> Path:
+    """``benchmarks/`` of the checkout this package runs from (absent in an installed wheel)."""
+    return Path(__file__).resolve().parents[2] / "benchmarks"
+
+
 def find_benchmarks(folder: Path | None = None) -> dict[str, Path]:
     """``{name: path}`` of ``bench_<name>.py`` in ``folder`` (default: next to the packages)."""
-    root = folder or Path(__file__).resolve().parents[2] / "benchmarks"
+    root = folder or find_benchmarks_folder()
     if not root.is_dir():
         return {}
     return {p.stem.removeprefix("bench_"): p for p in sorted(root.glob("bench_*.py"))}
@@ -102,8 +110,12 @@ def run(args: argparse.Namespace) -> int:
         console = Console(width=220)  # logs and CI: one table row per line
     found = find_benchmarks(args.dir)
     if not found:
-        where = args.dir or "benchmarks/ of the source checkout"
-        print(f"hyperframes bench: no bench_*.py found in {where}")
+        where = args.dir or find_benchmarks_folder()
+        print(
+            f"hyperframes bench: no bench_*.py found in {where}; the benchmarks ship with the "
+            "source repository, not the installed package: clone it and run "
+            "'hyperframes bench --dir CLONE/benchmarks'"
+        )
         return 2
     if args.list:
         for name, path in found.items():

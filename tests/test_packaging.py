@@ -1,0 +1,161 @@
+"""The package as a user installs it: a wheel built from the tracked files, installed
+apart from the checkout, runs ``hyperframes demo`` and loads the pytest plugin.
+
+The wheel is installed with ``pip --target`` into a temporary folder placed first on
+``PYTHONPATH``, and everything runs from another temporary folder, so nothing is
+imported from the source tree; the third-party dependencies come from this
+environment (installing them afresh would need the network and minutes).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("fusion", "adapters", "recordings", "hyperframes")
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    src = tmp_path_factory.mktemp("src")
+    tracked = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True
+    ).stdout.split(b"\0")
+    for name in filter(None, (t.decode() for t in tracked)):
+        target = src / name
+        if (ROOT / name).is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, target)
+    dist = tmp_path_factory.mktemp("dist")
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(dist),
+            str(src),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    (found,) = dist.glob("hyperframes-*.whl")
+    return found
+
+
+@pytest.fixture(scope="module")
+def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    site = tmp_path_factory.mktemp("site")
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-compile",
+            "--target",
+            str(site),
+            str(wheel),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    env = dict(os.environ, PYTHONPATH=str(site))
+    env.pop("PYTEST_ADDOPTS", None)
+    return env
+
+
+def test_the_wheel_holds_the_four_packages_their_types_and_nothing_else(wheel: Path) -> None:
+    names = zipfile.ZipFile(wheel).namelist()
+    top = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
+    assert top == set(PACKAGES)
+    for package in PACKAGES:
+        assert f"{package}/py.typed" in names
+    assert "recordings/FORMAT.md" in names
+    info = next(n for n in names if n.endswith(".dist-info/METADATA"))
+    metadata = zipfile.ZipFile(wheel).read(info).decode()
+    assert "License-Expression: Apache-2.0" in metadata
+    entry = zipfile.ZipFile(wheel).read(info.replace("METADATA", "entry_points.txt")).decode()
+    assert "hyperframes = hyperframes.cli:main" in entry
+    assert "hyperframes = recordings.pytest_plugin" in entry
+
+
+def test_the_installed_wheel_runs_the_demo_from_outside_the_checkout(
+    installed: dict[str, str], tmp_path: Path
+) -> None:
+    where = subprocess.run(
+        [sys.executable, "-c", "import fusion, hyperframes; print(fusion.__file__)"],
+        cwd=tmp_path,
+        env=installed,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert not where.startswith(str(ROOT)), where
+    assert where.startswith(installed["PYTHONPATH"])
+    demo = subprocess.run(
+        [sys.executable, "-m", "hyperframes", "demo", "--quiet", "--seconds", "3"],
+        cwd=tmp_path,
+        env=installed,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert demo.returncode == 0, demo.stderr[-2000:]
+    assert demo.stdout.startswith("demo ok:"), demo.stdout
+    assert "replay reproduced all" in demo.stdout
+    script = Path(installed["PYTHONPATH"]) / "bin" / "hyperframes"
+    version = subprocess.run(
+        [str(script), "--version"], cwd=tmp_path, env=installed, capture_output=True, text=True
+    )
+    assert version.stdout.startswith("hyperframes "), version.stderr
+
+
+def test_the_installed_pytest_plugin_gives_a_user_test_the_hfr_fixture(
+    installed: dict[str, str], tmp_path: Path
+) -> None:
+    (tmp_path / "test_user.py").write_text(
+        "from fusion import Frame\n"
+        "import numpy as np\n\n"
+        "async def consume(replay):\n"
+        "    return [f.seq async for f in replay.frames()]\n\n"
+        "async def test_replay(hfr):\n"
+        "    path = hfr.record([Frame('imu', i, i * 5_000_000, np.zeros(3)) for i in range(20)])\n"
+        "    assert await hfr.run(path, consume, speed=1.0) == list(range(20))\n",
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-o",
+            "asyncio_mode=auto",
+            "test_user.py",
+        ],
+        cwd=tmp_path,
+        env=installed,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert "1 passed" in done.stdout
