@@ -99,3 +99,45 @@ def test_importing_the_library_loads_no_heavy_library() -> None:
 def test_the_heavy_library_loads_when_its_feature_is_first_used() -> None:
     assert loaded_after("import adapters; adapters.VideoSource") == ["av"]
     assert loaded_after("import fusion.workers; fusion.workers.ModelSession") == []
+
+
+def top_level_imports() -> dict[str, set[str]]:
+    """Module -> our modules it imports when it loads (imports inside functions left out)."""
+    paths = {module_name(p): p for f in FLOORS for p in (ROOT / f).rglob("*.py")}
+    edges: dict[str, set[str]] = {m: set() for m in paths}
+    for name, path in paths.items():
+        package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level == 0:
+                    base = node.module or ""
+                else:
+                    base = ".".join(
+                        package[: len(package) - node.level + 1]
+                        + ([node.module] * bool(node.module))
+                    )
+                targets = [base, *(f"{base}.{a.name}" for a in node.names)]
+            edges[name].update(t for t in targets if t in paths and t != name)
+    return edges
+
+
+def test_no_module_imports_itself_in_a_circle_at_load_time() -> None:
+    edges = top_level_imports()
+    done: set[str] = set()
+
+    def visit(module: str, trail: list[str]) -> None:
+        if module in trail:
+            cycle = [*trail[trail.index(module) :], module]
+            pytest.fail("import cycle: " + " -> ".join(cycle))
+        if module in done:
+            return
+        for target in sorted(edges[module]):
+            visit(target, [*trail, module])
+        done.add(module)
+
+    for module in sorted(edges):
+        visit(module, [])
+    assert "fusion.frames" in edges["fusion"]  # the graph is real, not empty
