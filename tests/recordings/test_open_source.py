@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 import recordings.reader
-from adapters import BagSource
 from adapters.synthetic import SyntheticCamera, SyntheticImu, synthetic_timeline
 from fusion import Frame
 from recordings import Recorder, Replay, VideoRecorder, VideoReplay, is_bag, open_source
