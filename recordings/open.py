@@ -22,19 +22,35 @@ from typing import Any
 from fusion.source import Source
 
 BAG_SUFFIXES = (".bag", ".mcap", ".db3")
-"""Storage files :func:`is_bag` recognises (plus ROS 2 bag directories)."""
+"""Suffixes bags usually have; :func:`is_bag` decides by content, not by these."""
 
 
 def is_bag(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` is a ROS 1 bag, a ROS 2 storage file or a ROS 2 bag directory.
 
-    A directory is a ROS 2 bag when it holds ``metadata.yaml``, whatever its
-    name (``ros2 bag record -o images.bag`` makes a directory named ``*.bag``).
+    Decided by content (:func:`adapters.bags.detect.bag_format`): a directory
+    is a ROS 2 bag when it holds ``metadata.yaml``, whatever its name (``ros2
+    bag record -o images.bag`` makes a directory named ``*.bag``); a file is a
+    ROS 1 bag when it starts with ``#ROSBAG V2.0``, a ROS 2 one when it is
+    MCAP or a rosbag2 ``.db3``.
     """
+    from adapters.bags.detect import bag_format
+
+    return bag_format(path) is not None
+
+
+def _check_recording(path: str | os.PathLike[str]) -> None:
+    """Raise one line naming everything tried when ``path`` is neither a bag nor a ``.hfr``."""
+    from adapters.bags.detect import not_a_bag
+    from fusion.errors import SourceOpenError
+    from recordings.format import MAGIC
+
     p = Path(path)
-    if p.is_dir():
-        return (p / "metadata.yaml").is_file()
-    return p.suffix.lower() in BAG_SUFFIXES
+    if p.is_file():
+        with open(p, "rb") as f:
+            if f.read(len(MAGIC)) == MAGIC:
+                return
+    raise SourceOpenError(f"{not_a_bag(p)}; nor is it a .hfr recording (no HFR magic bytes)")
 
 
 def open_source(
@@ -77,6 +93,7 @@ def open_source(
         return bag
     if topics:
         raise ValueError(f"'{path}' is not a ROS bag; --topic applies to bags only")
+    _check_recording(path)
     from recordings.reader import open_recording
     from recordings.video.packets import video_sensors
 

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from adapters.bags.detect import bag_format, not_a_bag
 from adapters.bags.messages import Decoder, decoder_info, header_stamp
 from adapters.bags.rawdecode import RAW_ERRORS, Malformed, RawDecoder, raw_decoder, standard_layout
 from fusion.errors import DecodeError, SourceOpenError
@@ -83,17 +84,39 @@ def parse_topics(items: Sequence[str]) -> dict[str, str]:
 
 
 def _open_reader(path: Path) -> tuple[Any, Any]:
-    """An open ``AnyReader`` and the standard typestore of the bag's ROS version."""
+    """An open ``AnyReader`` and the standard typestore of the bag's ROS version.
+
+    The ROS version comes from the content (:func:`~adapters.bags.detect.bag_format`):
+    ``AnyReader`` goes by the ``.bag`` suffix, which a ROS 2 bag directory may
+    carry and a ROS 1 file may lack, so its readers are replaced when it guessed wrong.
+    """
     try:
         from rosbags.highlevel import AnyReader
+        from rosbags.rosbag1 import Reader as Reader1
+        from rosbags.rosbag2 import Reader as Reader2
         from rosbags.typesys import Stores, get_typestore
     except ImportError as err:  # pragma: no cover - rosbags is an install requirement
         raise SourceOpenError(
             "reading ROS bags needs the 'rosbags' package (pip install 'hyperframes[interop]')"
         ) from err
-    store = Stores.ROS1_NOETIC if path.suffix == ".bag" else Stores.ROS2_HUMBLE
-    standard = get_typestore(store)
-    reader = AnyReader([path], default_typestore=standard)
+    fmt = bag_format(path)
+    if fmt is None:
+        raise SourceOpenError(f"cannot open bag: {not_a_bag(path)}")
+    is2 = fmt == "ros2"
+    standard = get_typestore(Stores.ROS2_HUMBLE if is2 else Stores.ROS1_NOETIC)
+    if (path.suffix == ".bag") != is2:
+        reader = AnyReader([path], default_typestore=standard)
+    else:
+        # AnyReader picks its readers by suffix and would refuse (or misread) this
+        # path: build the same instance with the right reader (rosbags 0.11 layout).
+        reader = AnyReader.__new__(AnyReader)
+        reader.paths = [path]
+        reader.is2 = is2
+        reader.stack = None
+        reader.connections = []
+        reader.default_typestore = standard
+        reader.typestore = get_typestore(Stores.EMPTY)
+        reader.readers = [Reader2(path) if is2 else Reader1(path)]
     reader.open()
     return reader, standard
 
