@@ -17,6 +17,24 @@ type                               kind        data
 anything else                      generic     dict of arrays, nested names joined by "."
 =================================  ==========  ======================================
 
+The generic form (:func:`message_to_arrays`, :func:`decode_generic`) holds
+fields only, never the type's constants. Its keys are field paths joined by
+``.``; every value is a numpy array:
+
+* a number or string is a 0-d array (``"level"``, ``"name"``);
+* a sequence of numbers or strings is a 1-d array (JointState's ``"name"``
+  is a ``<U`` array, ``"position"`` float64);
+* a sequence of messages is stacked field by field, one row per element:
+  TFMessage's ``transforms`` gives ``"transforms.child_frame_id"`` (n,),
+  ``"transforms.transform.translation.x"`` (n,) and so on, so the i-th
+  transform is row i of every ``"transforms.*"`` key; where the elements'
+  own sequences differ in length (ragged), the element's index goes in the
+  key instead (``"status.0.values.key"``, ``"status.1.values.key"``);
+* an empty sequence of messages is an empty float array under its own key.
+
+The original message is not rebuilt from this form: :mod:`adapters.bags.passthrough`
+keeps its bytes for that.
+
 The IMU keys follow :class:`adapters.synthetic.SyntheticImu` (``accel``,
 ``gyro``), so code written against one works on the other. Orientation is
 ``(x, y, z, w)``, as in the message.
@@ -24,6 +42,7 @@ The IMU keys follow :class:`adapters.synthetic.SyntheticImu` (``accel``,
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -97,11 +116,19 @@ _PLANS: dict[tuple[type, bool], Plan] = {}
 
 
 def _field_names(cls: type) -> tuple[str, ...]:
-    """A message class's field names, looked up once per class."""
+    """A message class's field names, looked up once per class.
+
+    Only the fields: rosbags declares a type's constants (``DEBUG``,
+    ``POWER_SUPPLY_STATUS_FULL``...) and ``__msgtype__`` as class variables,
+    which ``dataclasses.fields`` leaves out.
+    """
     names = _NAMES.get(cls)
     if names is None:
-        fields = cls.__dataclass_fields__  # type: ignore[attr-defined]
-        names = _NAMES[cls] = tuple(n for n in fields if not n.startswith("__"))
+        names = _NAMES[cls] = tuple(
+            f.name
+            for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+            if not f.name.startswith("__")
+        )
     return names
 
 

@@ -40,6 +40,7 @@ from typing import Any
 
 from adapters.bags.detect import bag_format, not_a_bag
 from adapters.bags.messages import Decoder, decoder_info, header_stamp
+from adapters.bags.passthrough import MSGDEF, MSGTYPE, RAW, SERIALIZATION, message_definition
 from adapters.bags.rawdecode import RAW_ERRORS, Malformed, RawDecoder, raw_decoder, standard_layout
 from fusion.errors import DecodeError, SourceOpenError
 from fusion.frames import Frame, SensorSpec
@@ -130,6 +131,9 @@ class BagSource(Source):
     paces frames at their log times on the runtime clock (1.0 real time,
     ``None`` as fast as consumed); ``start``/``end`` select log times (ns,
     half-open). ``decode_images=False`` keeps compressed images as bytes.
+    ``keep_messages`` keeps each message's bytes in ``meta["ros_message"]``
+    and its type's definition in the spec (:mod:`adapters.bags.passthrough`),
+    so an export writes the same messages back; ``False`` saves that space.
     """
 
     def __init__(
@@ -141,11 +145,13 @@ class BagSource(Source):
         start: int | None = None,
         end: int | None = None,
         decode_images: bool = True,
+        keep_messages: bool = True,
         capacity: int = 64,
     ) -> None:
         if speed is not None and not speed > 0:
             raise ValueError(f"speed must be > 0 or None (as fast as possible), got {speed}")
         self.path = Path(path)
+        self.keep_messages = keep_messages
         if not self.path.exists():
             raise SourceOpenError(f"bag '{self.path}' does not exist")
         try:
@@ -217,7 +223,7 @@ class BagSource(Source):
                     rate_hz=rate,
                     capacity=capacity,
                     overflow="block",
-                    meta={"topic": topic, "msgtype": info.msgtype, "bag": str(self.path)},
+                    meta=self._spec_meta(topic, info.msgtype),
                 )
             )
             decoder = dec.make(decode_images)
@@ -231,6 +237,14 @@ class BagSource(Source):
                     self._connections.append(conn)
                     self._routes[id(conn)] = (sensor, topic, decoder, raw)
         return tuple(specs)
+
+    def _spec_meta(self, topic: str, msgtype: str) -> dict[str, Any]:
+        meta: dict[str, Any] = {"topic": topic, MSGTYPE: msgtype, "bag": str(self.path)}
+        if self.keep_messages:
+            is2 = bool(self._reader.is2)
+            meta[MSGDEF] = message_definition(self._reader.typestore, msgtype, is2)
+            meta[SERIALIZATION] = "cdr" if is2 else "ros1"
+        return meta
 
     def inspect(self) -> list[BagTopic]:
         """Every topic of the bag with its type, message count and decoder (or why none)."""
@@ -299,6 +313,7 @@ class BagSource(Source):
         out: list[tuple[Any, ...]] = []
         size = 0
         routes = self._routes
+        keep = self.keep_messages
         for conn, log_time, raw in messages:
             sensor, topic, decoder, fast = routes[id(conn)]
             try:
@@ -316,6 +331,8 @@ class BagSource(Source):
                 out.append((sensor, log_time, log_time, DecodeError(message), None))
             else:
                 meta = {"topic": topic, **meta}
+                if keep:
+                    meta[RAW] = bytes(raw)
                 if frame_id:
                     meta["frame_id"] = frame_id
                 if stamp is None:

@@ -416,7 +416,9 @@ async def test_bag_source_decodes_standard_types_raw_and_broken_bytes_get_rosbag
         source.last_error
     )
     assert float(frames[1].data["accel"][0]) == 2.0
-    assert frames[1].meta == {"topic": "/imu", "frame_id": "imu"}
+    meta = dict(frames[1].meta)
+    assert isinstance(meta.pop("ros_message"), bytes)  # the original rides along
+    assert meta == {"topic": "/imu", "frame_id": "imu"}
 
 
 @pytest.mark.parametrize("kind", ["mcap", "sqlite3", "ros1"])
