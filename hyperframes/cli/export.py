@@ -8,6 +8,11 @@ Examples::
     hyperframes export s.hfr -o cam.mp4 --to mp4 --sensors cam
     hyperframes export s.hfr -o sweeps/ --to pcd --sensors lidar
     hyperframes export s.hfr -o s.rrd --view rerun          # viewer if running, else s.rrd
+
+Every frame read is written or accounted for: when some cannot be exported,
+a table gives the count and reason per sensor and the command exits 1
+(``--skip-unsupported`` accepts that and exits 0). The last line always says
+how many frames were written of how many were read.
 """
 
 from __future__ import annotations
@@ -50,6 +55,16 @@ def register(sub: Any) -> None:
         help="re-form sync groups for the markers topic: approximate (default), exact, "
         "nearest:REF[:TOL_MS] or none",
     )
+    p.add_argument(
+        "--skip-unsupported",
+        action="store_true",
+        help="exit 0 even when some frames cannot be exported (they are still listed)",
+    )
+    p.add_argument(
+        "--reencode",
+        action="store_true",
+        help="--to mp4 of an encoded-video sensor: decode and encode again instead of copying",
+    )
     p.set_defaults(func=run)
 
 
@@ -76,18 +91,45 @@ def run(args: argparse.Namespace) -> int:
             start=start,
             end=end,
             groups=args.groups,
+            reencode=args.reencode,
         )
     except (OSError, HyperframesError, ValueError, RuntimeError) as err:
         console.print(f"[red]error:[/red] {err}")
         return 2
     table = Table(title=f"exported to {report.out} ({report.target})")
-    table.add_column("topic / sensor")
+    table.add_column("sensor")
+    table.add_column("read", justify="right")
     table.add_column("written", justify="right")
-    for name, n in sorted(report.written.items()):
-        table.add_row(name, str(n))
+    table.add_column("not exported", justify="right")
+    skipped_by: dict[str, int] = {}
+    for (sensor, _), n in report.skipped.items():
+        skipped_by[sensor] = skipped_by.get(sensor, 0) + n
+    for name in sorted(set(report.read) | set(report.exported) | set(skipped_by)):
+        table.add_row(
+            name,
+            str(report.read.get(name, 0)),
+            str(report.exported.get(name, 0)),
+            str(skipped_by.get(name, 0) or ""),
+        )
     console.print(table)
     if report.groups:
         console.print(f"{report.groups} sync groups")
-    for (sensor, reason), n in sorted(report.skipped.items()):
-        console.print(f"[yellow]skipped[/yellow] {n} frames of {sensor}: {reason}")
-    return 0 if sum(report.written.values()) else 1
+    for sensor, msgtype in sorted(report.generic.items()):
+        console.print(f"{sensor}: no standard type fits; written as {msgtype} (every field kept)")
+    for note in report.notes:
+        console.print(f"[yellow]note:[/yellow] {note}")
+    if report.skipped:
+        reasons = Table(title="frames not exported")
+        reasons.add_column("sensor")
+        reasons.add_column("frames", justify="right")
+        reasons.add_column("reason")
+        for (sensor, reason), n in sorted(report.skipped.items()):
+            reasons.add_row(sensor, str(n), reason)
+        console.print(reasons)
+    console.print(report.summary(), soft_wrap=True)
+    if report.frames_written == 0:
+        return 1
+    if not report.complete and not args.skip_unsupported:
+        console.print("[red]error:[/red] some frames were not exported (--skip-unsupported accepts that)")
+        return 1
+    return 0

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from fusion.frames import Frame
+from fusion.frames import Frame, SensorSpec
 from recordings.export.groups import GROUP_TOPIC, group_json, group_record, make_policy, sync_groups
-from recordings.export.media import export_mp4, export_pcd, write_pcd
+from recordings.export.kinds import is_internal
+from recordings.export.media import export_mp4, export_pcd, remux_mp4, write_pcd
 from recordings.reader import open_recording
 
 Target = Literal["ros2", "foxglove", "mp4", "pcd", "rerun"]
@@ -34,8 +35,10 @@ __all__ = [
     "export_pcd",
     "export_recording",
     "group_json",
+    "is_internal",
     "group_record",
     "make_policy",
+    "remux_mp4",
     "sync_groups",
     "write_pcd",
 ]
@@ -53,6 +56,35 @@ class ExportReport:
     """Frames left out, by ``(sensor, reason)``."""
     groups: int = 0
     """Sync-group markers written."""
+    read: Counter[str] = field(default_factory=Counter)
+    """Frames read from the recording, per sensor."""
+    exported: Counter[str] = field(default_factory=Counter)
+    """Frames written, per sensor (a frame is one message, file or video frame)."""
+    generic: dict[str, str] = field(default_factory=dict)
+    """Sensors written with a schema made for them (no standard type fits), and its name."""
+    notes: list[str] = field(default_factory=list)
+    """Anything else worth a line (a stored type that did not parse, ...)."""
+
+    @property
+    def frames_read(self) -> int:
+        return sum(self.read.values())
+
+    @property
+    def frames_written(self) -> int:
+        return sum(self.exported.values())
+
+    @property
+    def complete(self) -> bool:
+        """Whether every frame read was written."""
+        return not self.skipped and self.frames_written == self.frames_read
+
+    def summary(self) -> str:
+        """One line: frames written of frames read, and how many were skipped."""
+        skipped = sum(self.skipped.values())
+        line = f"wrote {self.frames_written} of {self.frames_read} frames read"
+        if skipped:
+            line += f"; {skipped} could not be exported"
+        return line + f" ({self.target} -> {self.out})"
 
 
 def export_recording(
@@ -64,6 +96,7 @@ def export_recording(
     start: int | None = None,
     end: int | None = None,
     groups: str = "approximate",
+    reencode: bool = False,
 ) -> ExportReport:
     """Export the recording at ``path`` to ``out``.
 
@@ -72,36 +105,57 @@ def export_recording(
     or a running viewer). ``sensors``/``start``/``end`` select frames (``t``,
     ns, half-open). ``groups`` re-forms sync groups for the MCAP and Rerun
     targets: ``"approximate"``, ``"exact"``, ``"nearest:REF[:TOL_MS]"`` or
-    ``"none"`` (see :func:`make_policy`).
+    ``"none"`` (see :func:`make_policy`). A sensor recorded as encoded video
+    goes to MP4 by copying its packets; ``reencode=True`` decodes and encodes
+    them again instead. Internal sensors (``cam#keyframes``) are never exported.
     """
+    from recordings.video.packets import video_sensors
+
     with open_recording(path) as log:
         summary = log.summary()
-        names = list(summary.sensors) if sensors is None else list(sensors)
-        unknown = [s for s in names if s not in summary.sensors]
+        visible = [s for s in summary.sensors if not is_internal(s)]
+        names = visible if sensors is None else list(sensors)
+        unknown = [s for s in names if s not in visible]
         if unknown:
             raise ValueError(
                 f"recording '{path}' has no sensor {', '.join(map(repr, unknown))}; "
-                f"it has {', '.join(summary.sensors) or 'none'}"
+                f"it has {', '.join(visible) or 'none'}"
             )
-        kinds: dict[str, str] = {name: summary.sensors[name].spec.kind for name in names}
+        specs = {name: summary.sensors[name].spec for name in names}
+        kinds: dict[str, str] = {name: specs[name].kind for name in names}
+        encoded = set(video_sensors(list(summary.sensors)))
         report = ExportReport(Path(out), to)
 
         def frames() -> Iterator[Frame]:
             return log.frames(names, start, end)
 
+        def counted(it: Iterable[Frame]) -> Iterator[Frame]:
+            for frame in it:
+                report.read[frame.sensor] += 1
+                yield frame
+
         if to == "mp4":
             if len(names) != 1:
                 raise ValueError(f"--to mp4 takes one camera sensor (--sensors NAME), got {names}")
-            n, skipped = export_mp4(frames(), out)
-            report.written[names[0]] = n
-            report.skipped.update({(names[0], r): c for r, c in skipped.items()})
+            name = names[0]
+            if name in encoded and not reencode:
+                passes = [counted(frames())]  # count the first of remux_mp4's two passes
+                n, skipped = remux_mp4(lambda: passes.pop() if passes else frames(), out)
+            elif name in encoded:
+                from recordings.video.playback import VideoReader
+
+                n, skipped = export_mp4(counted(VideoReader(log).frames([name], start, end)), out)
+            else:
+                n, skipped = export_mp4(counted(frames()), out)
+            report.written[name] = report.exported[name] = n
+            report.skipped.update({(name, r): c for r, c in skipped.items()})
         elif to == "pcd":
             for name in names:
-                n, skipped = export_pcd(log.frames([name], start, end), out)
-                report.written[name] = n
+                n, skipped = export_pcd(counted(log.frames([name], start, end)), out)
+                report.written[name] = report.exported[name] = n
                 report.skipped.update({(name, r): c for r, c in skipped.items()})
         elif to in ("ros2", "foxglove", "rerun"):
-            _export_stream(to, frames, names, kinds, groups, report)
+            _export_stream(to, frames, counted, names, specs, kinds, groups, report)
         else:
             raise ValueError(f"unknown export target {to!r}")
     return report
@@ -109,8 +163,10 @@ def export_recording(
 
 def _export_stream(
     to: str,
-    frames: Any,
+    frames: Callable[[], Iterator[Frame]],
+    counted: Callable[[Iterable[Frame]], Iterator[Frame]],
     names: list[str],
+    specs: dict[str, SensorSpec],
     kinds: dict[str, str],
     groups: str,
     report: ExportReport,
@@ -121,16 +177,26 @@ def _export_stream(
 
         with RerunSink(report.out) as sink:
             if policy is None:
-                for frame in frames():
+                for frame in counted(frames()):
                     sink.log_frame(frame, kinds[frame.sensor])
                     report.written[frame.sensor] += 1
             else:
-                for group in sync_groups(frames(), policy):
+                grouped: set[tuple[str, int, int]] = set()
+                for group in sync_groups(counted(frames()), policy):
                     sink.log_group(group, kinds)
                     report.groups += 1
                     for frame in group.members():
                         report.written[frame.sensor] += 1
+                        grouped.add((frame.sensor, frame.seq, frame.t))
+                for frame in frames():  # frames no group took: on the t timeline only
+                    if (frame.sensor, frame.seq, frame.t) not in grouped:
+                        sink.log_frame(frame, kinds[frame.sensor])
+                        report.written[frame.sensor] += 1
             report.skipped.update(sink.skipped)
+        for sensor, n in report.written.items():
+            report.exported[sensor] = n - sum(
+                c for (s, _), c in sink.skipped.items() if s == sensor
+            )
         return
     writer: Any
     if to == "ros2":
@@ -142,7 +208,9 @@ def _export_stream(
 
         writer = FoxgloveMcapWriter(report.out)
     with writer:
-        for frame in frames():
+        for spec in specs.values():
+            writer.declare(spec)
+        for frame in counted(frames()):
             writer.write(frame, kinds[frame.sensor])
         if policy is not None:
             # A second pass: frames are written in recorded order, markers after
@@ -151,7 +219,10 @@ def _export_stream(
                 writer.write_group(group)
                 report.groups += 1
     report.written.update(writer.counts)
+    report.exported.update(writer.frames)
     report.skipped.update(writer.skipped)
+    report.generic.update(writer.generic)
+    report.notes.extend(writer.notes)
 
 
 def __getattr__(name: str) -> Any:

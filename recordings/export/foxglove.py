@@ -1,14 +1,20 @@
 """The ``foxglove`` export profile: Foxglove schemas written with the ``foxglove-sdk`` package.
 
+A frame that came from a bag with its original message
+(:mod:`adapters.bags.passthrough`) is written as that message, in ROS 2 CDR
+with its ``ros2msg`` schema, on its original topic, exactly as in the ``ros2``
+profile (Foxglove reads those natively). Every other frame:
+
 ==============  =====================================================
 payload         Foxglove message (protobuf) or JSON channel
 ==============  =====================================================
 image           ``foxglove.RawImage``
 encoded_image   ``foxglove.CompressedImage``
-video           ``foxglove.CompressedVideo``
+video           ``foxglove.CompressedVideo`` (recorded packets, not re-encoded)
 points          ``foxglove.PointCloud`` (the array's bytes, one field per column)
 gnss            ``foxglove.LocationFix``
 imu, series     JSON with a JSON schema, one number (or array) per field: Plot-panel ready
+record          JSON with a JSON schema listing every key, strings included
 ==============  =====================================================
 
 ``timestamp`` is the frame's ``t``, the MCAP log time its ``t_arrival``
@@ -29,9 +35,13 @@ from typing import Any
 import numpy as np
 
 from adapters.bags.images import encoding_for
-from fusion.frames import Frame, FrameGroup
+from adapters.bags.passthrough import RAW, Ros2MessageType, passthrough_type
+from fusion.frames import Frame, FrameGroup, SensorSpec
+from recordings.export.annexb import VideoTrack
+from recordings.export.generic import json_record, json_schema
 from recordings.export.groups import GROUP_JSON_SCHEMA, GROUP_TOPIC, group_json
-from recordings.export.kinds import classify, image_format, series_values, video_format
+from recordings.export.kinds import classify, image_format, is_internal, series_values
+from recordings.export.ros2 import video_payload
 
 _NUMERIC = {"u1": "Uint8", "i1": "Int8", "u2": "Uint16", "i2": "Int16", "u4": "Uint32"}
 _NUMERIC |= {"i4": "Int32", "f4": "Float32", "f8": "Float64"}
@@ -55,14 +65,54 @@ class FoxgloveMcapWriter:
             writer_options=MCAPWriteOptions(profile=""),
         )
         self._channels: dict[str, tuple[Any, str]] = {}
+        self._specs: dict[str, SensorSpec] = {}
+        self._passthrough: dict[str, Ros2MessageType | None] = {}
+        self._topics: dict[str, str] = {}
+        self._video: dict[str, VideoTrack] = {}
         self.counts: Counter[str] = Counter()
         """Messages written per topic."""
+        self.frames: Counter[str] = Counter()
+        """Frames written per sensor."""
         self.skipped: Counter[tuple[str, str]] = Counter()
         """Frames not written, by ``(sensor, reason)``."""
+        self.generic: dict[str, str] = {}
+        """Sensors written with a schema made for them (``record`` payloads), and its title."""
+        self.notes: list[str] = []
         self._closed = False
 
+    def declare(self, spec: SensorSpec) -> None:
+        """Know ``spec``: a sensor from a bag keeps its topic and its messages' type."""
+        self._specs[spec.name] = spec
+        try:
+            self._passthrough[spec.name] = passthrough_type(spec.meta)
+        except ValueError as err:
+            self._passthrough[spec.name] = None
+            self.notes.append(f"sensor {spec.name!r}: {err}; its frames are written from their data")
+
     def topic_for(self, sensor: str) -> str:
-        return self.prefix.rstrip("/") + "/" + sensor
+        """``/<sensor>``, or the original topic of a sensor that came from a bag."""
+        topic = self._topics.get(sensor)
+        if topic is None:
+            topic = self.prefix.rstrip("/") + "/" + sensor
+            spec = self._specs.get(sensor)
+            original = spec.meta.get("topic") if spec is not None else None
+            if self._passthrough.get(sensor) is not None and isinstance(original, str):
+                name = original if original.startswith("/") else "/" + original
+                if name not in self._topics.values() and name != GROUP_TOPIC:
+                    topic = name
+            self._topics[sensor] = topic
+        return topic
+
+    def _ros_channel(self, topic: str, ptype: Ros2MessageType) -> Any:
+        known = self._channels.get(topic)
+        if known is not None:
+            return known[0]
+        schema = self._fg.Schema(name=ptype.name, encoding="ros2msg", data=ptype.msgdef.encode())
+        channel = self._fg.Channel(
+            topic, schema=schema, message_encoding="cdr", context=self._context
+        )
+        self._channels[topic] = (channel, ptype.name)
+        return channel
 
     def _channel(self, topic: str, kind: str, schema: dict[str, Any] | None = None) -> Any:
         known = self._channels.get(topic)
@@ -93,15 +143,40 @@ class FoxgloveMcapWriter:
         self._channels[topic] = (channel, kind)
         return channel
 
-    def write(self, frame: Frame, sensor_kind: str = "generic") -> bool:
-        """Write one frame on ``/<sensor>``; ``False`` (and counted) if it has no mapping."""
+    def write(self, frame: Frame, sensor_kind: str | None = None) -> bool:
+        """Write one frame on its topic; ``False`` (and counted) if it has no mapping."""
+        if is_internal(frame.sensor):
+            return False
+        log_time = frame.t if frame.t_arrival is None else frame.t_arrival
+        ptype = self._passthrough.get(frame.sensor)
+        raw = frame.meta.get(RAW)
+        if ptype is not None and isinstance(raw, (bytes, bytearray, memoryview)):
+            try:
+                data = ptype.to_cdr(bytes(raw))
+            except Exception as err:  # rosbags' converter errors have no common base
+                self.skipped[(frame.sensor, f"{ptype.name} does not convert to CDR: {err}")] += 1
+                return False
+            topic = self.topic_for(frame.sensor)
+            self._ros_channel(topic, ptype).log(data, log_time=log_time)
+            self.counts[topic] += 1
+            self.frames[frame.sensor] += 1
+            return True
+        if sensor_kind is None:
+            spec = self._specs.get(frame.sensor)
+            sensor_kind = spec.kind if spec is not None else "generic"
         kind = classify(frame, sensor_kind)
-        if kind not in ("image", "encoded_image", "video", "points", "gnss", "imu", "series"):
+        if kind not in (
+            "image", "encoded_image", "video", "points", "gnss", "imu", "series", "record"
+        ):
             self.skipped[(frame.sensor, kind)] += 1
             return False
         topic = self.topic_for(frame.sensor)
-        log_time = frame.t if frame.t_arrival is None else frame.t_arrival
-        if kind in ("imu", "series"):
+        if kind == "record":
+            record = json_record(frame.t, frame.data)
+            title = f"hyperframes.{frame.sensor}"
+            self._channel(topic, kind, json_schema(title, record)).log(record, log_time=log_time)
+            self.generic[frame.sensor] = title
+        elif kind in ("imu", "series"):
             record = self._json_record(frame)
             schema = _json_schema(f"hyperframes.{kind}", record)
             self._channel(topic, kind, schema).log(record, log_time=log_time)
@@ -111,10 +186,12 @@ class FoxgloveMcapWriter:
                 points = np.ascontiguousarray(frame.data)
             msg = self._message(kind, frame, points)
             if msg is None:
-                self.skipped[(frame.sensor, "point array without numeric fields")] += 1
+                if kind == "points":
+                    self.skipped[(frame.sensor, "point array without numeric fields")] += 1
                 return False
             self._channel(topic, kind).log(msg, log_time=log_time)
         self.counts[topic] += 1
+        self.frames[frame.sensor] += 1
         return True
 
     def write_group(self, group: FrameGroup) -> None:
@@ -146,9 +223,10 @@ class FoxgloveMcapWriter:
                 timestamp=stamp, frame_id=frame_id, data=bytes(data), format=image_format(frame)
             )
         if kind == "video":
-            return m.CompressedVideo(
-                timestamp=stamp, frame_id=frame_id, data=bytes(data), format=video_format(frame)
-            )
+            payload, fmt = video_payload(self._video, self.skipped, frame)
+            if payload is None:
+                return None
+            return m.CompressedVideo(timestamp=stamp, frame_id=frame_id, data=payload, format=fmt)
         if kind == "gnss":
             return m.LocationFix(
                 timestamp=stamp,

@@ -1,38 +1,61 @@
 """What a frame's payload is, for choosing the message an exporter writes.
 
 Frames carry arrays, dicts of arrays or bytes; sensors have a kind. The rules,
-checked in this order, are the same for every exporter:
+checked in this order, are the same for every exporter (a frame that came
+from a bag with its original message is written as that message before any
+of these: :mod:`adapters.bags.passthrough`):
 
+* an encoded video packet of a recording (``meta["hf.video"]``,
+  :mod:`recordings.video.packets`): ``video``;
 * ``bytes`` with ``meta["format"]`` JPEG or PNG: ``encoded_image``;
   H.264/H.265/VP9/AV1: ``video`` (one encoded frame);
 * a structured array with ``x``, ``y``, ``z`` fields: ``points``;
-* an array of a ``camera`` sensor, 2-D or 3-D with at most 4 channels: ``image``;
+* a uint8 or uint16 array shaped like an image (``HxW`` or ``HxWxC``, C at
+  most 4, both sides at least 2), whatever the sensor's kind; the kind only
+  breaks the tie for a ``timeseries``, ``imu``, ``gnss`` or ``can`` sensor,
+  whose small integer arrays stay ``series``;
 * a dict with ``accel`` and ``gyro`` (our IMU keys): ``imu``;
 * a dict with ``latitude`` and ``longitude``: ``gnss``;
-* any other numeric array, dict of arrays or structured array: ``series``
-  (plotted field by field);
+* any other dict of arrays, numbers or strings: ``record`` (every field kept,
+  with its dtype and shape);
+* any other numeric array or structured array: ``series`` (plotted field by field);
 * anything else is skipped, and the exporter counts it with the reason.
+
+Internal bookkeeping sensors (a video sensor's ``<name>#keyframes`` markers)
+are never exported nor grouped: :func:`is_internal`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 
 import numpy as np
 
 from fusion.frames import Frame
+from recordings.video.packets import KEYFRAME_SUFFIX, META_KEY
 
-PayloadKind = Literal["image", "encoded_image", "video", "points", "imu", "gnss", "series"]
+PayloadKind = Literal[
+    "image", "encoded_image", "video", "points", "imu", "gnss", "record", "series"
+]
 
 IMAGE_FORMATS = {"jpeg": "jpeg", "jpg": "jpeg", "png": "png"}
 VIDEO_FORMATS = {"h264": "h264", "h265": "h265", "hevc": "h265", "vp9": "vp9", "av1": "av1"}
+VIDEO_FORMATS |= {"ffv1": "ffv1"}
+_SERIES_KINDS = ("timeseries", "imu", "gnss", "can")
+
+
+def is_internal(sensor: str) -> bool:
+    """Whether ``sensor`` is bookkeeping of the recording (``cam#keyframes``), not data."""
+    return sensor.endswith(KEYFRAME_SUFFIX)
 
 
 def classify(frame: Frame, sensor_kind: str) -> PayloadKind | str:
     """The payload kind of ``frame``, or (not a :data:`PayloadKind`) why it cannot be exported."""
     data = frame.data
     if isinstance(data, (bytes, bytearray, memoryview)):
+        if isinstance(frame.meta.get(META_KEY), Mapping):
+            return "video"
         fmt = str(frame.meta.get("format", "")).lower()
         if any(key in fmt for key in IMAGE_FORMATS):
             return "encoded_image"
@@ -45,7 +68,7 @@ def classify(frame: Frame, sensor_kind: str) -> PayloadKind | str:
             if {"x", "y", "z"} <= set(names):
                 return "points"
             return "series"
-        if sensor_kind == "camera" and _image_shaped(data):
+        if _image_shaped(data) and (sensor_kind == "camera" or sensor_kind not in _SERIES_KINDS):
             return "image"
         if data.dtype.kind in "biuf":
             return "series"
@@ -55,15 +78,23 @@ def classify(frame: Frame, sensor_kind: str) -> PayloadKind | str:
             return "imu"
         if "latitude" in data and "longitude" in data:
             return "gnss"
-        if data and all(_numeric(v) for v in data.values()):
-            return "series"
-        return "dict with non-numeric values"
+        bad = [str(k) for k, v in data.items() if not _recordable(v)]
+        if data and not bad:
+            return "record"
+        if not data:
+            return "empty dict"
+        return f"dict with values that are not numbers, strings or arrays ({', '.join(bad[:3])})"
     return f"payload of type {type(data).__name__}"
 
 
 def video_format(frame: Frame) -> str:
-    """Normalised codec name of an encoded video frame (``h264``, ``h265``...)."""
-    return VIDEO_FORMATS[str(frame.meta.get("format", "")).lower()]
+    """Normalised codec name of an encoded video frame from its ``meta["format"]``."""
+    return codec_format(str(frame.meta.get("format", "")))
+
+
+def codec_format(codec: str) -> str:
+    """``CompressedVideo.format`` for an FFmpeg codec name: ``hevc`` -> ``h265``, ``h264``..."""
+    return VIDEO_FORMATS.get(codec.lower(), codec.lower())
 
 
 def image_format(frame: Frame) -> str:
@@ -73,13 +104,25 @@ def image_format(frame: Frame) -> str:
 
 
 def _image_shaped(data: np.ndarray) -> bool:
-    return data.ndim == 2 or (data.ndim == 3 and data.shape[2] in (1, 2, 3, 4))
+    if data.dtype not in (np.uint8, np.uint16) or data.ndim not in (2, 3):
+        return False
+    if data.shape[0] < 2 or data.shape[1] < 2:
+        return False
+    return data.ndim == 2 or data.shape[2] in (1, 2, 3, 4)
 
 
 def _numeric(value: Any) -> bool:
     return isinstance(value, (int, float, np.number, np.ndarray)) and (
         not isinstance(value, np.ndarray) or value.dtype.kind in "biuf"
     )
+
+
+def _recordable(value: Any) -> bool:
+    if isinstance(value, (bool, int, float, str, np.generic)):
+        return not isinstance(value, np.generic) or value.dtype.kind in "biufU"
+    if isinstance(value, np.ndarray):
+        return value.dtype.names is None and value.dtype.kind in "biufU"
+    return False
 
 
 def series_values(data: Any) -> Iterator[tuple[str, np.ndarray]]:

@@ -1,6 +1,14 @@
 """``--to mp4`` and ``--to pcd``: a camera sensor as a video file, LiDAR sweeps as PCD files.
 
-MP4: frames are encoded with PyAV (H.264 by libx264, MPEG-4 part 2 where
+MP4 from a sensor recorded as encoded video (:mod:`recordings.video`):
+:func:`remux_mp4` copies the recorded packets into the MP4 without decoding
+or re-encoding them (the muxer only changes H.264/H.265 framing from start
+codes to length prefixes; the NAL units are the recorded ones). Each
+packet's presentation time is its frame's ``t`` minus the first frame's, in
+microseconds; decode times are the same times in decode order, shifted back
+by the stream's reorder delay, so B-frame tracks stay valid.
+
+MP4 from frames of pixels: frames are encoded with PyAV (H.264 by libx264, MPEG-4 part 2 where
 libx264 is missing) at variable frame rate: each frame's presentation time
 is its ``t`` minus the first frame's, in microseconds (the stream's time
 base), so a decoder gets the recorded timing back to the microsecond, gaps
@@ -16,7 +24,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -87,6 +95,77 @@ def export_mp4(
     finally:
         if container is not None:
             container.close()
+    return written, skipped
+
+
+def remux_mp4(
+    frames: Callable[[], Iterable[Frame]], path: str | os.PathLike[str]
+) -> tuple[int, Counter[str]]:
+    """Copy a video sensor's recorded packets into an MP4; ``(packets written, skipped)``.
+
+    ``frames`` is called twice (times first, then the packets), so the
+    packets are never all in memory.
+    """
+    import av
+
+    from recordings.video.packets import META_KEY
+
+    skipped: Counter[str] = Counter()
+    times: list[int] = []
+    params: dict[str, Any] | None = None
+    for frame in frames():
+        video = frame.meta.get(META_KEY)
+        if not isinstance(video, dict) or not isinstance(frame.data, (bytes, bytearray)):
+            continue
+        if params is None:
+            if not isinstance(video.get("params"), dict):
+                continue  # before the first key packet: cannot start there
+            params = video["params"]
+        times.append(frame.t)
+    if params is None:
+        return 0, skipped
+    t0 = min(times)
+    pts_list = [(t - t0) // 1000 for t in times]
+    ordered = sorted(pts_list)
+    delay = max(p - q for p, q in zip(ordered, pts_list, strict=True))
+    dts_list = [q - delay for q in ordered]
+    container = av.open(os.fspath(path), "w", format="mp4")
+    written = 0
+    try:
+        stream = container.add_stream(str(params["codec"]))
+        stream.width, stream.height = int(params["width"]), int(params["height"])
+        stream.pix_fmt = str(params["pix_fmt"])
+        stream.time_base = TIME_BASE
+        if params.get("extradata"):
+            stream.codec_context.extradata = bytes(params["extradata"])
+        i = 0
+        started = False
+        last_dts = None
+        for frame in frames():
+            video = frame.meta.get(META_KEY)
+            if not isinstance(video, dict) or not isinstance(frame.data, (bytes, bytearray)):
+                continue
+            if not started:
+                if not isinstance(video.get("params"), dict):
+                    skipped["packet before the track's first key frame"] += 1
+                    continue
+                started = True
+            if i >= len(pts_list):
+                break
+            pts, dts = pts_list[i], dts_list[i]
+            i += 1
+            if last_dts is not None and dts <= last_dts:
+                skipped["time does not increase"] += 1
+                continue
+            packet = av.Packet(bytes(frame.data))
+            packet.pts, packet.dts, packet.time_base = pts, dts, TIME_BASE
+            packet.stream = stream
+            packet.is_keyframe = bool(video.get("key"))
+            container.mux(packet)
+            last_dts = dts
+            written += 1
+    finally:
+        container.close()
     return written, skipped
 
 

@@ -111,7 +111,7 @@ class RerunSink:
                 colors = np.stack([level, 255 - level, np.full_like(level, 128)], axis=-1)
             self.rec.log(frame.sensor, rr.Points3D(positions, colors=colors))
             self.logged["points"] += 1
-        elif kind in ("imu", "gnss", "series"):
+        elif kind in ("imu", "gnss", "series", "record"):
             for name, values in series_values(data):
                 self.rec.log(f"{frame.sensor}/{name}", rr.Scalars(values))
                 self.logged["scalars"] += 1

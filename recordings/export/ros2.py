@@ -1,17 +1,23 @@
 """The ``ros2`` export profile: a ROS 2 CDR MCAP that ``ros2 bag play``, Foxglove and Rerun open.
 
-Theory of operation. Each sensor becomes a topic (``/<sensor>``) whose type
-is chosen from the payload (:mod:`recordings.export.kinds`):
+Theory of operation. A frame that came from a bag with its original message
+(:mod:`adapters.bags.passthrough`) is written as that message: on its
+original topic, with its type and the type's stored definition as the
+schema, its bytes unchanged (ROS 2 bags) or converted to CDR (ROS 1 bags),
+header stamps and all. Every other sensor becomes a topic (``/<sensor>``)
+whose type is chosen from the payload (:mod:`recordings.export.kinds`):
 
 ==============  ========================================
 payload         ROS 2 type
 ==============  ========================================
 image           ``sensor_msgs/msg/Image`` (encoding from dtype and channels)
 encoded_image   ``sensor_msgs/msg/CompressedImage``
-video           ``foxglove_msgs/msg/CompressedVideo``
+video           ``foxglove_msgs/msg/CompressedVideo`` (recorded packets, not re-encoded)
 points          ``sensor_msgs/msg/PointCloud2`` (the array's bytes, fields by name)
 imu             ``sensor_msgs/msg/Imu``
 gnss            ``sensor_msgs/msg/NavSatFix``
+record          ``hyperframes_msgs/msg/<Sensor>Record``, made for the sensor
+                (every key, strings included: :mod:`recordings.export.generic`)
 series          ``std_msgs/msg/Float64MultiArray`` (one dimension per field, labelled)
 ==============  ========================================
 
@@ -42,10 +48,13 @@ from typing import Any
 import numpy as np
 
 from adapters.bags.images import encoding_for
+from adapters.bags.passthrough import RAW, Ros2MessageType, passthrough_type
 from adapters.bags.pointcloud2 import pointcloud2_fields
-from fusion.frames import Frame, FrameGroup
+from fusion.frames import Frame, FrameGroup, SensorSpec
+from recordings.export.annexb import VideoTrack, packet_key
+from recordings.export.generic import RecordLayout
 from recordings.export.groups import GROUP_TOPIC, group_record
-from recordings.export.kinds import classify, image_format, series_values, video_format
+from recordings.export.kinds import classify, image_format, is_internal, series_values, video_format
 
 _VIDEO_MSGDEF = """builtin_interfaces/Time timestamp
 string frame_id
@@ -78,8 +87,10 @@ def ros2_typestore() -> Any:
 class Ros2McapWriter:
     """Writes frames and groups as ROS 2 messages into one MCAP file (or bag directory).
 
-    ``write(frame, kind)`` returns whether it wrote the frame; frames it cannot
-    map are counted in :attr:`skipped` by ``(sensor, reason)``.
+    ``declare(spec)`` tells it a sensor's spec (what makes a bag's frames go
+    out as their original messages); ``write(frame)`` returns whether it wrote
+    the frame; frames it cannot map are counted in :attr:`skipped` by
+    ``(sensor, reason)``.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, topic_prefix: str = "/") -> None:
@@ -99,55 +110,134 @@ class Ros2McapWriter:
         self._stream = open(target, "wb")  # noqa: SIM115 - closed in close()
         self._mcap = Writer(self._stream, compression=CompressionType.ZSTD)
         self._mcap.start(profile="ros2", library="hyperframes")
-        self._schemas: dict[str, int] = {}
-        self._channels: dict[str, tuple[int, str]] = {}
+        self._schemas: dict[tuple[str, str], int] = {}
+        self._channels: dict[str, tuple[int, str, str]] = {}  # topic -> (id, type, hash)
+        self._specs: dict[str, SensorSpec] = {}
+        self._passthrough: dict[str, Ros2MessageType | None] = {}
+        self._topics: dict[str, str] = {}
+        self._records: dict[str, RecordLayout] = {}
+        self._video: dict[str, VideoTrack] = {}
         self.counts: Counter[str] = Counter()
         """Messages written per topic."""
+        self.frames: Counter[str] = Counter()
+        """Frames written per sensor."""
         self.skipped: Counter[tuple[str, str]] = Counter()
         """Frames not written, by ``(sensor, reason)``."""
+        self.generic: dict[str, str] = {}
+        """Sensors written with a type made for them (``record`` payloads), and that type."""
+        self.notes: list[str] = []
+        """Things the export could not do as asked, one line each."""
         self._t_min = 2**63 - 1
         self._t_max = 0
         self._closed = False
 
     # -- channels -----------------------------------------------------------------------
 
-    def _channel(self, topic: str, msgtype: str) -> int:
+    def _channel(
+        self, topic: str, msgtype: str, msgdef: str | None = None, type_hash: str | None = None
+    ) -> int:
         known = self._channels.get(topic)
         if known is not None:
             if known[1] != msgtype:
                 raise ValueError(f"topic {topic} already carries {known[1]}, not {msgtype}")
             return known[0]
-        schema = self._schemas.get(msgtype)
-        if schema is None:
+        if msgdef is None:
             msgdef, _ = self.store.generate_msgdef(msgtype, ros_version=2)
+        if type_hash is None:
+            type_hash = self.store.hash_rihs01(msgtype)
+        schema = self._schemas.get((msgtype, msgdef))
+        if schema is None:
             schema = self._mcap.register_schema(msgtype, "ros2msg", msgdef.encode())
-            self._schemas[msgtype] = schema
+            self._schemas[(msgtype, msgdef)] = schema
         channel = self._mcap.register_channel(
             topic,
             "cdr",
             schema,
-            {
-                "offered_qos_profiles": "[]",
-                "topic_type_hash": self.store.hash_rihs01(msgtype),
-            },
+            {"offered_qos_profiles": "[]", "topic_type_hash": type_hash},
         )
-        self._channels[topic] = (channel, msgtype)
+        self._channels[topic] = (channel, msgtype, type_hash)
         return channel
 
+    def declare(self, spec: SensorSpec) -> None:
+        """Know ``spec``: a sensor from a bag keeps its topic and its messages' type."""
+        self._specs[spec.name] = spec
+        try:
+            self._passthrough[spec.name] = passthrough_type(spec.meta)
+        except ValueError as err:
+            self._passthrough[spec.name] = None
+            self.notes.append(f"sensor {spec.name!r}: {err}; its frames are written from their data")
+
     def topic_for(self, sensor: str) -> str:
-        return self.prefix.rstrip("/") + "/" + sensor
+        """``/<sensor>``, or the original topic of a sensor that came from a bag."""
+        topic = self._topics.get(sensor)
+        if topic is None:
+            topic = self.prefix.rstrip("/") + "/" + sensor
+            spec = self._specs.get(sensor)
+            original = spec.meta.get("topic") if spec is not None else None
+            if self._passthrough.get(sensor) is not None and isinstance(original, str):
+                name = original if original.startswith("/") else "/" + original
+                if name not in self._topics.values() and name != GROUP_TOPIC:
+                    topic = name
+            self._topics[sensor] = topic
+        return topic
 
     # -- writing ------------------------------------------------------------------------
 
-    def write(self, frame: Frame, sensor_kind: str = "generic") -> bool:
-        """Write one frame as a ROS 2 message on ``/<sensor>``; ``False`` if skipped."""
+    def write(self, frame: Frame, sensor_kind: str | None = None) -> bool:
+        """Write one frame as a ROS 2 message; ``False`` if skipped (and counted)."""
+        if is_internal(frame.sensor):
+            return False
+        ptype = self._passthrough.get(frame.sensor)
+        raw = frame.meta.get(RAW)
+        log_time = frame.t if frame.t_arrival is None else frame.t_arrival
+        if ptype is not None and isinstance(raw, (bytes, bytearray, memoryview)):
+            try:
+                data = ptype.to_cdr(bytes(raw))
+            except Exception as err:  # rosbags' converter errors have no common base
+                self.skipped[(frame.sensor, f"{ptype.name} does not convert to CDR: {err}")] += 1
+                return False
+            topic = self.topic_for(frame.sensor)
+            channel = self._channel(topic, ptype.name, ptype.msgdef, ptype.type_hash)
+            self._add(channel, topic, data, log_time, frame.seq)
+            self.frames[frame.sensor] += 1
+            return True
+        if sensor_kind is None:
+            spec = self._specs.get(frame.sensor)
+            sensor_kind = spec.kind if spec is not None else "generic"
         kind = classify(frame, sensor_kind)
+        if kind == "record":
+            return self._write_record(frame, log_time)
         if kind not in TYPES:
             self.skipped[(frame.sensor, kind)] += 1
             return False
         msg = self._message(kind, frame)
-        log_time = frame.t if frame.t_arrival is None else frame.t_arrival
+        if msg is None:
+            return False
         self._emit(self.topic_for(frame.sensor), TYPES[kind], msg, log_time, frame.seq)
+        self.frames[frame.sensor] += 1
+        return True
+
+    def _write_record(self, frame: Frame, log_time: int) -> bool:
+        layout = self._records.get(frame.sensor)
+        if layout is None:
+            from rosbags.typesys import get_types_from_msg
+
+            try:
+                layout = RecordLayout.from_data(frame.sensor, frame.data)
+                self.store.register(get_types_from_msg(layout.msgdef(), layout.msgtype))
+            except Exception as err:  # a key rosbags refuses as a field name
+                self.skipped[(frame.sensor, f"no ROS 2 type fits its dict: {err}")] += 1
+                return False
+            self._records[frame.sensor] = layout
+            self.generic[frame.sensor] = layout.msgtype
+        why = layout.mismatch(frame.data)
+        if why is not None:
+            self.skipped[(frame.sensor, why)] += 1
+            return False
+        header = self._header(frame.t, str(frame.meta.get("frame_id", frame.sensor)))
+        msg = layout.message(self.store.types[layout.msgtype], header, frame.data)
+        self._emit(self.topic_for(frame.sensor), layout.msgtype, msg, log_time, frame.seq)
+        self.frames[frame.sensor] += 1
         return True
 
     def write_group(self, group: FrameGroup) -> None:
@@ -168,7 +258,10 @@ class Ros2McapWriter:
     def _emit(self, topic: str, msgtype: str, msg: Any, log_time: int, seq: int) -> None:
         channel = self._channel(topic, msgtype)
         data = self.store.serialize_cdr(msg, msgtype)
-        self._mcap.add_message(channel, log_time, bytes(data), log_time, seq & 0xFFFFFFFF)
+        self._add(channel, topic, bytes(data), log_time, seq)
+
+    def _add(self, channel: int, topic: str, data: bytes, log_time: int, seq: int) -> None:
+        self._mcap.add_message(channel, log_time, data, log_time, seq & 0xFFFFFFFF)
         self.counts[topic] += 1
         self._t_min = min(self._t_min, log_time)
         self._t_max = max(self._t_max, log_time)
@@ -200,11 +293,14 @@ class Ros2McapWriter:
                 header=header, format=image_format(frame), data=np.frombuffer(data, np.uint8)
             )
         if kind == "video":
+            payload, fmt = self._video_payload(frame)
+            if payload is None:
+                return None
             return T[TYPES["video"]](
                 timestamp=header.stamp,
                 frame_id=frame_id,
-                data=np.frombuffer(data, np.uint8),
-                format=video_format(frame),
+                data=np.frombuffer(payload, np.uint8),
+                format=fmt,
             )
         if kind == "points":
             return self._pointcloud(header, np.ascontiguousarray(data))
@@ -213,6 +309,10 @@ class Ros2McapWriter:
         if kind == "gnss":
             return self._navsatfix(header, data)
         return self._series(data)
+
+    def _video_payload(self, frame: Frame) -> tuple[bytes | None, str]:
+        """A recorded packet in Annex B with its format, or a plain encoded frame's bytes."""
+        return video_payload(self._video, self.skipped, frame)
 
     def _pointcloud(self, header: Any, points: np.ndarray) -> Any:
         T = self.store.types
@@ -300,11 +400,11 @@ class Ros2McapWriter:
                         "type": msgtype,
                         "serialization_format": "cdr",
                         "offered_qos_profiles": [],
-                        "type_description_hash": self.store.hash_rihs01(msgtype),
+                        "type_description_hash": type_hash,
                     },
                     "message_count": self.counts[topic],
                 }
-                for topic, (_, msgtype) in self._channels.items()
+                for topic, (_, msgtype, type_hash) in self._channels.items()
             ],
             "compression_format": "",
             "compression_mode": "",
@@ -346,3 +446,23 @@ def _cov(data: dict[str, Any], key: str, default: np.ndarray | None = None) -> n
     if value is None:
         return np.zeros(9) if default is None else default
     return np.asarray(value, np.float64).reshape(-1)[:9]
+
+
+def video_payload(
+    tracks: dict[str, VideoTrack], skipped: Counter[tuple[str, str]], frame: Frame
+) -> tuple[bytes | None, str]:
+    """``(bytes, format)`` of a video frame for ``CompressedVideo``; ``None`` (counted) if unknown.
+
+    A recording's packet gets its codec from the track parameters on the key
+    packets before it (:class:`~recordings.export.annexb.VideoTrack`).
+    """
+    from recordings.video.packets import META_KEY
+
+    if META_KEY not in frame.meta:
+        return bytes(frame.data), video_format(frame)
+    track = tracks.setdefault(frame.sensor, VideoTrack())
+    track.update(frame.meta)
+    if track.format is None:
+        skipped[(frame.sensor, "video packet before its track's first key frame")] += 1
+        return None, ""
+    return track.annexb(frame.data, packet_key(frame.meta)), track.format
