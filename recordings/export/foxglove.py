@@ -97,9 +97,8 @@ class FoxgloveMcapWriter:
             spec = self._specs.get(sensor)
             original = spec.meta.get("topic") if spec is not None else None
             if self._passthrough.get(sensor) is not None and isinstance(original, str):
-                name = original if original.startswith("/") else "/" + original
-                if name not in self._topics.values() and name != GROUP_TOPIC:
-                    topic = name
+                if original not in self._topics.values() and original != GROUP_TOPIC:
+                    topic = original
             self._topics[sensor] = topic
         return topic
 

@@ -1,0 +1,164 @@
+"""Cameras recorded as H.264 or FFV1 export to CompressedVideo and MP4 without re-encoding.
+
+The reference is the recording's own packet records and PyAV: the MCAP
+messages carry exactly the recorded packets with the frames' stamps, the MP4
+demuxes to the same packets (the same NAL units for H.264, whose muxer
+changes start codes to length prefixes) at the frames' times.
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import av
+import numpy as np
+import pytest
+
+from fusion import Frame, SensorSpec
+from hyperframes.cli import main as cli
+from recordings import VideoRecorder, open_recording
+from recordings.export import export_recording
+from recordings.video.packets import META_KEY
+from tests.interop.rosmsgs import read_mcap_cdr
+
+MS = 1_000_000
+T0 = 1_700_000_000_000_000_000
+N = 24
+
+
+def picture(i: int) -> np.ndarray:
+    yy, xx = np.mgrid[0:48, 0:64]
+    return np.stack([(xx * 4 + i * 7) % 256, (yy * 5) % 256, np.full_like(xx, 9 * i % 256)], -1).astype(
+        np.uint8
+    )
+
+
+def make(path: Path, codec: str) -> list[Frame]:
+    """24 camera frames at irregular times and an IMU beside them; the packet records back."""
+    specs = [SensorSpec("cam", kind="camera", rate_hz=10), SensorSpec("imu", kind="imu", rate_hz=20)]
+    times = [T0 + i * 100 * MS + (i % 3) * 7_000 for i in range(N)]  # whole microseconds
+    with VideoRecorder(path, video={"cam": codec}, sensors=specs) as rec:
+        for i, t in enumerate(times):
+            rec.write(Frame("cam", i, t, picture(i), t_arrival=t + 2 * MS))
+            for j in range(2):
+                tj = t + j * 50 * MS
+                rec.write(
+                    Frame("imu", 2 * i + j, tj, {"accel": np.ones(3) * j, "gyro": np.zeros(3)})
+                )
+    with open_recording(path) as log:
+        return [f for f in log.frames(["cam"])]
+
+
+@pytest.fixture(scope="module", params=["h264", "ffv1"])
+def video(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    path = tmp_path_factory.mktemp("video") / f"cam-{request.param}.hfr"
+    return request.param, path, make(path, request.param)
+
+
+def nal_units(data: bytes, annexb: bool) -> list[bytes]:
+    if annexb:
+        return [p for p in re.split(b"\x00\x00\x00\x01|\x00\x00\x01", data) if p]
+    out, i = [], 0
+    while i < len(data):
+        n = int.from_bytes(data[i : i + 4], "big")
+        out.append(data[i + 4 : i + 4 + n])
+        i += 4 + n
+    return out
+
+
+def test_ros2_profile_carries_every_packet_as_compressed_video(video: Any, tmp_path: Path) -> None:
+    codec, path, packets = video
+    assert len(packets) == N and all(META_KEY in p.meta for p in packets)
+    out = tmp_path / "v.mcap"
+    report = export_recording(path, out, to="ros2")
+    assert report.skipped == {} and report.exported["cam"] == N
+    messages = [(tp, ty, lt, m) for tp, ty, lt, _, m in read_mcap_cdr(out) if tp == "/cam"]
+    assert {ty for _, ty, _, _ in messages} == {"foxglove_msgs/msg/CompressedVideo"}
+    assert [bytes(m.data) for *_, m in messages] == [bytes(p.data) for p in packets]
+    assert [m.format for *_, m in messages] == [codec] * N
+    assert [m.timestamp.sec * 10**9 + m.timestamp.nanosec for *_, m in messages] == [
+        p.t for p in packets
+    ]
+    assert [lt for _, _, lt, _ in messages] == [p.t_arrival for p in packets]
+    # No key frame markers anywhere: not as a topic, not in the groups.
+    topics = {tp for tp, *_ in read_mcap_cdr(out)}
+    assert topics == {"/cam", "/imu", "/hyperframes/groups"}
+    groups = [m for tp, _, _, _, m in read_mcap_cdr(out) if tp == "/hyperframes/groups"]
+    assert report.groups == len(groups) == N
+    assert all("keyframes" not in kv.key for g in groups for kv in g.status[0].values)
+    # The stream decodes with PyAV as it is (FFV1 needs its configuration record,
+    # which is the track's extradata and not part of any packet).
+    decoder = av.CodecContext.create(codec, "r")
+    params = packets[0].meta[META_KEY]["params"]
+    extradata = params["extradata"]
+    if codec == "ffv1":
+        decoder.width, decoder.height, decoder.extradata = params["width"], params["height"], extradata
+    else:
+        assert extradata is None  # Annex B with in-band parameter sets
+    decoded = [f for *_, m in messages for f in decoder.decode(av.Packet(bytes(m.data)))]
+    decoded += list(decoder.decode(None))
+    assert len(decoded) == N
+
+
+def test_foxglove_profile_carries_the_same_packets(video: Any, tmp_path: Path) -> None:
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+    from mcap.reader import make_reader
+
+    codec, path, packets = video
+    out = tmp_path / "v.fox.mcap"
+    report = export_recording(path, out, to="foxglove")
+    assert report.skipped == {} and report.exported["cam"] == N
+    got = []
+    with open(out, "rb") as f:
+        for schema, channel, message in make_reader(f).iter_messages(topics=["/cam"]):
+            assert schema is not None and schema.name == "foxglove.CompressedVideo"
+            pool = descriptor_pool.DescriptorPool()
+            for fd in descriptor_pb2.FileDescriptorSet.FromString(schema.data).file:
+                pool.Add(fd)
+            cls = message_factory.GetMessageClass(pool.FindMessageTypeByName(schema.name))
+            got.append((message.log_time, cls.FromString(message.data)))
+    assert [bytes(m.data) for _, m in got] == [bytes(p.data) for p in packets]
+    assert {m.format for _, m in got} == {codec}
+    assert [m.timestamp.seconds * 10**9 + m.timestamp.nanos for _, m in got] == [
+        p.t for p in packets
+    ]
+
+
+def test_mp4_remuxes_the_recorded_packets_at_their_times(video: Any, tmp_path: Path) -> None:
+    codec, path, packets = video
+    out = tmp_path / "cam.mp4"
+    assert cli(["export", str(path), "-o", str(out), "--to", "mp4", "--sensors", "cam"]) == 0
+    with av.open(str(out)) as container:
+        stream = container.streams.video[0]
+        assert stream.codec_context.name == codec
+        demuxed = [p for p in container.demux(stream) if p.size]
+        tb = stream.time_base
+        assert tb is not None
+        stamps = [int(p.pts * tb * 1_000_000_000) for p in demuxed]
+        data = [bytes(p) for p in demuxed]
+    assert stamps == [p.t - packets[0].t for p in packets]
+    if codec == "h264":  # same NAL units, length-prefixed by the MP4 muxer
+        assert [nal_units(d, annexb=False) for d in data] == [
+            nal_units(bytes(p.data), annexb=True) for p in packets
+        ]
+    else:
+        assert data == [bytes(p.data) for p in packets]
+    with av.open(str(out)) as container:
+        assert sum(1 for _ in container.decode(video=0)) == N
+
+
+def test_mp4_reencode_decodes_when_asked(video: Any, tmp_path: Path) -> None:
+    _, path, packets = video
+    out = tmp_path / "again.mp4"
+    report = export_recording(path, out, to="mp4", sensors=["cam"], reencode=True)
+    assert report.exported["cam"] == N and report.skipped == {}
+    with av.open(str(out)) as container:
+        frames = list(container.decode(video=0))
+    assert len(frames) == N
+    assert [round(float(f.pts * f.time_base) * 1e6) for f in frames] == [
+        (p.t - packets[0].t) // 1000 for p in packets
+    ]
+    assert Fraction(1, 1_000_000) == frames[0].time_base
