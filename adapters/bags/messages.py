@@ -119,17 +119,22 @@ def _field_names(cls: type) -> tuple[str, ...]:
     """A message class's field names, looked up once per class.
 
     Only the fields: rosbags declares a type's constants (``DEBUG``,
-    ``POWER_SUPPLY_STATUS_FULL``...) and ``__msgtype__`` as class variables,
-    which ``dataclasses.fields`` leaves out.
+    ``POWER_SUPPLY_STATUS_FULL``...) and ``__msgtype__`` as ``ClassVar``
+    annotations, written as strings, so ``dataclasses`` lists them as fields.
     """
     names = _NAMES.get(cls)
     if names is None:
         names = _NAMES[cls] = tuple(
             f.name
             for f in dataclasses.fields(cls)  # type: ignore[arg-type]
-            if not f.name.startswith("__")
+            if not f.name.startswith("__") and not _is_classvar(f.type)
         )
     return names
+
+
+def _is_classvar(annotation: Any) -> bool:
+    text = annotation if isinstance(annotation, str) else repr(annotation)
+    return text.startswith(("ClassVar", "typing.ClassVar"))
 
 
 def _plan(msg: Any, skip_header: bool) -> Plan:

@@ -19,7 +19,8 @@ EXPECTED = BAGS.parent / "expected.json"
 
 
 def _fields(msg: Any) -> list[str]:
-    return [f.name for f in dataclasses.fields(msg)]
+    """Field names; constants are ``ClassVar`` annotations (strings) and are left out."""
+    return [f.name for f in dataclasses.fields(msg) if not str(f.type).startswith("ClassVar")]
 
 
 def assert_same_message(want: Any, got: Any, where: str = "") -> None:

@@ -12,9 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import numpy as np
 import pytest
 
 from adapters import BagSource
+from fusion.errors import SourceOpenError
+from hyperframes.cli import main as cli
 from recordings import Recorder
 from recordings.export import export_recording
 from tests.interop.rosmsgs import BAGS, EXPECTED, assert_same_message, read_bag, read_mcap_cdr
@@ -100,3 +103,84 @@ def test_every_topic_round_trips_with_its_type_stamps_and_fields(
     # Only messages whose decoded view failed are missing, exactly as many as were counted.
     assert sum(errors_by_topic.values()) == lost, errors_by_topic
     assert set(got) <= set(want)
+
+
+@pytest.mark.skipif(not BAG_NAMES, reason="../shared/data/real/bags is not there")
+def test_export_command_writes_odometry_and_imu_of_a_real_drive(
+    recorded: dict[str, tuple[Path, BagSource]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rosbags.highlevel import AnyReader
+
+    hfr, _ = recorded["robot_localization_test2.bag"]
+    out = tmp_path / "drive.mcap"
+    assert cli(["export", str(hfr), "-o", str(out), "--profile", "ros2"]) == 0
+    assert "wrote 6121 of 6121 frames read" in " ".join(capsys.readouterr().out.split())
+    with AnyReader([out]) as reader:
+        topics = {t: (i.msgtype, i.msgcount) for t, i in reader.topics.items()}
+    assert topics["/jackal_velocity_controller/odom"] == ("nav_msgs/msg/Odometry", 3060)
+    assert topics["/imu/data"] == ("sensor_msgs/msg/Imu", 3061)
+
+
+async def first_frames(path: Path) -> dict[str, Any]:
+    source = BagSource(path)
+    topics = {s.name: s.meta["topic"] for s in source.specs}
+    out: dict[str, Any] = {}
+    async with source:
+        async for frame in source.frames():
+            out.setdefault(topics[frame.sensor], frame)
+    return out
+
+
+@pytest.mark.skipif(not BAG_NAMES, reason="../shared/data/real/bags is not there")
+def test_generic_decoding_gives_fields_never_constants_and_keeps_sequences() -> None:
+    for name in ("rosbags_rs_test_bag_sqlite3", "rosbagjs_example-bz2.bag", "rosbag2_talker/talker.mcap"):
+        constants = {
+            c for t in expected(name).get("types_with_constants", {}).values() for c in t
+        }
+        assert constants, name
+        for topic, frame in anyio.run(first_frames, BAGS / name).items():
+            if isinstance(frame.data, dict):
+                keys = {k.rsplit(".", 1)[-1] for k in frame.data}
+                assert not keys & constants, (name, topic, keys & constants)
+    frames = anyio.run(first_frames, BAGS / "rosbags_rs_test_bag_sqlite3")
+    joints = frames["/test/sensor_msgs/joint_state"].data
+    battery = frames["/test/sensor_msgs/battery_state"].data
+    assert "POWER_SUPPLY_STATUS_FULL" not in battery and "voltage" in battery
+    tf = frames["/test/tf2_msgs/tf_message"].data
+    want = read_bag(BAGS / "rosbags_rs_test_bag_sqlite3")
+    ref_joints = want["/test/sensor_msgs/joint_state"][0][2]
+    assert joints["name"].tolist() == ref_joints.name
+    np.testing.assert_array_equal(joints["position"], ref_joints.position)
+    ref_tf = want["/test/tf2_msgs/tf_message"][0][2]
+    assert tf["transforms.child_frame_id"].tolist() == [t.child_frame_id for t in ref_tf.transforms]
+    assert tf["transforms.transform.translation.x"].tolist() == [
+        t.transform.translation.x for t in ref_tf.transforms
+    ]
+
+
+@pytest.mark.skipif(not BAG_NAMES, reason="../shared/data/real/bags is not there")
+def test_bags_are_recognised_by_content_not_by_name(tmp_path: Path) -> None:
+    from recordings import is_bag, open_source
+
+    for name in ("ros2bag_tools_range.bag", "ros2bag_tools_diagnostics.bag"):
+        path = BAGS / name
+        assert path.is_dir() and is_bag(path)
+        frames = anyio.run(first_frames, path)
+        assert set(frames) == set(expected(name)["topics"])
+        source = open_source(path, speed=None)
+        assert isinstance(source, BagSource)
+        source.close()
+    renamed = tmp_path / "cube.rosbag"  # a ROS 1 bag without its suffix
+    renamed.write_bytes((BAGS / "webviz_only-a-cube.bag").read_bytes())
+    assert is_bag(renamed)
+    assert set(anyio.run(first_frames, renamed)) == {"/marker_in_parent_frame", "/tf"}
+    text = tmp_path / "notes.bag"
+    text.write_text("not a bag\n")
+    assert not is_bag(text)
+    with pytest.raises(SourceOpenError) as err:
+        open_source(text)
+    message = str(err.value)
+    for tried in ("ROS 1 bag", "#ROSBAG V2.0", "MCAP", "sqlite3", ".hfr recording"):
+        assert tried in message
+    with pytest.raises(SourceOpenError, match="without metadata.yaml"):
+        open_source(tmp_path)
