@@ -126,7 +126,7 @@ def _field_names(cls: type) -> tuple[str, ...]:
     if names is None:
         names = _NAMES[cls] = tuple(
             f.name
-            for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+            for f in dataclasses.fields(cls)
             if not f.name.startswith("__") and not _is_classvar(f.type)
         )
     return names

@@ -117,7 +117,7 @@ def _open_reader(path: Path) -> tuple[Any, Any]:
         reader.connections = []
         reader.default_typestore = standard
         reader.typestore = get_typestore(Stores.EMPTY)
-        reader.readers = [Reader2(path) if is2 else Reader1(path)]
+        reader.readers = [Reader2(path)] if is2 else [Reader1(path)]
     reader.open()
     return reader, standard
 

@@ -130,6 +130,8 @@ def run(args: argparse.Namespace) -> int:
     if report.frames_written == 0:
         return 1
     if not report.complete and not args.skip_unsupported:
-        console.print("[red]error:[/red] some frames were not exported (--skip-unsupported accepts that)")
+        console.print(
+            "[red]error:[/red] some frames were not exported (--skip-unsupported accepts that)"
+        )
         return 1
     return 0

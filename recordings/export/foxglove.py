@@ -87,7 +87,9 @@ class FoxgloveMcapWriter:
             self._passthrough[spec.name] = passthrough_type(spec.meta)
         except ValueError as err:
             self._passthrough[spec.name] = None
-            self.notes.append(f"sensor {spec.name!r}: {err}; its frames are written from their data")
+            self.notes.append(
+                f"sensor {spec.name!r}: {err}; its frames are written from their data"
+            )
 
     def topic_for(self, sensor: str) -> str:
         """``/<sensor>``, or the original topic of a sensor that came from a bag."""
@@ -96,9 +98,13 @@ class FoxgloveMcapWriter:
             topic = self.prefix.rstrip("/") + "/" + sensor
             spec = self._specs.get(sensor)
             original = spec.meta.get("topic") if spec is not None else None
-            if self._passthrough.get(sensor) is not None and isinstance(original, str):
-                if original not in self._topics.values() and original != GROUP_TOPIC:
-                    topic = original
+            if (
+                self._passthrough.get(sensor) is not None
+                and isinstance(original, str)
+                and original not in self._topics.values()
+                and original != GROUP_TOPIC
+            ):
+                topic = original
             self._topics[sensor] = topic
         return topic
 
@@ -165,7 +171,14 @@ class FoxgloveMcapWriter:
             sensor_kind = spec.kind if spec is not None else "generic"
         kind = classify(frame, sensor_kind)
         if kind not in (
-            "image", "encoded_image", "video", "points", "gnss", "imu", "series", "record"
+            "image",
+            "encoded_image",
+            "video",
+            "points",
+            "gnss",
+            "imu",
+            "series",
+            "record",
         ):
             self.skipped[(frame.sensor, kind)] += 1
             return False

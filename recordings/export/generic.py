@@ -143,9 +143,9 @@ class RecordLayout:
 def json_value(value: Any) -> Any:
     """A numpy value as JSON: 0-d as a scalar, arrays as (nested) lists."""
     arr = np.asarray(value)
-    if arr.dtype.kind == "f":
-        out = np.where(np.isfinite(arr), arr, None) if not np.all(np.isfinite(arr)) else arr
-        return out.item() if arr.ndim == 0 else out.tolist()
+    if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):  # JSON has no NaN: null
+        arr = arr.astype(object)
+        arr[~np.isfinite(arr.astype(np.float64))] = None
     return arr.item() if arr.ndim == 0 else arr.tolist()
 
 

@@ -132,7 +132,7 @@ def remux_mp4(
     container = av.open(os.fspath(path), "w", format="mp4")
     written = 0
     try:
-        stream = container.add_stream(str(params["codec"]))
+        stream: Any = container.add_stream(str(params["codec"]))
         stream.width, stream.height = int(params["width"]), int(params["height"])
         stream.pix_fmt = str(params["pix_fmt"])
         stream.time_base = TIME_BASE

@@ -165,7 +165,9 @@ class Ros2McapWriter:
             self._passthrough[spec.name] = passthrough_type(spec.meta)
         except ValueError as err:
             self._passthrough[spec.name] = None
-            self.notes.append(f"sensor {spec.name!r}: {err}; its frames are written from their data")
+            self.notes.append(
+                f"sensor {spec.name!r}: {err}; its frames are written from their data"
+            )
 
     def topic_for(self, sensor: str) -> str:
         """``/<sensor>``, or the original topic of a sensor that came from a bag."""
@@ -174,9 +176,13 @@ class Ros2McapWriter:
             topic = self.prefix.rstrip("/") + "/" + sensor
             spec = self._specs.get(sensor)
             original = spec.meta.get("topic") if spec is not None else None
-            if self._passthrough.get(sensor) is not None and isinstance(original, str):
-                if original not in self._topics.values() and original != GROUP_TOPIC:
-                    topic = original
+            if (
+                self._passthrough.get(sensor) is not None
+                and isinstance(original, str)
+                and original not in self._topics.values()
+                and original != GROUP_TOPIC
+            ):
+                topic = original
             self._topics[sensor] = topic
         return topic
 

@@ -32,7 +32,7 @@ def assert_same_message(want: Any, got: Any, where: str = "") -> None:
             getattr(want, "__msgtype__", "") == "std_msgs/msg/Header"
         ):
             names = [n for n in names if n != "seq"]
-        assert [n for n in _fields(got)] == names, f"{where}: fields differ"
+        assert list(_fields(got)) == names, f"{where}: fields differ"
         for name in names:
             assert_same_message(getattr(want, name), getattr(got, name), f"{where}.{name}")
     elif isinstance(want, np.ndarray):
@@ -40,11 +40,13 @@ def assert_same_message(want: Any, got: Any, where: str = "") -> None:
         assert got.dtype == want.dtype, f"{where}: dtype {got.dtype} != {want.dtype}"
         np.testing.assert_array_equal(got, want, err_msg=where)
     elif isinstance(want, list):
-        assert isinstance(got, list) and len(got) == len(want), f"{where}: lengths differ"
+        assert isinstance(got, list), f"{where}: {type(got)}"
+        assert len(got) == len(want), f"{where}: lengths differ"
         for i, (a, b) in enumerate(zip(want, got, strict=True)):
             assert_same_message(a, b, f"{where}[{i}]")
     elif isinstance(want, float) and np.isnan(want):
-        assert isinstance(got, float) and np.isnan(got), f"{where}: {got!r} is not NaN"
+        assert isinstance(got, float), f"{where}: {type(got)}"
+        assert np.isnan(got), f"{where}: {got!r} is not NaN"
     else:
         assert got == want, f"{where}: {got!r} != {want!r}"
 
@@ -68,7 +70,7 @@ def read_bag(path: Path) -> dict[str, list[tuple[int, str, Any]]]:
         for conn, log_time, raw in reader.messages():
             try:
                 msg = reader.deserialize(raw, conn.msgtype)
-            except Exception:  # noqa: BLE001 - a type without definition: not read
+            except Exception:
                 continue
             out.setdefault(conn.topic, []).append((log_time, conn.msgtype, msg))
     return out
@@ -88,7 +90,8 @@ def read_mcap_cdr(path: Path) -> Iterator[tuple[str, str, int, int, Any]]:
         for schema, channel, message in make_reader(f).iter_messages():
             if channel.message_encoding != "cdr":
                 continue
-            assert schema is not None and schema.encoding == "ros2msg"
+            assert schema is not None
+            assert schema.encoding == "ros2msg"
             store = stores.get(schema.id)
             if store is None:
                 store = stores[schema.id] = get_typestore(Stores.EMPTY)

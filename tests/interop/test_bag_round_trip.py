@@ -1,4 +1,4 @@
-"""Real bags through BagSource -> Recorder -> export (ros2, foxglove) -> rosbags and the mcap reader.
+"""Real bags: BagSource -> Recorder -> export (ros2, foxglove) -> rosbags and the mcap reader.
 
 The reference is rosbags reading the bag itself (and ``expected.json``, made
 with rosbags 0.11.9): every topic comes back with its type, its count, its
@@ -48,7 +48,9 @@ def record_bag(bag: Path, out: Path) -> tuple[Path, BagSource]:
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, BagSource]]:
     root = tmp_path_factory.mktemp("bags")
-    return {name: record_bag(BAGS / name, root / f"{name.replace('/', '_')}.hfr") for name in ROUND_TRIP}
+    return {
+        name: record_bag(BAGS / name, root / f"{name.replace('/', '_')}.hfr") for name in ROUND_TRIP
+    }
 
 
 def by_topic(messages: list[tuple[str, str, int, Any]]) -> dict[str, list[tuple[str, int, Any]]]:
@@ -133,10 +135,12 @@ async def first_frames(path: Path) -> dict[str, Any]:
 
 @pytest.mark.skipif(not BAG_NAMES, reason="../shared/data/real/bags is not there")
 def test_generic_decoding_gives_fields_never_constants_and_keeps_sequences() -> None:
-    for name in ("rosbags_rs_test_bag_sqlite3", "rosbagjs_example-bz2.bag", "rosbag2_talker/talker.mcap"):
-        constants = {
-            c for t in expected(name).get("types_with_constants", {}).values() for c in t
-        }
+    for name in (
+        "rosbags_rs_test_bag_sqlite3",
+        "rosbagjs_example-bz2.bag",
+        "rosbag2_talker/talker.mcap",
+    ):
+        constants = {c for t in expected(name).get("types_with_constants", {}).values() for c in t}
         assert constants, name
         for topic, frame in anyio.run(first_frames, BAGS / name).items():
             if isinstance(frame.data, dict):
@@ -145,7 +149,8 @@ def test_generic_decoding_gives_fields_never_constants_and_keeps_sequences() -> 
     frames = anyio.run(first_frames, BAGS / "rosbags_rs_test_bag_sqlite3")
     joints = frames["/test/sensor_msgs/joint_state"].data
     battery = frames["/test/sensor_msgs/battery_state"].data
-    assert "POWER_SUPPLY_STATUS_FULL" not in battery and "voltage" in battery
+    assert "POWER_SUPPLY_STATUS_FULL" not in battery
+    assert "voltage" in battery
     tf = frames["/test/tf2_msgs/tf_message"].data
     want = read_bag(BAGS / "rosbags_rs_test_bag_sqlite3")
     ref_joints = want["/test/sensor_msgs/joint_state"][0][2]
@@ -164,7 +169,8 @@ def test_bags_are_recognised_by_content_not_by_name(tmp_path: Path) -> None:
 
     for name in ("ros2bag_tools_range.bag", "ros2bag_tools_diagnostics.bag"):
         path = BAGS / name
-        assert path.is_dir() and is_bag(path)
+        assert path.is_dir()
+        assert is_bag(path)
         frames = anyio.run(first_frames, path)
         assert set(frames) == set(expected(name)["topics"])
         source = open_source(path, speed=None)
@@ -182,5 +188,5 @@ def test_bags_are_recognised_by_content_not_by_name(tmp_path: Path) -> None:
     message = str(err.value)
     for tried in ("ROS 1 bag", "#ROSBAG V2.0", "MCAP", "sqlite3", ".hfr recording"):
         assert tried in message
-    with pytest.raises(SourceOpenError, match="without metadata.yaml"):
+    with pytest.raises(SourceOpenError, match=r"without metadata\.yaml"):
         open_source(tmp_path)

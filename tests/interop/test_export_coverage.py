@@ -49,7 +49,8 @@ def test_images_go_out_as_images_whatever_the_kind_and_dicts_keep_every_field(
 
     out = tmp_path / "m.mcap"
     report = export_recording(mixed, out, to="ros2", sensors=["cam", "depth", "status"])
-    assert report.skipped == {} and report.complete
+    assert report.skipped == {}
+    assert report.complete
     assert report.generic == {"status": "hyperframes_msgs/msg/StatusRecord"}
     with AnyReader([out]) as reader:
         types = {t: i.msgtype for t, i in reader.topics.items()}
@@ -57,11 +58,13 @@ def test_images_go_out_as_images_whatever_the_kind_and_dicts_keep_every_field(
         for conn, _, raw in reader.messages():
             msgs.setdefault(conn.topic, []).append(reader.deserialize(raw, conn.msgtype))
     assert types["/cam"] == types["/depth"] == "sensor_msgs/msg/Image"
-    assert msgs["/cam"][0].encoding == "rgb8" and msgs["/cam"][0].data.size == 6 * 8 * 3
+    assert msgs["/cam"][0].encoding == "rgb8"
+    assert msgs["/cam"][0].data.size == 6 * 8 * 3
     assert msgs["/depth"][0].encoding in ("mono16", "16UC1")
     last = msgs["/status"][3]
     assert (last.mode, last.count, last.ok, last.names) == ("auto", 3, True, ["a", "bc"])
-    assert last.speed == pytest.approx(1.5) and last.flags.tolist() == [3, 4, 5]
+    assert last.speed == pytest.approx(1.5)
+    assert last.flags.tolist() == [3, 4, 5]
     np.testing.assert_array_equal(
         last.grid__cells.reshape(last.grid__cells__shape), np.arange(6).reshape(2, 3) * 3
     )
@@ -73,14 +76,16 @@ def test_foxglove_json_keeps_strings_and_shapes(mixed: Path, tmp_path: Path) -> 
 
     out = tmp_path / "m.fox.mcap"
     report = export_recording(mixed, out, to="foxglove", sensors=["status"], groups="none")
-    assert report.complete and report.generic == {"status": "hyperframes.status"}
+    assert report.complete
+    assert report.generic == {"status": "hyperframes.status"}
     with open(out, "rb") as f:
         rows = [
             (s, json.loads(m.data)) for s, _, m in make_reader(f).iter_messages(topics=["/status"])
         ]
     schema = json.loads(rows[0][0].data)
     assert schema["properties"]["mode"] == {"type": "string"}
-    assert rows[1][1]["mode"] == "auto" and rows[1][1]["names"] == ["a", "bc"]
+    assert rows[1][1]["mode"] == "auto"
+    assert rows[1][1]["names"] == ["a", "bc"]
     assert rows[1][1]["grid.cells"] == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
 
 
@@ -90,13 +95,19 @@ def test_export_exits_non_zero_and_lists_what_it_left_out(
     out = tmp_path / "all.mcap"
     assert cli(["export", str(mixed), "-o", str(out)]) == 1
     text = " ".join(capsys.readouterr().out.split())
-    assert "blob" in text and "bytes with unknown meta['format'] 'weird'" in text
+    assert "blob" in text
+    assert "bytes with unknown meta['format'] 'weird'" in text
     assert "wrote 12 of 16 frames read; 4 could not be exported" in text
     assert "status: no standard type fits; written as hyperframes_msgs/msg/StatusRecord" in text
     again = tmp_path / "again.mcap"
     assert cli(["export", str(mixed), "-o", str(again), "--skip-unsupported"]) == 0
     assert "wrote 12 of 16 frames read" in " ".join(capsys.readouterr().out.split())
-    assert {t for t, *_ in read_mcap_cdr(again)} == {"/cam", "/depth", "/status", "/hyperframes/groups"}
+    assert {t for t, *_ in read_mcap_cdr(again)} == {
+        "/cam",
+        "/depth",
+        "/status",
+        "/hyperframes/groups",
+    }
     complete = tmp_path / "some.mcap"
     assert cli(["export", str(mixed), "-o", str(complete), "--sensors", "cam,status"]) == 0
     assert "wrote 8 of 8 frames read" in " ".join(capsys.readouterr().out.split())

@@ -31,14 +31,17 @@ N = 24
 
 def picture(i: int) -> np.ndarray:
     yy, xx = np.mgrid[0:48, 0:64]
-    return np.stack([(xx * 4 + i * 7) % 256, (yy * 5) % 256, np.full_like(xx, 9 * i % 256)], -1).astype(
-        np.uint8
-    )
+    return np.stack(
+        [(xx * 4 + i * 7) % 256, (yy * 5) % 256, np.full_like(xx, 9 * i % 256)], -1
+    ).astype(np.uint8)
 
 
 def make(path: Path, codec: str) -> list[Frame]:
     """24 camera frames at irregular times and an IMU beside them; the packet records back."""
-    specs = [SensorSpec("cam", kind="camera", rate_hz=10), SensorSpec("imu", kind="imu", rate_hz=20)]
+    specs = [
+        SensorSpec("cam", kind="camera", rate_hz=10),
+        SensorSpec("imu", kind="imu", rate_hz=20),
+    ]
     times = [T0 + i * 100 * MS + (i % 3) * 7_000 for i in range(N)]  # whole microseconds
     with VideoRecorder(path, video={"cam": codec}, sensors=specs) as rec:
         for i, t in enumerate(times):
@@ -49,7 +52,7 @@ def make(path: Path, codec: str) -> list[Frame]:
                     Frame("imu", 2 * i + j, tj, {"accel": np.ones(3) * j, "gyro": np.zeros(3)})
                 )
     with open_recording(path) as log:
-        return [f for f in log.frames(["cam"])]
+        return list(log.frames(["cam"]))
 
 
 @pytest.fixture(scope="module", params=["h264", "ffv1"])
@@ -71,10 +74,12 @@ def nal_units(data: bytes, annexb: bool) -> list[bytes]:
 
 def test_ros2_profile_carries_every_packet_as_compressed_video(video: Any, tmp_path: Path) -> None:
     codec, path, packets = video
-    assert len(packets) == N and all(META_KEY in p.meta for p in packets)
+    assert len(packets) == N
+    assert all(META_KEY in p.meta for p in packets)
     out = tmp_path / "v.mcap"
     report = export_recording(path, out, to="ros2")
-    assert report.skipped == {} and report.exported["cam"] == N
+    assert report.skipped == {}
+    assert report.exported["cam"] == N
     messages = [(tp, ty, lt, m) for tp, ty, lt, _, m in read_mcap_cdr(out) if tp == "/cam"]
     assert {ty for _, ty, _, _ in messages} == {"foxglove_msgs/msg/CompressedVideo"}
     assert [bytes(m.data) for *_, m in messages] == [bytes(p.data) for p in packets]
@@ -95,7 +100,11 @@ def test_ros2_profile_carries_every_packet_as_compressed_video(video: Any, tmp_p
     params = packets[0].meta[META_KEY]["params"]
     extradata = params["extradata"]
     if codec == "ffv1":
-        decoder.width, decoder.height, decoder.extradata = params["width"], params["height"], extradata
+        decoder.width, decoder.height, decoder.extradata = (
+            params["width"],
+            params["height"],
+            extradata,
+        )
     else:
         assert extradata is None  # Annex B with in-band parameter sets
     decoded = [f for *_, m in messages for f in decoder.decode(av.Packet(bytes(m.data)))]
@@ -110,11 +119,13 @@ def test_foxglove_profile_carries_the_same_packets(video: Any, tmp_path: Path) -
     codec, path, packets = video
     out = tmp_path / "v.fox.mcap"
     report = export_recording(path, out, to="foxglove")
-    assert report.skipped == {} and report.exported["cam"] == N
+    assert report.skipped == {}
+    assert report.exported["cam"] == N
     got = []
     with open(out, "rb") as f:
-        for schema, channel, message in make_reader(f).iter_messages(topics=["/cam"]):
-            assert schema is not None and schema.name == "foxglove.CompressedVideo"
+        for schema, _channel, message in make_reader(f).iter_messages(topics=["/cam"]):
+            assert schema is not None
+            assert schema.name == "foxglove.CompressedVideo"
             pool = descriptor_pool.DescriptorPool()
             for fd in descriptor_pb2.FileDescriptorSet.FromString(schema.data).file:
                 pool.Add(fd)
@@ -154,7 +165,8 @@ def test_mp4_reencode_decodes_when_asked(video: Any, tmp_path: Path) -> None:
     _, path, packets = video
     out = tmp_path / "again.mp4"
     report = export_recording(path, out, to="mp4", sensors=["cam"], reencode=True)
-    assert report.exported["cam"] == N and report.skipped == {}
+    assert report.exported["cam"] == N
+    assert report.skipped == {}
     with av.open(str(out)) as container:
         frames = list(container.decode(video=0))
     assert len(frames) == N

@@ -59,14 +59,23 @@ ROS2_SHAPES = st.one_of(ROS1_SHAPES, st.tuples(st.just("bounded"), st.integers(1
 def definitions(draw: st.DrawFn) -> dict[str, Any]:
     ros1 = draw(st.booleans())
     shapes = ROS1_SHAPES if ros1 else ROS2_SHAPES
-    sub = [(f"s{i}", draw(st.sampled_from(BASES)), draw(shapes)) for i in range(draw(st.integers(1, 3)))]
+    sub = [
+        (f"s{i}", draw(st.sampled_from(BASES)), draw(shapes))
+        for i in range(draw(st.integers(1, 3)))
+    ]
     top = [
         (f"f{i}", draw(st.sampled_from([*BASES, "Sub"])), draw(shapes))
         for i in range(draw(st.integers(1, 5)))
     ]
     consts = [
-        (f"C{i}", kind, draw(st.integers(0, 100)) if kind != "string" else draw(st.sampled_from(["x", "on"])))
-        for i, kind in enumerate(draw(st.lists(st.sampled_from(["int32", "uint8", "string"]), max_size=3)))
+        (
+            f"C{i}",
+            kind,
+            draw(st.integers(0, 100)) if kind != "string" else draw(st.sampled_from(["x", "on"])),
+        )
+        for i, kind in enumerate(
+            draw(st.lists(st.sampled_from(["int32", "uint8", "string"]), max_size=3))
+        )
     ]
     return {"ros1": ros1, "sub": sub, "top": top, "consts": consts}
 
@@ -95,7 +104,11 @@ def value(draw: st.DrawFn, store: Any, base: str, shape: Any) -> Any:
 
     if shape is None:
         return one()
-    n = shape[1] if shape != 0 and shape[0] == "fixed" else draw(st.integers(0, shape[1] if shape else 3))
+    n = (
+        shape[1]
+        if shape != 0 and shape[0] == "fixed"
+        else draw(st.integers(0, shape[1] if shape else 3))
+    )
     items = [one() for _ in range(n)]
     if base in ("Sub", "string"):
         return items
@@ -129,11 +142,17 @@ def write_bag(path: Path, ros1: bool, store: Any, messages: list[Any]) -> None:
     from rosbags.rosbag2 import StoragePlugin
     from rosbags.rosbag2 import Writer as Writer2
 
-    writer: Any = Writer1(path) if ros1 else Writer2(path, version=9, storage_plugin=StoragePlugin.MCAP)
+    writer: Any = (
+        Writer1(path) if ros1 else Writer2(path, version=9, storage_plugin=StoragePlugin.MCAP)
+    )
     with writer:
         conn = writer.add_connection("/prop", "hfprop/msg/Top", typestore=store)
         for i, msg in enumerate(messages):
-            raw = store.serialize_ros1(msg, "hfprop/msg/Top") if ros1 else store.serialize_cdr(msg, "hfprop/msg/Top")
+            raw = (
+                store.serialize_ros1(msg, "hfprop/msg/Top")
+                if ros1
+                else store.serialize_cdr(msg, "hfprop/msg/Top")
+            )
             writer.write(conn, 1_000 + i, bytes(raw))
 
 
@@ -147,7 +166,9 @@ async def record(bag: Path, out: Path) -> None:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases())
-def test_random_message_types_round_trip_unchanged(case: tuple[dict[str, Any], list[Any], Any]) -> None:
+def test_random_message_types_round_trip_unchanged(
+    case: tuple[dict[str, Any], list[Any], Any],
+) -> None:
     from rosbags.highlevel import AnyReader
 
     d, messages, _ = case
@@ -157,14 +178,17 @@ def test_random_message_types_round_trip_unchanged(case: tuple[dict[str, Any], l
         write_bag(bag, d["ros1"], case[2], messages)
         anyio.run(record, bag, root / "prop.hfr")
         report = export_recording(root / "prop.hfr", root / "out.mcap", to="ros2")
-        assert report.complete and report.exported["prop"] == len(messages)
+        assert report.complete
+        assert report.exported["prop"] == len(messages)
         with AnyReader([root / "out.mcap"]) as reader:
             got = [
                 (t, c.msgtype, reader.deserialize(raw, c.msgtype))
                 for c, t, raw in reader.messages()
             ]
             cls = reader.typestore.types["hfprop/msg/Top"]
-    assert [(t, ty) for t, ty, _ in got] == [(1_000 + i, "hfprop/msg/Top") for i in range(len(messages))]
+    assert [(t, ty) for t, ty, _ in got] == [
+        (1_000 + i, "hfprop/msg/Top") for i in range(len(messages))
+    ]
     for want, (_, _, msg) in zip(messages, got, strict=True):
         assert_same_message(want, msg, "Top")
     for name, _, constant in d["consts"]:
