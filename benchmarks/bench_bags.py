@@ -23,7 +23,14 @@ median and range of the per-round wall-clock ratios.
 Target: BagSource within 20 % of rosbags alone (ratio <= 1.20). Bags are
 written in the run with rosbags (``tests/interop/bagdata.py``).
 
-Run:  .venv/bin/python benchmarks/bench_bags.py [--seconds S] [--repeat N]
+Export (``--export``): the same bags recorded to ``.hfr`` (BagSource ->
+Recorder, not timed), then ``export_recording(hfr, out.mcap, to="ros2")`` of
+every frame as its original message (ROS 1 bags converted to CDR), against
+**rosbags writing the same messages** (the CDR bytes our export wrote, held
+in memory) with its rosbag2 MCAP writer. Reported in MB/s of message bytes
+(the same bytes on both sides), best of the paired rounds, and their ratio.
+
+Run:  .venv/bin/python benchmarks/bench_bags.py [--seconds S] [--repeat N] [--export]
 """
 
 from __future__ import annotations
@@ -147,6 +154,80 @@ def compare(path: Path, rounds: int) -> dict[str, Any]:
     }
 
 
+def _record(bag: Path, out: Path) -> None:
+    from recordings import Recorder
+
+    async def run() -> None:
+        source = BagSource(bag)
+        with Recorder(out, sensors=source.specs) as rec:
+            async with source:
+                async for frame in source.frames():
+                    rec.write(frame)
+
+    anyio.run(run)
+
+
+def _exported_messages(mcap: Path) -> list[tuple[str, str, str, int, bytes]]:
+    """``(topic, type, schema text, log time, CDR bytes)`` of every message of our export."""
+    from mcap.reader import make_reader
+
+    with open(mcap, "rb") as f:
+        return [
+            (c.topic, s.name, s.data.decode(), m.log_time, m.data)
+            for s, c, m in make_reader(f).iter_messages()
+            if s is not None
+        ]
+
+
+def rosbags_write(path: Path, messages: list[tuple[str, str, str, int, bytes]]) -> None:
+    """rosbags' rosbag2 MCAP writer writing ``messages`` (types from their schemas)."""
+    from rosbags.rosbag2 import StoragePlugin, Writer
+    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+    store = get_typestore(Stores.EMPTY)
+    for _, msgtype, text, _, _ in {(m[0], m[1]): m for m in messages}.values():
+        store.register(get_types_from_msg(text, msgtype))
+    with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
+        conns = {}
+        for topic, msgtype, _, log_time, data in messages:
+            conn = conns.get(topic)
+            if conn is None:
+                conn = conns[topic] = writer.add_connection(topic, msgtype, typestore=store)
+            writer.write(conn, log_time, data)
+
+
+def compare_export(bag: Path, tmp: Path, rounds: int) -> dict[str, Any]:
+    """Paired rounds: our ros2 export of the recorded bag vs rosbags writing its messages."""
+    from recordings.export import export_recording
+
+    hfr = tmp / f"{bag.name}.hfr"
+    _record(bag, hfr)
+    first = tmp / f"{bag.name}-first.mcap"
+    export_recording(hfr, first, to="ros2", groups="none")
+    messages = _exported_messages(first)
+    size = sum(len(m[4]) for m in messages)
+    times: dict[str, list[float]] = {"ours": [], "rosbags": []}
+    for r in range(rounds):
+        for name in ("ours", "rosbags") if r % 2 == 0 else ("rosbags", "ours"):
+            out = tmp / f"{bag.name}-{name}-{r}"
+            start = time.perf_counter()
+            if name == "ours":
+                report = export_recording(hfr, out.with_suffix(".mcap"), to="ros2", groups="none")
+                if not report.complete:
+                    raise AssertionError(f"export left frames out: {report.skipped}")
+            else:
+                rosbags_write(out, messages)
+            times[name].append(time.perf_counter() - start)
+    best = {name: min(t) for name, t in times.items()}
+    return {
+        "messages": len(messages),
+        "mb": size / 1e6,
+        "ours": size / 1e6 / best["ours"],
+        "rosbags": size / 1e6 / best["rosbags"],
+        "ratio": best["ours"] / best["rosbags"],
+    }
+
+
 def quick() -> list[dict[str, Any]]:
     """``hyperframes bench`` rows: 3 s bags, 3 paired rounds."""
     rows = []
@@ -162,6 +243,17 @@ def quick() -> list[dict[str, Any]]:
                     "met": res["ratio"] <= TARGET,
                 }
             )
+        bag = _bag(Path(tmp), 99, "mcap", 3.0, MIXED)
+        res = compare_export(bag, Path(tmp), 3)
+        rows.append(
+            {
+                "measure": "export --profile ros2 of a recorded bag",
+                "value": f"{res['ours']:,.1f} MB/s",
+                "ratio": f"{res['ratio']:.2f}x rosbags writing them",
+                "target": "reported",
+                "met": None,
+            }
+        )
     return rows
 
 
@@ -169,7 +261,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=60.0, help="bag length (s)")
     parser.add_argument("--repeat", type=int, default=7, help="paired rounds per bag")
+    parser.add_argument("--export", action="store_true", help="measure export throughput")
     args = parser.parse_args()
+    if args.export:
+        main_export(args.seconds, args.repeat)
+        return
     cases = [(label, "mcap", topics) for label, topics in CASES.items()]
     cases += [(label, kind, topics) for label, (kind, topics) in OTHER_STORAGE.items()]
     print(
@@ -190,6 +286,23 @@ def main() -> None:
         "msg/s: best of the rounds (wall clock). ratio = BagSource best time / rosbags-alone "
         f"best time (target <= {TARGET:.2f}); cpu: the same in process CPU time; median, "
         "range: of the per-round wall-clock ratios."
+    )
+
+
+def main_export(seconds: float, repeat: int) -> None:
+    cases = [(label, "mcap", topics) for label, topics in CASES.items()]
+    cases += [(label, kind, topics) for label, (kind, topics) in OTHER_STORAGE.items()]
+    print(f"{'bag':48} {'msgs':>6} {'MB':>7} {'ours MB/s':>10} {'rosbags MB/s':>13} {'ratio':>6}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, (label, kind, topics) in enumerate(cases):
+            res = compare_export(_bag(Path(tmp), i, kind, seconds, topics), Path(tmp), repeat)
+            print(
+                f"{label:48} {res['messages']:6} {res['mb']:7.1f} {res['ours']:10.1f} "
+                f"{res['rosbags']:13.1f} {res['ratio']:6.2f}"
+            )
+    print(
+        "MB/s: message bytes / best time of the rounds. ratio = our export time / rosbags "
+        "write time (ours also reads and decompresses the .hfr and, for ROS 1, converts to CDR)."
     )
 
 
