@@ -21,6 +21,14 @@ than deserialising it with ``rosbags`` alone. Frame times:
   ``"log_time"``;
 * ``t_arrival`` is the log time.
 
+Each frame also keeps its message's serialised bytes (``meta["ros_message"]``)
+and each sensor spec the type's full definition (``meta["msgdef"]``, once per
+sensor), so an export writes the original messages back without a ROS
+install (:mod:`adapters.bags.passthrough`); ``keep_messages=False`` drops them.
+What is a bag is decided by content (:mod:`adapters.bags.detect`): a ROS 2
+directory by its ``metadata.yaml`` whatever its name, a ROS 1 file by its
+``#ROSBAG V2.0`` header whatever its suffix.
+
 A message that does not decode is counted by reason in :attr:`errors` and
 consumes its ``seq`` (a gap in ``seq`` is a message lost), as in
 :class:`~adapters.VideoSource`. Topics whose type cannot be deserialised (no
