@@ -27,7 +27,7 @@ Export (``--export``): the same bags recorded to ``.hfr`` (BagSource ->
 Recorder, not timed), then ``export_recording(hfr, out.mcap, to="ros2")`` of
 every frame as its original message (ROS 1 bags converted to CDR), against
 **rosbags writing the same messages** (the CDR bytes our export wrote, held
-in memory) with its rosbag2 MCAP writer. Reported in MB/s of message bytes
+in memory) with its rosbag2 MCAP writer, zstd chunks on both sides. Reported in MB/s of message bytes
 (the same bytes on both sides), best of the paired rounds, and their ratio.
 
 Run:  .venv/bin/python benchmarks/bench_bags.py [--seconds S] [--repeat N] [--export]
@@ -180,14 +180,20 @@ def _exported_messages(mcap: Path) -> list[tuple[str, str, str, int, bytes]]:
 
 
 def rosbags_write(path: Path, messages: list[tuple[str, str, str, int, bytes]]) -> None:
-    """rosbags' rosbag2 MCAP writer writing ``messages`` (types from their schemas)."""
+    """rosbags' rosbag2 MCAP writer writing ``messages`` (types from their schemas).
+
+    With zstd chunk compression, as our writer does (``CompressionMode.STORAGE``).
+    """
     from rosbags.rosbag2 import StoragePlugin, Writer
+    from rosbags.rosbag2.enums import CompressionFormat, CompressionMode
     from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
     store = get_typestore(Stores.EMPTY)
     for _, msgtype, text, _, _ in {(m[0], m[1]): m for m in messages}.values():
         store.register(get_types_from_msg(text, msgtype))
-    with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
+    writer = Writer(path, version=9, storage_plugin=StoragePlugin.MCAP)
+    writer.set_compression(CompressionMode.STORAGE, CompressionFormat.ZSTD)
+    with writer:
         conns = {}
         for topic, msgtype, _, log_time, data in messages:
             conn = conns.get(topic)

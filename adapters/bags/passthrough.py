@@ -55,10 +55,10 @@ class Ros2MessageType:
     """A rosbags type store holding the type (ROS 2 ``Header``)."""
     from_ros1: bool
 
-    def to_cdr(self, raw: bytes) -> bytes:
+    def to_cdr(self, raw: bytes | bytearray | memoryview) -> bytes:
         """The message as ROS 2 CDR bytes (unchanged when it already is)."""
         if not self.from_ros1:
-            return bytes(raw)
+            return raw if isinstance(raw, bytes) else bytes(raw)
         return bytes(self.store.ros1_to_cdr(raw, self.name))
 
 

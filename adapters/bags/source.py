@@ -113,6 +113,8 @@ def _open_reader(path: Path) -> tuple[Any, Any]:
         raise SourceOpenError(f"cannot open bag: {not_a_bag(path)}")
     is2 = fmt == "ros2"
     standard = get_typestore(Stores.ROS2_HUMBLE if is2 else Stores.ROS1_NOETIC)
+    if is2 and path.is_dir():
+        path = _single_mcap(path) or path
     if (path.suffix == ".bag") != is2:
         reader = AnyReader([path], default_typestore=standard)
     else:
@@ -128,6 +130,20 @@ def _open_reader(path: Path) -> tuple[Any, Any]:
         reader.readers = [Reader2(path)] if is2 else [Reader1(path)]
     reader.open()
     return reader, standard
+
+
+def _single_mcap(directory: Path) -> Path | None:
+    """The storage file of a ROS 2 bag directory holding exactly one MCAP file, else ``None``.
+
+    Such a bag is read from the file: its channels and schemas say everything,
+    while rosbags' directory reader matches ``metadata.yaml``'s QoS profiles
+    against the channels' and yields nothing where they disagree (ros2's own
+    talker test bag).
+    """
+    storage = [p for p in directory.iterdir() if p.suffix in (".mcap", ".db3")]
+    if len(storage) == 1 and storage[0].suffix == ".mcap" and storage[0].is_file():
+        return storage[0]
+    return None
 
 
 class BagSource(Source):

@@ -157,7 +157,7 @@ class FoxgloveMcapWriter:
         raw = frame.meta.get(RAW)
         if ptype is not None and isinstance(raw, (bytes, bytearray, memoryview)):
             try:
-                data = ptype.to_cdr(bytes(raw))
+                data = ptype.to_cdr(raw)
             except Exception as err:  # rosbags' converter errors have no common base
                 self.skipped[(frame.sensor, f"{ptype.name} does not convert to CDR: {err}")] += 1
                 return False

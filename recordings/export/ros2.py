@@ -197,7 +197,7 @@ class Ros2McapWriter:
         log_time = frame.t if frame.t_arrival is None else frame.t_arrival
         if ptype is not None and isinstance(raw, (bytes, bytearray, memoryview)):
             try:
-                data = ptype.to_cdr(bytes(raw))
+                data = ptype.to_cdr(raw)
             except Exception as err:  # rosbags' converter errors have no common base
                 self.skipped[(frame.sensor, f"{ptype.name} does not convert to CDR: {err}")] += 1
                 return False
