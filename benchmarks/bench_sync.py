@@ -46,7 +46,9 @@ def make_frames(seconds: int, *, jitter: bool) -> list[Frame]:
             stamps = stamps + rng.integers(0, 2 * MS, n)
         arrival = stamps + rng.integers(1 * MS, 6 * MS, n)
         arrival = np.maximum.accumulate(arrival)
-        events += [(int(a), name, i, int(t)) for i, (t, a) in enumerate(zip(stamps, arrival, strict=True))]
+        events += [
+            (int(a), name, i, int(t)) for i, (t, a) in enumerate(zip(stamps, arrival, strict=True))
+        ]
     events.sort()
     return [Frame(name, seq, t, None, t_arrival=a) for a, name, seq, t in events]
 
@@ -123,7 +125,9 @@ class PacedSource(Source):
 
 
 def hub_throughput(frames: list[Frame]) -> float:
-    by_sensor = {s: [Frame(f.sensor, f.seq, f.t, None) for f in frames if f.sensor == s] for s in RATES}
+    by_sensor = {
+        s: [Frame(f.sensor, f.seq, f.t, None) for f in frames if f.sensor == s] for s in RATES
+    }
 
     async def main() -> float:
         hub = SyncHub(
@@ -158,33 +162,64 @@ def hub_latency(seconds: float) -> tuple[float, float, float, int]:
                 received = clock.now()
                 lat.append(received - max(f.t_arrival or 0 for f in g.members()))
         arr = np.array(lat) / 1e6
-        return float(np.percentile(arr, 50)), float(np.percentile(arr, 99)), float(arr.max()), len(arr)
+        return (
+            float(np.percentile(arr, 50)),
+            float(np.percentile(arr, 99)),
+            float(arr.max()),
+            len(arr),
+        )
 
     return anyio.run(main)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--seconds", type=int, default=600, help="sensor time to simulate")
     parser.add_argument("--latency-seconds", type=float, default=5.0, help="paced run for latency")
     args = parser.parse_args()
     console = Console()
     exact_frames = make_frames(args.seconds, jitter=False)
     jittered = make_frames(args.seconds, jitter=True)
-    console.print(f"{len(jittered):,} frames ({args.seconds} s of cam 30 Hz + LiDAR 10 Hz + IMU 200 Hz)")
+    console.print(
+        f"{len(jittered):,} frames ({args.seconds} s of cam 30 Hz + LiDAR 10 Hz + IMU 200 Hz)"
+    )
 
     naive = NaiveNearest("lidar", ["cam", "imu"], 20 * MS)
     naive_n = min(len(jittered), 24_000)  # the baseline is slow; its rate is per frame
     base = rate(naive.push, jittered[:naive_n], repeat=1)
 
-    rows: list[tuple[str, float, float | None]] = [("naive scan-all matcher (baseline)", base, None)]
+    rows: list[tuple[str, float, float | None]] = [
+        ("naive scan-all matcher (baseline)", base, None)
+    ]
     cases = [
-        ("ExactTime(queue_size=10)", lambda: ExactTime(list(RATES), queue_size=10), exact_frames, 400_000),
-        ("ApproximateTime(queue_size=10)", lambda: ApproximateTime(list(RATES), queue_size=10), jittered, 200_000),
-        ("ApproximateTime(queue_size=100)", lambda: ApproximateTime(list(RATES), queue_size=100), jittered, 150_000),
-        ("Nearest(lidar; cam nearest; imu window)",
-         lambda: Nearest("lidar", list(RATES), tolerance=20 * MS, windows={"imu": (50 * MS, 49 * MS)}),
-         jittered, 400_000),
+        (
+            "ExactTime(queue_size=10)",
+            lambda: ExactTime(list(RATES), queue_size=10),
+            exact_frames,
+            400_000,
+        ),
+        (
+            "ApproximateTime(queue_size=10)",
+            lambda: ApproximateTime(list(RATES), queue_size=10),
+            jittered,
+            200_000,
+        ),
+        (
+            "ApproximateTime(queue_size=100)",
+            lambda: ApproximateTime(list(RATES), queue_size=100),
+            jittered,
+            150_000,
+        ),
+        (
+            "Nearest(lidar; cam nearest; imu window)",
+            lambda: Nearest(
+                "lidar", list(RATES), tolerance=20 * MS, windows={"imu": (50 * MS, 49 * MS)}
+            ),
+            jittered,
+            400_000,
+        ),
     ]
     for label, make, frames, target in cases:
         best = 0.0
@@ -202,9 +237,13 @@ def main() -> None:
     table.add_column("target", justify="right")
     table.add_column("met", justify="center")
     for label, value, target in rows:
-        table.add_row(label, f"{value:,.0f}", f"{value / base:,.1f}",
-                      "" if target is None else f"{target:,}",
-                      "" if target is None else ("yes" if value >= target else "NO"))
+        table.add_row(
+            label,
+            f"{value:,.0f}",
+            f"{value / base:,.1f}",
+            "" if target is None else f"{target:,}",
+            "" if target is None else ("yes" if value >= target else "NO"),
+        )
     console.print(table)
 
     p50, p99, worst, n = hub_latency(args.latency_seconds)

@@ -68,6 +68,18 @@ class VideoTrack:
         self.codec: str | None = None
         self._size = 0
         self._sets: list[bytes] = []
+        self._last_log = -(2**63)
+
+    def log_time(self, wanted: int) -> int:
+        """A log time for the next packet that keeps the packets in decode order.
+
+        A packet's log time is its frame's arrival; with B-frames those go in
+        presentation order, and an MCAP reader (or Foxglove) replaying by log
+        time would hand the decoder packets out of order. So each packet gets
+        at least the previous packet's log time plus 1 ns.
+        """
+        self._last_log = max(wanted, self._last_log + 1)
+        return self._last_log
 
     def update(self, meta: Mapping[str, Any]) -> None:
         video = meta.get(META_KEY)

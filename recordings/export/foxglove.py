@@ -201,6 +201,8 @@ class FoxgloveMcapWriter:
                 if kind == "points":
                     self.skipped[(frame.sensor, "point array without numeric fields")] += 1
                 return False
+            if kind == "video" and frame.sensor in self._video:
+                log_time = self._video[frame.sensor].log_time(log_time)
             self._channel(topic, kind).log(msg, log_time=log_time)
         self.counts[topic] += 1
         self.frames[frame.sensor] += 1

@@ -3,7 +3,9 @@
 MP4 from a sensor recorded as encoded video (:mod:`recordings.video`):
 :func:`remux_mp4` copies the recorded packets into the MP4 without decoding
 or re-encoding them (the muxer only changes H.264/H.265 framing from start
-codes to length prefixes; the NAL units are the recorded ones). Each
+codes to length prefixes, and packets copied from a length-prefixed source
+get their parameter sets in front of key frames; the NAL units are the
+recorded ones). Each
 packet's presentation time is its frame's ``t`` minus the first frame's, in
 microseconds; decode times are the same times in decode order, shifted back
 by the stream's reorder delay, so B-frame tracks stay valid.
@@ -98,21 +100,32 @@ def export_mp4(
     return written, skipped
 
 
+_ANNEXB_CODECS = ("h264", "hevc")
+_ENCODER_OPTIONS = {"ffv1": {"slicecrc": "1"}}
+"""Options :mod:`recordings.video`'s encoders add, so the muxer's codec configuration matches."""
+
+
 def remux_mp4(
     frames: Callable[[], Iterable[Frame]], path: str | os.PathLike[str]
 ) -> tuple[int, Counter[str]]:
     """Copy a video sensor's recorded packets into an MP4; ``(packets written, skipped)``.
 
     ``frames`` is called twice (times first, then the packets), so the
-    packets are never all in memory.
+    packets are never all in memory. H.264/H.265 packets go to the muxer as
+    Annex B (:class:`~recordings.export.annexb.VideoTrack`), which takes the
+    codec configuration from their parameter sets; other codecs get it from
+    their encoder, checked against the recorded one by decoding the first
+    key frame with both (``ValueError`` when they differ: use ``--reencode``).
     """
     import av
 
+    from recordings.export.annexb import VideoTrack
     from recordings.video.packets import META_KEY
 
     skipped: Counter[str] = Counter()
     times: list[int] = []
     params: dict[str, Any] | None = None
+    first_key = b""
     for frame in frames():
         video = frame.meta.get(META_KEY)
         if not isinstance(video, dict) or not isinstance(frame.data, (bytes, bytearray)):
@@ -120,7 +133,7 @@ def remux_mp4(
         if params is None:
             if not isinstance(video.get("params"), dict):
                 continue  # before the first key packet: cannot start there
-            params = video["params"]
+            params, first_key = video["params"], bytes(frame.data)
         times.append(frame.t)
     if params is None:
         return 0, skipped
@@ -129,15 +142,12 @@ def remux_mp4(
     ordered = sorted(pts_list)
     delay = max(p - q for p, q in zip(ordered, pts_list, strict=True))
     dts_list = [q - delay for q in ordered]
+    codec = str(params["codec"])
     container = av.open(os.fspath(path), "w", format="mp4")
+    track = VideoTrack() if codec in _ANNEXB_CODECS else None
     written = 0
     try:
-        stream: Any = container.add_stream(str(params["codec"]))
-        stream.width, stream.height = int(params["width"]), int(params["height"])
-        stream.pix_fmt = str(params["pix_fmt"])
-        stream.time_base = TIME_BASE
-        if params.get("extradata"):
-            stream.codec_context.extradata = bytes(params["extradata"])
+        stream = _remux_stream(av, container, params, first_key)
         i = 0
         started = False
         last_dts = None
@@ -157,16 +167,71 @@ def remux_mp4(
             if last_dts is not None and dts <= last_dts:
                 skipped["time does not increase"] += 1
                 continue
-            packet = av.Packet(bytes(frame.data))
+            key = bool(video.get("key"))
+            data = bytes(frame.data)
+            if track is not None:
+                track.update(frame.meta)
+                data = track.annexb(data, key)
+            packet = av.Packet(data)
             packet.pts, packet.dts, packet.time_base = pts, dts, TIME_BASE
             packet.stream = stream
-            packet.is_keyframe = bool(video.get("key"))
+            packet.is_keyframe = key
             container.mux(packet)
             last_dts = dts
             written += 1
     finally:
         container.close()
     return written, skipped
+
+
+def _remux_stream(av: Any, container: Any, params: dict[str, Any], first_key: bytes) -> Any:
+    """The MP4's video stream for ``params``' codec, its configuration checked."""
+    codec = str(params["codec"])
+    width, height = int(params["width"]), int(params["height"])
+    if codec in _ANNEXB_CODECS:
+        stream = container.add_mux_stream(codec, width=width, height=height)
+        stream.time_base = TIME_BASE
+        return stream
+    from recordings.video.encoder import parse_codec
+
+    stream = container.add_stream(codec)
+    stream.width, stream.height = width, height
+    stream.pix_fmt = str(params["pix_fmt"])
+    stream.time_base = TIME_BASE
+    options = dict(_ENCODER_OPTIONS.get(codec, {}))
+    encoder = str(params.get("encoder") or "")
+    if encoder and encoder != "copy":
+        options.update(parse_codec(encoder).options)
+    stream.options = options
+    container.start_encoding()  # the encoder makes the configuration the muxer stores
+    recorded = bytes(params.get("extradata") or b"")
+    made = bytes(stream.codec_context.extradata or b"")
+    if made != recorded and not _same_picture(av, params, first_key, recorded, made):
+        raise ValueError(
+            f"{codec} packets cannot be copied into an MP4 here: the muxer's codec "
+            "configuration does not decode them like the recorded one (use --reencode)"
+        )
+    return stream
+
+
+def _same_picture(
+    av: Any, params: dict[str, Any], packet: bytes, recorded: bytes, made: bytes
+) -> bool:
+    """Whether ``packet`` decodes to the same picture with either codec configuration."""
+    pictures: list[list[bytes]] = []
+    for extradata in (recorded, made):
+        ctx = av.CodecContext.create(str(params["codec"]), "r")
+        ctx.width, ctx.height = int(params["width"]), int(params["height"])
+        if extradata:
+            ctx.extradata = extradata
+        try:
+            decoded = [*ctx.decode(av.Packet(packet)), *ctx.decode(None)]
+        except av.error.FFmpegError:
+            return False
+        if not decoded:
+            return False
+        pictures.append([bytes(plane) for plane in decoded[0].planes])
+    return pictures[0] == pictures[1]
 
 
 def _open_mp4(av: Any, path: str | os.PathLike[str], image: np.ndarray, crf: int) -> Any:

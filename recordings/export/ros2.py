@@ -218,6 +218,8 @@ class Ros2McapWriter:
         msg = self._message(kind, frame)
         if msg is None:
             return False
+        if kind == "video" and frame.sensor in self._video:
+            log_time = self._video[frame.sensor].log_time(log_time)
         self._emit(self.topic_for(frame.sensor), TYPES[kind], msg, log_time, frame.seq)
         self.frames[frame.sensor] += 1
         return True

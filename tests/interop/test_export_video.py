@@ -22,7 +22,7 @@ from hyperframes.cli import main as cli
 from recordings import VideoRecorder, open_recording
 from recordings.export import export_recording
 from recordings.video.packets import META_KEY
-from tests.interop.rosmsgs import read_mcap_cdr
+from tests.interop.rosmsgs import BAGS, read_mcap_cdr
 
 MS = 1_000_000
 T0 = 1_700_000_000_000_000_000
@@ -158,7 +158,11 @@ def test_mp4_remuxes_the_recorded_packets_at_their_times(video: Any, tmp_path: P
     else:
         assert data == [bytes(p.data) for p in packets]
     with av.open(str(out)) as container:
-        assert sum(1 for _ in container.decode(video=0)) == N
+        pictures = [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
+    assert len(pictures) == N
+    if codec == "ffv1":  # lossless: the MP4's codec configuration decodes every pixel back
+        for i, got in enumerate(pictures):
+            np.testing.assert_array_equal(got, picture(i))
 
 
 def test_mp4_reencode_decodes_when_asked(video: Any, tmp_path: Path) -> None:
@@ -174,3 +178,71 @@ def test_mp4_reencode_decodes_when_asked(video: Any, tmp_path: Path) -> None:
         (p.t - packets[0].t) // 1000 for p in packets
     ]
     assert Fraction(1, 1_000_000) == frames[0].time_base
+
+
+REAL_MP4 = BAGS.parent / "video" / "androidx_trim_optimization_failure.mp4"
+
+
+@pytest.mark.skipif(not REAL_MP4.is_file(), reason="../shared/data/real/video is not there")
+def test_copied_mp4_packets_become_annexb_compressed_video_and_remux_at_their_times(
+    tmp_path: Path,
+) -> None:
+    """A phone clip (H.264 with B-frames, AVCC in MP4) recorded with ``copy``."""
+    import anyio
+
+    from adapters import VideoSource
+
+    hfr = tmp_path / "copy.hfr"
+
+    async def run() -> None:
+        source = VideoSource(REAL_MP4, name="cam", keep_packets=True)
+        async with (
+            VideoRecorder(hfr, video={"cam": "copy"}, sensors=[source.spec]) as rec,
+            source,
+        ):
+            async for frame in source.frames():
+                await rec.send(frame)
+
+    anyio.run(run)
+    with open_recording(hfr) as log:
+        packets = list(log.frames(["cam"]))
+    assert len(packets) == 167  # expected.json: 167 packets, 167 frames
+    out = tmp_path / "copy.mcap"
+    report = export_recording(hfr, out, to="ros2")
+    assert report.skipped == {}
+    messages = [m for tp, _, _, _, m in read_mcap_cdr(out) if tp == "/cam"]
+    assert len(messages) == 167
+    # Annex B, parameter sets in front of the key frame: decodes with no extradata.
+    first = bytes(messages[0].data)
+    assert first.startswith(b"\x00\x00\x00\x01")
+    decoder = av.CodecContext.create("h264", "r")
+    decoded = [f for m in messages for f in decoder.decode(av.Packet(bytes(m.data)))]
+    decoded += list(decoder.decode(None))
+    assert len(decoded) == 167
+    # The NAL units are the stored ones, only re-framed.
+    assert (
+        nal_units(bytes(messages[5].data), annexb=True)[-1]
+        == nal_units(bytes(packets[5].data), annexb=False)[-1]
+    )
+    # Remuxed: the same packets, presentation times = the frames' t (B-frame order kept).
+    mp4 = tmp_path / "copy.mp4"
+    assert export_recording(hfr, mp4, to="mp4", sensors=["cam"]).exported["cam"] == 167
+    with av.open(str(mp4)) as container:
+        stream = container.streams.video[0]
+        demuxed = [p for p in container.demux(stream) if p.size]
+        tb = stream.time_base
+        assert tb is not None
+        data = [bytes(p) for p in demuxed]
+        keys = [bool(p.meta[META_KEY]["key"]) for p in packets]
+        # Non-key packets byte for byte; key packets gain the parameter sets in front.
+        assert [d for d, k in zip(data, keys, strict=True) if not k] == [
+            bytes(p.data) for p, k in zip(packets, keys, strict=True) if not k
+        ]
+        for d, p, k in zip(data, packets, keys, strict=True):
+            if k:
+                assert d.endswith(bytes(p.data))
+        assert [int(p.pts * tb * 1_000_000) for p in demuxed] == [
+            (p.t - min(q.t for q in packets)) // 1000 for p in packets
+        ]
+    with av.open(str(mp4)) as container:
+        assert sum(1 for _ in container.decode(video=0)) == 167
