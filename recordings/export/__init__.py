@@ -5,6 +5,13 @@
 take frames and groups one at a time, so a live pipeline can feed them too.
 Third-party packages (``rosbags``, ``mcap``, ``foxglove-sdk``, ``rerun-sdk``,
 PyAV) are imported only by the writer that needs them.
+
+Frames that came from a bag go out as their original messages
+(:mod:`adapters.bags.passthrough`); everything else by payload
+(:mod:`recordings.export.kinds`). Internal sensors (``cam#keyframes``) are
+never exported nor grouped. The :class:`ExportReport` counts frames read and
+written per sensor and every frame left out with its reason, so a caller (the
+``export`` command) can refuse an incomplete export.
 """
 
 from __future__ import annotations
