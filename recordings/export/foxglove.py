@@ -10,7 +10,8 @@ payload         Foxglove message (protobuf) or JSON channel
 ==============  =====================================================
 image           ``foxglove.RawImage``
 encoded_image   ``foxglove.CompressedImage``
-video           ``foxglove.CompressedVideo`` (recorded packets, not re-encoded)
+video           ``foxglove_msgs/msg/CompressedVideo`` in ROS 2 CDR, as in the ``ros2``
+                profile (recorded packets, not re-encoded)
 points          ``foxglove.PointCloud`` (the array's bytes, one field per column)
 gnss            ``foxglove.LocationFix``
 imu, series     JSON with a JSON schema, one number (or array) per field: Plot-panel ready
@@ -41,7 +42,9 @@ from recordings.export.annexb import VideoTrack
 from recordings.export.generic import json_record, json_schema
 from recordings.export.groups import GROUP_JSON_SCHEMA, GROUP_TOPIC, group_json
 from recordings.export.kinds import classify, image_format, is_internal, series_values
-from recordings.export.ros2 import video_payload
+from recordings.export.ros2 import TYPES, ros2_typestore, video_payload
+
+VIDEO_TYPE = TYPES["video"]
 
 _NUMERIC = {"u1": "Uint8", "i1": "Int8", "u2": "Uint16", "i2": "Int16", "u4": "Uint32"}
 _NUMERIC |= {"i4": "Int32", "f4": "Float32", "f8": "Float64"}
@@ -78,6 +81,7 @@ class FoxgloveMcapWriter:
         self.generic: dict[str, str] = {}
         """Sensors written with a schema made for them (``record`` payloads), and its title."""
         self.notes: list[str] = []
+        self._ros2: Any = None
         self._closed = False
 
     def declare(self, spec: SensorSpec) -> None:
@@ -108,16 +112,37 @@ class FoxgloveMcapWriter:
             self._topics[sensor] = topic
         return topic
 
-    def _ros_channel(self, topic: str, ptype: Ros2MessageType) -> Any:
+    def _ros_channel(self, topic: str, msgtype: str, msgdef: str) -> Any:
+        """A ROS 2 CDR channel with a ``ros2msg`` schema (Foxglove reads those natively)."""
         known = self._channels.get(topic)
         if known is not None:
+            if known[1] != msgtype:
+                raise ValueError(f"topic {topic} already carries {known[1]}, not {msgtype}")
             return known[0]
-        schema = self._fg.Schema(name=ptype.name, encoding="ros2msg", data=ptype.msgdef.encode())
+        schema = self._fg.Schema(name=msgtype, encoding="ros2msg", data=msgdef.encode())
         channel = self._fg.Channel(
             topic, schema=schema, message_encoding="cdr", context=self._context
         )
-        self._channels[topic] = (channel, ptype.name)
+        self._channels[topic] = (channel, msgtype)
         return channel
+
+    def _video_cdr(self, frame: Frame) -> bytes | None:
+        """A video frame as ``foxglove_msgs/msg/CompressedVideo`` CDR, as in the ros2 profile."""
+        payload, fmt = video_payload(self._video, self.skipped, frame)
+        if payload is None:
+            return None
+        if self._ros2 is None:
+            self._ros2 = ros2_typestore()
+        T, t = self._ros2.types, frame.t
+        msg = T[VIDEO_TYPE](
+            timestamp=T["builtin_interfaces/msg/Time"](
+                sec=t // 1_000_000_000, nanosec=t % 1_000_000_000
+            ),
+            frame_id=str(frame.meta.get("frame_id", frame.sensor)),
+            data=np.frombuffer(payload, np.uint8),
+            format=fmt,
+        )
+        return bytes(self._ros2.serialize_cdr(msg, VIDEO_TYPE))
 
     def _channel(self, topic: str, kind: str, schema: dict[str, Any] | None = None) -> Any:
         known = self._channels.get(topic)
@@ -130,7 +155,6 @@ class FoxgloveMcapWriter:
         classes = {
             "image": channels.RawImageChannel,
             "encoded_image": channels.CompressedImageChannel,
-            "video": channels.CompressedVideoChannel,
             "points": channels.PointCloudChannel,
             "gnss": channels.LocationFixChannel,
         }
@@ -162,7 +186,7 @@ class FoxgloveMcapWriter:
                 self.skipped[(frame.sensor, f"{ptype.name} does not convert to CDR: {err}")] += 1
                 return False
             topic = self.topic_for(frame.sensor)
-            self._ros_channel(topic, ptype).log(data, log_time=log_time)
+            self._ros_channel(topic, ptype.name, ptype.msgdef).log(data, log_time=log_time)
             self.counts[topic] += 1
             self.frames[frame.sensor] += 1
             return True
@@ -188,6 +212,16 @@ class FoxgloveMcapWriter:
             title = f"hyperframes.{frame.sensor}"
             self._channel(topic, kind, json_schema(title, record)).log(record, log_time=log_time)
             self.generic[frame.sensor] = title
+        elif kind == "video":
+            cdr = self._video_cdr(frame)
+            if cdr is None:
+                return False
+            track = self._video.get(frame.sensor)
+            if track is not None:
+                log_time = track.log_time(log_time)
+            assert self._ros2 is not None
+            msgdef = self._ros2.generate_msgdef(VIDEO_TYPE, ros_version=2)[0]
+            self._ros_channel(topic, VIDEO_TYPE, msgdef).log(cdr, log_time=log_time)
         elif kind in ("imu", "series"):
             record = self._json_record(frame)
             schema = _json_schema(f"hyperframes.{kind}", record)
@@ -201,8 +235,6 @@ class FoxgloveMcapWriter:
                 if kind == "points":
                     self.skipped[(frame.sensor, "point array without numeric fields")] += 1
                 return False
-            if kind == "video" and frame.sensor in self._video:
-                log_time = self._video[frame.sensor].log_time(log_time)
             self._channel(topic, kind).log(msg, log_time=log_time)
         self.counts[topic] += 1
         self.frames[frame.sensor] += 1
@@ -236,11 +268,6 @@ class FoxgloveMcapWriter:
             return m.CompressedImage(
                 timestamp=stamp, frame_id=frame_id, data=bytes(data), format=image_format(frame)
             )
-        if kind == "video":
-            payload, fmt = video_payload(self._video, self.skipped, frame)
-            if payload is None:
-                return None
-            return m.CompressedVideo(timestamp=stamp, frame_id=frame_id, data=payload, format=fmt)
         if kind == "gnss":
             return m.LocationFix(
                 timestamp=stamp,

@@ -113,29 +113,19 @@ def test_ros2_profile_carries_every_packet_as_compressed_video(video: Any, tmp_p
 
 
 def test_foxglove_profile_carries_the_same_packets(video: Any, tmp_path: Path) -> None:
-    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-    from mcap.reader import make_reader
-
     codec, path, packets = video
     out = tmp_path / "v.fox.mcap"
     report = export_recording(path, out, to="foxglove")
     assert report.skipped == {}
     assert report.exported["cam"] == N
-    got = []
-    with open(out, "rb") as f:
-        for schema, _channel, message in make_reader(f).iter_messages(topics=["/cam"]):
-            assert schema is not None
-            assert schema.name == "foxglove.CompressedVideo"
-            pool = descriptor_pool.DescriptorPool()
-            for fd in descriptor_pb2.FileDescriptorSet.FromString(schema.data).file:
-                pool.Add(fd)
-            cls = message_factory.GetMessageClass(pool.FindMessageTypeByName(schema.name))
-            got.append((message.log_time, cls.FromString(message.data)))
-    assert [bytes(m.data) for _, m in got] == [bytes(p.data) for p in packets]
-    assert {m.format for _, m in got} == {codec}
-    assert [m.timestamp.seconds * 10**9 + m.timestamp.nanos for _, m in got] == [
+    got = [(ty, lt, m) for tp, ty, lt, _, m in read_mcap_cdr(out) if tp == "/cam"]
+    assert {ty for ty, _, _ in got} == {"foxglove_msgs/msg/CompressedVideo"}
+    assert [bytes(m.data) for *_, m in got] == [bytes(p.data) for p in packets]
+    assert {m.format for *_, m in got} == {codec}
+    assert [m.timestamp.sec * 10**9 + m.timestamp.nanosec for *_, m in got] == [
         p.t for p in packets
     ]
+    assert [lt for _, lt, _ in got] == [p.t_arrival for p in packets]
 
 
 def test_mp4_remuxes_the_recorded_packets_at_their_times(video: Any, tmp_path: Path) -> None:
