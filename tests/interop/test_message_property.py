@@ -2,9 +2,10 @@
 
 hypothesis draws a type (``hfprop/msg/Top`` with an ``hfprop/msg/Sub``),
 messages of it are built and serialised with rosbags, written to a ROS 1 or
-ROS 2 bag, read by BagSource, recorded, exported with the ``ros2`` profile
-and read back with rosbags: every message equals the original field for
-field, and the exported definition still has the constants.
+ROS 2 bag, read by BagSource, recorded, exported with the ``ros2`` and
+``foxglove`` profiles and read back with rosbags (and the mcap reader):
+every message equals the original field for field, and the exported
+definition still has the constants.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from hypothesis import strategies as st
 from adapters import BagSource
 from recordings import Recorder
 from recordings.export import export_recording
-from tests.interop.rosmsgs import assert_same_message
+from tests.interop.rosmsgs import assert_same_message, read_mcap_cdr
 
 INTS = {
     "int8": (-(2**7), 2**7 - 1),
@@ -186,6 +187,12 @@ def test_random_message_types_round_trip_unchanged(
                 for c, t, raw in reader.messages()
             ]
             cls = reader.typestore.types["hfprop/msg/Top"]
+        fox = export_recording(root / "prop.hfr", root / "fox.mcap", to="foxglove")
+        assert fox.complete
+        via_foxglove = [m for tp, _, _, _, m in read_mcap_cdr(root / "fox.mcap") if tp == "/prop"]
+    assert len(via_foxglove) == len(messages)
+    for want, msg in zip(messages, via_foxglove, strict=True):
+        assert_same_message(want, msg, "Top (foxglove)")
     assert [(t, ty) for t, ty, _ in got] == [
         (1_000 + i, "hfprop/msg/Top") for i in range(len(messages))
     ]
