@@ -146,8 +146,24 @@ def export_recording(
                 raise ValueError(f"--to mp4 takes one camera sensor (--sensors NAME), got {names}")
             name = names[0]
             if name in encoded and not reencode:
-                passes = [counted(frames())]  # count the first of remux_mp4's two passes
-                n, skipped = remux_mp4(lambda: passes.pop() if passes else frames(), out)
+                # An MP4 starts at a key frame: from the last one at or before start.
+                begin = start
+                if start is not None:
+                    from recordings.video.playback import VideoReader
+
+                    key_t = VideoReader(log).keyframe_before(name, start)
+                    if key_t is not None and key_t < start:
+                        begin = key_t
+                        report.notes.append(
+                            f"{name}: the MP4 starts at the key frame "
+                            f"{(start - key_t) / 1e6:.1f} ms before --start"
+                        )
+
+                def packets() -> Iterator[Frame]:
+                    return log.frames([name], begin, end)
+
+                passes = [counted(packets())]  # count the first of remux_mp4's two passes
+                n, skipped = remux_mp4(lambda: passes.pop() if passes else packets(), out)
             elif name in encoded:
                 from recordings.video.playback import VideoReader
 
@@ -162,10 +178,26 @@ def export_recording(
                 report.written[name] = report.exported[name] = n
                 report.skipped.update({(name, r): c for r, c in skipped.items()})
         elif to in ("ros2", "foxglove", "rerun"):
-            _export_stream(to, frames, counted, names, specs, kinds, groups, report)
+            # A window may open between key frames: the writers learn each video
+            # track's codec from its first packet, so no packet is left out.
+            tracks = {}
+            if start is not None:
+                tracks = {s: _first_key_meta(log, s) for s in names if s in encoded}
+            _export_stream(to, frames, counted, names, specs, kinds, groups, report, tracks)
         else:
             raise ValueError(f"unknown export target {to!r}")
     return report
+
+
+def _first_key_meta(log: Any, sensor: str) -> dict[str, Any]:
+    """The meta of a video sensor's first key packet (its track parameters), or ``{}``."""
+    from recordings.video.packets import META_KEY
+
+    for frame in log.frames([sensor]):
+        video = frame.meta.get(META_KEY)
+        if isinstance(video, dict) and isinstance(video.get("params"), dict):
+            return dict(frame.meta)
+    return {}
 
 
 def _export_stream(
@@ -177,6 +209,7 @@ def _export_stream(
     kinds: dict[str, str],
     groups: str,
     report: ExportReport,
+    tracks: dict[str, dict[str, Any]] | None = None,
 ) -> None:
     policy = make_policy(groups, names)
     if to == "rerun":
@@ -217,6 +250,8 @@ def _export_stream(
     with writer:
         for spec in specs.values():
             writer.declare(spec)
+        for sensor, meta in (tracks or {}).items():
+            writer.declare_video(sensor, meta)
         for frame in counted(frames()):
             writer.write(frame, kinds[frame.sensor])
         if policy is not None:

@@ -95,6 +95,14 @@ class FoxgloveMcapWriter:
                 f"sensor {spec.name!r}: {err}; its frames are written from their data"
             )
 
+    def declare_video(self, sensor: str, key_meta: dict[str, Any]) -> None:
+        """Know a video sensor's track from its first key packet's meta.
+
+        An export window may open between key frames; its first packets still
+        get their codec this way.
+        """
+        self._video.setdefault(sensor, VideoTrack()).update(key_meta)
+
     def topic_for(self, sensor: str) -> str:
         """``/<sensor>``, or the original topic of a sensor that came from a bag."""
         topic = self._topics.get(sensor)

@@ -236,3 +236,25 @@ def test_copied_mp4_packets_become_annexb_compressed_video_and_remux_at_their_ti
         ]
     with av.open(str(mp4)) as container:
         assert sum(1 for _ in container.decode(video=0)) == 167
+
+
+def test_a_window_between_key_frames_loses_no_packet(video: Any, tmp_path: Path) -> None:
+    codec, path, packets = video
+    keys = [i for i, p in enumerate(packets) if p.meta[META_KEY]["key"]]
+    first = 6 if codec == "h264" else 5
+    start = packets[first].t
+    out = tmp_path / "w.mcap"
+    report = export_recording(path, out, to="ros2", start=start)
+    assert report.complete
+    got = [m for tp, _, _, _, m in read_mcap_cdr(out) if tp == "/cam"]
+    assert [bytes(m.data) for m in got] == [bytes(p.data) for p in packets[first:]]
+    assert {m.format for m in got} == {codec}
+    # The MP4 starts at the last key frame at or before start, and says so.
+    begin = max(i for i in keys if i <= first)
+    mp4 = tmp_path / "w.mp4"
+    report = export_recording(path, mp4, to="mp4", sensors=["cam"], start=start)
+    assert report.complete
+    assert bool(report.notes) == (begin < first)
+    with av.open(str(mp4)) as container:
+        demuxed = [bytes(p) for p in container.demux(video=0) if p.size]
+    assert len(demuxed) == N - begin
