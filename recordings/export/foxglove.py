@@ -36,13 +36,12 @@ from typing import Any
 import numpy as np
 
 from adapters.bags.images import encoding_for
-from adapters.bags.passthrough import RAW, Ros2MessageType, passthrough_type
 from fusion.frames import Frame, FrameGroup, SensorSpec
-from recordings.export.annexb import VideoTrack
 from recordings.export.generic import json_record, json_schema
 from recordings.export.groups import GROUP_JSON_SCHEMA, GROUP_TOPIC, group_json
 from recordings.export.kinds import classify, image_format, is_internal, series_values
-from recordings.export.ros2 import TYPES, ros2_typestore, video_payload
+from recordings.export.ros2 import TYPES, ros2_typestore
+from recordings.export.sensors import SensorMap
 
 VIDEO_TYPE = TYPES["video"]
 
@@ -68,10 +67,7 @@ class FoxgloveMcapWriter:
             writer_options=MCAPWriteOptions(profile=""),
         )
         self._channels: dict[str, tuple[Any, str]] = {}
-        self._specs: dict[str, SensorSpec] = {}
-        self._passthrough: dict[str, Ros2MessageType | None] = {}
-        self._topics: dict[str, str] = {}
-        self._video: dict[str, VideoTrack] = {}
+        self.sensors = SensorMap(topic_prefix)
         self.counts: Counter[str] = Counter()
         """Messages written per topic."""
         self.frames: Counter[str] = Counter()
@@ -80,45 +76,22 @@ class FoxgloveMcapWriter:
         """Frames not written, by ``(sensor, reason)``."""
         self.generic: dict[str, str] = {}
         """Sensors written with a schema made for them (``record`` payloads), and its title."""
-        self.notes: list[str] = []
+        self.notes = self.sensors.notes
+        """Things the export could not do as asked, one line each."""
         self._ros2: Any = None
         self._closed = False
 
     def declare(self, spec: SensorSpec) -> None:
         """Know ``spec``: a sensor from a bag keeps its topic and its messages' type."""
-        self._specs[spec.name] = spec
-        try:
-            self._passthrough[spec.name] = passthrough_type(spec.meta)
-        except ValueError as err:
-            self._passthrough[spec.name] = None
-            self.notes.append(
-                f"sensor {spec.name!r}: {err}; its frames are written from their data"
-            )
+        self.sensors.declare(spec)
 
     def declare_video(self, sensor: str, key_meta: dict[str, Any]) -> None:
-        """Know a video sensor's track from its first key packet's meta.
-
-        An export window may open between key frames; its first packets still
-        get their codec this way.
-        """
-        self._video.setdefault(sensor, VideoTrack()).update(key_meta)
+        """Know a video sensor's codec before its first key packet (a window's start)."""
+        self.sensors.declare_video(sensor, key_meta)
 
     def topic_for(self, sensor: str) -> str:
         """``/<sensor>``, or the original topic of a sensor that came from a bag."""
-        topic = self._topics.get(sensor)
-        if topic is None:
-            topic = self.prefix.rstrip("/") + "/" + sensor
-            spec = self._specs.get(sensor)
-            original = spec.meta.get("topic") if spec is not None else None
-            if (
-                self._passthrough.get(sensor) is not None
-                and isinstance(original, str)
-                and original not in self._topics.values()
-                and original != GROUP_TOPIC
-            ):
-                topic = original
-            self._topics[sensor] = topic
-        return topic
+        return self.sensors.topic_for(sensor)
 
     def _ros_channel(self, topic: str, msgtype: str, msgdef: str) -> Any:
         """A ROS 2 CDR channel with a ``ros2msg`` schema (Foxglove reads those natively)."""
@@ -136,7 +109,7 @@ class FoxgloveMcapWriter:
 
     def _video_cdr(self, frame: Frame) -> bytes | None:
         """A video frame as ``foxglove_msgs/msg/CompressedVideo`` CDR, as in the ros2 profile."""
-        payload, fmt = video_payload(self._video, self.skipped, frame)
+        payload, fmt = self.sensors.video_payload(frame, self.skipped)
         if payload is None:
             return None
         if self._ros2 is None:
@@ -185,9 +158,9 @@ class FoxgloveMcapWriter:
         if is_internal(frame.sensor):
             return False
         log_time = frame.t if frame.t_arrival is None else frame.t_arrival
-        ptype = self._passthrough.get(frame.sensor)
-        raw = frame.meta.get(RAW)
-        if ptype is not None and isinstance(raw, (bytes, bytearray, memoryview)):
+        original = self.sensors.original(frame)
+        if original is not None:
+            ptype, raw = original
             try:
                 data = ptype.to_cdr(raw)
             except Exception as err:  # rosbags' converter errors have no common base
@@ -198,10 +171,7 @@ class FoxgloveMcapWriter:
             self.counts[topic] += 1
             self.frames[frame.sensor] += 1
             return True
-        if sensor_kind is None:
-            spec = self._specs.get(frame.sensor)
-            sensor_kind = spec.kind if spec is not None else "generic"
-        kind = classify(frame, sensor_kind)
+        kind = classify(frame, self.sensors.kind(frame.sensor, sensor_kind))
         if kind not in (
             "image",
             "encoded_image",
@@ -224,9 +194,7 @@ class FoxgloveMcapWriter:
             cdr = self._video_cdr(frame)
             if cdr is None:
                 return False
-            track = self._video.get(frame.sensor)
-            if track is not None:
-                log_time = track.log_time(log_time)
+            log_time = self.sensors.video_log_time(frame.sensor, log_time)
             assert self._ros2 is not None
             msgdef = self._ros2.generate_msgdef(VIDEO_TYPE, ros_version=2)[0]
             self._ros_channel(topic, VIDEO_TYPE, msgdef).log(cdr, log_time=log_time)

@@ -48,13 +48,12 @@ from typing import Any
 import numpy as np
 
 from adapters.bags.images import encoding_for
-from adapters.bags.passthrough import RAW, Ros2MessageType, passthrough_type
 from adapters.bags.pointcloud2 import pointcloud2_fields
 from fusion.frames import Frame, FrameGroup, SensorSpec
-from recordings.export.annexb import VideoTrack, packet_key
 from recordings.export.generic import RecordLayout
 from recordings.export.groups import GROUP_TOPIC, group_record
-from recordings.export.kinds import classify, image_format, is_internal, series_values, video_format
+from recordings.export.kinds import classify, image_format, is_internal, series_values
+from recordings.export.sensors import SensorMap
 
 _VIDEO_MSGDEF = """builtin_interfaces/Time timestamp
 string frame_id
@@ -112,11 +111,8 @@ class Ros2McapWriter:
         self._mcap.start(profile="ros2", library="hyperframes")
         self._schemas: dict[tuple[str, str], int] = {}
         self._channels: dict[str, tuple[int, str, str]] = {}  # topic -> (id, type, hash)
-        self._specs: dict[str, SensorSpec] = {}
-        self._passthrough: dict[str, Ros2MessageType | None] = {}
-        self._topics: dict[str, str] = {}
+        self.sensors = SensorMap(topic_prefix)
         self._records: dict[str, RecordLayout] = {}
-        self._video: dict[str, VideoTrack] = {}
         self.counts: Counter[str] = Counter()
         """Messages written per topic."""
         self.frames: Counter[str] = Counter()
@@ -125,7 +121,7 @@ class Ros2McapWriter:
         """Frames not written, by ``(sensor, reason)``."""
         self.generic: dict[str, str] = {}
         """Sensors written with a type made for them (``record`` payloads), and that type."""
-        self.notes: list[str] = []
+        self.notes = self.sensors.notes
         """Things the export could not do as asked, one line each."""
         self._t_min = 2**63 - 1
         self._t_max = 0
@@ -160,39 +156,15 @@ class Ros2McapWriter:
 
     def declare(self, spec: SensorSpec) -> None:
         """Know ``spec``: a sensor from a bag keeps its topic and its messages' type."""
-        self._specs[spec.name] = spec
-        try:
-            self._passthrough[spec.name] = passthrough_type(spec.meta)
-        except ValueError as err:
-            self._passthrough[spec.name] = None
-            self.notes.append(
-                f"sensor {spec.name!r}: {err}; its frames are written from their data"
-            )
+        self.sensors.declare(spec)
 
     def declare_video(self, sensor: str, key_meta: dict[str, Any]) -> None:
-        """Know a video sensor's track from its first key packet's meta.
-
-        An export window may open between key frames; its first packets still
-        get their codec this way.
-        """
-        self._video.setdefault(sensor, VideoTrack()).update(key_meta)
+        """Know a video sensor's codec before its first key packet (a window's start)."""
+        self.sensors.declare_video(sensor, key_meta)
 
     def topic_for(self, sensor: str) -> str:
         """``/<sensor>``, or the original topic of a sensor that came from a bag."""
-        topic = self._topics.get(sensor)
-        if topic is None:
-            topic = self.prefix.rstrip("/") + "/" + sensor
-            spec = self._specs.get(sensor)
-            original = spec.meta.get("topic") if spec is not None else None
-            if (
-                self._passthrough.get(sensor) is not None
-                and isinstance(original, str)
-                and original not in self._topics.values()
-                and original != GROUP_TOPIC
-            ):
-                topic = original
-            self._topics[sensor] = topic
-        return topic
+        return self.sensors.topic_for(sensor)
 
     # -- writing ------------------------------------------------------------------------
 
@@ -200,10 +172,10 @@ class Ros2McapWriter:
         """Write one frame as a ROS 2 message; ``False`` if skipped (and counted)."""
         if is_internal(frame.sensor):
             return False
-        ptype = self._passthrough.get(frame.sensor)
-        raw = frame.meta.get(RAW)
         log_time = frame.t if frame.t_arrival is None else frame.t_arrival
-        if ptype is not None and isinstance(raw, (bytes, bytearray, memoryview)):
+        original = self.sensors.original(frame)
+        if original is not None:
+            ptype, raw = original
             try:
                 data = ptype.to_cdr(raw)
             except Exception as err:  # rosbags' converter errors have no common base
@@ -214,10 +186,7 @@ class Ros2McapWriter:
             self._add(channel, topic, data, log_time, frame.seq)
             self.frames[frame.sensor] += 1
             return True
-        if sensor_kind is None:
-            spec = self._specs.get(frame.sensor)
-            sensor_kind = spec.kind if spec is not None else "generic"
-        kind = classify(frame, sensor_kind)
+        kind = classify(frame, self.sensors.kind(frame.sensor, sensor_kind))
         if kind == "record":
             return self._write_record(frame, log_time)
         if kind not in TYPES:
@@ -226,8 +195,8 @@ class Ros2McapWriter:
         msg = self._message(kind, frame)
         if msg is None:
             return False
-        if kind == "video" and frame.sensor in self._video:
-            log_time = self._video[frame.sensor].log_time(log_time)
+        if kind == "video":
+            log_time = self.sensors.video_log_time(frame.sensor, log_time)
         self._emit(self.topic_for(frame.sensor), TYPES[kind], msg, log_time, frame.seq)
         self.frames[frame.sensor] += 1
         return True
@@ -308,7 +277,7 @@ class Ros2McapWriter:
                 header=header, format=image_format(frame), data=np.frombuffer(data, np.uint8)
             )
         if kind == "video":
-            payload, fmt = self._video_payload(frame)
+            payload, fmt = self.sensors.video_payload(frame, self.skipped)
             if payload is None:
                 return None
             return T[TYPES["video"]](
@@ -324,10 +293,6 @@ class Ros2McapWriter:
         if kind == "gnss":
             return self._navsatfix(header, data)
         return self._series(data)
-
-    def _video_payload(self, frame: Frame) -> tuple[bytes | None, str]:
-        """A recorded packet in Annex B with its format, or a plain encoded frame's bytes."""
-        return video_payload(self._video, self.skipped, frame)
 
     def _pointcloud(self, header: Any, points: np.ndarray) -> Any:
         T = self.store.types
@@ -461,23 +426,3 @@ def _cov(data: dict[str, Any], key: str, default: np.ndarray | None = None) -> n
     if value is None:
         return np.zeros(9) if default is None else default
     return np.asarray(value, np.float64).reshape(-1)[:9]
-
-
-def video_payload(
-    tracks: dict[str, VideoTrack], skipped: Counter[tuple[str, str]], frame: Frame
-) -> tuple[bytes | None, str]:
-    """``(bytes, format)`` of a video frame for ``CompressedVideo``; ``None`` (counted) if unknown.
-
-    A recording's packet gets its codec from the track parameters on the key
-    packets before it (:class:`~recordings.export.annexb.VideoTrack`).
-    """
-    from recordings.video.packets import META_KEY
-
-    if META_KEY not in frame.meta:
-        return bytes(frame.data), video_format(frame)
-    track = tracks.setdefault(frame.sensor, VideoTrack())
-    track.update(frame.meta)
-    if track.format is None:
-        skipped[(frame.sensor, "video packet before its track's first key frame")] += 1
-        return None, ""
-    return track.annexb(frame.data, packet_key(frame.meta)), track.format
