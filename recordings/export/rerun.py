@@ -115,6 +115,8 @@ class RerunSink:
             for name, values in series_values(data):
                 self.rec.log(f"{frame.sensor}/{name}", rr.Scalars(values))
                 self.logged["scalars"] += 1
+        elif kind in ("encoded_image", "video"):
+            self.skipped[(frame.sensor, f"{kind} frames are not logged to Rerun")] += 1
         else:
             self.skipped[(frame.sensor, kind)] += 1
 
