@@ -183,7 +183,10 @@ def export_recording(
             tracks = {}
             if start is not None:
                 tracks = {s: _first_key_meta(log, s) for s in names if s in encoded}
-            _export_stream(to, frames, counted, names, specs, kinds, groups, report, tracks)
+            # Groups over the sensors that have frames: one that never sends a
+            # frame (a bag topic with no messages) would hold every group back.
+            grouped = [n for n in names if summary.sensors[n].count > 0]
+            _export_stream(to, frames, counted, grouped, specs, kinds, groups, report, tracks)
         else:
             raise ValueError(f"unknown export target {to!r}")
     return report
@@ -204,14 +207,14 @@ def _export_stream(
     to: str,
     frames: Callable[[], Iterator[Frame]],
     counted: Callable[[Iterable[Frame]], Iterator[Frame]],
-    names: list[str],
+    grouped: list[str],
     specs: dict[str, SensorSpec],
     kinds: dict[str, str],
     groups: str,
     report: ExportReport,
     tracks: dict[str, dict[str, Any]] | None = None,
 ) -> None:
-    policy = make_policy(groups, names)
+    policy = make_policy(groups, grouped)
     if to == "rerun":
         from recordings.export.rerun import RerunSink
 

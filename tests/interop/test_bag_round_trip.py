@@ -191,3 +191,13 @@ def test_bags_are_recognised_by_content_not_by_name(tmp_path: Path) -> None:
         assert tried in message
     with pytest.raises(SourceOpenError, match=r"without metadata\.yaml"):
         open_source(tmp_path)
+
+
+@pytest.mark.skipif(not BAG_NAMES, reason="../shared/data/real/bags is not there")
+def test_a_topic_without_messages_does_not_hold_the_groups_back(
+    recorded: dict[str, tuple[Path, BagSource]], tmp_path: Path
+) -> None:
+    hfr, _ = recorded["rosbag2_talker"]  # /parameter_events: declared, no message
+    report = export_recording(hfr, tmp_path / "t.mcap", to="ros2")
+    assert report.complete
+    assert report.groups == 10  # /topic and /rosout pair up, one group per publish
