@@ -224,15 +224,15 @@ def _export_stream(
                     sink.log_frame(frame, kinds[frame.sensor])
                     report.written[frame.sensor] += 1
             else:
-                grouped: set[tuple[str, int, int]] = set()
+                in_groups: set[tuple[str, int, int]] = set()
                 for group in sync_groups(counted(frames()), policy):
                     sink.log_group(group, kinds)
                     report.groups += 1
                     for frame in group.members():
                         report.written[frame.sensor] += 1
-                        grouped.add((frame.sensor, frame.seq, frame.t))
+                        in_groups.add((frame.sensor, frame.seq, frame.t))
                 for frame in frames():  # frames no group took: on the t timeline only
-                    if (frame.sensor, frame.seq, frame.t) not in grouped:
+                    if (frame.sensor, frame.seq, frame.t) not in in_groups:
                         sink.log_frame(frame, kinds[frame.sensor])
                         report.written[frame.sensor] += 1
             report.skipped.update(sink.skipped)
