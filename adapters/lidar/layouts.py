@@ -13,10 +13,11 @@ Hence:
   names are read as KITTI, the common case, *checked*;
 * every read is checked (:func:`implausible`): the size must divide by the
   record size, at most ``max_nonfinite`` of the points may have NaN/inf
-  coordinates, no coordinate may pass ``max_coordinate`` metres, a preset's
-  intensity stays in its range and its integer fields (ring) hold whole
-  numbers. A failure is a :class:`DecodeError` naming the file, the layout
-  tried and the presets that fit the file's size, each marked plausible or not.
+  coordinates, no coordinate may pass ``max_coordinate`` metres, and a
+  preset's bounded fields stay in range (KITTI reflectance 0..1, nuScenes
+  ring 0..255: a shifted read puts negative coordinates there). A failure
+  is a :class:`DecodeError` naming the file, the layout tried and the presets
+  that fit the file's size, each marked plausible or not.
 
 The checks cost one min and one max pass over the records when all is well
 (NaN fails both comparisons, so a finite, in-range result proves the rest).
@@ -46,16 +47,14 @@ class BinLayout:
 
     name: str
     dtype: np.dtype[Any]
-    intensity: tuple[float, float] | None = None
-    """Range the intensity of every point lies in (None: any finite value)."""
-    integral: tuple[str, ...] = ()
-    """Fields that hold whole, non-negative numbers stored as floats (a laser index)."""
+    bounds: tuple[tuple[str, float, float], ...] = ()
+    """(field, low, high): the range every value of the field lies in, both ends included."""
     about: str = ""
 
 
 LAYOUTS: dict[str, BinLayout] = {
     "kitti": BinLayout(
-        "kitti", _f4("x", "y", "z", "intensity"), (0.0, 1.0),
+        "kitti", _f4("x", "y", "z", "intensity"), (("intensity", 0.0, 1.0),),
         about="KITTI velodyne: x, y, z (m), reflectance 0..1 (float32)",
     ),
     "xyzi": BinLayout(
@@ -63,8 +62,8 @@ LAYOUTS: dict[str, BinLayout] = {
         about="KITTI-shaped, any intensity scale: x, y, z, intensity (float32)",
     ),
     "nuscenes": BinLayout(
-        "nuscenes", _f4("x", "y", "z", "intensity", "ring"), (0.0, 255.0), ("ring",),
-        about="nuScenes LIDAR_TOP .pcd.bin: x, y, z, intensity 0..255, ring (float32)",
+        "nuscenes", _f4("x", "y", "z", "intensity", "ring"), (("ring", 0.0, 255.0),),
+        about="nuScenes LIDAR_TOP .pcd.bin: x, y, z, intensity, ring (laser index, float32)",
     ),
     "waymo": BinLayout(
         "waymo", _f4("x", "y", "z", "intensity", "elongation", "timestamp"),
@@ -212,20 +211,12 @@ def implausible(
             ranges[name] = (float(good.min()), float(good.max())) if len(good) else (0.0, 0.0)
     if worst > max_coordinate:
         return f"a coordinate of {worst:.4g} m is beyond max_coordinate = {max_coordinate:g} m"
-    if layout.intensity is not None and "intensity" in ranges:
-        low, high = layout.intensity
-        got = ranges["intensity"]
-        if not (low <= got[0] and got[1] <= high):
+    for name, low, high in layout.bounds:
+        got = ranges.get(name)
+        if got is not None and not (low <= got[0] and got[1] <= high):
             return (
-                f"intensity spans {got[0]:.4g}..{got[1]:.4g}, outside the layout's "
-                f"{low:g}..{high:g}"
+                f"{name} spans {got[0]:.4g}..{got[1]:.4g}, outside the layout's {low:g}..{high:g}"
             )
-    for name in layout.integral:
-        values = array[name]
-        whole = np.isfinite(values) & (values >= 0) & (values == np.floor(values))
-        if not whole.all():
-            bad = float(values[~whole][0])
-            return f"{name} holds {bad:.4g}, not a whole non-negative number"
     return None
 
 

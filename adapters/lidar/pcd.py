@@ -342,7 +342,7 @@ def write_pcd(
         "COUNT " + " ".join(str(f[3]) for f in header_fields),
         f"WIDTH {width}",
         f"HEIGHT {height}",
-        "VIEWPOINT " + " ".join(repr(float(v)) for v in viewpoint),
+        "VIEWPOINT " + " ".join(_number(v) for v in viewpoint),
         f"POINTS {n}",
         f"DATA {data}",
     ]
@@ -357,8 +357,13 @@ def write_pcd(
         lzf = compress_literal(plain)
         body = struct.pack("<II", len(lzf), len(plain)) + lzf
     else:
-        body = _ascii_rows(packed).encode("ascii")
+        body = _ascii_rows(packed).encode("ascii") if n else b""
     Path(path).write_bytes(head + body)
+
+
+def _number(value: float) -> str:
+    value = float(value)
+    return str(int(value)) if value.is_integer() else repr(value)
 
 
 def _pcd_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:

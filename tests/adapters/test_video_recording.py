@@ -229,9 +229,7 @@ class TestPipeline:
         recorder = VideoRecorder(
             tmp_path / "p.hfr", video={"cam": "ffv1"}, sensors=[s.spec for s in sources]
         )
-        live = Pipeline(
-            sources, policy(), max_latency=300 * MS, recorder=recorder, clock=clock
-        )
+        live = Pipeline(sources, policy(), max_latency=300 * MS, recorder=recorder, clock=clock)
         with anyio.fail_after(30):
             async with clock.autojump():
                 original = [(g.keys, g.frames["cam"].data.copy()) async for g in live]  # type: ignore[union-attr]
