@@ -90,7 +90,7 @@ MAX_COORDINATE = 1000.0
 MAX_NONFINITE = 0.1
 """Default largest share of points whose coordinates may be NaN or inf."""
 
-SAMPLE = 1024
+SAMPLE = 256
 """Records the plausibility checks look at (first and last halves; all of a smaller file)."""
 
 LayoutLike = str | BinLayout | np.dtype[Any] | npt.DTypeLike
@@ -204,14 +204,14 @@ def implausible(
     names = array.dtype.names or ()
     if _all_float32(array.dtype):
         # one contiguous row per field: numpy reduces rows fast, strided columns slowly
-        columns = np.ascontiguousarray(array.view(np.float32).reshape(len(array), -1).T)
+        columns = array.view(np.float32).reshape(len(array), -1).T.copy()
         lo, hi = columns.min(axis=1).tolist(), columns.max(axis=1).tolist()
-        ranges = {n: (lo[i], hi[i]) for i, n in enumerate(names)}
+        ranges = dict(zip(names, zip(lo, hi, strict=True), strict=True))
     else:
         ranges = {n: (float(array[n].min()), float(array[n].max())) for n in ("x", "y", "z")}
-    xyz = [v for a in "xyz" for v in ranges[a]]
-    if all(math.isfinite(v) for v in xyz):  # NaN or inf anywhere makes a min or max so
-        worst = max(abs(v) for v in xyz)
+    xyz = [*ranges["x"], *ranges["y"], *ranges["z"]]
+    if all(map(math.isfinite, xyz)):  # NaN or inf anywhere makes a min or max so
+        worst = max(map(abs, xyz))
     else:  # the slow path only when some value is NaN or inf
         pos = np.stack([array[a].astype(np.float64) for a in "xyz"], axis=1)
         finite = np.isfinite(pos).all(axis=1)

@@ -96,8 +96,30 @@ def read_pcd_with_meta(path: str | Path) -> tuple[np.ndarray, dict[str, Any]]:
     return as_points(array, path, drop=padding), header.meta()
 
 
+_PARSED: dict[bytes, PcdHeader] = {}
+_PARSED_MAX = 64
+
+
 def parse_header(raw: bytes, path: str | Path = "<pcd>") -> PcdHeader:
-    """Parse and check the header at the start of ``raw`` (up to and including DATA)."""
+    """Parse and check the header at the start of ``raw`` (up to and including DATA).
+
+    The files of one sequence share their header byte for byte, so a header
+    seen before is not parsed again: a sweep then reads at ``np.fromfile``'s
+    speed (BENCHMARKS.md).
+    """
+    mark = raw.find(b"\nDATA ", 0, _MAX_HEADER)
+    end = raw.find(b"\n", mark + 1) + 1 if mark >= 0 else 0
+    known = _PARSED.get(raw[:end]) if end else None
+    if known is not None:
+        return known
+    header = _parse_header(raw, path)
+    if len(_PARSED) >= _PARSED_MAX:
+        _PARSED.clear()
+    _PARSED[raw[: header.offset]] = header
+    return header
+
+
+def _parse_header(raw: bytes, path: str | Path) -> PcdHeader:
     values: dict[str, tuple[int, list[str]]] = {}
     pos = 0
     limit = min(len(raw), _MAX_HEADER)
