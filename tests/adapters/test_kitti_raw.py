@@ -9,6 +9,9 @@ folder up. Expected stamps come from numpy's datetime64 parser.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +24,9 @@ from adapters.datasets import OXTS_FIELDS, KittiRawSource, kitti_raw_sources
 from fusion import Nearest, Pipeline
 from fusion.errors import SourceOpenError
 from fusion.frames import Frame, FrameGroup
-from hyperframes.cli import main
 from recordings import Recorder, Replay, open_recording
 
+REPO = Path(__file__).resolve().parents[2]
 MS = 1_000_000
 FRAMES = 4
 BASE = np.datetime64("2011-09-26T13:02:25.964389445", "ns")
@@ -271,7 +274,11 @@ sensors = ["cam2", "velodyne", "imu"]
 """
     )
     out = tmp_path / "kitti.hfr"
-    assert main(["record", str(config), "-o", str(out), "--quiet"]) == 0
+    run = subprocess.run(
+        [sys.executable, "-m", "hyperframes", "record", str(config), "-o", str(out), "--quiet"],
+        capture_output=True, text=True, timeout=90, env={**os.environ, "PYTHONPATH": str(REPO)},
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
     with open_recording(out) as log:
         counts = {n: s.count for n, s in log.summary().sensors.items()}
     assert counts == {"cam2": FRAMES, "velodyne": FRAMES, "imu": FRAMES}
