@@ -214,26 +214,18 @@ def _checked(values: dict[str, tuple[int, list[str]]], offset: int, path: Path) 
         raise DecodeError(
             f"{path}: byte {data_at}: DATA {data[0]!r} is not ascii, binary or binary_compressed"
         )
-    width = (
-        integers("WIDTH", values["WIDTH"][1][:1], values["WIDTH"][0])[0]
-        if "WIDTH" in values
-        else None
-    )
-    height = (
-        integers("HEIGHT", values["HEIGHT"][1][:1], values["HEIGHT"][0])[0]
-        if "HEIGHT" in values
-        else 1
-    )
-    points = (
-        integers("POINTS", values["POINTS"][1][:1], values["POINTS"][0])[0]
-        if "POINTS" in values
-        else None
-    )
-    if width is None and points is None:
-        raise DecodeError(f"{path}: byte {offset}: the PCD header has neither WIDTH nor POINTS")
+
+    def number(key: str) -> int | None:
+        if key not in values:
+            return None
+        key_at, items = values[key]
+        return integers(key, items[:1], key_at)[0]
+
+    width, height, points = number("WIDTH"), number("HEIGHT") or 1, number("POINTS")
     if width is None:
-        assert points is not None
-        width, height = points, 1
+        if points is None:
+            raise DecodeError(f"{path}: byte {offset}: the PCD header has neither WIDTH nor POINTS")
+        width = points // height
     if points is None:
         points = width * height
     if points != width * height:
