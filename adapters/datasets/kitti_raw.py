@@ -45,7 +45,14 @@ from typing import Any
 
 import numpy as np
 
-from adapters.datasets import oxts
+from adapters.datasets.oxts import (
+    GNSS_FIELDS,
+    IMU_FIELDS,
+    field_names,
+    gnss_frame,
+    imu_frame,
+    read_packet,
+)
 from adapters.lidar.layouts import read_bin
 from adapters.timeseries import parse_time_ns
 from fusion.errors import ConfigError, DecodeError, HyperframesError, SourceOpenError
@@ -192,7 +199,7 @@ class KittiRawDrive:
         self.sweep_time = sweep_time
         self.calibration = self._calibration()
         self.date = self.path.parent.name
-        self._oxts_names = oxts.field_names(self.path / "oxts")
+        self._oxts_names = field_names(self.path / "oxts")
         self.streams = {prefix + s: self._stream(s) for s in chosen}
 
     def _calibration(self) -> dict[str, dict[str, list[float] | str]]:
@@ -229,8 +236,8 @@ class KittiRawDrive:
                 ]
         elif sensor in ("imu", "gnss"):
             names = self._oxts_names
-            half = oxts.imu_frame if sensor == "imu" else oxts.gnss_frame
-            read = lambda p: half(oxts.read_packet(p, names))  # noqa: E731
+            half = imu_frame if sensor == "imu" else gnss_frame
+            read = lambda p: half(read_packet(p, names))  # noqa: E731
         else:
             read = read_png
         return _Stream(self.prefix + sensor, files, stamps, read, extra)
@@ -259,7 +266,7 @@ class KittiRawDrive:
         if self.calibration:
             meta["calibration"] = self.calibration
         if bare in ("imu", "gnss"):
-            meta["fields"] = list(oxts.IMU_FIELDS if bare == "imu" else oxts.GNSS_FIELDS)
+            meta["fields"] = list(IMU_FIELDS if bare == "imu" else GNSS_FIELDS)
         return SensorSpec(sensor, kind=_KINDS[bare], rate_hz=rate, meta=meta)
 
     def frame_parts(self, sensor: str, index: int) -> tuple[int, Any, dict[str, Any]]:
