@@ -17,6 +17,7 @@ zero-copy block.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection
 from typing import Any
 
@@ -106,16 +107,18 @@ def as_points(array: np.ndarray, where: object, *, drop: Collection[str] = ()) -
             f"{where}: expected point fields x, y, z; the file has fields "
             f"{list(names)} (missing {', '.join(missing)})"
         )
-    if (
-        not drop
-        and names[:4] == REQUIRED_FIELDS
-        and all(array.dtype[n] == _F4 for n in REQUIRED_FIELDS)
-    ):
+    if not drop and _xyzi_first(array.dtype):
         return array
     return normalize({n: array[n] for n in names if n not in drop}, len(array))
 
 
 _F4 = np.dtype("<f4")
+
+
+@functools.lru_cache(maxsize=64)
+def _xyzi_first(dtype: np.dtype[Any]) -> bool:
+    names = dtype.names or ()
+    return names[:4] == REQUIRED_FIELDS and all(dtype[n] == _F4 for n in REQUIRED_FIELDS)
 
 
 def check_points(data: Any, *, sensor: str | None = None, seq: int | None = None) -> np.ndarray:
