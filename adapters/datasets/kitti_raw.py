@@ -38,7 +38,7 @@ from __future__ import annotations
 import heapq
 import math
 import re
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -319,16 +319,16 @@ class _DriveSource(Source):
     drive: KittiRawDrive
     speed: float | None
 
-    def _order(self, sensors: Iterable[str]) -> list[tuple[int, int, str, int]]:
-        rank = {name: i for i, name in enumerate(self.drive.streams)}
-        return list(
-            heapq.merge(
-                *(
-                    [(t, rank[s], s, i) for i, t in enumerate(self.drive.streams[s].stamps)]
-                    for s in sensors
-                )
-            )
-        )
+    def _order(self, sensors: Iterable[str]) -> Iterator[tuple[int, int, str, int]]:
+        """(t, rank, sensor, index) of every frame, by time; ties in :data:`SENSORS` order."""
+        streams = self.drive.streams
+        rank = {name: i for i, name in enumerate(streams)}
+
+        def keyed(sensor: str) -> Iterator[tuple[int, int, str, int]]:
+            for index, t in enumerate(streams[sensor].stamps):
+                yield t, rank[sensor], sensor, index
+
+        return heapq.merge(*(keyed(s) for s in sensors))
 
     async def _frames(self, sensors: Iterable[str]) -> AsyncIterator[Frame]:
         clock = current_clock()
@@ -341,7 +341,7 @@ class _DriveSource(Source):
                 message = str(err)
                 self.count_error(
                     "bad_file",
-                    f"{sensor} seq {index}: "
+                    f"{sensor} frame {index}: "
                     + (message if str(path) in message else f"{path}: {message}"),
                 )
                 continue

@@ -300,7 +300,7 @@ async def test_a_broken_file_costs_its_frame_and_a_stamp_mismatch_refuses_the_dr
     ]
     assert len([f for f in frames if f.sensor == "imu"]) == 3
     assert source.errors == {"bad_file": 2}
-    assert "imu seq 3: " in str(source.last_error)
+    assert "imu frame 3: " in str(source.last_error)
     assert "0000000003.txt: expected 30 numbers (an OXTS packet), found 3" in str(source.last_error)
     with (drive / "velodyne_points" / "timestamps.txt").open("a") as extra:
         extra.write("2011-09-26 13:02:26.500000000\n")
