@@ -1,4 +1,4 @@
-"""Sources of frames: video, LiDAR, time series, ROS bags and synthetic sensors.
+"""Sources of frames: video, LiDAR, time series, ROS bags, KITTI raw drives, synthetic sensors.
 
 Every class here is a :class:`~fusion.Source` (re-exported as
 ``adapters.Source``: the base class lives in the core). Names load on first
@@ -15,6 +15,7 @@ from fusion.source import Source
 
 if TYPE_CHECKING:
     from adapters.bags import BagSource
+    from adapters.datasets import KittiRawSource
     from adapters.interpolation import interpolate, slerp
     from adapters.lidar import PointCloudFiles, VelodyneSource
     from adapters.synthetic import (
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BagSource",
+    "KittiRawSource",
     "PointCloudFiles",
     "SensorTiming",
     "Source",
@@ -61,6 +63,7 @@ __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         "BagSource": "adapters.bags.source",
+        "KittiRawSource": "adapters.datasets.kitti_raw",
         "PointCloudFiles": "adapters.lidar.pointcloud_files",
         "TimeSeriesSource": "adapters.timeseries",
         "VelodyneSource": "adapters.lidar.velodyne",

@@ -2,8 +2,9 @@
 
 from adapters.lidar.calibration import HDL_32E, MODELS, PUCK_HI_RES, VLP_16, VelodyneModel
 from adapters.lidar.kitti import read_kitti_bin, write_kitti_bin
+from adapters.lidar.layouts import LAYOUTS, BinLayout, read_bin
 from adapters.lidar.pcap import PcapReader, UdpDatagram
-from adapters.lidar.pcd import read_pcd
+from adapters.lidar.pcd import read_pcd, read_pcd_with_meta, write_pcd
 from adapters.lidar.ply import read_ply
 from adapters.lidar.pointcloud_files import PointCloudFiles
 from adapters.lidar.points import VELODYNE_DTYPE, XYZI_DTYPE, from_xyz, xyz
@@ -14,12 +15,14 @@ from fusion._exports import rewrite_module
 
 __all__ = [
     "HDL_32E",
+    "LAYOUTS",
     "MODELS",
     "PUCK_HI_RES",
     "VELODYNE_DTYPE",
     "VLP_16",
     "WRAP_PERIOD_NS",
     "XYZI_DTYPE",
+    "BinLayout",
     "BoxCrop",
     "PcapReader",
     "PointCloudFiles",
@@ -32,10 +35,13 @@ __all__ = [
     "VelodyneSource",
     "VoxelDownsample",
     "from_xyz",
+    "read_bin",
     "read_kitti_bin",
     "read_pcd",
+    "read_pcd_with_meta",
     "read_ply",
     "write_kitti_bin",
+    "write_pcd",
     "xyz",
 ]
 

@@ -1,4 +1,4 @@
-"""Read KITTI-style ``.bin`` scans: little-endian float32 rows of x, y, z, reflectance."""
+"""KITTI-style ``.bin`` scans: little-endian float32 rows of x, y, z, reflectance (0..1)."""
 
 from __future__ import annotations
 
@@ -6,20 +6,18 @@ from pathlib import Path
 
 import numpy as np
 
+from adapters.lidar.layouts import read_bin
 from adapters.lidar.points import XYZI_DTYPE
-from fusion.errors import DecodeError
 
 
 def read_kitti_bin(path: str | Path) -> np.ndarray:
-    """The scan as an XYZI array (the file's bytes are the array: no copy, no parse)."""
-    path = Path(path)
-    raw = path.read_bytes()
-    if len(raw) % XYZI_DTYPE.itemsize:
-        raise DecodeError(
-            f"{path}: byte {len(raw) - len(raw) % XYZI_DTYPE.itemsize}: size {len(raw)} is not "
-            f"a multiple of {XYZI_DTYPE.itemsize} (4 float32 per point); the file is cut short"
-        )
-    return np.frombuffer(raw, XYZI_DTYPE)
+    """The scan as an XYZI array (the file's bytes are the array: no copy, no parse).
+
+    Checked like every ``.bin`` read (:func:`~adapters.lidar.layouts.read_bin`):
+    a nuScenes or Waymo file raises :class:`~fusion.DecodeError` instead of
+    turning into wrong points.
+    """
+    return read_bin(path, "kitti")
 
 
 def write_kitti_bin(path: str | Path, points: np.ndarray) -> None:

@@ -1,40 +1,55 @@
 """``PointCloudFiles``: a directory or glob of point-cloud files as a source.
 
 Each file is one sweep. Readers by suffix: ``.pcd`` (ascii, binary,
-binary_compressed), ``.ply`` and KITTI-style ``.bin``. Timestamps come from
+binary_compressed), ``.ply`` and headerless ``.bin`` in a declared ``layout``
+(:mod:`adapters.lidar.layouts`: ``"kitti"``, ``"nuscenes"``... or a numpy
+dtype; without one the name decides where it can, ``*.pcd.bin`` being
+nuScenes, and values are checked). Timestamps come from
 exactly one of: a fixed ``rate_hz`` (frame i at ``start_ns + i / rate``), a
 timestamps file (one stamp per line: a number in ``time_unit`` or an ISO
 date-time, as KITTI's ``timestamps.txt``), ``timestamps="names"`` (the last
 number in each file name, in ``time_unit``), or an explicit sequence of ns.
 A count mismatch between files and stamps is a :class:`ConfigError` before
-the first frame; a file that does not decode is counted and skipped.
+the first frame; a file that does not decode is counted (``bad_file``) and
+skipped with a message naming it and what was expected; the others are read.
 """
 
 from __future__ import annotations
 
+import functools
 import glob
 import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from adapters.lidar.kitti import read_kitti_bin
-from adapters.lidar.pcd import read_pcd
+from adapters.lidar.layouts import (
+    MAX_COORDINATE,
+    LayoutLike,
+    describe_layout,
+    read_bin,
+    resolve_layout,
+)
+from adapters.lidar.pcd import read_pcd_with_meta
 from adapters.lidar.ply import read_ply
 from adapters.timeseries import parse_time_ns
 from fusion.clock import ClockModel
-from fusion.errors import ConfigError, DecodeError, SourceOpenError
+from fusion.errors import ConfigError, HyperframesError, SourceOpenError
 from fusion.frames import Frame, SensorSpec
 from fusion.source import Source
 from fusion.timing import current_clock
 
-READERS: dict[str, Callable[[Path], np.ndarray]] = {
-    ".pcd": read_pcd,
+Reader = Callable[[Path], "np.ndarray | tuple[np.ndarray, dict[str, Any]]"]
+
+READERS: dict[str, Reader] = {
+    ".pcd": read_pcd_with_meta,
     ".ply": read_ply,
-    ".bin": read_kitti_bin,
+    ".bin": read_bin,
 }
-"""Reader per file suffix; add to it to teach :class:`PointCloudFiles` a format."""
+"""Reader per file suffix; add to it to teach :class:`PointCloudFiles` a format. A
+reader returns the points, or (points, meta for the frame)."""
 
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
@@ -63,6 +78,10 @@ class PointCloudFiles(Source):
     ``PointCloudFiles("scans/*.pcd", rate_hz=10)`` or
     ``PointCloudFiles("scans/", timestamps="times.txt")``. ``speed`` paces
     frames at their stamps on the runtime clock (``None``: as fast as taken).
+    ``layout`` declares the records of ``.bin`` files (a preset of
+    :data:`~adapters.lidar.layouts.LAYOUTS` or a numpy structured dtype);
+    ``max_coordinate`` (m) bounds their plausible coordinates.
+    :attr:`description` says which layout is used and why.
     """
 
     def __init__(
@@ -77,6 +96,8 @@ class PointCloudFiles(Source):
         speed: float | None = None,
         clock: ClockModel | None = None,
         capacity: int = 8,
+        layout: LayoutLike | None = None,
+        max_coordinate: float = MAX_COORDINATE,
     ) -> None:
         self.files = find_files(paths)
         if not self.files:
@@ -96,8 +117,23 @@ class PointCloudFiles(Source):
             raise ValueError(f"speed must be > 0 or None, got {speed}")
         self.stamps = self._stamps(rate_hz, timestamps, time_unit, start_ns, name)
         self.speed = speed
+        try:
+            self.layout = None if layout is None else resolve_layout(layout)
+        except ValueError as err:
+            raise ConfigError(f"PointCloudFiles {name!r}: {err}") from err
+        self.max_coordinate = max_coordinate
+        meta: dict[str, Any] = {}
+        bins = [p for p in self.files if p.suffix.lower() == ".bin"]
+        if bins:
+            meta["layout"] = describe_layout(self.layout, bins)
+        self.description = f"{len(self.files)} point-cloud files" + (
+            f", .bin layout {meta['layout']}" if bins else ""
+        )
+        """What is read and how, for humans (``hyperframes info``, logs)."""
         super().__init__(
-            SensorSpec(name, kind="lidar", rate_hz=rate_hz, clock=clock, capacity=capacity)
+            SensorSpec(
+                name, kind="lidar", rate_hz=rate_hz, clock=clock, capacity=capacity, meta=meta
+            )
         )
 
     def _stamps(
@@ -149,11 +185,21 @@ class PointCloudFiles(Source):
         start: tuple[int, int] | None = None
         for path, t in zip(self.files, self.stamps, strict=True):
             try:
-                points = await self.run_blocking(READERS[path.suffix.lower()], path)
-            except (DecodeError, OSError, ValueError) as err:
-                self.count_error("bad_file", f"{path}: {err}")
+                result = await self.run_blocking(self._reader(path), path)
+            except (HyperframesError, OSError, ValueError) as err:
+                message = str(err)
+                self.count_error("bad_file", message if str(path) in message else f"{path}: {err}")
                 continue
+            points, extra = result if isinstance(result, tuple) else (result, {})
             if self.speed is not None:
                 start = start or (clock.now(), t)
                 await clock.sleep_until(start[0] + round((t - start[1]) / self.speed))
-            yield self.make_frame(t, points, meta={"path": str(path)})
+            yield self.make_frame(t, points, meta={"path": str(path), **extra})
+
+    def _reader(self, path: Path) -> Reader:
+        reader = READERS[path.suffix.lower()]
+        if reader is read_bin:
+            return functools.partial(
+                read_bin, layout=self.layout, max_coordinate=self.max_coordinate
+            )
+        return reader

@@ -17,12 +17,14 @@ zero-copy block.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from fusion.errors import FrameFormatError
+from fusion.errors import DecodeError, FrameFormatError
 
 XYZI_DTYPE = np.dtype([("x", "<f4"), ("y", "<f4"), ("z", "<f4"), ("intensity", "<f4")])
 """The minimum every point cloud carries."""
@@ -88,6 +90,35 @@ def normalize(fields: dict[str, np.ndarray], count: int) -> np.ndarray:
     for name, column in fields.items():
         out[name] = column
     return out
+
+
+def as_points(array: np.ndarray, where: object, *, drop: Collection[str] = ()) -> np.ndarray:
+    """A file's structured records as a point array, without copying when they already are one.
+
+    Records whose first fields are x, y, z, intensity (float32) and that have
+    nothing to ``drop`` (padding) are returned as they are: the file's buffer
+    is the array. Others are repacked by :func:`normalize`. Records without
+    x, y, z are a :class:`DecodeError` naming ``where`` (the file).
+    """
+    names = array.dtype.names or ()
+    missing = [axis for axis in ("x", "y", "z") if axis not in names]
+    if missing:
+        raise DecodeError(
+            f"{where}: expected point fields x, y, z; the file has fields "
+            f"{list(names)} (missing {', '.join(missing)})"
+        )
+    if not drop and _xyzi_first(array.dtype):
+        return array
+    return normalize({n: array[n] for n in names if n not in drop}, len(array))
+
+
+_F4 = np.dtype("<f4")
+
+
+@functools.lru_cache(maxsize=64)
+def _xyzi_first(dtype: np.dtype[Any]) -> bool:
+    names = dtype.names or ()
+    return names[:4] == REQUIRED_FIELDS and all(dtype[n] == _F4 for n in REQUIRED_FIELDS)
 
 
 def check_points(data: Any, *, sensor: str | None = None, seq: int | None = None) -> np.ndarray:

@@ -17,6 +17,7 @@ from hyperframes.config.schema import (
     MS,
     ClockConfig,
     FixedOffsetConfig,
+    KittiRawConfig,
     OnlineClockConfig,
     PipelineConfig,
     PointCloudFilesConfig,
@@ -60,15 +61,15 @@ def build_pipeline(
         for name, codec in (config.recorder.video if config.recorder else {}).items()
         if codec.partition(":")[0].strip().lower() == "copy"
     }
-    sources = [build_source(s, copied) for s in chosen] + list(extra_sources)
+    built = [(s, build_source(s, copied)) for s in chosen]
+    sources = [source for _, source in built] + list(extra_sources)
     if not sources:
         raise ConfigError("no source left after --sensors/--exclude")
     specs: list[SensorSpec] = []
-    by_name = {c.name: c for c in chosen}
-    for source in sources:
+    for cfg, source in built:
         for spec in source.specs:
-            cfg = by_name.get(spec.name)
-            if cfg is None:
+            # a KITTI drive's clock/capacity keys apply to every sensor of the drive
+            if spec.name != cfg.name and not isinstance(cfg, KittiRawConfig):
                 continue
             specs.append(
                 dataclasses.replace(
@@ -172,6 +173,18 @@ def build_source(cfg: Any, copied: set[str] | None = None) -> Any:
             rate_hz=cfg.rate_hz,
             timestamps=cfg.timestamps,
             name=cfg.name,
+            speed=cfg.speed,
+            layout=cfg.layout,
+            max_coordinate=cfg.max_coordinate,
+        )
+    if isinstance(cfg, KittiRawConfig):
+        from adapters.datasets import KittiRawSource
+
+        return KittiRawSource(
+            cfg.path,
+            sensors=cfg.sensors,
+            prefix=cfg.prefix,
+            sweep_time=cfg.sweep_time,
             speed=cfg.speed,
         )
     if isinstance(cfg, TimeSeriesCsvConfig):

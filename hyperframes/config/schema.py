@@ -92,6 +92,40 @@ class PointCloudFilesConfig(_SourceBase):
     rate_hz: float | None = Field(None, gt=0)
     timestamps: str | None = None
     speed: float | None = Field(None, gt=0)
+    layout: str | list[tuple[str, str]] | None = None
+    """Records of ``.bin`` files: a preset (``"kitti"``, ``"nuscenes"``, ``"waymo"``,
+    ``"xyzi"``, ``"xyz"``) or ``[["x", "<f4"], ...]`` (name, numpy type) pairs."""
+    max_coordinate: float = Field(1000.0, gt=0)
+    """Largest plausible coordinate (m) in a ``.bin`` file."""
+
+    @model_validator(mode="after")
+    def _known_layout(self) -> PointCloudFilesConfig:
+        if self.layout is not None:
+            from adapters.lidar.layouts import resolve_layout
+
+            try:
+                resolve_layout(self.layout)
+            except (TypeError, ValueError) as err:
+                raise ValueError(f"layout: {err}") from None
+        return self
+
+
+KITTI_SENSORS = ("cam0", "cam1", "cam2", "cam3", "velodyne", "imu", "gnss")
+
+
+class KittiRawConfig(_SourceBase):
+    """A KITTI raw drive folder: every sensor in it (or ``sensors``), the dataset's stamps."""
+
+    type: Literal["kitti_raw"]
+    path: str
+    sensors: list[Literal["cam0", "cam1", "cam2", "cam3", "velodyne", "imu", "gnss"]] | None = None
+    prefix: str = ""
+    sweep_time: bool = False
+    speed: float | None = Field(None, gt=0)
+
+    def sensor_names(self) -> list[str]:
+        """The names of the sensors this source can produce (prefix included)."""
+        return [self.prefix + s for s in (self.sensors or KITTI_SENSORS)]
 
 
 class TimeSeriesCsvConfig(_SourceBase):
@@ -114,7 +148,8 @@ SourceConfig = Annotated[
     | VelodyneConfig
     | PointCloudFilesConfig
     | TimeSeriesCsvConfig
-    | ReplayConfig,
+    | ReplayConfig
+    | KittiRawConfig,
     Field(discriminator="type"),
 ]
 
@@ -202,6 +237,9 @@ class PipelineConfig(StrictModel):
         if len(set(names)) != len(names):
             raise ValueError(f"source names must be unique, got {names}")
         known = set(names)
+        known |= {
+            n for s in self.sources if isinstance(s, KittiRawConfig) for n in s.sensor_names()
+        }
         wanted = set(self.sync.sensors or ()) | set(self.sync.optional) | set(self.sync.windows_ms)
         wanted |= {self.sync.reference} if self.sync.reference else set()
         wanted |= {s.sensor for s in self.stages} | {w.input for w in self.workers}

@@ -75,11 +75,15 @@ def test_ply_written_by_open3d_reads_back(tmp_path: Path, ascii: bool) -> None:
 
 
 def test_kitti_bin_round_trip_and_truncation_error(tmp_path: Path) -> None:
-    points = from_xyz(np.arange(30, dtype=np.float32).reshape(10, 3), np.arange(10))
+    points = from_xyz(np.arange(30, dtype=np.float32).reshape(10, 3), np.arange(10) / 10)
     write_kitti_bin(tmp_path / "000000.bin", points)
     np.testing.assert_array_equal(read_kitti_bin(tmp_path / "000000.bin"), points)
     (tmp_path / "cut.bin").write_bytes((tmp_path / "000000.bin").read_bytes()[:-3])
-    with pytest.raises(DecodeError, match=r"cut.bin: byte 144: size 157 is not a multiple of 16"):
+    with pytest.raises(
+        DecodeError,
+        match=r"cut.bin: byte 144: size 157 is not a multiple of 16 \(16-byte records: x, y, z, "
+        r"intensity of layout kitti\); no preset fits its 157 bytes",
+    ):
         read_kitti_bin(tmp_path / "cut.bin")
 
 
