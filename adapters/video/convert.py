@@ -49,6 +49,8 @@ import av.filter
 import numpy as np
 from av.video.reformatter import VideoReformatter
 
+from adapters.video.orientation import UPRIGHT, Orientation
+
 PixelFormat = Literal["rgb24", "bgr24", "gray", "yuv420p"]
 PIXEL_FORMATS: tuple[PixelFormat, ...] = ("rgb24", "bgr24", "gray", "yuv420p")
 _INTERPOLATIONS = ("FAST_BILINEAR", "BILINEAR", "BICUBIC", "POINT", "AREA", "LANCZOS")
@@ -138,27 +140,44 @@ class PixelConverter:
         self._pools: dict[str, BufferPool] = {}
         self._graph: _ScaleGraph | None = None
         self._no_graph: set[tuple[Any, ...]] = set()  # inputs the graph refused
+        self.orientation: Orientation = UPRIGHT
+        """How to turn frames upright (the decoder sets it from the first frame's display
+        matrix); applied in the same filter pass as the conversion where it can be."""
 
     def convert(self, frame: av.VideoFrame) -> Payload:
-        """The frame's pixels in the requested format and size (GIL released while scaling)."""
+        """The frame's pixels in the requested format, size and orientation (GIL released
+        while scaling). ``size`` is the size of the output, after turning it upright."""
         width, height = self.size if self.size is not None else (None, None)
-        if frame.format.name == self.pixel_format and (
-            width is None or (width, height) == (frame.width, frame.height)
+        turn = self.orientation
+        if turn.transpose and width is not None:
+            width, height = height, width  # scale the stored picture, then turn it
+        turned = turn.identity
+        if (
+            frame.format.name == self.pixel_format
+            and (width is None or (width, height) == (frame.width, frame.height))
+            and turned
         ):
             out = frame  # already in the requested layout: zero-copy, decoder-pooled memory
         else:
-            out = self._reformat(frame, width, height)
+            out, turned = self._reformat(frame, width, height)
         if self.pixel_format == "yuv420p":
             planes = {name: _plane_view(out, i) for i, name in enumerate(("y", "u", "v"))}
+            if not turned:
+                planes = {n: np.ascontiguousarray(turn.apply(p)) for n, p in planes.items()}
             if self.reuse_buffers:
                 return {name: self._pooled(name, view) for name, view in planes.items()}
             return planes
         array = cast("np.ndarray[Any, Any]", out.to_ndarray())
+        if not turned:
+            array = np.ascontiguousarray(turn.apply(array))
         if self.reuse_buffers:
             return self._pooled("image", array)
         return array
 
-    def _reformat(self, frame: av.VideoFrame, width: int | None, height: int | None) -> Any:
+    def _reformat(
+        self, frame: av.VideoFrame, width: int | None, height: int | None
+    ) -> tuple[Any, bool]:
+        """The converted frame, and whether it is already turned by :attr:`orientation`."""
         key = (
             frame.width,
             frame.height,
@@ -166,18 +185,19 @@ class PixelConverter:
             frame.colorspace,
             frame.color_range,
             frame.interlaced_frame,
+            self.orientation,
         )
         graph = self._graph
         if graph is None or graph.key != key:
             graph = self._graph = self._make_graph(key, width, height)
         if graph is not None:
             try:
-                return graph.scale(frame)
+                return graph.scale(frame), True
             except (av.error.FFmpegError, ValueError):
                 # The graph's state is unknown after a failure: reformat this input from now on.
                 self._no_graph.add(key)
                 self._graph = None
-        return self._reformatter.reformat(
+        out = self._reformatter.reformat(
             frame,
             width=width,
             height=height,
@@ -185,6 +205,7 @@ class PixelConverter:
             interpolation=self.interpolation,
             threads=self.threads,
         )
+        return out, self.orientation.identity
 
     def _make_graph(
         self, key: tuple[Any, ...], width: int | None, height: int | None
@@ -196,9 +217,9 @@ class PixelConverter:
             # Resizing: the filter places subsampled chroma differently from the
             # reformatter (off by a few levels), so keep the reformatter's pixels.
             return None
-        if self.pixel_format == "yuv420p":
+        if self.pixel_format == "yuv420p" and (key[2] != "yuv420p" or key[6].identity):
             # Into YUV the filter picks its own output matrix and range where the
-            # reformatter keeps the input's.
+            # reformatter keeps the input's; from yuv420p it only turns the picture.
             return None
         try:
             return _ScaleGraph(
@@ -250,6 +271,7 @@ class _ScaleGraph:
         threads: int,
     ) -> None:
         width, height, in_format, colorspace, color_range = key[:5]
+        turn: Orientation = key[6]
         self.key = key
         graph = av.filter.Graph()
         graph.threads = 1  # swscale's own threads (below) do the work; no filter thread pool
@@ -258,12 +280,21 @@ class _ScaleGraph:
             f"video_size={width}x{height}:pix_fmt={in_format}:time_base=1/1"
             f":pixel_aspect=1/1:colorspace={int(colorspace)}:range={int(color_range)}",
         )
-        scale = graph.add("scale", f"w={width}:h={height}:flags={flags}:threads={threads}")
-        fmt = graph.add("format", pixel_format)
+        # Turn first, then convert, as ffmpeg's autorotate does (and on the smaller YUV).
+        chain = [graph.add(name, args or None) for name, args in turn.filters()]
+        out_w, out_h = turn.shape(width, height)
+        if in_format != pixel_format:
+            chain.append(graph.add("scale", f"w={out_w}:h={out_h}:flags={flags}:threads={threads}"))
+        elif turn.filters() == [("vflip", "")]:
+            # vflip alone only walks the rows backwards (a negative stride): copy it out.
+            chain.append(graph.add("copy"))
+        chain.append(graph.add("format", pixel_format))
         sink = graph.add("buffersink")
-        source.link_to(scale)
-        scale.link_to(fmt)
-        fmt.link_to(sink)
+        last = source
+        for node in chain:
+            last.link_to(node)
+            last = node
+        last.link_to(sink)
         graph.configure()
         self._graph, self._source, self._sink = graph, source, sink
 

@@ -52,8 +52,18 @@ from adapters.video.events import (
     Skipped,
 )
 from adapters.video.ledger import PacketLedger
+from adapters.video.orientation import Orientation
 from adapters.video.prefetch import Prefetch
-from adapters.video.probe import describe, open_input, select_stream
+from adapters.video.probe import (
+    VideoInfo,
+    describe,
+    frame_orientation,
+    open_input,
+    presents,
+    scan,
+    select_stream,
+)
+from adapters.video.tail import Tail
 from adapters.video.timestamps import Timeline
 from fusion.errors import DecodeError, SourceOpenError
 from fusion.timing import Clock
@@ -92,6 +102,8 @@ class DecodeOptions:
     backoff_initial: float = 0.1
     backoff_max: float = 5.0
     max_reconnects: int | None = None
+    rotate: str = "auto"
+    """``"auto"``: turn frames upright by the display matrix; ``"none"``: as stored."""
     keep_packets: bool = False
     """Attach each frame's demuxed packets (``meta["packets"]``) and the stream's
     decoder parameters (``meta["codec"]``), for recording without re-encoding."""
@@ -128,6 +140,8 @@ class DecoderThread:
         self._software_only = opts.hwaccel is None
         self._kept: list[tuple[bytes, int | None, int | None, bool]] = []
         self._codec: dict[str, Any] | None = None
+        self._turn: Orientation | None = None
+        self._last_pts: int | None = None
 
     def start(self) -> None:
         self._thread.start()
@@ -173,7 +187,7 @@ class DecoderThread:
             try:
                 if connection and self._last_arrival is not None:
                     self._pending_gap = Reconnected(attempts, None)
-                info = describe(container, stream, opts.url, opts.live)
+                info = self._describe(container, stream)
                 self._emit(Opened(info, report, connection))
                 self._decode(container, stream, report, connection)
                 return  # end of file (or of a live stream that says it ended)
@@ -253,6 +267,25 @@ class DecoderThread:
         self._configure_threads(stream)
         return container, stream, report
 
+    def _describe(self, container: InputContainer, stream: VideoStream) -> VideoInfo:
+        """:class:`VideoInfo`; a file is also scanned (on its own handle) for the display
+        matrix, frame steps and discard flags, a live input described from its headers."""
+        opts = self.opts
+        found = None
+        if not opts.live:
+            try:
+                peek = open_input(opts.url, input_format=opts.input_format, options=opts.options)
+            except SourceOpenError:
+                peek = None
+            if peek is not None:
+                try:
+                    found = scan(peek, select_stream(peek, opts.url, opts.stream_index))
+                finally:
+                    peek.close()
+        return describe(
+            container, stream, opts.url, opts.live, found=found, rotate=opts.rotate, size=opts.size
+        )
+
     def _configure_threads(self, stream: VideoStream) -> None:
         ctx = stream.codec_context
         ctx.thread_type = self.opts.thread_type
@@ -278,10 +311,15 @@ class DecoderThread:
         ledger = PacketLedger()
         arrivals: dict[int, int] = {}
         ctx = stream.codec_context
+        codec = ctx.name
         verifying = report.used is not None
         delivered = 0
         self._kept = []
         self._codec = _codec_params(stream, opts.pixel_format) if opts.keep_packets else None
+        self._turn = None
+        self._last_pts = None
+        tail: Tail[av.Packet[Any]] | None = None if opts.live else Tail()
+        drained = True
         for packet in self._packets(container, stream):
             if self.stopping:
                 return
@@ -289,12 +327,17 @@ class DecoderThread:
             pts = packet.pts
             flushing = packet.size == 0
             if not flushing:
-                for lost in ledger.sent(pts):
-                    self._lose("undecodable", lost, timeline, "no frame came out of it")
+                # Discarded (edit list) and hidden (VP9 alt-ref) packets give no frame
+                # by design: they are not expected, so never lost and never numbered.
+                if presents(packet, codec):
+                    for lost in ledger.sent(pts):
+                        self._lose("undecodable", lost, timeline, "no frame came out of it")
                 if t_arrival is not None and pts is not None:
                     arrivals[pts] = t_arrival
                 if self._codec is not None:
                     self._kept.append((bytes(packet), pts, packet.dts, bool(packet.is_keyframe)))
+                if tail is not None:
+                    tail.add(packet)
             try:
                 frames = ctx.decode(None if flushing else packet)
             except av.error.FFmpegError as err:
@@ -303,23 +346,76 @@ class DecoderThread:
                 # With frame threading the error may belong to an earlier packet, so
                 # it is not attributed to this PTS: the ledger reports what was lost.
                 self._emit(DecoderError(pts, str(err)))
+                if flushing:
+                    drained = False
                 continue
             for frame in frames:
-                for lost in ledger.received(frame.pts):
-                    arrivals.pop(lost, None)
-                    self._lose("undecodable", lost, timeline, "no frame came out of it")
                 arrival = t_arrival
                 if frame.pts is not None:
                     arrival = arrivals.pop(frame.pts, t_arrival)
-                if self._deliver(frame, timeline, arrival, connection, verifying):
+                if self._take(frame, ledger, arrivals, timeline, arrival, connection, verifying):
                     delivered += 1
                     verifying = False
             if verifying and delivered == 0 and ledger.pending > _VERIFY_PACKETS:
                 raise _HardwareFailed(f"no frame after {_VERIFY_PACKETS} packets")
             if len(arrivals) > 4 * ledger.limit:
                 arrivals.clear()
+        if tail is not None and ledger.pending and len(tail) and not self.stopping:
+            # The drain failed (or a packet is still unaccounted for): decode the tail
+            # again on one thread and deliver what never came out.
+            for frame in self._redecode(tail):
+                if frame.pts is not None and (self._last_pts is None or frame.pts > self._last_pts):
+                    self._take(frame, ledger, arrivals, timeline, None, connection, False)
+        elif not drained:
+            log.debug("video %s: the drain failed and nothing was pending", opts.url)
         for lost in ledger.flush():
             self._lose("undecodable", lost, timeline, "no frame came out of it (end of stream)")
+
+    def _take(
+        self,
+        frame: av.VideoFrame,
+        ledger: PacketLedger,
+        arrivals: dict[int, int],
+        timeline: Timeline,
+        arrival: int | None,
+        connection: int,
+        verifying: bool,
+    ) -> bool:
+        """Account for one decoded frame (and any packets it proves lost), then deliver it."""
+        for lost in ledger.received(frame.pts):
+            arrivals.pop(lost, None)
+            self._lose("undecodable", lost, timeline, "no frame came out of it")
+        if self._turn is None:
+            turn = frame_orientation(frame)
+            self._turn = turn
+            if self.opts.rotate == "auto" and turn.exact:
+                self._converter.orientation = turn
+        if frame.pts is not None:
+            self._last_pts = frame.pts
+        return self._deliver(frame, timeline, arrival, connection, verifying)
+
+    def _redecode(self, tail: Tail[av.Packet[Any]]) -> Iterator[av.VideoFrame]:
+        """The tail's frames from a fresh single-threaded decoder of the same stream."""
+        opts = self.opts
+        try:
+            fresh = open_input(opts.url, input_format=opts.input_format, options=opts.options)
+        except SourceOpenError as err:
+            log.warning("video %s: could not reopen to recover the last frames: %s", opts.url, err)
+            return
+        try:
+            ctx = select_stream(fresh, opts.url, opts.stream_index).codec_context
+            ctx.thread_count = 1
+            ctx.thread_type = "NONE"
+            for packet in [*tail, None]:
+                if self.stopping:
+                    return
+                try:
+                    frames = ctx.decode(packet)
+                except av.error.FFmpegError:
+                    continue  # the same packet fails again; the ledger counts it
+                yield from frames
+        finally:
+            fresh.close()
 
     def _packets(self, container: InputContainer, stream: VideoStream) -> Iterator[av.Packet[Any]]:
         """Demux ``stream``; a live read error becomes _ReadFailed, a file read error ends it."""
@@ -356,10 +452,13 @@ class DecoderThread:
                 raise _HardwareFailed(f"downloading the first frame failed ({err})") from err
             self._emit_lost("convert_error", frame.pts, t_sensor, f"pixel conversion failed: {err}")
             return False
+        turn = self._turn
         meta: dict[str, Any] = {
             "pts": frame.pts,
             "pts_source": pts_source,
             "key_frame": frame.key_frame,
+            "rotation": None if turn is None or turn.matrix is None else turn.rotation,
+            "rotated": not self._converter.orientation.identity,
         }
         if self._codec is not None:
             meta["packets"], self._kept = self._kept, []

@@ -10,7 +10,9 @@
 
 from __future__ import annotations
 
+import itertools
 import os
+import struct
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -18,8 +20,13 @@ from typing import Any
 import av
 import av.error
 from av.container import InputContainer
+from av.sidedata.sidedata import SideData
+from av.sidedata.sidedata import Type as SideDataType
 from av.video.stream import VideoStream
 
+from adapters.video.bitstream import shows_frame
+from adapters.video.mp4box import edit_lists
+from adapters.video.orientation import UPRIGHT, Orientation, from_matrix
 from fusion.errors import SourceOpenError
 
 LIVE_SCHEMES: frozenset[str] = frozenset(
@@ -71,6 +78,44 @@ class VideoInfo:
     """Frame count from the container header (0 when unknown)."""
     bit_rate: int | None
     live: bool
+    profile: str | None = None
+    """Codec profile (``"High"``, ``"Main 10"``, ``"Profile 2"``...)."""
+    bit_depth: int | None = None
+    """Bits per sample of the native pixel format (8, 10, 12)."""
+    color_range: str | None = None
+    """``"tv"`` (limited), ``"pc"`` (full, e.g. ``yuvj420p``) or None when unstated."""
+    color_space: str | None = None
+    """The YUV matrix, by ffprobe's name (``"bt709"``, ``"bt2020nc"``...)."""
+    color_transfer: str | None = None
+    """Transfer function (``"arib-std-b67"`` = HLG, ``"smpte2084"`` = PQ)."""
+    color_primaries: str | None = None
+    orientation: Orientation = UPRIGHT
+    """The display matrix and the turn that undoes it (see :mod:`adapters.video.orientation`)."""
+    rotate: str = "auto"
+    """What the source does with it: ``"auto"`` turns frames upright, ``"none"`` keeps them."""
+    output_width: int = 0
+    """Width of the frames the source yields (after rotation and ``size``)."""
+    output_height: int = 0
+    vfr: bool | None = None
+    """Frame steps vary by more than one time-base tick (None: not measured)."""
+    start_time_ns: int | None = None
+    """The stream's start time (``start_pts``) in ns."""
+    edit_list: bool | None = None
+    """The MP4/MOV track has an edit list (None: not an MP4/MOV file)."""
+    discarded_packets: int | None = None
+    """Packets the container marks discard (edit list pre-roll) among those scanned."""
+    packets_scanned: int = 0
+    """How many packets :func:`scan` looked at for ``vfr`` and ``discarded_packets``."""
+
+    @property
+    def rotation(self) -> int | None:
+        """Degrees counter-clockwise, as ffprobe prints it; None without a display matrix."""
+        return None if self.orientation.matrix is None else self.orientation.rotation
+
+    @property
+    def hdr(self) -> bool:
+        """PQ or HLG transfer: pixels converted to 8-bit are not tone-mapped."""
+        return self.color_transfer in ("smpte2084", "arib-std-b67")
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-safe form (rationals as ``"num/den"`` strings)."""
@@ -89,6 +134,23 @@ class VideoInfo:
             "frames": self.frames,
             "bit_rate": self.bit_rate,
             "live": self.live,
+            "profile": self.profile,
+            "bit_depth": self.bit_depth,
+            "color_range": self.color_range,
+            "color_space": self.color_space,
+            "color_transfer": self.color_transfer,
+            "color_primaries": self.color_primaries,
+            "hdr": self.hdr,
+            "rotation": self.rotation,
+            "orientation": self.orientation.as_dict(),
+            "rotate": self.rotate,
+            "output_width": self.output_width,
+            "output_height": self.output_height,
+            "vfr": self.vfr,
+            "start_time_ns": self.start_time_ns,
+            "edit_list": self.edit_list,
+            "discarded_packets": self.discarded_packets,
+            "packets_scanned": self.packets_scanned,
         }
 
 
@@ -150,8 +212,118 @@ def select_stream(container: InputContainer, url: str, index: int) -> VideoStrea
     return stream
 
 
-def describe(container: InputContainer, stream: VideoStream, url: str, live: bool) -> VideoInfo:
-    """:class:`VideoInfo` of an opened stream."""
+@dataclass(frozen=True, slots=True)
+class Scan:
+    """What reading the start of a file tells beyond its headers (see :func:`scan`)."""
+
+    orientation: Orientation = UPRIGHT
+    vfr: bool | None = None
+    discarded: int | None = None
+    packets: int = 0
+    pix_fmt: str | None = None
+    """The first decoded frame's pixel format (the header's can be missing)."""
+
+
+SCAN_PACKETS = 300
+"""Packets :func:`scan` demuxes (not decodes) to measure frame steps and discard flags."""
+
+
+def scan(container: InputContainer, stream: VideoStream, packets: int = SCAN_PACKETS) -> Scan:
+    """Demux the first ``packets`` packets of ``stream`` and decode up to its first frame.
+
+    The display matrix is stream side data that PyAV shows only on decoded
+    frames, so the first frame is decoded; the rest is demuxed only. Leaves
+    ``container`` at an unknown position: use a container opened for this.
+    """
+    pts: list[int] = []
+    discarded = 0
+    first: av.VideoFrame | None = None
+    ctx = stream.codec_context
+    ctx.thread_count = 1
+    codec = ctx.name
+    n = 0
+    try:
+        for packet in container.demux(stream):
+            if packet.size == 0:
+                break
+            n += 1
+            if packet.is_discard:
+                discarded += 1
+            elif packet.pts is not None and presents(packet, codec):
+                pts.append(packet.pts)
+            if first is None:
+                try:
+                    frames = ctx.decode(packet)
+                except av.error.FFmpegError:
+                    frames = []
+                if frames:
+                    first = frames[0]
+            if n >= packets:
+                break
+        if first is None:
+            try:
+                frames = ctx.decode(None)
+                first = frames[0] if frames else None
+            except av.error.FFmpegError:
+                pass
+    except (av.error.FFmpegError, OSError):
+        pass
+    orientation = UPRIGHT
+    if first is not None:
+        orientation = frame_orientation(first)
+    return Scan(
+        orientation=orientation,
+        vfr=_variable_rate(pts),
+        discarded=discarded,
+        packets=n,
+        pix_fmt=None if first is None else first.format.name,
+    )
+
+
+def presents(packet: av.Packet[Any], codec: str) -> bool:
+    """Whether ``packet`` should give a frame: not discard, not a hidden VP8/VP9 frame.
+
+    A container key frame always counts as shown (a hidden frame is never a
+    key frame), so a stream of garbage flagged as key frames is all lost.
+    """
+    if packet.is_discard:
+        return False
+    if codec in ("vp8", "vp9") and not packet.is_keyframe:
+        return shows_frame(codec, memoryview(packet))
+    return True
+
+
+def frame_orientation(frame: av.VideoFrame) -> Orientation:
+    """The display matrix a decoded frame carries (FFmpeg attaches the stream's to each frame)."""
+    sides: Any = frame.side_data  # a Mapping keyed by Type (the stub says str)
+    side = sides.get(SideDataType.DISPLAYMATRIX)
+    if isinstance(side, SideData):
+        raw = bytes(side)
+        if len(raw) == 36:
+            return from_matrix(struct.unpack("<9i", raw))
+    return UPRIGHT
+
+
+def _variable_rate(pts: list[int]) -> bool | None:
+    """Steps between sorted PTS differ by more than one tick (Matroska's 33/34 ms is not VFR)."""
+    ordered = sorted(set(pts))
+    if len(ordered) < 3:
+        return None
+    steps = [b - a for a, b in itertools.pairwise(ordered)]
+    return max(steps) - min(steps) > 1
+
+
+def describe(
+    container: InputContainer,
+    stream: VideoStream,
+    url: str,
+    live: bool,
+    *,
+    found: Scan | None = None,
+    rotate: str = "auto",
+    size: tuple[int, int] | None = None,
+) -> VideoInfo:
+    """:class:`VideoInfo` of an opened stream (``found``: what :func:`scan` read, if run)."""
     tb = stream.time_base or Fraction(1, 1_000_000)
     duration_ns = None
     if stream.duration is not None:
@@ -159,14 +331,30 @@ def describe(container: InputContainer, stream: VideoStream, url: str, live: boo
     elif container.duration is not None:
         duration_ns = container.duration * 1000  # AV_TIME_BASE is microseconds
     ctx = stream.codec_context
+    found = found or Scan()
+    pix_fmt = ctx.pix_fmt or found.pix_fmt
+    orientation = found.orientation
+    width, height = ctx.width, ctx.height
+    if size is not None:
+        out_w, out_h = size
+    elif rotate == "auto":
+        out_w, out_h = orientation.shape(width, height)
+    else:
+        out_w, out_h = width, height
+    edit = None
+    if "mp4" in container.format.name.split(",") or "mov" in container.format.name.split(","):
+        edit = stream.id in edit_lists(url) if os.path.isfile(url) else None
+    start_ns = None
+    if stream.start_time is not None:
+        start_ns = round(stream.start_time * tb * 1_000_000_000)
     return VideoInfo(
         url=url,
         stream_index=list(container.streams.video).index(stream),
         video_streams=len(container.streams.video),
         codec=ctx.name,
-        width=ctx.width,
-        height=ctx.height,
-        pix_fmt=ctx.pix_fmt,
+        width=width,
+        height=height,
+        pix_fmt=pix_fmt,
         time_base=Fraction(tb),
         average_rate=None if stream.average_rate is None else Fraction(stream.average_rate),
         start_pts=stream.start_time,
@@ -174,16 +362,78 @@ def describe(container: InputContainer, stream: VideoStream, url: str, live: boo
         frames=stream.frames or 0,
         bit_rate=stream.bit_rate or ctx.bit_rate or None,
         live=live,
+        profile=stream.profile or None,
+        bit_depth=_bit_depth(pix_fmt),
+        color_range=_RANGES.get(ctx.color_range),
+        color_space=_SPACES.get(ctx.colorspace),
+        color_transfer=_TRANSFERS.get(ctx.color_trc),
+        color_primaries=_PRIMARIES.get(ctx.color_primaries),
+        orientation=orientation,
+        rotate=rotate,
+        output_width=out_w,
+        output_height=out_h,
+        vfr=found.vfr,
+        start_time_ns=start_ns,
+        edit_list=edit,
+        discarded_packets=found.discarded,
+        packets_scanned=found.packets,
     )
 
 
-def probe_video(url: str, *, stream: int = 0, input_format: str | None = None) -> VideoInfo:
-    """Describe a video input without decoding it (blocking; run it off the event loop)."""
+def _bit_depth(pix_fmt: str | None) -> int | None:
+    if not pix_fmt:
+        return None
+    try:
+        return max(c.bits for c in av.VideoFormat(pix_fmt).components)
+    except (ValueError, av.error.FFmpegError):
+        return None
+
+
+# FFmpeg's AVColorRange/AVColorSpace/AVColorTransferCharacteristic/AVColorPrimaries, by the
+# names ffprobe prints (unspecified values are left out: None).
+_RANGES = {1: "tv", 2: "pc"}
+_SPACES = {
+    0: "gbr", 1: "bt709", 4: "fcc", 5: "bt470bg", 6: "smpte170m", 7: "smpte240m", 8: "ycgco",
+    9: "bt2020nc", 10: "bt2020c", 11: "smpte2085", 12: "chroma-derived-nc",
+    13: "chroma-derived-c", 14: "ictcp",
+}  # fmt: skip
+_TRANSFERS = {
+    1: "bt709", 4: "gamma22", 5: "gamma28", 6: "smpte170m", 7: "smpte240m", 8: "linear",
+    9: "log100", 10: "log316", 11: "iec61966-2-4", 12: "bt1361e", 13: "iec61966-2-1",
+    14: "bt2020-10", 15: "bt2020-12", 16: "smpte2084", 17: "smpte428", 18: "arib-std-b67",
+}  # fmt: skip
+_PRIMARIES = {
+    1: "bt709", 4: "bt470m", 5: "bt470bg", 6: "smpte170m", 7: "smpte240m", 8: "film",
+    9: "bt2020", 10: "smpte428", 11: "smpte431", 12: "smpte432", 22: "jedec-p22",
+}  # fmt: skip
+
+
+def probe_video(
+    url: str,
+    *,
+    stream: int = 0,
+    input_format: str | None = None,
+    rotate: str = "auto",
+    size: tuple[int, int] | None = None,
+) -> VideoInfo:
+    """Describe a video input (blocking; run it off the event loop).
+
+    A file is also scanned (:func:`scan`): its first frame decoded for the
+    display matrix, its first packets demuxed for frame steps and discard flags. A
+    live input is described from its headers only.
+    """
     check_path(url, input_format)
+    live = is_live(url, input_format)
     container = open_input(url, input_format=input_format)
     try:
-        return describe(
-            container, select_stream(container, url, stream), url, is_live(url, input_format)
-        )
+        chosen = select_stream(container, url, stream)
+        found = None
+        if not live:
+            peek = open_input(url, input_format=input_format)
+            try:
+                found = scan(peek, select_stream(peek, url, stream))
+            finally:
+                peek.close()
+        return describe(container, chosen, url, live, found=found, rotate=rotate, size=size)
     finally:
         container.close()

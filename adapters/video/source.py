@@ -97,8 +97,11 @@ class VideoSource(Source):
     ``pixel_format`` (see :mod:`adapters.video.convert`), ``t_sensor`` the
     frame's PTS in ns (see :mod:`adapters.video.timestamps`) and, for live
     inputs, ``t_arrival`` the host clock when its packet was read.
-    ``meta`` holds ``pts``, ``pts_source`` and ``key_frame`` (plus
-    ``connection`` and, after a reconnect, ``gap_ns`` for live inputs).
+    ``meta`` holds ``pts``, ``pts_source``, ``key_frame``, ``rotation``
+    (degrees counter-clockwise from the display matrix, as ffprobe prints
+    it; None without one) and ``rotated`` (whether ``data`` was turned
+    upright), plus ``connection`` and, after a reconnect, ``gap_ns`` for
+    live inputs.
 
     Main options:
 
@@ -109,7 +112,12 @@ class VideoSource(Source):
       the oldest decoded frame when the consumer falls behind, counted as
       ``"overflow"``.
     * ``stream``: which video stream of a file with several.
-    * ``size``: ``(width, height)`` to resize to, in the same swscale pass.
+    * ``rotate``: ``"auto"`` (default) turns frames upright by the stream's
+      display matrix, as ffmpeg does, in the same filter pass as the pixel
+      conversion; ``"none"`` keeps the stored orientation and still reports
+      it. :attr:`info` says the output size (``output_width``/``output_height``).
+    * ``size``: ``(width, height)`` to resize to, in the same swscale pass
+      (the size of the output, after turning it upright).
     * ``threads``/``thread_type``: FFmpeg decoder threading (0 = one per core).
     * ``prefetch``: decoded frames buffered ahead of the consumer.
     * ``hwaccel``: ``None``, ``"auto"`` or a device type; falls back to
@@ -154,8 +162,11 @@ class VideoSource(Source):
         overflow: Overflow | None = None,
         capacity: int = 64,
         keep_packets: bool = False,
+        rotate: str = "auto",
     ) -> None:
         url = str(url)
+        if rotate not in ("auto", "none"):
+            raise ValueError(f"rotate must be 'auto' or 'none', got {rotate!r}")
         live = is_live(url, input_format) if live is None else live
         if pixel_format not in PIXEL_FORMATS:
             raise ValueError(
@@ -209,6 +220,7 @@ class VideoSource(Source):
             backoff_max=backoff[1],
             max_reconnects=max_reconnects,
             keep_packets=keep_packets,
+            rotate=rotate,
         )
         self.prefetch = prefetch
         self.info: VideoInfo | None = None
