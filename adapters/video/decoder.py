@@ -28,6 +28,7 @@ drop and the first after it is reported as a gap. Files end at EOF.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -142,6 +143,7 @@ class DecoderThread:
         self._codec: dict[str, Any] | None = None
         self._turn: Orientation | None = None
         self._last_pts: int | None = None
+        self._held: list[tuple[av.VideoFrame, int | None]] = []
 
     def start(self) -> None:
         self._thread.start()
@@ -318,6 +320,7 @@ class DecoderThread:
         self._codec = _codec_params(stream, opts.pixel_format) if opts.keep_packets else None
         self._turn = None
         self._last_pts = None
+        self._held = []
         tail: Tail[av.Packet[Any]] | None = None if opts.live else Tail()
         drained = True
         for packet in self._packets(container, stream):
@@ -353,9 +356,9 @@ class DecoderThread:
                 arrival = t_arrival
                 if frame.pts is not None:
                     arrival = arrivals.pop(frame.pts, t_arrival)
-                if self._take(frame, ledger, arrivals, timeline, arrival, connection, verifying):
-                    delivered += 1
-                    verifying = False
+                out = self._take(frame, ledger, arrivals, timeline, arrival, connection, verifying)
+                delivered += out
+                verifying = verifying and not out
             if verifying and delivered == 0 and ledger.pending > _VERIFY_PACKETS:
                 raise _HardwareFailed(f"no frame after {_VERIFY_PACKETS} packets")
             if len(arrivals) > 4 * ledger.limit:
@@ -363,13 +366,13 @@ class DecoderThread:
         if tail is not None and ledger.pending and len(tail) and not self.stopping:
             # The drain failed (or a packet is still unaccounted for): decode the tail
             # again on one thread and deliver what never came out.
+            newest = max([self._last_pts, *(f.pts for f, _ in self._held)], key=_order)
             for frame in self._redecode(tail):
-                if frame.pts is not None and (self._last_pts is None or frame.pts > self._last_pts):
+                if frame.pts is not None and (newest is None or frame.pts > newest):
                     self._take(frame, ledger, arrivals, timeline, None, connection, False)
         elif not drained:
             log.debug("video %s: the drain failed and nothing was pending", opts.url)
-        for lost in ledger.flush():
-            self._lose("undecodable", lost, timeline, "no frame came out of it (end of stream)")
+        self._release(ledger.flush(), None, timeline, connection, False, "(end of stream)")
 
     def _take(
         self,
@@ -380,19 +383,58 @@ class DecoderThread:
         arrival: int | None,
         connection: int,
         verifying: bool,
-    ) -> bool:
-        """Account for one decoded frame (and any packets it proves lost), then deliver it."""
-        for lost in ledger.received(frame.pts):
-            arrivals.pop(lost, None)
-            self._lose("undecodable", lost, timeline, "no frame came out of it")
+    ) -> int:
+        """Account for one decoded frame, then deliver what is due; returns frames delivered.
+
+        A frame waits (in :attr:`_held`) while a packet with an earlier PTS is
+        still pending in the ledger, so that when that packet is declared lost its
+        :class:`Skipped` comes before the later frames and takes the seq number of
+        its place in presentation order. Without losses nothing waits.
+        """
         if self._turn is None:
             turn = frame_orientation(frame)
             self._turn = turn
             if self.opts.rotate == "auto" and turn.exact:
                 self._converter.orientation = turn
-        if frame.pts is not None:
-            self._last_pts = frame.pts
-        return self._deliver(frame, timeline, arrival, connection, verifying)
+        lost = ledger.received(frame.pts)
+        for pts in lost:
+            arrivals.pop(pts, None)
+        held = self._held
+        held.append((frame, arrival))
+        if frame.pts is not None and len(held) > 1 and _order(held[-2][0].pts) > frame.pts:
+            held.sort(key=lambda item: _order(item[0].pts))  # a frame the decoder gave late
+        return self._release(lost, ledger.oldest(), timeline, connection, verifying, "")
+
+    def _release(
+        self,
+        lost: list[int],
+        floor: int | None,
+        timeline: Timeline,
+        connection: int,
+        verifying: bool,
+        why: str,
+    ) -> int:
+        """Deliver held frames and report ``lost`` PTS in presentation order, up to ``floor``
+        (the oldest PTS still pending; None: everything)."""
+        held = self._held
+        delivered = 0
+        losses = iter(lost)
+        nxt = next(losses, None)
+        while held or nxt is not None:
+            head = held[0][0].pts if held else None
+            if nxt is not None and (not held or (head is not None and nxt < head)):
+                detail = "no frame came out of it" + (f" {why}" if why else "")
+                self._lose("undecodable", nxt, timeline, detail)
+                nxt = next(losses, None)
+                continue
+            if floor is not None and head is not None and head > floor:
+                break
+            frame, arrival = held.pop(0)
+            if frame.pts is not None:
+                self._last_pts = frame.pts
+            if self._deliver(frame, timeline, arrival, connection, verifying and not delivered):
+                delivered += 1
+        return delivered
 
     def _redecode(self, tail: Tail[av.Packet[Any]]) -> Iterator[av.VideoFrame]:
         """The tail's frames from a fresh single-threaded decoder of the same stream."""
@@ -494,6 +536,11 @@ class DecoderThread:
     def _emit(self, event: Event) -> None:
         if self.prefetch.put(event, droppable=False) is None:
             self._stop.set()
+
+
+def _order(pts: int | None) -> float:
+    """Sort key of a PTS: frames without one sort first (they are delivered as they come)."""
+    return -math.inf if pts is None else pts
 
 
 def _codec_params(stream: VideoStream, pixel_format: str) -> dict[str, Any]:

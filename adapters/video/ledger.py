@@ -81,6 +81,10 @@ class PacketLedger:
         self._pending = []
         return lost
 
+    def oldest(self) -> int | None:
+        """The smallest PTS still pending, or None."""
+        return min((entry[0] for entry in self._pending), default=None)
+
     @property
     def pending(self) -> int:
         """Packets in the decoder that have not come out yet."""

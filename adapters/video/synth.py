@@ -44,18 +44,28 @@ def write_video(
     options: dict[str, str] | None = None,
     corrupt: Iterable[int] = (),
     seed: int = 0,
+    display_matrix: Sequence[int] | None = None,
+    unparsable: Iterable[int] = (),
 ) -> list[int]:
     """Encode one frame per entry of ``pts`` (in ``time_base``) into ``path``.
 
     ``corrupt`` lists frame indexes (into ``pts``) whose packets get their
     payload overwritten with random bytes after the first 8. Returns the PTS
     of the corrupted packets. B-frames are off unless ``options`` turns them on.
+    ``display_matrix`` (nine int32, FFmpeg's layout) is written as the
+    stream's display matrix, as a phone does for a turned camera.
+    ``unparsable`` lists packets by decode order (0 = the first packet
+    written) whose first NAL unit gets its forbidden_zero_bit set, so an
+    H.264 decoder refuses the packet as a whole (a bad NAL unit); their PTS
+    are returned too. Meant for length-prefixed H.264 (MP4, Matroska).
     """
     width, height = size
     damaged = set(corrupt)
     wanted = {pts[i] for i in damaged}
+    broken = set(unparsable)
     rng = random.Random(seed)
     hit: list[int] = []
+    written = [0]
     with av.open(str(path), "w") as out:
         stream = out.add_stream(codec, rate=rate)
         assert isinstance(stream, av.VideoStream)
@@ -65,14 +75,20 @@ def write_video(
         stream.codec_context.time_base = time_base
         opts = {"g": str(gop), "bf": "0"} if codec == "libx264" else {"g": str(gop)}
         stream.codec_context.options = {**opts, **(options or {})}
+        if display_matrix is not None:
+            stream.set_display_matrix(display_matrix)
 
         def mux(packets: list[av.Packet[Any]]) -> None:
             for packet in packets:
+                view = memoryview(packet).cast("B")
                 if packet.pts in wanted and packet.size > 8:
-                    view = memoryview(packet).cast("B")
                     for j in range(8, len(view)):
                         view[j] = rng.randrange(256)
                     hit.append(packet.pts)
+                if written[0] in broken and packet.size > 4 and packet.pts is not None:
+                    view[4] |= 0x80  # after the 4-byte length: the NAL header
+                    hit.append(packet.pts)
+                written[0] += 1
                 out.mux(packet)
 
         for i, t in enumerate(pts):
