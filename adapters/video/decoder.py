@@ -139,7 +139,8 @@ class DecoderThread:
         self._pending_gap: Reconnected | None = None
         self._report = hw.HWAccelReport(opts.hwaccel)
         self._software_only = opts.hwaccel is None
-        self._kept: list[tuple[bytes, int | None, int | None, bool]] = []
+        self._kept: list[tuple[bytes, int | None, int | None, bool, bool, bool]] = []
+        """(data, pts, dts, key, discard, shows) of the packets since the last frame."""
         self._codec: dict[str, Any] | None = None
         self._turn: Orientation | None = None
         self._last_pts: int | None = None
@@ -332,13 +333,23 @@ class DecoderThread:
             if not flushing:
                 # Discarded (edit list) and hidden (VP9 alt-ref) packets give no frame
                 # by design: they are not expected, so never lost and never numbered.
-                if presents(packet, codec):
+                shows = presents(packet, codec)
+                if shows:
                     for lost in ledger.sent(pts):
                         self._lose("undecodable", lost, timeline, "no frame came out of it")
                 if t_arrival is not None and pts is not None:
                     arrivals[pts] = t_arrival
                 if self._codec is not None:
-                    self._kept.append((bytes(packet), pts, packet.dts, bool(packet.is_keyframe)))
+                    self._kept.append(
+                        (
+                            bytes(packet),
+                            pts,
+                            packet.dts,
+                            bool(packet.is_keyframe),
+                            bool(packet.is_discard),
+                            shows,
+                        )
+                    )
                 if tail is not None:
                     tail.add(packet)
             try:
@@ -503,6 +514,8 @@ class DecoderThread:
             "rotated": not self._converter.orientation.identity,
         }
         if self._codec is not None:
+            if turn is not None and turn.matrix is not None:
+                self._codec["display_matrix"] = list(turn.matrix)
             meta["packets"], self._kept = self._kept, []
             meta["codec"] = self._codec
         if self.opts.live:

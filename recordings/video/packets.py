@@ -9,7 +9,10 @@ frame-log records, no format change:
   ``meta`` is that frame's meta plus :data:`META_KEY`, a small map: ``n`` (the
   packet's number in the track, consecutive, so a replay sees missing packets),
   ``pts``, ``dts``, ``key`` and, on key packets, ``params`` (codec, size,
-  pixel formats, extradata: everything a decoder needs to start there);
+  pixel formats, extradata, the display matrix of a copied stream: everything
+  a decoder needs to start there); a packet that gives no frame by design
+  (``shows`` False: edit-list pre-roll, also ``discard``, or a hidden VP9
+  frame) is stored with the seq and times of the next frame, as a reference;
 * one tiny **marker** record per key packet on sensor ``cam#keyframes``
   (:func:`keyframe_sensor`) at the key frame's ``t``, so the recording's own
   chunk time index finds the key frame before any instant without reading
@@ -70,9 +73,12 @@ class TrackParams:
     extradata: bytes | None = None
     encoder: str = ""
     """How the packets were made: the encoder's name, or ``copy`` (the source's own)."""
+    display_matrix: tuple[int, ...] | None = None
+    """The source stream's display matrix (``copy`` only: re-encoded frames are already
+    upright). A replay turns frames whose meta says ``rotated`` the same way."""
 
     def to_wire(self) -> dict[str, Any]:
-        return {
+        wire: dict[str, Any] = {
             "codec": self.codec,
             "width": self.width,
             "height": self.height,
@@ -81,6 +87,9 @@ class TrackParams:
             "extradata": self.extradata,
             "encoder": self.encoder,
         }
+        if self.display_matrix is not None:
+            wire["display_matrix"] = list(self.display_matrix)
+        return wire
 
     @classmethod
     def from_wire(cls, d: Mapping[str, Any]) -> TrackParams:
@@ -93,12 +102,21 @@ class TrackParams:
             format=str(d["format"]),
             extradata=bytes(extradata) if extradata else None,
             encoder=str(d.get("encoder", "")),
+            display_matrix=_matrix(d.get("display_matrix")),
         )
 
     @property
     def raw_frame_bytes(self) -> int:
         """Bytes of one decoded frame as an array: the 'raw pixels' of the ratio."""
         return self.width * self.height * FORMAT_CHANNELS.get(self.format, 3)
+
+
+def _matrix(value: Any) -> tuple[int, ...] | None:
+    """A display matrix read from a file: nine ints, else None."""
+    ok = isinstance(value, (list, tuple)) and len(value) == 9
+    if ok and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return tuple(value)
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +129,11 @@ class Packet:
     key: bool
     frame_key: Hashable
     params: TrackParams
+    discard: bool = False
+    """The container marked it discard (edit-list pre-roll): decoded, never shown."""
+    shows: bool = True
+    """False for packets that give no frame by design (discard, hidden VP9 frames): they
+    are written with the next frame's record instead of being dropped as orphans."""
 
 
 def strip_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
@@ -213,6 +236,15 @@ class PacketOrder:
             return False
         while track.out:
             packet = track.out[0]
+            if not packet.shows:
+                # A reference-only packet rides with the next frame written.
+                carrier = track.frames.get(head.key)
+                track.out.popleft()
+                if carrier is None:
+                    self.orphans[head.sensor] = self.orphans.get(head.sensor, 0) + 1
+                else:
+                    self._emit(head.sensor, track, packet, carrier, out)
+                continue
             frame = track.frames.pop(packet.frame_key, None)
             if frame is None:
                 if not forced and not _before(packet.frame_key, head.key):
@@ -242,6 +274,10 @@ class PacketOrder:
         }
         if packet.key:
             video["params"] = packet.params.to_wire()
+        if not packet.shows:
+            video["shows"] = False
+        if packet.discard:
+            video["discard"] = True
         track.n += 1
         meta = dict(frame.meta)
         meta[META_KEY] = video

@@ -22,6 +22,12 @@ index, reading a widening window back from ``start``); the frames decoded
 before ``start`` are dropped. ``end`` reads ``lookahead_ns`` further for the
 packets a B-frame stream still needs.
 
+Rotation and packets without a frame follow :class:`~adapters.video.VideoSource`:
+a copied stream's display matrix is in its track parameters, and a frame the
+source delivered upright (``meta["rotated"]``) is turned the same way here; a
+packet stored as a reference only (``shows`` False: edit-list pre-roll, hidden
+VP9 frame) is decoded but expects no frame, so it is never a loss.
+
 Damage: a packet that does not decode, a frame the decoder flags corrupt, or
 packets missing from the file (a damaged chunk, seen as a gap in the packet
 numbers ``n``) cost only the frames concerned: after a gap the sensor waits
@@ -41,7 +47,9 @@ from typing import Any
 
 import av
 import av.error
+import numpy as np
 
+from adapters.video.orientation import Orientation, from_matrix
 from fusion.frames import Frame
 from fusion.source import Source
 from fusion.timing import Pacer
@@ -82,6 +90,7 @@ class _Track:
         self.pending: dict[int, tuple[Frame, bool]] = {}  # pts -> (packet record, wanted)
         self.slots: deque[_Slot] = deque()  # this sensor's open slots, oldest first
         self.seq_pts = 0
+        self.turn: Orientation | None = None
 
     def feed(self, record: Frame, video: dict[str, Any], wanted: bool) -> _Slot | None:
         n = video.get("n")
@@ -121,6 +130,9 @@ class _Track:
                 self.close_decoder()
                 self.open(params)
             self.need_key = False
+        if video.get("shows") is False:
+            self._reference(record, video)
+            return None
         slot = _Slot(self.sensor) if wanted else None
         if slot is not None:
             self.slots.append(slot)
@@ -145,6 +157,24 @@ class _Track:
             self._lose_pending(min(self.pending), "no frame came out of it")
         return slot
 
+    def _reference(self, record: Frame, video: dict[str, Any]) -> None:
+        """Decode a packet that shows no frame by design (pre-roll, hidden VP9 frame):
+        no slot, nothing expected, so nothing to lose. (PyAV cannot set the discard
+        flag on a packet, so a pre-roll frame may come out: it matches no pending
+        PTS and is ignored.)"""
+        packet = av.Packet(bytes(record.data))
+        pts, dts = video.get("pts"), video.get("dts")
+        packet.pts = pts if isinstance(pts, int) else None
+        packet.dts = dts if isinstance(dts, int) else None
+        try:
+            frames = self.ctx.decode(packet)
+        except (av.error.FFmpegError, ValueError) as err:
+            self.reader.decoder_errors += 1
+            self.reader.last_error = f"sensor {self.sensor!r}: decoder error at PTS {pts}: {err}"
+            frames = []
+        for frame in frames:
+            self.out(frame)
+
     def open(self, params: TrackParams) -> None:
         ctx: Any = av.CodecContext.create(params.codec, "r")
         ctx.width, ctx.height = params.width, params.height
@@ -154,6 +184,8 @@ class _Track:
         ctx.thread_count = self.threads
         self.ctx = ctx
         self.params = params
+        turn = from_matrix(params.display_matrix)
+        self.turn = None if turn.identity or not turn.exact else turn
 
     def close_decoder(self) -> None:
         """Drain the decoder (end, or new parameters); what never came out is lost."""
@@ -187,6 +219,8 @@ class _Track:
         except (av.error.FFmpegError, ValueError) as err:
             self._fill_dead(record, "undecodable", f"pixel conversion failed: {err}")
             return
+        if self.turn is not None and record.meta.get("rotated"):
+            data = np.ascontiguousarray(self.turn.apply(data))  # as the source delivered it
         frame = Frame(
             self.sensor,
             record.seq,

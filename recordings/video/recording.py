@@ -236,8 +236,17 @@ class VideoRecorder:
         params = TrackParams.from_wire({**codec, "encoder": "copy"})
         connection = frame.meta.get("connection", 0)
         packets = [
-            Packet(bytes(data), p_pts, p_dts, bool(key), (connection, p_pts), params)
-            for data, p_pts, p_dts, key in raw_packets
+            Packet(
+                bytes(data),
+                p_pts,
+                p_dts,
+                bool(key),
+                (connection, p_pts),
+                params,
+                discard=bool(flags[0]) if flags else False,
+                shows=bool(flags[1]) if len(flags) > 1 else True,
+            )
+            for data, p_pts, p_dts, key, *flags in raw_packets
         ]
         meta = {
             k: v for k, v in strip_meta(frame.meta).items() if k not in (PACKETS_META, CODEC_META)

@@ -350,3 +350,40 @@ class TestFrameRate:
         write_video(tmp_path / "cfr.mkv", [i * 40 for i in range(8)])
         assert probe_video(str(tmp_path / "vfr.mkv")).vfr is True
         assert probe_video(str(tmp_path / "cfr.mkv")).vfr is False
+
+
+class TestRecordedCopies:
+    """The source's own packets recorded with ``"copy"`` replay to the same frames."""
+
+    @pytest.mark.parametrize(
+        "name",
+        [
+            "video/androidx_sample_rotate_and_reflect.mp4",  # display matrix (mirrored)
+            "video/androidx_iibbibb_editlist_videoonly.mp4",  # discarded pre-roll key frame
+            "video/androidx_roadtrip-vp92-10bit.webm",  # hidden VP9 frames
+        ],
+    )
+    async def test_replay_turns_and_counts_like_the_source(self, tmp_path: Path, name: str) -> None:
+        from recordings import open_recording
+        from recordings.video.playback import VideoReader
+        from recordings.video.recording import VideoRecorder
+
+        source = VideoSource(REAL / name, name="cam", keep_packets=True)
+        with anyio.fail_after(60):
+            async with (
+                VideoRecorder(
+                    tmp_path / "c.hfr", video={"cam": "copy"}, sensors=[source.spec]
+                ) as rec,
+                source,
+            ):
+                live = [f async for f in source.frames()]
+                for frame in live:
+                    await rec.send(frame)
+        assert not source.recent_errors
+        with open_recording(tmp_path / "c.hfr") as log:
+            reader = VideoReader(log)
+            out = [f for f in reader.frames() if f.sensor == "cam"]
+        assert not reader.errors
+        assert [(f.seq, f.t_sensor) for f in out] == [(f.seq, f.t_sensor) for f in live]
+        assert all(np.array_equal(a.data, b.data) for a, b in zip(out, live, strict=True))
+        assert {f.meta["rotation"] for f in out} == {video_of(name)["rotation_deg"]}
