@@ -11,17 +11,24 @@ What it measures, on one H.264 clip generated at start (1280x720, 30 fps,
 * OpenCV ``VideoCapture.read()`` (the naive baseline, BGR frames);
 * ``VideoSource(pixel_format="rgb24")`` and, for its decode stage alone,
   ``VideoSource(pixel_format="yuv420p")`` (zero-copy planes, no conversion);
+* a rotated phone clip: the same pattern at 1920x1080 with a -90 degree display
+  matrix (written by PyAV), ``VideoSource(pixel_format="rgb24", rotate="auto")``
+  against ``ffmpeg -i clip -pix_fmt rgb24 -f null -``, which autorotates the
+  same way (a transpose filter before the conversion), both giving 1080x1920
+  RGB frames; ``rotate="none"`` for the cost of the turn;
 * memory: RSS while ``VideoSource`` decodes ``--memory-minutes`` of 320x240
   video, sampled every 1000 frames (flat = no per-frame growth).
 
 Targets (issue #6): VideoSource rgb24 >= 90 % of the ffmpeg rgb24 figure; its
-decode stage within 5 % of bare PyAV AUTO; RSS flat.
+decode stage within 5 % of bare PyAV AUTO; RSS flat. Issue #16: rotated 1080p
+VideoSource rgb24 ``rotate="auto"`` >= 90 % of ffmpeg's autorotated rgb24.
 
 Needs the ffmpeg CLI (``apt-get install -y ffmpeg``) and OpenCV
 (``pip install opencv-python-headless``; skipped with a note if missing).
 
     .venv/bin/python benchmarks/bench_video.py                # 20 s clip
     .venv/bin/python benchmarks/bench_video.py --seconds 8 --memory-minutes 3
+    .venv/bin/python benchmarks/bench_video.py --only-rotated --seconds 10
 """
 
 from __future__ import annotations
@@ -148,10 +155,61 @@ def opencv_run(path: Path) -> Callable[[], int] | None:
     return run
 
 
-def source_run(path: Path, pixel_format: str) -> Callable[[], int]:
+def rotate_clip(source: Path, path: Path, degrees: float) -> None:
+    """Remux ``source`` with a display matrix, as a phone writes a turned camera's video."""
+    with av.open(str(source)) as inp, av.open(str(path), "w") as out:
+        stream = inp.streams.video[0]
+        turned = out.add_stream_from_template(stream)
+        turned.set_display_rotation(degrees)
+        for packet in inp.demux(stream):
+            if packet.size:
+                packet.stream = turned
+                out.mux(packet)
+
+
+def rotated(ffmpeg: str, tmp: Path, seconds: float, repeats: int, threads: int) -> None:
+    """VideoSource rgb24 rotate='auto' against ffmpeg's autorotated rgb24, on 1080p."""
+    plain = tmp / "clip1080.mp4"
+    clip = tmp / "clip1080_rot.mp4"
+    console.print(f"encoding {seconds:g} s of 1920x1080 H.264, display matrix -90 ...")
+    make_clip(ffmpeg, plain, seconds, "1920x1080", "veryfast")
+    rotate_clip(plain, clip, -90)
+    n = frame_count(clip)
+    variants: list[tuple[str, Callable[[], int]]] = [
+        (f"ffmpeg -threads {threads} -pix_fmt rgb24 -f null (autorotate)",
+         ffmpeg_run(ffmpeg, clip, threads, True, n)),
+        ("VideoSource rgb24, rotate='auto'", source_run(clip, "rgb24", rotate="auto")),
+        ("VideoSource rgb24, rotate='none'", source_run(clip, "rgb24", rotate="none")),
+    ]  # fmt: skip
+    # Interleaved (A B C A B C ...), best of ``repeats`` each: on a shared machine the
+    # load moves between runs, and interleaving gives every variant the same chances.
+    best = {name: float("inf") for name, _ in variants}
+    counts = dict.fromkeys(best, 0)
+    for r in range(repeats):
+        console.print(f"round {r + 1}/{repeats} ...")
+        for name, fn in variants:
+            t0 = time.perf_counter()
+            counts[name] = fn()
+            best[name] = min(best[name], time.perf_counter() - t0)
+    rows = [(name, best[name], counts[name]) for name, _ in variants]
+    fps = {name: frames / wall for name, wall, frames in rows}
+    base = fps[variants[0][0]]
+    table = Table(title=f"decode 1920x1080 H.264 turned -90 -> 1080x1920 rgb24, {n} frames")
+    for col in ("variant", "wall s", "frames/s", "vs ffmpeg"):
+        table.add_column(col, justify="right" if col != "variant" else "left")
+    for name, wall, frames in rows:
+        table.add_row(name, f"{wall:.2f}", f"{frames / wall:.0f}", f"{fps[name] / base:.2f}")
+    console.print(table)
+    ratio = fps["VideoSource rgb24, rotate='auto'"] / base
+    console.print(
+        f"VideoSource rotate='auto' / ffmpeg autorotate rgb24 = {ratio:.3f} (target >= 0.90)"
+    )
+
+
+def source_run(path: Path, pixel_format: str, rotate: str = "auto") -> Callable[[], int]:
     async def consume() -> int:
         n = 0
-        async with VideoSource(path, pixel_format=pixel_format) as src:  # type: ignore[arg-type]
+        async with VideoSource(path, pixel_format=pixel_format, rotate=rotate) as src:  # type: ignore[arg-type]
             async for _ in src.frames():
                 n += 1
         return n
@@ -183,8 +241,13 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=2, help="runs per variant, best kept")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="ffmpeg -threads N")
     ap.add_argument("--memory-minutes", type=float, default=10.0, help="video for the RSS check")
+    ap.add_argument("--only-rotated", action="store_true", help="just the rotated 1080p clip")
     args = ap.parse_args()
     ffmpeg = need_ffmpeg()
+    if args.only_rotated:
+        with tempfile.TemporaryDirectory() as tmp:
+            rotated(ffmpeg, Path(tmp), args.seconds, args.repeats, args.threads)
+        return 0
     with tempfile.TemporaryDirectory() as tmp:
         clip = Path(tmp) / "clip720.mp4"
         console.print(f"encoding {args.seconds:g} s of 1280x720 H.264 ...")
@@ -227,6 +290,8 @@ def main() -> int:
         src_dec = fps["VideoSource yuv420p (decode stage)"] / bare
         console.print(f"VideoSource rgb24 / ffmpeg rgb24 = {src_rgb:.3f} (target >= 0.90)")
         console.print(f"VideoSource decode stage / bare PyAV AUTO = {src_dec:.3f} (target >= 0.95)")
+
+        rotated(ffmpeg, Path(tmp), min(args.seconds, 10.0), args.repeats, args.threads)
 
         small = Path(tmp) / "clip240.mp4"
         seconds = args.memory_minutes * 60

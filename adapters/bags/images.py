@@ -11,7 +11,10 @@ samples native, the array is a view of the message's bytes: no copy.
 A compressed image (JPEG or PNG) is decoded with PyAV (already a dependency
 for video) to ``rgb8`` (``mono8``/``mono16`` for grey images), or kept as
 bytes with ``decode=False``. ``compressedDepth`` images (a private header in
-front of a PNG) are refused with a clear message.
+front of a PNG) are refused with a clear message. A JPEG with an EXIF
+orientation is turned upright (all eight EXIF cases), as
+``VideoSource(rotate="auto")`` does for video, and ``meta["rotation"]`` says
+by how much (absent when the image says nothing).
 """
 
 from __future__ import annotations
@@ -141,10 +144,18 @@ class CompressedImageDecoder:
         if not self.decode:
             return raw, {"format": fmt}
         codec = _codec_name(fmt)
-        return self._decode(codec, raw, fmt), {"format": fmt, "encoding": "rgb8"}
+        image, rotation = self._decode(codec, raw, fmt)
+        meta: dict[str, Any] = {"format": fmt, "encoding": "rgb8"}
+        if rotation is not None:
+            meta["rotation"] = rotation
+            meta["rotated"] = True
+        return image, meta
 
-    def _decode(self, codec: str, raw: bytes, fmt: str) -> np.ndarray:
+    def _decode(self, codec: str, raw: bytes, fmt: str) -> tuple[np.ndarray, int | None]:
+        """The upright picture and its rotation (None: the image says nothing)."""
         import av
+
+        from adapters.video.orientation import exif_orientation
 
         ctx: Any = self._codecs.get(codec)
         if ctx is None:
@@ -159,10 +170,17 @@ class CompressedImageDecoder:
         frame = frames[0]
         name = frame.format.name
         if name in ("gray", "gray8"):
-            return np.asarray(frame.to_ndarray(format="gray"))
-        if name.startswith("gray16"):
-            return np.asarray(frame.to_ndarray(format="gray16le"))
-        return np.asarray(frame.to_ndarray(format="rgb24"))
+            image = np.asarray(frame.to_ndarray(format="gray"))
+        elif name.startswith("gray16"):
+            image = np.asarray(frame.to_ndarray(format="gray16le"))
+        else:
+            image = np.asarray(frame.to_ndarray(format="rgb24"))
+        # Turned upright by the EXIF orientation, as VideoSource(rotate="auto") turns
+        # video by its display matrix.
+        turn = exif_orientation(raw) if codec == "mjpeg" else None
+        if turn is None or turn.matrix is None or not turn.exact:
+            return image, None
+        return np.ascontiguousarray(turn.apply(image)), turn.rotation
 
 
 def _codec_name(fmt: str) -> str:

@@ -274,7 +274,9 @@ class _ScaleGraph:
         turn: Orientation = key[6]
         self.key = key
         graph = av.filter.Graph()
-        graph.threads = 1  # swscale's own threads (below) do the work; no filter thread pool
+        # swscale's own threads (below) do the conversion; a turn is a slice-threaded
+        # filter, given the same threads as ffmpeg gives its filters (one per core).
+        graph.threads = 0 if turn.filters() else 1
         source = graph.add(
             "buffer",
             f"video_size={width}x{height}:pix_fmt={in_format}:time_base=1/1"

@@ -149,3 +149,59 @@ def _axis(value: int) -> int:
     if value == 0:
         return 0
     return 1 if abs(value) == _ONE else 2
+
+
+_EXIF_MATRICES: dict[int, tuple[int, int, int, int]] = {
+    2: (-_ONE, 0, 0, _ONE),  # mirrored left-right
+    3: (-_ONE, 0, 0, -_ONE),  # half turn
+    4: (_ONE, 0, 0, -_ONE),  # mirrored top-bottom
+    5: (0, _ONE, _ONE, 0),  # transposed
+    6: (0, _ONE, -_ONE, 0),  # turn 90 degrees clockwise to show
+    7: (0, -_ONE, -_ONE, 0),  # anti-transposed
+    8: (0, -_ONE, _ONE, 0),  # turn 90 degrees counter-clockwise to show
+}
+
+
+def exif_orientation(jpeg: bytes) -> Orientation | None:
+    """The orientation a JPEG's EXIF block asks for (tag 0x0112), or None if it has none.
+
+    Read from the bytes because PyAV cannot list a frame's side data once FFmpeg
+    attaches an EXIF block to it, and the angle PyAV still reports loses the
+    mirror of orientations 2, 4, 5 and 7. Only the APP1 segments before the
+    image data are looked at; anything malformed is "no orientation".
+    """
+    pos = 2
+    if jpeg[:2] != b"\xff\xd8":
+        return None
+    while pos + 4 <= len(jpeg) and jpeg[pos] == 0xFF:
+        marker = jpeg[pos + 1]
+        size = int.from_bytes(jpeg[pos + 2 : pos + 4], "big")
+        if marker in (0xDA, 0xD9) or size < 2:  # start of scan / end: no more metadata
+            return None
+        body = jpeg[pos + 4 : pos + 2 + size]
+        if marker == 0xE1 and body[:6] == b"Exif\0\0":
+            value = _tiff_orientation(body[6:])
+            if value in _EXIF_MATRICES:
+                a, b, c, d = _EXIF_MATRICES[value]
+                return from_matrix((a, b, 0, c, d, 0, 0, 0, 1 << 30))
+            return None if value is None else UPRIGHT
+        pos += 2 + size
+    return None
+
+
+def _tiff_orientation(tiff: bytes) -> int | None:
+    """Tag 0x0112 of the first IFD of a TIFF header, or None."""
+    if len(tiff) < 8 or tiff[:2] not in (b"II", b"MM"):
+        return None
+    order: Any = "little" if tiff[:2] == b"II" else "big"
+    ifd = int.from_bytes(tiff[4:8], order)
+    if ifd + 2 > len(tiff):
+        return None
+    count = int.from_bytes(tiff[ifd : ifd + 2], order)
+    for i in range(min(count, 512)):
+        entry = tiff[ifd + 2 + 12 * i : ifd + 14 + 12 * i]
+        if len(entry) < 12:
+            return None
+        if int.from_bytes(entry[:2], order) == 0x0112:
+            return int.from_bytes(entry[8:10], order)
+    return None

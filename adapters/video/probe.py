@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import struct
 from dataclasses import dataclass
@@ -294,14 +295,30 @@ def presents(packet: av.Packet[Any], codec: str) -> bool:
 
 
 def frame_orientation(frame: av.VideoFrame) -> Orientation:
-    """The display matrix a decoded frame carries (FFmpeg attaches the stream's to each frame)."""
-    sides: Any = frame.side_data  # a Mapping keyed by Type (the stub says str)
-    side = sides.get(SideDataType.DISPLAYMATRIX)
+    """The display matrix a decoded frame carries (FFmpeg attaches the stream's to each
+    frame, and an image decoder its EXIF orientation)."""
+    try:
+        sides: Any = frame.side_data  # a Mapping keyed by Type (the stub says str)
+        side = sides.get(SideDataType.DISPLAYMATRIX)
+    except ValueError:
+        # PyAV cannot name side data newer than itself (FFmpeg 8's EXIF block) and
+        # refuses the whole list: fall back to the angle, which it reads directly.
+        return _from_angle(round(frame.rotation))
     if isinstance(side, SideData):
         raw = bytes(side)
         if len(raw) == 36:
             return from_matrix(struct.unpack("<9i", raw))
     return UPRIGHT
+
+
+def _from_angle(degrees: int) -> Orientation:
+    """The matrix of a plain counter-clockwise turn (no mirror is known)."""
+    if degrees % 360 == 0:
+        return UPRIGHT
+    rad = math.radians(degrees)
+    one = 1 << 16
+    cos, sin = round(math.cos(rad) * one), round(math.sin(rad) * one)
+    return from_matrix((cos, -sin, 0, sin, cos, 0, 0, 0, 1 << 30))
 
 
 def _variable_rate(pts: list[int]) -> bool | None:

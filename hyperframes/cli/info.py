@@ -92,8 +92,10 @@ def sensor_details(log: Any) -> dict[str, dict[str, Any]]:
             payload[frame.sensor] = describe_payload(frame.data)
     out: dict[str, dict[str, Any]] = {}
     for name, seq in seqs.items():
-        s = np.asarray(seq, np.int64)
-        gaps = int(np.clip(np.diff(s) - 1, 0, None).sum()) + int(s[0]) if len(s) else 0
+        # Numbers never seen, from 0: packet records of a B-frame video track come in
+        # decode order, and a reference-only packet shares the next frame's number.
+        s = np.unique(np.asarray(seq, np.int64))
+        gaps = int(s[-1]) + 1 - len(s) if len(s) else 0
         out[name] = {"dropped": gaps, "payload": payload[name], **clock_fit(times[name])}
     return out
 
@@ -115,7 +117,8 @@ def video_table(video: dict[str, dict[str, Any]]) -> Table:
         table.add_row(
             name,
             codec,
-            f"{v['width']}x{v['height']} {v['pix_fmt']}",
+            f"{v['width']}x{v['height']} {v['pix_fmt']}"
+            + ("" if v.get("rotation") is None else f", turned {v['rotation']} deg"),
             "-" if v["rate_hz"] is None else f"{v['rate_hz']:.2f}",
             str(v["packets"]),
             str(v["keyframes"]),

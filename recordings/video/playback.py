@@ -469,6 +469,8 @@ class TrackSummary:
     raw_bytes: int
     """Bytes of the same frames as arrays."""
     rate_hz: float | None
+    rotation: int | None = None
+    """Display matrix rotation of a copied stream (degrees, as ffprobe); None without."""
 
     @property
     def ratio(self) -> float:
@@ -488,6 +490,7 @@ class TrackSummary:
             "raw_bytes": self.raw_bytes,
             "ratio": self.ratio,
             "rate_hz": self.rate_hz,
+            "rotation": self.rotation,
         }
 
 
@@ -527,6 +530,9 @@ def describe_tracks(log: Any) -> dict[str, TrackSummary]:
             encoded_bytes=encoded,
             raw_bytes=raw,
             rate_hz=(s.count - 1) / span * 1e9 if span > 0 and s.count > 1 else None,
+            rotation=None
+            if params.display_matrix is None
+            else from_matrix(params.display_matrix).rotation,
         )
     return out
 
