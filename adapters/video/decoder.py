@@ -145,6 +145,7 @@ class DecoderThread:
         self._turn: Orientation | None = None
         self._last_pts: int | None = None
         self._held: list[tuple[av.VideoFrame, int | None]] = []
+        self._timeline: Timeline | None = None
 
     def start(self) -> None:
         self._thread.start()
@@ -199,6 +200,7 @@ class DecoderThread:
                 report.used = None
                 self._software_only = True  # reopen at once, in software
             except _ReadFailed as err:
+                self._deliver_held(connection)
                 self._emit(Disconnected(str(err), self._last_arrival))
                 if not opts.reconnect or self.stopping:
                     return
@@ -311,6 +313,7 @@ class DecoderThread:
         if stream.average_rate:
             period = round(1_000_000_000 / stream.average_rate)
         timeline = Timeline(tb, origin_pts=origin, nominal_period_ns=period)
+        self._timeline = timeline
         ledger = PacketLedger()
         arrivals: dict[int, int] = {}
         ctx = stream.codec_context
@@ -446,6 +449,11 @@ class DecoderThread:
             if self._deliver(frame, timeline, arrival, connection, verifying and not delivered):
                 delivered += 1
         return delivered
+
+    def _deliver_held(self, connection: int) -> None:
+        """A live read failed: the frames waiting on an earlier packet go out as they are."""
+        if self._held and self._timeline is not None:
+            self._release([], None, self._timeline, connection, False, "")
 
     def _redecode(self, tail: Tail[av.Packet[Any]]) -> Iterator[av.VideoFrame]:
         """The tail's frames from a fresh single-threaded decoder of the same stream."""
