@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import sys
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -388,3 +389,9 @@ class TestRecordedCopies:
         assert [(f.seq, f.t_sensor) for f in out] == [(f.seq, f.t_sensor) for f in live]
         assert all(np.array_equal(a.data, b.data) for a, b in zip(out, live, strict=True))
         assert {f.meta["rotation"] for f in out} == {video_of(name)["rotation_deg"]}
+        # hyperframes info: no drops (packet records come in decode order), the rotation
+        cli = [sys.executable, "-m", "hyperframes", "info", "--json", str(tmp_path / "c.hfr")]
+        summary = json.loads(await tool(*cli))
+        cam = summary["sensors"]["cam"]
+        assert cam["dropped"] == 0
+        assert cam["video"]["rotation"] == video_of(name)["rotation_deg"]
