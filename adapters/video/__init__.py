@@ -7,7 +7,11 @@ Modules, one concept each:
 * :mod:`~adapters.video.prefetch`: the bounded thread -> event-loop queue;
 * :mod:`~adapters.video.timestamps`: PTS -> int ns, exactly, with fallbacks;
 * :mod:`~adapters.video.ledger`: which packets never came out of the decoder;
-* :mod:`~adapters.video.convert`: pixel format, resize, buffer reuse;
+* :mod:`~adapters.video.convert`: pixel format, resize, rotation, buffer reuse;
+* :mod:`~adapters.video.orientation`: display matrix / EXIF -> the turn that undoes it;
+* :mod:`~adapters.video.bitstream`: whether a packet shows a frame (VP8/VP9 hidden frames);
+* :mod:`~adapters.video.tail`: the last packets, kept to re-decode a failed drain;
+* :mod:`~adapters.video.mp4box`: MP4 edit lists read from the box headers;
 * :mod:`~adapters.video.hwaccel`: hardware decode probing and fallback;
 * :mod:`~adapters.video.probe`: opening inputs, error mapping, :class:`VideoInfo`.
 

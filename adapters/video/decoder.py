@@ -9,12 +9,20 @@ decode speed. The thread's output is a stream of :mod:`~adapters.video.events`
 through a bounded :class:`~adapters.video.prefetch.Prefetch` queue: that
 bound is the prefetch depth and the backpressure.
 
-Per packet: note it in the :class:`~adapters.video.ledger.PacketLedger`,
-decode it (a decoder error skips that packet only), and for each frame out
-stamp it with the stream's :class:`~adapters.video.timestamps.Timeline`,
-convert it (:class:`~adapters.video.convert.PixelConverter`) and queue it.
-Packets the ledger finds lost become :class:`~adapters.video.events.Skipped`
-items carrying their PTS.
+Per packet: note it in the :class:`~adapters.video.ledger.PacketLedger`
+unless it gives no frame by design (discarded edit-list pre-roll, hidden
+VP9 frames: :func:`~adapters.video.probe.presents`), decode it (a decoder
+error skips that packet only), and for each frame out stamp it with the
+stream's :class:`~adapters.video.timestamps.Timeline`, convert and turn it
+upright (:class:`~adapters.video.convert.PixelConverter`, orientation from
+the first frame's display matrix) and queue it. Packets the ledger finds
+lost become :class:`~adapters.video.events.Skipped` items carrying their PTS,
+in presentation order: a frame waits while a packet with an earlier PTS is
+pending, so the loss takes the seq of its place. At the end of a file, if
+packets are still unaccounted for (a decode error in the drain strands the
+frames held for reordering under frame threading), the stream's tail is
+decoded again on one thread (:mod:`~adapters.video.tail`) and what never
+came out is delivered: the result is the same at every thread count.
 
 Opening tries the hardware devices from :mod:`adapters.video.hwaccel` first,
 each verified by decoding the first frame on it; any failure before that first

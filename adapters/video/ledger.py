@@ -12,6 +12,8 @@ decoders that under-estimate the reorder depth at the start of a stream can
 emit a frame a few places late. At the end of the stream everything still
 pending is lost.
 
+Packets that give no frame by design (edit-list discard, hidden VP9
+frames) are never entered: the decoder thread filters them out first.
 Packets without a PTS are not tracked (nothing to report them by). The ledger
 holds at most ``limit`` entries; beyond that the oldest is declared lost, so a
 decoder that never outputs anything cannot grow it.
