@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from adapters.video.events import FrameLost
     from adapters.video.hwaccel import HWAccelReport
     from adapters.video.ledger import PacketLedger
+    from adapters.video.orientation import Orientation
     from adapters.video.probe import VideoInfo, is_live, probe_video
     from adapters.video.source import VideoSource, VideoStatistics
     from adapters.video.timestamps import Timeline
@@ -38,6 +39,7 @@ __all__ = [
     "BufferPool",
     "FrameLost",
     "HWAccelReport",
+    "Orientation",
     "PacketLedger",
     "PixelConverter",
     "PixelFormat",
@@ -56,6 +58,7 @@ __getattr__, __dir__ = lazy_exports(
         "BufferPool": "adapters.video.convert",
         "FrameLost": "adapters.video.events",
         "HWAccelReport": "adapters.video.hwaccel",
+        "Orientation": "adapters.video.orientation",
         "PacketLedger": "adapters.video.ledger",
         "PixelConverter": "adapters.video.convert",
         "PixelFormat": "adapters.video.convert",
