@@ -17,8 +17,9 @@ stream's :class:`~adapters.video.timestamps.Timeline`, convert and turn it
 upright (:class:`~adapters.video.convert.PixelConverter`, orientation from
 the first frame's display matrix) and queue it. Packets the ledger finds
 lost become :class:`~adapters.video.events.Skipped` items carrying their PTS,
-in presentation order: a frame waits while a packet with an earlier PTS is
-pending, so the loss takes the seq of its place. At the end of a file, if
+in presentation order: a file's frame waits while a packet with an earlier
+PTS is pending, so the loss takes the seq of its place (live frames do not
+wait: there a loss is numbered when it is known). At the end of a file, if
 packets are still unaccounted for (a decode error in the drain strands the
 frames held for reordering under frame threading), the stream's tail is
 decoded again on one thread (:mod:`~adapters.video.tail`) and what never
@@ -408,10 +409,11 @@ class DecoderThread:
     ) -> int:
         """Account for one decoded frame, then deliver what is due; returns frames delivered.
 
-        A frame waits (in :attr:`_held`) while a packet with an earlier PTS is
-        still pending in the ledger, so that when that packet is declared lost its
-        :class:`Skipped` comes before the later frames and takes the seq number of
-        its place in presentation order. Without losses nothing waits.
+        A frame of a file waits (in :attr:`_held`) while a packet with an earlier
+        PTS is still pending in the ledger, so that when that packet is declared
+        lost its :class:`Skipped` comes before the later frames and takes the seq
+        number of its place in presentation order. Without losses nothing waits;
+        a live frame never waits (its losses are numbered when they are known).
         """
         if self._turn is None:
             turn = frame_orientation(frame)
@@ -425,7 +427,9 @@ class DecoderThread:
         held.append((frame, arrival))
         if frame.pts is not None and len(held) > 1 and _order(held[-2][0].pts) > frame.pts:
             held.sort(key=lambda item: _order(item[0].pts))  # a frame the decoder gave late
-        return self._release(lost, ledger.oldest(), timeline, connection, verifying, "")
+        # Live inputs never wait: latency matters more there than where a loss is numbered.
+        floor = None if self.opts.live else ledger.oldest()
+        return self._release(lost, floor, timeline, connection, verifying, "")
 
     def _release(
         self,
