@@ -114,6 +114,27 @@ def test_python_block_runs(block: Block, tmp_path: Path) -> None:
     )
 
 
+TOML_BLOCKS = [b for page in PAGES for b in fenced_blocks(page) if b.info == "toml"]
+
+
+@pytest.mark.parametrize("block", TOML_BLOCKS, ids=[b.where for b in TOML_BLOCKS])
+def test_toml_block_is_a_valid_config(block: Block) -> None:
+    """A ```toml block parses, and a whole pipeline or fleet file passes the schema."""
+    import tomllib
+
+    from hyperframes.config import validate_config
+    from hyperframes.fleet.config import validate_fleet_config
+
+    try:
+        raw = tomllib.loads(block.code)
+    except tomllib.TOMLDecodeError as err:
+        pytest.fail(f"{block.where}: not valid TOML: {err}")
+    if "fleet" in raw:
+        validate_fleet_config(raw, source=block.where)
+    elif "sources" in raw:
+        validate_config(raw, source=block.where)
+
+
 def test_every_page_has_its_python_blocks_found() -> None:
     """The fence parser sees the blocks (a parser bug would make every page pass)."""
     pages_with_blocks = {b.page.name for b in BLOCKS}
