@@ -9,8 +9,10 @@ which is how a user's suite would run it (the ``hfr`` fixtures come from the
 installed plugin). Anything that cannot run here (a live sensor, a GPU, a
 cluster) belongs in a ```text, ```console or ```toml fence.
 
-Also checked: README.md stays within 250 lines, and every relative link in
-README.md and docs/*.md points at a file or folder of the repository.
+Also checked: ```toml blocks are valid configs, README.md stays within 250
+lines, every docs page has a "Limits" section, and every relative link in
+README.md, docs/*.md and BENCHMARKS.md points at a file or folder of the
+repository.
 """
 
 from __future__ import annotations
@@ -167,7 +169,10 @@ def relative_links(page: Path) -> list[tuple[int, str]]:
     return out
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
+LINKED_PAGES = [*PAGES, ROOT / "BENCHMARKS.md"]
+
+
+@pytest.mark.parametrize("page", LINKED_PAGES, ids=[str(p.relative_to(ROOT)) for p in LINKED_PAGES])
 def test_relative_links_point_at_existing_files(page: Path) -> None:
     broken = []
     for line, target in relative_links(page):
@@ -175,6 +180,16 @@ def test_relative_links_point_at_existing_files(page: Path) -> None:
         if not path.exists():
             broken.append(f"{page.relative_to(ROOT)}:{line}: {target} (no such file)")
     assert not broken, "broken relative links:\n" + "\n".join(broken)
+
+
+@pytest.mark.parametrize(
+    "page", [p for p in PAGES if p.parent.name == "docs" and p.name != "index.md"], ids=str
+)
+def test_every_docs_page_states_its_limits(page: Path) -> None:
+    headings = [
+        line for line in page.read_text(encoding="utf-8").splitlines() if line.startswith("## ")
+    ]
+    assert "## Limits" in headings, f"{page.relative_to(ROOT)} has no '## Limits' section"
 
 
 def test_the_link_checker_finds_links() -> None:
