@@ -194,3 +194,23 @@ def test_every_docs_page_states_its_limits(page: Path) -> None:
 
 def test_the_link_checker_finds_links() -> None:
     assert relative_links(ROOT / "README.md"), "README.md links to no page under docs/"
+
+
+def test_cli_page_names_every_command_and_flag() -> None:
+    """docs/cli.md keeps up with the parser: each command has a section, each flag a mention."""
+    import argparse
+
+    from hyperframes.cli import build_parser
+
+    page = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    missing = []
+    for name, command in sub.choices.items():
+        if f"\n## {name}\n" not in page:
+            missing.append(f"section '## {name}'")
+        for action in command._actions:
+            if action.help == argparse.SUPPRESS:
+                continue  # a hidden alias
+            missing += [f"{name} {o}" for o in action.option_strings if o.startswith("--")
+                        and o != "--help" and o not in page]  # fmt: skip
+    assert not missing, "docs/cli.md does not mention: " + ", ".join(missing)
