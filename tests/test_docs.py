@@ -214,3 +214,25 @@ def test_cli_page_names_every_command_and_flag() -> None:
             missing += [f"{name} {o}" for o in action.option_strings if o.startswith("--")
                         and o != "--help" and o not in page]  # fmt: skip
     assert not missing, "docs/cli.md does not mention: " + ", ".join(missing)
+
+
+def test_configuration_page_names_every_toml_key() -> None:
+    """docs/configuration.md keeps up with the schema: every key of every table is named."""
+    from pydantic import BaseModel
+
+    from hyperframes.config import schema
+    from hyperframes.fleet.config import FleetSection
+
+    page = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    tables = [
+        m
+        for m in vars(schema).values()
+        if isinstance(m, type) and issubclass(m, BaseModel) and m.__module__ == schema.__name__
+    ]
+    missing = [
+        f"{model.__name__}.{key}"
+        for model in [*tables, FleetSection]
+        for key in model.model_fields
+        if not any(form in page for form in (f"`{key}`", f"{key} =", f"[{key}]"))
+    ]
+    assert not missing, "docs/configuration.md does not mention: " + ", ".join(missing)
