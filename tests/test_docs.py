@@ -3,7 +3,7 @@
 Each block runs as it is, in a fresh interpreter with the repository root as
 the working directory (so ``../shared/data`` and ``examples/`` resolve as they
 do for a reader of a clone), under a wall-clock timeout. A block whose first
-line is ``# pytest`` is a test file: it is written to a temporary
+line starts with ``# pytest`` is a test file: it is written to a temporary
 ``test_block.py`` and run with pytest under the repository's pytest settings,
 which is how a user's suite would run it (the ``hfr`` fixtures come from the
 installed plugin). Anything that cannot run here (a live sensor, a GPU, a
