@@ -83,8 +83,9 @@ def python_blocks() -> list[Block]:
 BLOCKS = python_blocks()
 
 
-def _env() -> dict[str, str]:
+def _env(tmp: Path) -> dict[str, str]:
     env = dict(os.environ)
+    env["TMPDIR"] = str(tmp)  # what a block puts in tempfile.mkdtemp() goes with tmp_path
     # The checkout's code wins over any installed copy, in the block and its children.
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     env.setdefault("MPLBACKEND", "Agg")
@@ -104,9 +105,10 @@ def test_python_block_runs(block: Block, tmp_path: Path) -> None:
         script = tmp_path / "block.py"
         script.write_text(block.code, encoding="utf-8")
         command = [sys.executable, str(script)]
+    before = set(os.listdir(ROOT))
     try:
         result = subprocess.run(
-            command, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=TIMEOUT_S
+            command, cwd=ROOT, env=_env(tmp_path), capture_output=True, text=True, timeout=TIMEOUT_S
         )
     except subprocess.TimeoutExpired:
         pytest.fail(f"{block.where}: the python block ran past {TIMEOUT_S} s")
@@ -114,6 +116,8 @@ def test_python_block_runs(block: Block, tmp_path: Path) -> None:
         f"{block.where}: the python block failed (exit {result.returncode}):\n"
         f"{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     )
+    left = sorted(set(os.listdir(ROOT)) - before - {".pytest_cache", ".hypothesis", "__pycache__"})
+    assert not left, f"{block.where}: the block left {left} in the repository root; use a temp dir"
 
 
 TOML_BLOCKS = [b for page in PAGES for b in fenced_blocks(page) if b.info == "toml"]
