@@ -9,10 +9,11 @@ which is how a user's suite would run it (the ``hfr`` fixtures come from the
 installed plugin). Anything that cannot run here (a live sensor, a GPU, a
 cluster) belongs in a ```text, ```console or ```toml fence.
 
-Also checked: ```toml blocks are valid configs, README.md stays within 250
-lines, every docs page has a "Limits" section, and every relative link in
-README.md, docs/*.md and BENCHMARKS.md points at a file or folder of the
-repository.
+Also checked: ```toml blocks are valid configs; README.md stays within 250
+lines; every docs page has a "Limits" section; docs/cli.md and
+docs/configuration.md name every flag and TOML key the code has; and every
+relative link (with its #anchor) in README.md, docs/*.md and BENCHMARKS.md
+points at a file, folder or heading of the repository.
 """
 
 from __future__ import annotations
@@ -156,11 +157,17 @@ def test_readme_is_at_most_250_lines() -> None:
     )
 
 
+def fenced_lines(page: Path) -> set[int]:
+    """Line numbers inside fenced blocks, fences included."""
+    lines: set[int] = set()
+    for b in fenced_blocks(page):
+        lines.update(range(b.line, b.line + b.code.count("\n") + 2))
+    return lines
+
+
 def relative_links(page: Path) -> list[tuple[int, str]]:
     """(line, target) of every relative Markdown link outside fenced blocks."""
-    fenced: set[int] = set()
-    for b in fenced_blocks(page):
-        fenced.update(range(b.line, b.line + b.code.count("\n") + 2))
+    fenced = fenced_lines(page)
     out = []
     for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), start=1):
         if n in fenced:
@@ -180,10 +187,23 @@ LINKED_PAGES = [*PAGES, ROOT / "BENCHMARKS.md"]
 def test_relative_links_point_at_existing_files(page: Path) -> None:
     broken = []
     for line, target in relative_links(page):
-        path = (page.parent / target.split("#", 1)[0]).resolve()
+        name, _, anchor = target.partition("#")
+        path = (page.parent / name).resolve()
         if not path.exists():
             broken.append(f"{page.relative_to(ROOT)}:{line}: {target} (no such file)")
+        elif anchor and path.suffix == ".md" and anchor not in heading_anchors(path):
+            broken.append(f"{page.relative_to(ROOT)}:{line}: {target} (no such heading)")
     assert not broken, "broken relative links:\n" + "\n".join(broken)
+
+
+def heading_anchors(page: Path) -> set[str]:
+    """The anchors GitHub gives a page's headings (lower case, punctuation dropped)."""
+    fenced = fenced_lines(page)
+    anchors = set()
+    for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), start=1):
+        if n not in fenced and (m := re.match(r"^#{1,6} +(.*?) *$", line)):
+            anchors.add(re.sub(r"[^\w\- ]", "", m[1].lower()).replace(" ", "-"))
+    return anchors
 
 
 @pytest.mark.parametrize(
