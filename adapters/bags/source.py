@@ -106,7 +106,8 @@ def _open_reader(path: Path) -> tuple[Any, Any]:
         from rosbags.typesys import Stores, get_typestore
     except ImportError as err:  # pragma: no cover - rosbags is an install requirement
         raise SourceOpenError(
-            "reading ROS bags needs the 'rosbags' package (pip install 'hyperframes[interop]')"
+            "reading ROS bags needs the 'rosbags' package, a hyperframes dependency: "
+            "reinstall hyperframes from its clone (pip install .)"
         ) from err
     fmt = bag_format(path)
     if fmt is None:

@@ -19,7 +19,7 @@ def register(sub: Any) -> None:
         description=(
             "Replay and synchronise every recording a RUN.toml names, run its models on a "
             "Ray actor pool (GPUs when the cluster has them) and write one results .hfr per "
-            "recording. Needs the ray extra: pip install 'hyperframes[ray]'."
+            "recording. Needs the ray extra: pip install '.[ray]' in the hyperframes clone."
         ),
     )
     p.add_argument("run", help="the RUN.toml: [fleet], [sync], [[stages]], [[workers]]")

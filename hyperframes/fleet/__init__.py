@@ -2,7 +2,7 @@
 
 Importing this package does not import Ray; the names that need it load it on
 first use and say how to install it when it is missing
-(``pip install 'hyperframes[ray]'``). See the "Fleets on Ray" section of README.md.
+(``pip install '.[ray]'`` in the hyperframes clone). See docs/fleet.md.
 """
 
 from __future__ import annotations

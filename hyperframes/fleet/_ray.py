@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-INSTALL_HINT = "pip install 'hyperframes[ray]'"
+INSTALL_HINT = "pip install '.[ray]' in the hyperframes clone"
 
 
 def require_ray() -> ModuleType:

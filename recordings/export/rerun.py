@@ -1,8 +1,8 @@
 """A Rerun sink: images, point clouds and time series of each sync group, on the group's timeline.
 
-Optional: needs ``rerun-sdk`` (``pip install 'hyperframes[rerun]'``), imported
-only when a :class:`RerunSink` is made. Each group is logged at two times:
-the ``group`` sequence timeline (its number) and the ``t`` timestamp timeline
+Optional: needs ``rerun-sdk`` (the ``rerun`` extra: ``pip install '.[rerun]'`` in the
+hyperframes clone), imported only when a :class:`RerunSink` is made. Each group is logged
+at two times: the ``group`` sequence timeline (its number) and the ``t`` timestamp timeline
 (the group's reference time), so the viewer steps through groups or plays
 them in time. Members go to ``<sensor>`` entities: an image as ``Image``, a
 point array as ``Points3D`` (coloured by intensity when it has one), an IMU
@@ -53,7 +53,8 @@ class RerunSink:
             import rerun as rr
         except ImportError as err:
             raise RuntimeError(
-                "the Rerun sink needs the 'rerun-sdk' package: pip install 'hyperframes[rerun]'"
+                "the Rerun sink needs the 'rerun-sdk' package: install the 'rerun' extra "
+                "from the hyperframes clone (pip install '.[rerun]')"
             ) from err
         self._rr = rr
         self.rec = rr.RecordingStream(application_id)

@@ -245,7 +245,7 @@ def test_pcd_sweeps_read_back_field_for_field(recording: Path, tmp_path: Path) -
 
 
 def test_rerun_view_writes_an_rrd_when_no_viewer_runs(recording: Path, tmp_path: Path) -> None:
-    pytest.importorskip("rerun")  # the optional extra hyperframes[rerun]; make test installs it
+    pytest.importorskip("rerun")  # the optional 'rerun' extra; make test installs it
     out = tmp_path / "view.rrd"
     report = export_recording(recording, out, to="rerun", sensors=["cam", "lidar", "imu"])
     assert report.groups > 0
