@@ -130,6 +130,10 @@ class OnlineClock:
       envelope for ``confirm_ns`` of sensor time (a small backward jump, or a
       link that got slower for good) also reset the model, onto them.
       A stamp going back by less than the threshold is ignored (``ignored``).
+    * **Restarts.** A source that knows its stream restarted (a video sender
+      whose timestamps jumped, see :mod:`fusion.continuity`) marks the first
+      frame ``meta["segment_start"]``; the hub then calls :meth:`restart`, and
+      the model starts over at once instead of waiting for confirmations.
     * **Wrap-around.** With ``wrap_period_ns`` (an adapter declares it in
       ``SensorSpec.meta["wrap_period_ns"]``, e.g. Velodyne's hour) sensor time
       is unwrapped to the nearest turn of the counter.
@@ -179,6 +183,7 @@ class OnlineClock:
         self._main: _Track | None = None
         self._candidate: _Track | None = None
         self._above_since: int | None = None
+        self._prior = 0.0  # skew prior (d offset / d t_sensor) of the next model
         self.observed = 0
         """Samples given to :meth:`observe`."""
         self.resets = 0
@@ -202,7 +207,7 @@ class OnlineClock:
         self.observed += 1
         track = self._main
         if track is None:
-            self._main = self._new_track(t_sensor, t_arrival, 0.0)
+            self._main = self._new_track(t_sensor, t_arrival, self._prior)
             return
         x = track.unwrap(t_sensor)
         threshold = self.jump_threshold_ns
@@ -252,6 +257,18 @@ class OnlineClock:
         """Forget everything learned (the counters stay)."""
         self._main = self._candidate = None
         self._above_since = None
+        self._prior = 0.0
+
+    def restart(self) -> None:
+        """The sensor's stream restarted: the next sample starts a new model (counted
+        in ``resets``), with the old skew as its prior (the hardware is the same)."""
+        main = self._main
+        if main is None:
+            return
+        self._prior = main.fit.slope
+        self._main = self._candidate = None
+        self._above_since = None
+        self.resets += 1
 
     # -- the estimate -------------------------------------------------------------------
 

@@ -9,7 +9,9 @@ One *pump* per channel takes frames out and, for each frame, on the event loop
 with no await in between:
 
 1. applies the sensor's clock model (``observe`` then ``align``; ``t_sensor``
-   is untouched, ``t`` becomes the aligned time);
+   is untouched, ``t`` becomes the aligned time); a frame marked
+   ``meta["segment_start"]`` (its source saw the stream restart) first tells
+   the model to start over (``restart()``, where the model has one);
 2. calls ``policy.push`` and sends the groups it returns to the output channel.
 
 Pushes from different pumps never interleave inside the policy (the policy is
@@ -72,6 +74,8 @@ class SensorStatistics:
     buffering delay, meaningful when ``t`` is on the host's clock."""
     clock: Mapping[str, Any]
     """The sensor's clock model estimate (``describe()``), empty without a model."""
+    segments: int = 0
+    """Frames that started a new segment (the source saw its stream restart)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +122,7 @@ class HubStatistics:
 
 
 class _SensorState:
-    __slots__ = ("dropped", "frames_in", "last_received", "last_t", "model")
+    __slots__ = ("dropped", "frames_in", "last_received", "last_t", "model", "segments")
 
     def __init__(self, model: ClockModel | None) -> None:
         self.model = model
@@ -126,6 +130,7 @@ class _SensorState:
         self.last_t: int | None = None
         self.last_received: int | None = None
         self.dropped: dict[str, int] = {}
+        self.segments = 0
 
 
 class SyncHub:
@@ -298,6 +303,11 @@ class SyncHub:
                 state.frames_in += 1
                 self._frames_in += 1
                 model = state.model
+                if frame.meta and frame.meta.get("segment_start"):
+                    state.segments += 1
+                    restart = getattr(model, "restart", None)
+                    if restart is not None:
+                        restart()
                 if model is not None:
                     if frame.t_arrival is not None:
                         model.observe(frame.t_sensor, frame.t_arrival)
@@ -380,6 +390,7 @@ class SyncHub:
                 if state.last_t is None or state.last_received is None
                 else state.last_received - state.last_t,
                 clock=MappingProxyType(state.model.describe() if state.model else {}),
+                segments=state.segments,
             )
             for name, state in self._sensors.items()
         }

@@ -32,10 +32,20 @@ frame closes the input and tries the next device, then software.
 A live input that fails to read (timeout, EOF, connection reset) is closed and
 reopened with exponential backoff; the time between the last frame before the
 drop and the first after it is reported as a gap. Files end at EOF.
+
+Live streams are checked for continuity (:mod:`fusion.continuity`): a frame
+whose timestamps jump against its arrival by more than ``jump_threshold``
+(a restarted sender, within the read timeout or across a reconnect) opens a
+new segment, ``meta["segment_start"]`` tells the hub's clock model to start
+over, and a silence longer than the threshold is a gap. The backlog FFmpeg
+hands over when a stream opens is re-paced (:class:`~fusion.continuity.OpeningBurst`)
+so it does not bias the clock. Stopping interrupts a blocking open or read at
+FFmpeg's next poll (:mod:`adapters.video.interrupt`), not at its timeout.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import threading
@@ -49,11 +59,13 @@ from av.container import InputContainer
 from av.video.stream import VideoStream
 
 from adapters.video import hwaccel as hw
+from adapters.video import interrupt
 from adapters.video.convert import PixelConverter, PixelFormat
 from adapters.video.events import (
     Decoded,
     DecoderError,
     Disconnected,
+    Discontinued,
     Event,
     Failed,
     FrameLost,
@@ -75,6 +87,7 @@ from adapters.video.probe import (
 )
 from adapters.video.tail import Tail
 from adapters.video.timestamps import Timeline
+from fusion.continuity import Continuity, OpeningBurst
 from fusion.errors import DecodeError, SourceOpenError
 from fusion.timing import Clock
 
@@ -114,9 +127,16 @@ class DecodeOptions:
     max_reconnects: int | None = None
     rotate: str = "auto"
     """``"auto"``: turn frames upright by the display matrix; ``"none"``: as stored."""
+    jump_threshold: float = 1.0
+    """Seconds: timestamps jumping by more than this (against arrival) start a new
+    segment; silences longer than this are reported as gaps."""
     keep_packets: bool = False
     """Attach each frame's demuxed packets (``meta["packets"]``) and the stream's
     decoder parameters (``meta["codec"]``), for recording without re-encoding."""
+
+
+_BURST_BYTES = 256 << 20
+"""At most this many bytes of decoded frames are held while an opening burst is re-paced."""
 
 
 class _HardwareFailed(Exception):
@@ -155,6 +175,8 @@ class DecoderThread:
         self._last_pts: int | None = None
         self._held: list[tuple[av.VideoFrame, int | None]] = []
         self._timeline: Timeline | None = None
+        self._continuity = Continuity(int(opts.jump_threshold * 1e9))
+        self._burst: OpeningBurst[Decoded] = OpeningBurst()
 
     def start(self) -> None:
         self._thread.start()
@@ -169,6 +191,11 @@ class DecoderThread:
         return not self._thread.is_alive()
 
     @property
+    def repaced(self) -> int:
+        """Frames whose ``t_arrival`` an opening burst lowered."""
+        return self._burst.repaced
+
+    @property
     def stopping(self) -> bool:
         return self._stop.is_set() or self.prefetch.closed
 
@@ -176,9 +203,11 @@ class DecoderThread:
 
     def _run(self) -> None:
         try:
-            self._run_connections()
+            with interrupt.stoppable(self._stop):
+                self._run_connections()
         except BaseException as err:
-            self._emit(Failed(err))
+            if not self.stopping:
+                self._emit(Failed(err))
         finally:
             self._converter.release()  # the idle pool's buffers go back to the allocator
             self.prefetch.finish()
@@ -191,6 +220,8 @@ class DecoderThread:
             try:
                 container, stream, report = self._open()
             except SourceOpenError as err:
+                if self.stopping:
+                    return
                 if not (opts.live and opts.reconnect and _transient(err)):
                     raise
                 if not self._backoff(attempts, str(err)):
@@ -202,7 +233,9 @@ class DecoderThread:
                     self._pending_gap = Reconnected(attempts, None)
                 info = self._describe(container, stream)
                 self._emit(Opened(info, report, connection))
+                self._burst.restart()
                 self._decode(container, stream, report, connection)
+                self._queue(self._burst.flush())
                 return  # end of file (or of a live stream that says it ended)
             except _HardwareFailed as err:
                 report.refuse(report.used or "hardware", str(err))
@@ -210,6 +243,9 @@ class DecoderThread:
                 self._software_only = True  # reopen at once, in software
             except _ReadFailed as err:
                 self._deliver_held(connection)
+                self._queue(self._burst.flush())
+                if self.stopping:
+                    return
                 self._emit(Disconnected(str(err), self._last_arrival))
                 if not opts.reconnect or self.stopping:
                     return
@@ -500,6 +536,12 @@ class DecoderThread:
                 if self.opts.live and not self.stopping:
                     raise _ReadFailed("the stream ended") from None
                 return
+            except av.error.ExitError as err:  # the interrupt callback: timeout or stop
+                if self.stopping:
+                    return
+                if self.opts.live:
+                    raise _ReadFailed(f"no data for {self.opts.read_timeout:g} s") from err
+                raise DecodeError(f"{self.opts.url!r}: reading the file timed out") from err
             except (av.error.FFmpegError, OSError) as err:
                 if self.opts.live:
                     raise _ReadFailed(f"reading failed: {err}") from err
@@ -540,25 +582,61 @@ class DecoderThread:
             meta["codec"] = self._codec
         if self.opts.live:
             meta["connection"] = connection
-            if self._pending_gap is not None:
+        decoded = Decoded(t_sensor, t_arrival, data, meta, t_read=t_arrival)
+        nbytes = getattr(data, "nbytes", 0)
+        if nbytes:  # the burst holds decoded frames: bound it in bytes too
+            self._burst.max_items = max(8, min(256, _BURST_BYTES // nbytes))
+        self._queue(self._burst.push(decoded) if self.opts.live else [decoded])
+        return True
+
+    def _queue(self, items: list[Decoded]) -> None:
+        """Stamp continuity on frames leaving the opening burst and queue them.
+
+        A released backlog waits for room rather than evicting itself, and a
+        frame that starts a segment or ends a gap is never evicted (the hub's
+        clock model must see it).
+        """
+        backlog = len(items) > 1
+        for item in items:
+            if self.stopping:
+                return
+            meta = item.meta
+            t_arrival = item.t_arrival
+            if item.t_read is not None and t_arrival != item.t_read:
+                meta["t_read"] = item.t_read
+            reconnected = False
+            if self.opts.live and self._pending_gap is not None:
                 gap = self._pending_gap
                 if t_arrival is not None and self._last_arrival is not None:
                     gap.gap_ns = t_arrival - self._last_arrival
                 meta["gap_ns"] = gap.gap_ns
                 self._pending_gap = None
+                reconnected = True
                 self._emit(gap)
+            change = self._continuity.observe(item.t_sensor, t_arrival)
+            if change is not None:
+                if change.restarted:
+                    meta["segment_start"] = True
+                if reconnected:  # the reconnect already reported the gap
+                    change = dataclasses.replace(change, gap_ns=None)
+                if change.restarted or change.gap_ns is not None:
+                    if change.gap_ns is not None:
+                        meta["gap_ns"] = change.gap_ns
+                    self._emit(Discontinued(change, self._continuity.segment))
+            if self.opts.live:
+                meta["segment"] = self._continuity.segment
             if t_arrival is not None:
                 self._last_arrival = t_arrival
-        evicted = self.prefetch.put(Decoded(t_sensor, t_arrival, data, meta))
-        if evicted is None:
-            self._stop.set()
-            return True
-        for old in evicted:
-            if isinstance(old, Decoded):
-                self._emit_lost(
-                    "overflow", old.meta.get("pts"), old.t_sensor, "prefetch queue full"
-                )
-        return True
+            marked = "segment_start" in meta or "gap_ns" in meta
+            evicted = self.prefetch.put(item, droppable=not marked, wait=backlog)
+            if evicted is None:
+                self._stop.set()
+                return
+            for old in evicted:
+                if isinstance(old, Decoded):
+                    self._emit_lost(
+                        "overflow", old.meta.get("pts"), old.t_sensor, "prefetch queue full"
+                    )
 
     def _lose(self, reason: str, pts: int | None, timeline: Timeline, detail: str) -> None:
         self._emit_lost(reason, pts, None if pts is None else timeline.to_ns(pts), detail)

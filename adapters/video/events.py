@@ -12,6 +12,7 @@ from typing import Any
 
 from adapters.video.hwaccel import HWAccelReport
 from adapters.video.probe import VideoInfo
+from fusion.continuity import Discontinuity
 from fusion.errors import DecodeError
 
 
@@ -51,6 +52,8 @@ class Decoded:
     t_arrival: int | None
     data: Any
     meta: dict[str, Any]
+    t_read: int | None = None
+    """When the packet was read (``t_arrival`` before an opening burst was re-paced)."""
 
 
 @dataclass(slots=True)
@@ -99,10 +102,21 @@ class Reconnected:
 
 
 @dataclass(slots=True)
+class Discontinued:
+    """The stream's timestamps jumped (a new segment) or it was silent for a while."""
+
+    change: Discontinuity
+    segment: int
+    """The segment the next frame belongs to (0 for the first)."""
+
+
+@dataclass(slots=True)
 class Failed:
     """The decoder cannot go on; the consumer raises ``error``."""
 
     error: BaseException
 
 
-Event = Decoded | DecoderError | Skipped | Opened | Disconnected | Reconnected | Failed
+Event = (
+    Decoded | DecoderError | Skipped | Opened | Disconnected | Reconnected | Discontinued | Failed
+)

@@ -55,17 +55,19 @@ class Prefetch(Generic[T]):
 
     # -- producer side (decoder thread) -----------------------------------------
 
-    def put(self, item: T, *, droppable: bool = True) -> list[T] | None:
+    def put(self, item: T, *, droppable: bool = True, wait: bool = False) -> list[T] | None:
         """Queue ``item``; returns evicted items (possibly none), or ``None`` if closed.
 
         Only droppable items count toward capacity; control items (error
         reports, end markers) always fit, so accounting is never lost.
+        ``wait=True`` waits for room even when the queue drops the oldest
+        (a backlog released at once, which dropping would only thin out).
         """
         evicted: list[T] = []
         with self._cond:
             if droppable:
                 while self._frames >= self.capacity and not self._closed:
-                    if self.drop_oldest:
+                    if self.drop_oldest and not wait:
                         evicted.append(self._evict_locked())
                     else:
                         self._cond.wait()

@@ -31,9 +31,24 @@ from adapters.video.orientation import UPRIGHT, Orientation, from_matrix
 from fusion.errors import SourceOpenError
 
 LIVE_SCHEMES: frozenset[str] = frozenset(
-    {"rtsp", "rtsps", "rtmp", "rtmps", "rtp", "srt", "udp", "tcp", "mmsh", "mmst"}
+    {
+        "http",
+        "https",
+        "rtsp",
+        "rtsps",
+        "rtmp",
+        "rtmps",
+        "rtp",
+        "srt",
+        "udp",
+        "tcp",
+        "mmsh",
+        "mmst",
+    }
 )
-"""URL schemes treated as live. ``http(s)`` is not (a web file is a file); pass ``live=True``."""
+"""URL schemes treated as live: reconnect, ``t_arrival``, drop-oldest when behind.
+``http(s)`` is included because cameras and encoders serve streams over it; a
+video *file* on a web server is read with ``live=False``."""
 
 
 def is_live(url: str, input_format: str | None = None) -> bool:
@@ -191,6 +206,10 @@ def open_input(
         ) from err
     except (av.error.ProtocolNotFoundError, av.error.DemuxerNotFoundError) as err:
         raise SourceOpenError(f"cannot open {url!r}: {err}") from err
+    except av.error.ExitError as err:  # the interrupt callback: open timeout (or a stop)
+        limit = timeout[0] if timeout else None
+        within = f" within {limit:g} s" if limit is not None else ""
+        raise SourceOpenError(f"cannot open {url!r}: no data received{within}") from err
     except av.error.FFmpegError as err:
         raise SourceOpenError(f"cannot open {url!r}: {err}") from err
 

@@ -15,6 +15,7 @@ disconnect shows in :meth:`VideoSource.statistics` and in the first frame's
 
 from __future__ import annotations
 
+import logging
 from collections import deque
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from adapters.video.events import (
     Decoded,
     DecoderError,
     Disconnected,
+    Discontinued,
     Event,
     Failed,
     FrameLost,
@@ -47,6 +49,7 @@ from fusion.source import Source
 from fusion.timing import current_clock
 
 _THREAD_TYPES = ("AUTO", "FRAME", "SLICE", "NONE")
+log = logging.getLogger("adapters.video")
 
 
 @dataclass(slots=True)
@@ -62,7 +65,12 @@ class VideoStatistics:
     disconnects: int = 0
     """Times a live input stopped delivering."""
     gaps_ns: list[int] = field(default_factory=list)
-    """Arrival gap around each reconnect (last frame before to first after), newest last."""
+    """Arrival gap around each reconnect or silence longer than ``jump_threshold``
+    (last frame before to first after), newest last."""
+    restarts: int = 0
+    """Times the stream's timestamps jumped (a restarted sender): segments after the first."""
+    repaced: int = 0
+    """Frames of opening bursts whose ``t_arrival`` was re-paced (see :mod:`fusion.continuity`)."""
     prefetch_high_water: int = 0
     """Most decoded frames ever waiting in the prefetch queue."""
     decoder_errors: int = 0
@@ -83,6 +91,8 @@ class VideoStatistics:
             "disconnects": self.disconnects,
             "gaps_ns": list(self.gaps_ns),
             "downtime_ns": self.downtime_ns,
+            "restarts": self.restarts,
+            "repaced": self.repaced,
             "prefetch_high_water": self.prefetch_high_water,
             "decoder_errors": self.decoder_errors,
             "last_decoder_error": self.last_decoder_error,
@@ -100,24 +110,28 @@ class VideoSource(Source):
     ``meta`` holds ``pts``, ``pts_source``, ``key_frame``, ``rotation``
     (degrees counter-clockwise from the display matrix, as ffprobe prints
     it; None without one) and ``rotated`` (whether ``data`` was turned
-    upright), plus ``connection`` and, after a reconnect, ``gap_ns`` for
-    live inputs.
+    upright); live inputs add ``connection``, ``segment`` (0, then one more
+    per restart of the sender), ``segment_start`` on a segment's first frame,
+    ``gap_ns`` after a silence or reconnect and ``t_read`` where an opening
+    burst was re-paced.
 
     Main options:
 
-    * ``live``: ``None`` detects it from the URL (``udp://``, ``rtsp://``,
-      ``/dev/video0``...). Live inputs reconnect with exponential backoff
-      (``backoff`` = (initial, max) seconds, ``max_reconnects``), use slice
-      threading (frame threading adds a frame of latency per thread) and drop
-      the oldest decoded frame when the consumer falls behind, counted as
-      ``"overflow"``.
+    * ``live``: ``None`` detects it from the URL (``udp://``, ``tcp://``,
+      ``rtsp://``, ``http://``, ``/dev/video0``...; see
+      :data:`~adapters.video.probe.LIVE_SCHEMES`). Live inputs reconnect with
+      exponential backoff (``backoff`` = (initial, max) seconds,
+      ``max_reconnects``), use slice threading (frame threading adds a frame
+      of latency per thread) and drop the oldest decoded frame when the
+      consumer falls behind, counted as ``"overflow"``.
     * ``stream``: which video stream of a file with several.
     * ``rotate``: ``"auto"`` (default) turns frames upright by the stream's
       display matrix, as ffmpeg does, in the same filter pass as the pixel
       conversion; ``"none"`` keeps the stored orientation and still reports
       it. :attr:`info` says the output size (``output_width``/``output_height``).
-    * ``size``: ``(width, height)`` to resize to, in the same swscale pass
-      (the size of the output, after turning it upright).
+    * ``width`` and ``height`` (or ``size=(width, height)``): resize to, in
+      the same swscale pass (the size of the output, after turning it
+      upright); frames are then ``(height, width, 3)`` arrays.
     * ``threads``/``thread_type``: FFmpeg decoder threading (0 = one per core).
     * ``prefetch``: decoded frames buffered ahead of the consumer.
     * ``hwaccel``: ``None``, ``"auto"`` or a device type; falls back to
@@ -126,7 +140,11 @@ class VideoSource(Source):
     * ``origin_pts``: PTS that maps to ``t_sensor == 0``; default 0 keeps the
       stream's own times, ``None`` starts the first frame at 0.
     * ``read_timeout``: seconds without data before a live input counts as
-      dropped.
+      dropped (default 5 for live inputs); ``open_timeout`` bounds one attempt
+      to open it. Stopping or cancelling ends either wait within about 0.1 s.
+    * ``jump_threshold``: seconds; timestamps jumping by more than this against
+      arrival start a new segment (logged, counted in ``restarts``, and the
+      clock model starts over); silences longer than this are gaps.
     * ``keep_packets``: also attach each frame's demuxed packets
       (``meta["packets"]``, decode order) and the stream's decoder parameters
       (``meta["codec"]``), so a :class:`~recordings.video.recording.VideoRecorder`
@@ -163,6 +181,7 @@ class VideoSource(Source):
         capacity: int = 64,
         keep_packets: bool = False,
         rotate: str = "auto",
+        jump_threshold: float = 1.0,
     ) -> None:
         url = str(url)
         if rotate not in ("auto", "none"):
@@ -181,6 +200,8 @@ class VideoSource(Source):
             raise ValueError(f"prefetch must be >= 1, got {prefetch}")
         if threads < 0:
             raise ValueError(f"threads must be >= 0 (0 = automatic), got {threads}")
+        if not jump_threshold > 0:
+            raise ValueError(f"jump_threshold must be > 0 seconds, got {jump_threshold!r}")
         if backoff[0] <= 0 or backoff[1] < backoff[0]:
             raise ValueError(f"backoff must be (initial > 0, max >= initial), got {backoff!r}")
         check_path(url, input_format)
@@ -221,6 +242,7 @@ class VideoSource(Source):
             max_reconnects=max_reconnects,
             keep_packets=keep_packets,
             rotate=rotate,
+            jump_threshold=jump_threshold,
         )
         self.prefetch = prefetch
         self.info: VideoInfo | None = None
@@ -280,10 +302,20 @@ class VideoSource(Source):
         elif isinstance(event, Disconnected):
             stats.disconnects += 1
             self.count_error("disconnect", f"sensor {self.name!r}: {event.reason}")
+            log.warning("%s: %s; reconnecting to %s", self.name, event.reason, self.url)
         elif isinstance(event, Reconnected):
             if event.gap_ns is not None:
                 stats.gaps_ns.append(event.gap_ns)
                 del stats.gaps_ns[:-256]
+                log.warning("%s: reconnected, no data for %.2f s", self.name, event.gap_ns / 1e9)
+        elif isinstance(event, Discontinued):
+            change = event.change
+            if change.restarted:
+                stats.restarts += 1
+            if change.gap_ns is not None:
+                stats.gaps_ns.append(change.gap_ns)
+                del stats.gaps_ns[:-256]
+            log.warning("%s: %s", self.name, change.describe())
         elif isinstance(event, Failed):
             failure = event.error
             if isinstance(failure, SourceError) and failure.sensor is None:
@@ -295,6 +327,7 @@ class VideoSource(Source):
         # The thread notices the stop at its next packet; a live read can take up to
         # read_timeout. Wait off the event loop, bounded so shutdown cannot hang.
         opts = decoder.opts
+        # Normally the interrupt hook (adapters.video.interrupt) ends it within a poll.
         bound = 2.0 + (opts.read_timeout or 0.0) + (opts.open_timeout or 0.0)
         await anyio.to_thread.run_sync(decoder.join, bound)
 
@@ -305,6 +338,8 @@ class VideoSource(Source):
             self.video_stats.prefetch_high_water = max(
                 self.video_stats.prefetch_high_water, self._decoder.prefetch.high_water
             )
+        if self._decoder is not None:
+            self.video_stats.repaced = self._decoder.repaced
         out["video"] = self.video_stats.as_dict()
         out["hwaccel"] = None if self.hwaccel_report is None else self.hwaccel_report.as_dict()
         return out

@@ -1,4 +1,12 @@
-"""Pieces the commands share: logging flags, graceful signals, live pipeline display."""
+"""Pieces the commands share: logging flags, consoles, messages, graceful signals, live display.
+
+Every command prints through :func:`console_for`: rich markup is off, so a
+message or a name from a file prints literally (``hyperframes[rerun]`` keeps
+its brackets), and when output is not a terminal the console is wide enough
+that tables keep their columns in a pipe or a log. Styled labels go through
+:func:`error`, :func:`warn` and :func:`note`, which build ``Text`` objects
+instead of markup strings.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +22,7 @@ import anyio
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
+from rich.text import Text
 
 from fusion.pipeline import Pipeline, PipelineStatistics
 
@@ -48,28 +57,84 @@ def configure_logging(args: argparse.Namespace) -> None:
     )
 
 
-def console_for(args: argparse.Namespace) -> Console:
-    return Console(quiet=bool(getattr(args, "quiet", False)))
+PIPE_WIDTH = 200
+"""Console width when output is not a terminal: tables keep their columns in a pipe."""
+
+
+def console_for(args: argparse.Namespace | None = None, *, stderr: bool = False) -> Console:
+    """The console a command prints with: literal text, quiet with ``-q``, wide in a pipe."""
+    quiet = bool(getattr(args, "quiet", False))
+    console = Console(quiet=quiet, markup=False, highlight=False, emoji=False, stderr=stderr)
+    if not console.is_terminal:
+        console = Console(
+            quiet=quiet,
+            markup=False,
+            highlight=False,
+            emoji=False,
+            stderr=stderr,
+            width=PIPE_WIDTH,
+        )
+    return console
+
+
+def styled(label: str, style: str, message: object = "") -> Text:
+    """``label`` in ``style`` followed by ``message`` printed literally."""
+    text = Text(label, style=style)
+    if message != "":
+        text.append(" ")
+        text.append(str(message))
+    return text
+
+
+def error(console: Console, message: object) -> None:
+    """``error: MESSAGE`` in red (always shown, ``-q`` included)."""
+    quiet, console.quiet = console.quiet, False
+    try:
+        console.print(styled("error:", "red", message))
+    finally:
+        console.quiet = quiet
+
+
+def warn(console: Console, label: str, message: object = "") -> None:
+    """A yellow label and a literal message (``skipped 3 (decode_error): ...``)."""
+    console.print(styled(label, "yellow", message))
+
+
+def note(console: Console, label: str, message: object = "", style: str = "green") -> None:
+    console.print(styled(label, style, message))
 
 
 async def run_until_signalled(pipeline: Pipeline, body: Callable[[], Awaitable[T]]) -> T:
-    """Run ``body`` with SIGINT/SIGTERM turned into :meth:`Pipeline.stop` (graceful)."""
+    """Run ``body`` with SIGINT/SIGTERM turned into :meth:`Pipeline.stop` (graceful).
+
+    The first signal stops the sources; frames already received drain and the
+    recorder writes its index. A second signal cancels the draining too (the
+    recorder still closes its file): an operator pressing Ctrl-C twice means it.
+    """
     result: T
 
     async with anyio.create_task_group() as tg:
+        body_scope = anyio.CancelScope()
 
         async def watch() -> None:
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                count = 0
                 async for signum in signals:
-                    log.warning(
-                        "%s: stopping sources, draining in-flight frames",
-                        signal.Signals(signum).name,
-                    )
-                    pipeline.stop()
+                    count += 1
+                    name = signal.Signals(signum).name
+                    if count == 1:
+                        log.warning("%s: stopping sources, draining in-flight frames", name)
+                        pipeline.stop()
+                    else:
+                        log.warning("%s again: not waiting for the drain", name)
+                        body_scope.cancel()
 
         tg.start_soon(watch)
-        result = await body()
+        with body_scope:
+            result = await body()
         tg.cancel_scope.cancel()
+        if body_scope.cancelled_caught:
+            raise KeyboardInterrupt
     return result
 
 
@@ -84,7 +149,7 @@ def live_table(stats: PipelineStatistics, title: str, extra: str = "") -> Table:
         table.add_row(name, str(s.frames_in), str(dropped), lag, clock_text(s.clock))
     hub = stats.hub
     table.add_row(
-        "[bold]groups",
+        Text("groups", style="bold"),
         str(stats.groups_out),
         f"{hub.groups_dropped}",
         "",
@@ -93,7 +158,7 @@ def live_table(stats: PipelineStatistics, title: str, extra: str = "") -> Table:
     for name, w in stats.workers.items():
         sizes = ",".join(f"{k}:{v}" for k, v in sorted(w.batch_sizes.items()))
         table.add_row(
-            f"[bold]{name}",
+            Text(name, style="bold"),
             str(w.items),
             str(w.failed),
             f"{w.latency_p50 / MS:.1f}",
@@ -103,14 +168,29 @@ def live_table(stats: PipelineStatistics, title: str, extra: str = "") -> Table:
 
 
 def clock_text(estimate: Any) -> str:
+    """A clock model's estimate in a few words; "learning" before its first sample."""
     if not estimate:
         return "-"
-    if estimate.get("model") == "OnlineClock" and "offset_ns" in estimate:
-        return (
-            f"offset {estimate['offset_ns'] / 1e9:+.4f} s, "
-            f"skew {estimate.get('skew_ppm', 0.0):+.1f} ppm"
-        )
-    return str(estimate.get("model", "-"))
+    model = str(estimate.get("model", "-"))
+    if model != "OnlineClock":
+        return model
+    offset = estimate.get("offset_ns")
+    if offset is None:
+        return "online: learning (no sample yet)"
+    skew = estimate.get("skew_ppm")
+    text = f"offset {offset / 1e9:+.4f} s"
+    if skew is not None:
+        text += f", skew {skew:+.1f} ppm"
+    if not estimate.get("settled", True):
+        text += " (settling)"
+    resets = estimate.get("resets") or 0
+    if resets:
+        text += f", {resets} reset{'s' if resets != 1 else ''}"
+    return text
+
+
+REFRESH_S = 0.25
+"""How often the live table (and the metrics file) is refreshed while a pipeline runs."""
 
 
 async def drive(
@@ -121,19 +201,30 @@ async def drive(
     metrics: Path | None = None,
     status: Callable[[], str] | None = None,
 ) -> PipelineStatistics:
-    """Run ``pipeline`` to the end with a live table (refreshed 4x/s) and graceful signals."""
+    """Run ``pipeline`` to the end with a live table (refreshed 4x/s) and graceful signals.
+
+    The table refreshes on a timer, not per group, so it stays current while a
+    live source is connecting or silent.
+    """
     live = Live(
         console=console, refresh_per_second=4, transient=False, auto_refresh=console.is_terminal
     )
 
     async def body() -> PipelineStatistics:
         with live:
-            async with pipeline.open() as groups:
-                n = 0
-                async for _ in groups:
-                    n += 1
-                    if n % 16 == 0:
+            async with anyio.create_task_group() as tg:
+
+                async def tick() -> None:
+                    while True:
+                        await anyio.sleep(REFRESH_S)
                         _refresh(live, pipeline, title, status, metrics)
+
+                if console.is_terminal or metrics is not None:
+                    tg.start_soon(tick)
+                async with pipeline.open() as groups:
+                    async for _ in groups:
+                        pass
+                tg.cancel_scope.cancel()
             return _refresh(live, pipeline, title, status, metrics, final=True)
 
     return await run_until_signalled(pipeline, body)

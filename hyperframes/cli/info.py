@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -83,11 +84,20 @@ def sensor_details(log: Any) -> dict[str, dict[str, Any]]:
     """Per sensor: seq gaps, payload description and the clock fit, from one pass."""
     seqs: dict[str, list[int]] = {}
     times: dict[str, list[tuple[int, int, int]]] = {}
+    starts: dict[str, list[int]] = {}
+    gaps: dict[str, list[int]] = {}
     payload: dict[str, str] = {}
     for frame in log.frames():
         seqs.setdefault(frame.sensor, []).append(frame.seq)
         arrival = frame.t_arrival if frame.t_arrival is not None else frame.t
-        times.setdefault(frame.sensor, []).append((frame.t_sensor, frame.t, arrival))
+        rows = times.setdefault(frame.sensor, [])
+        meta = frame.meta or {}
+        if rows and (meta.get("segment_start") or frame.t_sensor < rows[-1][0] - SEGMENT_JUMP_NS):
+            starts.setdefault(frame.sensor, []).append(len(rows))
+        gap = meta.get("gap_ns")
+        if isinstance(gap, int):
+            gaps.setdefault(frame.sensor, []).append(gap)
+        rows.append((frame.t_sensor, frame.t, arrival))
         if frame.sensor not in payload:
             payload[frame.sensor] = describe_payload(frame.data)
     out: dict[str, dict[str, Any]] = {}
@@ -95,9 +105,32 @@ def sensor_details(log: Any) -> dict[str, dict[str, Any]]:
         # Numbers never seen, from 0: packet records of a B-frame video track come in
         # decode order, and a reference-only packet shares the next frame's number.
         s = np.unique(np.asarray(seq, np.int64))
-        gaps = int(s[-1]) + 1 - len(s) if len(s) else 0
-        out[name] = {"dropped": gaps, "payload": payload[name], **clock_fit(times[name])}
+        lost = int(s[-1]) + 1 - len(s) if len(s) else 0
+        out[name] = {
+            "dropped": lost,
+            "payload": payload[name],
+            "segments": 1 + len(starts.get(name, ())),
+            "gaps_ns": gaps.get(name, []),
+            **segmented_clock_fit(times[name], starts.get(name, [])),
+        }
     return out
+
+
+SEGMENT_JUMP_NS = 1_000_000_000
+"""``t_sensor`` going back by more than this starts a new segment (a restarted sender)."""
+
+
+def segmented_clock_fit(rows: list[tuple[int, int, int]], starts: list[int]) -> dict[str, Any]:
+    """:func:`clock_fit` of the longest segment (one line across a restart means nothing);
+    the offset is taken at the recording's first frame."""
+    bounds = [0, *starts, len(rows)]
+    pieces = [rows[a:b] for a, b in itertools.pairwise(bounds) if b > a]
+    longest = max(pieces, key=len)
+    fit = clock_fit(longest)
+    fit["offset_ns"] = int(rows[0][1] - rows[0][0])
+    if len(pieces) > 1:
+        fit["skew_segment"] = pieces.index(longest)
+    return fit
 
 
 def video_details(log: Any) -> dict[str, dict[str, Any]]:
@@ -135,13 +168,30 @@ def clock_fit(rows: list[tuple[int, int, int]]) -> dict[str, Any]:
     ts, t, arrival = a[:, 0] - a[0, 0], a[:, 1] - a[0, 0], a[:, 2]
     fit: dict[str, Any] = {"offset_ns": int(rows[0][1] - rows[0][0])}
     if len(rows) > 2 and np.ptp(ts) > 0:
-        slope = np.polyfit(ts, t - ts, 1)[0]
-        fit["skew_ppm"] = float(slope * 1e6)
+        fit["skew_ppm"] = float(robust_slope(ts, t - ts) * 1e6)
     delay = arrival - a[:, 1]
     if np.any(delay != 0):
         fit["delay_ms_p50"] = float(np.percentile(delay, 50) / 1e6)
         fit["delay_ms_p99"] = float(np.percentile(delay, 99) / 1e6)
     return fit
+
+
+def robust_slope(x: np.ndarray, y: np.ndarray) -> float:
+    """Median of the slopes between each point and the one half the data later.
+
+    A Theil-Sen style estimate in O(n log n): a few frames aligned before the
+    clock settled (the first of a segment) do not tilt it, as they tilt a
+    least-squares line.
+    """
+    order = np.argsort(x, kind="stable")
+    x, y = x[order], y[order]
+    half = len(x) // 2
+    dx = x[half:] - x[: len(x) - half]
+    dy = y[half:] - y[: len(x) - half]
+    keep = dx > 0
+    if not np.any(keep):
+        return 0.0
+    return float(np.median(dy[keep] / dx[keep]))
 
 
 def describe_payload(data: Any) -> str:

@@ -160,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
 
     from fusion.errors import HyperframesError
     from fusion.timing import VirtualClock, use_clock
-    from hyperframes.cli.common import console_for, drive
+    from hyperframes.cli.common import console_for, drive, error
     from hyperframes.cli.info import sensor_table, summary_table
     from hyperframes.cli.playback import PlaybackControl, keyboard
     from hyperframes.config import build_pipeline, load_config, parse_size, validate_config
@@ -192,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
             recorder_options=options,
         )
     except (HyperframesError, ValueError, OSError) as err:
-        console.print(f"[red]error:[/red] {err}", highlight=False)
+        error(console, err)
         return 2
 
     control = PlaybackControl(paused=args.start_paused)
@@ -200,7 +200,7 @@ def run(args: argparse.Namespace) -> int:
 
     def status() -> str:
         pipeline.recording_paused = control.paused
-        state = "[yellow]recording paused[/yellow]" if control.paused else "recording"
+        state = "recording PAUSED" if control.paused else "recording"
         return f"{state} to {out} (space pauses/resumes, Ctrl-C stops)"
 
     async def main() -> Any:
@@ -222,8 +222,13 @@ def run(args: argparse.Namespace) -> int:
             async with clock.autojump():
                 return await main()
 
+    interrupted = False
     with keyboard(control, enabled=console.is_terminal):
-        stats = anyio.run(fast if args.fast else main)
+        try:
+            stats = anyio.run(fast if args.fast else main)
+        except KeyboardInterrupt:  # a second Ctrl-C: the drain was cut short
+            interrupted = True
+            stats = pipeline.statistics()
     assert pipeline.recorder is not None
     for path in pipeline.recorder.paths:
         with open_recording(path) as log:
@@ -235,5 +240,6 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"recorded {stats.recorder.frames if stats.recorder else 0} frames to "
         f"{', '.join(str(p) for p in pipeline.recorder.paths)}"
+        + (" (interrupted: frames still in flight were not drained)" if interrupted else "")
     )
-    return 0
+    return 130 if interrupted else 0
