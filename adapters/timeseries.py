@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import math
 import socket
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping, Sequence
@@ -44,11 +45,13 @@ import numpy as np
 from anyio.abc import SocketAttribute
 
 from fusion.clock import ClockModel
+from fusion.continuity import StreamWatch
 from fusion.errors import ConfigError, SourceOpenError
 from fusion.frames import Frame, Overflow, SensorKind, SensorSpec
 from fusion.source import Source
 from fusion.timing import current_clock
 
+log = logging.getLogger("adapters.timeseries")
 TIME_UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 _CHUNK_ROWS = 4096
 
@@ -107,6 +110,7 @@ class TimeSeriesSource(Source):
         capacity: int = 256,
         overflow: Overflow = "block",
         meta: Mapping[str, Any] | None = None,
+        jump_threshold: float = 1.0,
         _producer: Producer | None = None,
     ) -> None:
         if block < 1:
@@ -133,6 +137,8 @@ class TimeSeriesSource(Source):
         self.block = block
         self.speed = speed
         self._last_t: int | None = None
+        self.watch = StreamWatch(name, int(jump_threshold * 1e9), log)
+        """Live samples (with arrival times): gaps, and restarts of the sender's clock."""
         self._listening = anyio.Event()
         self._bound_port: int | None = None
 
@@ -325,6 +331,10 @@ class TimeSeriesSource(Source):
         source = cls(_producer=produce, **options)
         return source
 
+    def statistics(self) -> Mapping[str, Any]:
+        """Base counters plus the live stream's restarts and gaps."""
+        return {**super().statistics(), **self.watch.as_dict()}
+
     async def wait_listening(self) -> int:
         """Wait until a ``from_udp`` source is bound; return its port."""
         await self._listening.wait()
@@ -339,6 +349,17 @@ class TimeSeriesSource(Source):
         pending: np.ndarray | None = None
         arrival: int | None = None
         async for chunk, arrival in self._producer():
+            restarted = False
+            # A sender restarted with its clock back: a new segment, not stale samples.
+            if (
+                arrival is not None
+                and self._last_t is not None
+                and len(chunk)
+                and int(chunk["t"][0]) < self._last_t - self.watch.continuity.threshold_ns
+            ):
+                self._last_t = None
+                pending = None
+                restarted = True
             chunk = self._monotonic(chunk)
             if pending is not None and len(pending):
                 chunk = np.concatenate([pending, chunk])
@@ -349,7 +370,13 @@ class TimeSeriesSource(Source):
                 if self.speed is not None:
                     start = start or (clock.now(), t)
                     await clock.sleep_until(start[0] + round((t - start[1]) / self.speed))
-                yield self.make_frame(t, rows, t_arrival=arrival)
+                frame = self.make_frame(t, rows, t_arrival=arrival)
+                if arrival is not None:
+                    change = self.watch.check(frame)
+                    if restarted and (change is None or not change.restarted):
+                        frame.meta["segment_start"] = True
+                    restarted = False
+                yield frame
             pending = chunk[whole:]
         if pending is not None and len(pending):
             yield self.make_frame(int(pending["t"][0]), pending, t_arrival=arrival)

@@ -37,8 +37,12 @@ bounded in frames and in sensor time.
 
 from __future__ import annotations
 
+import logging
+from collections import deque
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
+
+from fusion.frames import Frame
 
 S = 1_000_000_000
 
@@ -175,3 +179,40 @@ class OpeningBurst(Generic[F]):
                 item.t_arrival = paced
                 self.repaced += 1
         return held
+
+
+class StreamWatch:
+    """:class:`Continuity` for a source's frames: marks them and reports in words.
+
+    ``watch.check(frame)`` sets ``meta["segment_start"]`` on a frame that opens
+    a segment (the hub then restarts the sensor's clock model) and
+    ``meta["gap_ns"]`` after a silence, counts both, and logs one line naming
+    the sensor: ``imu: no data for 2.31 s``.
+    """
+
+    def __init__(self, sensor: str, threshold_ns: int = S, logger: Any = None) -> None:
+        self.sensor = sensor
+        self.continuity = Continuity(threshold_ns)
+        self.gaps_ns: deque[int] = deque(maxlen=256)
+        """Lengths of the latest gaps, newest last."""
+        self._log = logger if logger is not None else logging.getLogger("fusion.continuity")
+
+    @property
+    def restarts(self) -> int:
+        """Segments started after the first."""
+        return self.continuity.segment
+
+    def check(self, frame: Frame) -> Discontinuity | None:
+        change = self.continuity.observe(frame.t_sensor, frame.t_arrival)
+        if change is None:
+            return None
+        if change.restarted:
+            frame.meta["segment_start"] = True
+        if change.gap_ns is not None:
+            frame.meta["gap_ns"] = change.gap_ns
+            self.gaps_ns.append(change.gap_ns)
+        self._log.warning("%s: %s", self.sensor, change.describe())
+        return change
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"restarts": self.restarts, "gaps_ns": list(self.gaps_ns)}

@@ -17,6 +17,7 @@ time of the packet that completed the sweep (pcap, Unix-epoch ns).
 
 from __future__ import annotations
 
+import logging
 import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -30,11 +31,13 @@ from adapters.lidar.pcap import PcapReader, UdpDatagram
 from adapters.lidar.points import VELODYNE_DTYPE
 from adapters.lidar.velodyne_packets import WRAP_PERIOD_NS, RawSweep, SweepAssembler
 from fusion.clock import ClockModel
+from fusion.continuity import StreamWatch
 from fusion.errors import DecodeError, SourceOpenError
 from fusion.frames import Frame, Overflow, SensorSpec
 from fusion.source import Source
 from fusion.timing import current_clock
 
+log = logging.getLogger("adapters.lidar")
 DEFAULT_PORT = 2368
 _BATCH = 256  # packets per worker-thread round trip when reading a pcap
 
@@ -56,6 +59,12 @@ class VelodyneSource(Source):
     dual-return data raises :class:`DecodeError`, since every packet of the
     stream would be unusable. ``speed`` paces a pcap at its capture timing
     (``None``: as fast as the consumer takes frames).
+
+    Live, a sensor that goes silent and comes back is reported with the gap's
+    length (``meta["gap_ns"]``), and sweeps whose stamps jump by more than
+    ``jump_threshold`` seconds against their arrival (a rebooted sensor, a
+    capture replayed again) start a new segment (``meta["segment_start"]``,
+    which restarts the clock model); see :mod:`fusion.continuity`.
     """
 
     def __init__(
@@ -75,6 +84,7 @@ class VelodyneSource(Source):
         clock: ClockModel | None = None,
         capacity: int = 8,
         overflow: Overflow | None = None,
+        jump_threshold: float = 1.0,
     ) -> None:
         if pcap is not None and port is not None:
             raise ValueError("give either pcap= (offline) or port= (live), not both")
@@ -110,6 +120,8 @@ class VelodyneSource(Source):
             )
         )
         self.assembler = self._new_assembler()
+        self.watch = StreamWatch(name, int(jump_threshold * 1e9), log)
+        """Segments and gaps of the live stream."""
         self.ignored_datagrams = 0
         """Datagrams of a pcap not sent to ``data_port`` (position packets, other traffic)."""
         self._listening = anyio.Event()
@@ -206,7 +218,9 @@ class VelodyneSource(Source):
                 for raw in sweeps:
                     if self._wanted(raw):
                         points = await self.run_blocking(raw.decode, self.model)
-                        yield self._frame(raw, points)
+                        frame = self._frame(raw, points)
+                        self.watch.check(frame)
+                        yield frame
 
     # -- shared --------------------------------------------------------------------------
 
@@ -237,6 +251,7 @@ class VelodyneSource(Source):
             packets=self.assembler.accepted,
             rejected=dict(self.assembler.rejected),
             ignored_datagrams=self.ignored_datagrams,
+            **self.watch.as_dict(),
         )
         return stats
 
