@@ -37,6 +37,7 @@ from fusion.pipeline import Pipeline, PipelineStatistics, SensorStage, StageStat
 from fusion.policies import ApproximateTime, ExactTime, Nearest, PolicyStatistics
 from fusion.source import Source
 from fusion.timing import Clock, MonotonicClock, VirtualClock, current_clock, run_sync, use_clock
+from fusion.wallclock import WallAnchor, WallClock, reference_to_utc, sample_anchor
 
 if TYPE_CHECKING:
     from fusion.workers import BatchWorker, ChangeGate, WorkerResult, WorkerStatistics
@@ -85,13 +86,17 @@ __all__ = [
     "UnsupportedVersion",
     "UsageError",
     "VirtualClock",
+    "WallAnchor",
+    "WallClock",
     "WorkerError",
     "WorkerResult",
     "WorkerStatistics",
     "current_clock",
     "frame_context",
     "open_channel",
+    "reference_to_utc",
     "run_sync",
+    "sample_anchor",
     "use_clock",
 ]
 

@@ -49,6 +49,9 @@ class ChunkMeta:
     """Bytes of the payload as stored in the file."""
     kind: int = RecordKind.CHUNK
     """Record kind: ``CHUNK`` (msgpack records, 1.0) or ``COLUMNS`` (columnar, 1.1)."""
+    wall: tuple[int, int] | None = None
+    """``(reference ns, UTC ns)`` read together when the chunk was sealed (1.2; see
+    :mod:`fusion.wallclock`); ``None`` when the writer recorded no wall clock."""
 
     def to_msgpack(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -66,6 +69,8 @@ class ChunkMeta:
         }
         if self.kind != RecordKind.CHUNK:
             d["k"] = int(self.kind)
+        if self.wall is not None:
+            d["w"] = list(self.wall)
         return d
 
     @classmethod
@@ -114,6 +119,7 @@ class ChunkMeta:
             offset=offset,
             stored_size=stored_size,
             kind=stated,
+            wall=_wall(d.get("w")),
         )
 
     def count_of(self, sensor: str) -> int:
@@ -198,3 +204,10 @@ def spec_from_wire(d: Any) -> SensorSpec:
     if not isinstance(d, dict):
         raise TypeError("sensor spec is not a map")
     return SensorSpec.from_dict(d)
+
+
+def _wall(value: Any) -> tuple[int, int] | None:
+    """A chunk's ``w``: two ints, else ignored (a date is not worth losing the chunk)."""
+    if isinstance(value, list) and len(value) == 2 and all(type(v) is int for v in value):
+        return (value[0], value[1])
+    return None

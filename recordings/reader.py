@@ -45,6 +45,7 @@ from fusion.errors import (
     TruncatedRecording,
 )
 from fusion.frames import Frame, SensorSpec
+from fusion.wallclock import WallAnchor, WallClock
 from recordings.format import (
     CHUNK_KINDS,
     DEFAULT_MAX_CHUNK_BYTES,
@@ -72,6 +73,15 @@ from recordings.records import (
     decode_chunk,
     decompress_chunk,
 )
+
+DATED_BEFORE_NS = 120 * 10**9
+DATED_AFTER_NS = 30 * 10**9
+"""A chunk's frames count as on the reference clock when their ``t`` lies between
+2 minutes before and 30 s after the anchor taken as the chunk was sealed."""
+
+EPOCH_THRESHOLD_NS = 10**17
+"""Times above this (1973 as Unix-epoch ns; 3 years of uptime as monotonic ns) are
+taken as epoch stamps in a recording without wall-clock anchors."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +119,40 @@ class RecordingSummary:
     damage: tuple[str, ...]
     """A sentence per problem found so far."""
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    wall_clock: WallClock | None = None
+    """Wall clock against the reference clock (header and chunk anchors), if recorded."""
+    dated: frozenset[str] = frozenset()
+    """Sensors whose ``t`` is on the reference clock the anchors date (see
+    :attr:`Recording.dated`)."""
+
+    def to_utc(self, t_ns: int | None) -> int | None:
+        """UTC ns of reference time ``t_ns``: converted with the recorded anchors, or as it
+        is when the recording has none and its times are already Unix-epoch stamps (a
+        bag); ``None`` when neither holds (monotonic times without anchors)."""
+        if t_ns is None:
+            return None
+        if self.wall_clock is not None and self.dated:
+            return self.wall_clock.to_utc(t_ns)
+        return t_ns if t_ns > EPOCH_THRESHOLD_NS else None
+
+    def _dated_range(self) -> tuple[int | None, int | None]:
+        names = self.dated if self.wall_clock is not None and self.dated else self.sensors
+        starts = [self.sensors[n].t_start for n in names if n in self.sensors]
+        ends = [self.sensors[n].t_end for n in names if n in self.sensors]
+        return (
+            min((t for t in starts if t is not None), default=None),
+            max((t for t in ends if t is not None), default=None),
+        )
+
+    @property
+    def utc_start(self) -> int | None:
+        """The first dated frame's ``t`` as UTC ns (see :meth:`to_utc`)."""
+        return self.to_utc(self._dated_range()[0])
+
+    @property
+    def utc_end(self) -> int | None:
+        """The last dated frame's ``t`` as UTC ns (see :meth:`to_utc`)."""
+        return self.to_utc(self._dated_range()[1])
 
     @property
     def duration_ns(self) -> int:
@@ -148,6 +192,7 @@ class Recording:
         self._damaged_offsets: set[int] = set()
         self.specs: dict[str, SensorSpec] = {}
         self.metadata: dict[str, Any] = {}
+        self._header_wall: WallAnchor | None = None
         self.chunks: list[ChunkMeta] = []
         self.indexed = False
         self._fd = os.open(self.path, os.O_RDONLY)
@@ -176,6 +221,7 @@ class Recording:
                 for spec in specs:
                     self.specs.setdefault(spec.name, spec)
                 self.metadata = metadata or {}
+                self._header_wall = WallAnchor.from_wire(rec.meta.get("wall"))
                 offset = rec.end
             else:
                 self._report(CorruptChunk("the first record is not a header", **self._at(offset)))
@@ -510,7 +556,40 @@ class Recording:
             indexed=self.indexed,
             damage=tuple(str(e) for e in self.damage),
             metadata=MappingProxyType(dict(self.metadata)),
+            wall_clock=self.wall_clock,
+            dated=self.dated,
         )
+
+    @property
+    def dated(self) -> frozenset[str]:
+        """Sensors whose every chunk's ``t`` range lies near that chunk's wall anchor.
+
+        A live pipeline aligns ``t`` to the host's monotonic clock, so a chunk's
+        frames fall shortly before the anchor taken when it was sealed. A
+        sensor without a clock model keeps its own stamps (a stream's PTS), and
+        frames written with made-up times (tests, a virtual clock) do not fit
+        either: those are not dated, and exports leave their stamps alone.
+        """
+        fits: dict[str, bool] = {}
+        for c in self.chunks:
+            for name, (lo, hi) in zip(c.sensors, c.ranges, strict=True):
+                ok = c.wall is not None and (
+                    c.wall[0] - DATED_BEFORE_NS <= lo and hi <= c.wall[0] + DATED_AFTER_NS
+                )
+                fits[name] = fits.get(name, True) and ok
+        return frozenset(name for name, ok in fits.items() if ok)
+
+    @property
+    def wall_clock(self) -> WallClock | None:
+        """The recording's wall-clock anchors (:mod:`fusion.wallclock`); ``None`` if it has none.
+
+        ``log.wall_clock.to_utc(frame.t)`` dates a frame (``t`` and ``t_arrival``
+        are on the reference clock; ``t_sensor`` is on the sensor's own).
+        """
+        anchors = [WallAnchor(*c.wall) for c in self.chunks if c.wall is not None]
+        if self._header_wall is not None:
+            anchors.append(self._header_wall)
+        return WallClock(anchors) if anchors else None
 
     # -- lifetime ---------------------------------------------------------
 

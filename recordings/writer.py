@@ -47,6 +47,7 @@ import zstandard
 from fusion.errors import RecorderClosed, RecordingError
 from fusion.frames import Frame, SensorSpec
 from fusion.timing import run_sync
+from fusion.wallclock import sample_anchor
 from recordings.format import (
     DEFAULT_CHUNK_BYTES,
     DEFAULT_FLUSH_INTERVAL,
@@ -195,6 +196,13 @@ class Recorder:
     file (``s.0000.hfr``, ``s.0001.hfr``...) once a part reaches that size or
     spans that much frame time, checked at chunk boundaries. ``durable=True``
     fsyncs every chunk (survives power loss, not just a process crash).
+
+    ``wall_clock=True`` (the default) stores the wall clock against the
+    reference clock: a :class:`~fusion.wallclock.WallAnchor` (UTC ns at
+    ``time.monotonic_ns``) in the header and one more with every chunk, so a
+    reader can date ``t`` and an NTP step shows as a step. Pass ``False``
+    when frame times are not on the host's monotonic clock (a virtual clock,
+    a replayed or bag recording whose ``t`` keeps its own stamps).
     """
 
     def __init__(
@@ -211,6 +219,7 @@ class Recorder:
         split_bytes: int | None = None,
         split_seconds: float | None = None,
         durable: bool = False,
+        wall_clock: bool = True,
     ) -> None:
         if chunk_bytes < 1 or max_pending < 1:
             raise ValueError("chunk_bytes and max_pending must be >= 1")
@@ -227,6 +236,7 @@ class Recorder:
         self._split_bytes = split_bytes
         self._split_ns = None if split_seconds is None else int(split_seconds * 1e9)
         self._durable = durable
+        self._wall_clock = wall_clock
 
         self._mutex = threading.Lock()
         self._lock = threading.Condition(self._mutex)
@@ -330,6 +340,11 @@ class Recorder:
                 self._room.release()
                 return True
             sealed = self._builder.seal()
+            if self._wall_clock:
+                anchor = sample_anchor()
+                sealed.meta = dataclasses.replace(
+                    sealed.meta, wall=(anchor.reference_ns, anchor.utc_ns)
+                )
             self._chunk_open = False
             self._sealed_frames += sealed.meta.count
             self._counts.update(dict(zip(sealed.meta.sensors, sealed.meta.counts, strict=True)))
@@ -507,14 +522,15 @@ class Recorder:
         self._paths.append(path)
         with self._lock:
             specs = [s.to_dict() for s in self._specs.values()]
-        header = _pack(
-            {
-                "sensors": specs,
-                "metadata": self._metadata,
-                "writer": "hyperframes",
-                "part": self._part,
-            }
-        )
+        head: dict[str, Any] = {
+            "sensors": specs,
+            "metadata": self._metadata,
+            "writer": "hyperframes",
+            "part": self._part,
+        }
+        if self._wall_clock:
+            head["wall"] = sample_anchor().as_list()
+        header = _pack(head)
         self._index = []
         self._part_bytes = 0
         self._part_t0 = None

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 
 def register(sub: Any) -> None:
@@ -209,14 +210,39 @@ def describe_payload(data: Any) -> str:
     return type(data).__name__
 
 
-def stamp(ns: int | None) -> str:
-    """``2026-11-29 23:49:14.123 UTC (1796000954.123 s)``; small values are not dates."""
+def stamp(ns: int | None, utc_ns: int | None = None) -> str:
+    """``2026-11-29 23:49:14.123 UTC, 00:49:14.123 local (epoch 1796000954.123 s)``.
+
+    ``utc_ns`` is ``ns`` dated with the recording's wall clock; without it, a
+    value after 1973 is taken as an epoch stamp and a small one is not a date.
+    """
     if ns is None:
         return "-"
-    if ns > 10**17:  # after 1973: a wall-clock epoch stamp
-        date = datetime.datetime.fromtimestamp(ns / 1e9, tz=datetime.UTC)
-        return f"{date:%Y-%m-%d %H:%M:%S.%f}"[:-3] + f" UTC ({ns / 1e9:.3f} s)"
-    return f"{ns / 1e9:.6f} s (monotonic, not a date)"
+    if utc_ns is None and ns > 10**17:
+        utc_ns = ns
+    if utc_ns is None:
+        return f"{ns / 1e9:.6f} s on the monotonic clock (no wall-clock record)"
+    epoch = f"{utc_ns // 10**9}.{utc_ns % 10**9 // 10**6:03d}"
+    return f"{utc_text(utc_ns)}, {local_text(utc_ns)} (epoch {epoch} s)"
+
+
+def utc_text(utc_ns: int) -> str:
+    """``2026-11-29 23:49:14.123 UTC``."""
+    date = datetime.datetime.fromtimestamp(utc_ns // 10**9, tz=datetime.UTC)
+    return f"{date:%Y-%m-%d %H:%M:%S}.{utc_ns % 10**9 // 10**6:03d} UTC"
+
+
+def local_text(utc_ns: int) -> str:
+    """``2026-11-30 00:49:14.123 CET`` (the machine's time zone)."""
+    date = datetime.datetime.fromtimestamp(utc_ns // 10**9).astimezone()
+    return f"{date:%Y-%m-%d %H:%M:%S}.{utc_ns % 10**9 // 10**6:03d} {date:%Z} local"
+
+
+def iso_utc(utc_ns: int | None) -> str | None:
+    if utc_ns is None:
+        return None
+    date = datetime.datetime.fromtimestamp(utc_ns // 10**9, tz=datetime.UTC)
+    return f"{date:%Y-%m-%dT%H:%M:%S}.{utc_ns % 10**9:09d}Z"
 
 
 def describe(summary: Any, deep: dict[str, dict[str, Any]] | None) -> dict[str, Any]:
@@ -240,6 +266,11 @@ def describe(summary: Any, deep: dict[str, dict[str, Any]] | None) -> dict[str, 
         "duration_s": summary.duration_ns / 1e9,
         "start_ns": summary.t_start,
         "end_ns": summary.t_end,
+        "start_utc_ns": summary.utc_start,
+        "end_utc_ns": summary.utc_end,
+        "start_utc": iso_utc(summary.utc_start),
+        "end_utc": iso_utc(summary.utc_end),
+        "wall_clock": wall_clock_doc(summary.wall_clock),
         "frames": summary.count,
         "chunks": summary.chunks,
         "compression": "zstd",
@@ -253,6 +284,19 @@ def describe(summary: Any, deep: dict[str, dict[str, Any]] | None) -> dict[str, 
     }
 
 
+def wall_clock_doc(wall: Any) -> dict[str, Any] | None:
+    """How the recording dates its times: anchors and any wall-clock steps (NTP)."""
+    if wall is None:
+        return None
+    first = wall.anchors[0]
+    return {
+        "reference": "monotonic",
+        "anchors": len(wall.anchors),
+        "utc_minus_reference_ns": first.offset_ns,
+        "steps": [{"at_ns": at, "step_ns": step} for at, step in wall.steps()],
+    }
+
+
 def summary_table(s: Any) -> Table:
     """The file-level facts, as ``mcap info`` prints them."""
     table = Table(show_header=False, box=None)
@@ -262,8 +306,11 @@ def summary_table(s: Any) -> Table:
     table.add_row("version", f"{s.version[0]}.{s.version[1]}")
     table.add_row("size", human_bytes(s.file_size))
     table.add_row("duration", human_ns(s.duration_ns))
-    table.add_row("start", stamp(s.t_start))
-    table.add_row("end", stamp(s.t_end))
+    table.add_row("start", stamp(s.t_start, s.utc_start))
+    table.add_row("end", stamp(s.t_end, s.utc_end))
+    if s.wall_clock is not None:
+        for at, step in s.wall_clock.steps():
+            table.add_row("clock step", f"wall clock stepped {step / 1e6:+.3f} ms at t={at}")
     table.add_row("frames", str(s.count))
     table.add_row("chunks", str(s.chunks))
     table.add_row(
@@ -271,7 +318,10 @@ def summary_table(s: Any) -> Table:
         f"zstd, {human_bytes(s.raw_bytes)} -> {human_bytes(s.stored_bytes)} "
         f"(ratio {s.compression_ratio:.2f})",
     )
-    table.add_row("index", "footer index" if s.indexed else "[yellow]none: chunks scanned[/yellow]")
+    table.add_row(
+        "index",
+        "footer index" if s.indexed else Text("none: chunks scanned", style="yellow"),
+    )
     for key, value in s.metadata.items():
         table.add_row(f"meta.{key}", str(value))
     return table

@@ -179,6 +179,8 @@ def run(args: argparse.Namespace) -> int:
             "split_bytes": parse_size(args.max_size) if args.max_size else None,
             "split_seconds": args.max_duration,
             "flush_interval": args.flush,
+            # a virtual clock's times are not the host's: no wall-clock anchors
+            "wall_clock": False if args.fast else None,
             "metadata": {
                 "config": str(args.config or "built-in synthetic"),
                 **parse_metadata(args.metadata),

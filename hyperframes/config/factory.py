@@ -86,8 +86,11 @@ def build_pipeline(
     workers = {w.name: build_worker(w) for w in config.workers}
     recorder = None
     if recorder_path is not None or (config.recorder and config.recorder.path):
+        options = dict(recorder_options or {})
+        if any(isinstance(s, ReplayConfig) for s in chosen) or extra_sources:
+            options.setdefault("wall_clock", False)  # frames keep their recorded times
         recorder = build_recorder(
-            config.recorder or RecorderConfig(), recorder_path, specs, recorder_options or {}
+            config.recorder or RecorderConfig(), recorder_path, specs, options
         )
     p = config.pipeline
     return Pipeline(

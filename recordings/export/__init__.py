@@ -16,6 +16,7 @@ written per sensor and every frame left out with its reason, so a caller (the
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from fusion.frames import Frame, SensorSpec
+from fusion.wallclock import WallClock
 from recordings.export.groups import GROUP_TOPIC, group_json, group_record, make_policy, sync_groups
 from recordings.export.kinds import is_internal
 from recordings.export.media import export_mp4, export_pcd, remux_mp4, write_pcd
@@ -133,8 +135,14 @@ def export_recording(
         encoded = set(video_sensors(list(summary.sensors)))
         report = ExportReport(Path(out), to)
 
+        wall = summary.wall_clock
+        dated = summary.dated
+
         def frames() -> Iterator[Frame]:
-            return log.frames(names, start, end)
+            selected = log.frames(names, start, end)
+            if wall is None or not dated:
+                return selected
+            return (in_epoch(f, wall) if f.sensor in dated else f for f in selected)
 
         def counted(it: Iterable[Frame]) -> Iterator[Frame]:
             for frame in it:
@@ -201,6 +209,18 @@ def _first_key_meta(log: Any, sensor: str) -> dict[str, Any]:
         if isinstance(video, dict) and isinstance(video.get("params"), dict):
             return dict(frame.meta)
     return {}
+
+
+def in_epoch(frame: Frame, wall: WallClock) -> Frame:
+    """``frame`` with ``t`` and ``t_arrival`` dated (Unix-epoch ns) by the recording's wall
+    clock, so viewers show the day it was recorded. ``t_sensor`` stays the sensor's own;
+    a recording without anchors (its ``t`` already epoch stamps, from a bag) is not changed."""
+    t_arrival = frame.t_arrival
+    return dataclasses.replace(
+        frame,
+        t=wall.to_utc(frame.t),
+        t_arrival=None if t_arrival is None else wall.to_utc(t_arrival),
+    )
 
 
 def _export_stream(

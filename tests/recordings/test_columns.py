@@ -198,7 +198,7 @@ def test_a_recording_of_small_messages_is_columnar_on_disk(tmp_path: Path) -> No
         assert stats.frames == 2_000
         assert stats.frames_by_sensor == {"imu": 2_000}
     with open_recording(path) as log:
-        assert log.version == (1, 1)
+        assert log.version == (1, 2)
         assert {c.kind for c in log.chunks} == {RecordKind.COLUMNS}
         assert len(log.chunks) > 5
         window = [f.seq for f in log.frames(start=5_000_000_000, end=6_000_000_000)]
