@@ -160,6 +160,8 @@ class VideoSource(Source):
         stream: int = 0,
         pixel_format: PixelFormat = "rgb24",
         size: tuple[int, int] | None = None,
+        width: int | None = None,
+        height: int | None = None,
         interpolation: str = "bilinear",
         threads: int = 0,
         thread_type: str | None = None,
@@ -196,6 +198,13 @@ class VideoSource(Source):
             raise ValueError(
                 f"thread_type must be one of {', '.join(_THREAD_TYPES)}, got {thread_type!r}"
             )
+        if width is not None or height is not None:
+            if width is None or height is None or size is not None:
+                raise ValueError(
+                    "give width and height together (or size=(width, height)), "
+                    f"got width={width!r}, height={height!r}, size={size!r}"
+                )
+            size = (width, height)
         if prefetch < 1:
             raise ValueError(f"prefetch must be >= 1, got {prefetch}")
         if threads < 0:

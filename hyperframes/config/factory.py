@@ -15,22 +15,27 @@ from typing import Any
 from fusion.errors import ConfigError
 from hyperframes.config.schema import (
     MS,
+    BagConfig,
     ClockConfig,
     FixedOffsetConfig,
     KittiRawConfig,
     OnlineClockConfig,
     PipelineConfig,
     PointCloudFilesConfig,
+    PythonSourceConfig,
     RecorderConfig,
     ReplayConfig,
     StageConfig,
     SyncConfig,
     SyntheticConfig,
     TimeSeriesCsvConfig,
+    TimeSeriesUdpConfig,
     VelodyneConfig,
     VideoConfig,
     WorkerConfig,
+    load_class,
     parse_size,
+    python_source_kwargs,
 )
 
 
@@ -68,8 +73,9 @@ def build_pipeline(
     specs: list[SensorSpec] = []
     for cfg, source in built:
         for spec in source.specs:
-            # a KITTI drive's clock/capacity keys apply to every sensor of the drive
-            if spec.name != cfg.name and not isinstance(cfg, KittiRawConfig):
+            # a KITTI drive's or a bag's clock/capacity keys apply to each of its sensors
+            multi = (KittiRawConfig, BagConfig, PythonSourceConfig)
+            if spec.name != cfg.name and not isinstance(cfg, multi):
                 continue
             specs.append(
                 dataclasses.replace(
@@ -87,7 +93,7 @@ def build_pipeline(
     recorder = None
     if recorder_path is not None or (config.recorder and config.recorder.path):
         options = dict(recorder_options or {})
-        if any(isinstance(s, ReplayConfig) for s in chosen) or extra_sources:
+        if any(isinstance(s, (ReplayConfig, BagConfig)) for s in chosen) or extra_sources:
             options.setdefault("wall_clock", False)  # frames keep their recorded times
         recorder = build_recorder(
             config.recorder or RecorderConfig(), recorder_path, specs, options
@@ -157,9 +163,17 @@ def build_source(cfg: Any, copied: set[str] | None = None) -> Any:
             cfg.url,
             name=cfg.name,
             pixel_format=cfg.pixel_format,
-            size=cfg.size,
+            width=cfg.width,
+            height=cfg.height,
             hwaccel=cfg.hwaccel,
             live=cfg.live,
+            read_timeout=cfg.read_timeout_s,
+            open_timeout=cfg.open_timeout_s,
+            jump_threshold=cfg.jump_threshold_s,
+            options=cfg.options,
+            input_format=cfg.input_format,
+            stream=cfg.stream,
+            max_reconnects=cfg.max_reconnects,
             keep_packets=cfg.name in (copied or ()),
         )
     if isinstance(cfg, VelodyneConfig):
@@ -200,6 +214,37 @@ def build_source(cfg: Any, copied: set[str] | None = None) -> Any:
             columns=cfg.columns,
             name=cfg.name,
         )
+    if isinstance(cfg, TimeSeriesUdpConfig):
+        from adapters.timeseries import TimeSeriesSource
+
+        return TimeSeriesSource.from_udp(
+            cfg.port,
+            host=cfg.host,
+            format=cfg.format,
+            time_field=cfg.time_field or None,
+            time_unit=cfg.time_unit,
+            fields=cfg.fields,
+            name=cfg.name,
+            kind=cfg.kind,
+            rate_hz=cfg.rate_hz,
+            block=cfg.block,
+            jump_threshold=cfg.jump_threshold_s,
+        )
+    if isinstance(cfg, BagConfig):
+        from adapters.bags import BagSource
+
+        return BagSource(cfg.path, cfg.topics, speed=cfg.speed, decode_images=cfg.decode_images)
+    if isinstance(cfg, PythonSourceConfig):
+        from fusion.source import Source
+
+        cls = load_class(cfg.class_)
+        try:
+            source = cls(**python_source_kwargs(cls, cfg.name, cfg.options))
+        except Exception as err:
+            raise ConfigError(f"source {cfg.name!r}: {cfg.class_}(...) failed: {err}") from err
+        if not isinstance(source, Source):
+            raise ConfigError(f"source {cfg.name!r}: {cfg.class_} did not build a fusion.Source")
+        return source
     assert isinstance(cfg, ReplayConfig)
     from recordings import Replay
 
@@ -272,7 +317,9 @@ def build_worker(cfg: WorkerConfig) -> Any:
         model = builder()
     return BatchWorker(
         model,
-        preprocess=group_input(cfg.input, cfg.preprocess, size=cfg.size, points=cfg.points),
+        preprocess=group_input(
+            cfg.input, cfg.preprocess, size=(cfg.height, cfg.width), points=cfg.points
+        ),
         max_batch=cfg.max_batch,
         max_delay=None if cfg.max_delay_ms is None else int(cfg.max_delay_ms * MS),
         providers=cfg.providers,

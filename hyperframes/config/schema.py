@@ -12,11 +12,20 @@ because people write them that way; the pipeline gets int nanoseconds.
 
 from __future__ import annotations
 
+import sys
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from fusion.errors import ConfigError
 
@@ -63,13 +72,69 @@ class SyntheticConfig(_SourceBase):
     realtime: bool = True
 
 
-class VideoConfig(_SourceBase):
+_SIZE_MESSAGE = (
+    "'size' is ambiguous (is it [width, height] or [height, width]?); "
+    "write width = W and height = H instead"
+)
+
+
+def _refuse_size(raw: Any) -> Any:
+    if isinstance(raw, dict) and "size" in raw:
+        raise ValueError(_SIZE_MESSAGE)
+    return raw
+
+
+class _Sized(StrictModel):
+    """An image size as two keys: the one convention of the TOML config."""
+
+    width: int | None = Field(None, ge=1)
+    height: int | None = Field(None, ge=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_size(cls, raw: Any) -> Any:
+        return _refuse_size(raw)
+
+    @model_validator(mode="after")
+    def _both_or_neither(self) -> _Sized:
+        if (self.width is None) != (self.height is None):
+            raise ValueError("give both 'width' and 'height' (pixels), or neither")
+        return self
+
+
+class VideoConfig(_SourceBase, _Sized):
+    """A video file, stream URL or capture device (:class:`adapters.VideoSource`)."""
+
     type: Literal["video"]
     url: str
     pixel_format: Literal["rgb24", "bgr24", "gray", "yuv420p"] = "rgb24"
-    size: tuple[int, int] | None = None
     hwaccel: str | None = None
     live: bool | None = None
+    """``None``: decided from the URL (udp, tcp, rtsp, rtmp, srt, http(s) are live)."""
+    read_timeout_s: float | None = Field(
+        None, gt=0, validation_alias=AliasChoices("read_timeout_s", "read_timeout")
+    )
+    open_timeout_s: float | None = Field(
+        10.0, gt=0, validation_alias=AliasChoices("open_timeout_s", "open_timeout")
+    )
+    jump_threshold_s: float = Field(1.0, gt=0)
+    options: dict[str, str] = {}
+    """FFmpeg input options (``{ fflags = "nobuffer", probesize = "32768" }``)."""
+    input_format: str | None = None
+    stream: int = Field(0, ge=0)
+    max_reconnects: int | None = Field(None, ge=0)
+
+    @field_validator("options", mode="before")
+    @classmethod
+    def _options_as_text(cls, value: Any) -> Any:
+        if isinstance(value, dict):  # TOML numbers and booleans are fine: FFmpeg takes text
+            return {
+                k: (str(v).lower() if isinstance(v, bool) else str(v))
+                if isinstance(v, (int, float, bool))
+                else v
+                for k, v in value.items()
+            }
+        return value
 
 
 class VelodyneConfig(_SourceBase):
@@ -136,6 +201,105 @@ class TimeSeriesCsvConfig(_SourceBase):
     columns: list[str] | None = None
 
 
+class TimeSeriesUdpConfig(_SourceBase):
+    """Live samples from UDP datagrams (:meth:`adapters.TimeSeriesSource.from_udp`)."""
+
+    type: Literal["timeseries_udp"]
+    port: int = Field(ge=0, le=65535)
+    host: str = "127.0.0.1"
+    format: Literal["jsonl", "msgpack"] = "jsonl"
+    time_field: str | None = "t"
+    """The field holding each sample's stamp; ``""`` stamps samples with their arrival."""
+    time_unit: Literal["s", "ms", "us", "ns"] = "ns"
+    fields: list[str] | None = None
+    kind: Literal["timeseries", "imu", "gnss", "can"] = "timeseries"
+    rate_hz: float | None = Field(None, gt=0)
+    block: int = Field(1, ge=1)
+    jump_threshold_s: float = Field(1.0, gt=0)
+
+
+class BagConfig(_SourceBase):
+    """Topics of a ROS 1 or ROS 2 bag (:class:`adapters.BagSource`), one sensor per topic.
+
+    ``topics`` maps topic -> sensor name (``{ "/camera/image_raw" = "cam" }``);
+    ``name`` names the source only (default ``"bag"``)."""
+
+    type: Literal["bag"]
+    name: str = Field("bag", min_length=1)
+    path: str
+    topics: dict[str, str] | list[str] | None = None
+    speed: float | None = Field(None, gt=0)
+    decode_images: bool = True
+
+    def sensor_names(self) -> list[str]:
+        if isinstance(self.topics, dict):
+            return list(self.topics.values())
+        if isinstance(self.topics, list):
+            from adapters.bags.source import sensor_name
+
+            return [sensor_name(t) for t in self.topics]
+        return []
+
+
+class PythonSourceConfig(_SourceBase):
+    """A user's own :class:`fusion.Source` subclass, built as ``Class(**options)``.
+
+    ``class = "package.module:ClassName"``; ``options`` are its keyword
+    arguments, checked against its signature when the config is loaded;
+    ``name`` is passed too when the class takes a ``name`` argument."""
+
+    type: Literal["python"]
+    class_: str = Field(alias="class", pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+    options: dict[str, Any] = {}
+
+    @model_validator(mode="after")
+    def _class_takes_the_options(self) -> PythonSourceConfig:
+        cls = load_class(self.class_)
+        import inspect
+
+        from fusion.source import Source
+
+        if not (isinstance(cls, type) and issubclass(cls, Source)):
+            raise ValueError(f"{self.class_} is not a subclass of fusion.Source")
+        kwargs = python_source_kwargs(cls, self.name, self.options)
+        try:
+            inspect.signature(cls).bind(**kwargs)
+        except TypeError as err:
+            raise ValueError(f"{self.class_}({', '.join(kwargs)}): {err}") from None
+        return self
+
+
+def load_class(spec: str) -> Any:
+    """``"package.module:ClassName"`` -> the class (a ``ValueError`` saying what failed)."""
+    import importlib
+
+    module_name, _, attr = spec.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as err:
+        raise ValueError(f"cannot import module {module_name!r}: {err}") from None
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise ValueError(f"module {module_name!r} has no {attr!r}") from None
+    return obj
+
+
+def python_source_kwargs(cls: Any, name: str, options: dict[str, Any]) -> dict[str, Any]:
+    """``options``, plus ``name`` when the class takes one and options do not set it."""
+    import inspect
+
+    kwargs = dict(options)
+    try:
+        params = inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        return kwargs
+    if "name" in params and "name" not in kwargs:
+        kwargs["name"] = name
+    return kwargs
+
+
 class ReplayConfig(_SourceBase):
     type: Literal["replay"]
     path: str
@@ -148,6 +312,9 @@ SourceConfig = Annotated[
     | VelodyneConfig
     | PointCloudFilesConfig
     | TimeSeriesCsvConfig
+    | TimeSeriesUdpConfig
+    | BagConfig
+    | PythonSourceConfig
     | ReplayConfig
     | KittiRawConfig,
     Field(discriminator="type"),
@@ -189,18 +356,26 @@ class StageConfig(StrictModel):
 
 
 class WorkerConfig(StrictModel):
+    """A batch worker; images are resized to ``width`` x ``height`` (default 224 x 224)."""
+
     name: str
     model: str
     """A path to an .onnx file, or ``builtin:NAME`` for a model of :mod:`fusion.workers.models`."""
     input: str
     """The sensor whose frame feeds the model."""
     preprocess: Literal["image", "points", "raw"] = "raw"
-    size: tuple[int, int] = (224, 224)
+    width: int = Field(224, ge=1)
+    height: int = Field(224, ge=1)
     points: int = Field(2048, ge=1)
     max_batch: int | None = Field(None, ge=1)
     max_delay_ms: float | None = Field(None, ge=0)
     providers: str = "auto"
     replicas: int = Field(1, ge=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_size(cls, raw: Any) -> Any:
+        return _refuse_size(raw)
 
 
 class RecorderConfig(StrictModel):
@@ -240,12 +415,20 @@ class PipelineConfig(StrictModel):
         known |= {
             n for s in self.sources if isinstance(s, KittiRawConfig) for n in s.sensor_names()
         }
+        for s in self.sources:
+            if isinstance(s, BagConfig):
+                known |= set(s.sensor_names())
         wanted = set(self.sync.sensors or ()) | set(self.sync.optional) | set(self.sync.windows_ms)
         wanted |= {self.sync.reference} if self.sync.reference else set()
         wanted |= {s.sensor for s in self.stages} | {w.input for w in self.workers}
         wanted |= set(self.recorder.video) if self.recorder else set()
         unknown = sorted(wanted - known)
-        if unknown and not any(s.type == "replay" for s in self.sources):
+        open_ended = ("replay", "python") + (
+            ("bag",)
+            if any(isinstance(s, BagConfig) and s.topics is None for s in self.sources)
+            else ()
+        )
+        if unknown and not any(s.type in open_ended for s in self.sources):
             raise ValueError(
                 f"sensors {unknown} are not the name of any source; sources are {sorted(known)}"
             )
@@ -289,6 +472,14 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Pi
         raise ConfigError(f"{path}: not valid TOML: {err}") from err
     if overrides:
         raw = {**raw, **overrides}
+    sources = raw.get("sources")
+    if isinstance(sources, list) and any(
+        isinstance(s, dict) and s.get("type") == "python" for s in sources
+    ):
+        # A user's class lives beside the config or in the working directory.
+        for folder in (str(Path.cwd()), str(path.resolve().parent)):
+            if folder not in sys.path:
+                sys.path.insert(0, folder)
     return validate_config(raw, source=str(path))
 
 
