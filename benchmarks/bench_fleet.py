@@ -86,7 +86,8 @@ def run_file(inputs: Path, output: Path, actors: int) -> FleetConfig:
                     "model": "builtin:sobel_edges",
                     "input": "cam",
                     "preprocess": "image",
-                    "size": [96, 128],
+                    "height": 96,
+                    "width": 128,
                 },
                 {
                     "name": "occupancy",

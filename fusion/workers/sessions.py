@@ -14,7 +14,9 @@ load (``ctypes``, which also yields the reason when it does not, such as a
 missing ``libcublasLt``), the session must build, and the live session's
 ``get_providers()`` must name it. A candidate that fails is logged once per
 process with its reason, recorded in :attr:`ModelSession.failures`, and the
-next candidate is tried.
+next candidate is tried. On a machine with no NVIDIA GPU at all, CUDA and
+TensorRT failing is expected: that is one INFO line. A GPU that is present but
+whose libraries do not load is a WARNING naming the library.
 
 Threads
 -------
@@ -149,10 +151,31 @@ def probe_provider(provider: str) -> str | None:
 _reported: set[tuple[str, str]] = set()
 
 
+@functools.cache
+def nvidia_gpu_present() -> bool:
+    """Whether this machine has an NVIDIA GPU with its kernel driver loaded."""
+    return os.path.exists("/proc/driver/nvidia/version") or bool(
+        [n for n in _listdir("/dev") if n.startswith("nvidia") and n[6:].isdigit()]
+    )
+
+
+def _listdir(path: str) -> list[str]:
+    try:
+        return os.listdir(path)
+    except OSError:
+        return []
+
+
 def _report(failure: ProviderFailure) -> None:
     key = (failure.provider, failure.reason)
-    if key not in _reported:
-        _reported.add(key)
+    if key in _reported:
+        return
+    _reported.add(key)
+    if failure.provider in (CUDA, TENSORRT) and not nvidia_gpu_present():
+        log.info(
+            "%s not used: this machine has no NVIDIA GPU; running on the CPU", failure.provider
+        )
+    else:
         log.warning("%s unavailable, falling back: %s", failure.provider, failure.reason)
 
 

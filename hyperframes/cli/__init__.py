@@ -8,13 +8,37 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
+import signal
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from hyperframes.cli.common import add_output_flags, configure_logging
 
 # Order here is the order ``--help`` lists them.
-COMMANDS = ("demo", "record", "replay", "info", "check", "export", "bench", "fleet")
+COMMANDS = ("demo", "record", "replay", "info", "check", "export", "bench", "fleet", "doctor")
+
+_ROLE = re.compile(r":(?:[a-z]+:)?[a-z]+:`~?([^`<]*?)(?:\s*<[^>]*>)?`")
+
+
+def plain(text: str) -> str:
+    """Help text without reST markup: ``code`` and :func:`x` become code and x."""
+    text = _ROLE.sub(
+        lambda m: m.group(1).rsplit(".", 1)[-1] if "~" in m.group(0) else m.group(1), text
+    )
+    text = re.sub(r"``([^`]+)``", r"\1", text)
+    return text.replace("::\n", ":\n")
+
+
+class PlainHelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps descriptions' line breaks (examples stay examples) and drops reST markup."""
+
+    def _format_text(self, text: str) -> str:
+        return super()._format_text(plain(text))
+
+    def _expand_help(self, action: argparse.Action) -> str:
+        return plain(super()._expand_help(action))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,9 +54,19 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"hyperframes.cli.{name}").register(sub)
+    parser.formatter_class = PlainHelpFormatter
     for command in sub.choices.values():
+        _plain_everywhere(command)
         add_output_flags(command)
     return parser
+
+
+def _plain_everywhere(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = PlainHelpFormatter
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _plain_everywhere(child)
 
 
 def _version() -> str:
@@ -51,8 +85,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     configure_logging(args)
-    code: int = args.func(args)
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        code: int = args.func(args)
+    except KeyboardInterrupt:  # Ctrl-C outside a pipeline's own graceful handling
+        print("interrupted", file=sys.stderr)
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     return code
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    """SIGTERM before (or outside) a pipeline's handler: stop like Ctrl-C, no traceback."""
+    raise KeyboardInterrupt
 
 
 if __name__ == "__main__":  # pragma: no cover

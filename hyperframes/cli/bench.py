@@ -105,9 +105,10 @@ def load(name: str, path: Path) -> ModuleType:
 
 
 def run(args: argparse.Namespace) -> int:
-    console = Console()
+    quiet = bool(getattr(args, "quiet", False))
+    console = Console(quiet=quiet)
     if not console.is_terminal:
-        console = Console(width=220)  # logs and CI: one table row per line
+        console = Console(width=220, quiet=quiet)  # logs and CI: one table row per line
     found = find_benchmarks(args.dir)
     if not found:
         where = args.dir or find_benchmarks_folder()

@@ -6,8 +6,6 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
@@ -36,14 +34,17 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from fusion.errors import RecordingError
+    from hyperframes.cli.common import console_for, note, styled, warn
     from recordings import Recorder, open_recording
 
-    console = Console()
+    console = console_for(args)
     path = Path(args.file)
     try:
         log = open_recording(path)
     except (OSError, RecordingError) as err:
-        console.print(f"[red]unreadable:[/red] {err}")
+        quiet, console.quiet = console.quiet, False
+        console.print(styled("unreadable:", "red", err))
+        console.quiet = quiet
         return 2
     with log:
         damage = log.verify()
@@ -53,18 +54,18 @@ def run(args: argparse.Namespace) -> int:
             f"{'footer index' if summary.indexed else 'no footer index'}"
         )
         if not damage and summary.indexed:
-            console.print("[green]ok[/green]: every CRC checks out")
+            note(console, "ok:", "every CRC checks out")
             return 0
         for problem in damage:
-            console.print(f"[red]damaged:[/red] {problem}")
+            console.print(styled("damaged:", "red", problem))
         if not damage:
-            console.print("[yellow]no footer index[/yellow] (the writer did not close the file)")
+            warn(console, "no footer index", "(the writer did not close the file)")
         if not args.repair:
             console.print("run again with --repair -o FIXED.hfr to salvage what is readable")
             return 1
         out = Path(args.output) if args.output else path.with_suffix(".repaired.hfr")
         if out.resolve() == path.resolve():
-            console.print("[red]error:[/red] --repair must write a new file")
+            console.print(styled("error:", "red", "--repair must write a new file"))
             return 2
         kept = 0
         with Recorder(out, sensors=log.specs.values(), metadata=log.metadata) as rec:
@@ -73,6 +74,6 @@ def run(args: argparse.Namespace) -> int:
                 kept += 1
         lost = [e for e in log.damage if e not in damage]
         for problem in lost:
-            console.print(f"[red]damaged:[/red] {problem}")
+            console.print(styled("damaged:", "red", problem))
         console.print(f"repaired: wrote {kept} frames to {out}; lost the chunks listed above")
     return 1

@@ -31,6 +31,23 @@ T = TypeVar("T")
 log = logging.getLogger("hyperframes")
 
 
+class NamesAction(argparse.Action):
+    """``--sensors a b`` and ``--sensors a,b`` (and repeats) give one list of names."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        items = [values] if isinstance(values, str) else list(values or ())
+        names = list(getattr(namespace, self.dest, None) or [])
+        for item in items:
+            names += [n.strip() for n in str(item).split(",") if n.strip()]
+        setattr(namespace, self.dest, names)
+
+
 def add_output_flags(parser: argparse.ArgumentParser) -> None:
     """``-v/--verbose`` and ``-q/--quiet`` on a subcommand that lacks them."""
     options = parser._option_string_actions

@@ -6,6 +6,7 @@ Examples::
     hyperframes export s.hfr -o s_bag                       # the same as a bag directory
     hyperframes export s.hfr -o s.fox.mcap --profile foxglove
     hyperframes export s.hfr -o cam.mp4 --to mp4 --sensors cam
+    hyperframes export s.hfr -o s.mcap --sensors cam lidar --start 10 --end 20
     hyperframes export s.hfr -o sweeps/ --to pcd --sensors lidar
     hyperframes export s.hfr -o s.rrd --view rerun          # viewer if running, else s.rrd
 
@@ -20,8 +21,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
+
+from hyperframes.cli.common import NamesAction
 
 
 def register(sub: Any) -> None:
@@ -32,7 +34,8 @@ def register(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("file", help="the .hfr recording")
-    p.add_argument("-o", "--out", required=True, help="output file (or folder for --to pcd)")
+    p.add_argument("-o", "--output", required=True, help="output file (or folder for --to pcd)")
+    p.add_argument("--out", dest="output", help=argparse.SUPPRESS)
     p.add_argument(
         "--profile",
         choices=("ros2", "foxglove"),
@@ -46,7 +49,13 @@ def register(sub: Any) -> None:
         help="mcap (default), mp4 for one camera sensor, pcd for point-cloud sweeps",
     )
     p.add_argument("--view", choices=("rerun",), help="log groups to Rerun instead of a file")
-    p.add_argument("--sensors", help="comma-separated sensors to export (default: all)")
+    p.add_argument(
+        "--sensors",
+        nargs="+",
+        action=NamesAction,
+        metavar="NAME",
+        help="sensors to export (default: all)",
+    )
     p.add_argument("--start", type=float, help="seconds from the recording's start")
     p.add_argument("--end", type=float, help="seconds from the recording's start")
     p.add_argument(
@@ -70,11 +79,12 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from fusion.errors import HyperframesError
+    from hyperframes.cli.common import console_for, error, warn
     from recordings import open_recording
     from recordings.export import Target, export_recording
 
-    console = Console()
-    sensors = args.sensors.split(",") if args.sensors else None
+    console = console_for(args)
+    sensors = args.sensors or None
     target: Target = "rerun" if args.view == "rerun" else args.to
     if args.to == "mcap" and args.view is None:
         target = args.profile
@@ -85,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         end = None if args.end is None else t0 + int(args.end * 1e9)
         report = export_recording(
             args.file,
-            args.out,
+            args.output,
             to=target,
             sensors=sensors,
             start=start,
@@ -94,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
             reencode=args.reencode,
         )
     except (OSError, HyperframesError, ValueError, RuntimeError) as err:
-        console.print(f"[red]error:[/red] {err}")
+        error(console, err)
         return 2
     table = Table(title=f"exported to {report.out} ({report.target})")
     table.add_column("sensor")
@@ -117,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     for sensor, msgtype in sorted(report.generic.items()):
         console.print(f"{sensor}: no standard type fits; written as {msgtype} (every field kept)")
     for note in report.notes:
-        console.print(f"[yellow]note:[/yellow] {note}")
+        warn(console, "note:", note)
     if report.skipped:
         reasons = Table(title="frames not exported")
         reasons.add_column("sensor")
@@ -126,12 +136,22 @@ def run(args: argparse.Namespace) -> int:
         for (sensor, reason), n in sorted(report.skipped.items()):
             reasons.add_row(sensor, str(n), reason)
         console.print(reasons)
-    console.print(report.summary(), soft_wrap=True)
+    print(report.summary())  # the final result: printed with -q too
+    if report.frames_read == 0:
+        where = []
+        if args.start is not None or args.end is not None:
+            where.append(f"--start {args.start} --end {args.end}")
+        if args.sensors:
+            where.append("--sensors " + " ".join(args.sensors))
+        warn(
+            console,
+            "warning:",
+            f"nothing exported: {' '.join(where) or 'the recording'} selects no frames",
+        )
     if report.frames_written == 0:
         return 1
     if not report.complete and not args.skip_unsupported:
-        console.print(
-            "[red]error:[/red] some frames were not exported (--skip-unsupported accepts that)"
+        error(console, "some frames were not exported (--skip-unsupported accepts that)"
         )
         return 1
     return 0

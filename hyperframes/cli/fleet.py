@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from hyperframes.cli.common import console_for
+from hyperframes.cli.common import console_for, error
 
 
 def register(sub: Any) -> None:
@@ -47,10 +47,10 @@ def run(args: argparse.Namespace) -> int:
             config = config.model_copy(update={"fleet": fleet})
         report = _execute(config, args, console)
     except ConfigError as err:
-        console.print(f"[red]error:[/red] {escape(str(err))}")
+        error(console, err)
         return 2
     except ImportError as err:
-        console.print(f"[red]error:[/red] {escape(str(err))}")
+        error(console, err)
         return 2
     table = Table(title=f"fleet: {len(report.recordings)} recording(s) in {report.elapsed_s:.1f} s")
     for column in ("recording", "status", "groups", "parts", "results / error"):

@@ -1,5 +1,8 @@
 """``hyperframes info FILE [--json]``: what a recording holds, like ``mcap info``.
 
+An MCAP file or a ROS bag (``.bag``, ``.db3``, a bag directory) is summarised
+as ``ros2 bag info`` does: topics, types, counts, duration and dates.
+
 File facts (parts, size, duration, start/end as date and epoch, compression)
 come from the chunk metas without decompressing; per-sensor rate, payload,
 drops (gaps in ``seq``) and the clock fit (offset and skew of ``t`` against
@@ -17,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -29,7 +31,9 @@ def register(sub: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("file", help="the .hfr file (or the base name of a split recording)")
+    p.add_argument(
+        "file", help="a .hfr file (or the base name of a split recording), an MCAP file or a bag"
+    )
     p.add_argument("--json", action="store_true", help="print one JSON document instead")
     p.add_argument(
         "--quick", action="store_true", help="chunk metas only: no per-sensor drops or clock fit"
@@ -47,12 +51,16 @@ def recording_parts(path: Path) -> list[Path]:
 
 def run(args: argparse.Namespace) -> int:
     from fusion.errors import RecordingError
+    from hyperframes.cli.common import console_for, error, warn
     from recordings import open_recording
+    from recordings.open import is_bag
 
-    console = Console(quiet=bool(getattr(args, "quiet", False)))
+    console = console_for(args)
+    if is_bag(args.file) or str(args.file).lower().endswith(".mcap"):
+        return bag_info(args, console)
     parts = recording_parts(Path(args.file))
     if not parts:
-        console.print(f"[red]error:[/red] {args.file}: no such recording", highlight=False)
+        error(console, f"{args.file}: no such recording")
         return 2
     documents = []
     try:
@@ -72,12 +80,34 @@ def run(args: argparse.Namespace) -> int:
                 if video:
                     console.print(video_table(video))
                 for line in summary.damage:
-                    console.print(f"[yellow]damage:[/yellow] {line}", highlight=False)
+                    warn(console, "damage:", line)
     except (OSError, RecordingError) as err:
-        console.print(f"[red]error:[/red] {err}", highlight=False)
+        error(console, err)
         return 2
     if args.json:
         print(json.dumps(documents[0] if len(documents) == 1 else {"parts": documents}, indent=2))
+    return 0
+
+
+def bag_info(args: argparse.Namespace, console: Any) -> int:
+    """``info`` on an MCAP file or a ROS bag."""
+    from hyperframes.cli.baginfo import bag_tables, read_bag_info
+    from hyperframes.cli.common import error
+
+    path = Path(args.file)
+    if not path.exists():
+        error(console, f"{args.file}: no such file or bag directory")
+        return 2
+    try:
+        info = read_bag_info(path)
+    except Exception as err:  # third-party readers raise many types; one line each
+        error(console, f"{args.file}: cannot read it as MCAP or a ROS bag: {err}")
+        return 2
+    if args.json:
+        print(json.dumps(info.as_dict(), indent=2))
+    else:
+        for table in bag_tables(info):
+            console.print(table)
     return 0
 
 

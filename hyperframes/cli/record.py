@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from hyperframes.cli.common import NamesAction
+
 MS = 1_000_000
 
 # The session recorded when no CONFIG is given: the built-in synthetic sensors.
@@ -72,9 +74,16 @@ def register(sub: Any) -> None:
     p.add_argument(
         "-o", "--output", type=Path, help="the .hfr file to write (default: session-DATE-TIME.hfr)"
     )
-    p.add_argument("--sensors", nargs="+", metavar="NAME", help="record only these sources")
     p.add_argument(
-        "--exclude", nargs="+", metavar="NAME", default=[], help="record every source but these"
+        "--sensors", nargs="+", action=NamesAction, metavar="NAME", help="record only these sources"
+    )
+    p.add_argument(
+        "--exclude",
+        nargs="+",
+        action=NamesAction,
+        metavar="NAME",
+        default=[],
+        help="record every source but these",
     )
     p.add_argument(
         "--max-size",

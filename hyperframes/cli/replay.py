@@ -1,8 +1,8 @@
 """``hyperframes replay FILE``: play a recording (or a ROS bag) back, optionally through a pipeline.
 
-Options follow ``ros2 bag play``: ``--rate 2.0`` (or ``--rate max``), ``--loop``,
-``--start-offset S``, ``--duration S``, ``--sensors``; ``--topic /cam=cam``
-picks topics of a bag. With ``--config CONFIG.toml`` the frames go through
+Options follow ``ros2 bag play``: ``-r/--rate 2.0`` (or ``max``), ``--loop``,
+``--start-offset S``, ``--duration S``, ``--start-paused``, ``--sensors A B``;
+``--topic /cam=cam`` picks topics of a bag. With ``--config CONFIG.toml`` the frames go through
 that pipeline's sync policy, stages and workers instead of the config's own
 sources. In a terminal, space pauses, the right arrow steps one frame while
 paused, and up/down change the rate. ``--fast`` keeps the recorded timing on a
@@ -16,6 +16,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from hyperframes.cli.common import NamesAction
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
@@ -26,12 +28,19 @@ def register(sub: Any) -> None:
     )
     p.add_argument("file", help="a .hfr recording, or a ROS bag (.mcap, .db3, .bag, bag folder)")
     p.add_argument(
+        "-r",
         "--rate",
-        default="1.0",
+        default=1.0,
+        type=rate_arg,
         metavar="R",
         help="playback rate: 1.0 real time, 2.0 twice as fast, 'max' no waiting",
     )
-    p.add_argument("--speed", dest="rate", help=argparse.SUPPRESS)
+    p.add_argument("--speed", dest="rate", type=rate_arg, help=argparse.SUPPRESS)
+    p.add_argument(
+        "--start-paused",
+        action="store_true",
+        help="start paused (space resumes, the right arrow steps one frame)",
+    )
     p.add_argument(
         "--fast",
         action="store_true",
@@ -42,7 +51,9 @@ def register(sub: Any) -> None:
         "--start-offset", type=float, default=0.0, metavar="S", help="skip the first S seconds"
     )
     p.add_argument("--duration", type=float, metavar="S", help="play only S seconds")
-    p.add_argument("--sensors", nargs="+", metavar="NAME", help="play only these sensors")
+    p.add_argument(
+        "--sensors", nargs="+", action=NamesAction, metavar="NAME", help="play only these sensors"
+    )
     p.add_argument(
         "--topic",
         action="append",
@@ -64,13 +75,24 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def parse_rate(text: str) -> float | None:
-    if str(text).lower() in ("max", "inf", "none"):
+def parse_rate(text: str | float) -> float | None:
+    """``"2"`` -> 2.0; ``"max"`` (or ``inf``, ``fast``) -> ``None``, as fast as possible."""
+    if str(text).lower() in ("max", "inf", "none", "fast"):
         return None
-    rate = float(text)
+    try:
+        rate = float(text)
+    except ValueError:
+        raise ValueError(f"--rate: expected a number > 0 or 'max', found {text!r}") from None
     if not rate > 0:
-        raise ValueError(f"--rate must be > 0 or 'max', found {text!r}")
+        raise ValueError(f"--rate: expected a number > 0 or 'max', found {text!r}")
     return rate
+
+
+def rate_arg(text: str) -> float | None:
+    try:
+        return parse_rate(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err).removeprefix("--rate: ")) from None
 
 
 def open_source(args: argparse.Namespace) -> Any:
@@ -93,12 +115,12 @@ def run(args: argparse.Namespace) -> int:
 
     from fusion.errors import HyperframesError
     from fusion.timing import VirtualClock, use_clock
-    from hyperframes.cli.common import console_for, drive
+    from hyperframes.cli.common import console_for, drive, error, warn
     from hyperframes.cli.playback import PacedSource, PlaybackControl, keyboard
 
     console = console_for(args)
     try:
-        control = PlaybackControl(parse_rate(args.rate))
+        control = PlaybackControl(args.rate, paused=args.start_paused)
         inner = open_source(args)
         source = PacedSource(inner, control)
         pipeline = None
@@ -108,10 +130,10 @@ def run(args: argparse.Namespace) -> int:
             config = load_config(args.config)
             pipeline = build_pipeline(config, sensors=[], extra_sources=[source])
     except (HyperframesError, ValueError, OSError) as err:
-        console.print(f"[red]error:[/red] {err}", highlight=False)
+        error(console, err)
         return 2
     for topic, reason in sorted(getattr(inner, "unsupported", {}).items()):
-        console.print(f"[yellow]not readable[/yellow] {topic}: {reason}", highlight=False)
+        warn(console, "not readable", f"{topic}: {reason}")
 
     def status() -> str:
         return f"{args.file}: {control.describe()} (space pause, -> step, up/down rate)"
@@ -156,6 +178,9 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         console.print("stopped")
         stats = None
+    played = sum(counts.values()) if pipeline is None else (stats.hub.frames_in if stats else 0)
+    if played == 0:
+        warn(console, "warning:", f"nothing replayed: {selection_text(args)} selects no frames")
     errors = dict(inner.errors)
     if pipeline is None:
         from rich.table import Table
@@ -170,7 +195,17 @@ def run(args: argparse.Namespace) -> int:
     elif stats is not None:
         print(f"replayed {stats.hub.frames_in} frames into {stats.groups_out} groups")
     for reason, n in errors.items():
-        console.print(
-            f"[yellow]skipped[/yellow] {n} ({reason}): {inner.last_error}", highlight=False
-        )
+        warn(console, "skipped", f"{n} ({reason}): {inner.last_error}")
     return 1 if errors else 0
+
+
+def selection_text(args: argparse.Namespace) -> str:
+    """``--start-offset 30 --duration 5`` as the user wrote it, for the empty-range warning."""
+    parts = []
+    if args.start_offset:
+        parts.append(f"--start-offset {args.start_offset:g}")
+    if args.duration is not None:
+        parts.append(f"--duration {args.duration:g}")
+    if args.sensors:
+        parts.append("--sensors " + " ".join(args.sensors))
+    return " ".join(parts) or "the recording"

@@ -29,7 +29,8 @@ WORKERS: list[dict[str, Any]] = [
         "model": "builtin:sobel_edges",
         "input": "cam",
         "preprocess": "image",
-        "size": [12, 16],
+        "height": 12,
+        "width": 16,
     },
     {
         "name": "occupancy",
