@@ -114,8 +114,9 @@ def bag_info(args: argparse.Namespace, console: Any) -> int:
 def sensor_details(log: Any) -> dict[str, dict[str, Any]]:
     """Per sensor: seq gaps, payload description and the clock fit, from one pass."""
     seqs: dict[str, list[int]] = {}
-    times: dict[str, list[tuple[int, int, int]]] = {}
+    times: dict[str, list[tuple[int, int, int, bool]]] = {}
     starts: dict[str, list[int]] = {}
+    connections: dict[str, list[tuple[Any, int]]] = {}
     gaps: dict[str, list[int]] = {}
     payload: dict[str, str] = {}
     for frame in log.frames():
@@ -128,10 +129,22 @@ def sensor_details(log: Any) -> dict[str, dict[str, Any]]:
         gap = meta.get("gap_ns")
         if isinstance(gap, int):
             gaps.setdefault(frame.sensor, []).append(gap)
-        rows.append((frame.t_sensor, frame.t, arrival))
+        measured = frame.t_arrival is not None and "t_read" not in meta
+        connection = meta.get("connection")
+        runs = connections.setdefault(frame.sensor, [])
+        if runs and connection != runs[-1][0]:
+            runs.append((connection, len(rows)))
+        elif not runs:
+            runs.append((connection, 0))
+        rows.append((frame.t_sensor, frame.t, arrival, measured))
         if frame.sensor not in payload:
             payload[frame.sensor] = describe_payload(frame.data)
     out: dict[str, dict[str, Any]] = {}
+    for name, rows in times.items():
+        ends = {i for _, i in connections.get(name, [])} | set(starts.get(name, [])) | {len(rows)}
+        for end in ends:  # see TAIL_FRAMES
+            for i in range(max(0, end - TAIL_FRAMES), end):
+                rows[i] = (*rows[i][:3], False)
     for name, seq in seqs.items():
         # Numbers never seen, from 0: packet records of a B-frame video track come in
         # decode order, and a reference-only packet shares the next frame's number.
@@ -147,11 +160,18 @@ def sensor_details(log: Any) -> dict[str, dict[str, Any]]:
     return out
 
 
+TAIL_FRAMES = 2
+"""Frames at the end of a connection or segment left out of the skew fit: a demuxer
+that holds each frame until the next one's data comes (MPEG-TS) hands the last ones
+over at once when the stream ends, a frame period earlier than all the others."""
+
 SEGMENT_JUMP_NS = 1_000_000_000
 """``t_sensor`` going back by more than this starts a new segment (a restarted sender)."""
 
 
-def segmented_clock_fit(rows: list[tuple[int, int, int]], starts: list[int]) -> dict[str, Any]:
+def segmented_clock_fit(
+    rows: list[tuple[int, int, int, bool]], starts: list[int]
+) -> dict[str, Any]:
     """:func:`clock_fit` of the longest segment (one line across a restart means nothing);
     the offset is taken at the recording's first frame."""
     bounds = [0, *starts, len(rows)]
@@ -193,18 +213,67 @@ def video_table(video: dict[str, dict[str, Any]]) -> Table:
     return table
 
 
-def clock_fit(rows: list[tuple[int, int, int]]) -> dict[str, Any]:
-    """Offset (at the first frame) and skew of ``t`` vs ``t_sensor``; delay ``t_arrival - t``."""
-    a = np.asarray(rows, np.float64)
+def clock_fit(rows: list[tuple[int, int, int, bool]]) -> dict[str, Any]:
+    """Offset of ``t`` vs ``t_sensor`` (at the first frame), the sensor clock's skew and the
+    delay ``t_arrival - t``.
+
+    With measured arrival times the skew is the TICSync fit of the delays'
+    lower envelope over the whole segment (:mod:`fusion.clock_envelope`, the
+    estimator the online clock runs over a sliding window): how fast the
+    sensor's clock runs against the host's. Frames whose arrival was
+    re-paced after an opening burst (``meta["t_read"]``) are left out.
+    Without arrivals it is a robust slope of ``t - t_sensor``.
+    """
+    a = np.asarray([r[:3] for r in rows], np.float64)
     ts, t, arrival = a[:, 0] - a[0, 0], a[:, 1] - a[0, 0], a[:, 2]
     fit: dict[str, Any] = {"offset_ns": int(rows[0][1] - rows[0][0])}
-    if len(rows) > 2 and np.ptp(ts) > 0:
+    envelope = envelope_skew([(r[0], r[2]) for r in rows if r[3]])
+    if envelope is not None:
+        fit["skew_ppm"] = envelope
+    elif len(rows) > 2 and np.ptp(ts) > 0:
         fit["skew_ppm"] = float(robust_slope(ts, t - ts) * 1e6)
     delay = arrival - a[:, 1]
     if np.any(delay != 0):
         fit["delay_ms_p50"] = float(np.percentile(delay, 50) / 1e6)
         fit["delay_ms_p99"] = float(np.percentile(delay, 99) / 1e6)
     return fit
+
+
+def envelope_skew(pairs: list[tuple[int, int]]) -> float | None:
+    """Skew (ppm) of the sensor clock from ``(t_sensor, t_arrival)`` pairs; ``None`` if too few."""
+    from fusion.clock_envelope import LowerEnvelope
+
+    points: list[tuple[int, int]] = []
+    for x, arrival in pairs:
+        if not points or x > points[-1][0]:
+            points.append((x, arrival - x))
+    points = without_early_glitches(points)
+    if len(points) < 3:
+        return None
+    env = LowerEnvelope(points[-1][0] - points[0][0] + 1, len(points) + 1)
+    for x, y in points:
+        env.add(x, y)
+    slope = env.fit(-0.5, 0.5).slope
+    return float((1 / (1 + slope) - 1) * 1e6)
+
+
+EARLY_GLITCH_NS = 20_000_000
+"""A delay this much below its neighbours' median is a glitch, not the link's floor."""
+
+
+def without_early_glitches(points: list[tuple[int, int]], half: int = 4) -> list[tuple[int, int]]:
+    """Drop points whose delay is far *below* their neighbours' (the lower envelope would
+    follow them): a demuxer that holds each frame until the next one's data arrives
+    (MPEG-TS) hands the last frame of a connection over at once, ``one frame period``
+    earlier than all the others."""
+    y = np.asarray([p[1] for p in points], np.float64)
+    keep = []
+    for i, point in enumerate(points):
+        neighbours = np.concatenate([y[max(0, i - half) : i], y[i + 1 : i + 1 + half]])
+        if len(neighbours) and y[i] < np.median(neighbours) - EARLY_GLITCH_NS:
+            continue
+        keep.append(point)
+    return keep
 
 
 def robust_slope(x: np.ndarray, y: np.ndarray) -> float:

@@ -174,6 +174,7 @@ def build_source(cfg: Any, copied: set[str] | None = None) -> Any:
             input_format=cfg.input_format,
             stream=cfg.stream,
             max_reconnects=cfg.max_reconnects,
+            backoff=(min(0.1, cfg.backoff_max_s), cfg.backoff_max_s),
             keep_packets=cfg.name in (copied or ()),
         )
     if isinstance(cfg, VelodyneConfig):

@@ -123,6 +123,8 @@ class VideoConfig(_SourceBase, _Sized):
     input_format: str | None = None
     stream: int = Field(0, ge=0)
     max_reconnects: int | None = Field(None, ge=0)
+    backoff_max_s: float = Field(5.0, gt=0)
+    """Longest wait between reconnect attempts (they start at 0.1 s and double)."""
 
     @field_validator("options", mode="before")
     @classmethod

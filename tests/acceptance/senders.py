@@ -1,0 +1,117 @@
+"""Stand-in sensors for the acceptance journeys, each a real process sending on loopback.
+
+``python senders.py imu PORT --rate 100``: an IMU sending one JSON line per
+sample over UDP, stamped with its own clock (nanoseconds since it started, so a
+restarted sender starts again near 0, as a rebooted device does), and carrying
+the sender's wall clock (``w``, Unix ns) so a test can check the recording's dates.
+
+``python senders.py pcap PORT FILE --loops N``: a Velodyne capture replayed
+over UDP at its captured rate (each datagram sent at its capture time
+relative to the first), ``N`` times in a row.
+
+Both print one line ``sent N`` on stdout when they end or get SIGTERM/SIGINT.
+The ``ffmpeg`` CLI is the video sender (see ``live_helpers.ffmpeg_sender``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import signal
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+class _Stop(Exception):
+    pass
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    raise _Stop
+
+
+def imu(port: int, rate: float, seconds: float) -> int:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    start = time.monotonic_ns()
+    period = 1e9 / rate
+    sent = 0
+    try:
+        while seconds <= 0 or sent < seconds * rate:
+            due = start + round(sent * period)
+            delay = (due - time.monotonic_ns()) / 1e9
+            if delay > 0:
+                time.sleep(delay)
+            t = due - start
+            phase = t / 1e9
+            sample = {
+                "t": t,
+                "ax": round(0.1 * math.sin(phase), 6),
+                "ay": 0.0,
+                "az": 9.81,
+                "gz": round(0.01 * math.cos(phase), 6),
+                "w": time.time_ns(),
+            }
+            sock.sendto((json.dumps(sample) + "\n").encode(), ("127.0.0.1", port))
+            sent += 1
+    except _Stop:
+        pass
+    finally:
+        sock.close()
+    return sent
+
+
+def pcap(port: int, path: Path, loops: int, data_port: int = 2368) -> int:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from adapters.lidar.pcap import PcapReader
+
+    reader = PcapReader(path)
+    packets = [(d.t_capture, d.payload) for d in reader if d.dst_port == data_port]
+    reader.close()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
+    sent = 0
+    try:
+        for _ in range(loops):
+            start = time.monotonic_ns()
+            first = packets[0][0]
+            for t_capture, payload in packets:
+                delay = (start + (t_capture - first) - time.monotonic_ns()) / 1e9
+                if delay > 0:
+                    time.sleep(delay)
+                sock.sendto(payload, ("127.0.0.1", port))
+                sent += 1
+    except _Stop:
+        pass
+    finally:
+        sock.close()
+    return sent
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="kind", required=True)
+    p_imu = sub.add_parser("imu")
+    p_imu.add_argument("port", type=int)
+    p_imu.add_argument("--rate", type=float, default=100.0)
+    p_imu.add_argument("--seconds", type=float, default=0.0, help="0: until signalled")
+    p_pcap = sub.add_parser("pcap")
+    p_pcap.add_argument("port", type=int)
+    p_pcap.add_argument("file", type=Path)
+    p_pcap.add_argument("--loops", type=int, default=1)
+    args = parser.parse_args()
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGINT, _on_signal)
+    if args.kind == "imu":
+        sent = imu(args.port, args.rate, args.seconds)
+    else:
+        sent = pcap(args.port, args.file, args.loops)
+    print(f"sent {sent}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
