@@ -97,7 +97,7 @@ def _rosbags_info(path: Path) -> BagInfo:
         ]
         messages = sum(t.count for t in topics)
         start = reader.start_time if messages else None
-        end = reader.end_time if messages else None
+        end = reader.end_time - 1 if messages else None  # rosbags' end is exclusive
         storage = "rosbag1" if path.is_file() and path.suffix.lower() == ".bag" else "rosbag2"
     return BagInfo(path, storage, start, end, messages, topics)
 
