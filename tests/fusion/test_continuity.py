@@ -118,3 +118,41 @@ def test_opening_burst_never_invents_a_delay_below_one_measured(
         assert o.t_arrival - o.t_sensor >= lowest  # never a delay nobody measured
     arrivals = [o.t_arrival for o in out]
     assert arrivals == sorted(arrivals)  # still in arrival order
+
+
+async def test_the_hub_restarts_a_sensors_clock_when_its_stream_restarts() -> None:
+    import anyio
+
+    from fusion import ExactTime, OnlineClock, SensorSpec, Source, SyncHub
+
+    clock = OnlineClock()
+
+    class Restarting(Source):
+        """6 s of a camera on the host clock, then its sender restarts near 0."""
+
+        def __init__(self) -> None:
+            super().__init__(SensorSpec("cam", clock=clock))
+
+        async def frames(self):  # type: ignore[no-untyped-def]
+            for i in range(150):
+                yield self.make_frame(i * 40 * MS, None, t_arrival=100 * S + i * 40 * MS)
+            for i in range(50):
+                frame = self.make_frame(
+                    1_400 * MS + i * 40 * MS, None, t_arrival=107 * S + i * 40 * MS
+                )
+                if i == 0:
+                    frame.meta["segment_start"] = True
+                yield frame
+
+    hub = SyncHub(ExactTime(["cam"]))
+    times = []
+    with anyio.fail_after(10):
+        async with hub.open([Restarting()]) as groups:
+            async for group in groups:
+                times.append(group.t)
+    assert hub.statistics().sensors["cam"].segments == 1
+    assert clock.resets == 1  # told at once, not fitted as skew
+    assert times[150] == 107 * S  # the first frame after the restart lands on its arrival
+    assert times == sorted(times)  # aligned time goes on; nothing dropped
+    assert len(times) == 200
+    assert abs(clock.skew_ppm or 0.0) < 1.0
