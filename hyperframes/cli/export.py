@@ -151,7 +151,6 @@ def run(args: argparse.Namespace) -> int:
     if report.frames_written == 0:
         return 1
     if not report.complete and not args.skip_unsupported:
-        error(console, "some frames were not exported (--skip-unsupported accepts that)"
-        )
+        error(console, "some frames were not exported (--skip-unsupported accepts that)")
         return 1
     return 0

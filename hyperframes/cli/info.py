@@ -222,7 +222,8 @@ def clock_fit(rows: list[tuple[int, int, int, bool]]) -> dict[str, Any]:
     estimator the online clock runs over a sliding window): how fast the
     sensor's clock runs against the host's. Frames whose arrival was
     re-paced after an opening burst (``meta["t_read"]``) are left out.
-    Without arrivals it is a robust slope of ``t - t_sensor``.
+    Without arrivals it is a robust slope of ``t - t_sensor``. Either way the
+    sign is the clock models': positive when the sensor's clock runs fast.
     """
     a = np.asarray([r[:3] for r in rows], np.float64)
     ts, t, arrival = a[:, 0] - a[0, 0], a[:, 1] - a[0, 0], a[:, 2]
@@ -231,7 +232,8 @@ def clock_fit(rows: list[tuple[int, int, int, bool]]) -> dict[str, Any]:
     if envelope is not None:
         fit["skew_ppm"] = envelope
     elif len(rows) > 2 and np.ptp(ts) > 0:
-        fit["skew_ppm"] = float(robust_slope(ts, t - ts) * 1e6)
+        slope = robust_slope(ts, t - ts)
+        fit["skew_ppm"] = float((1 / (1 + slope) - 1) * 1e6)
     delay = arrival - a[:, 1]
     if np.any(delay != 0):
         fit["delay_ms_p50"] = float(np.percentile(delay, 50) / 1e6)

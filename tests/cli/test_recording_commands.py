@@ -103,7 +103,7 @@ def test_info_json_has_dates_rates_drops_and_clock_fit(
     imu = doc["sensors"]["imu"]
     assert imu["dropped"] == 0
     assert imu["rate_hz"] == pytest.approx(200, rel=1e-3)
-    assert imu["skew_ppm"] == pytest.approx(80, abs=15)  # the IMU clock runs 80 ppm slow
+    assert imu["skew_ppm"] == pytest.approx(-80, abs=15)  # the IMU clock runs 80 ppm slow
     assert doc["sensors"]["cam"]["payload"] == "uint8 (48, 64, 3)"
 
 
