@@ -256,7 +256,7 @@ def test_configuration_page_names_every_toml_key() -> None:
     missing = [
         f"{model.__name__}.{key}"
         for model in [*tables, FleetSection]
-        for key in model.model_fields
+        for key in [f.alias or name for name, f in model.model_fields.items()]  # TOML spelling
         if not any(form in page for form in (f"`{key}`", f"{key} =", f"[{key}]"))
     ]
     assert not missing, "docs/configuration.md does not mention: " + ", ".join(missing)
