@@ -150,8 +150,8 @@ async def run_until_signalled(pipeline: Pipeline, body: Callable[[], Awaitable[T
         with body_scope:
             result = await body()
         tg.cancel_scope.cancel()
-        if body_scope.cancelled_caught:
-            raise KeyboardInterrupt
+    if body_scope.cancelled_caught:
+        raise KeyboardInterrupt  # record.py reports the cut-short drain
     return result
 
 
