@@ -183,3 +183,35 @@ def test_no_nvidia_gpu_is_one_info_line_not_a_warning(caplog: pytest.LogCaptureF
     records = [r for r in caplog.records if "CUDAExecutionProvider" in r.getMessage()]
     assert [r.levelname for r in records] in ([], ["INFO"])
     assert all("no NVIDIA GPU" in r.getMessage() for r in records)
+
+
+def test_a_second_ctrl_c_cuts_the_drain_short() -> None:
+    import os
+    import signal
+
+    import anyio
+
+    from hyperframes.cli.common import run_until_signalled
+
+    class Draining:
+        stops = 0
+
+        def stop(self) -> None:  # the sources stop; the drain below never ends by itself
+            self.stops += 1
+
+    pipeline = Draining()
+
+    async def body() -> None:
+        await anyio.sleep(0.2)
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C: graceful stop ...
+        await anyio.sleep(0.2)
+        os.kill(os.getpid(), signal.SIGINT)  # ... and again: do not wait
+        await anyio.sleep(30)
+
+    async def main() -> None:
+        with anyio.fail_after(10):
+            await run_until_signalled(pipeline, body)  # type: ignore[arg-type]
+
+    with pytest.raises(KeyboardInterrupt):
+        anyio.run(main)
+    assert pipeline.stops == 1
