@@ -82,18 +82,27 @@ class ChunkMeta:
         stated = d.get("k", RecordKind.CHUNK)
         if stated not in CHUNK_KINDS or (kind is not None and kind != stated):
             raise ValueError(f"chunk kind {stated!r} is unknown or does not match its record")
+        if not all(isinstance(d.get(k), list) for k in ("s", "c", "r")):
+            raise TypeError("chunk meta 's', 'c' or 'r' is not an array")
         sensors = tuple(d["s"])
         counts = tuple(d["c"])
-        ints = (d["i"], d["t0"], d["t1"], d["n"], d["raw"], d["rec"], *counts)
-        if not all(type(x) is int for x in ints) or not all(type(s) is str for s in sensors):
-            raise TypeError("chunk meta fields have the wrong types")
-        if len(sensors) != len(counts) or sum(counts) != d["n"] or min(counts, default=0) < 0:
+        sizes = (d["i"], d["n"], d["raw"], d["rec"], *counts)
+        if not all(type(x) is int and 0 <= x <= MAX_SIZE for x in sizes):
+            raise ValueError("chunk meta counts or sizes are not integers in [0, 2**62]")
+        if not all(is_int64(x) for x in (d["t0"], d["t1"])):
+            raise ValueError("chunk meta time range is not int64 nanoseconds")
+        if not all(type(s) is str for s in sensors) or len(set(sensors)) != len(sensors):
+            raise TypeError("chunk meta sensor names are not distinct strings")
+        if len(sensors) != len(counts) or sum(counts) != d["n"]:
             raise ValueError("chunk meta sensor counts do not add up")
-        if d["rec"] < 0 or blob_offset(d["rec"]) > d["raw"] or d["t0"] > d["t1"]:
+        if blob_offset(d["rec"]) > d["raw"] or d["t0"] > d["t1"]:
             raise ValueError("chunk meta sizes or time range are inconsistent")
+        if not all(isinstance(r, list) and len(r) == 2 for r in d["r"]):
+            raise TypeError("chunk meta sensor time ranges are not [first, last] pairs")
         ranges = tuple((r[0], r[1]) for r in d["r"])
+        t0, t1 = d["t0"], d["t1"]
         if len(ranges) != len(sensors) or not all(
-            type(a) is int and type(b) is int and a <= b for a, b in ranges
+            is_int64(a) and is_int64(b) and t0 <= a <= b <= t1 for a, b in ranges
         ):
             raise ValueError("chunk meta sensor time ranges are inconsistent")
         new = d.get("new") or []
@@ -145,6 +154,17 @@ class SealedChunk:
         if len(self.parts) == 1 and isinstance(self.parts[0], bytearray):
             return self.parts[0]
         return bytearray().join(self.parts)
+
+
+INT64_MIN = -(1 << 63)
+INT64_MAX = (1 << 63) - 1
+MAX_SIZE = 1 << 62
+"""Largest size or count a reader takes from a file (sums of them still fit in int64)."""
+
+
+def is_int64(x: Any) -> bool:
+    """``x`` is a Python ``int`` (not a bool) that fits in int64."""
+    return type(x) is int and INT64_MIN <= x <= INT64_MAX
 
 
 def _int64(value: Any, what: str) -> int:

@@ -32,7 +32,7 @@ import os
 import struct
 import threading
 from collections.abc import Generator, Iterable, Iterator, Mapping
-from concurrent.futures import CancelledError, ThreadPoolExecutor
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType, TracebackType
@@ -45,6 +45,12 @@ from fusion.errors import (
     TruncatedRecording,
 )
 from fusion.frames import Frame, SensorSpec
+from recordings.budget import (
+    DEFAULT_MAX_CHUNK_FRAMES,
+    DEFAULT_MAX_DECODED_BYTES,
+    admit,
+    static_cost,
+)
 from recordings.format import (
     CHUNK_KINDS,
     DEFAULT_MAX_CHUNK_BYTES,
@@ -63,6 +69,7 @@ from recordings.parser import (
     RecordHead,
     header_contents,
     parse_chunk_meta,
+    parse_index,
     parse_record_head,
     parse_specs,
 )
@@ -135,8 +142,13 @@ class Recording:
         max_chunk_bytes: int = DEFAULT_MAX_CHUNK_BYTES,
         max_meta_bytes: int = DEFAULT_MAX_META_BYTES,
         readahead: int | None = None,
+        max_decoded_bytes: int = DEFAULT_MAX_DECODED_BYTES,
+        max_chunk_frames: int = DEFAULT_MAX_CHUNK_FRAMES,
     ) -> None:
         self.path = Path(path)
+        self.max_decoded_bytes = max_decoded_bytes
+        """Memory the chunks being decoded (readahead included) may take as objects."""
+        self.max_chunk_frames = max_chunk_frames
         self.readahead = min(2, os.cpu_count() or 1) if readahead is None else readahead
         """Chunks decoded ahead of the one being read, in a thread pool (0: none)."""
         self._pool: ThreadPoolExecutor | None = None
@@ -146,6 +158,7 @@ class Recording:
         self.damage: list[RecordingError] = []
         """Every problem found: at open, and in chunks as they are read."""
         self._damaged_offsets: set[int] = set()
+        self._resync_work = 0
         self.specs: dict[str, SensorSpec] = {}
         self.metadata: dict[str, Any] = {}
         self.chunks: list[ChunkMeta] = []
@@ -191,6 +204,16 @@ class Recording:
         index_offset, crc, magic = TRAILER.unpack(trailer)
         if magic != END_MAGIC or crc32(struct.pack("<Q", index_offset)) != crc:
             return False
+        if not PREAMBLE.size <= index_offset <= self.size - TRAILER.size - PRELUDE.size:
+            self._report(
+                CorruptChunk(
+                    f"the trailer points at offset {index_offset}, outside the file; "
+                    "scanning the chunks instead",
+                    path=str(self.path),
+                    offset=self.size - TRAILER.size,
+                )
+            )
+            return False
         rec = self._read_record_head(index_offset)
         if isinstance(rec, RecordingError) or rec.kind != RecordKind.INDEX:
             self._report(
@@ -201,20 +224,9 @@ class Recording:
             )
             return False
         meta = rec.meta
-        try:
-            chunks = [
-                ChunkMeta.from_msgpack(e, offset=e["off"], stored_size=e["len"])
-                for e in meta["chunks"]
-            ]
-            if any(type(c.offset) is not int or c.offset >= index_offset for c in chunks):
-                raise ValueError("a chunk offset points past the index")
-        except Exception as err:
-            self._report(
-                CorruptChunk(
-                    f"the footer index does not parse ({err}); scanning instead",
-                    **self._at(index_offset),
-                )
-            )
+        chunks = parse_index(meta, index_offset=index_offset, where=str(self.path))
+        if isinstance(chunks, RecordingError):
+            self._report(chunks)
             return False
         self.chunks = chunks
         self._take_specs(meta.get("sensors"))
@@ -253,6 +265,8 @@ class Recording:
     def _read_record_head(self, offset: int) -> RecordHead | RecordingError:
         """The verified head of the record at ``offset``, or why there is none."""
         available = self.size - offset
+        if not 0 <= offset < self.size:
+            return CorruptChunk(f"offset {offset} is outside the file", **self._at(offset))
         data: bytes = b""
         want = PRELUDE.size
         while True:
@@ -276,16 +290,45 @@ class Recording:
         return head
 
     def _resync(self, start: int) -> int | None:
-        """Offset of the next record whose prelude and meta check out, after ``start``."""
+        """Offset of the next record whose prelude and meta check out, after ``start``.
+
+        Linear in the file size, whatever the file holds: a candidate must have
+        a known kind, a meta that starts like a msgpack map and fit in the file
+        before its meta is CRC-checked, and all resynchronising together may
+        CRC at most :data:`RESYNC_WORK` times the file's size (plus 16 MiB).
+        A file that spends that is hostile: the scan stops and says so.
+        """
         window = 1 << 20
         pos = start
+        limit = RESYNC_WORK * self.size + (16 << 20)
         while pos < self.size:
-            buf = os.pread(self._fd, window + PRELUDE.size, pos)
+            buf = os.pread(self._fd, window + PRELUDE.size + 1, pos)
             i = buf.find(SYNC)
-            while i >= 0:
+            while 0 <= i < window:
                 candidate = pos + i
-                if not isinstance(self._read_record_head(candidate), RecordingError):
-                    return candidate
+                meta_len = 0
+                plausible = True  # at the very end of the file the parser judges
+                if i + PRELUDE.size < len(buf):
+                    _, kind, meta_len, payload_len, _, _ = PRELUDE.unpack_from(buf, i)
+                    plausible = (
+                        kind in _KINDS
+                        and meta_len <= self.max_meta_bytes
+                        and candidate + PRELUDE.size + meta_len + payload_len <= self.size
+                        and buf[i + PRELUDE.size] in _MAP_FIRST_BYTES
+                    )
+                if plausible:
+                    self._resync_work += meta_len
+                    if self._resync_work > limit:
+                        self._report(
+                            CorruptChunk(
+                                "too many false record starts to resynchronise (a hostile "
+                                "file?); the rest of the file is not read",
+                                **self._at(candidate),
+                            )
+                        )
+                        return None
+                    if not isinstance(self._read_record_head(candidate), RecordingError):
+                        return candidate
                 i = buf.find(SYNC, i + 1)
             pos += window
         return None
@@ -330,6 +373,12 @@ class Recording:
             )
         if chunk.raw_size > self.max_chunk_bytes:  # refuse before reading anything big
             decompress_chunk(b"", chunk, max_chunk_bytes=self.max_chunk_bytes, where=where)
+        admit(
+            chunk,
+            max_frames=self.max_chunk_frames,
+            max_decoded_bytes=self.max_decoded_bytes,
+            where=where,
+        )
         payload = _read_scratch(self._fd, plen, rec.payload_offset)
         if crc32(payload) != rec.payload_crc:
             raise CorruptChunk(
@@ -337,7 +386,7 @@ class Recording:
                 **self._at(chunk.offset),
             )
         raw = decompress_chunk(payload, chunk, max_chunk_bytes=self.max_chunk_bytes, where=where)
-        return decode_chunk(raw, chunk, where=where)
+        return decode_chunk(raw, chunk, where=where, max_decoded_bytes=self.max_decoded_bytes)
 
     def select(
         self,
@@ -404,16 +453,22 @@ class Recording:
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.readahead, thread_name_prefix="hfr-read")
         pool = self._pool
-        todo = iter(chunks)
-        pending = collections.deque(
-            (c, pool.submit(self._try_decode, c)) for c in itertools.islice(todo, self.readahead)
-        )
+        todo = collections.deque(chunks)
+        pending: collections.deque[tuple[ChunkMeta, Future[DecodedChunk | RecordingError]]]
+        pending = collections.deque()
+        # Readahead shares the decode budget: a chunk is decoded ahead only while
+        # the chunks in flight (the one being read included) fit in it together.
         try:
-            while pending:
+            while todo or pending:
+                held = sum(static_cost(c) for c, _ in pending)
+                while todo and len(pending) <= self.readahead:
+                    cost = static_cost(todo[0])
+                    if pending and held + cost > self.max_decoded_bytes:
+                        break
+                    c = todo.popleft()
+                    pending.append((c, pool.submit(self._try_decode, c)))
+                    held += cost
                 chunk, future = pending.popleft()
-                nxt = next(todo, None)
-                if nxt is not None:
-                    pending.append((nxt, pool.submit(self._try_decode, nxt)))
                 try:
                     decoded = future.result()
                 except CancelledError:
@@ -421,6 +476,7 @@ class Recording:
                         "the recording was closed while it was being read", **self._at(chunk.offset)
                     ) from None
                 yield chunk, decoded
+                del decoded
         finally:
             for _, future in pending:
                 future.cancel()
@@ -539,6 +595,12 @@ class Recording:
         return f"Recording('{self.path}', chunks={len(self.chunks)}, damage={len(self.damage)})"
 
 
+RESYNC_WORK = 8
+"""Bytes of meta all resynchronising may CRC, as a multiple of the file size."""
+
+_KINDS = frozenset(int(k) for k in RecordKind)
+_MAP_FIRST_BYTES = frozenset([*range(0x80, 0x90), 0xDE, 0xDF])
+
 _scratch = threading.local()
 _SCRATCH_MAX = 64 << 20
 
@@ -568,6 +630,8 @@ def open_recording(
     max_chunk_bytes: int = DEFAULT_MAX_CHUNK_BYTES,
     max_meta_bytes: int = DEFAULT_MAX_META_BYTES,
     readahead: int | None = None,
+    max_decoded_bytes: int = DEFAULT_MAX_DECODED_BYTES,
+    max_chunk_frames: int = DEFAULT_MAX_CHUNK_FRAMES,
 ) -> Recording:
     """Open a ``.hfr`` file for reading (contract).
 
@@ -578,7 +642,11 @@ def open_recording(
     cut short by a crash gets anyway). ``max_chunk_bytes`` caps the memory a
     single chunk may claim. ``readahead`` chunks are decompressed ahead in
     worker threads while frames are read (default: 2, or 1 on one core; 0
-    reads everything in the calling thread).
+    reads everything in the calling thread). ``max_decoded_bytes`` bounds the
+    memory decoded objects of the chunks in flight may take (readahead
+    included) and ``max_chunk_frames`` the frames one chunk may declare; a
+    chunk over either is reported as :class:`~fusion.errors.LimitExceeded`
+    before anything is built (see :mod:`recordings.budget`).
     """
     return Recording(
         path,
@@ -587,4 +655,6 @@ def open_recording(
         max_chunk_bytes=max_chunk_bytes,
         max_meta_bytes=max_meta_bytes,
         readahead=readahead,
+        max_decoded_bytes=max_decoded_bytes,
+        max_chunk_frames=max_chunk_frames,
     )

@@ -37,10 +37,13 @@ import zstandard
 
 from fusion.errors import CorruptChunk, LimitExceeded
 from fusion.frames import Frame
+from recordings.budget import DEFAULT_MAX_DECODED_BYTES, decoded_cost
 from recordings.builder import ChunkBuilder
 from recordings.columns import ColumnChunk
 from recordings.format import BLOB_ALIGN, EXT_COLUMN, EXT_NDARRAY, Compression, RecordKind
 from recordings.layout import (
+    INT64_MAX,
+    INT64_MIN,
     ChunkMeta,
     SealedChunk,
     _dtype_from_wire,
@@ -150,9 +153,23 @@ class DecodedChunk:
 
 
 def decode_chunk(
-    raw: np.ndarray[Any, np.dtype[np.uint8]], meta: ChunkMeta, *, where: str = ""
+    raw: np.ndarray[Any, np.dtype[np.uint8]],
+    meta: ChunkMeta,
+    *,
+    where: str = "",
+    max_decoded_bytes: int = DEFAULT_MAX_DECODED_BYTES,
 ) -> DecodedChunk:
-    """Decode and validate a raw chunk of either kind; arrays are read-only views of ``raw``."""
+    """Decode and validate a raw chunk of either kind; arrays are read-only views of ``raw``.
+
+    The chunk's decoded cost is charged against ``max_decoded_bytes`` first
+    (:mod:`recordings.budget`): a chunk over it raises :class:`LimitExceeded`
+    before any object is built. Every record's fields are type- and
+    range-checked (``t`` inside the meta's time range, ``seq``, ``t_sensor``
+    and ``t_arrival`` int64, ``meta`` a map or nil).
+    """
+    decoded_cost(
+        raw.data[: meta.records_size], meta, budget=max_decoded_bytes, where=where
+    )
     blob_start = blob_offset(meta.records_size)
     blob_len = len(raw) - blob_start
     # Where each extension's offsets count from, and where its region ends.
@@ -212,23 +229,61 @@ def decode_chunk(
             raise _corrupt(
                 meta, where, f"it holds {_len(rows)} records, its meta says {meta.count}"
             )
-    names = meta.sensors
-    frames: list[Frame] = []
-    append = frames.append
     try:
-        for sidx, seq, t, ts, ta, data, fmeta in rows:
-            if type(sidx) is not int or sidx < 0:
-                raise IndexError(f"sensor index {sidx!r}")
-            append(Frame(names[sidx], seq, t, data, t if ts is None else ts, ta, fmeta or {}))
+        frames = _record_frames(rows, meta)
     except (TypeError, ValueError, IndexError) as err:
-        raise _corrupt(meta, where, f"record {len(frames)} is malformed ({err})") from err
+        raise _corrupt(meta, where, f"a record is malformed ({err})") from err
     if not columnar:
         return DecodedChunk(meta, frames)
     try:
-        columns = ColumnChunk(head, names, frames, meta.count)
+        columns = ColumnChunk(head, meta.sensors, frames, meta.count)
+        for g in columns.groups:
+            if len(g) and (int(g.t.min()) < meta.t_start or int(g.t.max()) > meta.t_end):
+                raise ValueError(f"a t of {g.sensor} lies outside the chunk's time range")
     except ValueError as err:
         raise _corrupt(meta, where, f"its columns are malformed ({err})") from err
     return DecodedChunk(meta, frames, columns)
+
+
+def _record_frames(rows: list[Any], meta: ChunkMeta) -> list[Frame]:
+    """Frames of msgpack records, each field checked (the record head's typed schema).
+
+    ``[sensor, seq, t, t_sensor, t_arrival, data, meta]``: ``sensor`` an index
+    into the chunk's names, ``t`` an int inside the chunk's ``[t0, t1]`` (so
+    int64), ``seq``/``t_sensor``/``t_arrival`` int64 (the last two may be nil),
+    ``meta`` a map or nil. Hand-written: these checks cost a few comparisons
+    a record, less than any schema library's call.
+    """
+    names = meta.sensors
+    nsensors = len(names)
+    t0, t1 = meta.t_start, meta.t_end
+    lo, hi = INT64_MIN, INT64_MAX
+    frames: list[Frame] = []
+    append = frames.append
+    for row in rows:
+        if type(row) is not list or len(row) != 7:
+            raise ValueError(f"record {len(frames)} is not a 7-item array")
+        sidx, seq, t, ts, ta, data, fmeta = row
+        if type(sidx) is not int or not 0 <= sidx < nsensors:
+            raise ValueError(f"record {len(frames)}: sensor index {sidx!r} is out of range")
+        if type(t) is not int or not t0 <= t <= t1:
+            raise ValueError(
+                f"record {len(frames)}: t {t!r} is not an integer in the chunk's range"
+            )
+        if type(seq) is not int or not lo <= seq <= hi:
+            raise ValueError(f"record {len(frames)}: seq {seq!r} is not an int64")
+        if ts is None:
+            ts = t
+        elif type(ts) is not int or not lo <= ts <= hi:
+            raise ValueError(f"record {len(frames)}: t_sensor {ts!r} is not an int64")
+        if ta is not None and (type(ta) is not int or not lo <= ta <= hi):
+            raise ValueError(f"record {len(frames)}: t_arrival {ta!r} is not an int64")
+        if fmeta is None:
+            fmeta = {}
+        elif type(fmeta) is not dict:
+            raise ValueError(f"record {len(frames)}: meta is a {type(fmeta).__name__}, not a map")
+        append(Frame(names[sidx], seq, t, data, ts, ta, fmeta))
+    return frames
 
 
 def decode_frames(
