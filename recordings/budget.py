@@ -134,4 +134,3 @@ def _over(meta: ChunkMeta, cost: int, budget: int, where: str) -> LimitExceeded:
         path=where or None,
         offset=meta.offset,
     )
-

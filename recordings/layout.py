@@ -214,7 +214,22 @@ def blob_offset(records_size: int) -> int:
 
 
 def spec_from_wire(d: Any) -> SensorSpec:
-    """A :class:`SensorSpec` from a stored dict; raises ``ValueError``/``TypeError`` if bad."""
+    """A :class:`SensorSpec` from a stored dict; raises ``ValueError``/``TypeError`` if bad.
+
+    Every field is type-checked, since ``info`` formats them: ``name`` and
+    ``kind`` strings, ``rate_hz`` a finite positive number or nil,
+    ``optional`` a bool, ``capacity`` a positive int, ``meta`` a map.
+    """
     if not isinstance(d, dict):
         raise TypeError("sensor spec is not a map")
+    name, kind, rate = d.get("name"), d.get("kind", "generic"), d.get("rate_hz")
+    if type(name) is not str or type(kind) is not str:
+        raise TypeError("sensor spec name or kind is not a string")
+    if rate is not None and (type(rate) not in (int, float) or not 0 < rate < float("inf")):
+        raise ValueError(f"sensor spec rate_hz {rate!r} is not a positive number")
+    capacity = d.get("capacity", 64)
+    if type(capacity) is not int or not 0 < capacity <= MAX_SIZE:
+        raise ValueError(f"sensor spec capacity {capacity!r} is not a positive integer")
+    if type(d.get("optional", False)) is not bool or not isinstance(d.get("meta") or {}, dict):
+        raise TypeError("sensor spec optional or meta has the wrong type")
     return SensorSpec.from_dict(d)

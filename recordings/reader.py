@@ -38,6 +38,8 @@ from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import Any
 
+import numpy as np
+
 from fusion.errors import (
     CorruptChunk,
     LimitExceeded,
@@ -157,8 +159,9 @@ class Recording:
         self.max_meta_bytes = max_meta_bytes
         self.damage: list[RecordingError] = []
         """Every problem found: at open, and in chunks as they are read."""
-        self._damaged_offsets: set[int] = set()
+        self._damaged_offsets: set[int | str] = set()
         self._resync_work = 0
+        self._resync_spent = False
         self.specs: dict[str, SensorSpec] = {}
         self.metadata: dict[str, Any] = {}
         self.chunks: list[ChunkMeta] = []
@@ -296,7 +299,9 @@ class Recording:
         a known kind, a meta that starts like a msgpack map and fit in the file
         before its meta is CRC-checked, and all resynchronising together may
         CRC at most :data:`RESYNC_WORK` times the file's size (plus 16 MiB).
-        A file that spends that is hostile: the scan stops and says so.
+        A file that spends that is hostile: it is reported, and from then on
+        only candidates with a meta of at most :data:`RESYNC_SMALL_META` bytes
+        (every chunk's) are tried, so each candidate costs a bounded amount.
         """
         window = 1 << 20
         pos = start
@@ -316,17 +321,21 @@ class Recording:
                         and candidate + PRELUDE.size + meta_len + payload_len <= self.size
                         and buf[i + PRELUDE.size] in _MAP_FIRST_BYTES
                     )
-                if plausible:
-                    self._resync_work += meta_len
-                    if self._resync_work > limit:
+                if plausible and self._resync_work + meta_len > limit:
+                    # Spent: only candidates with a small meta (a chunk's) are still tried.
+                    plausible = meta_len <= RESYNC_SMALL_META
+                    if not self._resync_spent:
+                        self._resync_spent = True
                         self._report(
                             CorruptChunk(
-                                "too many false record starts to resynchronise (a hostile "
-                                "file?); the rest of the file is not read",
+                                "too many false record starts (a hostile file?): from here "
+                                f"on only records with a meta under {RESYNC_SMALL_META} bytes "
+                                "are found",
                                 **self._at(candidate),
                             )
                         )
-                        return None
+                if plausible:
+                    self._resync_work += meta_len
                     if not isinstance(self._read_record_head(candidate), RecordingError):
                         return candidate
                 i = buf.find(SYNC, i + 1)
@@ -341,7 +350,7 @@ class Recording:
         return {"path": str(self.path), "offset": offset}
 
     def _report(self, err: RecordingError) -> None:
-        key = err.offset if err.offset is not None else -1
+        key: int | str = err.offset if err.offset is not None else str(err)
         if key in self._damaged_offsets:
             return
         self._damaged_offsets.add(key)
@@ -514,16 +523,59 @@ class Recording:
             yield from frames
 
     def verify(self, *, decode: bool = True) -> list[RecordingError]:
-        """Check every chunk's CRC (and decode it, unless ``decode=False``); the damage found."""
+        """Check every chunk (CRC, decode, contents) and the whole; the damage found.
+
+        With ``decode`` (the default) a chunk is decoded, every record's fields
+        checked, and what its meta claims compared with what it holds (frames
+        and first/last ``t`` per sensor, which ``summary()`` and ``info`` show),
+        so a chunk that passes is one every command reads as its meta says.
+        Across chunks, a ``(sensor, seq)`` pair met twice is reported. Without
+        ``decode`` only the CRCs are checked.
+        """
+        seqs: dict[str, list[Any]] = {}
         for chunk in self.chunks:
             try:
                 if decode:
-                    self.read_chunk(chunk)
+                    self._check_contents(chunk, seqs)
                 else:
                     self._check_crc(chunk)
             except RecordingError as err:
                 self._report(err)
+        for name, parts in seqs.items():
+            self._check_unique(name, parts)
         return list(self.damage)
+
+    def _check_contents(self, chunk: ChunkMeta, seqs: dict[str, list[Any]]) -> None:
+        found: dict[str, list[int]] = {}
+        seen: dict[str, list[int]] = {}
+        for f in self.decode_chunk(chunk).frames():
+            found.setdefault(f.sensor, []).append(f.t)
+            seen.setdefault(f.sensor, []).append(f.seq)
+        for name, n, (a, b) in zip(chunk.sensors, chunk.counts, chunk.ranges, strict=True):
+            ts = found.get(name, [])
+            if len(ts) != n or (ts and (min(ts), max(ts)) != (a, b)):
+                got = f"{len(ts)} frames" + (f", t {min(ts)}..{max(ts)}" if ts else "")
+                raise CorruptChunk(
+                    f"{chunk.describe()} does not hold what its meta says: sensor "
+                    f"{name!r} has {got}, its meta {n} frames, t {a}..{b}",
+                    **self._at(chunk.offset),
+                )
+        for name, values in seen.items():
+            seqs.setdefault(name, []).append(np.asarray(values, np.int64))
+
+    def _check_unique(self, name: str, parts: list[Any]) -> None:
+        s = np.sort(np.concatenate(parts))
+        dup = s[1:][s[1:] == s[:-1]]
+        if len(dup):
+            values = np.unique(dup)
+            shown = ", ".join(map(str, values[:3].tolist())) + (", ..." if len(values) > 3 else "")
+            self._report(
+                RecordingError(
+                    f"sensor {name!r} has {len(dup)} frames whose seq was seen before "
+                    f"(seq {shown})",
+                    path=str(self.path),
+                )
+            )
 
     def _check_crc(self, chunk: ChunkMeta) -> None:
         rec = self._read_record_head(chunk.offset)
@@ -597,6 +649,9 @@ class Recording:
 
 RESYNC_WORK = 8
 """Bytes of meta all resynchronising may CRC, as a multiple of the file size."""
+
+RESYNC_SMALL_META = 4096
+"""Once that is spent, a candidate is tried only if its meta is at most this long."""
 
 _KINDS = frozenset(int(k) for k in RecordKind)
 _MAP_FIRST_BYTES = frozenset([*range(0x80, 0x90), 0xDE, 0xDF])

@@ -167,9 +167,7 @@ def decode_chunk(
     range-checked (``t`` inside the meta's time range, ``seq``, ``t_sensor``
     and ``t_arrival`` int64, ``meta`` a map or nil).
     """
-    decoded_cost(
-        raw.data[: meta.records_size], meta, budget=max_decoded_bytes, where=where
-    )
+    decoded_cost(raw.data[: meta.records_size], meta, budget=max_decoded_bytes, where=where)
     blob_start = blob_offset(meta.records_size)
     blob_len = len(raw) - blob_start
     # Where each extension's offsets count from, and where its region ends.
