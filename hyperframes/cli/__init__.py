@@ -51,8 +51,36 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     configure_logging(args)
-    code: int = args.func(args)
+    try:
+        code: int = args.func(args)
+    except KeyboardInterrupt:
+        print(f"hyperframes {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as err:  # every failure ends with one clear line (-v: the traceback)
+        if getattr(args, "verbose", 0):
+            raise
+        print(f"hyperframes {args.command}: {failure_line(err)}", file=sys.stderr)
+        print("(run again with -v for the traceback)", file=sys.stderr)
+        return 2
     return code
+
+
+def failure_line(err: BaseException) -> str:
+    """What failed, in one line: the first leaf of an exception group, without markup.
+
+    Errors of ours carry their context in the message (sensor, seq, path,
+    offset); anything else is named by its type, as in ``OSError: [Errno 28]
+    No space left on device: 'x.hfr'``.
+    """
+    from fusion.errors import HyperframesError
+    from hyperframes.cli.common import printable
+
+    while isinstance(err, BaseExceptionGroup) and err.exceptions:
+        err = err.exceptions[0]
+    text = str(err) or type(err).__name__
+    if not isinstance(err, HyperframesError):
+        text = f"{type(err).__name__}: {text}"
+    return "error: " + printable(text)
 
 
 if __name__ == "__main__":  # pragma: no cover

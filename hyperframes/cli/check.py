@@ -36,6 +36,7 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from fusion.errors import RecordingError
+    from hyperframes.cli.common import literal, say
     from recordings import Recorder, open_recording
 
     console = Console()
@@ -43,28 +44,36 @@ def run(args: argparse.Namespace) -> int:
     try:
         log = open_recording(path)
     except (OSError, RecordingError) as err:
-        console.print(f"[red]unreadable:[/red] {err}")
+        say(console, "unreadable:", "red", err)
         return 2
     with log:
         damage = log.verify()
         summary = log.summary()
         console.print(
-            f"{path}: {summary.chunks} chunks, {summary.count} frames in readable chunk metas, "
-            f"{'footer index' if summary.indexed else 'no footer index'}"
+            literal(
+                f"{path}: {summary.chunks} chunks, {summary.count} frames in readable chunk "
+                f"metas, {'footer index' if summary.indexed else 'no footer index'}"
+            )
         )
         if not damage and summary.indexed:
-            console.print("[green]ok[/green]: every CRC checks out")
+            say(
+                console,
+                "ok:",
+                "green",
+                "every CRC checks out, every record decodes and matches its chunk's meta, "
+                "no (sensor, seq) twice",
+            )
             return 0
         for problem in damage:
-            console.print(f"[red]damaged:[/red] {problem}")
+            say(console, "damaged:", "red", problem)
         if not damage:
-            console.print("[yellow]no footer index[/yellow] (the writer did not close the file)")
+            say(console, "no footer index", "yellow", "(the writer did not close the file)")
         if not args.repair:
             console.print("run again with --repair -o FIXED.hfr to salvage what is readable")
             return 1
         out = Path(args.output) if args.output else path.with_suffix(".repaired.hfr")
         if out.resolve() == path.resolve():
-            console.print("[red]error:[/red] --repair must write a new file")
+            say(console, "error:", "red", "--repair must write a new file")
             return 2
         kept = 0
         with Recorder(out, sensors=log.specs.values(), metadata=log.metadata) as rec:
@@ -73,6 +82,8 @@ def run(args: argparse.Namespace) -> int:
                 kept += 1
         lost = [e for e in log.damage if e not in damage]
         for problem in lost:
-            console.print(f"[red]damaged:[/red] {problem}")
-        console.print(f"repaired: wrote {kept} frames to {out}; lost the chunks listed above")
+            say(console, "damaged:", "red", problem)
+        console.print(
+            literal(f"repaired: wrote {kept} frames to {out}; lost the chunks listed above")
+        )
     return 1

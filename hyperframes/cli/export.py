@@ -70,6 +70,7 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from fusion.errors import HyperframesError
+    from hyperframes.cli.common import literal, say
     from recordings import open_recording
     from recordings.export import Target, export_recording
 
@@ -94,9 +95,9 @@ def run(args: argparse.Namespace) -> int:
             reencode=args.reencode,
         )
     except (OSError, HyperframesError, ValueError, RuntimeError) as err:
-        console.print(f"[red]error:[/red] {err}")
+        say(console, "error:", "red", err)
         return 2
-    table = Table(title=f"exported to {report.out} ({report.target})")
+    table = Table(title=literal(f"exported to {report.out} ({report.target})"))
     table.add_column("sensor")
     table.add_column("read", justify="right")
     table.add_column("written", justify="right")
@@ -106,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         skipped_by[sensor] = skipped_by.get(sensor, 0) + n
     for name in sorted(set(report.read) | set(report.exported) | set(skipped_by)):
         table.add_row(
-            name,
+            literal(name),
             str(report.read.get(name, 0)),
             str(report.exported.get(name, 0)),
             str(skipped_by.get(name, 0) or ""),
@@ -115,23 +116,29 @@ def run(args: argparse.Namespace) -> int:
     if report.groups:
         console.print(f"{report.groups} sync groups")
     for sensor, msgtype in sorted(report.generic.items()):
-        console.print(f"{sensor}: no standard type fits; written as {msgtype} (every field kept)")
+        console.print(
+            literal(f"{sensor}: no standard type fits; written as {msgtype} (every field kept)"),
+            soft_wrap=True,
+        )
     for note in report.notes:
-        console.print(f"[yellow]note:[/yellow] {note}")
+        say(console, "note:", "yellow", note)
     if report.skipped:
         reasons = Table(title="frames not exported")
         reasons.add_column("sensor")
         reasons.add_column("frames", justify="right")
         reasons.add_column("reason")
         for (sensor, reason), n in sorted(report.skipped.items()):
-            reasons.add_row(sensor, str(n), reason)
+            reasons.add_row(literal(sensor), str(n), literal(reason))
         console.print(reasons)
-    console.print(report.summary(), soft_wrap=True)
+    console.print(literal(report.summary(), lines=True), soft_wrap=True)
     if report.frames_written == 0:
         return 1
     if not report.complete and not args.skip_unsupported:
-        console.print(
-            "[red]error:[/red] some frames were not exported (--skip-unsupported accepts that)"
+        say(
+            console,
+            "error:",
+            "red",
+            "some frames were not exported (--skip-unsupported accepts that)",
         )
         return 1
     return 0

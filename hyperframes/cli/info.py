@@ -18,6 +18,9 @@ from typing import Any
 import numpy as np
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
+
+from hyperframes.cli.common import literal
 
 
 def register(sub: Any) -> None:
@@ -45,12 +48,13 @@ def recording_parts(path: Path) -> list[Path]:
 
 def run(args: argparse.Namespace) -> int:
     from fusion.errors import RecordingError
+    from hyperframes.cli.common import say
     from recordings import open_recording
 
     console = Console(quiet=bool(getattr(args, "quiet", False)))
     parts = recording_parts(Path(args.file))
     if not parts:
-        console.print(f"[red]error:[/red] {args.file}: no such recording", highlight=False)
+        say(console, "error:", "red", f"{args.file}: no such recording")
         return 2
     documents = []
     try:
@@ -70,9 +74,9 @@ def run(args: argparse.Namespace) -> int:
                 if video:
                     console.print(video_table(video))
                 for line in summary.damage:
-                    console.print(f"[yellow]damage:[/yellow] {line}", highlight=False)
+                    say(console, "damage:", "yellow", line)
     except (OSError, RecordingError) as err:
-        console.print(f"[red]error:[/red] {err}", highlight=False)
+        say(console, "error:", "red", err)
         return 2
     if args.json:
         print(json.dumps(documents[0] if len(documents) == 1 else {"parts": documents}, indent=2))
@@ -115,10 +119,12 @@ def video_table(video: dict[str, dict[str, Any]]) -> Table:
     for name, v in video.items():
         codec = v["codec"] if v["encoder"] in ("", v["codec"]) else f"{v['codec']} ({v['encoder']})"
         table.add_row(
-            name,
-            codec,
-            f"{v['width']}x{v['height']} {v['pix_fmt']}"
-            + ("" if v.get("rotation") is None else f", turned {v['rotation']} deg"),
+            literal(name),
+            literal(codec),
+            literal(
+                f"{v['width']}x{v['height']} {v['pix_fmt']}"
+                + ("" if v.get("rotation") is None else f", turned {v['rotation']} deg")
+            ),
             "-" if v["rate_hz"] is None else f"{v['rate_hz']:.2f}",
             str(v["packets"]),
             str(v["keyframes"]),
@@ -208,7 +214,7 @@ def summary_table(s: Any) -> Table:
     table = Table(show_header=False, box=None)
     table.add_column(style="bold")
     table.add_column()
-    table.add_row("path", str(s.path))
+    table.add_row("path", literal(s.path))
     table.add_row("version", f"{s.version[0]}.{s.version[1]}")
     table.add_row("size", human_bytes(s.file_size))
     table.add_row("duration", human_ns(s.duration_ns))
@@ -221,9 +227,11 @@ def summary_table(s: Any) -> Table:
         f"zstd, {human_bytes(s.raw_bytes)} -> {human_bytes(s.stored_bytes)} "
         f"(ratio {s.compression_ratio:.2f})",
     )
-    table.add_row("index", "footer index" if s.indexed else "[yellow]none: chunks scanned[/yellow]")
+    table.add_row(
+        "index", "footer index" if s.indexed else Text("none: chunks scanned", style="yellow")
+    )
     for key, value in s.metadata.items():
-        table.add_row(f"meta.{key}", str(value))
+        table.add_row(literal(f"meta.{key}"), literal(value))
     return table
 
 
@@ -238,7 +246,14 @@ def sensor_table(s: Any, deep: dict[str, dict[str, Any]] | None = None) -> Table
         span = (x.t_end - x.t_start) if x.t_start is not None and x.t_end is not None else 0
         rate = f"{(x.count - 1) / span * 1e9:.2f}" if span > 0 and x.count > 1 else "-"
         nominal = "-" if x.spec.rate_hz is None else f"{x.spec.rate_hz:g}"
-        row = [name, x.spec.kind, str(x.count), rate, nominal, f"{span / 1e9:.3f}"]
+        row: list[Any] = [
+            literal(name),
+            literal(x.spec.kind),
+            str(x.count),
+            rate,
+            nominal,
+            f"{span / 1e9:.3f}",
+        ]
         if deep is not None:
             d = deep.get(name, {})
             fit = f"{d.get('offset_ns', 0) / 1e6:+.3f} ms"
@@ -247,7 +262,7 @@ def sensor_table(s: Any, deep: dict[str, dict[str, Any]] | None = None) -> Table
             delay = (
                 f"{d['delay_ms_p50']:.2f} / {d['delay_ms_p99']:.2f}" if "delay_ms_p50" in d else "-"
             )
-            row += [str(d.get("dropped", "-")), d.get("payload", "-"), fit, delay]
+            row += [str(d.get("dropped", "-")), literal(d.get("payload", "-")), fit, delay]
         table.add_row(*row)
     return table
 

@@ -160,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
 
     from fusion.errors import HyperframesError
     from fusion.timing import VirtualClock, use_clock
-    from hyperframes.cli.common import console_for, drive
+    from hyperframes.cli.common import console_for, drive, say
     from hyperframes.cli.info import sensor_table, summary_table
     from hyperframes.cli.playback import PlaybackControl, keyboard
     from hyperframes.config import build_pipeline, load_config, parse_size, validate_config
@@ -192,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
             recorder_options=options,
         )
     except (HyperframesError, ValueError, OSError) as err:
-        console.print(f"[red]error:[/red] {err}", highlight=False)
+        say(console, "error:", "red", err)
         return 2
 
     control = PlaybackControl(paused=args.start_paused)
@@ -200,7 +200,7 @@ def run(args: argparse.Namespace) -> int:
 
     def status() -> str:
         pipeline.recording_paused = control.paused
-        state = "[yellow]recording paused[/yellow]" if control.paused else "recording"
+        state = "recording PAUSED" if control.paused else "recording"
         return f"{state} to {out} (space pauses/resumes, Ctrl-C stops)"
 
     async def main() -> Any:

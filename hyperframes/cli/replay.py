@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
 
     from fusion.errors import HyperframesError
     from fusion.timing import VirtualClock, use_clock
-    from hyperframes.cli.common import console_for, drive
+    from hyperframes.cli.common import console_for, drive, literal, say
     from hyperframes.cli.playback import PacedSource, PlaybackControl, keyboard
 
     console = console_for(args)
@@ -108,10 +108,10 @@ def run(args: argparse.Namespace) -> int:
             config = load_config(args.config)
             pipeline = build_pipeline(config, sensors=[], extra_sources=[source])
     except (HyperframesError, ValueError, OSError) as err:
-        console.print(f"[red]error:[/red] {err}", highlight=False)
+        say(console, "error:", "red", err)
         return 2
     for topic, reason in sorted(getattr(inner, "unsupported", {}).items()):
-        console.print(f"[yellow]not readable[/yellow] {topic}: {reason}", highlight=False)
+        say(console, "not readable", "yellow", f"{topic}: {reason}")
 
     def status() -> str:
         return f"{args.file}: {control.describe()} (space pause, -> step, up/down rate)"
@@ -160,17 +160,15 @@ def run(args: argparse.Namespace) -> int:
     if pipeline is None:
         from rich.table import Table
 
-        table = Table(title=f"replayed {sum(counts.values())} frames from {args.file}")
+        table = Table(title=literal(f"replayed {sum(counts.values())} frames from {args.file}"))
         table.add_column("sensor")
         table.add_column("frames", justify="right")
         for spec in inner.specs:
-            table.add_row(spec.name, str(counts[spec.name]))
+            table.add_row(literal(spec.name), str(counts[spec.name]))
         console.print(table)
         print(f"replayed {sum(counts.values())} frames")
     elif stats is not None:
         print(f"replayed {stats.hub.frames_in} frames into {stats.groups_out} groups")
     for reason, n in errors.items():
-        console.print(
-            f"[yellow]skipped[/yellow] {n} ({reason}): {inner.last_error}", highlight=False
-        )
+        say(console, "skipped", "yellow", f"{n} ({reason}): {inner.last_error}")
     return 1 if errors else 0
