@@ -209,6 +209,9 @@ class RecorderConfig(StrictModel):
     split_size: str | None = None
     split_duration_s: float | None = Field(None, gt=0)
     flush_interval_s: float = Field(1.0, gt=0)
+    chunk_duration_s: float | None = Field(1.0, gt=0, lt=1e9)
+    """A chunk closes once its frames span this much recording time (damage costs at most
+    about this much); ``None``: at its size bound only."""
     metadata: dict[str, str] = {}
     video: dict[str, str] = {}
     """Camera sensors recorded as encoded video: ``{ cam = "h264" }`` (``hevc``, ``ffv1``
