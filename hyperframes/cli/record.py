@@ -236,4 +236,7 @@ def run(args: argparse.Namespace) -> int:
         f"recorded {stats.recorder.frames if stats.recorder else 0} frames to "
         f"{', '.join(str(p) for p in pipeline.recorder.paths)}"
     )
-    return 0
+    failed = stats.hub.sources_failed
+    for name, why in failed.items():
+        say(console, "source failed:", "red", f"{name}: {why} (the other sensors kept recording)")
+    return 1 if failed else 0
