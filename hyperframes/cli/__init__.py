@@ -7,6 +7,7 @@ Each subcommand lives in its own module under ``hyperframes.cli`` with a
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import sys
 from collections.abc import Sequence
@@ -80,6 +81,15 @@ def failure_line(err: BaseException) -> str:
     text = str(err) or type(err).__name__
     if not isinstance(err, HyperframesError):
         text = f"{type(err).__name__}: {text}"
+    cause: BaseException | None = err
+    while cause is not None:
+        if isinstance(cause, OSError) and cause.errno == errno.ENOSPC:
+            text += (
+                "; the disk is full: free space or write elsewhere (what was written so far "
+                "is readable: run 'hyperframes check' on it)"
+            )
+            break
+        cause = cause.__cause__ or cause.__context__
     return "error: " + printable(text)
 
 

@@ -53,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
             literal(
                 f"{path}: {summary.chunks} chunks, {summary.count} frames in readable chunk "
                 f"metas, {'footer index' if summary.indexed else 'no footer index'}"
-            )
+            ),
+            soft_wrap=True,
         )
         if not damage and summary.indexed:
             say(
@@ -84,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
         for problem in lost:
             say(console, "damaged:", "red", problem)
         console.print(
-            literal(f"repaired: wrote {kept} frames to {out}; lost the chunks listed above")
+            literal(f"repaired: wrote {kept} frames to {out}; lost the chunks listed above"),
+            soft_wrap=True,
         )
     return 1

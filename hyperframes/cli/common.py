@@ -172,30 +172,34 @@ def write_metrics(path: Path, stats: PipelineStatistics) -> None:
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u061c\u202a-\u202e\u2066-\u2069]")
 
 
-def printable(value: object) -> str:
+def printable(value: object, *, lines: bool = False) -> str:
     """``str(value)`` with every control character written as an escape.
 
     C0 and C1 controls, DEL and the bidirectional overrides become ``\\x1b``,
     ``\\u202e`` and so on, so an ANSI/OSC sequence or a newline from a file
-    reaches the terminal as visible text, never as a command.
+    reaches the terminal as visible text, never as a command. ``lines`` keeps
+    newlines (a message of several problems, one a line).
     """
 
     def escape(m: re.Match[str]) -> str:
-        code = ord(m.group())
+        char = m.group()
+        if lines and char == "\n":
+            return char
+        code = ord(char)
         return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
     return _CONTROL.sub(escape, str(value))
 
 
-def literal(value: object, style: str = "") -> Text:
+def literal(value: object, style: str = "", *, lines: bool = False) -> Text:
     """``value`` as rich ``Text``: never parsed as markup, control characters escaped.
 
     Use it for every table cell and message part that comes from a file, a
     sensor name, a path or a user (a sensor named ``[/x]`` prints as such).
     """
-    return Text(printable(value), style=style)
+    return Text(printable(value, lines=lines), style=style)
 
 
 def say(console: Console, label: str, style: str, message: object) -> None:
     """One line: a styled ``label`` (ours) and a literal ``message`` (anyone's)."""
-    console.print(Text.assemble((label, style), " ", literal(message)), soft_wrap=True)
+    console.print(Text.assemble((label, style), " ", literal(message, lines=True)), soft_wrap=True)

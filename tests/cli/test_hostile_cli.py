@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -202,3 +203,79 @@ def test_a_missing_file_is_one_line(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert_clean(proc)
     assert len((proc.stdout + proc.stderr).strip().splitlines()) == 1
+
+
+# -- runtime failures: one line, the traceback only with -v -----------------
+
+CONFIG = REPO / "examples" / "configs" / "synthetic.toml"
+
+
+def test_a_duration_that_does_not_fit_in_int64_is_a_config_error(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text(CONFIG.read_text().replace("max_latency_ms = 200 ", "max_latency_ms = 1e308"))
+    proc = cli("record", str(config), "-o", str(tmp_path / "x.hfr"), "--fast", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert_clean(proc)
+    assert "max_latency_ms = 1e+308 is not a finite duration" in proc.stdout + proc.stderr
+
+
+def test_a_missing_model_is_one_line_and_the_traceback_needs_verbose(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    missing = tmp_path / "nope.onnx"
+    config.write_text(
+        CONFIG.read_text() + f'\n[[workers]]\nname = "m"\nmodel = "{missing}"\ninput = "cam"\n'
+    )
+    args = ["record", str(config), "-o", str(tmp_path / "x.hfr"), "--fast", "--duration", "1"]
+    proc = cli(*args, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert_clean(proc)
+    lines = [ln for ln in proc.stderr.splitlines() if not ln.startswith("WARNING")]
+    assert lines == [
+        f"hyperframes record: error: cannot read model file '{missing}': No such file or directory",
+        "(run again with -v for the traceback)",
+    ]
+    verbose = cli(*args, "-v", cwd=tmp_path)
+    assert verbose.returncode != 0
+    assert "Traceback" in verbose.stderr
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """A 1 MiB tmpfs, mounted for the test (needs root; skipped with the reason if not)."""
+    where = tmp_path / "small"
+    where.mkdir()
+    try:
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(where)],
+            check=True,
+            capture_output=True,
+            timeout=20,
+        )
+    except (OSError, subprocess.SubprocessError) as err:
+        detail = getattr(err, "stderr", b"") or b""
+        pytest.skip(f"cannot mount a tmpfs here ({err}; {detail.decode(errors='replace')})")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", str(where)], check=False, capture_output=True, timeout=20)
+
+
+def test_disk_full_while_recording_is_one_line_and_keeps_what_was_written(
+    small_tmpfs: Path, tmp_path: Path
+) -> None:
+    out = small_tmpfs / "x.hfr"
+    proc = cli("record", "-o", str(out), "--fast", "--duration", "10", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert_clean(proc)
+    assert proc.stderr.splitlines() == [
+        f"hyperframes record: error: RecorderClosed: recorder for '{out}' failed and accepts no "
+        "more frames: [Errno 28] No space left on device; the disk is full: free space or write "
+        "elsewhere (what was written so far is readable: run 'hyperframes check' on it)",
+        "(run again with -v for the traceback)",
+    ]
+    from recordings import open_recording
+
+    with open_recording(out) as log:
+        frames = list(log.frames())
+        assert len(log.chunks) >= 3
+        assert len(frames) == sum(c.count for c in log.chunks)
