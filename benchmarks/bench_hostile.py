@@ -33,7 +33,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import msgpack
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,8 +41,8 @@ sys.path.insert(0, str(ROOT))
 from fusion.errors import RecordingError  # noqa: E402
 from fusion.frames import Frame  # noqa: E402
 from recordings import Recorder, open_recording  # noqa: E402
-from recordings import records as records_module  # noqa: E402
 from recordings import reader as reader_module  # noqa: E402
+from recordings import records as records_module  # noqa: E402
 from recordings.format import PRELUDE, SYNC, RecordKind  # noqa: E402
 from tests.recordings.hostile import INT64, Chunk, good_chunks, recording  # noqa: E402
 
@@ -102,7 +101,9 @@ def classes(tmp: Path) -> dict[str, tuple[Path, dict[str, Any], int]]:
             4 * MiB,
         ),
         "index: negative offset, string length": (
-            recording(tmp / "neg.hfr", listed, index_entries=[{**entries[0], "off": -5, "len": "x"}]),
+            recording(
+                tmp / "neg.hfr", listed, index_entries=[{**entries[0], "off": -5, "len": "x"}]
+            ),
             {},
             4 * MiB,
         ),
@@ -129,7 +130,9 @@ def mutate(rng: random.Random, tmp: Path, i: int) -> Path:
     path = recording(tmp / f"m{i % 50}.hfr", chunks)
     if target == "index":
         with open_recording(path) as log:
-            entries = [{**c.to_msgpack(), "off": c.offset, "len": c.stored_size} for c in log.chunks]
+            entries = [
+                {**c.to_msgpack(), "off": c.offset, "len": c.stored_size} for c in log.chunks
+            ]
         e = rng.choice(entries)
         e[rng.choice([*e])] = rng.choice(values)
         recording(path, chunks, index_entries=entries)
@@ -260,7 +263,9 @@ def main() -> None:
             except Exception as err:
                 crashes.append(f"{name}: {type(err).__name__}: {err}")
                 continue
-            print(f"{name:46} {peak / MiB:8.1f}   {bound / MiB:9.0f}{'' if peak < bound else '  OVER'}")
+            print(
+                f"{name:46} {peak / MiB:8.1f}   {bound / MiB:9.0f}{'' if peak < bound else '  OVER'}"
+            )
         rng = random.Random(18)
         for i in range(args.mutations):
             path = mutate(rng, tmp, i)
@@ -271,19 +276,24 @@ def main() -> None:
                 pass
             except Exception as err:
                 crashes.append(f"mutation {i}: {type(err).__name__}: {err}")
-        print(f"\ninputs tried: {tried} ({args.mutations} CRC-valid mutations), crashes: {len(crashes)}")
+        print(
+            f"\ninputs tried: {tried} ({args.mutations} CRC-valid mutations), crashes: {len(crashes)}"
+        )
         for line in crashes[:10]:
             print("  ", line)
         small, large = fake_preludes(tmp / "r1.hfr", MiB), fake_preludes(tmp / "r4.hfr", 4 * MiB)
         t1 = min(info_quick(small) for _ in range(3))
         t4 = min(info_quick(large) for _ in range(3))
-        print(f"\ninfo --quick on false record starts: 1 MiB {t1 * 1e3:.0f} ms, 4 MiB {t4 * 1e3:.0f} ms "
-              f"(ratio {t4 / t1:.2f}; linear is ~4)")
+        print(
+            f"\ninfo --quick on false record starts: 1 MiB {t1 * 1e3:.0f} ms, 4 MiB {t4 * 1e3:.0f} ms "
+            f"(ratio {t4 / t1:.2f}; linear is ~4)"
+        )
         print(f"\nsmall-message read path, CPU time, best of {args.repeat}, interleaved")
         for name, (checked, baseline) in validation_cost(tmp, args.repeat).items():
-            print(f"  {name:32} checked {checked:10,.0f} fr/s  unchecked {baseline:10,.0f} fr/s  "
-                  f"cost {(1 - checked / baseline) * 100:+5.1f} %")
-    _ = msgpack
+            print(
+                f"  {name:32} checked {checked:10,.0f} fr/s  unchecked {baseline:10,.0f} fr/s  "
+                f"cost {(1 - checked / baseline) * 100:+5.1f} %"
+            )
 
 
 if __name__ == "__main__":
