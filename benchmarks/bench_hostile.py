@@ -33,6 +33,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import msgpack
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -157,7 +158,8 @@ def info_quick(path: Path) -> float:
 
 @contextmanager
 def unchecked() -> Iterator[None]:
-    """The decode as it was before validation (the baseline): no budget, no field checks."""
+    """The decode as it was before validation (the baseline): msgpack without a schema,
+    no budget, no field checks."""
 
     def old_record_frames(rows: list[Any], meta: Any) -> list[Frame]:
         names = meta.sensors
@@ -169,13 +171,21 @@ def unchecked() -> Iterator[None]:
             append(Frame(names[sidx], seq, t, data, t if ts is None else ts, ta, fmeta or {}))
         return frames
 
+    def old_typed(head: Any, meta: Any, ext_hook: Any, where: str) -> list[Frame]:
+        rows = msgpack.unpackb(head, ext_hook=ext_hook, raw=False, strict_map_key=False)
+        if not isinstance(rows, list) or len(rows) != meta.count:
+            raise ValueError("count")
+        return old_record_frames(rows, meta)
+
     saved = (
         records_module._record_frames,
+        records_module._typed_record_frames,
         records_module.decoded_cost,
         records_module._check_column_times,
         reader_module.admit,
     )
     records_module._record_frames = old_record_frames
+    records_module._typed_record_frames = old_typed
     records_module.decoded_cost = lambda *a, **k: 0  # type: ignore[assignment]
     records_module._check_column_times = lambda *a: None  # type: ignore[assignment]
     reader_module.admit = lambda *a, **k: None  # type: ignore[assignment]
@@ -184,6 +194,7 @@ def unchecked() -> Iterator[None]:
     finally:
         (
             records_module._record_frames,
+            records_module._typed_record_frames,
             records_module.decoded_cost,
             records_module._check_column_times,
             reader_module.admit,
