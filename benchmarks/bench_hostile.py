@@ -255,6 +255,51 @@ def timed(fn: Callable[[], Any]) -> tuple[Any, int]:
         tracemalloc.stop()
 
 
+def quick() -> list[dict[str, Any]]:
+    """``hyperframes bench`` rows: crashes on the corpus and 100 mutations, resync
+    linearity (1 vs 4 MiB) and the validation cost of the dict read path."""
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        crashes = 0
+        paths = [p for p, _, _ in classes(tmp).values()]
+        rng = random.Random(18)
+        paths += [mutate(rng, tmp, i) for i in range(100)]
+        for path in paths:
+            try:
+                read_everything(path)
+            except RecordingError:
+                pass
+            except Exception:
+                crashes += 1
+        t1 = min(info_quick(fake_preludes(tmp / "r1.hfr", MiB)) for _ in range(2))
+        t4 = min(info_quick(fake_preludes(tmp / "r4.hfr", 4 * MiB)) for _ in range(2))
+        checked, baseline = validation_cost(tmp, 3)["dict payloads (records), 100k"]
+    cost = 1 - checked / baseline
+    return [
+        {
+            "measure": f"crashes on {len(paths)} hostile inputs",
+            "value": str(crashes),
+            "ratio": "",
+            "target": "0",
+            "met": crashes == 0,
+        },
+        {
+            "measure": "info --quick, 4 MiB of false starts",
+            "value": f"{t4 * 1e3:.0f} ms",
+            "ratio": f"{t4 / t1:.1f}x the 1 MiB file",
+            "target": "linear (~4x)",
+            "met": t4 / t1 < 6,
+        },
+        {
+            "measure": "validation cost, small dict messages",
+            "value": f"{cost * 100:+.1f} %",
+            "ratio": f"{checked / baseline:.2f}x unchecked",
+            "target": "< 10 %",
+            "met": cost < 0.10,
+        },
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mutations", type=int, default=2000)
