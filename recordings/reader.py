@@ -270,7 +270,8 @@ class Recording:
         available = self.size - offset
         if not 0 <= offset < self.size:
             return CorruptChunk(f"offset {offset} is outside the file", **self._at(offset))
-        data: bytes = b""
+        # One read usually holds prelude and meta (a chunk's meta is a few hundred bytes).
+        data: bytes = os.pread(self._fd, min(available, _HEAD_READ), offset)
         want = PRELUDE.size
         while True:
             if len(data) < want:
@@ -646,6 +647,9 @@ class Recording:
     def __repr__(self) -> str:
         return f"Recording('{self.path}', chunks={len(self.chunks)}, damage={len(self.damage)})"
 
+
+_HEAD_READ = 1024
+"""Bytes read at a record's start in one go: its prelude and, most often, its meta."""
 
 RESYNC_WORK = 8
 """Bytes of meta all resynchronising may CRC, as a multiple of the file size."""
