@@ -150,6 +150,30 @@ async def test_a_csv_bad_row_costs_that_row(tmp_path: Path) -> None:
     assert "line 301" in str(source.last_error) or "line" in str(source.last_error)
 
 
+async def test_bad_csv_rows_next_to_a_healthy_sensor(tmp_path: Path) -> None:
+    lines = ["t,v"] + [f"{i / 100:.2f},{i}" for i in range(100)]
+    lines[10] = "1e400,1"
+    lines[20] = "0.19,not a number"
+    path = tmp_path / "gps.csv"
+    path.write_text("\n".join(lines) + "\n")
+    clock = VirtualClock()
+    csv_source = TimeSeriesSource.from_csv(path, name="gps", speed=1.0)
+    out = tmp_path / "c.hfr"
+    pipeline = Pipeline(
+        [SyntheticImu("imu", rate_hz=100, duration_s=1.0), csv_source],
+        policy("gps"),
+        recorder=Recorder(out),
+        clock=clock,
+    )
+    async with clock.autojump():
+        async for _ in pipeline:
+            pass
+    got = recorded(out)
+    assert len(got["imu"]) == 100
+    assert len(got["gps"]) == 98
+    assert csv_source.errors == {"bad_row": 2}
+
+
 class Failing(Source):
     """Yields ``good`` frames, then raises like a driver that lost its device."""
 
