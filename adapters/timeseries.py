@@ -6,7 +6,26 @@ stamp); the others are the sample's values, float64 unless told otherwise
 (GNSS latitudes need the precision). ``frame.t_sensor`` is the first row's
 ``t``. Samples whose stamp goes backwards are dropped and counted
 (``time_backwards``); unparsable rows are dropped and counted (``bad_row``,
-``bad_record``) with the line or datagram that failed.
+``bad_record``) with the line or datagram that failed. One bad item costs
+that item: the source goes on with the next row, record or datagram.
+
+Live stamps are checked against the source's recent ones
+(``max_time_jump``, default 60 s for UDP): a sample further ahead than that
+is held, not adopted as the new baseline, and dropped as ``time_jump``
+unless :data:`REBASE_AFTER` consecutive samples agree with it (a sensor that
+really restarted its clock or paused); then they are all delivered and the
+baseline moves. One datagram an hour ahead costs that datagram.
+
+Schema of mappings (UDP, ``from_iterable``): the fields come from
+``fields=`` or from the first record. A later record with fields the schema
+lacks is delivered with the schema's fields and counted (``extra_fields``,
+naming them). One missing a schema field is held; once :data:`REBASE_AFTER`
+consecutive records share the same other fields, the schema is learned
+again from them (``schema_changed``) and they are all delivered; a held run
+that ends before is dropped and counted (``schema_mismatch``, naming the
+field). ``fields=`` fixes the schema: then a record missing a field is
+dropped and counted. So a first datagram with odd keys costs at most
+itself, never every later good sample.
 
 Where samples come from:
 
@@ -54,6 +73,11 @@ from fusion.timing import current_clock
 log = logging.getLogger("adapters.timeseries")
 TIME_UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 _CHUNK_ROWS = 4096
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+
+REBASE_AFTER = 8
+"""Consecutive samples (or records) that must agree before a time jump (or a new
+set of fields) is adopted."""
 
 Producer = Callable[[], AsyncIterator[tuple[np.ndarray, int | None]]]
 
@@ -67,7 +91,7 @@ def parse_time_ns(text: str, unit: str = "s") -> int:
     scale = _unit(unit)
     text = text.strip()
     try:
-        return int(Decimal(text) * scale)
+        return _decimal_ns(Decimal(text), scale, text)
     except InvalidOperation:
         pass
     date, _, frac = text.replace("T", " ").partition(".")
@@ -81,6 +105,14 @@ def parse_time_ns(text: str, unit: str = "s") -> int:
         stamp = stamp.replace(tzinfo=UTC)
     whole = int(stamp.timestamp())
     return whole * 1_000_000_000 + int((digits + "000000000")[:9])
+
+
+def _decimal_ns(value: Decimal, scale: int, text: str) -> int:
+    """``value * scale`` as int64 ns, checked before any huge integer is built."""
+    ns = value * scale
+    if not ns.is_finite() or not _INT64[0] <= ns <= _INT64[1]:
+        raise ValueError(f"time {text!r:.40} is not a finite int64 count of nanoseconds")
+    return int(ns)
 
 
 def _unit(unit: str) -> int:
@@ -111,6 +143,7 @@ class TimeSeriesSource(Source):
         overflow: Overflow = "block",
         meta: Mapping[str, Any] | None = None,
         jump_threshold: float = 1.0,
+        max_time_jump: float | None = None,
         _producer: Producer | None = None,
     ) -> None:
         if block < 1:
@@ -139,6 +172,10 @@ class TimeSeriesSource(Source):
         self._last_t: int | None = None
         self.watch = StreamWatch(name, int(jump_threshold * 1e9), log)
         """Live samples (with arrival times): gaps, and restarts of the sender's clock."""
+        if max_time_jump is not None and not 0 < max_time_jump < 1e9:
+            raise ValueError(f"max_time_jump must be > 0 seconds or None, got {max_time_jump}")
+        self._max_jump = None if max_time_jump is None else int(max_time_jump * 1e9)
+        self._held: list[np.ndarray] = []  # samples after a jump, waiting for agreement
         self._listening = anyio.Event()
         self._bound_port: int | None = None
 
@@ -196,15 +233,16 @@ class TimeSeriesSource(Source):
                         continue
                     try:
                         t = parse_time_ns(row[index[time_column]], time_unit)
-                        rows.append((t, *(_cell(row[index[c]], types[c]) for c in wanted)))
-                    except (ValueError, IndexError, OverflowError) as err:
+                        cells = tuple(_cell(row[index[c]], types[c]) for c in wanted)
+                    except (ValueError, IndexError, OverflowError, ArithmeticError) as err:
                         source.count_error("bad_row", f"{path}: line {reader.line_num}: {err}")
                         continue
+                    rows.append((reader.line_num, t, *cells))
                     if len(rows) >= _CHUNK_ROWS:
-                        yield np.array(rows, dtype)
+                        yield _rows_array(rows, dtype, source, f"{path}: line")
                         rows = []
                 if rows:
-                    yield np.array(rows, dtype)
+                    yield _rows_array(rows, dtype, source, f"{path}: line")
 
         options.setdefault("name", path.stem)
         source = cls(_producer=_thread_producer(read_chunks), **options)
@@ -256,8 +294,10 @@ class TimeSeriesSource(Source):
         """Samples from a sync or async iterable of mappings or structured rows.
 
         The record layout comes from ``fields`` (names, all float64, or a
-        dtype) or else from the first record. A record missing a field or with
-        a value of the wrong type is dropped and counted (``bad_record``).
+        dtype) or else from the first record (and follows a run of records
+        with other fields; see the module docstring). A record missing a field
+        is dropped and counted (``schema_mismatch``); one with a value of the
+        wrong type too (``bad_record``).
         """
         source: TimeSeriesSource
         packer = _RecordPacker(time_field, time_unit, fields)
@@ -274,6 +314,7 @@ class TimeSeriesSource(Source):
                     if len(rows):
                         yield rows, None
                     await anyio.lowlevel.checkpoint()
+            packer.finish(source)
 
         source = cls(_producer=produce, **options)
         return source
@@ -294,10 +335,14 @@ class TimeSeriesSource(Source):
 
         ``time_field=None`` stamps each sample with its arrival time. ``port=0``
         picks a free port; :meth:`wait_listening` returns it. A datagram that
-        does not decode is counted (``bad_datagram``) and skipped.
+        does not decode (bad JSON or msgpack, nested too deep, a stamp that is
+        not an int64 ns) is counted (``bad_datagram``, ``bad_record``) and
+        skipped; ``max_time_jump`` (default 60 s) bounds how far ahead of the
+        recent stamps a sample may be (see the module docstring).
         """
         if format not in ("jsonl", "msgpack"):
             raise ConfigError(f"format must be 'jsonl' or 'msgpack', got {format!r}")
+        options.setdefault("max_time_jump", 60.0)
         source: TimeSeriesSource
         packer = _RecordPacker(time_field, time_unit, fields)
 
@@ -313,19 +358,22 @@ class TimeSeriesSource(Source):
             async with sock:
                 source._bound_port = sock.extra(SocketAttribute.local_port)
                 source._listening.set()
-                while True:
-                    payload, address = await sock.receive()
-                    arrival = current_clock().now()
-                    try:
-                        records = _decode_datagram(payload, format)
-                    except ValueError as err:
-                        source.count_error(
-                            "bad_datagram", f"datagram from {address[0]}:{address[1]}: {err}"
-                        )
-                        continue
-                    rows = packer.pack(records, source, arrival)
-                    if len(rows):
-                        yield rows, arrival
+                try:
+                    while True:
+                        payload, address = await sock.receive()
+                        arrival = current_clock().now()
+                        try:
+                            records = _decode_datagram(payload, format)
+                        except ValueError as err:
+                            source.count_error(
+                                "bad_datagram", f"datagram from {address[0]}:{address[1]}: {err}"
+                            )
+                            continue
+                        rows = packer.pack(records, source, arrival)
+                        if len(rows):
+                            yield rows, arrival
+                finally:
+                    packer.finish(source)
 
         options.setdefault("overflow", "drop_oldest")
         source = cls(_producer=produce, **options)
@@ -380,8 +428,11 @@ class TimeSeriesSource(Source):
             pending = chunk[whole:]
         if pending is not None and len(pending):
             yield self.make_frame(int(pending["t"][0]), pending, t_arrival=arrival)
+        self._drop_held(self._last_t)  # a jump nothing confirmed: counted, not delivered
 
     def _monotonic(self, chunk: np.ndarray) -> np.ndarray:
+        if self._max_jump is not None:
+            return self._bounded(chunk, self._max_jump)
         t = chunk["t"]
         floor = np.maximum.accumulate(t)
         if self._last_t is not None:
@@ -400,8 +451,80 @@ class TimeSeriesSource(Source):
             self._last_t = int(chunk["t"][-1])
         return chunk
 
+    def _bounded(self, chunk: np.ndarray, bound: int) -> np.ndarray:
+        """Rows that continue the recent stamps (``last <= t <= last + bound``).
+
+        Others are held; :data:`REBASE_AFTER` consecutive held rows that
+        continue one another become the new baseline and are delivered, and a
+        row that continues the old baseline instead drops the held ones
+        (``time_jump`` ahead, ``time_backwards`` behind).
+        """
+        t = chunk["t"]
+        last = self._last_t
+        if (
+            not self._held
+            and len(t)
+            and (last is None or last <= t[0] <= last + bound)
+            and bool(np.all((np.diff(t) >= 0) & (np.diff(t) <= bound)))
+        ):
+            self._last_t = int(t[-1])
+            return chunk
+        keep: list[np.ndarray] = []
+        for i in range(len(chunk)):
+            ti = int(t[i])
+            if last is None or last <= ti <= last + bound:
+                self._drop_held(last)
+                keep.append(chunk[i : i + 1])
+                last = ti
+                continue
+            held_last = int(self._held[-1]["t"][0]) if self._held else None
+            if held_last is None or not held_last <= ti <= held_last + bound:
+                self._drop_held(last)
+            self._held.append(chunk[i : i + 1])
+            if len(self._held) >= REBASE_AFTER:
+                self.count_error(
+                    "time_rebased",
+                    f"{len(self._held)} samples agree on a new time base: stamps jumped from "
+                    f"{last} ns to {int(self._held[0]['t'][0])} ns",
+                )
+                keep.extend(self._held)
+                last = ti
+                self._held = []
+        self._last_t = last
+        return np.concatenate(keep) if keep else chunk[:0]
+
+    def _drop_held(self, last: int | None) -> None:
+        if not self._held:
+            return
+        first = int(self._held[0]["t"][0])
+        reason = "time_backwards" if last is not None and first < last else "time_jump"
+        self.errors[reason] += len(self._held) - 1
+        self.count_error(
+            reason,
+            f"{len(self._held)} sample(s) dropped: stamp {first} ns is more than the bound "
+            f"away from the recent stamps (last {last} ns)",
+        )
+        self._held = []
+
 
 # -- producers and record packing ----------------------------------------------------------
+
+
+def _rows_array(
+    rows: list[tuple[Any, ...]], dtype: np.dtype[Any], source: Source, where: str
+) -> np.ndarray:
+    """``rows`` (each ``(line, t, *values)``) as one array; a row that does not fit
+    ``dtype`` (an integer beyond its type, say) is counted and left out, not its batch."""
+    try:
+        return np.array([r[1:] for r in rows], dtype)
+    except (TypeError, ValueError, OverflowError):
+        good = []
+        for r in rows:
+            try:
+                good.append(np.array([r[1:]], dtype))
+            except (TypeError, ValueError, OverflowError) as err:
+                source.count_error("bad_row", f"{where} {r[0]}: {err}")
+        return np.concatenate(good) if good else np.empty(0, dtype)
 
 
 def _cell(text: str, dtype: np.dtype[Any]) -> Any:
@@ -463,8 +586,10 @@ def _decode_datagram(payload: bytes, fmt: str) -> list[Any]:
     if fmt == "jsonl":
         try:
             return [json.loads(line) for line in payload.splitlines() if line.strip()]
-        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        except (ValueError, UnicodeDecodeError) as err:  # JSONDecodeError, a 5,000-digit int
             raise ValueError(f"not JSON lines: {err}") from err
+        except RecursionError:
+            raise ValueError("not JSON lines: nested too deep") from None
     try:
         decoded = msgpack.unpackb(payload, raw=False, strict_map_key=False)
     except Exception as err:  # msgpack raises several unrelated types for bad input
@@ -484,13 +609,18 @@ class _RecordPacker:
         self.time_field = time_field
         self.scale = _unit(time_unit)
         self.dtype: np.dtype[Any] | None = None
+        self.fixed = fields is not None
+        """``fields=`` fixed the schema: it is never learned again."""
+        self._held: list[Mapping[str, Any]] = []
+        self._held_keys: frozenset[Any] = frozenset()
+        self._held_missing: list[str] = []
         if isinstance(fields, np.dtype):
             self.dtype = np.dtype([("t", "<i8"), *((n, fields[n]) for n in fields.names or ())])
         elif fields is not None:
             self.dtype = np.dtype([("t", "<i8"), *((n, "<f8") for n in fields)])
 
     def pack(self, records: list[Any], source: Source, arrival: int | None = None) -> np.ndarray:
-        rows = []
+        rows: list[tuple[Any, ...]] = []
         for record in records:
             if isinstance(record, np.void) and record.dtype.names:
                 record = {n: record[n] for n in record.dtype.names}
@@ -499,28 +629,92 @@ class _RecordPacker:
                 continue
             if self.dtype is None:
                 self.dtype = self._infer(record)
-            try:
-                if self.time_field is None:
-                    if arrival is None:
-                        raise KeyError("no time field and no arrival time")
-                    t = arrival
-                else:
-                    t = _to_ns(record[self.time_field], self.scale)
-                rows.append((t, *(record[n] for n in (self.dtype.names or ())[1:])))
-            except (KeyError, TypeError, ValueError, OverflowError) as err:
-                source.count_error("bad_record", f"record {record!r:.120}: {err!r}")
+            before = self.dtype
+            admitted = self._admit(record, source)
+            if self.dtype is not before and rows:
+                source.count_error(
+                    "schema_mismatch", f"{len(rows)} record(s) of the old schema in the datagram"
+                )
+                rows = []
+            for rec in admitted:
+                try:
+                    if self.time_field is None:
+                        if arrival is None:
+                            raise KeyError("no time field and no arrival time")
+                        t = arrival
+                    else:
+                        t = _to_ns(rec[self.time_field], self.scale)
+                    rows.append((t, *(rec[n] for n in (self.dtype.names or ())[1:])))
+                except (KeyError, TypeError, ValueError, OverflowError) as err:
+                    source.count_error("bad_record", f"record {rec!r:.120}: {err!r}")
         if not rows or self.dtype is None:
             return np.empty(0, self.dtype or [("t", "<i8")])
         try:
             return np.array(rows, self.dtype)
-        except (TypeError, ValueError):  # one bad value spoils the batch: find it row by row
+        except (TypeError, ValueError, OverflowError):  # one bad value spoils the batch
             good = []
             for row in rows:
                 try:
                     good.append(np.array([row], self.dtype))
-                except (TypeError, ValueError) as err:
+                except (TypeError, ValueError, OverflowError) as err:
                     source.count_error("bad_record", f"record {row!r:.120}: {err}")
             return np.concatenate(good) if good else np.empty(0, self.dtype)
+
+    def _admit(self, record: Mapping[str, Any], source: Source) -> list[Mapping[str, Any]]:
+        """The records to pack now: ``record``, nothing (held), or a held run.
+
+        A record with the schema's fields is packed (extra fields counted as
+        ``extra_fields`` and left out). One lacking a field is held; when
+        :data:`REBASE_AFTER` consecutive records share the same other fields,
+        the schema is learned from them (``schema_changed``) and the run is
+        packed, so no good sample is lost to an odd first record. A held run
+        that ends otherwise is dropped and counted (``schema_mismatch``).
+        """
+        assert self.dtype is not None
+        names = (self.dtype.names or ())[1:]
+        keys = frozenset(k for k in record if k != self.time_field)
+        missing = [n for n in names if n not in keys]
+        if not missing:
+            self._drop_held(source)
+            if len(keys) > len(names):
+                extra = sorted(map(str, keys - set(names)))
+                source.count_error(
+                    "extra_fields", f"fields {', '.join(extra)} are not in the schema; left out"
+                )
+            return [record]
+        if self._held and self._held_keys != keys:
+            self._drop_held(source)
+        self._held.append(record)
+        self._held_keys = keys
+        self._held_missing = missing
+        if self.fixed or len(self._held) < REBASE_AFTER:
+            return []
+        inferred = self._infer(record)
+        if len(inferred.names or ()) < 2:
+            return []
+        held, self._held = self._held, []
+        source.count_error(
+            "schema_changed",
+            f"{len(held)} records in a row lack {', '.join(missing)}: the schema is now "
+            f"{', '.join((inferred.names or ())[1:])}",
+        )
+        self.dtype = inferred
+        return held
+
+    def finish(self, source: Source) -> None:
+        """The input ended: count records still held (they are dropped)."""
+        self._drop_held(source)
+
+    def _drop_held(self, source: Source) -> None:
+        if not self._held:
+            return
+        n = len(self._held)
+        source.errors["schema_mismatch"] += n - 1
+        source.count_error(
+            "schema_mismatch",
+            f"{n} record(s) lack field(s) {', '.join(self._held_missing)} of the schema; dropped",
+        )
+        self._held = []
 
     def _infer(self, record: Mapping[str, Any]) -> np.dtype[Any]:
         descr: list[tuple[Any, ...]] = [("t", "<i8")]
@@ -541,10 +735,20 @@ class _RecordPacker:
 
 
 def _to_ns(value: Any, scale: int) -> int:
+    """A stamp as int64 ns; ``ValueError`` for anything else (text, inf, beyond int64)."""
+    if isinstance(value, bool):
+        raise ValueError(f"time {value!r} is not a number")
     if isinstance(value, str):
-        return int(Decimal(value) * scale)
-    if isinstance(value, (float, np.floating)):
+        try:
+            return _decimal_ns(Decimal(value), scale, value)
+        except ArithmeticError:
+            raise ValueError(f"time {value!r:.40} is not a number") from None
+    elif isinstance(value, (float, np.floating)):
         if not math.isfinite(value):
             raise ValueError(f"time {value} is not finite")
-        return round(float(value) * scale)
-    return int(value) * scale
+        ns = round(float(value) * scale)
+    else:
+        ns = int(value) * scale
+    if not _INT64[0] <= ns <= _INT64[1]:
+        raise ValueError(f"time {value!r:.40} is beyond int64 nanoseconds")
+    return ns

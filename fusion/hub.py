@@ -31,6 +31,7 @@ Cancelling the hub cancels the sources, closes them and the output.
 
 from __future__ import annotations
 
+import logging
 from bisect import bisect_left
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
@@ -50,6 +51,8 @@ from fusion.timing import Clock, current_clock, use_clock
 
 if TYPE_CHECKING:
     from fusion.source import Source
+
+log = logging.getLogger("hyperframes.hub")
 
 _LATENCY_SAMPLES = 8192
 LATENCY_BUCKETS_NS = (10_000, 100_000, 1_000_000, 10_000_000, 100_000_000, 1_000_000_000)
@@ -119,6 +122,9 @@ class HubStatistics:
     """Each source channel and the output channel."""
     latency: LatencySummary | None = None
     """Added-latency percentiles; ``None`` before the first group."""
+    sources_failed: Mapping[str, str] = field(default_factory=dict)
+    """Sources that raised, by source name: why, in words. Each ended only its own
+    sensors (the hub treats them as silent from then on)."""
 
 
 class _SensorState:
@@ -169,6 +175,7 @@ class SyncHub:
         self._received: deque[tuple[int, int]] = deque()  # (receive time, t), t increasing
         self._received_changed = anyio.Event()
         self._queues: list[deque[Frame]] = []
+        self._failed: dict[str, str] = {}
         self._deadline_target = -(2**63)  # expire() everything before this ...
         self._deadline_applied = -(2**63)  # ... and this much has been expired
         self._latencies: deque[int] = deque(maxlen=_LATENCY_SAMPLES)
@@ -270,6 +277,12 @@ class SyncHub:
     async def _produce(
         self, source: Source, send: ChannelSender[Frame], queued: deque[Frame]
     ) -> None:
+        """Feed ``source``'s frames to its channel until it ends.
+
+        A source that raises ends only its own sensors: the error is logged and
+        kept in :attr:`HubStatistics.sources_failed`, its channel closes as if it
+        had ended, and the other sources go on (isolation at the boundary).
+        """
         try:
             async with send, aclosing(source.frames()) as frames:  # type: ignore[type-var]
                 async for frame in frames:
@@ -281,6 +294,16 @@ class SyncHub:
                         raise
                     if not accepted:
                         queued.pop()
+        except Exception as err:
+            why = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+            self._failed[source.name] = why
+            log.error(
+                "source %r failed and ends its sensor(s) %s; the others go on (%s)",
+                source.name,
+                ", ".join(s.name for s in source.specs),
+                why,
+                exc_info=log.isEnabledFor(logging.DEBUG),
+            )
         finally:
             with anyio.CancelScope(shield=True):
                 await source.aclose()
@@ -408,6 +431,7 @@ class SyncHub:
             sensors=MappingProxyType(sensors),
             channels=MappingProxyType(channels),
             latency=_summarise(self._latencies, self._latency_counts),
+            sources_failed=MappingProxyType(dict(self._failed)),
         )
 
 

@@ -78,6 +78,10 @@ EXT_COLUMN = 2
 DEFAULT_CHUNK_BYTES = 4 * 1024 * 1024
 """Raw bytes after which the recorder closes a chunk."""
 
+DEFAULT_CHUNK_DURATION = 1.0
+"""Seconds of recording time (frame ``t``) after which the recorder closes a chunk, so
+one damaged chunk costs at most about this much of every sensor's data."""
+
 DEFAULT_FLUSH_INTERVAL = 1.0
 """Seconds after which an open chunk is written even if small: the most a crash loses."""
 

@@ -87,18 +87,27 @@ class ChunkMeta:
         stated = d.get("k", RecordKind.CHUNK)
         if stated not in CHUNK_KINDS or (kind is not None and kind != stated):
             raise ValueError(f"chunk kind {stated!r} is unknown or does not match its record")
+        if not all(isinstance(d.get(k), list) for k in ("s", "c", "r")):
+            raise TypeError("chunk meta 's', 'c' or 'r' is not an array")
         sensors = tuple(d["s"])
         counts = tuple(d["c"])
-        ints = (d["i"], d["t0"], d["t1"], d["n"], d["raw"], d["rec"], *counts)
-        if not all(type(x) is int for x in ints) or not all(type(s) is str for s in sensors):
-            raise TypeError("chunk meta fields have the wrong types")
-        if len(sensors) != len(counts) or sum(counts) != d["n"] or min(counts, default=0) < 0:
+        sizes = (d["i"], d["n"], d["raw"], d["rec"], *counts)
+        if not all(type(x) is int and 0 <= x <= MAX_SIZE for x in sizes):
+            raise ValueError("chunk meta counts or sizes are not integers in [0, 2**62]")
+        if not all(is_int64(x) for x in (d["t0"], d["t1"])):
+            raise ValueError("chunk meta time range is not int64 nanoseconds")
+        if not all(type(s) is str for s in sensors) or len(set(sensors)) != len(sensors):
+            raise TypeError("chunk meta sensor names are not distinct strings")
+        if len(sensors) != len(counts) or sum(counts) != d["n"]:
             raise ValueError("chunk meta sensor counts do not add up")
-        if d["rec"] < 0 or blob_offset(d["rec"]) > d["raw"] or d["t0"] > d["t1"]:
+        if blob_offset(d["rec"]) > d["raw"] or d["t0"] > d["t1"]:
             raise ValueError("chunk meta sizes or time range are inconsistent")
+        if not all(isinstance(r, list) and len(r) == 2 for r in d["r"]):
+            raise TypeError("chunk meta sensor time ranges are not [first, last] pairs")
         ranges = tuple((r[0], r[1]) for r in d["r"])
+        t0, t1 = d["t0"], d["t1"]
         if len(ranges) != len(sensors) or not all(
-            type(a) is int and type(b) is int and a <= b for a, b in ranges
+            is_int64(a) and is_int64(b) and t0 <= a <= b <= t1 for a, b in ranges
         ):
             raise ValueError("chunk meta sensor time ranges are inconsistent")
         new = d.get("new") or []
@@ -153,6 +162,17 @@ class SealedChunk:
         return bytearray().join(self.parts)
 
 
+INT64_MIN = -(1 << 63)
+INT64_MAX = (1 << 63) - 1
+MAX_SIZE = 1 << 62
+"""Largest size or count a reader takes from a file (sums of them still fit in int64)."""
+
+
+def is_int64(x: Any) -> bool:
+    """``x`` is a Python ``int`` (not a bool) that fits in int64."""
+    return type(x) is int and INT64_MIN <= x <= INT64_MAX
+
+
 def _int64(value: Any, what: str) -> int:
     v = int(value)
     if not -(1 << 63) <= v < (1 << 63):
@@ -200,9 +220,24 @@ def blob_offset(records_size: int) -> int:
 
 
 def spec_from_wire(d: Any) -> SensorSpec:
-    """A :class:`SensorSpec` from a stored dict; raises ``ValueError``/``TypeError`` if bad."""
+    """A :class:`SensorSpec` from a stored dict; raises ``ValueError``/``TypeError`` if bad.
+
+    Every field is type-checked, since ``info`` formats them: ``name`` and
+    ``kind`` strings, ``rate_hz`` a finite positive number or nil,
+    ``optional`` a bool, ``capacity`` a positive int, ``meta`` a map.
+    """
     if not isinstance(d, dict):
         raise TypeError("sensor spec is not a map")
+    name, kind, rate = d.get("name"), d.get("kind", "generic"), d.get("rate_hz")
+    if type(name) is not str or type(kind) is not str:
+        raise TypeError("sensor spec name or kind is not a string")
+    if rate is not None and (type(rate) not in (int, float) or not 0 < rate < float("inf")):
+        raise ValueError(f"sensor spec rate_hz {rate!r} is not a positive number")
+    capacity = d.get("capacity", 64)
+    if type(capacity) is not int or not 0 < capacity <= MAX_SIZE:
+        raise ValueError(f"sensor spec capacity {capacity!r} is not a positive integer")
+    if type(d.get("optional", False)) is not bool or not isinstance(d.get("meta") or {}, dict):
+        raise TypeError("sensor spec optional or meta has the wrong type")
     return SensorSpec.from_dict(d)
 
 

@@ -32,11 +32,13 @@ import os
 import struct
 import threading
 from collections.abc import Generator, Iterable, Iterator, Mapping
-from concurrent.futures import CancelledError, ThreadPoolExecutor
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import Any
+
+import numpy as np
 
 from fusion.errors import (
     CorruptChunk,
@@ -46,6 +48,12 @@ from fusion.errors import (
 )
 from fusion.frames import Frame, SensorSpec
 from fusion.wallclock import WallAnchor, WallClock
+from recordings.budget import (
+    DEFAULT_MAX_CHUNK_FRAMES,
+    DEFAULT_MAX_DECODED_BYTES,
+    admit,
+    static_cost,
+)
 from recordings.format import (
     CHUNK_KINDS,
     DEFAULT_MAX_CHUNK_BYTES,
@@ -64,6 +72,7 @@ from recordings.parser import (
     RecordHead,
     header_contents,
     parse_chunk_meta,
+    parse_index,
     parse_record_head,
     parse_specs,
 )
@@ -179,8 +188,13 @@ class Recording:
         max_chunk_bytes: int = DEFAULT_MAX_CHUNK_BYTES,
         max_meta_bytes: int = DEFAULT_MAX_META_BYTES,
         readahead: int | None = None,
+        max_decoded_bytes: int = DEFAULT_MAX_DECODED_BYTES,
+        max_chunk_frames: int = DEFAULT_MAX_CHUNK_FRAMES,
     ) -> None:
         self.path = Path(path)
+        self.max_decoded_bytes = max_decoded_bytes
+        """Memory the chunks being decoded (readahead included) may take as objects."""
+        self.max_chunk_frames = max_chunk_frames
         self.readahead = min(2, os.cpu_count() or 1) if readahead is None else readahead
         """Chunks decoded ahead of the one being read, in a thread pool (0: none)."""
         self._pool: ThreadPoolExecutor | None = None
@@ -189,7 +203,9 @@ class Recording:
         self.max_meta_bytes = max_meta_bytes
         self.damage: list[RecordingError] = []
         """Every problem found: at open, and in chunks as they are read."""
-        self._damaged_offsets: set[int] = set()
+        self._damaged_offsets: set[int | str] = set()
+        self._resync_work = 0
+        self._resync_spent = False
         self.specs: dict[str, SensorSpec] = {}
         self.metadata: dict[str, Any] = {}
         self._header_wall: WallAnchor | None = None
@@ -237,6 +253,16 @@ class Recording:
         index_offset, crc, magic = TRAILER.unpack(trailer)
         if magic != END_MAGIC or crc32(struct.pack("<Q", index_offset)) != crc:
             return False
+        if not PREAMBLE.size <= index_offset <= self.size - TRAILER.size - PRELUDE.size:
+            self._report(
+                CorruptChunk(
+                    f"the trailer points at offset {index_offset}, outside the file; "
+                    "scanning the chunks instead",
+                    path=str(self.path),
+                    offset=self.size - TRAILER.size,
+                )
+            )
+            return False
         rec = self._read_record_head(index_offset)
         if isinstance(rec, RecordingError) or rec.kind != RecordKind.INDEX:
             self._report(
@@ -247,20 +273,9 @@ class Recording:
             )
             return False
         meta = rec.meta
-        try:
-            chunks = [
-                ChunkMeta.from_msgpack(e, offset=e["off"], stored_size=e["len"])
-                for e in meta["chunks"]
-            ]
-            if any(type(c.offset) is not int or c.offset >= index_offset for c in chunks):
-                raise ValueError("a chunk offset points past the index")
-        except Exception as err:
-            self._report(
-                CorruptChunk(
-                    f"the footer index does not parse ({err}); scanning instead",
-                    **self._at(index_offset),
-                )
-            )
+        chunks = parse_index(meta, index_offset=index_offset, where=str(self.path))
+        if isinstance(chunks, RecordingError):
+            self._report(chunks)
             return False
         self.chunks = chunks
         self._take_specs(meta.get("sensors"))
@@ -299,7 +314,10 @@ class Recording:
     def _read_record_head(self, offset: int) -> RecordHead | RecordingError:
         """The verified head of the record at ``offset``, or why there is none."""
         available = self.size - offset
-        data: bytes = b""
+        if not 0 <= offset < self.size:
+            return CorruptChunk(f"offset {offset} is outside the file", **self._at(offset))
+        # One read usually holds prelude and meta (a chunk's meta is a few hundred bytes).
+        data: bytes = os.pread(self._fd, min(available, _HEAD_READ), offset)
         want = PRELUDE.size
         while True:
             if len(data) < want:
@@ -322,16 +340,51 @@ class Recording:
         return head
 
     def _resync(self, start: int) -> int | None:
-        """Offset of the next record whose prelude and meta check out, after ``start``."""
+        """Offset of the next record whose prelude and meta check out, after ``start``.
+
+        Linear in the file size, whatever the file holds: a candidate must have
+        a known kind, a meta that starts like a msgpack map and fit in the file
+        before its meta is CRC-checked, and all resynchronising together may
+        CRC at most :data:`RESYNC_WORK` times the file's size (plus 16 MiB).
+        A file that spends that is hostile: it is reported, and from then on
+        only candidates with a meta of at most :data:`RESYNC_SMALL_META` bytes
+        (every chunk's) are tried, so each candidate costs a bounded amount.
+        """
         window = 1 << 20
         pos = start
+        limit = RESYNC_WORK * self.size + (16 << 20)
         while pos < self.size:
-            buf = os.pread(self._fd, window + PRELUDE.size, pos)
+            buf = os.pread(self._fd, window + PRELUDE.size + 1, pos)
             i = buf.find(SYNC)
-            while i >= 0:
+            while 0 <= i < window:
                 candidate = pos + i
-                if not isinstance(self._read_record_head(candidate), RecordingError):
-                    return candidate
+                meta_len = 0
+                plausible = True  # at the very end of the file the parser judges
+                if i + PRELUDE.size < len(buf):
+                    _, kind, meta_len, payload_len, _, _ = PRELUDE.unpack_from(buf, i)
+                    plausible = (
+                        kind in _KINDS
+                        and meta_len <= self.max_meta_bytes
+                        and candidate + PRELUDE.size + meta_len + payload_len <= self.size
+                        and buf[i + PRELUDE.size] in _MAP_FIRST_BYTES
+                    )
+                if plausible and self._resync_work + meta_len > limit:
+                    # Spent: only candidates with a small meta (a chunk's) are still tried.
+                    plausible = meta_len <= RESYNC_SMALL_META
+                    if not self._resync_spent:
+                        self._resync_spent = True
+                        self._report(
+                            CorruptChunk(
+                                "too many false record starts (a hostile file?): from here "
+                                f"on only records with a meta under {RESYNC_SMALL_META} bytes "
+                                "are found",
+                                **self._at(candidate),
+                            )
+                        )
+                if plausible:
+                    self._resync_work += meta_len
+                    if not isinstance(self._read_record_head(candidate), RecordingError):
+                        return candidate
                 i = buf.find(SYNC, i + 1)
             pos += window
         return None
@@ -344,7 +397,7 @@ class Recording:
         return {"path": str(self.path), "offset": offset}
 
     def _report(self, err: RecordingError) -> None:
-        key = err.offset if err.offset is not None else -1
+        key: int | str = err.offset if err.offset is not None else str(err)
         if key in self._damaged_offsets:
             return
         self._damaged_offsets.add(key)
@@ -376,6 +429,12 @@ class Recording:
             )
         if chunk.raw_size > self.max_chunk_bytes:  # refuse before reading anything big
             decompress_chunk(b"", chunk, max_chunk_bytes=self.max_chunk_bytes, where=where)
+        admit(
+            chunk,
+            max_frames=self.max_chunk_frames,
+            max_decoded_bytes=self.max_decoded_bytes,
+            where=where,
+        )
         payload = _read_scratch(self._fd, plen, rec.payload_offset)
         if crc32(payload) != rec.payload_crc:
             raise CorruptChunk(
@@ -383,7 +442,7 @@ class Recording:
                 **self._at(chunk.offset),
             )
         raw = decompress_chunk(payload, chunk, max_chunk_bytes=self.max_chunk_bytes, where=where)
-        return decode_chunk(raw, chunk, where=where)
+        return decode_chunk(raw, chunk, where=where, max_decoded_bytes=self.max_decoded_bytes)
 
     def select(
         self,
@@ -450,16 +509,22 @@ class Recording:
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.readahead, thread_name_prefix="hfr-read")
         pool = self._pool
-        todo = iter(chunks)
-        pending = collections.deque(
-            (c, pool.submit(self._try_decode, c)) for c in itertools.islice(todo, self.readahead)
-        )
+        todo = collections.deque(chunks)
+        pending: collections.deque[tuple[ChunkMeta, Future[DecodedChunk | RecordingError]]]
+        pending = collections.deque()
+        # Readahead shares the decode budget: a chunk is decoded ahead only while
+        # the chunks in flight (the one being read included) fit in it together.
         try:
-            while pending:
+            while todo or pending:
+                held = sum(static_cost(c) for c, _ in pending)
+                while todo and len(pending) <= self.readahead:
+                    cost = static_cost(todo[0])
+                    if pending and held + cost > self.max_decoded_bytes:
+                        break
+                    c = todo.popleft()
+                    pending.append((c, pool.submit(self._try_decode, c)))
+                    held += cost
                 chunk, future = pending.popleft()
-                nxt = next(todo, None)
-                if nxt is not None:
-                    pending.append((nxt, pool.submit(self._try_decode, nxt)))
                 try:
                     decoded = future.result()
                 except CancelledError:
@@ -467,6 +532,7 @@ class Recording:
                         "the recording was closed while it was being read", **self._at(chunk.offset)
                     ) from None
                 yield chunk, decoded
+                del decoded
         finally:
             for _, future in pending:
                 future.cancel()
@@ -504,16 +570,59 @@ class Recording:
             yield from frames
 
     def verify(self, *, decode: bool = True) -> list[RecordingError]:
-        """Check every chunk's CRC (and decode it, unless ``decode=False``); the damage found."""
+        """Check every chunk (CRC, decode, contents) and the whole; the damage found.
+
+        With ``decode`` (the default) a chunk is decoded, every record's fields
+        checked, and what its meta claims compared with what it holds (frames
+        and first/last ``t`` per sensor, which ``summary()`` and ``info`` show),
+        so a chunk that passes is one every command reads as its meta says.
+        Across chunks, a ``(sensor, seq)`` pair met twice is reported. Without
+        ``decode`` only the CRCs are checked.
+        """
+        seqs: dict[str, list[Any]] = {}
         for chunk in self.chunks:
             try:
                 if decode:
-                    self.read_chunk(chunk)
+                    self._check_contents(chunk, seqs)
                 else:
                     self._check_crc(chunk)
             except RecordingError as err:
                 self._report(err)
+        for name, parts in seqs.items():
+            self._check_unique(name, parts)
         return list(self.damage)
+
+    def _check_contents(self, chunk: ChunkMeta, seqs: dict[str, list[Any]]) -> None:
+        found: dict[str, list[int]] = {}
+        seen: dict[str, list[int]] = {}
+        for f in self.decode_chunk(chunk).frames():
+            found.setdefault(f.sensor, []).append(f.t)
+            seen.setdefault(f.sensor, []).append(f.seq)
+        for name, n, (a, b) in zip(chunk.sensors, chunk.counts, chunk.ranges, strict=True):
+            ts = found.get(name, [])
+            if len(ts) != n or (ts and (min(ts), max(ts)) != (a, b)):
+                got = f"{len(ts)} frames" + (f", t {min(ts)}..{max(ts)}" if ts else "")
+                raise CorruptChunk(
+                    f"{chunk.describe()} does not hold what its meta says: sensor "
+                    f"{name!r} has {got}, its meta {n} frames, t {a}..{b}",
+                    **self._at(chunk.offset),
+                )
+        for name, values in seen.items():
+            seqs.setdefault(name, []).append(np.asarray(values, np.int64))
+
+    def _check_unique(self, name: str, parts: list[Any]) -> None:
+        s = np.sort(np.concatenate(parts))
+        dup = s[1:][s[1:] == s[:-1]]
+        if len(dup):
+            values = np.unique(dup)
+            shown = ", ".join(map(str, values[:3].tolist())) + (", ..." if len(values) > 3 else "")
+            self._report(
+                RecordingError(
+                    f"sensor {name!r} has {len(dup)} frames whose seq was seen before "
+                    f"(seq {shown})",
+                    path=str(self.path),
+                )
+            )
 
     def _check_crc(self, chunk: ChunkMeta) -> None:
         rec = self._read_record_head(chunk.offset)
@@ -618,6 +727,18 @@ class Recording:
         return f"Recording('{self.path}', chunks={len(self.chunks)}, damage={len(self.damage)})"
 
 
+_HEAD_READ = 1024
+"""Bytes read at a record's start in one go: its prelude and, most often, its meta."""
+
+RESYNC_WORK = 8
+"""Bytes of meta all resynchronising may CRC, as a multiple of the file size."""
+
+RESYNC_SMALL_META = 4096
+"""Once that is spent, a candidate is tried only if its meta is at most this long."""
+
+_KINDS = frozenset(int(k) for k in RecordKind)
+_MAP_FIRST_BYTES = frozenset([*range(0x80, 0x90), 0xDE, 0xDF])
+
 _scratch = threading.local()
 _SCRATCH_MAX = 64 << 20
 
@@ -647,6 +768,8 @@ def open_recording(
     max_chunk_bytes: int = DEFAULT_MAX_CHUNK_BYTES,
     max_meta_bytes: int = DEFAULT_MAX_META_BYTES,
     readahead: int | None = None,
+    max_decoded_bytes: int = DEFAULT_MAX_DECODED_BYTES,
+    max_chunk_frames: int = DEFAULT_MAX_CHUNK_FRAMES,
 ) -> Recording:
     """Open a ``.hfr`` file for reading (contract).
 
@@ -657,7 +780,11 @@ def open_recording(
     cut short by a crash gets anyway). ``max_chunk_bytes`` caps the memory a
     single chunk may claim. ``readahead`` chunks are decompressed ahead in
     worker threads while frames are read (default: 2, or 1 on one core; 0
-    reads everything in the calling thread).
+    reads everything in the calling thread). ``max_decoded_bytes`` bounds the
+    memory decoded objects of the chunks in flight may take (readahead
+    included) and ``max_chunk_frames`` the frames one chunk may declare; a
+    chunk over either is reported as :class:`~fusion.errors.LimitExceeded`
+    before anything is built (see :mod:`recordings.budget`).
     """
     return Recording(
         path,
@@ -666,4 +793,6 @@ def open_recording(
         max_chunk_bytes=max_chunk_bytes,
         max_meta_bytes=max_meta_bytes,
         readahead=readahead,
+        max_decoded_bytes=max_decoded_bytes,
+        max_chunk_frames=max_chunk_frames,
     )

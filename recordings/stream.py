@@ -26,6 +26,7 @@ from fusion.errors import (
     TruncatedRecording,
 )
 from fusion.frames import Frame, SensorSpec
+from recordings.budget import DEFAULT_MAX_CHUNK_FRAMES, DEFAULT_MAX_DECODED_BYTES, admit
 from recordings.format import (
     CHUNK_KINDS,
     DEFAULT_MAX_CHUNK_BYTES,
@@ -59,8 +60,12 @@ class RecordingStream:
         name: str = "<stream>",
         max_chunk_bytes: int = DEFAULT_MAX_CHUNK_BYTES,
         max_meta_bytes: int = DEFAULT_MAX_META_BYTES,
+        max_decoded_bytes: int = DEFAULT_MAX_DECODED_BYTES,
+        max_chunk_frames: int = DEFAULT_MAX_CHUNK_FRAMES,
     ) -> None:
         self.name = name
+        self.max_decoded_bytes = max_decoded_bytes
+        self.max_chunk_frames = max_chunk_frames
         self.max_chunk_bytes = max_chunk_bytes
         self.max_meta_bytes = max_meta_bytes
         self.damage: list[RecordingError] = []
@@ -150,6 +155,17 @@ class RecordingStream:
             )
             self._skip_or_report(payload_len, offset)
             return None
+        try:
+            admit(
+                chunk,
+                max_frames=self.max_chunk_frames,
+                max_decoded_bytes=self.max_decoded_bytes,
+                where=self.name,
+            )
+        except LimitExceeded as err:
+            self._report(err)
+            self._skip_or_report(payload_len, offset)
+            return None
         payload = self._read(payload_len)
         if len(payload) < payload_len:
             self._report(self._truncated(offset, chunk.describe()))
@@ -167,7 +183,9 @@ class RecordingStream:
             raw = decompress_chunk(
                 payload, chunk, max_chunk_bytes=self.max_chunk_bytes, where=self.name
             )
-            return decode_chunk(raw, chunk, where=self.name)
+            return decode_chunk(
+                raw, chunk, where=self.name, max_decoded_bytes=self.max_decoded_bytes
+            )
         except RecordingError as err:
             self._report(err)
             return None
@@ -223,6 +241,8 @@ def read_stream(
     name: str = "<stream>",
     max_chunk_bytes: int = DEFAULT_MAX_CHUNK_BYTES,
     max_meta_bytes: int = DEFAULT_MAX_META_BYTES,
+    max_decoded_bytes: int = DEFAULT_MAX_DECODED_BYTES,
+    max_chunk_frames: int = DEFAULT_MAX_CHUNK_FRAMES,
 ) -> RecordingStream:
     """Read a recording from a non-seekable binary stream, front to back, once.
 
@@ -233,5 +253,10 @@ def read_stream(
     and :class:`~fusion.errors.UnsupportedVersion` for a newer major version.
     """
     return RecordingStream(
-        stream, name=name, max_chunk_bytes=max_chunk_bytes, max_meta_bytes=max_meta_bytes
+        stream,
+        name=name,
+        max_chunk_bytes=max_chunk_bytes,
+        max_meta_bytes=max_meta_bytes,
+        max_decoded_bytes=max_decoded_bytes,
+        max_chunk_frames=max_chunk_frames,
     )

@@ -2,9 +2,11 @@
 
 Theory of operation. ``write()`` (or ``await send()``) copies a frame into the
 open chunk (:class:`~recordings.records.ChunkBuilder`) and returns at once. A
-chunk is sealed when it reaches ``chunk_bytes`` or when it has been open for
-``flush_interval`` seconds of host monotonic time (wall time, not the runtime
-clock: the interval bounds what a real crash can lose). Sealed chunks are
+chunk is sealed when it reaches ``chunk_bytes``, when its frames span
+``chunk_duration`` seconds of recording time (frame ``t``: one damaged chunk
+then costs at most about that much data, however slow the sensors), or when
+it has been open for ``flush_interval`` seconds of host monotonic time (wall
+time, not the runtime clock: the interval bounds what a real crash can lose). Sealed chunks are
 compressed by a small thread pool (zstd releases the GIL, so compression uses
 every core given to it) and written in order by one writer thread, which
 also fires the flush timer. Each chunk is one ``writev`` of a self-verifying
@@ -50,6 +52,7 @@ from fusion.timing import run_sync
 from fusion.wallclock import sample_anchor
 from recordings.format import (
     DEFAULT_CHUNK_BYTES,
+    DEFAULT_CHUNK_DURATION,
     DEFAULT_FLUSH_INTERVAL,
     Compression,
     RecordKind,
@@ -203,6 +206,8 @@ class Recorder:
     reader can date ``t`` and an NTP step shows as a step. Pass ``False``
     when frame times are not on the host's monotonic clock (a virtual clock,
     a replayed or bag recording whose ``t`` keeps its own stamps).
+    A chunk closes at ``chunk_bytes`` raw bytes or once its frames span
+    ``chunk_duration`` seconds of ``t`` (default 1 s; ``None``: size only).
     """
 
     def __init__(
@@ -212,6 +217,7 @@ class Recorder:
         sensors: Iterable[SensorSpec] = (),
         metadata: Mapping[str, Any] | None = None,
         chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+        chunk_duration: float | None = DEFAULT_CHUNK_DURATION,
         flush_interval: float | None = DEFAULT_FLUSH_INTERVAL,
         compression_level: int = 3,
         workers: int | None = None,
@@ -225,6 +231,11 @@ class Recorder:
             raise ValueError("chunk_bytes and max_pending must be >= 1")
         if flush_interval is not None and flush_interval <= 0:
             raise ValueError(f"flush_interval must be > 0 seconds or None, got {flush_interval}")
+        if chunk_duration is not None and not 0 < chunk_duration < 1e9:
+            raise ValueError(f"chunk_duration must be > 0 seconds or None, got {chunk_duration}")
+        self.chunk_duration = chunk_duration
+        self._chunk_ns = 1 << 62 if chunk_duration is None else max(1, int(chunk_duration * 1e9))
+        self._chunk_t_end: Any = None  # the open chunk closes at a frame with t >= this
         self.path = Path(path)
         self.chunk_bytes = chunk_bytes
         self.flush_interval = flush_interval
@@ -299,7 +310,11 @@ class Recorder:
                 self._check_open()
             if not self._chunk_open:
                 self._open_chunk()
-            full = self._builder.add(frame) >= self.chunk_bytes
+            size = self._builder.add(frame)
+            end = self._chunk_t_end
+            if end is None:
+                end = self._chunk_t_end = frame.t + self._chunk_ns
+            full = size >= self.chunk_bytes or frame.t >= end
         if full:
             self._seal(block=True)
 
@@ -324,10 +339,15 @@ class Recorder:
                 self._check_open()
             if not self._chunk_open:
                 self._open_chunk()
-            return self._builder.add(frame) >= self.chunk_bytes
+            size = self._builder.add(frame)
+            end = self._chunk_t_end
+            if end is None:
+                end = self._chunk_t_end = frame.t + self._chunk_ns
+            return size >= self.chunk_bytes or frame.t >= end
 
     def _open_chunk(self) -> None:
         self._chunk_open = True
+        self._chunk_t_end = None
         self._opened_at = time.monotonic()
         self._lock.notify_all()  # the flush timer starts now
 

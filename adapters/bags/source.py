@@ -31,17 +31,24 @@ directory by its ``metadata.yaml`` whatever its name, a ROS 1 file by its
 
 A message that does not decode is counted by reason in :attr:`errors` and
 consumes its ``seq`` (a gap in ``seq`` is a message lost), as in
-:class:`~adapters.VideoSource`. Topics whose type cannot be deserialised (no
-definition in the bag nor in the default type store) are listed in
-:attr:`BagSource.unsupported` and skipped when reading every topic; asking for
-one by name is an error that names its type.
+:class:`~adapters.VideoSource`. A damaged chunk of a ROS 1 bag or an MCAP
+costs that chunk: reading goes on after it, and each is counted
+(``damaged_chunk``) with its log-time range and about how many messages it
+held (:attr:`BagSource.lost_messages`); a bag without chunk indexes (sqlite3)
+stops at the damage, counted (``damaged``), never with a traceback.
+
+Topics whose type cannot be deserialised (no definition in the bag nor in the
+default type store) are listed in :attr:`BagSource.unsupported` and skipped
+when reading every topic; asking for one by name is an error that names its
+type.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import re
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -90,6 +97,42 @@ def parse_topics(items: Sequence[str]) -> dict[str, str]:
             raise ValueError(f"--topic {item!r}: expected TOPIC or TOPIC=SENSOR")
         out[topic] = name.strip() if sep and name.strip() else sensor_name(topic)
     return out
+
+
+def _chunk_spans(reader: Any) -> list[tuple[int, int, int]] | None:
+    """``(first, last log time, messages)`` of every chunk of an open ``AnyReader``.
+
+    From the chunk indexes rosbags keeps for ROS 1 bags and MCAP files; None
+    for storage without chunks (sqlite3) or a rosbags that keeps them elsewhere.
+    """
+    spans: list[tuple[int, int, int]] = []
+    try:
+        for r in reader.readers:
+            infos = getattr(r, "chunk_infos", None)  # ROS 1
+            if infos is not None:
+                spans += [
+                    (c.start_time, c.end_time, sum(c.connection_counts.values())) for c in infos
+                ]
+                continue
+            storage = getattr(r, "storage", None)  # ROS 2: one file, or a directory of them
+            for part in getattr(storage, "storages", None) or [storage]:
+                chunks = getattr(part, "chunks", None)  # MCAP
+                if not chunks:
+                    return None
+                spans += [
+                    (c.message_start_time, c.message_end_time, sum(c.channel_count.values()))
+                    for c in chunks
+                ]
+    except (AttributeError, TypeError):
+        return None
+    return sorted(spans) or None
+
+
+def _forget_open_chunk(reader: Any) -> None:
+    """After a read error, drop the ROS 1 reader's cached chunk (it may be half-replaced)."""
+    for r in getattr(reader, "readers", ()):
+        if isinstance(getattr(r, "current_chunk", None), tuple):
+            r.current_chunk = (-1, io.BytesIO())
 
 
 def _open_reader(path: Path) -> tuple[Any, Any]:
@@ -192,6 +235,8 @@ class BagSource(Source):
             self._reader = None
             raise
         super().__init__(specs=specs)
+        self.lost_messages = 0
+        """Messages in damaged chunks, skipped (an estimate from the chunk index)."""
         self.speed = speed
         self.start = start
         self.end = end
@@ -303,7 +348,7 @@ class BagSource(Source):
         reader = self._reader
         if reader is None:
             raise RuntimeError(f"bag '{self.path}' is closed")
-        messages = reader.messages(connections=self._connections, start=self.start, stop=self.end)
+        messages = self._messages()
         clock = current_clock()
         started = False
         base_clock = base_log = 0
@@ -327,6 +372,85 @@ class BagSource(Source):
                     yield self.make_frame(stamp, data, sensor=sensor, t_arrival=log_time, meta=meta)
         finally:
             messages.close()
+
+    def _messages(self) -> Generator[tuple[Any, int, bytes], None, None]:
+        """The bag's messages in log-time order, a damaged chunk skipped (counted).
+
+        The fast path is one ``rosbags`` iteration. When it fails, reading goes
+        on window by window from the last message delivered, each window
+        running from one chunk's first log time to the next one's, until the
+        window that fails; that one is reported and skipped, and the fast path
+        resumes after it. Messages at the last delivered log time are not
+        delivered twice.
+        """
+        reader = self._reader
+        conns = self._connections
+        pos, skip = self.start, 0
+        while True:
+            last, at_last = None, 0
+            it = reader.messages(connections=conns, start=pos, stop=self.end)
+            try:
+                for item in it:
+                    if skip and item[1] == pos:
+                        skip -= 1
+                        continue
+                    if item[1] == last:
+                        at_last += 1
+                    else:
+                        last, at_last = item[1], 1
+                    yield item
+                return
+            except Exception as err:  # rosbags' reader errors have no common base
+                failure = err
+            finally:
+                it.close()
+            _forget_open_chunk(reader)
+            if last is not None:
+                pos, skip = last, at_last
+            spans = _chunk_spans(reader)
+            if spans is None:
+                self.count_error(
+                    "damaged",
+                    f"bag '{self.path}' is damaged after log time {pos} ns ({failure}); "
+                    "it has no chunk index to resume from, so reading stops here",
+                )
+                return
+            bounds = sorted({s for s, _, _ in spans if pos is None or s > pos})
+            if self.end is not None:
+                bounds = [b for b in bounds if b < self.end] + [self.end]
+            else:
+                bounds.append(1 << 63)
+            a = pos
+            for b in bounds:
+                try:
+                    window = list(reader.messages(connections=conns, start=a, stop=b))
+                except Exception as err:
+                    _forget_open_chunk(reader)
+                    self._damaged_window(a, b, spans, err)
+                    pos, skip = b, 0
+                    break
+                if skip:
+                    window = window[min(skip, len(window)) :]
+                    skip = 0
+                yield from window
+                a = b
+            else:
+                return
+            if pos >= (1 << 63) or (self.end is not None and pos >= self.end):
+                return
+
+    def _damaged_window(
+        self, a: int | None, b: int, spans: list[tuple[int, int, int]], err: Exception
+    ) -> None:
+        lost = sum(n for s, _, n in spans if (a is None or s >= a) and s < b)
+        first = min((s for s, _, _ in spans if (a is None or s >= a) and s < b), default=a)
+        last = max((e for s, e, _ in spans if (a is None or s >= a) and s < b), default=b)
+        self.lost_messages += lost
+        self.count_error(
+            "damaged_chunk",
+            f"bag '{self.path}': the chunk of log time {first}..{last} ns is damaged ({err}); "
+            f"about {lost} messages lost, reading goes on after it",
+        )
 
     def _read_batch(self, messages: Iterator[tuple[Any, int, bytes]]) -> list[tuple[Any, ...]]:
         """Read and decode the next batch (runs in a worker thread).

@@ -32,12 +32,13 @@ from adapters.lidar.points import VELODYNE_DTYPE
 from adapters.lidar.velodyne_packets import WRAP_PERIOD_NS, RawSweep, SweepAssembler
 from fusion.clock import ClockModel
 from fusion.continuity import StreamWatch
-from fusion.errors import DecodeError, SourceOpenError
+from fusion.errors import SourceOpenError
 from fusion.frames import Frame, Overflow, SensorSpec
 from fusion.source import Source
 from fusion.timing import current_clock
 
-log = logging.getLogger("adapters.lidar")
+log = logging.getLogger("hyperframes.lidar")
+
 DEFAULT_PORT = 2368
 _BATCH = 256  # packets per worker-thread round trip when reading a pcap
 
@@ -55,10 +56,12 @@ class VelodyneSource(Source):
     non-zero returns, cut where the azimuth crosses ``cut_angle`` degrees.
     The first sweep, the last one of a pcap and any sweep interrupted by a gap
     in the packets carry ``meta["partial"] = True``; ``partial_sweeps=False``
-    drops them. Malformed packets are dropped and counted in ``errors``;
-    dual-return data raises :class:`DecodeError`, since every packet of the
-    stream would be unusable. ``speed`` paces a pcap at its capture timing
-    (``None``: as fast as the consumer takes frames).
+    drops them. Malformed packets are dropped and counted in ``errors``, and
+    so are dual-return packets (return mode 0x39, ``dual_return``): decoding
+    supports single return, so a sensor set to dual return yields nothing but
+    a warning saying how to fix it, and the rest of a pipeline goes on.
+    ``speed`` paces a pcap at its capture timing (``None``: as fast as the
+    consumer takes frames).
 
     Live, a sensor that goes silent and comes back is reported with the gap's
     length (``meta["gap_ns"]``), and sweeps whose stamps jump by more than
@@ -127,6 +130,7 @@ class VelodyneSource(Source):
         self._listening = anyio.Event()
         self._bound_port: int | None = None
         self._where = ""  # where the packet being pushed came from, for error messages
+        self._warned_dual = False
 
     def _new_assembler(self) -> SweepAssembler:
         return SweepAssembler(self.model, cut_angle=self.cut_angle, on_reject=self._rejected)
@@ -228,13 +232,14 @@ class VelodyneSource(Source):
         return self.partial_sweeps or not raw.partial
 
     def _refuse_dual_return(self) -> None:
-        if self.assembler.rejected["dual_return"]:
-            raise DecodeError(
-                f"the sensor sends dual-return packets (return mode 0x39); {self.model.name} "
-                "decoding supports single return only. Set the sensor's return type to "
-                "Strongest or Last.",
-                sensor=self.name,
-                seq=self._next_seq.get(self.name, 0),
+        if self.assembler.rejected["dual_return"] and not self._warned_dual:
+            self._warned_dual = True
+            log.warning(
+                "%s: the sensor sends dual-return packets (return mode 0x39); %s decoding "
+                "supports single return only, so they are counted and skipped. Set the "
+                "sensor's return type to Strongest or Last.",
+                self.name,
+                self.model.name,
             )
 
     def _frame(self, raw: RawSweep, points: Any) -> Frame:

@@ -20,6 +20,7 @@ raises on any input bytes.
 
 from __future__ import annotations
 
+import math
 import struct
 from collections import Counter
 from collections.abc import Callable
@@ -173,7 +174,11 @@ class SweepAssembler:
     ``cut_angle`` (degrees) is where one sweep ends and the next begins; the
     default 0° reproduces VeloView's frames. A sweep also ends early (marked
     ``partial``) when the next packet is more than ``max_gap_ns`` after the
-    previous one, so a pause in the data never produces a sweep spanning it.
+    previous one, so a pause in the data never produces a sweep spanning it,
+    and when it holds ``max_sweep_packets`` packets (default: twice a full
+    rotation at 5 Hz, the slowest rate), so a stream whose azimuth never
+    crosses the cut angle costs bounded memory: such a sweep is emitted as
+    partial and counted (``sweep_too_long``, through ``on_reject``).
     """
 
     def __init__(
@@ -182,6 +187,7 @@ class SweepAssembler:
         *,
         cut_angle: float = 0.0,
         max_gap_ns: int = 100_000_000,
+        max_sweep_packets: int | None = None,
         on_reject: Callable[[str, str], None] | None = None,
     ) -> None:
         if not 0.0 <= cut_angle < 360.0:
@@ -189,6 +195,14 @@ class SweepAssembler:
         self.model = model
         self.cut = round(cut_angle * 100)
         self.max_gap_us = max_gap_ns // 1000
+        packet_us = model.block_period_us * BLOCKS
+        self.max_sweep_packets = (
+            max(1, max_sweep_packets)
+            if max_sweep_packets is not None
+            else math.ceil(2 * 200_000 / packet_us)  # two rotations' worth at 5 Hz
+        )
+        self.long_sweeps = 0
+        """Sweeps cut at ``max_sweep_packets`` (the azimuth did not cross the cut angle)."""
         self.accepted = 0
         self.rejected: Counter[str] = Counter()
         """Packets dropped, by reason: bad_length, bad_block_flag, bad_azimuth,
@@ -279,6 +293,18 @@ class SweepAssembler:
         current.stamps_us.append(stamp)
         current.end_block = BLOCKS
         current.t_arrival = t_arrival
+        if len(current.packets) >= self.max_sweep_packets:
+            current.partial = True
+            done.append(current)
+            current = None
+            self._last_shifted = None
+            self.long_sweeps += 1
+            self.last_error = (
+                f"packet {index}: a sweep reached {self.max_sweep_packets} packets without the "
+                "azimuth crossing the cut angle; emitted as partial"
+            )
+            if self._on_reject is not None:
+                self._on_reject("sweep_too_long", self.last_error)
         self._current = current
         return done
 

@@ -7,6 +7,7 @@ Each subcommand lives in its own module under ``hyperframes.cli`` with a
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import re
 import signal
@@ -88,9 +89,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         code: int = args.func(args)
-    except KeyboardInterrupt:  # Ctrl-C outside a pipeline's own graceful handling
-        print("interrupted", file=sys.stderr)
+    except KeyboardInterrupt:  # Ctrl-C (or SIGTERM) outside a pipeline's graceful handling
+        print(f"hyperframes {args.command}: interrupted", file=sys.stderr)
         return 130
+    except Exception as err:  # every failure ends with one clear line (-v: the traceback)
+        if getattr(args, "verbose", 0):
+            raise
+        print(f"hyperframes {args.command}: {failure_line(err)}", file=sys.stderr)
+        print("(run again with -v for the traceback)", file=sys.stderr)
+        return 2
     finally:
         signal.signal(signal.SIGTERM, previous)
     return code
@@ -99,6 +106,33 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _terminate(signum: int, frame: Any) -> None:
     """SIGTERM before (or outside) a pipeline's handler: stop like Ctrl-C, no traceback."""
     raise KeyboardInterrupt
+
+
+def failure_line(err: BaseException) -> str:
+    """What failed, in one line: the first leaf of an exception group, without markup.
+
+    Errors of ours carry their context in the message (sensor, seq, path,
+    offset); anything else is named by its type, as in ``OSError: [Errno 28]
+    No space left on device: 'x.hfr'``.
+    """
+    from fusion.errors import HyperframesError
+    from hyperframes.cli.common import printable
+
+    while isinstance(err, BaseExceptionGroup) and err.exceptions:
+        err = err.exceptions[0]
+    text = str(err) or type(err).__name__
+    if not isinstance(err, HyperframesError):
+        text = f"{type(err).__name__}: {text}"
+    cause: BaseException | None = err
+    while cause is not None:
+        if isinstance(cause, OSError) and cause.errno == errno.ENOSPC:
+            text += (
+                "; the disk is full: free space or write elsewhere (what was written so far "
+                "is readable: run 'hyperframes check' on it)"
+            )
+            break
+        cause = cause.__cause__ or cause.__context__
+    return "error: " + printable(text)
 
 
 if __name__ == "__main__":  # pragma: no cover

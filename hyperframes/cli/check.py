@@ -34,7 +34,7 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from fusion.errors import RecordingError
-    from hyperframes.cli.common import console_for, note, styled, warn
+    from hyperframes.cli.common import console_for, literal, say
     from recordings import Recorder, open_recording
 
     console = console_for(args)
@@ -43,29 +43,38 @@ def run(args: argparse.Namespace) -> int:
         log = open_recording(path)
     except (OSError, RecordingError) as err:
         quiet, console.quiet = console.quiet, False
-        console.print(styled("unreadable:", "red", err))
+        say(console, "unreadable:", "red", err)
         console.quiet = quiet
         return 2
     with log:
         damage = log.verify()
         summary = log.summary()
         console.print(
-            f"{path}: {summary.chunks} chunks, {summary.count} frames in readable chunk metas, "
-            f"{'footer index' if summary.indexed else 'no footer index'}"
+            literal(
+                f"{path}: {summary.chunks} chunks, {summary.count} frames in readable chunk "
+                f"metas, {'footer index' if summary.indexed else 'no footer index'}"
+            ),
+            soft_wrap=True,
         )
         if not damage and summary.indexed:
-            note(console, "ok:", "every CRC checks out")
+            say(
+                console,
+                "ok:",
+                "green",
+                "every CRC checks out, every record decodes and matches its chunk's meta, "
+                "no (sensor, seq) twice",
+            )
             return 0
         for problem in damage:
-            console.print(styled("damaged:", "red", problem))
+            say(console, "damaged:", "red", problem)
         if not damage:
-            warn(console, "no footer index", "(the writer did not close the file)")
+            say(console, "no footer index", "yellow", "(the writer did not close the file)")
         if not args.repair:
             console.print("run again with --repair -o FIXED.hfr to salvage what is readable")
             return 1
         out = Path(args.output) if args.output else path.with_suffix(".repaired.hfr")
         if out.resolve() == path.resolve():
-            console.print(styled("error:", "red", "--repair must write a new file"))
+            say(console, "error:", "red", "--repair must write a new file")
             return 2
         kept = 0
         with Recorder(out, sensors=log.specs.values(), metadata=log.metadata) as rec:
@@ -74,6 +83,9 @@ def run(args: argparse.Namespace) -> int:
                 kept += 1
         lost = [e for e in log.damage if e not in damage]
         for problem in lost:
-            console.print(styled("damaged:", "red", problem))
-        console.print(f"repaired: wrote {kept} frames to {out}; lost the chunks listed above")
+            say(console, "damaged:", "red", problem)
+        console.print(
+            literal(f"repaired: wrote {kept} frames to {out}; lost the chunks listed above"),
+            soft_wrap=True,
+        )
     return 1

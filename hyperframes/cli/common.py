@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -99,7 +100,7 @@ def styled(label: str, style: str, message: object = "") -> Text:
     text = Text(label, style=style)
     if message != "":
         text.append(" ")
-        text.append(str(message))
+        text.append(printable(message, lines=True))
     return text
 
 
@@ -157,13 +158,13 @@ async def run_until_signalled(pipeline: Pipeline, body: Callable[[], Awaitable[T
 
 def live_table(stats: PipelineStatistics, title: str, extra: str = "") -> Table:
     """One-screen view of a running pipeline: sensors, groups, workers."""
-    table = Table(title=title, caption=extra or None)
+    table = Table(title=literal(title), caption=literal(extra) if extra else None)
     for col in ("sensor", "frames", "dropped", "lag ms", "clock"):
         table.add_column(col, justify="left" if col in ("sensor", "clock") else "right")
     for name, s in stats.hub.sensors.items():
         dropped = sum(s.dropped.values())
         lag = "" if s.lag_ns is None else f"{s.lag_ns / MS:.1f}"
-        table.add_row(name, str(s.frames_in), str(dropped), lag, clock_text(s.clock))
+        table.add_row(literal(name), str(s.frames_in), str(dropped), lag, clock_text(s.clock))
     hub = stats.hub
     table.add_row(
         Text("groups", style="bold"),
@@ -175,7 +176,7 @@ def live_table(stats: PipelineStatistics, title: str, extra: str = "") -> Table:
     for name, w in stats.workers.items():
         sizes = ",".join(f"{k}:{v}" for k, v in sorted(w.batch_sizes.items()))
         table.add_row(
-            Text(name, style="bold"),
+            literal(name, "bold"),
             str(w.items),
             str(w.failed),
             f"{w.latency_p50 / MS:.1f}",
@@ -271,3 +272,41 @@ def write_metrics(path: Path, stats: PipelineStatistics) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(prometheus_text(stats))
     tmp.replace(path)
+
+
+# -- text from files, names and users: printed literally ---------------------
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u061c\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(value: object, *, lines: bool = False) -> str:
+    """``str(value)`` with every control character written as an escape.
+
+    C0 and C1 controls, DEL and the bidirectional overrides become ``\\x1b``,
+    ``\\u202e`` and so on, so an ANSI/OSC sequence or a newline from a file
+    reaches the terminal as visible text, never as a command. ``lines`` keeps
+    newlines (a message of several problems, one a line).
+    """
+
+    def escape(m: re.Match[str]) -> str:
+        char = m.group()
+        if lines and char == "\n":
+            return char
+        code = ord(char)
+        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+    return _CONTROL.sub(escape, str(value))
+
+
+def literal(value: object, style: str = "", *, lines: bool = False) -> Text:
+    """``value`` as rich ``Text``: never parsed as markup, control characters escaped.
+
+    Use it for every table cell and message part that comes from a file, a
+    sensor name, a path or a user (a sensor named ``[/x]`` prints as such).
+    """
+    return Text(printable(value, lines=lines), style=style)
+
+
+def say(console: Console, label: str, style: str, message: object) -> None:
+    """One line: a styled ``label`` (ours) and a literal ``message`` (anyone's)."""
+    console.print(Text.assemble((label, style), " ", literal(message, lines=True)), soft_wrap=True)

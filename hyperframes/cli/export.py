@@ -79,7 +79,7 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from fusion.errors import HyperframesError
-    from hyperframes.cli.common import console_for, error, warn
+    from hyperframes.cli.common import console_for, error, literal, printable, warn
     from recordings import open_recording
     from recordings.export import Target, export_recording
 
@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, HyperframesError, ValueError, RuntimeError) as err:
         error(console, err)
         return 2
-    table = Table(title=f"exported to {report.out} ({report.target})")
+    table = Table(title=literal(f"exported to {report.out} ({report.target})"))
     table.add_column("sensor")
     table.add_column("read", justify="right")
     table.add_column("written", justify="right")
@@ -116,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
         skipped_by[sensor] = skipped_by.get(sensor, 0) + n
     for name in sorted(set(report.read) | set(report.exported) | set(skipped_by)):
         table.add_row(
-            name,
+            literal(name),
             str(report.read.get(name, 0)),
             str(report.exported.get(name, 0)),
             str(skipped_by.get(name, 0) or ""),
@@ -125,7 +125,10 @@ def run(args: argparse.Namespace) -> int:
     if report.groups:
         console.print(f"{report.groups} sync groups")
     for sensor, msgtype in sorted(report.generic.items()):
-        console.print(f"{sensor}: no standard type fits; written as {msgtype} (every field kept)")
+        console.print(
+            literal(f"{sensor}: no standard type fits; written as {msgtype} (every field kept)"),
+            soft_wrap=True,
+        )
     for note in report.notes:
         warn(console, "note:", note)
     if report.skipped:
@@ -134,9 +137,9 @@ def run(args: argparse.Namespace) -> int:
         reasons.add_column("frames", justify="right")
         reasons.add_column("reason")
         for (sensor, reason), n in sorted(report.skipped.items()):
-            reasons.add_row(sensor, str(n), reason)
+            reasons.add_row(literal(sensor), str(n), literal(reason))
         console.print(reasons)
-    print(report.summary())  # the final result: printed with -q too
+    print(printable(report.summary(), lines=True))  # the final result: printed with -q too
     if report.frames_read == 0:
         where = []
         if args.start is not None or args.end is not None:

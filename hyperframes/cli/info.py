@@ -23,6 +23,8 @@ import numpy as np
 from rich.table import Table
 from rich.text import Text
 
+from hyperframes.cli.common import literal
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
@@ -199,10 +201,12 @@ def video_table(video: dict[str, dict[str, Any]]) -> Table:
     for name, v in video.items():
         codec = v["codec"] if v["encoder"] in ("", v["codec"]) else f"{v['codec']} ({v['encoder']})"
         table.add_row(
-            name,
-            codec,
-            f"{v['width']}x{v['height']} {v['pix_fmt']}"
-            + ("" if v.get("rotation") is None else f", turned {v['rotation']} deg"),
+            literal(name),
+            literal(codec),
+            literal(
+                f"{v['width']}x{v['height']} {v['pix_fmt']}"
+                + ("" if v.get("rotation") is None else f", turned {v['rotation']} deg")
+            ),
             "-" if v["rate_hz"] is None else f"{v['rate_hz']:.2f}",
             str(v["packets"]),
             str(v["keyframes"]),
@@ -403,7 +407,7 @@ def summary_table(s: Any) -> Table:
     table = Table(show_header=False, box=None)
     table.add_column(style="bold")
     table.add_column()
-    table.add_row("path", str(s.path))
+    table.add_row("path", literal(s.path))
     table.add_row("version", f"{s.version[0]}.{s.version[1]}")
     table.add_row("size", human_bytes(s.file_size))
     table.add_row("duration", human_ns(s.duration_ns))
@@ -424,7 +428,7 @@ def summary_table(s: Any) -> Table:
         "footer index" if s.indexed else Text("none: chunks scanned", style="yellow"),
     )
     for key, value in s.metadata.items():
-        table.add_row(f"meta.{key}", str(value))
+        table.add_row(literal(f"meta.{key}"), literal(value))
     return table
 
 
@@ -439,7 +443,14 @@ def sensor_table(s: Any, deep: dict[str, dict[str, Any]] | None = None) -> Table
         span = (x.t_end - x.t_start) if x.t_start is not None and x.t_end is not None else 0
         rate = f"{(x.count - 1) / span * 1e9:.2f}" if span > 0 and x.count > 1 else "-"
         nominal = "-" if x.spec.rate_hz is None else f"{x.spec.rate_hz:g}"
-        row = [name, x.spec.kind, str(x.count), rate, nominal, f"{span / 1e9:.3f}"]
+        row: list[Any] = [
+            literal(name),
+            literal(x.spec.kind),
+            str(x.count),
+            rate,
+            nominal,
+            f"{span / 1e9:.3f}",
+        ]
         if deep is not None:
             d = deep.get(name, {})
             fit = f"{d.get('offset_ns', 0) / 1e6:+.3f} ms"
@@ -448,7 +459,7 @@ def sensor_table(s: Any, deep: dict[str, dict[str, Any]] | None = None) -> Table
             delay = (
                 f"{d['delay_ms_p50']:.2f} / {d['delay_ms_p99']:.2f}" if "delay_ms_p50" in d else "-"
             )
-            row += [str(d.get("dropped", "-")), d.get("payload", "-"), fit, delay]
+            row += [str(d.get("dropped", "-")), literal(d.get("payload", "-")), fit, delay]
         table.add_row(*row)
     return table
 

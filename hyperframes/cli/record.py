@@ -253,4 +253,9 @@ def run(args: argparse.Namespace) -> int:
         f"{', '.join(str(p) for p in pipeline.recorder.paths)}"
         + (" (interrupted: frames still in flight were not drained)" if interrupted else "")
     )
-    return 130 if interrupted else 0
+    failed = stats.hub.sources_failed
+    for name, why in failed.items():
+        error(console, f"source {name} failed: {why} (the other sensors kept recording)")
+    if interrupted:
+        return 130
+    return 1 if failed else 0

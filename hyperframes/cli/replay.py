@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
 
     from fusion.errors import HyperframesError
     from fusion.timing import VirtualClock, use_clock
-    from hyperframes.cli.common import console_for, drive, error, warn
+    from hyperframes.cli.common import console_for, drive, error, literal, warn
     from hyperframes.cli.playback import PacedSource, PlaybackControl, keyboard
 
     console = console_for(args)
@@ -185,11 +185,11 @@ def run(args: argparse.Namespace) -> int:
     if pipeline is None:
         from rich.table import Table
 
-        table = Table(title=f"replayed {sum(counts.values())} frames from {args.file}")
+        table = Table(title=literal(f"replayed {sum(counts.values())} frames from {args.file}"))
         table.add_column("sensor")
         table.add_column("frames", justify="right")
         for spec in inner.specs:
-            table.add_row(spec.name, str(counts[spec.name]))
+            table.add_row(literal(spec.name), str(counts[spec.name]))
         console.print(table)
         print(f"replayed {sum(counts.values())} frames")
     elif stats is not None:

@@ -341,6 +341,7 @@ def build_recorder(
         "split_bytes": parse_size(cfg.split_size) if cfg.split_size else None,
         "split_seconds": cfg.split_duration_s,
         "flush_interval": cfg.flush_interval_s,
+        "chunk_duration": cfg.chunk_duration_s,
     }
     video = dict(cfg.video)
     for key, value in overrides.items():

@@ -32,8 +32,32 @@ from fusion.errors import ConfigError
 MS = 1_000_000
 
 
+_DURATION_LIMITS = {"_ms": 9.2e12, "_s": 9.2e9}  # what still fits int64 nanoseconds
+
+
+def _check_durations(name: str, value: Any) -> None:
+    for suffix, limit in _DURATION_LIMITS.items():
+        if not name.endswith(suffix):
+            continue
+        values = value.values() if isinstance(value, dict) else [value]
+        for v in values:
+            for x in v if isinstance(v, tuple | list) else [v]:
+                if isinstance(x, int | float) and not abs(x) <= limit:  # nan fails too
+                    raise ValueError(
+                        f"{name} = {x!r} is not a finite duration of at most {limit:g} "
+                        f"{suffix[1:]} (it must fit in int64 nanoseconds)"
+                    )
+
+
 class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @model_validator(mode="after")
+    def _durations_fit(self) -> StrictModel:
+        """Every ``*_ms`` / ``*_s`` value is finite and fits in int64 ns (1e308 does not)."""
+        for name in type(self).model_fields:
+            _check_durations(name, getattr(self, name))
+        return self
 
 
 class OnlineClockConfig(StrictModel):
@@ -386,6 +410,9 @@ class RecorderConfig(StrictModel):
     split_size: str | None = None
     split_duration_s: float | None = Field(None, gt=0)
     flush_interval_s: float = Field(1.0, gt=0)
+    chunk_duration_s: float | None = Field(1.0, gt=0, lt=1e9)
+    """A chunk closes once its frames span this much recording time (damage costs at most
+    about this much); ``None``: at its size bound only."""
     metadata: dict[str, str] = {}
     video: dict[str, str] = {}
     """Camera sensors recorded as encoded video: ``{ cam = "h264" }`` (``hevc``, ``ffv1``

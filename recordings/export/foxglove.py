@@ -158,13 +158,10 @@ class FoxgloveMcapWriter:
         if is_internal(frame.sensor):
             return False
         log_time = frame.t if frame.t_arrival is None else frame.t_arrival
-        original = self.sensors.original(frame)
+        original = self.sensors.original_cdr(frame, self.skipped)
         if original is not None:
-            ptype, raw = original
-            try:
-                data = ptype.to_cdr(raw)
-            except Exception as err:  # rosbags' converter errors have no common base
-                self.skipped[(frame.sensor, f"{ptype.name} does not convert to CDR: {err}")] += 1
+            ptype, data = original
+            if data is None:
                 return False
             topic = self.topic_for(frame.sensor)
             self._ros_channel(topic, ptype.name, ptype.msgdef).log(data, log_time=log_time)

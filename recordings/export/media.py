@@ -17,7 +17,9 @@ base), so a decoder gets the recorded timing back to the microsecond, gaps
 and jitter included. Frames whose time does not increase are skipped and
 counted, since a video stream cannot hold them.
 
-PCD: one binary PCD v0.7 file per sweep, named ``<sensor>-<seq>-<t>.pcd``,
+PCD: one binary PCD v0.7 file per sweep, named ``<sensor>-<seq>-<t>.pcd``
+with the sensor name made safe by :func:`recordings.export.names.safe_filename`
+(a name from a file never picks the folder),
 with every numeric field of the point array (``x y z intensity ring ...``);
 :func:`adapters.lidar.pcd.read_pcd` and PCL/Open3D read them back.
 """
@@ -34,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from fusion.frames import Frame
+from recordings.export.names import inside, safe_filename
 
 TIME_BASE = Fraction(1, 1_000_000)
 """MP4 stream time base: presentation times are microseconds from the first frame."""
@@ -293,6 +296,7 @@ def export_pcd(frames: Iterable[Frame], folder: str | os.PathLike[str]) -> tuple
         if names is None or not {"x", "y", "z"} <= set(names):
             skipped["not a point array"] += 1
             continue
-        write_pcd(out / f"{frame.sensor}-{frame.seq:06d}-{frame.t}.pcd", data)
+        name = f"{safe_filename(frame.sensor)}-{frame.seq:06d}-{frame.t}.pcd"
+        write_pcd(inside(out, name), data)
         written += 1
     return written, skipped

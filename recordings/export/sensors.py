@@ -91,6 +91,24 @@ class SensorMap:
             return None
         return ptype, raw
 
+    def original_cdr(
+        self, frame: Frame, skipped: Counter[tuple[str, str]]
+    ) -> tuple[Ros2MessageType, bytes | None] | None:
+        """The frame's original message type and its CDR bytes, for both MCAP profiles.
+
+        ``None`` when the frame does not go out as its original message; bytes
+        ``None`` (and counted in ``skipped``) when its message does not convert.
+        """
+        original = self.original(frame)
+        if original is None:
+            return None
+        ptype, raw = original
+        try:
+            return ptype, ptype.to_cdr(raw)
+        except Exception as err:  # rosbags' converter errors have no common base
+            skipped[(frame.sensor, f"{ptype.name} does not convert to CDR: {err}")] += 1
+            return ptype, None
+
     def video_payload(
         self, frame: Frame, skipped: Counter[tuple[str, str]]
     ) -> tuple[bytes | None, str]:

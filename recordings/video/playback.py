@@ -141,18 +141,7 @@ class _Track:
             pts = -(1 << 62) + self.seq_pts
             self.seq_pts += 1
         self.pending[pts] = (record, wanted)
-        packet = av.Packet(bytes(record.data))
-        packet.pts = pts
-        dts = video.get("dts")
-        packet.dts = dts if isinstance(dts, int) else None
-        try:
-            frames = self.ctx.decode(packet)
-        except (av.error.FFmpegError, ValueError) as err:
-            self.reader.decoder_errors += 1
-            self.reader.last_error = f"sensor {self.sensor!r}: decoder error at PTS {pts}: {err}"
-            frames = []
-        for frame in frames:
-            self.out(frame)
+        self._decode(record, pts, video.get("dts"))
         while len(self.pending) > _MAX_PENDING + self.threads:
             self._lose_pending(min(self.pending), "no frame came out of it")
         return slot
@@ -162,8 +151,11 @@ class _Track:
         no slot, nothing expected, so nothing to lose. (PyAV cannot set the discard
         flag on a packet, so a pre-roll frame may come out: it matches no pending
         PTS and is ignored.)"""
+        self._decode(record, video.get("pts"), video.get("dts"))
+
+    def _decode(self, record: Frame, pts: Any, dts: Any) -> None:
+        """Send one recorded packet to the decoder; a decoder error is counted, not raised."""
         packet = av.Packet(bytes(record.data))
-        pts, dts = video.get("pts"), video.get("dts")
         packet.pts = pts if isinstance(pts, int) else None
         packet.dts = dts if isinstance(dts, int) else None
         try:

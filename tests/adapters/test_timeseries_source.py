@@ -116,7 +116,8 @@ async def test_sync_and_async_iterables_of_records() -> None:
     frames = await collect(source)
     assert [f.t for f in frames] == [0, 1, 2]
     assert frames[0].data.dtype["q"].shape == (4,)
-    assert source.errors == {"bad_record": 1}
+    assert source.errors == {"schema_mismatch": 1}
+    assert "lack field(s) q, ok of the schema" in str(source.last_error)
 
     async def stream() -> AsyncIterator[dict[str, float]]:
         for i in range(4):

@@ -13,7 +13,7 @@ from lidar_testdata import MONTEREY, VLP16, data_packets, pcap_stats, write_pcap
 
 from adapters import VelodyneSource
 from adapters.lidar import VELODYNE_DTYPE, WRAP_PERIOD_NS, PcapReader
-from fusion.errors import DecodeError, SourceOpenError
+from fusion.errors import SourceOpenError
 from fusion.frames import Frame
 from fusion.timing import VirtualClock, use_clock
 
@@ -80,12 +80,27 @@ async def test_malformed_packets_are_dropped_counted_and_do_not_change_sweeps(
     )
 
 
-async def test_dual_return_data_is_refused_with_a_clear_message(tmp_path: Path) -> None:
-    packets = data_packets(VLP16)[:20]
-    dual = [(t, 2368, p[:1204] + b"\x39" + p[1205:]) for t, p in packets]
-    write_pcap(tmp_path / "dual.pcap", dual)
-    with pytest.raises(DecodeError, match=r"sensor 'lidar' seq 0: .*dual-return .*0x39"):
-        await collect(VelodyneSource(pcap=tmp_path / "dual.pcap", model="VLP-16"))
+async def test_dual_return_packets_are_counted_and_skipped_with_a_clear_message(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    packets = data_packets(VLP16)[:400]
+    write_pcap(tmp_path / "a.pcap", [(t, 2368, p) for t, p in packets])
+    good = await collect(VelodyneSource(pcap=tmp_path / "a.pcap", model="VLP-16"))
+    # Every 10th packet in dual-return mode: each costs itself, the sweeps go on.
+    mixed = [
+        (t, 2368, p[:1204] + b"\x39" + p[1205:] if i % 10 == 3 else p)
+        for i, (t, p) in enumerate(packets)
+    ]
+    write_pcap(tmp_path / "dual.pcap", mixed)
+    source = VelodyneSource(pcap=tmp_path / "dual.pcap", model="VLP-16")
+    frames = await collect(source)
+    assert source.errors["dual_return"] == 40
+    assert len(frames) == len(good)
+    # A packet across the cut angle counts in two sweeps: 40 skipped, a few twice.
+    lost = sum(f.meta["packets"] for f in good) - sum(f.meta["packets"] for f in frames)
+    assert 40 <= lost <= 40 + len(good)
+    assert "dual-return packets (return mode 0x39)" in caplog.text
+    assert "Set the sensor's return type to Strongest or Last" in caplog.text
 
 
 async def test_hour_roll_over_keeps_sensor_time_increasing(tmp_path: Path) -> None:
