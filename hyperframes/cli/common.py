@@ -108,18 +108,18 @@ def error(console: Console, message: object) -> None:
     """``error: MESSAGE`` in red (always shown, ``-q`` included)."""
     quiet, console.quiet = console.quiet, False
     try:
-        console.print(styled("error:", "red", message))
+        console.print(styled("error:", "red", message), soft_wrap=True)
     finally:
         console.quiet = quiet
 
 
 def warn(console: Console, label: str, message: object = "") -> None:
     """A yellow label and a literal message (``skipped 3 (decode_error): ...``)."""
-    console.print(styled(label, "yellow", message))
+    console.print(styled(label, "yellow", message), soft_wrap=True)
 
 
 def note(console: Console, label: str, message: object = "", style: str = "green") -> None:
-    console.print(styled(label, style, message))
+    console.print(styled(label, style, message), soft_wrap=True)
 
 
 async def run_until_signalled(pipeline: Pipeline, body: Callable[[], Awaitable[T]]) -> T:

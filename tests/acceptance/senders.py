@@ -16,12 +16,14 @@ The ``ffmpeg`` CLI is the video sender (see ``live_helpers.ffmpeg_sender``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import signal
 import socket
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,16 @@ class _Stop(Exception):
 
 def _on_signal(signum: int, frame: Any) -> None:
     raise _Stop
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """A datagram sent is a datagram counted: the stop signal waits for the count."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def imu(port: int, rate: float, seconds: float) -> int:
@@ -55,8 +67,9 @@ def imu(port: int, rate: float, seconds: float) -> int:
                 "gz": round(0.01 * math.cos(phase), 6),
                 "w": time.time_ns(),
             }
-            sock.sendto((json.dumps(sample) + "\n").encode(), ("127.0.0.1", port))
-            sent += 1
+            with _signals_held():
+                sock.sendto((json.dumps(sample) + "\n").encode(), ("127.0.0.1", port))
+                sent += 1
     except _Stop:
         pass
     finally:
@@ -82,8 +95,9 @@ def pcap(port: int, path: Path, loops: int, data_port: int = 2368) -> int:
                 delay = (start + (t_capture - first) - time.monotonic_ns()) / 1e9
                 if delay > 0:
                     time.sleep(delay)
-                sock.sendto(payload, ("127.0.0.1", port))
-                sent += 1
+                with _signals_held():
+                    sock.sendto(payload, ("127.0.0.1", port))
+                    sent += 1
     except _Stop:
         pass
     finally:
