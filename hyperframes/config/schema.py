@@ -435,6 +435,24 @@ class PipelineConfig(StrictModel):
     workers: list[WorkerConfig] = []
     recorder: RecorderConfig | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _default_sync(cls, raw: Any) -> Any:
+        """One plain source needs no ``[sync]``: its frames are the groups."""
+        if not isinstance(raw, dict) or "sync" in raw:
+            return raw
+        sources = raw.get("sources")
+        names = [s.get("name") for s in sources if isinstance(s, dict)] if sources else []
+        simple = len(names) == 1 and sources[0].get("type") not in ("bag", "kitti_raw", "python")
+        if simple and isinstance(names[0], str):
+            return {**raw, "sync": {"policy": "nearest", "reference": names[0]}}
+        first = names[0] if names and isinstance(names[0], str) else "SENSOR"
+        raise ValueError(
+            "[sync] is missing: say how the sensors' frames are grouped, for example "
+            f'[sync] policy = "nearest", reference = "{first}", tolerance_ms = 20 '
+            "(see docs/sync.md)"
+        )
+
     @model_validator(mode="after")
     def _names_are_known(self) -> PipelineConfig:
         names = [s.name for s in self.sources]
@@ -539,4 +557,6 @@ def describe_error(source: str, e: Any) -> str:
     msg = msg.removeprefix("Value error, ")
     expected = msg[0].lower() + msg[1:] if msg else "a valid value"
     expected = expected.replace("input should be", "expected")
+    if not loc:  # a problem of the whole file: the input is the file itself
+        return f"{source}: {expected}"
     return f"{source}: {loc}: {expected}; found {found!r}"

@@ -219,3 +219,20 @@ width = 640
     )
     with pytest.raises(ConfigError, match="give both 'width' and 'height'"):
         load_config(path)
+
+
+def test_one_source_needs_no_sync_section_and_several_say_what_to_write(tmp_path: Path) -> None:
+    one = load_config(write(tmp_path, '[[sources]]\ntype = "synthetic_imu"\nname = "imu"\n'))
+    assert one.sync.policy == "nearest"
+    assert one.sync.reference == "imu"
+    two = write(
+        tmp_path,
+        '[[sources]]\ntype = "synthetic_camera"\nname = "cam"\n'
+        '[[sources]]\ntype = "synthetic_imu"\nname = "imu"\n',
+    )
+    with pytest.raises(ConfigError) as info:
+        load_config(two)
+    message = str(info.value)
+    assert "[sync] is missing" in message
+    assert 'reference = "cam"' in message
+    assert "found" not in message  # the whole file is not echoed back
