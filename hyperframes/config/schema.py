@@ -441,8 +441,8 @@ class PipelineConfig(StrictModel):
         """One plain source needs no ``[sync]``: its frames are the groups."""
         if not isinstance(raw, dict) or "sync" in raw:
             return raw
-        sources = raw.get("sources")
-        names = [s.get("name") for s in sources if isinstance(s, dict)] if sources else []
+        sources = [s for s in raw.get("sources") or () if isinstance(s, dict)]
+        names = [s.get("name") for s in sources]
         simple = len(names) == 1 and sources[0].get("type") not in ("bag", "kitti_raw", "python")
         if simple and isinstance(names[0], str):
             return {**raw, "sync": {"policy": "nearest", "reference": names[0]}}
