@@ -235,6 +235,8 @@ class BagSource(Source):
             self._reader = None
             raise
         super().__init__(specs=specs)
+        self._topics = self._summarise()
+        self._span = (int(self._reader.start_time), int(self._reader.end_time))
         self.lost_messages = 0
         """Messages in damaged chunks, skipped (an estimate from the chunk index)."""
         self.speed = speed
@@ -317,7 +319,13 @@ class BagSource(Source):
         return meta
 
     def inspect(self) -> list[BagTopic]:
-        """Every topic of the bag with its type, message count and decoder (or why none)."""
+        """Every topic of the bag with its type, message count and decoder (or why none).
+
+        Read when the bag opens, so it stays available after :meth:`close`.
+        """
+        return list(self._topics)
+
+    def _summarise(self) -> list[BagTopic]:
         known = self._reader.typestore.fielddefs
         out = []
         for name, info in sorted(self._reader.topics.items()):
@@ -334,12 +342,12 @@ class BagSource(Source):
     @property
     def start_time(self) -> int:
         """Log time of the bag's first message, ns."""
-        return int(self._reader.start_time)
+        return self._span[0]
 
     @property
     def end_time(self) -> int:
         """Log time just after the bag's last message, ns."""
-        return int(self._reader.end_time)
+        return self._span[1]
 
     # -- frames -------------------------------------------------------------------------
 

@@ -164,6 +164,9 @@ async def test_unreadable_topics_are_listed_not_crashed_on(tmp_path: Path) -> No
     assert [(f.sensor, str(f.data["data"]), f.meta["stamp"]) for f in frames] == [
         ("text", "hello", "log_time")
     ]
+    source.close()  # the listing and the time span outlive the open file
+    assert {t.topic: t for t in source.inspect()} == listing
+    assert source.start_time <= source.end_time
     with pytest.raises(SourceOpenError, match=r"topic '/secret' cannot be read .*definition"):
         BagSource(path, {"/secret": "secret"})
     with pytest.raises(SourceOpenError, match=r"has no topic '/nope'; it has /secret, /text"):
