@@ -229,14 +229,14 @@ class BagSource(Source):
         except Exception as err:  # rosbags raises several unrelated types here
             raise SourceOpenError(f"cannot open bag '{self.path}': {err}") from err
         try:
+            self._topics = self._summarise()
+            self._span = (int(self._reader.start_time), int(self._reader.end_time))
             specs = self._select(topics, decode_images, capacity)
         except BaseException:
             self._reader.close()
             self._reader = None
             raise
         super().__init__(specs=specs)
-        self._topics = self._summarise()
-        self._span = (int(self._reader.start_time), int(self._reader.end_time))
         self.lost_messages = 0
         """Messages in damaged chunks, skipped (an estimate from the chunk index)."""
         self.speed = speed
