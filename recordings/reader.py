@@ -411,6 +411,15 @@ class Recording:
 
     def decode_chunk(self, chunk: ChunkMeta) -> DecodedChunk:
         """``chunk`` read, verified, decompressed and decoded; raises if damaged."""
+        return decode_chunk(
+            self.raw_chunk(chunk),
+            chunk,
+            where=str(self.path),
+            max_decoded_bytes=self.max_decoded_bytes,
+        )
+
+    def raw_chunk(self, chunk: ChunkMeta) -> np.ndarray[Any, np.dtype[np.uint8]]:
+        """``chunk`` read, CRC-checked and decompressed, not decoded; raises if damaged."""
         where = str(self.path)
         rec = self._read_record_head(chunk.offset)
         if isinstance(rec, RecordingError):
@@ -441,8 +450,7 @@ class Recording:
                 f"{chunk.describe()} fails its CRC: its stored bytes changed",
                 **self._at(chunk.offset),
             )
-        raw = decompress_chunk(payload, chunk, max_chunk_bytes=self.max_chunk_bytes, where=where)
-        return decode_chunk(raw, chunk, where=where, max_decoded_bytes=self.max_decoded_bytes)
+        return decompress_chunk(payload, chunk, max_chunk_bytes=self.max_chunk_bytes, where=where)
 
     def select(
         self,

@@ -12,8 +12,12 @@ strictly increases. For a reference at ``r``:
   ``[r - before, r + after]``, possibly none.
 
 The group is *certain*, and emitted at once, when no future frame could change
-it: a matched sensor has delivered a frame at or after ``r`` (later frames are
-farther away), a window sensor one at or after ``r + after``. Only the sensors
+it: a matched sensor has a frame at or after ``r`` still buffered (later frames
+are farther away; if an earlier group took that frame, the next one decides,
+unless the sensor is already past ``r + tolerance``), a window sensor has
+delivered one at or after ``r + after``. The groups therefore do not depend on
+how the sensors' arrivals interleave, only on their stamps, as long as no
+buffer overflows and ``expire`` is not called. Only the sensors
 not yet certain for the oldest reference are tracked (``_need``), so a push
 costs O(1) unless it completes a group. Certainty is monotone in ``r``, so
 groups resolve in reference order.
@@ -153,7 +157,11 @@ class Nearest(PolicyBase):
         last = self._last_t
         need: dict[str, int] = {}
         for s in self._matched:
-            if last.get(s, r - 1) < r:
+            # Certain once a frame at or after r is still buffered: later ones are
+            # farther. If an earlier group took it, the next frame may still be
+            # within tolerance, unless the last one already lies beyond it.
+            t = last.get(s, r - 1)
+            if t < r or (not self._buf[s] and t < r + self.tolerance[s]):
                 need[s] = r
         for s, (_, after) in self.windows.items():
             if last.get(s, r + after - 1) < r + after:

@@ -1,0 +1,302 @@
+"""The groups of ``ExactTime`` and ``Nearest``, computed at once from stamp columns.
+
+Theory of operation
+-------------------
+Offline, every stamp is known before the first group is formed, so the
+streaming policies' waiting (is this group certain yet?) is unnecessary; what
+remains is arithmetic on sorted arrays. :func:`group_columns` takes a policy
+object as the specification (its sensors, reference, tolerances, windows,
+optional sensors) and each sensor's stamps in recorded order, and returns
+the groups as index columns (:class:`GroupColumns`), exactly those the
+policy's ``push``/``drain`` give on the same stamps.
+
+Admission is per sensor, as ``push`` does it: a stamp not after the
+sensor's latest is dropped as ``out_of_order``, so the admitted stamps of a
+sensor are strictly increasing and can be searched.
+
+**ExactTime.** A group per distinct admitted ``t`` whose sensors with a frame
+at ``t`` include every required one. The streaming policy gives these groups
+for frames fed in time order (any ``queue_size``), or in any order when its
+``queue_size`` never overflows.
+
+**Nearest.** References are resolved in order; each sensor keeps a *cut*,
+the last frame a group took (frames up to it are used or dropped). For a
+reference at ``r``, a matched sensor offers its frame nearest ``r`` among
+those after the cut (the earlier wins a tie) if within tolerance; a window
+sensor its frames after the cut in ``[r - before, r + after]``. The group is
+emitted if every required sensor offers something, and only then do the
+cuts advance. This is what ``Nearest.push`` decides once a group is certain,
+whatever the arrival interleaving, as long as its ``max_buffer`` never
+overflows and ``expire`` is not called (neither exists offline).
+
+The cuts make the decisions sequential, but only where two references can
+reach the same frame. With ``lo[k]``/``hi[k]`` the index range of frames
+within reach of reference ``k`` (monotone in ``k``), reference ``k`` is
+*independent* when ``hi[k - 1] <= lo[k]`` for every sensor: no earlier group
+can have taken a frame it could use, so its decision is the plain nearest
+or window search, done for all such references with ``searchsorted``. The
+references that do share frames with a neighbour (a tolerance wider than half
+the reference period, a sensor slower than the reference, windows that
+touch) form runs, each resolved by a short loop over its references, starting
+from an independent one. ``ApproximateTime`` has no such form: its choice of
+a set depends on the whole history of the queues, so it stays streaming.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from fusion.policies.approximate import ApproximateTime
+from fusion.policies.exact import ExactTime
+from fusion.policies.nearest import Nearest
+
+__all__ = ["GroupColumns", "admitted", "group_columns"]
+
+Int64 = np.ndarray[Any, np.dtype[np.int64]]
+_MIN = np.iinfo(np.int64).min
+_MAX = np.iinfo(np.int64).max
+
+
+@dataclass(frozen=True, slots=True)
+class GroupColumns:
+    """Groups as columns: row ``i`` of every array describes group ``i``.
+
+    Indices point into each sensor's *admitted* stamps (see :func:`admitted`).
+    """
+
+    sensors: tuple[str, ...]
+    """Every sensor of the policy, in its order."""
+    t: Int64
+    """Each group's time (the reference frame's ``t``, or the shared stamp)."""
+    picks: Mapping[str, Int64]
+    """Single-frame sensors (the reference, matched sensors, every ExactTime
+    sensor): the index of the frame in the group, -1 where missing."""
+    spans: Mapping[str, tuple[Int64, Int64]] = field(default_factory=dict)
+    """Window sensors: ``[lo, hi)`` index range of the group's frames (empty
+    where missing)."""
+    dropped_groups: int = 0
+    """References (or stamps) whose group lacked a required sensor."""
+
+    def __len__(self) -> int:
+        return len(self.t)
+
+    def missing(self, sensor: str) -> np.ndarray[Any, np.dtype[np.bool_]]:
+        """Where ``sensor`` has no frame in the group."""
+        if sensor in self.spans:
+            lo, hi = self.spans[sensor]
+            return lo >= hi
+        return self.picks[sensor] < 0
+
+
+def admitted(t: Int64) -> np.ndarray[Any, np.dtype[np.bool_]]:
+    """Which stamps (in recorded order) a policy admits: each one after every earlier one."""
+    t = np.asarray(t, np.int64)
+    keep = np.ones(len(t), bool)
+    if len(t) > 1:
+        keep[1:] = t[1:] > np.maximum.accumulate(t)[:-1]
+    return keep
+
+
+def group_columns(
+    policy: ExactTime | Nearest | ApproximateTime, stamps: Mapping[str, Int64]
+) -> GroupColumns:
+    """The groups ``policy`` forms from ``stamps`` (per sensor, admitted, strictly increasing).
+
+    ``policy`` only supplies parameters; it is not fed. Raises ``ValueError``
+    for ``ApproximateTime`` (streaming only) and for stamps that are not
+    strictly increasing (pass them through :func:`admitted` first).
+    """
+    if isinstance(policy, ApproximateTime):
+        raise ValueError(
+            "ApproximateTime has no offline form: which set it emits depends on the "
+            "history of its queues, so replay the frames through it instead"
+        )
+    cols: dict[str, Int64] = {}
+    for s in policy.sensors:
+        t = np.asarray(stamps.get(s, np.empty(0, np.int64)), np.int64)
+        if len(t) > 1 and not bool(np.all(t[1:] > t[:-1])):
+            raise ValueError(f"stamps of {s!r} are not strictly increasing; filter with admitted()")
+        cols[s] = t
+    if isinstance(policy, ExactTime):
+        return _exact(policy, cols)
+    return _nearest(policy, cols)
+
+
+def _exact(policy: ExactTime, cols: dict[str, Int64]) -> GroupColumns:
+    every = [cols[s] for s in policy.sensors]
+    times = np.unique(np.concatenate(every)) if every else np.empty(0, np.int64)
+    picks: dict[str, Int64] = {}
+    complete = np.ones(len(times), bool)
+    for s in policy.sensors:
+        col = cols[s]
+        idx = np.searchsorted(col, times)
+        present = idx < len(col)
+        present[present] = col[idx[present]] == times[present]
+        picks[s] = np.where(present, idx, -1)
+        if s not in policy.optional:
+            complete &= present
+    return GroupColumns(
+        sensors=policy.sensors,
+        t=times[complete],
+        picks={s: p[complete] for s, p in picks.items()},
+        dropped_groups=int(len(times) - complete.sum()),
+    )
+
+
+@dataclass(slots=True)
+class _Matched:
+    col: Int64
+    tol: int
+    nearest: Int64
+    ok: np.ndarray[Any, np.dtype[np.bool_]]
+    lo: Int64
+    hi: Int64
+
+
+@dataclass(slots=True)
+class _Window:
+    col: Int64
+    lo: Int64
+    hi: Int64
+
+
+def _sub(a: Int64, b: int) -> Int64:
+    """``a - b`` saturating at the int64 range (hostile stamps must not wrap)."""
+    return np.maximum(a, _MIN + b) - b if b >= 0 else np.minimum(a, _MAX + b) - b
+
+
+def _add(a: Int64, b: int) -> Int64:
+    return _sub(a, -b)
+
+
+def _nearest(policy: Nearest, cols: dict[str, Int64]) -> GroupColumns:
+    refs = cols[policy.reference]
+    m = len(refs)
+    matched: dict[str, _Matched] = {}
+    for s, tol in policy.tolerance.items():
+        col = cols[s]
+        n = len(col)
+        i = np.searchsorted(col, refs, "left")  # first frame at or after r
+        if n == 0:
+            nearest = np.full(m, -1, np.int64)
+            ok = np.zeros(m, bool)
+        else:
+            prev = np.maximum(i - 1, 0)
+            nxt = np.minimum(i, n - 1)
+            d_prev = refs - col[prev]
+            d_next = col[nxt] - refs
+            use_prev = (i > 0) & ((i >= n) | (d_prev <= d_next))
+            nearest = np.where(use_prev, i - 1, i)
+            ok = np.where(use_prev, d_prev, d_next) <= tol
+        lo = np.searchsorted(col, _sub(refs, tol), "left")
+        hi = np.searchsorted(col, _add(refs, tol), "right")
+        matched[s] = _Matched(col, tol, nearest, ok, lo, hi)
+    windows: dict[str, _Window] = {}
+    for s, (before, after) in policy.windows.items():
+        col = cols[s]
+        lo = np.searchsorted(col, _sub(refs, before), "left")
+        hi = np.searchsorted(col, _add(refs, after), "right")
+        windows[s] = _Window(col, lo, hi)
+
+    # The plain decision, right for every independent reference.
+    picks = {s: np.where(x.ok, x.nearest, -1) for s, x in matched.items()}
+    spans = {s: (w.lo.copy(), w.hi.copy()) for s, w in windows.items()}
+    # Reference k shares reach with k - 1 when some sensor's ranges overlap.
+    shared = np.zeros(m, bool)
+    for x in (*matched.values(), *windows.values()):
+        shared[1:] |= x.hi[:-1] > x.lo[1:]
+    complete = np.ones(m, bool)
+    for s in policy.sensors:
+        if s == policy.reference or s in policy.optional:
+            continue
+        complete &= picks[s] >= 0 if s in picks else spans[s][0] < spans[s][1]
+    if shared.any():
+        starts = np.flatnonzero(~shared)
+        ends = np.append(starts[1:], m)
+        for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
+            if b - a > 1:
+                _resolve_run(policy, a, b, refs, matched, windows, picks, spans, complete)
+    return GroupColumns(
+        sensors=policy.sensors,
+        t=refs[complete],
+        picks={policy.reference: np.flatnonzero(complete)}
+        | {s: p[complete] for s, p in picks.items()},
+        spans={s: (lo[complete], hi[complete]) for s, (lo, hi) in spans.items()},
+        dropped_groups=int(m - complete.sum()),
+    )
+
+
+def _resolve_run(
+    policy: Nearest,
+    a: int,
+    b: int,
+    refs: Int64,
+    matched: dict[str, _Matched],
+    windows: dict[str, _Window],
+    picks: dict[str, Int64],
+    spans: dict[str, tuple[Int64, Int64]],
+    complete: np.ndarray[Any, np.dtype[np.bool_]],
+) -> None:
+    """Decide references ``a..b-1`` in order, with cuts; ``a`` is independent.
+
+    No group before ``a`` took a frame within reach of ``a``, so the cuts can
+    start empty. Writes the decisions into ``picks``, ``spans`` and ``complete``.
+    """
+    r_list = refs[a:b].tolist()
+    m_state = []
+    for s, x in matched.items():
+        m_state.append(
+            (
+                s,
+                s in policy.optional,
+                x.col,
+                x.tol,
+                x.nearest[a:b].tolist(),
+                x.ok[a:b].tolist(),
+                picks[s],
+            )
+        )
+    w_state = []
+    for s, w in windows.items():
+        lo_arr, hi_arr = spans[s]
+        w_state.append(
+            (s, s in policy.optional, w.lo[a:b].tolist(), w.hi[a:b].tolist(), lo_arr, hi_arr)
+        )
+    cut: dict[str, int] = dict.fromkeys((*matched, *windows), -1)
+    col_lists: dict[str, list[int]] = {}
+    for j, r in enumerate(r_list):
+        k = a + j
+        ok_all = True
+        chosen: list[tuple[str, int]] = []
+        for s, optional, col, tol, nearest, ok, out in m_state:
+            c = nearest[j]
+            if c <= cut[s]:
+                c = cut[s] + 1
+                values = col_lists.get(s)
+                if values is None:
+                    values = col_lists[s] = col.tolist()
+                if c >= len(values) or abs(values[c] - r) > tol:
+                    c = -1
+            elif not ok[j]:
+                c = -1
+            out[k] = c
+            if c >= 0:
+                chosen.append((s, c))
+            elif not optional:
+                ok_all = False
+        for s, optional, lo, hi, lo_arr, hi_arr in w_state:
+            start = max(lo[j], cut[s] + 1)
+            lo_arr[k] = start
+            hi_arr[k] = max(hi[j], start)
+            if start < hi[j]:
+                chosen.append((s, hi[j] - 1))
+            elif not optional:
+                ok_all = False
+        complete[k] = ok_all
+        if ok_all:
+            for s, c in chosen:
+                cut[s] = c

@@ -1,0 +1,275 @@
+"""A recording's stamps as numpy columns, read without building any frame or payload.
+
+Theory of operation. The chunk meta in the footer index says which sensors a
+chunk holds, how many frames of each and their time range, but not the
+stamps themselves: those live inside the compressed payload. So
+:func:`read_stamps` reads, for every chunk that holds a wanted sensor (the
+others are skipped on their meta alone):
+
+* the payload, CRC-checked and decompressed (:meth:`Recording.raw_chunk`);
+* of a columnar chunk (``COLUMNS``, 1.1): the msgpack head, with its column
+  references resolved only for the ``seq``, ``t`` and ``order`` columns (one
+  ``np.frombuffer`` view and a running sum each); the stacked payload column
+  is never touched;
+* of a record chunk (``CHUNK``, 1.0) and the records of a columnar one: each
+  record's ``[sensor, seq, t, ...]`` list as msgpack decodes it. Array
+  payloads stay unresolved references (no array is made); a ``bytes`` payload
+  or a meta map is decoded by msgpack as a small Python object and dropped.
+
+A frame is then named by ``(chunk, k)``: the chunk's position in
+:attr:`Recording.chunks` and the frame's rank among that sensor's frames in
+the chunk, in recorded order, which is what :func:`fetch_frames` needs to
+find it again. Memory is 32 bytes per frame, whatever the payloads weigh.
+
+A chunk whose stamps do not decode is reported in :attr:`Recording.damage`
+and skipped, as reading its frames would (raised with ``strict``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import msgpack
+import numpy as np
+
+from fusion.errors import CorruptChunk, RecordingError
+from fusion.frames import Frame
+from recordings.format import EXT_COLUMN, EXT_NDARRAY, RecordKind
+from recordings.layout import ChunkMeta, blob_offset
+from recordings.reader import Recording
+
+__all__ = ["SensorStamps", "fetch_frames", "read_stamps"]
+
+Int64 = np.ndarray[Any, np.dtype[np.int64]]
+_I8 = np.dtype("<i8")
+_GENERIC = 255
+
+
+@dataclass(frozen=True, slots=True)
+class SensorStamps:
+    """One sensor's frames in recorded order: parallel int64 columns."""
+
+    sensor: str
+    t: Int64
+    """Aligned time ``t`` of each frame, ns."""
+    seq: Int64
+    chunk: Int64
+    """Position of the frame's chunk in :attr:`Recording.chunks`."""
+    rank: Int64
+    """Rank of the frame among this sensor's frames of its chunk (recorded order)."""
+
+    def __len__(self) -> int:
+        return len(self.t)
+
+    def take(self, keep: np.ndarray[Any, Any]) -> SensorStamps:
+        """The rows selected by ``keep`` (a boolean mask or indices)."""
+        return SensorStamps(
+            self.sensor, self.t[keep], self.seq[keep], self.chunk[keep], self.rank[keep]
+        )
+
+
+def read_stamps(
+    log: Recording,
+    sensors: Iterable[str],
+    start: int | None = None,
+    end: int | None = None,
+) -> dict[str, SensorStamps]:
+    """Stamps of ``sensors`` with ``start <= t < end``, in recorded order, per sensor."""
+    names = list(dict.fromkeys(sensors))
+    parts: dict[str, list[tuple[Int64, Int64, Int64, Int64]]] = {s: [] for s in names}
+    position = {id(c): i for i, c in enumerate(log.chunks)}
+    for chunk in log.select(names, start, end):
+        try:
+            raw = log.raw_chunk(chunk)
+            table = _chunk_stamps(raw, chunk)
+        except RecordingError as err:
+            log._report(err)
+            if log.strict:
+                raise
+            continue
+        ci = position[id(chunk)]
+        for sensor, (t, seq) in table.items():
+            if sensor not in parts:
+                continue
+            rank = np.arange(len(t), dtype=np.int64)
+            keep = None
+            if start is not None or end is not None:
+                lo = -(1 << 63) if start is None else start
+                hi = (1 << 63) - 1 if end is None else end
+                keep = (t >= lo) & (t < hi)
+            col = np.full(len(t), ci, np.int64)
+            if keep is not None:
+                t, seq, col, rank = t[keep], seq[keep], col[keep], rank[keep]
+            parts[sensor].append((t, seq, col, rank))
+    out = {}
+    for sensor in names:
+        cols = parts[sensor]
+        if cols:
+            t, seq, col, rank = (np.concatenate(c) for c in zip(*cols, strict=True))
+        else:
+            t = seq = col = rank = np.empty(0, np.int64)
+        out[sensor] = SensorStamps(sensor, t, seq, col, rank)
+    return out
+
+
+def _chunk_stamps(raw: np.ndarray[Any, Any], meta: ChunkMeta) -> dict[str, tuple[Int64, Int64]]:
+    """``{sensor: (t, seq)}`` of one decompressed chunk, each in recorded order."""
+    try:
+        return _decode_stamps(raw, meta)
+    except (ValueError, TypeError, IndexError, KeyError, msgpack.ExtraData) as err:
+        raise CorruptChunk(
+            f"{meta.describe()} is damaged: its stamps do not decode ({err})",
+            offset=meta.offset,
+        ) from err
+    except Exception as err:  # msgpack raises many types on garbage; all mean "corrupt"
+        raise CorruptChunk(
+            f"{meta.describe()} is damaged: its stamps do not decode ({err})",
+            offset=meta.offset,
+        ) from err
+
+
+def _decode_stamps(raw: np.ndarray[Any, Any], meta: ChunkMeta) -> dict[str, tuple[Int64, Int64]]:
+    names = meta.sensors
+    head_bytes = raw.data[: meta.records_size]
+    blob_start = blob_offset(meta.records_size)
+    blob_len = len(raw) - blob_start
+
+    def ext_hook(code: int, body: bytes) -> Any:
+        # Only a column reference is kept, as its (offset, dtype, shape); an
+        # array payload is never made.
+        if code == EXT_COLUMN:
+            return tuple(msgpack.unpackb(body, raw=False))
+        if code == EXT_NDARRAY:
+            return None
+        return msgpack.ExtType(code, body)
+
+    if meta.kind == RecordKind.COLUMNS:
+        unpacker = msgpack.Unpacker(
+            ext_hook=ext_hook,
+            raw=False,
+            strict_map_key=False,
+            max_buffer_size=max(1, len(head_bytes)),
+        )
+        unpacker.feed(head_bytes)
+        if unpacker.read_array_header() != 4:
+            raise ValueError("the head is not [split, groups, order, records]")
+        split = unpacker.unpack()
+        if type(split) is not int or not 0 <= split <= blob_len:
+            raise ValueError(f"the column region end {split!r} is outside the blob")
+        groups, order_ref, rows = (unpacker.unpack() for _ in range(3))
+
+        def column(ref: Any, count: int, dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
+            if not isinstance(ref, tuple) or len(ref) != 3:
+                raise ValueError("a column reference is malformed")
+            offset, wire_dtype, shape = ref
+            if wire_dtype != dtype.str or shape != [count]:
+                raise ValueError(f"a column is not {count} values of {dtype.str}")
+            if type(offset) is not int or offset < 0 or offset + count * dtype.itemsize > split:
+                raise ValueError(f"a column at blob offset {offset} overruns its region")
+            return np.frombuffer(raw, dtype, count, blob_start + offset)
+
+        if not isinstance(groups, list) or not isinstance(rows, list):
+            raise ValueError("the groups or records are not arrays")
+        sources: list[tuple[int, Int64, Int64]] = []
+        for g in groups:
+            if not isinstance(g, list) or len(g) != 8:
+                raise ValueError("a column group is not an 8-item array")
+            sidx, count = g[0], g[1]
+            if type(sidx) is not int or not 0 <= sidx < len(names):
+                raise ValueError(f"column group sensor index {sidx!r} is out of range")
+            if type(count) is not int or count < 0:
+                raise ValueError(f"column group count {count!r} is invalid")
+            seq = np.cumsum(column(g[2], count, _I8), dtype=np.int64)
+            t = np.cumsum(column(g[3], count, _I8), dtype=np.int64)
+            sources.append((sidx, t, seq))
+        rec_sidx, rec_t, rec_seq = _record_columns(rows, len(names))
+        total = sum(len(t) for _, t, _ in sources) + len(rec_t)
+        if total != meta.count:
+            raise ValueError(f"it holds {total} frames, its meta says {meta.count}")
+        if order_ref is None:
+            if len(sources) + (1 if len(rec_t) else 0) > 1:
+                raise ValueError("several groups but no order column")
+            order = np.full(total, 0 if sources else _GENERIC, np.uint8)
+        else:
+            order = column(order_ref, total, np.dtype("u1"))
+        # Every frame's sensor, t and seq in recorded order, from the order column.
+        sidx_all = np.empty(total, np.int64)
+        t_all = np.empty(total, np.int64)
+        seq_all = np.empty(total, np.int64)
+        for i, (sidx, t, seq) in enumerate(sources):
+            where = order == i
+            if int(where.sum()) != len(t):
+                raise ValueError("the order column does not match the group sizes")
+            sidx_all[where] = sidx
+            t_all[where] = t
+            seq_all[where] = seq
+        where = order == _GENERIC
+        if int(where.sum()) != len(rec_t):
+            raise ValueError("the order column does not match the records")
+        sidx_all[where] = rec_sidx
+        t_all[where] = rec_t
+        seq_all[where] = rec_seq
+    else:
+        rows = msgpack.unpackb(head_bytes, ext_hook=ext_hook, raw=False, strict_map_key=False)
+        if not isinstance(rows, list) or len(rows) != meta.count:
+            raise ValueError(f"it holds a different number of records than its meta's {meta.count}")
+        sidx_all, t_all, seq_all = _record_columns(rows, len(names))
+    out = {}
+    for i, name in enumerate(names):
+        mask = sidx_all == i
+        out[name] = (t_all[mask], seq_all[mask])
+    return out
+
+
+def _record_columns(rows: list[Any], n_sensors: int) -> tuple[Int64, Int64, Int64]:
+    """``(sensor index, t, seq)`` of msgpack records ``[sensor, seq, t, ...]``."""
+    sidx = np.empty(len(rows), np.int64)
+    t = np.empty(len(rows), np.int64)
+    seq = np.empty(len(rows), np.int64)
+    for k, row in enumerate(rows):
+        if not isinstance(row, list) or len(row) != 7:
+            raise ValueError(f"record {k} is not a 7-item array")
+        s, q, tt = row[0], row[1], row[2]
+        if type(s) is not int or not 0 <= s < n_sensors or type(q) is not int or type(tt) is not int:
+            raise ValueError(f"record {k} has a bad sensor index, seq or t")
+        sidx[k], seq[k], t[k] = s, q, tt
+    return sidx, t, seq
+
+
+def fetch_frames(
+    log: Recording, wanted: Mapping[str, SensorStamps], rows: Mapping[str, np.ndarray[Any, Any]]
+) -> Iterator[tuple[str, int, Frame]]:
+    """The frames at ``rows[sensor]`` (indices into ``wanted[sensor]``), with payloads.
+
+    Yields ``(sensor, row, frame)`` chunk by chunk: each chunk holding one of
+    them is decoded once, and only the frames asked for are built (a
+    columnar chunk builds no other frame; a record chunk decodes its records).
+    """
+    by_chunk: dict[int, list[tuple[str, int, int]]] = {}
+    for sensor, idx in rows.items():
+        st = wanted[sensor]
+        idx = np.asarray(idx, np.int64)
+        for row, ci, rank in zip(idx.tolist(), st.chunk[idx].tolist(), st.rank[idx].tolist(), strict=True):
+            by_chunk.setdefault(ci, []).append((sensor, rank, row))
+    for ci in sorted(by_chunk):
+        chunk = log.chunks[ci]
+        todo = by_chunk[ci]
+        decoded = log.decode_chunk(chunk)
+        need: dict[tuple[str, int], int] = {(s, k): row for s, k, row in todo}
+        seen: dict[str, int] = {}
+        for frame in decoded.frames(frozenset(s for s, _, _ in todo)):
+            k = seen.get(frame.sensor, 0)
+            seen[frame.sensor] = k + 1
+            row = need.pop((frame.sensor, k), None)
+            if row is not None:
+                yield frame.sensor, row, frame
+                if not need:
+                    break
+        if need:
+            raise CorruptChunk(
+                f"{chunk.describe()} no longer holds the frames its stamps named",
+                path=str(log.path),
+                offset=chunk.offset,
+            )
