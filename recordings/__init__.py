@@ -4,6 +4,7 @@
   the ``.hfr`` format (``recordings/FORMAT.md``);
 * :class:`VideoRecorder`, :class:`VideoReplay`: video sensors stored as encoded packets;
 * :func:`open_source`: a recording or a ROS bag as a :class:`~fusion.Source`;
+* :func:`sync_recording`: a recording's ExactTime/Nearest groups computed from its stamps;
 * :mod:`recordings.export`: ROS 2 / Foxglove MCAP, MP4, PCD, Rerun;
 * :mod:`recordings.pytest_plugin`: the ``hfr`` fixtures.
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
         TruncatedRecording,
         UnsupportedVersion,
     )
+    from recordings.offline_sync import OfflineGroups, sync_recording
     from recordings.open import is_bag, open_source
     from recordings.reader import Recording, RecordingSummary, SensorSummary, open_recording
     from recordings.records import ChunkMeta
@@ -38,6 +40,7 @@ __all__ = [
     "ChunkMeta",
     "CorruptChunk",
     "LimitExceeded",
+    "OfflineGroups",
     "Recorder",
     "RecorderClosed",
     "RecorderStatistics",
@@ -56,12 +59,14 @@ __all__ = [
     "open_recording",
     "open_source",
     "read_stream",
+    "sync_recording",
 ]
 
 _HOMES = {
     "ChunkMeta": "recordings.records",
     "CorruptChunk": "recordings.errors",
     "LimitExceeded": "recordings.errors",
+    "OfflineGroups": "recordings.offline_sync",
     "Recorder": "recordings.writer",
     "RecorderClosed": "recordings.errors",
     "RecorderStatistics": "recordings.writer",
@@ -80,6 +85,7 @@ _HOMES = {
     "open_recording": "recordings.reader",
     "open_source": "recordings.open",
     "read_stream": "recordings.stream",
+    "sync_recording": "recordings.offline_sync",
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, _HOMES)

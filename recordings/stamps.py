@@ -18,7 +18,7 @@ others are skipped on their meta alone):
 
 A frame is then named by ``(chunk, k)``: the chunk's position in
 :attr:`Recording.chunks` and the frame's rank among that sensor's frames in
-the chunk, in recorded order, which is what :func:`fetch_frames` needs to
+the chunk, in recorded order, which is what :class:`FrameFetcher` needs to
 find it again. Memory is 32 bytes per frame, whatever the payloads weigh.
 
 A chunk whose stamps do not decode is reported in :attr:`Recording.damage`
@@ -27,7 +27,8 @@ and skipped, as reading its frames would (raised with ``strict``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+import collections
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,7 +41,7 @@ from recordings.format import EXT_COLUMN, EXT_NDARRAY, RecordKind
 from recordings.layout import ChunkMeta, blob_offset
 from recordings.reader import Recording
 
-__all__ = ["SensorStamps", "fetch_frames", "read_stamps"]
+__all__ = ["FrameFetcher", "SensorStamps", "read_stamps"]
 
 Int64 = np.ndarray[Any, np.dtype[np.int64]]
 _I8 = np.dtype("<i8")
@@ -83,7 +84,7 @@ def read_stamps(
     for chunk in log.select(names, start, end):
         try:
             raw = log.raw_chunk(chunk)
-            table = _chunk_stamps(raw, chunk)
+            table = _chunk_stamps(raw, chunk, str(log.path))
         except RecordingError as err:
             log._report(err)
             if log.strict:
@@ -114,18 +115,16 @@ def read_stamps(
     return out
 
 
-def _chunk_stamps(raw: np.ndarray[Any, Any], meta: ChunkMeta) -> dict[str, tuple[Int64, Int64]]:
+def _chunk_stamps(
+    raw: np.ndarray[Any, Any], meta: ChunkMeta, where: str
+) -> dict[str, tuple[Int64, Int64]]:
     """``{sensor: (t, seq)}`` of one decompressed chunk, each in recorded order."""
     try:
         return _decode_stamps(raw, meta)
-    except (ValueError, TypeError, IndexError, KeyError, msgpack.ExtraData) as err:
-        raise CorruptChunk(
-            f"{meta.describe()} is damaged: its stamps do not decode ({err})",
-            offset=meta.offset,
-        ) from err
     except Exception as err:  # msgpack raises many types on garbage; all mean "corrupt"
         raise CorruptChunk(
             f"{meta.describe()} is damaged: its stamps do not decode ({err})",
+            path=where,
             offset=meta.offset,
         ) from err
 
@@ -232,44 +231,58 @@ def _record_columns(rows: list[Any], n_sensors: int) -> tuple[Int64, Int64, Int6
         if not isinstance(row, list) or len(row) != 7:
             raise ValueError(f"record {k} is not a 7-item array")
         s, q, tt = row[0], row[1], row[2]
-        if type(s) is not int or not 0 <= s < n_sensors or type(q) is not int or type(tt) is not int:
+        if (
+            type(s) is not int
+            or not 0 <= s < n_sensors
+            or type(q) is not int
+            or type(tt) is not int
+        ):
             raise ValueError(f"record {k} has a bad sensor index, seq or t")
         sidx[k], seq[k], t[k] = s, q, tt
     return sidx, t, seq
 
 
-def fetch_frames(
-    log: Recording, wanted: Mapping[str, SensorStamps], rows: Mapping[str, np.ndarray[Any, Any]]
-) -> Iterator[tuple[str, int, Frame]]:
-    """The frames at ``rows[sensor]`` (indices into ``wanted[sensor]``), with payloads.
+class FrameFetcher:
+    """Frames named by their stamp rows, with payloads, decoding each chunk once.
 
-    Yields ``(sensor, row, frame)`` chunk by chunk: each chunk holding one of
-    them is decoded once, and only the frames asked for are built (a
-    columnar chunk builds no other frame; a record chunk decodes its records).
+    The last ``cache`` decoded chunks are kept (their frames of the wanted
+    sensors, built once), so asking for frames in time order, as groups do,
+    decodes every chunk about once while memory stays at ``cache`` chunks.
     """
-    by_chunk: dict[int, list[tuple[str, int, int]]] = {}
-    for sensor, idx in rows.items():
-        st = wanted[sensor]
-        idx = np.asarray(idx, np.int64)
-        for row, ci, rank in zip(idx.tolist(), st.chunk[idx].tolist(), st.rank[idx].tolist(), strict=True):
-            by_chunk.setdefault(ci, []).append((sensor, rank, row))
-    for ci in sorted(by_chunk):
-        chunk = log.chunks[ci]
-        todo = by_chunk[ci]
-        decoded = log.decode_chunk(chunk)
-        need: dict[tuple[str, int], int] = {(s, k): row for s, k, row in todo}
-        seen: dict[str, int] = {}
-        for frame in decoded.frames(frozenset(s for s, _, _ in todo)):
-            k = seen.get(frame.sensor, 0)
-            seen[frame.sensor] = k + 1
-            row = need.pop((frame.sensor, k), None)
-            if row is not None:
-                yield frame.sensor, row, frame
-                if not need:
-                    break
-        if need:
-            raise CorruptChunk(
-                f"{chunk.describe()} no longer holds the frames its stamps named",
-                path=str(log.path),
-                offset=chunk.offset,
-            )
+
+    def __init__(self, log: Recording, stamps: Mapping[str, SensorStamps], cache: int = 4) -> None:
+        self.log = log
+        self.stamps = stamps
+        self.cache = max(1, cache)
+        self.chunks_decoded = 0
+        self._wanted = frozenset(stamps)
+        self._lru: collections.OrderedDict[int, dict[str, list[Frame]]] = collections.OrderedDict()
+
+    def frame(self, sensor: str, row: int) -> Frame:
+        """The frame at ``row`` of ``stamps[sensor]``."""
+        st = self.stamps[sensor]
+        return self._chunk(int(st.chunk[row]))[sensor][int(st.rank[row])]
+
+    def frames(self, sensor: str, lo: int, hi: int) -> list[Frame]:
+        """The frames at rows ``lo..hi-1`` of ``stamps[sensor]``, in order."""
+        st = self.stamps[sensor]
+        chunks, ranks = st.chunk[lo:hi].tolist(), st.rank[lo:hi].tolist()
+        return [self._chunk(c)[sensor][k] for c, k in zip(chunks, ranks, strict=True)]
+
+    def _chunk(self, ci: int) -> dict[str, list[Frame]]:
+        got = self._lru.get(ci)
+        if got is not None:
+            self._lru.move_to_end(ci)
+            return got
+        chunk = self.log.chunks[ci]
+        by_sensor: dict[str, list[Frame]] = {}
+        for frame in self.log.decode_chunk(chunk).frames(self._wanted):
+            lst = by_sensor.get(frame.sensor)
+            if lst is None:
+                lst = by_sensor[frame.sensor] = []
+            lst.append(frame)
+        self.chunks_decoded += 1
+        self._lru[ci] = by_sensor
+        if len(self._lru) > self.cache:
+            self._lru.popitem(last=False)
+        return by_sensor

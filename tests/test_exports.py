@@ -77,5 +77,15 @@ def test_python_dash_m_hyperframes_runs_the_command_line() -> None:
         [sys.executable, "-m", "hyperframes", "--help"], capture_output=True, text=True, check=True
     )
     assert "usage: hyperframes" in done.stdout
-    for command in ("demo", "record", "replay", "info", "check", "export", "bench", "fleet"):
+    for command in (
+        "demo",
+        "record",
+        "replay",
+        "info",
+        "check",
+        "export",
+        "sync",
+        "bench",
+        "fleet",
+    ):
         assert command in done.stdout

@@ -207,7 +207,8 @@ def _nearest(policy: Nearest, cols: dict[str, Int64]) -> GroupColumns:
     spans = {s: (w.lo.copy(), w.hi.copy()) for s, w in windows.items()}
     # Reference k shares reach with k - 1 when some sensor's ranges overlap.
     shared = np.zeros(m, bool)
-    for x in (*matched.values(), *windows.values()):
+    reach: list[_Matched | _Window] = [*matched.values(), *windows.values()]
+    for x in reach:
         shared[1:] |= x.hi[:-1] > x.lo[1:]
     complete = np.ones(m, bool)
     for s in policy.sensors:

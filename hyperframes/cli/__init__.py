@@ -18,7 +18,18 @@ from typing import Any
 from hyperframes.cli.common import add_output_flags, configure_logging
 
 # Order here is the order ``--help`` lists them.
-COMMANDS = ("demo", "record", "replay", "info", "check", "export", "bench", "fleet", "doctor")
+COMMANDS = (
+    "demo",
+    "record",
+    "replay",
+    "info",
+    "check",
+    "export",
+    "sync",
+    "bench",
+    "fleet",
+    "doctor",
+)
 
 _ROLE = re.compile(r":(?:[a-z]+:)?[a-z]+:`~?([^`<]*?)(?:\s*<[^>]*>)?`")
 

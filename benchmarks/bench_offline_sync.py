@@ -1,0 +1,201 @@
+"""Offline sync: groups from stamp columns (numpy) against the streaming Nearest, same run.
+
+Workload: camera 30 Hz, LiDAR 10 Hz (the reference), IMU 200 Hz as a window
+sensor; stamps jittered by up to 2 ms. Rows:
+
+* grouping on stamps already in memory: ``group_columns`` against feeding the
+  same stamps (as data-less frames) to ``Nearest.push``/``drain``, with a
+  check that both give the same groups;
+* the same on a dependent-heavy workload (shared tick grid, windows that
+  touch, tolerance wider than half the camera period), where references share
+  frames and the runs are resolved by the loop;
+* a whole recording (small payloads): ``sync_recording`` (stamps read from the
+  chunks, no payload built) against replaying every frame through ``Nearest``.
+
+Run: .venv/bin/python benchmarks/bench_offline_sync.py [--seconds 3600]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from fusion import Frame, Nearest
+from fusion.policies.columnar import group_columns
+from recordings import Recorder, open_recording
+from recordings.offline_sync import sync_recording
+
+MS = 1_000_000
+RATES = {"cam": 30, "lidar": 10, "imu": 200}
+
+
+def make_stamps(seconds: int, *, jitter: bool) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(7)
+    out = {}
+    for name, hz in RATES.items():
+        n = seconds * hz
+        t = np.arange(n, dtype=np.int64) * (1_000_000_000 // 600) * (600 // hz)
+        if jitter:
+            t = t + rng.integers(0, 2 * MS, n)
+        out[name] = t
+    return out
+
+
+def policy(tolerance: int = 20 * MS, window: tuple[int, int] = (50 * MS, 49 * MS)) -> Nearest:
+    return Nearest("lidar", ["lidar", "cam", "imu"], tolerance, windows={"imu": window})
+
+
+def as_frames(stamps: dict[str, np.ndarray]) -> list[Frame]:
+    events = sorted((int(t), name, i) for name, col in stamps.items() for i, t in enumerate(col))
+    return [Frame(name, i, t) for t, name, i in events]
+
+
+def best_of(fn: Callable[[], object], repeat: int) -> tuple[float, object]:
+    best, out = float("inf"), None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - start)
+    return best, out
+
+
+def streaming(frames: list[Frame], make: Callable[[], Nearest]) -> list[tuple[int, tuple]]:
+    pol = make()
+    out = []
+    for f in frames:
+        out += pol.push(f)
+    out += pol.drain()
+    return [(g.t, tuple(g.keys)) for g in out]
+
+
+def offline_keys(stamps: dict[str, np.ndarray], cols) -> list[tuple[int, tuple]]:
+    out = []
+    lo, hi = cols.spans["imu"]
+    for i, t in enumerate(cols.t.tolist()):
+        keys = [("lidar", int(cols.picks["lidar"][i]))]
+        if cols.picks["cam"][i] >= 0:
+            keys.append(("cam", int(cols.picks["cam"][i])))
+        keys += [("imu", j) for j in range(int(lo[i]), int(hi[i]))]
+        out.append((t, tuple(keys)))
+    return out
+
+
+def grouping_row(stamps, make, repeat: int) -> tuple[float, float, bool]:
+    n = sum(len(c) for c in stamps.values())
+    frames = as_frames(stamps)
+    t_stream, stream_groups = best_of(lambda: streaming(frames, make), max(1, repeat // 3))
+    t_cols, cols = best_of(lambda: group_columns(make(), stamps), repeat)
+    same = offline_keys(stamps, cols) == stream_groups
+    return n / t_cols, n / t_stream, same
+
+
+def recording_row(seconds: int, tmp: Path) -> tuple[float, float, int, float, bool]:
+    stamps = make_stamps(seconds, jitter=True)
+    path = tmp / "bench.hfr"
+    rng = np.random.default_rng(3)
+    payload = {
+        "cam": np.zeros((24, 32), np.uint8),
+        "imu": np.zeros(6, np.float64),
+    }
+    with Recorder(path) as rec:
+        for f in as_frames(stamps):
+            # Fresh point clouds, so chunks weigh what real ones do (8 kB a sweep).
+            f.data = (
+                rng.random((500, 4), dtype=np.float32) if f.sensor == "lidar" else payload[f.sensor]
+            )
+            rec.write(f)
+    n = sum(len(c) for c in stamps.values())
+
+    def replay() -> list:
+        pol = policy()
+        out = []
+        with open_recording(path) as log:
+            for f in log.frames():
+                out += pol.push(f)
+        out += pol.drain()
+        return [(g.t, tuple(g.keys)) for g in out]
+
+    def offline() -> list:
+        with sync_recording(path, policy()) as groups:
+            cols = groups.columns
+            seqs = {s: st.seq for s, st in groups.stamps.items()}
+            lo, hi = cols.spans["imu"]
+            out = []
+            for i, t in enumerate(cols.t.tolist()):
+                keys = [("lidar", int(seqs["lidar"][cols.picks["lidar"][i]]))]
+                if cols.picks["cam"][i] >= 0:
+                    keys.append(("cam", int(seqs["cam"][cols.picks["cam"][i]])))
+                keys += [("imu", int(q)) for q in seqs["imu"][lo[i] : hi[i]]]
+                out.append((t, tuple(keys)))
+            return out
+
+    t_replay, a = best_of(replay, 1)
+    t_off, b = best_of(offline, 3)
+    tracemalloc.start()
+    with sync_recording(path, policy()):
+        pass
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return n / t_off, n / t_replay, path.stat().st_size, peak / n, a == b
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--seconds", type=int, default=3600, help="sensor time (grouping rows)")
+    parser.add_argument("--file-seconds", type=int, default=600, help="sensor time (recording row)")
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+
+    table = Table(title="offline sync (3 sensors: cam 30 Hz, lidar 10 Hz ref, imu 200 Hz window)")
+    for col in ("measure", "offline", "streaming Nearest", "ratio", "same groups"):
+        table.add_column(col, justify="right" if col != "measure" else "left")
+
+    jittered = make_stamps(args.seconds, jitter=True)
+    off, st, same = grouping_row(jittered, policy, args.repeat)
+    table.add_row(
+        "grouping on stamps",
+        f"{off:,.0f} frames/s",
+        f"{st:,.0f} frames/s",
+        f"{off / st:.1f}x",
+        str(same),
+    )
+
+    grid = make_stamps(args.seconds // 4, jitter=False)
+
+    def dependent() -> Nearest:
+        return policy(tolerance=20 * MS, window=(50 * MS, 50 * MS))
+
+    off, st, same = grouping_row(grid, dependent, args.repeat)
+    table.add_row(
+        "grouping, every reference shares frames",
+        f"{off:,.0f} frames/s",
+        f"{st:,.0f} frames/s",
+        f"{off / st:.1f}x",
+        str(same),
+    )
+
+    with tempfile.TemporaryDirectory() as tmp:
+        off, st, size, per_frame, same = recording_row(args.file_seconds, Path(tmp))
+    table.add_row(
+        f"whole .hfr ({size / 1e6:.0f} MB), stamps read + grouped",
+        f"{off:,.0f} frames/s",
+        f"{st:,.0f} frames/s (replay)",
+        f"{off / st:.1f}x",
+        str(same),
+    )
+    table.add_row("peak Python memory of sync_recording", f"{per_frame:.0f} B/frame", "", "", "")
+    Console(width=160).print(table)
+
+
+if __name__ == "__main__":
+    main()

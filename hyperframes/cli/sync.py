@@ -1,0 +1,165 @@
+"""``hyperframes sync FILE.hfr``: re-group a recording offline, from its stamps alone.
+
+The groups are computed with numpy from the stamps (no payload is decoded)
+and are exactly those the streaming policy forms from the same frames; only
+``-o x.hfr`` reads payloads, and only of the frames in groups. ``approximate``
+has no offline form (its choices depend on the history of its queues):
+replay the recording through it instead.
+
+Examples::
+
+    hyperframes sync s.hfr --policy nearest --reference lidar --sensors lidar cam \\
+        --tolerance 20ms -o groups.parquet
+    hyperframes sync s.hfr --policy nearest --reference lidar --sensors lidar cam imu \\
+        --tolerance 20ms --tolerance cam=30ms --window imu=50ms:49ms --optional cam
+    hyperframes sync s.hfr --policy exact --sensors left right -o pairs.hfr
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "sync",
+        help="re-group a .hfr recording offline (exact or nearest) into Parquet or a .hfr",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("file", help="the .hfr recording")
+    p.add_argument(
+        "--policy", choices=("nearest", "exact", "approximate"), default="nearest", help="policy"
+    )
+    p.add_argument("--reference", help="nearest: the sensor that makes one group per frame")
+    p.add_argument(
+        "--sensors", nargs="+", metavar="NAME", help="sensors of a group (default: all recorded)"
+    )
+    p.add_argument(
+        "--tolerance",
+        action="append",
+        default=[],
+        metavar="[SENSOR=]DURATION",
+        help="nearest: how far a matched frame may be from the reference (20ms); "
+        "SENSOR=DURATION for one sensor (repeatable)",
+    )
+    p.add_argument(
+        "--window",
+        action="append",
+        default=[],
+        metavar="SENSOR=BEFORE:AFTER",
+        help="nearest: collect every frame of SENSOR in [t - BEFORE, t + AFTER] (repeatable)",
+    )
+    p.add_argument("--optional", nargs="+", default=[], metavar="NAME", help="may be missing")
+    p.add_argument("--start", type=float, help="seconds from the recording's start")
+    p.add_argument("--end", type=float, help="seconds from the recording's start")
+    p.add_argument(
+        "-o", "--output", type=Path, help="groups.parquet (a row per group) or grouped.hfr"
+    )
+    p.set_defaults(func=run)
+
+
+def build_policy(args: argparse.Namespace, recorded: list[str]) -> Any:
+    """The policy the options describe; ``ValueError`` with the option at fault."""
+    from fusion import ApproximateTime, ExactTime, Nearest
+    from hyperframes.cli.durations import parse_duration
+
+    sensors = args.sensors or recorded
+    unknown = [s for s in sensors if s not in recorded]
+    if unknown:
+        raise ValueError(f"--sensors: {', '.join(unknown)} not in the recording ({recorded})")
+    if args.policy == "approximate":
+        return ApproximateTime(sensors)
+    if args.policy == "exact":
+        if args.reference or args.tolerance or args.window:
+            raise ValueError("--reference, --tolerance and --window apply to --policy nearest")
+        return ExactTime(sensors, optional=args.optional)
+    if not args.reference:
+        raise ValueError("--policy nearest needs --reference SENSOR")
+    default: int | None = None
+    per: dict[str, int] = {}
+    for item in args.tolerance:
+        name, sep, value = item.rpartition("=")
+        if sep:
+            per[name] = parse_duration(value, what=f"--tolerance {item}")
+        else:
+            default = parse_duration(value, what=f"--tolerance {item}")
+    windows: dict[str, tuple[int, int]] = {}
+    for item in args.window:
+        name, sep, span = item.partition("=")
+        before, colon, after = span.partition(":")
+        if not sep or not colon or not name:
+            raise ValueError(f"--window: expected SENSOR=BEFORE:AFTER, found {item!r}")
+        windows[name] = (
+            parse_duration(before, what=f"--window {item}"),
+            parse_duration(after, what=f"--window {item}"),
+        )
+    sensors = list(dict.fromkeys([args.reference, *sensors]))
+    matched = [s for s in sensors if s != args.reference and s not in windows]
+    lacking = [s for s in matched if s not in per and default is None]
+    if lacking:
+        raise ValueError(f"--tolerance: no value for {', '.join(lacking)} (e.g. --tolerance 20ms)")
+    tolerance = {s: per.get(s, default or 0) for s in matched}
+    return Nearest(args.reference, sensors, tolerance, optional=args.optional, windows=windows)
+
+
+def run(args: argparse.Namespace) -> int:
+    from fusion.errors import HyperframesError
+    from recordings import open_recording
+    from recordings.offline_sync import sync_recording
+
+    console = Console(quiet=bool(getattr(args, "quiet", False)))
+    try:
+        with open_recording(args.file) as log:
+            summary = log.summary()
+            recorded = [n for n, s in summary.sensors.items() if s.count]
+            policy = build_policy(args, recorded)
+            t0 = summary.t_start or 0
+            start = None if args.start is None else t0 + round(args.start * 1e9)
+            end = None if args.end is None else t0 + round(args.end * 1e9)
+            began = time.perf_counter()
+            with sync_recording(log, policy, start=start, end=end) as groups:
+                took = time.perf_counter() - began
+                written = _write(groups, args.output) if args.output else None
+    except (OSError, HyperframesError, ValueError, RuntimeError) as err:
+        console.print(f"[red]error:[/red] {err}", highlight=False, soft_wrap=True)
+        return 2
+    stats = groups.statistics
+    table = Table(title=f"{args.policy} groups of {args.file}")
+    table.add_column("sensor")
+    table.add_column("stamps", justify="right")
+    table.add_column("out of order", justify="right")
+    table.add_column("missing in groups", justify="right")
+    for s in policy.sensors:
+        table.add_row(
+            s,
+            str(stats.frames.get(s, 0)),
+            str(stats.out_of_order.get(s, 0)),
+            str(int(groups.columns.missing(s).sum())),
+        )
+    console.print(table)
+    frames = sum(stats.frames.values())
+    console.print(
+        f"{stats.groups} groups, {stats.groups_dropped} dropped as incomplete; "
+        f"{frames} stamps from {stats.chunks_read} chunks in {took * 1e3:.0f} ms",
+        highlight=False,
+    )
+    if written is not None:
+        print(f"wrote {stats.groups} groups to {written}")
+    return 0 if stats.groups else 1
+
+
+def _write(groups: Any, out: Path) -> Path:
+    if out.suffix == ".parquet":
+        path: Path = groups.to_parquet(out)
+        return path
+    if out.suffix == ".hfr":
+        path = groups.write_recording(out)
+        return path
+    raise ValueError(f"-o: write a .parquet or a .hfr file, not {out.name!r}")

@@ -1,0 +1,202 @@
+"""Offline sync of recordings: the same groups, frames and payloads as replaying the
+frames through the streaming policy; Parquet checked with pyarrow's reader."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from fusion import ApproximateTime, ExactTime, Frame, FrameGroup, Nearest
+from recordings import Recorder, open_recording
+from recordings.offline_sync import sync_recording
+from recordings.stamps import read_stamps
+from tests.recordings.helpers import digest
+
+MS = 1_000_000
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "recordings"
+
+
+def streamed(policy: ExactTime | Nearest, path: Path) -> list[FrameGroup]:
+    out: list[FrameGroup] = []
+    with open_recording(path) as log:
+        for f in log.frames():
+            out += policy.push(f)
+    return out + policy.drain()
+
+
+def described(groups: list[FrameGroup]) -> list[tuple[Any, ...]]:
+    """Everything a group says, payloads as digests."""
+
+    def one(f: Frame) -> tuple[Any, ...]:
+        return (f.sensor, f.seq, f.t, f.t_sensor, f.t_arrival, digest(f.data), f.meta)
+
+    return [
+        (
+            g.t,
+            [
+                (s, [one(x) for x in v] if isinstance(v, list) else one(v))
+                for s, v in g.frames.items()
+            ],
+            g.missing,
+        )
+        for g in groups
+    ]
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Camera images (records), IMU rows (columns), LiDAR dicts and bytes, in arrival
+    order (so some IMU stamps come out of order), drops, the IMU silent for a
+    second, in small chunks of both kinds."""
+    rng = np.random.default_rng(5)
+    path = tmp_path_factory.mktemp("offline") / "session.hfr"
+    events = []
+    for name, hz in {"cam": 30, "lidar": 10, "imu": 200}.items():
+        n = 4 * hz
+        t = np.arange(n) * (1_000_000_000 // hz) + rng.integers(0, 2 * MS, n)
+        arrival = t + rng.integers(MS, 6 * MS, n)
+        keep = rng.random(n) > 0.05  # drops
+        if name == "imu":  # a silent second: its chunks hold no columns (kind CHUNK)
+            keep &= (t < 1_500 * MS) | (t >= 2_500 * MS)
+        events += [(int(a), name, int(x)) for a, x, k in zip(arrival, t, keep, strict=True) if k]
+    events.sort()
+    seqs: dict[str, int] = {}
+    with Recorder(path, chunk_bytes=48 << 10) as rec:
+        for a, name, t in events:
+            i = seqs[name] = seqs.get(name, -1) + 1
+            data: Any
+            if name == "cam":
+                data = rng.integers(0, 255, (48, 64, 3), dtype=np.uint8)
+            elif name == "imu":
+                data = rng.normal(size=6)
+            elif i % 4 == 0:
+                data = b"sweep %d" % i
+            else:
+                data = {"xyz": rng.normal(size=(300, 3)).astype(np.float32)}
+            rec.write(Frame(name, i, t, data, t_sensor=t + 7, t_arrival=a, meta={"i": i}))
+    with open_recording(path) as log:
+        assert {c.kind for c in log.chunks} == {2, 4}  # both chunk layouts
+    return path
+
+
+def nearest(**kw: Any) -> Nearest:
+    args: dict[str, Any] = {"tolerance": 20 * MS, "windows": {"imu": (50 * MS, 49 * MS)}}
+    args.update(kw)
+    return Nearest("lidar", ["lidar", "cam", "imu"], **args)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        nearest,
+        lambda: nearest(optional=["cam"], tolerance=5 * MS),
+        lambda: nearest(tolerance=70 * MS, windows={"imu": (100 * MS, 100 * MS)}),
+        lambda: Nearest("cam", ["cam", "lidar"], 60 * MS, optional=["lidar"]),
+        lambda: ExactTime(["cam", "lidar", "imu"], optional=["lidar", "imu"]),
+    ],
+    ids=["nearest", "optional-tight", "shared-frames", "cam-ref", "exact"],
+)
+def test_groups_with_payloads_equal_the_streaming_replay(session: Path, make: Any) -> None:
+    expected = streamed(make(), session)
+    with sync_recording(session, make()) as groups:
+        got = list(groups.groups())
+        assert len(groups) == len(expected) == groups.statistics.groups
+    assert len(expected) > 5
+    assert described(got) == described(expected)
+
+
+def test_stamps_are_the_frames_stamps_in_recorded_order(session: Path) -> None:
+    with open_recording(session) as log:
+        stamps = read_stamps(log, ["imu", "cam"])
+        frames = list(log.frames(["imu", "cam"]))
+    for s in ("imu", "cam"):
+        mine = [(f.t, f.seq) for f in frames if f.sensor == s]
+        assert list(zip(stamps[s].t.tolist(), stamps[s].seq.tolist(), strict=True)) == mine
+    # Arrival order put some IMU stamps out of order; they are dropped as push drops them.
+    pol = nearest()
+    streamed_ = streamed(pol, session)
+    with sync_recording(session, nearest()) as groups:
+        assert groups.statistics.out_of_order["imu"] == pol.stats.dropped[("imu", "out_of_order")]
+        assert len(groups) == len(streamed_)
+
+
+def test_a_time_window_groups_only_frames_inside_it(session: Path) -> None:
+    start, end = 1_000 * MS, 2_500 * MS
+    pol = nearest()
+    expected: list[FrameGroup] = []
+    with open_recording(session) as log:
+        for f in log.frames(start=start, end=end):
+            expected += pol.push(f)
+    expected += pol.drain()
+    with sync_recording(session, nearest(), start=start, end=end) as groups:
+        assert described(list(groups.groups())) == described(expected)
+
+
+def test_parquet_has_a_row_per_group_with_nulls_where_missing(
+    session: Path, tmp_path: Path
+) -> None:
+    make = lambda: nearest(optional=["cam"], tolerance=5 * MS)  # noqa: E731
+    expected = streamed(make(), session)
+    with sync_recording(session, make()) as groups:
+        out = groups.to_parquet(tmp_path / "groups.parquet")
+    rows = pq.read_table(out).to_pylist()
+    assert len(rows) == len(expected)
+    assert any(g.missing for g in expected)
+    for row, g in zip(rows, expected, strict=True):
+        lidar = g.frames["lidar"]
+        imu = g.frames["imu"]
+        assert isinstance(lidar, Frame)
+        assert isinstance(imu, list)
+        assert (row["t"], row["lidar_seq"], row["lidar_t"]) == (g.t, lidar.seq, lidar.t)
+        cam = g.frames.get("cam")
+        if cam is None:
+            assert row["cam_seq"] is None
+            assert row["cam_t"] is None
+        else:
+            assert isinstance(cam, Frame)
+            assert (row["cam_seq"], row["cam_t"]) == (cam.seq, cam.t)
+        assert row["imu_seq"] == [f.seq for f in imu]
+        assert row["imu_t"] == [f.t for f in imu]
+
+
+def test_the_grouped_recording_replays_to_the_same_groups(session: Path, tmp_path: Path) -> None:
+    with sync_recording(session, nearest()) as groups:
+        out = groups.write_recording(tmp_path / "grouped.hfr")
+        expected = described(list(groups.groups()))
+    assert described(streamed(nearest(), out)) == expected
+    with open_recording(out) as log:
+        assert log.metadata["sync"].startswith("nearest reference=lidar")
+        assert log.summary().count == sum(len(g[1][2][1]) + 2 for g in expected)
+
+
+@pytest.mark.parametrize(
+    "path", sorted(CORPUS.rglob("*.hfr")), ids=lambda p: str(p.relative_to(CORPUS))
+)
+def test_corpus_recordings_group_as_replayed_damage_included(path: Path) -> None:
+    with open_recording(path) as log:
+        names = [n for n, s in log.summary().sensors.items() if s.count]
+        gaps = np.diff([f.t for f in log.frames(names[:1])]) if names else np.array([])
+    tol = int(np.median(gaps)) // 2 if len(gaps) else 0
+    makers = [lambda: ExactTime(names, optional=names[1:])]
+    if len(names) > 1:
+        makers.append(lambda: Nearest(names[0], names, tol, optional=names[2:]))
+    for make in makers:
+        expected = streamed(make(), path)
+        with sync_recording(path, make()) as groups:
+            assert described(list(groups.groups())) == described(expected)
+            assert [str(e) for e in groups.log.damage] == _damage(path)
+
+
+def _damage(path: Path) -> list[str]:
+    with open_recording(path) as log:
+        list(log.frames())
+        return [str(e) for e in log.damage]
+
+
+def test_approximate_time_is_refused_with_the_reason(session: Path) -> None:
+    with pytest.raises(ValueError, match="ApproximateTime has no offline form"):
+        sync_recording(session, ApproximateTime(["cam", "lidar"]))  # type: ignore[arg-type]
