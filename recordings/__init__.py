@@ -5,6 +5,7 @@
 * :class:`VideoRecorder`, :class:`VideoReplay`: video sensors stored as encoded packets;
 * :func:`open_source`: a recording or a ROS bag as a :class:`~fusion.Source`;
 * :func:`sync_recording`: a recording's ExactTime/Nearest groups computed from its stamps;
+* :class:`SnapshotRecorder`: the last seconds in memory, written on a trigger (black box);
 * :mod:`recordings.export`: ROS 2 / Foxglove MCAP, MP4, PCD, Rerun;
 * :mod:`recordings.pytest_plugin`: the ``hfr`` fixtures.
 
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from recordings.reader import Recording, RecordingSummary, SensorSummary, open_recording
     from recordings.records import ChunkMeta
     from recordings.replay import Replay
+    from recordings.snapshot import SnapshotRecorder
     from recordings.stream import RecordingStream, read_stream
     from recordings.video import VideoReader, VideoRecorder, VideoReplay
     from recordings.writer import Recorder, RecorderStatistics
@@ -50,6 +52,7 @@ __all__ = [
     "RecordingSummary",
     "Replay",
     "SensorSummary",
+    "SnapshotRecorder",
     "TruncatedRecording",
     "UnsupportedVersion",
     "VideoReader",
@@ -76,6 +79,7 @@ _HOMES = {
     "RecordingSummary": "recordings.reader",
     "Replay": "recordings.replay",
     "SensorSummary": "recordings.reader",
+    "SnapshotRecorder": "recordings.snapshot",
     "TruncatedRecording": "recordings.errors",
     "UnsupportedVersion": "recordings.errors",
     "VideoReader": "recordings.video.playback",

@@ -140,6 +140,10 @@ class SnapshotStatistics:
     evicted_frames: int
     snapshots_written: int
     snapshots_pending: int
+    bytes_written: int = 0
+    """Bytes of the snapshot files written (as ``RecorderStatistics``, for metrics)."""
+    pending_chunks: int = 0
+    """Chunks held by snapshots not yet written (as ``RecorderStatistics``)."""
     paths: tuple[Path, ...] = field(default_factory=tuple)
 
 
@@ -216,6 +220,7 @@ class SnapshotRecorder:
         self._writing: SnapshotRequest | None = None
         self._number = 0
         self._written: list[Path] = []
+        self._bytes_written = 0
         self._closing = False
         self._closed = False
         self._signals: collections.deque[int] = collections.deque()
@@ -415,6 +420,7 @@ class SnapshotRecorder:
                     self._writing = None
                     if req.path is not None:
                         self._written.append(req.path)
+                        self._bytes_written += req.path.stat().st_size
                     self._wake.notify_all()
                 req._done.set()
 
@@ -555,6 +561,8 @@ class SnapshotRecorder:
                 snapshots_pending=len(self._waiting)
                 + len(self._queue)
                 + (self._writing is not None),
+                bytes_written=self._bytes_written,
+                pending_chunks=sum(len(r._chunks) for r in (*self._waiting, *self._queue)),
                 paths=tuple(self._written),
             )
 

@@ -16,7 +16,7 @@ import os
 import select
 import sys
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 
 from fusion.frames import Frame
 from fusion.source import Source
@@ -103,8 +103,16 @@ class PacedSource(Source):
 
 
 @contextlib.contextmanager
-def keyboard(control: PlaybackControl, *, enabled: bool = True) -> Iterator[bool]:
-    """Read playback keys from the terminal in a thread; yields whether it is active."""
+def keyboard(
+    control: PlaybackControl,
+    *,
+    enabled: bool = True,
+    extra: Mapping[bytes, Callable[[], object]] | None = None,
+) -> Iterator[bool]:
+    """Read playback keys from the terminal in a thread; yields whether it is active.
+
+    ``extra`` maps further keys to callbacks (run in the key thread).
+    """
     if not enabled or not sys.stdin.isatty():
         yield False
         return
@@ -129,6 +137,8 @@ def keyboard(control: PlaybackControl, *, enabled: bool = True) -> Iterator[bool
                 control.faster()
             elif key in (b"\x1b[B", b"-"):
                 control.slower()
+            elif extra and key in extra:
+                extra[key]()
 
     tty.setcbreak(fd)
     thread = threading.Thread(target=read_keys, name="hyperframes-keys", daemon=True)

@@ -5,6 +5,11 @@ choose the compression, add metadata, start paused. In a terminal, space
 pauses and resumes the recording (the pipeline keeps running). Ctrl-C or
 SIGTERM stops gracefully: sources stop, in-flight frames drain and the file
 gets its index and footer.
+
+``--snapshot 30s`` records like a black box instead: the last 30 s stay in
+memory and are written to ``OUT.NNNN.hfr`` only on a trigger, the ``s`` key
+in a terminal or ``SIGUSR1`` (``kill -USR1 PID``); ``--snapshot-after``
+keeps recording that long after the trigger into the same snapshot.
 """
 
 from __future__ import annotations
@@ -132,6 +137,23 @@ def register(sub: Any) -> None:
         help="keep Prometheus-format metrics in FILE while running",
     )
     p.add_argument(
+        "--snapshot",
+        metavar="DURATION",
+        help="black-box mode: keep DURATION (30s) in memory, write it on 's' or SIGUSR1",
+    )
+    p.add_argument(
+        "--snapshot-after",
+        default="0s",
+        metavar="DURATION",
+        help="with --snapshot: also keep what follows a trigger for DURATION (default 0s)",
+    )
+    p.add_argument(
+        "--snapshot-max-size",
+        default="256MiB",
+        metavar="SIZE",
+        help="with --snapshot: memory bound of the ring (default 256MiB)",
+    )
+    p.add_argument(
         "--flush",
         type=float,
         default=1.0,
@@ -162,6 +184,22 @@ def parse_metadata(items: list[str]) -> dict[str, str]:
             raise ValueError(f"--metadata: expected KEY=VALUE, found {item!r}")
         out[key] = value
     return out
+
+
+def snapshot_options(args: argparse.Namespace, config: Any) -> dict[str, Any]:
+    """``SnapshotRecorder`` arguments from ``--snapshot*``; late sensors get max_latency."""
+    from hyperframes.cli.durations import parse_duration
+    from hyperframes.config import parse_size
+
+    if args.max_size or args.max_duration:
+        raise ValueError("--snapshot writes whole snapshots: drop --max-size/--max-duration")
+    latency = config.pipeline.max_latency_ms
+    return {
+        "keep": parse_duration(args.snapshot, what="--snapshot") / 1e9,
+        "post": parse_duration(args.snapshot_after, what="--snapshot-after") / 1e9,
+        "max_bytes": parse_size(args.snapshot_max_size),
+        "settle": (latency or 0) / 1e3,
+    }
 
 
 def run(args: argparse.Namespace) -> int:
@@ -195,6 +233,8 @@ def run(args: argparse.Namespace) -> int:
                 **parse_metadata(args.metadata),
             },
         }
+        if args.snapshot:
+            options["snapshot"] = snapshot_options(args, config)
         pipeline = build_pipeline(
             config,
             recorder_path=out,
@@ -212,6 +252,11 @@ def run(args: argparse.Namespace) -> int:
     def status() -> str:
         pipeline.recording_paused = control.paused
         state = "recording PAUSED" if control.paused else "recording"
+        if args.snapshot:
+            return (
+                f"{state} the last {args.snapshot} in memory; 's' or SIGUSR1 writes "
+                f"{out.stem}.NNNN{out.suffix} (space pauses/resumes, Ctrl-C stops)"
+            )
         return f"{state} to {out} (space pauses/resumes, Ctrl-C stops)"
 
     async def main() -> Any:
@@ -233,8 +278,15 @@ def run(args: argparse.Namespace) -> int:
             async with clock.autojump():
                 return await main()
 
+    recorder = pipeline.recorder
+    keys: dict[bytes, Any] = {}
+    if args.snapshot:
+        import signal
+
+        recorder.install_signal(signal.SIGUSR1)
+        keys[b"s"] = lambda: recorder.trigger("key")
     interrupted = False
-    with keyboard(control, enabled=console.is_terminal):
+    with keyboard(control, enabled=console.is_terminal, extra=keys):
         try:
             stats = anyio.run(fast if args.fast else main)
         except KeyboardInterrupt:  # a second Ctrl-C: the drain was cut short
@@ -246,13 +298,18 @@ def run(args: argparse.Namespace) -> int:
             summary = log.summary()
         console.print(summary_table(summary))
         console.print(sensor_table(summary))
-    if pipeline.frames_not_recorded:
-        console.print(f"{pipeline.frames_not_recorded} frames arrived while paused (not recorded)")
-    print(
-        f"recorded {stats.recorder.frames if stats.recorder else 0} frames to "
-        f"{', '.join(str(p) for p in pipeline.recorder.paths)}"
-        + (" (interrupted: frames still in flight were not drained)" if interrupted else "")
-    )
+    if args.snapshot and not pipeline.recorder.paths:
+        print(f"kept {stats.recorder.frames if stats.recorder else 0} frames; no snapshot taken")
+    else:
+        if pipeline.frames_not_recorded:
+            console.print(
+                f"{pipeline.frames_not_recorded} frames arrived while paused (not recorded)"
+            )
+        print(
+            f"recorded {stats.recorder.frames if stats.recorder else 0} frames to "
+            f"{', '.join(str(p) for p in pipeline.recorder.paths)}"
+            + (" (interrupted: frames still in flight were not drained)" if interrupted else "")
+        )
     failed = stats.hub.sources_failed
     for name, why in failed.items():
         error(console, f"source {name} failed: {why} (the other sensors kept recording)")

@@ -344,6 +344,20 @@ def build_recorder(
         "chunk_duration": cfg.chunk_duration_s,
     }
     video = dict(cfg.video)
+    snapshot = overrides.get("snapshot")
+    if snapshot is not None:
+        # Black-box mode: a ring in memory, files only on a trigger.
+        from recordings.snapshot import SnapshotRecorder
+
+        if video or overrides.get("split_bytes") or overrides.get("split_seconds"):
+            raise ConfigError("snapshot recording does not encode video nor split files")
+        return SnapshotRecorder(
+            target,
+            sensors=specs,
+            metadata={**cfg.metadata, **overrides.get("metadata", {})},
+            compression_level=overrides.get("compression_level") or cfg.compression_level,
+            **snapshot,
+        )
     for key, value in overrides.items():
         if key == "metadata":
             options["metadata"] = {**options["metadata"], **value}

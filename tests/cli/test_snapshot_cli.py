@@ -1,0 +1,56 @@
+"""``hyperframes record --snapshot``: a real process, triggered with SIGUSR1."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from hyperframes.cli import main
+from recordings import open_recording
+
+S = 1_000_000_000
+
+
+def test_record_snapshot_writes_the_last_seconds_on_sigusr1(tmp_path: Path) -> None:
+    out = tmp_path / "bb.hfr"
+    metrics = tmp_path / "m.prom"
+    child = subprocess.Popen(
+        [sys.executable, "-m", "hyperframes", "record", "-o", str(out), "--snapshot", "1s",
+         "--snapshot-after", "200ms", "--duration", "4", "--metrics", str(metrics), "--quiet"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not metrics.exists() and child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)  # the pipeline runs (and the handler is in place) once it exists
+        assert metrics.exists(), child.communicate(timeout=30)
+        os.kill(child.pid, signal.SIGUSR1)
+        stdout, stderr = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.communicate(timeout=10)
+    assert child.returncode == 0, stderr
+    snap = tmp_path / "bb.0000.hfr"
+    assert f"to {snap}" in stdout
+    assert not out.exists()  # nothing but the snapshot is written
+    with open_recording(snap) as log:
+        assert log.indexed
+        assert log.verify() == []
+        meta = log.metadata["snapshot"]
+        frames = list(log.frames())
+    assert meta["reasons"] == ["signal SIGUSR1"]
+    assert {f.sensor for f in frames} == {"cam", "lidar", "imu"}
+    assert meta["end"] - meta["start"] == 1_200_000_000
+    assert all(meta["start"] <= f.t <= meta["end"] for f in frames)
+    assert max(f.t for f in frames) - min(f.t for f in frames) > 0.9 * S
+
+
+def test_record_snapshot_refuses_file_splitting(capsys) -> None:  # type: ignore[no-untyped-def]
+    code = main(["record", "--snapshot", "5s", "--max-duration", "3", "-o", "x.hfr", "--fast"])
+    assert code == 2
+    assert "--snapshot writes whole snapshots" in capsys.readouterr().out
