@@ -3,9 +3,12 @@
 Parts
 -----
 A *part* is one read task's work: a whole recording, or one time range of a
-long one. Ranges come from the recording's summary (its footer index, nothing
-decompressed) and are half-open ``[start, end)`` on the group time ``t``; the
-first and last are unbounded so no frame falls outside every part. A part
+long one. Ranges come from the recording's footer index (nothing
+decompressed), cut by :func:`recordings.segments.recording_segments` at chunk
+boundaries near every ``split`` ns (the cuts the local process pool of
+:mod:`hyperframes.segments` uses too), and are half-open ``[start, end)`` on
+the group time ``t``; the first and last are unbounded so no frame falls
+outside every part. A part
 replays ``overlap`` more on each side and keeps only the groups whose ``t`` is
 its own, so each group is built from the same frames as in a whole-recording
 replay. That holds when the policy's choice for a group depends only on frames
@@ -32,6 +35,7 @@ from dataclasses import dataclass
 
 from fusion.errors import ConfigError, RecordingError
 from recordings.reader import open_recording
+from recordings.segments import recording_segments
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,14 +91,13 @@ def plan_parts(
         try:
             with open_recording(path) as log:
                 summary = log.summary()
+                chunks = list(log.chunks)
         except (OSError, RecordingError):
             # Not readable here: one task, which reports the same error for this
             # recording alone when it runs.
             parts.append(Part(path, 0, 1))
             continue
-        ranges = split_ranges(
-            summary.t_start, summary.t_end, None if policy == "approximate" else split
-        )
+        ranges = recording_segments(chunks, None if policy == "approximate" else split)
         each = summary.raw_bytes // len(ranges)
         for i, (start, end) in enumerate(ranges):
             parts.append(Part(path, i, len(ranges), start, end, overlap, each))

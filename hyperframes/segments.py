@@ -1,0 +1,471 @@
+"""Segment parallelism on one machine: a process pool works segments, results come in order.
+
+Theory of operation. A long video or recording is cut into time segments
+(:func:`adapters.video.segments.video_segments` at key frames,
+:func:`hyperframes.fleet.plan.plan_parts` at chunk boundaries, the plan the
+Ray fleet runs), and a :class:`concurrent.futures.ProcessPoolExecutor`
+(``spawn``: no forked threads) works them. Each task decodes its segment and
+runs the job on it: a per-frame function for a video (:class:`VideoJob`), the
+run file's sync, stages and workers for a recording (:class:`RecordingJob`,
+with the parts' overlap, so groups that straddle a cut are built from the
+same frames as in one pass).
+
+Results come back through a **bounded pool of shared-memory blocks**: the
+parent creates ``blocks`` :class:`multiprocessing.shared_memory.SharedMemory`
+blocks of ``block_bytes`` and gives each task one; the task writes every
+numpy array of its results into it and returns only a small description
+(offsets, dtypes, shapes; other values are pickled as they are small). At most
+``blocks`` tasks are in flight, so memory is bounded; a task whose results
+fill its block stops there and its segment's remainder becomes a new
+segment. The parent copies the arrays out and frees the block.
+
+**Order.** Results are yielded in time order, a segment's as soon as every
+earlier one is done: identical to the serial run (same items, same values,
+same order), which :func:`run_serial` gives.
+
+**Stragglers.** Segment times vary (a scene that decodes slowly, a dense
+stretch of a log). When nothing is left to start and a running segment has
+run ``straggle`` times longer than the median segment so far, it is split:
+the parent picks a point ``S`` between its progress and its end (a key frame
+for a video), and, under the lock both sides take per item, tells the task to
+stop before ``S`` if it has not reached ``S`` yet; ``[S, end)`` is then a new
+segment. A task checks its stop point before each item, so no item is done
+twice and none is lost.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import multiprocessing as mp
+import pickle
+import statistics
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from multiprocessing.shared_memory import SharedMemory
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from fusion.errors import HyperframesError
+
+__all__ = [
+    "RecordingJob",
+    "SegmentError",
+    "SegmentStatistics",
+    "VideoJob",
+    "run_segments",
+    "run_serial",
+]
+
+_NONE = -(1 << 63)  # "no start": before every time
+_MAX = (1 << 63) - 1
+_ALIGN = 64
+
+
+class SegmentError(HyperframesError):
+    """A segment's task failed; names the source and the time range."""
+
+
+class Job(Protocol):
+    """What a task runs on one segment; must pickle (it crosses to the process)."""
+
+    def items(self, start: int | None, end: int | None) -> Iterator[tuple[int, Any]]:
+        """``(t, raw)`` in time order: the segment's frames or groups, not yet processed."""
+        ...
+
+    def process(self, raw: Any) -> Any:
+        """The result of one item (numpy arrays inside go through shared memory)."""
+        ...
+
+    def segments(self, target_ns: int) -> list[tuple[int | None, int | None]]:
+        """The plan: ranges that tile the time axis."""
+        ...
+
+    def split_point(self, progress: int, end: int | None) -> int | None:
+        """Where to cut a running segment past ``progress`` (None: not worth it)."""
+        ...
+
+
+@dataclass(frozen=True)
+class VideoJob:
+    """Decode a video file and apply ``fn(image) -> value`` to every frame.
+
+    ``fn`` must be importable by the worker processes (a module-level
+    function). Items are ``(t_ns, fn(image))`` in presentation order.
+    """
+
+    path: str
+    fn: Callable[[np.ndarray[Any, Any]], Any]
+    stream: int = 0
+    pixel_format: str = "rgb24"
+    size: tuple[int, int] | None = None
+    threads: int = 1
+    """Decoder threads per process (the processes are the parallelism)."""
+    keyframes: tuple[int, ...] = ()
+    """Presentation times of the key frames (ns); read from the file when not given."""
+
+    def __post_init__(self) -> None:
+        if not self.keyframes:
+            from adapters.video.segments import keyframe_times
+
+            object.__setattr__(self, "keyframes", tuple(keyframe_times(self.path, self.stream)))
+
+    def items(self, start: int | None, end: int | None) -> Iterator[tuple[int, Any]]:
+        from adapters.video.segments import decode_range
+
+        return decode_range(
+            self.path,
+            start,
+            end,
+            stream=self.stream,
+            pixel_format=self.pixel_format,
+            size=self.size,
+            threads=self.threads,
+        )
+
+    def process(self, raw: Any) -> Any:
+        return self.fn(raw)
+
+    def segments(self, target_ns: int) -> list[tuple[int | None, int | None]]:
+        from adapters.video.segments import video_segments
+
+        return video_segments(self.path, target_ns, self.stream, list(self.keyframes))
+
+    def split_point(self, progress: int, end: int | None) -> int | None:
+        # The key frame nearest the middle of what is left, so the new segment
+        # decodes from its own start.
+        keys = self.keyframes
+        hi = bisect.bisect_left(keys, end) if end is not None else len(keys)
+        lo = bisect.bisect_right(keys, progress)
+        if lo >= hi:
+            return None
+        target = (progress + (end if end is not None else keys[hi - 1])) // 2
+        return min(keys[lo:hi], key=lambda k: abs(k - target))
+
+
+@dataclass(frozen=True)
+class RecordingJob:
+    """A run file's sync, stages and workers over a ``.hfr`` recording, per segment.
+
+    Items are ``(t, (keys, results))`` per group, ``keys`` the group's
+    ``(sensor, seq)`` and ``results`` the workers' values by name.
+    """
+
+    config: Any
+    """A :class:`~hyperframes.fleet.config.FleetConfig` (the run file)."""
+    path: str
+
+    def items(self, start: int | None, end: int | None) -> Iterator[tuple[int, Any]]:
+        from hyperframes.fleet.plan import Part
+        from hyperframes.fleet.tasks import iterate_blocking, part_groups
+
+        part = Part(self.path, 0, 1, start, end, int(self.config.fleet.overlap_s * 1e9))
+        for group in iterate_blocking(lambda: part_groups(self.config, part, workers=True)):
+            yield group.t, (group.keys, dict(group.results))
+
+    def process(self, raw: Any) -> Any:
+        return raw
+
+    def segments(self, target_ns: int) -> list[tuple[int | None, int | None]]:
+        from hyperframes.fleet.plan import plan_parts
+
+        parts = plan_parts([self.path], split=target_ns, policy=self.config.sync.policy)
+        return [(p.start, p.end) for p in parts]
+
+    def split_point(self, progress: int, end: int | None) -> int | None:
+        if self.config.sync.policy == "approximate" or end is None:
+            return None  # approximate cannot be cut; an open end has no middle
+        mid = (progress + end) // 2
+        return mid if mid > progress else None
+
+
+@dataclass(slots=True)
+class SegmentStatistics:
+    """What a run did."""
+
+    planned: int = 0
+    """Segments in the plan."""
+    run: int = 0
+    """Segment tasks finished (re-splits and continuations included)."""
+    resplit: int = 0
+    """Running segments cut in two because they lagged."""
+    continued: int = 0
+    """Segments continued because their results filled a block."""
+    seconds: list[float] = field(default_factory=list)
+    """Wall time of each finished task."""
+
+
+# -- the worker-process side ------------------------------------------------------
+
+_progress: Any = None
+_stop: Any = None
+_blocks: dict[str, SharedMemory] = {}
+
+
+def _init(progress: Any, stop: Any) -> None:
+    global _progress, _stop
+    _progress, _stop = progress, stop
+
+
+@dataclass(slots=True)
+class _Out:
+    items: list[tuple[int, bytes, list[tuple[int, str, tuple[int, ...]]]]]
+    """``(t, pickled value with arrays replaced, [(offset, dtype, shape)])`` per item."""
+    resume: int | None = None
+    """Where the segment's rest starts, if this task stopped early."""
+    reason: str = ""
+
+
+def _work(job: Job, start: int | None, end: int | None, slot: int, block: str) -> _Out:
+    shm = _blocks.get(block)
+    if shm is None:
+        shm = _blocks[block] = SharedMemory(block)
+    buf = shm.buf
+    assert buf is not None
+    lock = _progress.get_lock()
+    items = job.items(start, end)
+    try:
+        return _fill(job, items, slot, buf, lock)
+    finally:
+        close = getattr(items, "close", None)
+        if close is not None:
+            close()  # a generator stopped early releases its decoder or replay now
+
+
+def _fill(job: Job, items: Iterator[tuple[int, Any]], slot: int, buf: Any, lock: Any) -> _Out:
+    size = len(buf)
+    used = 0
+    out = _Out([])
+    for t, raw in items:
+        with lock:
+            _progress[slot] = t
+            stop_at = _stop[slot]
+        if t >= stop_at:
+            out.resume, out.reason = stop_at, "resplit"
+            return out
+        value = job.process(raw)
+        arrays: list[np.ndarray[Any, Any]] = []
+        body = _Pickler.dumps(value, arrays)
+        specs = []
+        at = used
+        for a in arrays:
+            at += -at % _ALIGN
+            if at + a.nbytes > size:
+                if not out.items:
+                    raise ValueError(
+                        f"one result needs more than the {size} bytes of a shared-memory block"
+                    )
+                out.resume, out.reason = t, "full"
+                return out
+            view = np.ndarray(a.shape, a.dtype, buffer=buf, offset=at)
+            view[...] = a
+            specs.append((at, a.dtype.str, a.shape))
+            at += a.nbytes
+        used = at
+        out.items.append((t, body, specs))
+    return out
+
+
+class _Pickler(pickle.Pickler):
+    """Pickles a value with every numpy array replaced by a slot number (persistent id)."""
+
+    def __init__(self, file: Any, arrays: list[np.ndarray[Any, Any]]) -> None:
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.arrays = arrays
+
+    def persistent_id(self, obj: Any) -> Any:
+        if type(obj) is np.ndarray and not obj.dtype.hasobject:
+            self.arrays.append(np.ascontiguousarray(obj))
+            return len(self.arrays) - 1
+        return None
+
+    @classmethod
+    def dumps(cls, value: Any, arrays: list[np.ndarray[Any, Any]]) -> bytes:
+        import io
+
+        f = io.BytesIO()
+        cls(f, arrays).dump(value)
+        return f.getvalue()
+
+
+class _Unpickler(pickle.Unpickler):
+    def __init__(self, data: bytes, arrays: list[np.ndarray[Any, Any]]) -> None:
+        import io
+
+        super().__init__(io.BytesIO(data))
+        self.arrays = arrays
+
+    def persistent_load(self, pid: Any) -> Any:
+        return self.arrays[pid]
+
+
+# -- the parent side --------------------------------------------------------------
+
+
+def run_serial(job: Job) -> Iterator[tuple[int, Any]]:
+    """The baseline: every item of the whole source, in one process, in order."""
+    for t, raw in job.items(None, None):
+        yield t, job.process(raw)
+
+
+def run_segments(
+    job: Job,
+    *,
+    processes: int = 2,
+    target_s: float = 2.0,
+    blocks: int | None = None,
+    block_bytes: int = 64 << 20,
+    straggle: float = 2.0,
+    stats: SegmentStatistics | None = None,
+    segments: Sequence[tuple[int | None, int | None]] | None = None,
+) -> Iterator[tuple[int, Any]]:
+    """Items of ``job`` over its segments, worked by ``processes`` processes, in time order.
+
+    ``segments`` overrides the plan (``job.segments(target)``); ``blocks``
+    (default ``processes + 1``) bounds the tasks in flight and the shared
+    memory to ``blocks * block_bytes``.
+    """
+    if processes < 1 or block_bytes < _ALIGN:
+        raise ValueError(
+            f"need processes >= 1 and block_bytes >= 64, got {processes}, {block_bytes}"
+        )
+    stats = stats if stats is not None else SegmentStatistics()
+    plan = list(segments) if segments is not None else job.segments(round(target_s * 1e9))
+    stats.planned = len(plan)
+    nblocks = blocks if blocks is not None else processes + 1
+    if nblocks < 1:
+        raise ValueError(f"blocks must be >= 1, got {nblocks}")
+    ctx = mp.get_context("spawn")
+    progress = ctx.Array("q", [_NONE] * nblocks)
+    stop = ctx.Array("q", [_MAX] * nblocks)
+    shms = [SharedMemory(create=True, size=block_bytes) for _ in range(nblocks)]
+    pool = ProcessPoolExecutor(
+        processes, mp_context=ctx, initializer=_init, initargs=(progress, stop)
+    )
+    try:
+        yield from _drive(job, plan, pool, shms, progress, stop, straggle, stats)
+    finally:
+        with progress.get_lock():
+            for i in range(nblocks):
+                stop[i] = _NONE  # running tasks stop at their next item
+        pool.shutdown(wait=True, cancel_futures=True)
+        for shm in shms:
+            shm.close()
+            with contextlib.suppress(FileNotFoundError):
+                shm.unlink()
+
+
+@dataclass(slots=True)
+class _Running:
+    start: int | None
+    end: int | None
+    slot: int
+    began: float
+    split: bool = False
+
+
+def _key(start: int | None) -> int:
+    return _NONE if start is None else start
+
+
+def _drive(
+    job: Job,
+    plan: list[tuple[int | None, int | None]],
+    pool: ProcessPoolExecutor,
+    shms: list[SharedMemory],
+    progress: Any,
+    stop: Any,
+    straggle: float,
+    stats: SegmentStatistics,
+) -> Iterator[tuple[int, Any]]:
+    pending: deque[tuple[int | None, int | None]] = deque(plan)
+    order = sorted(_key(s) for s, _ in plan)  # every segment's start, in time order
+    results: dict[int, list[tuple[int, Any]]] = {}
+    free = deque(range(len(shms)))
+    running: dict[Future[_Out], _Running] = {}
+    head = 0
+    lock = progress.get_lock()
+
+    def add(start: int, end: int | None, front: bool) -> None:
+        bisect.insort(order, start)
+        (pending.appendleft if front else pending.append)((start, end))
+
+    while pending or running:
+        while pending and free:
+            start, end = pending.popleft()
+            slot = free.popleft()
+            with lock:
+                progress[slot], stop[slot] = _NONE, _MAX
+            fut = pool.submit(_work, job, start, end, slot, shms[slot].name)
+            running[fut] = _Running(start, end, slot, time.monotonic())
+        done, _ = wait(running, timeout=0.05, return_when=FIRST_COMPLETED)
+        for fut in done:
+            run = running.pop(fut)
+            try:
+                out = fut.result()
+            except Exception as err:
+                raise SegmentError(
+                    f"segment [{run.start}, {run.end}) of {_name(job)} failed: {err}"
+                ) from err
+            results[_key(run.start)] = _collect(out, shms[run.slot])
+            free.append(run.slot)
+            stats.run += 1
+            stats.seconds.append(time.monotonic() - run.began)
+            if out.resume is not None and out.reason == "full":
+                stats.continued += 1
+                add(out.resume, run.end, front=True)
+        if not pending and free and stats.seconds:
+            _split_stragglers(job, running, progress, stop, straggle, stats, add)
+        while head < len(order) and order[head] in results:
+            yield from results.pop(order[head])
+            head += 1
+
+
+def _split_stragglers(
+    job: Job,
+    running: dict[Future[_Out], _Running],
+    progress: Any,
+    stop: Any,
+    straggle: float,
+    stats: SegmentStatistics,
+    add: Callable[[int, int | None, bool], None],
+) -> None:
+    typical = statistics.median(stats.seconds)
+    now = time.monotonic()
+    for run in running.values():
+        if run.split or now - run.began <= straggle * typical:
+            continue
+        with progress.get_lock():
+            at = progress[run.slot]
+            cut = job.split_point(at, run.end) if at != _NONE else None
+            if cut is None or cut <= at or (run.start is not None and cut <= run.start):
+                continue
+            stop[run.slot] = cut
+        run.split = True
+        stats.resplit += 1
+        add(cut, run.end, False)
+        run.end = cut
+
+
+def _collect(out: _Out, shm: SharedMemory) -> list[tuple[int, Any]]:
+    """The task's items, arrays copied out of its block (which is then free again)."""
+    buf = shm.buf
+    assert buf is not None
+    items = []
+    for t, body, specs in out.items:
+        arrays = [
+            np.ndarray(shape, np.dtype(dtype), buffer=buf, offset=offset).copy()
+            for offset, dtype, shape in specs
+        ]
+        items.append((t, _Unpickler(body, arrays).load()))
+    return items
+
+
+def _name(job: Job) -> str:
+    path = getattr(job, "path", None)
+    return f"'{Path(path).name}'" if path else type(job).__name__

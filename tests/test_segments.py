@@ -1,0 +1,169 @@
+"""Segment parallelism: the process pool's results equal the serial run's, in order, on
+real and generated video and on a recording through a run file's sync and workers."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from adapters.video.segments import decode_range, keyframe_times, video_segments
+from adapters.video.synth import write_video
+from hyperframes.segments import (
+    RecordingJob,
+    SegmentError,
+    SegmentStatistics,
+    VideoJob,
+    run_segments,
+    run_serial,
+)
+from recordings import open_recording
+from recordings.segments import chunk_boundaries, cut_times, recording_segments
+from tests.fleet.fleet_helpers import make_recording, run_config
+
+MS = 1_000_000
+REAL = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "real" / "video"
+
+
+def features(image: np.ndarray) -> np.ndarray:
+    """A per-frame feature: mean and spread per channel, and a coarse histogram."""
+    flat = image.reshape(-1, image.shape[-1]).astype(np.float32)
+    hist = np.bincount(image[::4, ::4, 0].ravel() >> 4, minlength=16)
+    return np.concatenate([flat.mean(0), flat.std(0), hist.astype(np.float32)])
+
+
+def slow_late_features(image: np.ndarray) -> np.ndarray:
+    """``features``, slowly for bright frames: one segment lags the others."""
+    if image[0, 0, 0] > 200:
+        time.sleep(0.01)
+    return features(image)
+
+
+def fails_on_dark(image: np.ndarray) -> np.ndarray:
+    if image.mean() < 0:
+        raise AssertionError("unreachable")
+    raise ValueError("the model broke")
+
+
+def same(a: list[tuple[int, Any]], b: list[tuple[int, Any]]) -> bool:
+    return len(a) == len(b) and all(
+        x[0] == y[0] and np.array_equal(x[1], y[1]) for x, y in zip(a, b, strict=True)
+    )
+
+
+@pytest.fixture(scope="module")
+def clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """5 s of H.264 at 30 fps, a key frame every half second."""
+    path = tmp_path_factory.mktemp("seg") / "clip.mp4"
+    write_video(path, [i * 33 for i in range(150)], size=(160, 120), gop=15)
+    return path
+
+
+def test_real_video_segments_decode_to_the_whole_decode_and_ffprobe() -> None:
+    path = REAL / "androidx_trim_optimization_failure.mp4"  # 25 key frames, 167 frames
+    keys = keyframe_times(path)
+    probe = subprocess.run(
+        ["ffprobe", "-v", "error", "-select_streams", "v", "-show_entries",
+         "frame=pts_time", "-of", "json", str(path)],
+        capture_output=True, text=True, check=True, timeout=60,
+    )  # fmt: skip
+    expected = [round(float(f["pts_time"]) * 1e3) for f in json.loads(probe.stdout)["frames"]]
+    whole = [(t, img.tobytes()) for t, img in decode_range(path, size=(64, 48))]
+    assert [round(t / 1e6) for t, _ in whole] == expected
+    cut = video_segments(path, 1, keyframes=keys)  # at every key frame
+    assert len(cut) == len(keys) == 25
+    pieces = [
+        (t, img.tobytes()) for a, b in cut for t, img in decode_range(path, a, b, size=(64, 48))
+    ]
+    assert pieces == whole
+
+
+def test_ranges_that_do_not_start_at_key_frames_still_tile_the_decode(clip: Path) -> None:
+    whole = [(t, img.tobytes()) for t, img in decode_range(clip)]
+    cuts = [None, 700 * MS, 710 * MS, 2_345 * MS, None]
+    pieces = [
+        (t, img.tobytes())
+        for a, b in itertools.pairwise(cuts)
+        for t, img in decode_range(clip, a, b)
+    ]
+    assert pieces == whole
+
+
+def test_the_pool_gives_the_serial_results_in_order(clip: Path) -> None:
+    job = VideoJob(str(clip), features)
+    serial = list(run_serial(job))
+    stats = SegmentStatistics()
+    parallel = list(run_segments(job, processes=2, target_s=1.0, stats=stats))
+    assert same(parallel, serial)
+    # Key frames every 495 ms: cuts at the first one a second or more after the last.
+    assert stats.planned == len(video_segments(clip, 1_000 * MS)) == 4
+    assert len(serial) == 150
+
+
+def test_results_that_fill_a_block_continue_in_a_new_segment(clip: Path) -> None:
+    job = VideoJob(str(clip), features)
+    stats = SegmentStatistics()
+    # A block holds 5 feature vectors (22 float32 = 88 bytes, 128 aligned).
+    parallel = list(run_segments(job, processes=2, target_s=1.0, block_bytes=640, stats=stats))
+    assert same(parallel, list(run_serial(job)))
+    assert stats.continued >= 20
+
+
+def test_a_lagging_segment_is_split_and_the_results_stay_identical(clip: Path) -> None:
+    # The pattern's red channel at (0, 0) is 3 * i mod 256: frames 67..85 are slow.
+    job = VideoJob(str(clip), slow_late_features)
+    stats = SegmentStatistics()
+    parallel = list(run_segments(job, processes=2, target_s=2.0, straggle=0.0, stats=stats))
+    assert same(parallel, list(run_serial(job)))
+    assert stats.resplit >= 1
+
+
+def test_a_failing_segment_names_itself(clip: Path) -> None:
+    job = VideoJob(str(clip), fails_on_dark)
+    with pytest.raises(SegmentError, match=r"segment \[None, .*\) of 'clip.mp4' failed: the model"):
+        list(run_segments(job, processes=1, target_s=1.0))
+
+
+def test_recording_cuts_snap_to_chunk_boundaries(tmp_path: Path) -> None:
+    path = make_recording(tmp_path / "r.hfr", 3.0, 4)
+    with open_recording(path) as log:
+        chunks = list(log.chunks)
+    bounds = chunk_boundaries(chunks)
+    assert bounds == sorted(set(bounds))
+    for b in bounds:  # every chunk lies wholly on one side
+        assert all(c.t_end < b or c.t_start >= b for c in chunks)
+    ranges = recording_segments(chunks, 1_000 * MS)
+    assert ranges[0][0] is None
+    assert ranges[-1][1] is None
+    t0 = min(c.t_start for c in chunks)
+    for k, (start, _) in enumerate(ranges[1:], 1):
+        target = t0 + k * 1_000 * MS
+        near = [b for b in bounds if abs(b - target) <= 250 * MS]
+        # Snapped to the nearest boundary within a quarter of the target, or left there.
+        assert start == (min(near, key=lambda b: abs(b - target)) if near else target)
+    assert any(start in bounds for start, _ in ranges[1:])
+    assert cut_times(0, 10, 3, boundaries=[]) == [3, 6, 9]
+    assert cut_times(0, 10, 4, boundaries=[5, 9]) == [5, 9]
+
+
+def test_a_recording_run_file_in_the_pool_gives_the_serial_groups(tmp_path: Path) -> None:
+    path = make_recording(tmp_path / "drive.hfr", 3.0, 7)
+    config = run_config([path], tmp_path / "out", overlap_s=0.2)
+    job = RecordingJob(config, str(path))
+    serial = list(run_serial(job))
+    stats = SegmentStatistics()
+    parallel = list(run_segments(job, processes=2, target_s=0.5, stats=stats))
+    assert stats.planned >= 5
+    assert [t for t, _ in parallel] == [t for t, _ in serial]
+    for (_, (keys_a, res_a)), (_, (keys_b, res_b)) in zip(parallel, serial, strict=True):
+        assert keys_a == keys_b  # groups across the cuts took the same frames
+        assert res_a.keys() == res_b.keys()
+        for name in res_a:
+            np.testing.assert_array_equal(res_a[name], res_b[name])
+    assert len(serial) == 30
