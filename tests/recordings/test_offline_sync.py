@@ -200,3 +200,41 @@ def _damage(path: Path) -> list[str]:
 def test_approximate_time_is_refused_with_the_reason(session: Path) -> None:
     with pytest.raises(ValueError, match="ApproximateTime has no offline form"):
         sync_recording(session, ApproximateTime(["cam", "lidar"]))  # type: ignore[arg-type]
+
+
+def test_grouping_decodes_no_frame_and_payloads_only_for_the_groups_asked(
+    session: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from recordings.reader import Recording
+
+    decoded: list[int] = []
+    real = Recording.decode_chunk
+
+    def counting(self: Recording, chunk: Any) -> Any:
+        decoded.append(chunk.index)
+        return real(self, chunk)
+
+    monkeypatch.setattr(Recording, "decode_chunk", counting)
+    with sync_recording(session, nearest()) as groups:
+        assert decoded == []  # stamps came from the raw chunks, no frame was built
+        first = list(groups.groups(0, 2))
+        with open_recording(session) as log:
+            wanted = {i for i, c in enumerate(log.chunks) if c.t_start <= first[-1].t + 60 * MS}
+        assert set(decoded) <= wanted  # only chunks near the first two groups
+        assert len(decoded) < len(groups.log.chunks) // 2
+
+
+def test_parquet_without_pyarrow_says_how_to_get_it(
+    session: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    with (
+        sync_recording(session, nearest()) as groups,
+        pytest.raises(
+            RuntimeError,
+            match=r"writing Parquet needs pyarrow: pip install 'hyperframes\[parquet\]'",
+        ),
+    ):
+        groups.to_parquet(tmp_path / "g.parquet")

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from adapters import SyntheticCamera, SyntheticImu, SyntheticLidar
-from fusion import Frame, FrameGroup, Nearest, Pipeline, VirtualClock
+from fusion import BatchWorker, Frame, FrameGroup, Nearest, Pipeline, VirtualClock
+from fusion.workers.models import scale_model
 from recordings import open_recording
 from recordings.snapshot import SnapshotRecorder
 from tests.recordings.helpers import digest, make_frames
@@ -162,10 +163,13 @@ def test_sigusr1_triggers_a_snapshot_at_the_next_frame(tmp_path: Path) -> None:
 
 
 async def test_a_predicate_on_pipeline_groups_triggers_on_a_virtual_clock(tmp_path: Path) -> None:
-    """A pipeline on a virtual clock: the snapshot's frames equal those recorded in its window."""
+    """A model's score over a threshold, in a pipeline on a virtual clock: the snapshot's
+    frames equal those recorded in its window."""
 
     def hot(group: FrameGroup) -> bool:
-        return 1_500 * MS <= group.t <= 1_800 * MS  # stays true for 4 groups: one trigger
+        return bool(group.results["score"] >= 30.0)  # true from sweep 15 on: one trigger
+
+    fired: list[int] = []
 
     snap = SnapshotRecorder(
         tmp_path / "p.hfr", keep=3.0, pre=1.0, post=0.3, trigger_on=hot, settle=0.2
@@ -188,7 +192,19 @@ async def test_a_predicate_on_pipeline_groups_triggers_on_a_virtual_clock(tmp_pa
         ],
         Nearest("lidar", ["lidar", "cam", "imu"], 20 * MS, windows={"imu": (50 * MS, 49 * MS)}),
         max_latency=200 * MS,
-        sinks=[snap.observe],
+        workers={
+            "score": BatchWorker(
+                scale_model(4, 2.0),  # score = 2 x the sweep number
+                preprocess=lambda gs: np.array(
+                    [[g.frames["lidar"].seq, 0, 0, 0] for g in gs],  # type: ignore[union-attr]
+                    np.float32,
+                ),
+                postprocess=lambda items, out: [float(r[0]) for r in out[0]],
+                max_batch=4,
+                max_delay=5 * MS,
+            )
+        },
+        sinks=[snap.observe, lambda g: fired.append(g.t) if hot(g) else None],
         recorder=snap,
         clock=clock,
     )
@@ -198,6 +214,8 @@ async def test_a_predicate_on_pipeline_groups_triggers_on_a_virtual_clock(tmp_pa
     (path,) = snap.paths
     with open_recording(path) as log:
         t0 = log.metadata["snapshot"]["trigger_t"]
+    assert t0 == fired[0]  # the first group whose score crossed the threshold
+    assert len(fired) > 10  # it stayed true: still one snapshot (rising edge)
     got = read(path)
     want = [f for f in seen if t0 - S <= f.t <= t0 + 300 * MS]
     assert content(got) == content(want)
