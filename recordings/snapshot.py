@@ -263,8 +263,11 @@ class SnapshotRecorder:
     async def send(self, frame: Frame) -> None:
         """``write`` for a pipeline; checkpoints, compresses off the event loop when sealing."""
         await anyio.lowlevel.checkpoint()
-        if self._builder.size >= self.chunk_bytes:
-            await run_sync(self.write, frame)
+        t0 = self._open_t0
+        if self._builder.size >= self.chunk_bytes or (
+            t0 is not None and abs(frame.t - t0) >= self.chunk_ns
+        ):
+            await run_sync(self.write, frame)  # it seals and compresses a chunk
         else:
             self.write(frame)
 
