@@ -67,9 +67,9 @@ from recordings.format import (
     crc32,
     pack_preamble,
     pack_prelude,
-    pack_trailer,
 )
 from recordings.records import ChunkBuilder, ChunkMeta, decode_chunk, decompress_chunk
+from recordings.snapshot_file import SnapshotFile, fsync_dir
 from recordings.writer import _pack, encode_chunk
 
 __all__ = ["SnapshotRecorder", "SnapshotRequest", "SnapshotStatistics"]
@@ -434,7 +434,7 @@ class SnapshotRecorder:
         partial = final.with_name(final.name + ".partial")
         fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            out = _FileWriter(fd)
+            out = SnapshotFile(fd)
             meta = {
                 **self._metadata,
                 "snapshot": {
@@ -462,10 +462,10 @@ class SnapshotRecorder:
             os.close(fd)
         os.replace(partial, final)
         if self._durable:
-            _fsync_dir(final.parent)
+            fsync_dir(final.parent)
         return final
 
-    def _write_chunk(self, out: _FileWriter, meta: ChunkMeta, parts: list[bytes]) -> None:
+    def _write_chunk(self, out: SnapshotFile, meta: ChunkMeta, parts: list[bytes]) -> None:
         """A seam for tests that stop a process in the middle of a snapshot."""
         out.chunk(meta, parts)
 
@@ -572,44 +572,3 @@ class SnapshotRecorder:
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
         return f"SnapshotRecorder('{self.path}', {state}, frames={self._frames})"
-
-
-class _FileWriter:
-    """Writes one snapshot file: records back to back, then the index and trailer."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        self.offset = 0
-        self.index: list[dict[str, Any]] = []
-
-    def emit(self, parts: list[bytes]) -> None:
-        views = [memoryview(p) for p in parts if len(p)]
-        while views:
-            n = os.writev(self.fd, views)
-            self.offset += n
-            while views and n >= len(views[0]):
-                n -= len(views[0])
-                views.pop(0)
-            if views and n:
-                views[0] = views[0][n:]
-
-    def chunk(self, meta: ChunkMeta, parts: list[bytes]) -> None:
-        entry = meta.to_msgpack()
-        entry["off"] = self.offset
-        entry["len"] = sum(len(p) for p in parts[2:])
-        self.emit(parts)
-        self.index.append(entry)
-
-    def finish(self, specs: list[dict[str, Any]]) -> None:
-        at = self.offset
-        index = _pack({"chunks": self.index, "sensors": specs})
-        self.emit([pack_prelude(RecordKind.INDEX, index, 0, crc32(b"")), index, pack_trailer(at)])
-
-
-def _fsync_dir(folder: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)

@@ -1,0 +1,59 @@
+"""Writing one snapshot file: records back to back, then the footer index and trailer.
+
+:class:`~recordings.snapshot.SnapshotRecorder` writes each snapshot through one
+of these into ``NAME.partial``, then renames it (see its module docstring).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import Any
+
+from recordings.format import RecordKind, crc32, pack_prelude, pack_trailer
+from recordings.layout import ChunkMeta
+from recordings.writer import _pack
+
+__all__ = ["SnapshotFile", "fsync_dir"]
+
+
+class SnapshotFile:
+    """Writes one snapshot file: records back to back, then the index and trailer."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.offset = 0
+        self.index: list[dict[str, Any]] = []
+
+    def emit(self, parts: list[bytes]) -> None:
+        views = [memoryview(p) for p in parts if len(p)]
+        while views:
+            n = os.writev(self.fd, views)
+            self.offset += n
+            while views and n >= len(views[0]):
+                n -= len(views[0])
+                views.pop(0)
+            if views and n:
+                views[0] = views[0][n:]
+
+    def chunk(self, meta: ChunkMeta, parts: list[bytes]) -> None:
+        entry = meta.to_msgpack()
+        entry["off"] = self.offset
+        entry["len"] = sum(len(p) for p in parts[2:])
+        self.emit(parts)
+        self.index.append(entry)
+
+    def finish(self, specs: list[dict[str, Any]]) -> None:
+        at = self.offset
+        index = _pack({"chunks": self.index, "sensors": specs})
+        self.emit([pack_prelude(RecordKind.INDEX, index, 0, crc32(b"")), index, pack_trailer(at)])
+
+
+def fsync_dir(folder: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
