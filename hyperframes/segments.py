@@ -197,19 +197,20 @@ class SegmentStatistics:
     continued: int = 0
     """Segments continued because their results filled a block."""
     seconds: list[float] = field(default_factory=list)
-    """Wall time of each finished task."""
+    """Run time of each finished task (from its start in a process)."""
 
 
 # -- the worker-process side ------------------------------------------------------
 
 _progress: Any = None
 _stop: Any = None
+_began: Any = None
 _blocks: dict[str, SharedMemory] = {}
 
 
-def _init(progress: Any, stop: Any) -> None:
-    global _progress, _stop
-    _progress, _stop = progress, stop
+def _init(progress: Any, stop: Any, began: Any) -> None:
+    global _progress, _stop, _began
+    _progress, _stop, _began = progress, stop, began
 
 
 @dataclass(slots=True)
@@ -219,6 +220,8 @@ class _Out:
     resume: int | None = None
     """Where the segment's rest starts, if this task stopped early."""
     reason: str = ""
+    seconds: float = 0.0
+    """How long the task ran (not counting its wait for a process)."""
 
 
 def _work(job: Job, start: int | None, end: int | None, slot: int, block: str) -> _Out:
@@ -228,9 +231,13 @@ def _work(job: Job, start: int | None, end: int | None, slot: int, block: str) -
     buf = shm.buf
     assert buf is not None
     lock = _progress.get_lock()
+    began = time.monotonic()  # CLOCK_MONOTONIC: the parent's clock too
+    _began[slot] = began
     items = job.items(start, end)
     try:
-        return _fill(job, items, slot, buf, lock)
+        out = _fill(job, items, slot, buf, lock)
+        out.seconds = time.monotonic() - began
+        return out
     finally:
         close = getattr(items, "close", None)
         if close is not None:
@@ -343,12 +350,13 @@ def run_segments(
     ctx = mp.get_context("spawn")
     progress = ctx.Array("q", [_NONE] * nblocks)
     stop = ctx.Array("q", [_MAX] * nblocks)
+    began = ctx.Array("d", [0.0] * nblocks, lock=False)
     shms = [SharedMemory(create=True, size=block_bytes) for _ in range(nblocks)]
     pool = ProcessPoolExecutor(
-        processes, mp_context=ctx, initializer=_init, initargs=(progress, stop)
+        processes, mp_context=ctx, initializer=_init, initargs=(progress, stop, began)
     )
     try:
-        yield from _drive(job, plan, pool, shms, progress, stop, straggle, stats)
+        yield from _drive(job, plan, pool, shms, progress, stop, began, straggle, stats)
     finally:
         with progress.get_lock():
             for i in range(nblocks):
@@ -365,7 +373,6 @@ class _Running:
     start: int | None
     end: int | None
     slot: int
-    began: float
     split: bool = False
 
 
@@ -380,6 +387,7 @@ def _drive(
     shms: list[SharedMemory],
     progress: Any,
     stop: Any,
+    began: Any,
     straggle: float,
     stats: SegmentStatistics,
 ) -> Iterator[tuple[int, Any]]:
@@ -401,8 +409,9 @@ def _drive(
             slot = free.popleft()
             with lock:
                 progress[slot], stop[slot] = _NONE, _MAX
+            began[slot] = 0.0
             fut = pool.submit(_work, job, start, end, slot, shms[slot].name)
-            running[fut] = _Running(start, end, slot, time.monotonic())
+            running[fut] = _Running(start, end, slot)
         done, _ = wait(running, timeout=0.05, return_when=FIRST_COMPLETED)
         for fut in done:
             run = running.pop(fut)
@@ -415,12 +424,12 @@ def _drive(
             results[_key(run.start)] = _collect(out, shms[run.slot])
             free.append(run.slot)
             stats.run += 1
-            stats.seconds.append(time.monotonic() - run.began)
+            stats.seconds.append(out.seconds)
             if out.resume is not None and out.reason == "full":
                 stats.continued += 1
                 add(out.resume, run.end, front=True)
         if not pending and free and stats.seconds:
-            _split_stragglers(job, running, progress, stop, straggle, stats, add)
+            _split_stragglers(job, running, progress, stop, began, straggle, stats, add)
         while head < len(order) and order[head] in results:
             yield from results.pop(order[head])
             head += 1
@@ -431,6 +440,7 @@ def _split_stragglers(
     running: dict[Future[_Out], _Running],
     progress: Any,
     stop: Any,
+    began: Any,
     straggle: float,
     stats: SegmentStatistics,
     add: Callable[[int, int | None, bool], None],
@@ -438,8 +448,9 @@ def _split_stragglers(
     typical = statistics.median(stats.seconds)
     now = time.monotonic()
     for run in running.values():
-        if run.split or now - run.began <= straggle * typical:
-            continue
+        started = began[run.slot]
+        if run.split or not started or now - started <= straggle * typical:
+            continue  # already cut, still waiting for a process, or not late
         with progress.get_lock():
             at = progress[run.slot]
             cut = job.split_point(at, run.end) if at != _NONE else None
