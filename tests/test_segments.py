@@ -15,6 +15,7 @@ import pytest
 
 from adapters.video.segments import decode_range, keyframe_times, video_segments
 from adapters.video.synth import write_video
+from hyperframes.fleet.plan import plan_parts
 from hyperframes.segments import (
     RecordingJob,
     SegmentError,
@@ -149,6 +150,10 @@ def test_recording_cuts_snap_to_chunk_boundaries(tmp_path: Path) -> None:
         # Snapped to the nearest boundary within a quarter of the target, or left there.
         assert start == (min(near, key=lambda b: abs(b - target)) if near else target)
     assert any(start in bounds for start, _ in ranges[1:])
+    # The Ray fleet's plan is the same cuts (local and cluster runs share one plan).
+    parts = plan_parts([str(path)], split=1_000 * MS, overlap=7)
+    assert [(p.start, p.end) for p in parts] == ranges
+    assert [p.read_start for p in parts[1:]] == [s - 7 for s, _ in ranges[1:]]  # type: ignore[operator]
     assert cut_times(0, 10, 3, boundaries=[]) == [3, 6, 9]
     assert cut_times(0, 10, 4, boundaries=[5, 9]) == [5, 9]
 

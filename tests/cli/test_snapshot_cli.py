@@ -54,3 +54,57 @@ def test_record_snapshot_refuses_file_splitting(capsys) -> None:  # type: ignore
     code = main(["record", "--snapshot", "5s", "--max-duration", "3", "-o", "x.hfr", "--fast"])
     assert code == 2
     assert "--snapshot writes whole snapshots" in capsys.readouterr().out
+
+
+def test_record_snapshot_writes_on_the_s_key_in_a_terminal(tmp_path: Path) -> None:
+    """In a pseudo-terminal, the 's' key takes a snapshot (the keyboard thread's trigger)."""
+    import pty
+    import select
+
+    out = tmp_path / "key.hfr"
+    metrics = tmp_path / "m.prom"
+    master, slave = pty.openpty()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "hyperframes", "record", "-o", str(out), "--snapshot", "1s",
+         "--duration", "4", "--metrics", str(metrics)],
+        stdin=slave, stdout=slave, stderr=slave, env={**os.environ, "TERM": "xterm"},
+    )  # fmt: skip
+    os.close(slave)
+    screen = b""
+    pressed = False
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.1)
+            if ready:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # the child closed the terminal (EIO)
+                    break
+                if not chunk:
+                    break
+                screen += chunk
+            if not pressed and metrics.exists():
+                os.write(master, b"s")  # the pipeline runs, the key thread reads
+                pressed = True
+            if child.poll() is not None and not ready:
+                break
+        child.wait(30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(10)
+        os.close(master)
+    text = screen.decode(errors="replace")
+    assert pressed, text[-2000:]
+    assert child.returncode == 0, text[-2000:]
+    snap = tmp_path / "key.0000.hfr"
+    assert not out.exists()
+    with open_recording(snap) as log:
+        assert log.verify() == []
+        meta = log.metadata["snapshot"]
+        frames = list(log.frames())
+    assert meta["reasons"] == ["key"]
+    assert meta["end"] - meta["start"] == S  # 1 s before the key, nothing after
+    assert {f.sensor for f in frames} == {"cam", "lidar", "imu"}
+    assert all(meta["start"] <= f.t <= meta["end"] for f in frames)

@@ -238,3 +238,32 @@ def test_parquet_without_pyarrow_says_how_to_get_it(
         ),
     ):
         groups.to_parquet(tmp_path / "g.parquet")
+
+
+def test_memory_follows_the_stamps_not_the_payloads(tmp_path: Path) -> None:
+    """Grouping a recording of 24 MB of images holds about one decompressed chunk,
+    whatever the payloads weigh: peak traced memory with 96 kB and with 6 kB images
+    differs by much less than the payloads do."""
+    import tracemalloc
+
+    def peak(side: int) -> tuple[int, int]:
+        path = tmp_path / f"big{side}.hfr"
+        image = np.zeros((side, side, 3), np.uint8)
+        with Recorder(path, chunk_bytes=1 << 20) as rec:
+            for i in range(250):  # 25 s: cam 10 Hz, lidar 10 Hz, offset by 5 ms
+                image[0, 0, 0] = i % 256
+                rec.write(Frame("cam", i, i * 100 * MS, image))
+                rec.write(Frame("lidar", i, i * 100 * MS + 5 * MS, image[:8]))
+        tracemalloc.start()
+        try:
+            with sync_recording(path, Nearest("lidar", ["lidar", "cam"], 20 * MS)) as groups:
+                assert len(groups) == 250
+            return tracemalloc.get_traced_memory()[1], 250 * image.nbytes
+        finally:
+            tracemalloc.stop()
+
+    big, big_payload = peak(180)  # 97 kB images: 24 MB of payload
+    small, small_payload = peak(45)  # 6 kB images: 1.5 MB
+    assert big_payload > 15 * small_payload
+    assert big < big_payload / 4  # never the payloads at once
+    assert big - small < 4 << 20  # a few chunks more (1 MiB each), not 22 MB more
