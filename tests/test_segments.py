@@ -173,3 +173,11 @@ def test_a_recording_run_file_in_the_pool_gives_the_serial_groups(tmp_path: Path
         for name in res_a:
             np.testing.assert_array_equal(res_a[name], res_b[name])
     assert len(serial) == 30
+    # Groups straddle the cuts: a member on the other side of its segment's start.
+    with open_recording(path) as log:
+        when = {f.key: f.t for f in log.frames()}
+    cuts = [start for start, _ in job.segments(500 * MS)[1:]]
+    straddling = [
+        t for t, (keys, _) in serial for c in cuts if t >= c and min(when[k] for k in keys) < c
+    ]
+    assert len(straddling) >= 3
