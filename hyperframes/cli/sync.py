@@ -22,7 +22,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
 
@@ -111,10 +110,11 @@ def build_policy(args: argparse.Namespace, recorded: list[str]) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     from fusion.errors import HyperframesError
+    from hyperframes.cli.common import console_for, literal, say
     from recordings import open_recording
     from recordings.offline_sync import sync_recording
 
-    console = Console(quiet=bool(getattr(args, "quiet", False)))
+    console = console_for(args)
     try:
         with open_recording(args.file) as log:
             summary = log.summary()
@@ -128,17 +128,17 @@ def run(args: argparse.Namespace) -> int:
                 took = time.perf_counter() - began
                 written = _write(groups, args.output) if args.output else None
     except (OSError, HyperframesError, ValueError, RuntimeError) as err:
-        console.print(f"[red]error:[/red] {err}", highlight=False, soft_wrap=True)
+        say(console, "error:", "red", err)
         return 2
     stats = groups.statistics
-    table = Table(title=f"{args.policy} groups of {args.file}")
+    table = Table(title=literal(f"{args.policy} groups of {args.file}"))
     table.add_column("sensor")
     table.add_column("stamps", justify="right")
     table.add_column("out of order", justify="right")
     table.add_column("missing in groups", justify="right")
     for s in policy.sensors:
         table.add_row(
-            s,
+            literal(s),
             str(stats.frames.get(s, 0)),
             str(stats.out_of_order.get(s, 0)),
             str(int(groups.columns.missing(s).sum())),
