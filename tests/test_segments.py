@@ -7,6 +7,7 @@ import itertools
 import json
 import subprocess
 import time
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,34 @@ def test_real_video_segments_decode_to_the_whole_decode_and_ffprobe() -> None:
         (t, img.tobytes()) for a, b in cut for t, img in decode_range(path, a, b, size=(64, 48))
     ]
     assert pieces == whole
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "androidx_sample_h264.ts",  # MPEG-TS: seeks bisect bytes and may land late
+        "androidx_iibbibb_editlist_videoonly.mp4",  # open GOPs: B-frames before their I
+        "androidx_roadtrip-vp92-10bit.webm",  # VP9 in Matroska
+        "androidx_edit_list_positive_shift.mp4",  # an edit list that shifts the start
+    ],
+)
+def test_real_clips_cut_at_key_frames_decode_as_expected_json(name: str) -> None:
+    """Segments at every key frame, decoded one by one, give the frames ffprobe lists
+    (expected.json: count and presentation times), in order, pixels as one whole decode."""
+    path = REAL / name
+    expected = json.loads((REAL.parent / "expected.json").read_text())["files"][f"video/{name}"]
+    frames, video = expected["expected"]["frames"], expected["expected"]["video"]
+    tb = Fraction(video["time_base"])
+    keys = keyframe_times(path)
+    cut = video_segments(path, 1, keyframes=keys)
+    assert len(cut) == len(keys) >= 2
+    pieces = [
+        (t, img.tobytes()) for a, b in cut for t, img in decode_range(path, a, b, size=(32, 24))
+    ]
+    want = [int(p * tb * 1_000_000_000) for p in sorted(frames["best_effort_timestamps"])]
+    assert len(pieces) == frames["decoded_count"]
+    assert [t for t, _ in pieces] == want
+    assert pieces == [(t, img.tobytes()) for t, img in decode_range(path, size=(32, 24))]
 
 
 def test_ranges_that_do_not_start_at_key_frames_still_tile_the_decode(clip: Path) -> None:
