@@ -178,10 +178,15 @@ class RecordingJob:
         return [(p.start, p.end) for p in parts]
 
     def split_point(self, progress: int, end: int | None) -> int | None:
-        if self.config.sync.policy == "approximate" or end is None:
-            return None  # approximate cannot be cut; an open end has no middle
+        if self.config.sync.policy == "approximate":
+            return None  # its groups depend on the whole history: never cut
+        if end is None:  # the last segment: its end is the last frame's time
+            from recordings.reader import open_recording
+
+            with open_recording(self.path) as log:
+                end = max((c.t_end for c in log.chunks), default=progress) + 1
         mid = (progress + end) // 2
-        return mid if mid > progress else None
+        return mid if progress < mid < end else None
 
 
 @dataclass(slots=True)

@@ -7,6 +7,7 @@ import itertools
 import json
 import subprocess
 import time
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -144,6 +145,20 @@ def test_results_that_fill_a_block_continue_in_a_new_segment(clip: Path) -> None
     assert stats.continued >= 20
 
 
+def test_whole_frames_come_back_through_the_bounded_blocks(clip: Path) -> None:
+    # The decoded images themselves as results (57.6 kB each): 17 fit a 1 MiB block,
+    # so segments continue, and every pixel equals the serial decode's.
+    job = VideoJob(str(clip), np.ascontiguousarray)
+    stats = SegmentStatistics()
+    parallel = list(
+        run_segments(job, processes=2, target_s=1.0, blocks=2, block_bytes=1 << 20, stats=stats)
+    )
+    serial = list(run_serial(job))
+    assert same(parallel, serial)
+    assert all(a.shape == (120, 160, 3) for _, a in parallel)
+    assert stats.continued >= 4
+
+
 def test_a_lagging_segment_is_split_and_the_results_stay_identical(clip: Path) -> None:
     # A short segment and a long one: when the short one is done, the long one (134
     # frames, at least 0.67 s) is still short of its last key frames and is cut.
@@ -153,6 +168,36 @@ def test_a_lagging_segment_is_split_and_the_results_stay_identical(clip: Path) -
     parallel = list(run_segments(job, processes=2, segments=plan, straggle=0.0, stats=stats))
     assert same(parallel, list(run_serial(job)))
     assert stats.resplit >= 1
+
+
+@dataclass(frozen=True)
+class SlowRecordingJob(RecordingJob):
+    """``RecordingJob``, 30 ms slower a group."""
+
+    def process(self, raw: Any) -> Any:
+        time.sleep(0.03)
+        return raw
+
+
+def test_a_lagging_recording_segment_is_split_and_the_groups_stay_identical(
+    tmp_path: Path,
+) -> None:
+    # A short first segment and the open-ended rest: the rest is cut while it runs
+    # (its end taken from the footer index), and the groups are the serial ones.
+    path = make_recording(tmp_path / "lag.hfr", 3.0, 11)
+    job = SlowRecordingJob(run_config([path], tmp_path / "out", overlap_s=0.2), str(path))
+    with open_recording(path) as log:
+        t0 = min(c.t_start for c in log.chunks)
+    stats = SegmentStatistics()
+    plan = [(None, t0 + 150 * MS), (t0 + 150 * MS, None)]
+    parallel = list(run_segments(job, processes=2, segments=plan, straggle=0.0, stats=stats))
+    serial = list(run_serial(job))
+    assert [(t, keys) for t, (keys, _) in parallel] == [(t, keys) for t, (keys, _) in serial]
+    for (_, (_, res_a)), (_, (_, res_b)) in zip(parallel, serial, strict=True):
+        for name in res_b:
+            np.testing.assert_array_equal(res_a[name], res_b[name])
+    assert stats.resplit >= 1
+    assert len(serial) == 30
 
 
 def test_a_failing_segment_names_itself(clip: Path) -> None:
