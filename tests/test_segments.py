@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from adapters.video.segments import decode_range, keyframe_times, video_segments
+from adapters.video.segments import DecodeCounts, decode_range, keyframe_times, video_segments
 from adapters.video.synth import write_video
 from hyperframes.fleet.plan import plan_parts
 from hyperframes.segments import (
@@ -80,10 +80,17 @@ def test_real_video_segments_decode_to_the_whole_decode_and_ffprobe() -> None:
     assert [round(t / 1e6) for t, _ in whole] == expected
     cut = video_segments(path, 1, keyframes=keys)  # at every key frame
     assert len(cut) == len(keys) == 25
+    counts = DecodeCounts()
     pieces = [
-        (t, img.tobytes()) for a, b in cut for t, img in decode_range(path, a, b, size=(64, 48))
+        (t, img.tobytes())
+        for a, b in cut
+        for t, img in decode_range(path, a, b, size=(64, 48), counts=counts)
     ]
     assert pieces == whole
+    # Each range seeks to its own key frame, not the one before (times round-trip
+    # through nanoseconds): little is decoded beyond what is kept.
+    assert counts.kept == 167
+    assert counts.decoded <= counts.kept + 2 * len(cut)
 
 
 @pytest.mark.parametrize(

@@ -41,7 +41,9 @@ def _ns(pts: int, tb: Fraction) -> int:
 
 
 def _pts(ns: int, tb: Fraction) -> int:
-    return ns * tb.denominator // (tb.numerator * 1_000_000_000)
+    """The first ``pts`` whose :func:`_ns` is at or after ``ns`` (rounded up, so a key
+    frame's own time seeks to that key frame, not the one before it)."""
+    return -(-ns * tb.denominator // (tb.numerator * 1_000_000_000))
 
 
 def keyframe_times(path: str | Path, stream: int = 0) -> list[int]:
