@@ -5,8 +5,9 @@ Theory of operation. A long video or recording is cut into time segments
 :func:`hyperframes.fleet.plan.plan_parts` at chunk boundaries, the plan the
 Ray fleet runs), and a :class:`concurrent.futures.ProcessPoolExecutor`
 (``spawn``: no forked threads) works them. Each task decodes its segment and
-runs the job on it: a per-frame function for a video (:class:`VideoJob`), the
-run file's sync, stages and workers for a recording (:class:`RecordingJob`,
+runs the job on it: a per-frame function for a video (:class:`VideoJob`), a
+run file's stages and workers on a video's frames (:class:`VideoWorkersJob`),
+the run file's sync, stages and workers for a recording (:class:`RecordingJob`,
 with the parts' overlap, so groups that straddle a cut are built from the
 same frames as in one pass).
 
@@ -42,7 +43,7 @@ import pickle
 import statistics
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from multiprocessing.shared_memory import SharedMemory
@@ -52,12 +53,15 @@ from typing import Any, Protocol
 import numpy as np
 
 from fusion.errors import HyperframesError
+from fusion.frames import Frame, FrameGroup, SensorSpec
+from fusion.source import Source
 
 __all__ = [
     "RecordingJob",
     "SegmentError",
     "SegmentStatistics",
     "VideoJob",
+    "VideoWorkersJob",
     "run_segments",
     "run_serial",
 ]
@@ -187,6 +191,82 @@ class RecordingJob:
                 end = max((c.t_end for c in log.chunks), default=progress) + 1
         mid = (progress + end) // 2
         return mid if progress < mid < end else None
+
+
+@dataclass(frozen=True)
+class VideoWorkersJob(VideoJob):
+    """A run file's ``[[stages]]`` and ``[[workers]]`` on a video file's frames, per segment.
+
+    Each frame becomes sensor ``sensor``'s frame, a group of its own
+    (``ExactTime([sensor])``: the run file's ``[sync]`` is for recordings),
+    and runs through the stages and batch workers :func:`build_pipeline`
+    builds from the same config. Items are ``(t_ns, (keys, results))`` per
+    frame, ``keys`` its ``(sensor, seq)`` with ``seq`` its index in the whole
+    stream's presentation order, as in :class:`RecordingJob`. ``fn`` is unused.
+    """
+
+    fn: Callable[[np.ndarray[Any, Any]], Any] = np.asarray
+    config: Any = None
+    """A :class:`~hyperframes.fleet.config.FleetConfig` (the run file)."""
+    sensor: str = "cam"
+    times: tuple[int, ...] = ()
+    """Presentation times of every frame (ns, sorted), for ``seq``; demuxed when not given."""
+
+    def __post_init__(self) -> None:
+        if self.config is None:
+            raise ValueError("VideoWorkersJob needs config= (a run file)")
+        super().__post_init__()
+        if not self.times:
+            from adapters.video.segments import frame_times
+
+            object.__setattr__(self, "times", tuple(frame_times(self.path, self.stream)))
+
+    def items(self, start: int | None, end: int | None) -> Iterator[tuple[int, Any]]:
+        from hyperframes.fleet.tasks import iterate_blocking
+
+        for group in iterate_blocking(lambda: self._groups(start, end)):
+            yield group.t, (group.keys, dict(group.results))
+
+    def process(self, raw: Any) -> Any:
+        return raw
+
+    async def _groups(self, start: int | None, end: int | None) -> AsyncIterator[FrameGroup]:
+        from fusion.pipeline import Pipeline, SensorStage
+        from fusion.policies import ExactTime
+        from hyperframes.config.factory import build_stage, build_worker
+
+        cfg = self.config
+        pipeline = Pipeline(
+            [_RangeSource(self, start, end)],
+            ExactTime([self.sensor]),
+            max_latency=None,  # offline: groups depend on the data, never on timing
+            stages=[SensorStage(s.sensor, build_stage(s)) for s in cfg.stages],
+            workers={w.name: build_worker(w) for w in cfg.workers},
+            capacity=cfg.pipeline.capacity,
+        )
+        async with pipeline.open() as groups:
+            async for group in groups:
+                yield group
+
+
+class _RangeSource(Source):
+    """The frames of ``[start, end)`` of a :class:`VideoWorkersJob`'s file, numbered
+    by their place in the whole stream."""
+
+    def __init__(self, job: VideoWorkersJob, start: int | None, end: int | None) -> None:
+        super().__init__(SensorSpec(job.sensor, kind="camera"))
+        self.job, self.start, self.end = job, start, end
+
+    async def frames(self) -> AsyncIterator[Frame]:
+        job = self.job
+        decoded = VideoJob.items(job, self.start, self.end)
+        try:
+            while (item := await self.run_blocking(next, decoded, None)) is not None:
+                t, image = item
+                seq = bisect.bisect_left(job.times, t)
+                yield Frame(job.sensor, seq, t, image, t_sensor=t, t_arrival=t)
+        finally:
+            decoded.close()  # type: ignore[attr-defined]
 
 
 @dataclass(slots=True)

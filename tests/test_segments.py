@@ -17,18 +17,20 @@ import pytest
 
 from adapters.video.segments import DecodeCounts, decode_range, keyframe_times, video_segments
 from adapters.video.synth import write_video
+from hyperframes.fleet.config import validate_fleet_config
 from hyperframes.fleet.plan import plan_parts
 from hyperframes.segments import (
     RecordingJob,
     SegmentError,
     SegmentStatistics,
     VideoJob,
+    VideoWorkersJob,
     run_segments,
     run_serial,
 )
 from recordings import open_recording
 from recordings.segments import chunk_boundaries, cut_times, recording_segments
-from tests.fleet.fleet_helpers import make_recording, run_config
+from tests.fleet.fleet_helpers import WORKERS, make_recording, run_config
 
 MS = 1_000_000
 REAL = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "real" / "video"
@@ -205,6 +207,31 @@ def test_a_lagging_recording_segment_is_split_and_the_groups_stay_identical(
             np.testing.assert_array_equal(res_a[name], res_b[name])
     assert stats.resplit >= 1
     assert len(serial) == 30
+
+
+def test_a_run_files_workers_on_video_segments_give_the_serial_results(
+    clip: Path, tmp_path: Path
+) -> None:
+    # The run file's [[workers]] (an ONNX edge model on the camera image) per frame.
+    config = validate_fleet_config(
+        {
+            "fleet": {"recordings": [str(clip)], "output": str(tmp_path / "out")},
+            "sync": {"policy": "exact"},
+            "workers": [w for w in WORKERS if w["input"] == "cam"],
+        }
+    )
+    job = VideoWorkersJob(str(clip), config=config, sensor="cam")
+    serial = list(run_serial(job))
+    stats = SegmentStatistics()
+    parallel = list(run_segments(job, processes=2, target_s=1.0, stats=stats))
+    assert stats.planned == 4
+    assert [(t, keys) for t, (keys, _) in parallel] == [(t, keys) for t, (keys, _) in serial]
+    assert [keys for _, (keys, _) in serial] == [[("cam", i)] for i in range(150)]
+    for (_, (_, a)), (_, (_, b)) in zip(parallel, serial, strict=True):
+        assert a.keys() == b.keys() == {"edges"}
+        np.testing.assert_array_equal(a["edges"], b["edges"])
+    # The outputs change from frame to frame: the model saw each frame, not one image.
+    assert len({float(np.asarray(r["edges"]).sum()) for _, (_, r) in serial}) > 1
 
 
 def test_a_failing_segment_names_itself(clip: Path) -> None:

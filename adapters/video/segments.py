@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DecodeCounts", "decode_range", "keyframe_times", "video_segments"]
+__all__ = ["DecodeCounts", "decode_range", "frame_times", "keyframe_times", "video_segments"]
 
 Range = tuple[int | None, int | None]
 
@@ -57,6 +57,22 @@ def keyframe_times(path: str | Path, stream: int = 0) -> list[int]:
             _ns(p.pts, tb)
             for p in container.demux(s)
             if p.is_keyframe and p.pts is not None and not p.is_discard
+        }
+    return sorted(out)
+
+
+def frame_times(path: str | Path, stream: int = 0) -> list[int]:
+    """Presentation times (ns, sorted) of every frame of video ``stream``, from its
+    packets (no decoding; discarded packets left out)."""
+    import av
+
+    with av.open(str(path)) as container:
+        s = container.streams.video[stream]
+        tb = Fraction(s.time_base) if s.time_base is not None else Fraction(1, 1000)
+        out = {
+            _ns(p.pts, tb)
+            for p in container.demux(s)
+            if p.pts is not None and p.size and not p.is_discard
         }
     return sorted(out)
 
