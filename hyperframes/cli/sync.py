@@ -24,6 +24,8 @@ from typing import Any
 
 from rich.table import Table
 
+from hyperframes.cli.common import NamesAction
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
@@ -38,7 +40,11 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--reference", help="nearest: the sensor that makes one group per frame")
     p.add_argument(
-        "--sensors", nargs="+", metavar="NAME", help="sensors of a group (default: all recorded)"
+        "--sensors",
+        nargs="+",
+        action=NamesAction,
+        metavar="NAME",
+        help="sensors of a group, as A B or A,B (default: all recorded)",
     )
     p.add_argument(
         "--tolerance",
@@ -55,7 +61,14 @@ def register(sub: Any) -> None:
         metavar="SENSOR=BEFORE:AFTER",
         help="nearest: collect every frame of SENSOR in [t - BEFORE, t + AFTER] (repeatable)",
     )
-    p.add_argument("--optional", nargs="+", default=[], metavar="NAME", help="may be missing")
+    p.add_argument(
+        "--optional",
+        nargs="+",
+        action=NamesAction,
+        default=[],
+        metavar="NAME",
+        help="sensors that may be missing from a group (A B or A,B)",
+    )
     p.add_argument("--start", type=float, help="seconds from the recording's start")
     p.add_argument("--end", type=float, help="seconds from the recording's start")
     p.add_argument(
@@ -110,7 +123,7 @@ def build_policy(args: argparse.Namespace, recorded: list[str]) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     from fusion.errors import HyperframesError
-    from hyperframes.cli.common import console_for, literal, say
+    from hyperframes.cli.common import console_for, error, literal
     from recordings import open_recording
     from recordings.offline_sync import sync_recording
 
@@ -128,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
                 took = time.perf_counter() - began
                 written = _write(groups, args.output) if args.output else None
     except (OSError, HyperframesError, ValueError, RuntimeError) as err:
-        say(console, "error:", "red", err)
+        error(console, err)
         return 2
     stats = groups.statistics
     table = Table(title=literal(f"{args.policy} groups of {args.file}"))
@@ -145,10 +158,9 @@ def run(args: argparse.Namespace) -> int:
         )
     console.print(table)
     frames = sum(stats.frames.values())
-    console.print(
+    print(  # the final result: shown with -q too
         f"{stats.groups} groups, {stats.groups_dropped} dropped as incomplete; "
-        f"{frames} stamps from {stats.chunks_read} chunks in {took * 1e3:.0f} ms",
-        highlight=False,
+        f"{frames} stamps from {stats.chunks_read} chunks in {took * 1e3:.0f} ms"
     )
     if written is not None:
         print(f"wrote {stats.groups} groups to {written}")

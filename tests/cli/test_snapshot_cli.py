@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -13,6 +14,16 @@ from hyperframes.cli import main
 from recordings import open_recording
 
 S = 1_000_000_000
+RECORDED = re.compile(r"^hyperframes_recorder_frames_total (\d+)", re.M)
+
+
+def recorded(metrics: Path) -> int:
+    """Frames the recorder has taken so far, from the live metrics file (0 before it)."""
+    try:
+        m = RECORDED.search(metrics.read_text())
+    except FileNotFoundError:
+        return 0
+    return int(m.group(1)) if m else 0
 
 
 def test_record_snapshot_writes_the_last_seconds_on_sigusr1(tmp_path: Path) -> None:
@@ -25,9 +36,10 @@ def test_record_snapshot_writes_the_last_seconds_on_sigusr1(tmp_path: Path) -> N
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 60
-        while not metrics.exists() and child.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)  # the pipeline runs (and the handler is in place) once it exists
-        assert metrics.exists(), child.communicate(timeout=30)
+        # More than 1.2 s of frames (240 a second) in the ring before the trigger.
+        while recorded(metrics) < 400 and child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert recorded(metrics) >= 400, child.communicate(timeout=30)
         os.kill(child.pid, signal.SIGUSR1)
         stdout, stderr = child.communicate(timeout=60)
     finally:
@@ -84,7 +96,7 @@ def test_record_snapshot_writes_on_the_s_key_in_a_terminal(tmp_path: Path) -> No
                 if not chunk:
                     break
                 screen += chunk
-            if not pressed and metrics.exists():
+            if not pressed and recorded(metrics) >= 400:
                 os.write(master, b"s")  # the pipeline runs, the key thread reads
                 pressed = True
             if child.poll() is not None and not ready:
