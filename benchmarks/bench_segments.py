@@ -1,4 +1,4 @@
-"""Segment parallelism: 1080p H.264 -> a per-frame numpy feature, 1 and 2 processes
+"""Segment parallelism: 1080p H.264 -> a per-frame numpy feature, 1, 2 and 3 processes
 against the threaded pipeline (VideoSource's decoder thread + the feature in the consumer).
 
 The clip is encoded here (libx264, 1920x1080, 30 fps, a key frame every
@@ -7,7 +7,7 @@ gradients, a histogram), the kind of per-frame preprocessing that holds the
 GIL for a good part of its time, so threads cannot spread it over cores and
 processes can. Every row checks its features equal the serial run's.
 
-Run: .venv/bin/python benchmarks/bench_segments.py [--seconds 20] [--repeat 2]
+Run: .venv/bin/python benchmarks/bench_segments.py [--seconds 20] [--repeat 3] [--processes 1 2 3]
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def timed(fn: Any, repeat: int) -> tuple[float, Any]:
     return best, out
 
 
-def measure(seconds: int, repeat: int) -> dict[str, Any]:
+def measure(seconds: int, repeat: int, processes: tuple[int, ...] = (1, 2)) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         clip = Path(tmp) / "clip1080.mp4"
         make_clip(clip, seconds)
@@ -89,7 +89,7 @@ def measure(seconds: int, repeat: int) -> dict[str, Any]:
             and all(np.array_equal(a, b) for (_, a), (_, b) in zip(ref, serial, strict=True)),
         }
         cores = os.cpu_count() or 1
-        for procs in (1, 2):
+        for procs in processes:
             stats = SegmentStatistics()
             # The cores not used by processes go to each one's decoder threads.
             each = VideoJob(
@@ -113,7 +113,18 @@ def quick() -> list[dict[str, object]]:
     """``hyperframes bench`` rows; runs this script in a process of its own (its feature
     function must be importable by the pool's spawned processes)."""
     done = subprocess.run(
-        [sys.executable, __file__, "--seconds", "4", "--repeat", "1", "--json"],
+        [
+            sys.executable,
+            __file__,
+            "--seconds",
+            "4",
+            "--repeat",
+            "1",
+            "--json",
+            "--processes",
+            "1",
+            "2",
+        ],
         capture_output=True,
         text=True,
         timeout=600,
@@ -139,8 +150,11 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=20, help="length of the 1080p clip")
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument(
+        "--processes", type=int, nargs="+", default=[1, 2, 3], help="pool sizes to measure"
+    )
     args = parser.parse_args()
-    r = measure(args.seconds, args.repeat)
+    r = measure(args.seconds, args.repeat, tuple(args.processes))
     if args.json:
         print(json.dumps(r))
         return
@@ -159,7 +173,7 @@ def main() -> None:
     table.add_row(
         "serial, one process", f"{r['serial']:.1f}", f"{r['serial'] / r['threaded']:.2f}x", "", ""
     )
-    for p in (1, 2):
+    for p in args.processes:
         table.add_row(
             f"segments, {p} process(es)",
             f"{r[f'p{p}']:.1f}",
