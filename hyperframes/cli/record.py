@@ -206,7 +206,7 @@ def run(args: argparse.Namespace) -> int:
     import anyio
 
     from fusion.errors import HyperframesError
-    from fusion.timing import VirtualClock, use_clock
+    from fusion.timing import VirtualClock, current_clock, use_clock
     from hyperframes.cli.common import console_for, drive, error
     from hyperframes.cli.info import sensor_table, summary_table
     from hyperframes.cli.playback import PlaybackControl, keyboard
@@ -263,8 +263,9 @@ def run(args: argparse.Namespace) -> int:
         async with anyio.create_task_group() as tg:
             if args.duration is not None:
 
-                async def stop_later() -> None:
-                    await anyio.sleep(args.duration)
+                async def stop_later() -> None:  # on the runtime clock: virtual with --fast
+                    clock = current_clock()
+                    await clock.sleep_until(clock.now() + round(args.duration * 1e9))
                     pipeline.stop()
 
                 tg.start_soon(stop_later)

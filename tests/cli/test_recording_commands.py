@@ -51,6 +51,17 @@ def test_record_without_config_records_the_builtin_synthetic_session(recorded: P
     assert s.indexed
 
 
+def test_record_fast_duration_counts_recorded_time_not_wall_time(tmp_path: Path) -> None:
+    out = tmp_path / "three.hfr"
+    assert main(["record", "-o", str(out), "--fast", "--quiet", "--duration", "3"]) == 0
+    with open_recording(out) as log:
+        s = log.summary()
+    counts = {n: x.count for n, x in s.sensors.items()}
+    assert abs(counts["cam"] - 90) <= 2, counts
+    assert abs(counts["imu"] - 600) <= 4, counts
+    assert 2.8e9 <= s.t_end - s.t_start <= 3.1e9
+
+
 def test_record_with_a_config_selects_sensors_and_splits_by_duration(tmp_path: Path) -> None:
     out = tmp_path / "split.hfr"
     code = main(
