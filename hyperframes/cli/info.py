@@ -29,7 +29,7 @@ from hyperframes.cli.common import literal
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "info",
-        help="summarise a .hfr recording: files, duration, sensors, rates, drops, clock fit",
+        help="summarise a .hfr recording (sensors, rates, drops, clock fit, dates) or a ROS bag",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
