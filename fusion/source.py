@@ -110,6 +110,17 @@ class Source(ABC):
         """Run blocking I/O in a worker thread (the event loop stays free)."""
         return await run_sync(func, *args)
 
+    def resize_in_decoder(self, size: tuple[int, int], interpolation: str) -> str | None:
+        """Deliver images at ``size`` ``(width, height)``, resized with ``interpolation``
+        (``"area"``, ``"bilinear"``, ``"nearest"``) as they are decoded, if this source can.
+
+        Returns ``None`` when it will, else the reason it cannot. Called before
+        ``frames()`` runs (by :func:`fusion.workers.preprocess.fuse_resize`), so a
+        model's resize costs nothing beyond the decoder's own conversion. A
+        source that can resize for free overrides this; by default it cannot.
+        """
+        return f"{type(self).__name__} does not resize while decoding"
+
     def statistics(self) -> Mapping[str, Any]:
         """Frames produced per sensor and errors by reason."""
         return {"frames": dict(self._next_seq), "errors": dict(self.errors)}

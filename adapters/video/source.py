@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,7 @@ from fusion.timing import current_clock
 
 _THREAD_TYPES = ("AUTO", "FRAME", "SLICE", "NONE")
 log = logging.getLogger("adapters.video")
+_SWS_FILTERS = {"area": "AREA", "bilinear": "BILINEAR", "nearest": "POINT"}
 
 
 @dataclass(slots=True)
@@ -290,6 +291,24 @@ class VideoSource(Source):
             decoder.stop()
             with anyio.CancelScope(shield=True):
                 await self._join(decoder)
+
+    def resize_in_decoder(self, size: tuple[int, int], interpolation: str) -> str | None:
+        """Resize in the decoder's swscale pass (see :meth:`fusion.Source.resize_in_decoder`):
+        the colour conversion and the resize are one pass into a small image, so the
+        full-size RGB frame is never made. ``"area"``, ``"bilinear"`` and ``"nearest"`` map
+        to swscale's ``AREA``, ``BILINEAR`` and ``POINT`` filters."""
+        opts = self.options
+        flags = _SWS_FILTERS.get(interpolation)
+        if flags is None:
+            return f"no swscale filter for interpolation {interpolation!r}"
+        if self._decoder is not None:
+            return "the source is already decoding"
+        if opts.pixel_format not in ("rgb24", "bgr24"):
+            return f"pixel_format {opts.pixel_format!r} is not a 3-channel image"
+        if opts.size is not None and (opts.size != size or opts.interpolation.upper() != flags):
+            return f"the source already resizes to {opts.size} ({opts.interpolation})"
+        self.options = replace(opts, size=size, interpolation=flags)
+        return None
 
     def _handle(self, event: Event) -> None:
         stats = self.video_stats

@@ -2,63 +2,100 @@
 
 :class:`ImagePreprocess` is a ready-made ``preprocess`` for
 :class:`BatchWorker`: it takes ``(H, W, 3)`` uint8 frames (what
-``VideoSource`` yields), resizes them by nearest-neighbour sampling and
-normalises the whole batch in one numpy pass straight into an ``NCHW``
+``VideoSource`` yields), resizes them to the model's input size with the
+filter the model was trained with (``interpolation``: ``"area"`` by default,
+``"bilinear"`` or ``"nearest"``; OpenCV's ``INTER_AREA``/``INTER_LINEAR``/
+``INTER_NEAREST`` within one grey level, see :mod:`fusion.workers.resize`)
+and normalises the whole batch in one numpy pass straight into an ``NCHW``
 float32 buffer.
 
-The resize is one ``np.take`` per frame with precomputed flat byte indices
-(cached per input size) that also reorders ``HWC`` to ``CHW``, into a reused
-uint8 staging buffer. It is about five times cheaper than fancy indexing with
-row and column index arrays (0.08 against 0.40 ms for a 1280x720 frame to
-224x224), and both hold the GIL, which on a CPU-only machine is shared with
-the event loop and the decoder's Python side. Frames that are not C-contiguous
-uint8 take the fancy-indexing path.
+Where the resize happens: a frame already at the model's size costs one
+``HWC -> CHW`` copy. That is the fast path, and what :func:`fuse_resize`
+arranges (and :class:`~fusion.Pipeline` calls it): a source that can resize
+while it decodes (``VideoSource`` does it in the same swscale pass as the
+colour conversion, with the same filter) is asked to deliver frames at the
+model's size, so the full-size RGB image is never made. Frames of another
+size are resized here (a few ms per 720p frame in numpy, holding the GIL).
+``"nearest"`` is one ``np.take`` per frame with precomputed flat byte indices
+that also reorder ``HWC`` to ``CHW`` (0.08 ms for 1280x720 -> 224x224), but
+it aliases: use it only for a model trained that way.
 
-Buffers are reused from a small ring instead of allocated per batch. A buffer
-is in use from preprocessing until its batch's ``session.run`` returns, and a
-worker has at most ``replicas + 1`` batches in flight, so the ring needs at
-least ``replicas + 2`` buffers; the default 4 covers two replicas.
+Buffers are reused from a small ring instead of allocated per batch, each
+starting on a 64-byte boundary (:mod:`fusion.buffers`). A buffer is in use
+from preprocessing until its batch's ``session.run`` returns, and a worker has
+at most ``replicas + 1`` batches in flight, so the ring needs at least
+``replicas + 2`` buffers; the default 4 covers two replicas.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from fusion.buffers import aligned_empty
 from fusion.errors import FrameFormatError
 from fusion.frames import Frame, FrameGroup
+from fusion.workers.resize import Interpolation, Resampler, check_interpolation
+
+if TYPE_CHECKING:
+    from fusion.source import Source
+
+log = logging.getLogger("fusion.workers")
 
 _IMAGENET_MEAN = (0.485, 0.456, 0.406)
 _IMAGENET_STD = (0.229, 0.224, 0.225)
 
 
+@dataclass(frozen=True, slots=True)
+class ImageInput:
+    """What image a preprocess wants: ``size`` ``(height, width)``, the resize filter, and
+    whose frames (``sensor``; ``None``: the items are the frames themselves)."""
+
+    size: tuple[int, int]
+    interpolation: Interpolation
+    sensor: str | None = None
+
+
 class ImagePreprocess:
-    """``items -> float32 [N, 3, height, width]``, normalised, in a reused buffer."""
+    """``items -> float32 [N, 3, height, width]``, resized, normalised, in a reused buffer.
+
+    ``size`` is ``(height, width)``; ``interpolation`` the resize filter
+    (``"area"``, ``"bilinear"`` or ``"nearest"``, see :mod:`fusion.workers.resize`).
+    """
 
     def __init__(
         self,
         size: tuple[int, int] = (224, 224),
         *,
+        interpolation: Interpolation = "area",
         mean: Sequence[float] = _IMAGENET_MEAN,
         std: Sequence[float] = _IMAGENET_STD,
         max_batch: int = 16,
         buffers: int = 4,
     ) -> None:
         self.size = size
+        self.interpolation = check_interpolation(interpolation)
         # x / 255 - mean) / std  ==  x * scale + bias, per channel
         std_a = np.asarray(std, np.float32)
         self._scale = (1.0 / (255.0 * std_a)).reshape(1, 3, 1, 1)
         self._bias = (-np.asarray(mean, np.float32) / std_a).reshape(1, 3, 1, 1)
         self.max_batch = max_batch
-        self._ring = [np.empty((max_batch, 3, *size), np.float32) for _ in range(buffers)]
-        self._staging = [np.empty((max_batch, 3, *size), np.uint8) for _ in range(buffers)]
+        self._ring = [aligned_empty((max_batch, 3, *size), np.float32) for _ in range(buffers)]
+        self._staging = [aligned_empty((max_batch, 3, *size), np.uint8) for _ in range(buffers)]
         self._next = 0
         self._lock = threading.Lock()
-        self._index_cache: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._resamplers: dict[tuple[int, int], Resampler] = {}
         self._flat_cache: dict[tuple[int, int], np.ndarray] = {}
+
+    @property
+    def image_input(self) -> ImageInput:
+        """The image this preprocess wants (what :func:`fuse_resize` asks a source for)."""
+        return ImageInput(self.size, self.interpolation)
 
     def __call__(self, items: list[Any]) -> np.ndarray:
         n = len(items)
@@ -71,7 +108,13 @@ class ImagePreprocess:
         staging = self._staging[slot][:n]
         for i, item in enumerate(items):
             image = self._image(item)
-            if image.dtype == np.uint8 and image.flags.c_contiguous:
+            if image.shape[:2] == self.size:
+                np.copyto(staging[i], image.transpose(2, 0, 1), casting="unsafe")
+            elif (
+                self.interpolation == "nearest"
+                and image.dtype == np.uint8
+                and image.flags.c_contiguous
+            ):
                 np.take(image.reshape(-1), self._flat_index(image.shape[:2]), out=staging[i])
             else:
                 staging[i] = self.resize(item).transpose(2, 0, 1)
@@ -93,27 +136,55 @@ class ImagePreprocess:
         """Byte offsets into a C-contiguous ``(H, W, 3)`` image of each ``CHW`` output pixel."""
         index = self._flat_cache.get(key)
         if index is None:
-            rows, cols = self._rows_cols(key)
-            width = key[1]
+            h, w = self.size
+            rows = (np.arange(h) * key[0] // h).astype(np.intp)[:, None]
+            cols = (np.arange(w) * key[1] // w).astype(np.intp)[None, :]
             channels = np.arange(3, dtype=np.intp)[:, None, None]
-            index = self._flat_cache[key] = (rows * width + cols) * 3 + channels
+            index = self._flat_cache[key] = (rows * key[1] + cols) * 3 + channels
         return index
 
-    def _rows_cols(self, key: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
-        rows_cols = self._index_cache.get(key)
-        if rows_cols is None:
-            h, w = self.size
-            rows = (np.arange(h) * key[0] // h).astype(np.intp)
-            cols = (np.arange(w) * key[1] // w).astype(np.intp)
-            rows_cols = self._index_cache[key] = (rows[:, None], cols[None, :])
-        return rows_cols
-
     def resize(self, item: Any) -> np.ndarray:
-        """Nearest-neighbour resize of one frame's ``(H, W, 3)`` uint8 image to ``size``."""
+        """One frame's ``(H, W, 3)`` image resized to ``size`` with ``interpolation``, uint8."""
         image = self._image(item)
-        rows, cols = self._rows_cols(image.shape[:2])
-        resized: np.ndarray = image[rows, cols]
-        return resized
+        key = image.shape[:2]
+        resampler = self._resamplers.get(key)
+        if resampler is None:
+            resampler = self._resamplers[key] = Resampler(key, self.size, self.interpolation)
+        out = np.empty((*self.size, 3), np.uint8)
+        if image.dtype != np.uint8:
+            image = np.clip(image, 0, 255)
+        return resampler(image, out)
+
+
+def fuse_resize(sources: Iterable[Source], preprocess: Any) -> dict[str, str]:
+    """Ask the sources feeding ``preprocess`` to deliver its image size while decoding.
+
+    ``preprocess`` is anything with an ``image_input`` (:class:`ImagePreprocess`,
+    :func:`group_input` with ``kind="image"``); others are left alone. The
+    sources are the one of ``image_input.sensor``, or the only source when the
+    sensor is not named. Returns, per sensor asked, what happens: where the
+    resize runs, or why the source could not take it (the preprocess then
+    resizes, same filter, at numpy's cost). Each outcome is also logged.
+    """
+    wanted: ImageInput | None = getattr(preprocess, "image_input", None)
+    if wanted is None:
+        return {}
+    candidates = list(sources)
+    if wanted.sensor is not None:
+        candidates = [s for s in candidates if s.name == wanted.sensor]
+    elif len(candidates) != 1:
+        return {}
+    outcome: dict[str, str] = {}
+    h, w = wanted.size
+    for source in candidates:
+        refusal = source.resize_in_decoder((w, h), wanted.interpolation)
+        if refusal is None:
+            outcome[source.name] = f"{w}x{h} {wanted.interpolation} in the source's decoder"
+            log.info("sensor %r: frames resized to %dx%d while decoding", source.name, w, h)
+        else:
+            outcome[source.name] = f"in the preprocess ({refusal})"
+            log.info("sensor %r: frames resized in the preprocess: %s", source.name, refusal)
+    return outcome
 
 
 def points_batch(frames: list[Frame], points: int) -> np.ndarray:
@@ -142,15 +213,21 @@ def group_input(
     kind: str = "raw",
     *,
     size: tuple[int, int] = (224, 224),
+    interpolation: Interpolation = "area",
     points: int = 2048,
     max_batch: int = 64,
 ) -> Callable[[list[Any]], np.ndarray]:
     """A ``preprocess`` that feeds one sensor's frame of each item (group or frame).
 
-    ``kind``: ``"image"`` (resize + normalise, :class:`ImagePreprocess`),
+    ``kind``: ``"image"`` (resize + normalise, :class:`ImagePreprocess`; the
+    function's ``image_input`` names the sensor for :func:`fuse_resize`),
     ``"points"`` (x, y, z as ``[N, points, 3]``) or ``"raw"`` (``data`` stacked).
     """
-    image = ImagePreprocess(size, max_batch=max_batch) if kind == "image" else None
+    image = (
+        ImagePreprocess(size, interpolation=interpolation, max_batch=max_batch)
+        if kind == "image"
+        else None
+    )
 
     def member(item: Any) -> Frame:
         frame = item.frames.get(sensor) if isinstance(item, FrameGroup) else item
@@ -172,4 +249,6 @@ def group_input(
             return points_batch(frames, points)
         return np.stack([np.asarray(f.data) for f in frames])
 
+    if image is not None:
+        preprocess.image_input = ImageInput(size, image.interpolation, sensor)  # type: ignore[attr-defined]
     return preprocess

@@ -111,7 +111,9 @@ def test_flat_index_gather_matches_row_column_sampling(
     # a strided view and a non-uint8 image take the slow path to the same answer.
     rng = np.random.default_rng(seed)
     img = rng.integers(0, 256, (h, 2 * w, 3), dtype=np.uint8)
-    pre = ImagePreprocess((out_h, out_w), mean=(0, 0, 0), std=(1 / 255,) * 3, max_batch=3)
+    pre = ImagePreprocess(
+        (out_h, out_w), interpolation="nearest", mean=(0, 0, 0), std=(1 / 255,) * 3, max_batch=3
+    )
     strided = img[:, ::2]
     contiguous = np.ascontiguousarray(strided)
     wide = contiguous.astype(np.int32)

@@ -1,0 +1,39 @@
+"""Arrays that start on 64-byte boundaries, for pooled buffers handed to accelerators.
+
+numpy aligns its allocations to 16 bytes. SIMD kernels (AVX-512 loads), DMA
+engines and CUDA's pinned-memory copies want 64 (one cache line, and what
+FFmpeg's ``av_malloc`` uses): some slow down on an unaligned start, some copy
+it first. Pooled buffers are allocated once and reused, so over-allocating by
+up to 63 bytes to align them costs nothing per frame.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+ALIGNMENT = 64
+"""Bytes; the start of every pooled buffer is a multiple of this."""
+
+
+def aligned_empty(shape: int | tuple[int, ...], dtype: Any = np.uint8) -> np.ndarray[Any, Any]:
+    """An uninitialised C-contiguous array whose data starts on an :data:`ALIGNMENT` boundary."""
+    dt = np.dtype(dtype)
+    shape_t = (shape,) if isinstance(shape, int) else tuple(shape)
+    nbytes = int(np.prod(shape_t, dtype=np.int64)) * dt.itemsize
+    raw = np.empty(nbytes + ALIGNMENT, np.uint8)
+    start = -raw.ctypes.data % ALIGNMENT
+    return raw[start : start + nbytes].view(dt).reshape(shape_t)
+
+
+def aligned_bytearray_view(size: int) -> tuple[np.ndarray[Any, Any], memoryview]:
+    """``size`` writable bytes starting on an :data:`ALIGNMENT` boundary: the array and a
+    ``memoryview`` of it (to hand to ``readinto``/decompressors)."""
+    array = aligned_empty(size)
+    return array, memoryview(array)
+
+
+def is_aligned(array: np.ndarray[Any, Any], alignment: int = ALIGNMENT) -> bool:
+    """Whether ``array``'s data starts on an ``alignment``-byte boundary."""
+    return array.ctypes.data % alignment == 0
