@@ -139,6 +139,7 @@ class Pipeline:
         recorder: RecorderLike | None = None,
         clock: Clock | None = None,
         capacity: int = 16,
+        resize_in_decoder: bool = True,
     ) -> None:
         if not sources:
             raise ValueError("a Pipeline needs at least one source")
@@ -160,6 +161,11 @@ class Pipeline:
             self.workers: dict[str, BatchWorker] = dict(workers)
         else:
             self.workers = {f"worker{i}": w for i, w in enumerate(workers)}
+        self.resize_plan: dict[str, str] = {}
+        """Per camera sensor fed to a worker's image preprocess: where its resize runs (in
+        the source's decoder, or in the preprocess and why)."""
+        if self.workers:
+            self._plan_resize(resize_in_decoder, recorder is not None, bool(stages))
         self.sinks = list(sinks)
         self._clock = clock
         self.capacity = capacity
@@ -167,6 +173,35 @@ class Pipeline:
         self._errors: dict[str, int] = {}
         self._started_at: float | None = None
         self._used = False
+
+    def _plan_resize(self, allowed: bool, recording: bool, staged: bool) -> None:
+        """Let a camera's decoder resize for the one image model that reads it.
+
+        Only when nothing else sees that camera's pixels before the model:
+        the recorder would record the small frames and a stage would get them.
+        Sinks see the frames of the groups after the workers: with the resize
+        in the decoder those are the model-size frames (``resize_in_decoder=False``
+        keeps the full frames)."""
+        from fusion.workers.preprocess import fuse_resize
+
+        wanted: dict[str | None, list[Any]] = {}
+        for worker in self.workers.values():
+            image_input = getattr(worker.preprocess, "image_input", None)
+            if image_input is not None:
+                wanted.setdefault(image_input.sensor, []).append(worker.preprocess)
+        for sensor, preprocesses in wanted.items():
+            label = sensor or "the source"
+            reason = (
+                "resize_in_decoder=False" if not allowed
+                else "the recorder records the full frames" if recording
+                else "stages see the frames before the workers" if staged
+                else "more than one image model reads this sensor" if len(preprocesses) > 1
+                else None
+            )
+            if reason is None:
+                self.resize_plan.update(fuse_resize(self.sources, preprocesses[0]))
+            else:
+                self.resize_plan[label] = f"in the preprocess ({reason})"
 
     # -- running ---------------------------------------------------------------------
 

@@ -167,6 +167,11 @@ class BatchWorker:
         return self._runner.sessions if self._runner is not None else []
 
     @property
+    def preprocess(self) -> Preprocess | None:
+        """The ``preprocess`` given (``None``: the items' data stacked)."""
+        return self._preprocess
+
+    @property
     def providers(self) -> list[str]:
         """``get_providers()`` of the (last) live session; empty before :meth:`start`."""
         return list(self._providers)

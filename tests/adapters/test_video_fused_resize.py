@@ -1,0 +1,130 @@
+"""The model's resize inside the decoder's swscale pass: same pixels, wired by the Pipeline.
+
+Reference: the same frames converted at full size, then resized by
+:mod:`fusion.workers.resize` with the same filter (itself within one grey level
+of OpenCV's ``INTER_AREA`` and Pillow's antialiased bilinear, see
+tests/fusion/test_resize.py). Tolerance, per RGB channel in grey levels:
+
+* 4:4:4 input: mean under 0.3, 99th percentile at most 2;
+* 4:2:0 input: mean under 2.5; luma 99th percentile under 6. The fused pass
+  scales the half-resolution chroma planes from their own grid, the reference
+  upsamples chroma to full size first: colour edges differ by a few levels.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import numpy as np
+import pytest
+
+from adapters import VideoSource
+from adapters.video.synth import write_video
+from fusion import ExactTime, Frame, Pipeline
+from fusion.workers import BatchWorker
+from fusion.workers.models import tiny_cnn
+from fusion.workers.preprocess import fuse_resize, group_input
+from fusion.workers.resize import Resampler
+from recordings import Recorder
+
+REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "real" / "video"
+CLIPS = {
+    "yuv444p": REAL / "androidx_iibbibb_editlist_videoonly.mp4",  # 704x576
+    "yuv420p": REAL / "androidx_h265_bframes.mp4",  # 854x480, HEVC
+}
+LUMA = np.array([0.299, 0.587, 0.114])
+
+
+async def first_frames(source: VideoSource, n: int) -> list[Frame]:
+    out: list[Frame] = []
+    with anyio.fail_after(60):
+        async with source:
+            async for frame in source.frames():
+                out.append(frame)
+                if len(out) == n:
+                    break
+    return out
+
+
+@pytest.mark.parametrize("chroma", ["yuv444p", "yuv420p"])
+@pytest.mark.parametrize("interpolation", ["area", "bilinear"])
+@pytest.mark.parametrize("size", [(224, 224), (97, 61)])
+async def test_fused_resize_gives_the_pixels_of_convert_then_resize(
+    chroma: str, interpolation: str, size: tuple[int, int]
+) -> None:
+    path = CLIPS[chroma]
+    full = await first_frames(VideoSource(path, threads=1), 4)
+    fused_source = VideoSource(path, threads=1)
+    assert fused_source.resize_in_decoder(size, interpolation) is None
+    fused = await first_frames(fused_source, 4)
+    w, h = size
+    for a, b in zip(full, fused, strict=True):
+        assert a.t_sensor == b.t_sensor
+        ref = Resampler(a.data.shape[:2], (h, w), interpolation)(a.data)  # type: ignore[arg-type]
+        got = b.data
+        assert got.shape == (h, w, 3) and got.dtype == np.uint8  # type: ignore[union-attr]
+        diff = np.abs(got.astype(np.int16) - ref.astype(np.int16))  # type: ignore[union-attr]
+        luma = np.abs((got.astype(float) - ref) @ LUMA)  # type: ignore[union-attr]
+        if chroma == "yuv444p":
+            assert diff.mean() < 0.3 and np.percentile(diff, 99) <= 2, (diff.mean(), diff.max())
+        else:
+            assert diff.mean() < 2.5 and np.percentile(luma, 99) < 6, (diff.mean(), luma.max())
+
+
+def test_video_source_says_why_it_cannot_resize_while_decoding() -> None:
+    path = CLIPS["yuv420p"]
+    assert "yuv420p" in str(
+        VideoSource(path, pixel_format="yuv420p").resize_in_decoder((32, 32), "area")
+    )
+    fixed = VideoSource(path, size=(64, 48))
+    assert fixed.resize_in_decoder((32, 32), "area") == (
+        "the source already resizes to (64, 48) (bilinear)"
+    )
+    assert "no swscale filter" in str(VideoSource(path).resize_in_decoder((32, 32), "lanczos"))
+
+
+def camera_worker(size: int) -> BatchWorker:
+    pre = group_input("cam", "image", size=(size, size), max_batch=4)
+    return BatchWorker(tiny_cnn(size), preprocess=pre, providers="cpu", max_batch=4, threads=1)
+
+
+async def run(pipeline: Pipeline) -> list[tuple[int, ...]]:
+    shapes: list[tuple[int, ...]] = []
+    with anyio.fail_after(60):
+        async for group in pipeline:
+            shapes.append(group.frames["cam"].data.shape)  # type: ignore[union-attr]
+            assert group.results["worker0"] is not None  # type: ignore[attr-defined]
+    return shapes
+
+
+async def test_pipeline_moves_the_models_resize_into_the_decoder(tmp_path: Path) -> None:
+    clip = tmp_path / "clip.mp4"
+    write_video(clip, [i * 33 for i in range(6)], size=(160, 120))
+    pipeline = Pipeline(
+        [VideoSource(clip, name="cam", threads=1)], ExactTime(["cam"]), workers=[camera_worker(32)]
+    )
+    assert pipeline.resize_plan == {"cam": "32x32 area in the source's decoder"}
+    assert await run(pipeline) == [(32, 32, 3)] * 6
+
+
+async def test_pipeline_keeps_full_frames_when_the_recorder_records_them(tmp_path: Path) -> None:
+    clip = tmp_path / "clip.mp4"
+    write_video(clip, [i * 33 for i in range(6)], size=(160, 120))
+    with Recorder(tmp_path / "s.hfr") as recorder:
+        pipeline = Pipeline(
+            [VideoSource(clip, name="cam", threads=1)],
+            ExactTime(["cam"]),
+            workers=[camera_worker(32)],
+            recorder=recorder,
+        )
+        assert pipeline.resize_plan == {
+            "cam": "in the preprocess (the recorder records the full frames)"
+        }
+        assert await run(pipeline) == [(120, 160, 3)] * 6
+
+
+def test_fuse_resize_leaves_preprocesses_without_an_image_input_alone() -> None:
+    source = VideoSource(CLIPS["yuv420p"], name="cam")
+    assert fuse_resize([source], lambda items: np.zeros((len(items), 1))) == {}
+    assert source.options.size is None
