@@ -25,20 +25,35 @@ vertex, the rest of the chain stays exact right of its new first vertex; only
 the part left of it may gain vertices from points the old vertex hid. That
 part is rebuilt lazily, only when an answer needs it (the mean ``x`` or the
 supporting vertex falls there, or a new point would pop the chain's first
-vertex), so sliding costs O(1) per point in the usual case. Coordinates are
-Python ints, so the hull tests are exact; only the slope is a float.
+vertex). Coordinates are Python ints, so the hull tests are exact; only the
+slope is a float.
+
+The rebuild costs O(hull), not O(window), so the cost per point is flat in
+the sample rate (a 1 kHz sensor holds 10x the points of a 100 Hz one). The
+window is kept as a queue made of two stacks, the way a queue with a
+``min`` is: the *back* (points added since the last hand-over) has its lower
+hull kept by the monotone chain; the *front* (older points) has the lower
+hull of what is left of it, built once per hand-over by adding its points
+right to left, with each addition's popped vertices logged so that removing
+the oldest point undoes its addition exactly. When the front runs out, the
+back's points become the new front (O(points) once per window's worth of
+points: amortised O(1)). The hull of the whole window is the front's and the
+back's joined by their lower common tangent, found by walking the two chains
+(O(hull), a handful of vertices).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
 from collections import deque
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class Fit:
-    """The line ``y(x) = y0 + round(slope * (x - x0))`` through hull vertex ``(x0, y0)``."""
+class Fit(NamedTuple):
+    """The line ``y(x) = y0 + round(slope * (x - x0))`` through hull vertex ``(x0, y0)``.
+
+    A tuple rather than a frozen dataclass: one is made per observed frame, and a
+    frozen dataclass costs a microsecond to build."""
 
     x0: int
     y0: int
@@ -57,7 +72,20 @@ def _turns_left(ax: int, ay: int, bx: int, by: int, cx: int, cy: int) -> bool:
 class LowerEnvelope:
     """Points ``(x, y)``, ``x`` strictly increasing, in a sliding window, and their lower hull."""
 
-    __slots__ = ("_hx", "_hy", "_pts", "_stale", "_sum_x", "max_points", "window")
+    __slots__ = (
+        "_back",
+        "_fhull",
+        "_front",
+        "_fpos",
+        "_hx",
+        "_hy",
+        "_pts",
+        "_stale",
+        "_sum_x",
+        "_undo",
+        "max_points",
+        "window",
+    )
 
     def __init__(self, window: int, max_points: int) -> None:
         if window <= 0:
@@ -71,6 +99,14 @@ class LowerEnvelope:
         self._hy: list[int] = []
         self._sum_x = 0
         self._stale = False  # the hull may lack vertices left of its first one
+        # The two-stack queue (see the module docstring): the back's lower hull, left to right;
+        # the front's points, the next to leave at _fpos, the lower hull of _front[_fpos:]
+        # with its leftmost vertex last, and per front point the vertices its addition popped.
+        self._back: list[tuple[int, int]] = []
+        self._front: list[tuple[int, int]] = []
+        self._fpos = 0
+        self._fhull: list[tuple[int, int]] = []
+        self._undo: list[list[tuple[int, int]]] = []
 
     def __len__(self) -> int:
         return len(self._pts)
@@ -107,6 +143,13 @@ class LowerEnvelope:
         pts.append((x, y))
         self._sum_x += x
         self._push_hull(x, y)
+        back = self._back  # the same chain as _push_hull's, inlined: it runs once per point
+        while len(back) >= 2:
+            (ax, ay), (bx, by) = back[-2], back[-1]
+            if (bx - ax) * (y - ay) - (by - ay) * (x - ax) > 0:
+                break
+            back.pop()
+        back.append((x, y))
         limit = x - self.window
         if pts[0][0] < limit or len(pts) > self.max_points:
             self._slide(limit)
@@ -121,6 +164,10 @@ class LowerEnvelope:
         self._hy.clear()
         self._sum_x = 0
         self._stale = False
+        self._back.clear()
+        self._front, self._fpos = [], 0
+        self._fhull.clear()
+        self._undo = []
 
     def fit(self, lo: float, hi: float) -> Fit:
         """The LP optimum with the slope boxed in ``[lo, hi]`` (requires a point).
@@ -178,24 +225,62 @@ class LowerEnvelope:
 
     def _slide(self, limit: int) -> None:
         pts, hx, hy = self._pts, self._hx, self._hy
-        while len(pts) > 1 and (pts[0][0] < limit or len(pts) > self.max_points):
+        max_points = self.max_points
+        while len(pts) > 1 and (pts[0][0] < limit or len(pts) > max_points):
+            j = self._fpos
+            if j == len(self._front):
+                self._hand_over()
+                j = 0
+            # Undo the oldest front point's addition to the front's hull (it is the
+            # hull's leftmost vertex, added last): restore what it popped.
+            self._fpos = j + 1
+            fhull = self._fhull
+            fhull.pop()
+            popped = self._undo[j]
+            if popped:
+                fhull.extend(reversed(popped))
+                self._undo[j] = []
             x, _ = pts.popleft()
             self._sum_x -= x
             if x == hx[0]:
                 del hx[0], hy[0]
         self._stale = pts[0][0] != hx[0]
 
+    def _hand_over(self) -> None:
+        """The front ran out: every point in the window becomes the front, the back is empty."""
+        front = list(self._pts)
+        fhull: list[tuple[int, int]] = []
+        undo: list[list[tuple[int, int]]] = [[] for _ in front]
+        for j in range(len(front) - 1, -1, -1):
+            px, py = front[j]
+            popped = undo[j]
+            # Adding on the left: a = fhull[-1] stays iff p -> a -> b turns left.
+            while len(fhull) >= 2 and not _turns_left(px, py, *fhull[-1], *fhull[-2]):
+                popped.append(fhull.pop())
+            fhull.append((px, py))
+        self._front, self._fpos, self._fhull, self._undo = front, 0, fhull, undo
+        self._back = []
+
     def _rebuild_left(self) -> None:
-        """Complete the hull left of its first vertex from the window's points."""
+        """The exact hull of the window: the front's and the back's, bridged. O(hull)."""
         self._stale = False
-        hx, hy = self._hx, self._hy
-        tail_x, tail_y = hx[:], hy[:]
-        stop = tail_x[0]
-        hx.clear()
-        hy.clear()
-        for x, y in self._pts:
-            if x >= stop:
-                break
-            self._push_hull(x, y)
-        for x, y in zip(tail_x, tail_y, strict=True):
-            self._push_hull(x, y)
+        front = self._fhull[::-1]  # left to right
+        back = self._back
+        if not front:
+            joined = back
+        elif not back:
+            joined = front
+        else:
+            i, j = len(front) - 1, 0
+            moved = True
+            while moved:  # walk both chains down to their lower common tangent
+                moved = False
+                while i > 0 and not _turns_left(*front[i - 1], *front[i], *back[j]):
+                    i -= 1
+                    moved = True
+                while j < len(back) - 1 and not _turns_left(*front[i], *back[j], *back[j + 1]):
+                    j += 1
+                    moved = True
+            joined = front[: i + 1] + back[j:]
+        self._hx[:] = [x for x, _ in joined]
+        self._hy[:] = [y for _, y in joined]

@@ -192,10 +192,14 @@ class Pipeline:
         for sensor, preprocesses in wanted.items():
             label = sensor or "the source"
             reason = (
-                "resize_in_decoder=False" if not allowed
-                else "the recorder records the full frames" if recording
-                else "stages see the frames before the workers" if staged
-                else "more than one image model reads this sensor" if len(preprocesses) > 1
+                "resize_in_decoder=False"
+                if not allowed
+                else "the recorder records the full frames"
+                if recording
+                else "stages see the frames before the workers"
+                if staged
+                else "more than one image model reads this sensor"
+                if len(preprocesses) > 1
                 else None
             )
             if reason is None:
