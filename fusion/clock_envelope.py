@@ -75,8 +75,8 @@ class LowerEnvelope:
     __slots__ = (
         "_back",
         "_fhull",
-        "_front",
         "_fpos",
+        "_front",
         "_hx",
         "_hy",
         "_pts",

@@ -40,7 +40,8 @@ def image(h: int, w: int, seed: int = 0) -> np.ndarray:
 
 
 def close(ours: np.ndarray, ref: np.ndarray) -> None:
-    assert ours.shape == ref.shape and ours.dtype == ref.dtype
+    assert ours.shape == ref.shape
+    assert ours.dtype == ref.dtype
     diff = np.abs(ours.astype(np.int16) - ref.astype(np.int16))
     assert diff.max() <= 1, f"max difference {diff.max()}"
     assert diff.mean() < 0.3, f"mean difference {diff.mean():.3f}"
@@ -101,7 +102,8 @@ def test_image_preprocess_resizes_with_area_by_default_into_aligned_buffers() ->
     out = pre([Frame("cam", 0, 0, img), Frame("cam", 1, 0, cv2.resize(img, (56, 56)))])
     ref = cv2.resize(img, (56, 56), interpolation=cv2.INTER_AREA).transpose(2, 0, 1)
     close(np.rint(out[0]).astype(np.uint8), ref)
-    assert is_aligned(out) and all(is_aligned(b) for b in pre._ring + pre._staging)
+    assert is_aligned(out)
+    assert all(is_aligned(b) for b in pre._ring + pre._staging)
 
 
 def test_resampler_refuses_another_input_size() -> None:
