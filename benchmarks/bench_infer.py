@@ -1,7 +1,7 @@
 """Batch inference throughput: naive per-frame loop vs the hyperframes pipeline.
 
 All in one run, on a 1280x720 H.264 clip generated here with PyAV and the
-small CNN of ``fusion.workers.models.tiny_cnn`` at 224x224:
+0.3 GMAC CNN of ``fusion.workers.models.mid_cnn`` at 224x224:
 
 Every variant resizes with the same filter, area (OpenCV's ``INTER_AREA``),
 so no variant buys speed with aliasing:
@@ -66,7 +66,7 @@ from rich.table import Table
 
 from fusion import Frame
 from fusion.workers import BatchWorker, ImagePreprocess
-from fusion.workers.models import tiny_cnn
+from fusion.workers.models import mid_cnn
 from fusion.workers.preprocess import fuse_resize
 from fusion.workers.sessions import free_cores
 
@@ -337,7 +337,7 @@ def main() -> int:
     args = parser.parse_args()
     console = Console()
     cores = free_cores()
-    model = tiny_cnn(SIZE)
+    model = mid_cnn(SIZE)
     baselines: dict[str, list[tuple[float, list[float]]]] = {}
     fps_b: list[float] = []
     c_decode = c_pre = c_run = float("inf")
@@ -396,7 +396,7 @@ def main() -> int:
         ]
 
     title = (
-        f"bench_infer: {args.frames} frames 1280x720 H.264 -> tiny_cnn {SIZE}x{SIZE}, "
+        f"bench_infer: {args.frames} frames 1280x720 H.264 -> mid_cnn (0.3 GMAC) {SIZE}x{SIZE}, "
         f"area resize everywhere, best of {args.repeat}"
     )
     table = Table(title=title)

@@ -164,6 +164,60 @@ def tiny_cnn(size: int = 224, classes: int = 10, seed: int = 0) -> bytes:
     return _finish(graph)
 
 
+def mid_cnn(size: int = 224, classes: int = 10, seed: int = 0) -> bytes:
+    """A mid-size image classifier, about 0.3 GMAC per 224x224 image.
+
+    ``image [N, 3, size, size]`` -> ``logits [N, classes]``: 3x3 convolutions
+    with ReLU, 3->32 (stride 2), 32->64 (stride 2), 64->64, 64->128 (stride 2),
+    128->256 (stride 2), global average pooling and a linear layer. At 224x224
+    that is 10.8 + 57.8 + 115.6 + 57.8 + 57.8 = 300 M multiply-adds: the
+    model of the "video -> model" benchmark, where the model, not the plumbing,
+    takes most of the CPU (several ms per image on one core).
+    """
+    return _conv_stack(
+        size, [(3, 32, 2), (32, 64, 2), (64, 64, 1), (64, 128, 2), (128, 256, 2)], classes, seed
+    )
+
+
+def _conv_stack(
+    size: int, layers: list[tuple[int, int, int]], classes: int, seed: int
+) -> bytes:
+    rng = np.random.default_rng(seed)
+    nodes: list[onnx.NodeProto] = []
+    inits: list[TensorProto] = []
+    prev = "image"
+    for i, (cin, cout, stride) in enumerate(layers):
+        w = rng.normal(0, np.sqrt(2.0 / (cin * 9)), (cout, cin, 3, 3)).astype(np.float32)
+        inits += [_const(f"w{i}", w), _const(f"b{i}", np.zeros(cout, np.float32))]
+        nodes.append(
+            helper.make_node(
+                "Conv",
+                [prev, f"w{i}", f"b{i}"],
+                [f"c{i}"],
+                strides=[stride, stride],
+                pads=[1, 1, 1, 1],
+            )
+        )
+        nodes.append(helper.make_node("Relu", [f"c{i}"], [f"r{i}"]))
+        prev = f"r{i}"
+    last = layers[-1][1]
+    fc_w = rng.normal(0, np.sqrt(1.0 / last), (last, classes)).astype(np.float32)
+    inits += [_const("fc_w", fc_w), _const("fc_b", np.zeros(classes, np.float32))]
+    nodes += [
+        helper.make_node("GlobalAveragePool", [prev], ["pooled"]),
+        helper.make_node("Flatten", ["pooled"], ["flat"]),
+        helper.make_node("Gemm", ["flat", "fc_w", "fc_b"], ["logits"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "mid_cnn",
+        [helper.make_tensor_value_info("image", TensorProto.FLOAT, ["N", 3, size, size])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", classes])],
+        initializer=inits,
+    )
+    return _finish(graph)
+
+
 def bev_occupancy(grid: int = 32, extent: float = 16.0, points: int | str = "P") -> bytes:
     """Bird's-eye-view occupancy: ``points [N, P, 3]`` -> ``occupancy [N, grid, grid]``.
 

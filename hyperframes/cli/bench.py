@@ -246,7 +246,7 @@ def quick_infer(m: ModuleType) -> list[Row]:
 
     from fusion.workers.sessions import free_cores
 
-    model = m.tiny_cnn(224)
+    model = m.mid_cnn(224)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "clip.mp4"
         m.make_clip(path, 96)
@@ -256,11 +256,13 @@ def quick_infer(m: ModuleType) -> list[Row]:
         c_pre = m.stage_preprocess(images, probe.max_batch)
         c_run = m.stage_run(model, probe.max_batch, probe.threads, 32)
         bound = free_cores() / (c_decode + c_pre + c_run)
-        fps_a, _ = m.naive(path, model)
+        # The seed article's OpenCV loop needs OpenCV (the bench extra).
+        fps_a = m.opencv_loop(path, model)[0] if m.cv2 is not None else float("nan")
         fps_b = anyio.run(m.pipeline, path, model, "cpu")[0]
+    versus = f"{fps_b / fps_a:.2f}x OpenCV loop" if fps_a == fps_a else "no OpenCV installed"
     return [
-        Row("infer", "VideoSource + BatchWorker (720p -> tiny_cnn)", f"{fps_b:,.0f} frames/s",
-            f"{fps_b / fps_a:.2f}x naive loop", ">= 1.5x naive", fps_b >= 1.5 * fps_a),
+        Row("infer", "VideoSource + BatchWorker (720p -> mid_cnn)", f"{fps_b:,.0f} frames/s",
+            versus, ">= 1.5x OpenCV loop", fps_b >= 1.5 * fps_a),
         Row("infer", "share of the CPU-sum bound", f"{fps_b / bound:.0%}",
             f"bound {bound:,.0f} frames/s", ">= 75 %", fps_b >= 0.75 * bound),
     ]  # fmt: skip

@@ -118,7 +118,7 @@ def test_bench_only_infer_runs_its_quick_mode_against_the_script(
     out = capsys.readouterr().out
     rows = _rows(out, "infer")
     assert [r[1] for r in rows] == [
-        "VideoSource + BatchWorker (720p -> tiny_cnn)",
+        "VideoSource + BatchWorker (720p -> mid_cnn)",
         "share of the CPU-sum bound",
     ]
     assert "error" not in out
