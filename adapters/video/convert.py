@@ -50,6 +50,7 @@ import numpy as np
 from av.video.reformatter import VideoReformatter
 
 from adapters.video.orientation import UPRIGHT, Orientation
+from fusion.buffers import aligned_empty
 
 PixelFormat = Literal["rgb24", "bgr24", "gray", "yuv420p"]
 PIXEL_FORMATS: tuple[PixelFormat, ...] = ("rgb24", "bgr24", "gray", "yuv420p")
@@ -85,7 +86,7 @@ class BufferPool:
             # References: the list, the loop variable, getrefcount's argument.
             if sys.getrefcount(buf) <= 3:
                 return buf
-        fresh = np.empty(self.shape, self.dtype)
+        fresh = aligned_empty(self.shape, self.dtype)
         if len(self._buffers) < self.max_buffers:
             self._buffers.append(fresh)
         else:
