@@ -78,6 +78,8 @@ class WorkerStatistics:
     """Median batch service time in ns (hand-off to the threads until the results
     are back: preprocess + run + postprocess), over the last 1024 batches."""
     service_p99: int = 0
+    host_buffers: str = "-"
+    """Where CUDA IO binding copies inputs from: "pinned", "pageable (why)", "-" on CPU."""
 
 
 @dataclass(slots=True)

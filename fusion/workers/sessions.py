@@ -37,6 +37,7 @@ import functools
 import io
 import logging
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +49,8 @@ from fusion.errors import ConfigError, WorkerError
 
 if TYPE_CHECKING:
     import onnxruntime as ort
+
+    from fusion.workers.pinned import PinnedStaging
 
 log = logging.getLogger("fusion.workers")
 
@@ -144,8 +147,63 @@ def probe_provider(provider: str) -> str | None:
         ctypes.CDLL(str(capi / "libonnxruntime_providers_shared.so"), mode=ctypes.RTLD_GLOBAL)
         ctypes.CDLL(str(capi / library))
     except OSError as err:
-        return f"its library does not load: {err}"
+        return f"its library does not load: {err}{missing_library_hint(str(err))}"
     return None
+
+
+_LIBRARY_NAMES = {
+    "libcuda.so": "the NVIDIA driver (no GPU driver on this machine?)",
+    "libcudart": "the CUDA runtime",
+    "libcublas": "cuBLAS (CUDA)",
+    "libcudnn": "cuDNN",
+    "libcufft": "cuFFT (CUDA)",
+    "libcurand": "cuRAND (CUDA)",
+    "libnvrtc": "NVRTC (CUDA)",
+    "libnvinfer": "TensorRT",
+}
+
+
+def missing_library_hint(message: str) -> str:
+    """What the library named in a loader ``message`` is and how to get it ('' if none).
+
+    onnxruntime-gpu is built against one CUDA major and one cuDNN major; its
+    ``cuda`` and ``cudnn`` extras pin the ``nvidia-*`` wheels that match (read
+    here from the installed package's metadata), which
+    ``onnxruntime.preload_dlls()`` (called by :func:`probe_provider`) loads.
+    """
+    match = re.search(r"(lib[\w+-]+\.so(?:\.[\d.]+)?)", message)
+    if match is None:
+        return ""
+    library = match.group(1)
+    what = next((v for k, v in _LIBRARY_NAMES.items() if library.startswith(k)), None)
+    if what is None:
+        return ""
+    if library.startswith("libcuda.so"):
+        return f" ({library} is {what}; install the NVIDIA driver)"
+    wheels = _gpu_extras()
+    pinned = f": {', '.join(wheels)}" if wheels else ""
+    return (
+        f" ({library} is {what}; install the CUDA and cuDNN libraries this onnxruntime-gpu "
+        f"was built for, e.g. pip install 'onnxruntime-gpu[cuda,cudnn]'{pinned}; "
+        "see docs/workers.md)"
+    )
+
+
+@functools.cache
+def _gpu_extras() -> tuple[str, ...]:
+    """The nvidia-* requirements of the installed onnxruntime-gpu's cuda/cudnn extras."""
+    from importlib import metadata
+
+    try:
+        requires = metadata.requires("onnxruntime-gpu") or []
+    except metadata.PackageNotFoundError:
+        return ()
+    out = []
+    for req in requires:
+        spec, _, marker = req.partition(";")
+        if re.search(r"extra\s*==\s*[\"'](cuda|cudnn)[\"']", marker):
+            out.append(spec.strip().replace(" ", ""))
+    return tuple(out)
 
 
 _reported: set[tuple[str, str]] = set()
@@ -231,6 +289,11 @@ class ModelSession:
         self.session = session
         self.providers: list[str] = list(session.get_providers())
         self.device = "cuda" if self.providers[0] in (CUDA, TENSORRT) else "cpu"
+        self._pinned: PinnedStaging | None = None
+        if self.device == "cuda":
+            from fusion.workers.pinned import PinnedStaging
+
+            self._pinned = PinnedStaging()
         self.inputs = list(session.get_inputs())
         self.input_names = [i.name for i in self.inputs]
         self.output_names = [o.name for o in session.get_outputs()]
@@ -268,16 +331,26 @@ class ModelSession:
         return None
 
     def run(self, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
-        """Run one batch. On CUDA, inputs are bound once and copied to the device once."""
+        """Run one batch. On CUDA, inputs are bound once and copied to the device once, from
+        reused page-locked host buffers (:mod:`fusion.workers.pinned`) when available."""
         if self.device == "cuda":
+            assert self._pinned is not None
             binding = self.session.io_binding()
             for name, array in feeds.items():
-                binding.bind_cpu_input(name, np.ascontiguousarray(array))
+                binding.bind_cpu_input(name, self._pinned.stage(name, array))
             for name in self.output_names:
                 binding.bind_output(name)
             self.session.run_with_iobinding(binding)
             return list(binding.copy_outputs_to_cpu())
         return list(self.session.run(self.output_names, dict(feeds)))
+
+    @property
+    def host_buffers(self) -> str:
+        """Where IO binding copies inputs from: ``"pinned"``, ``"pageable (why)"``, or
+        ``"-"`` on the CPU provider (no copy)."""
+        if self._pinned is None:
+            return "-"
+        return "pinned" if self._pinned.pinned else f"pageable ({self._pinned.reason})"
 
     def feeds(self, arrays: Any) -> dict[str, np.ndarray]:
         """Name preprocess output: a dict as is, one array for the only input, or a sequence."""

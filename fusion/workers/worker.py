@@ -206,6 +206,7 @@ class BatchWorker:
             batch_sizes=dict(sorted(c.sizes.items())),
             service_p50=int(np.percentile(service, 50)) if service is not None else 0,
             service_p99=int(np.percentile(service, 99)) if service is not None else 0,
+            host_buffers=self._sessions[0].host_buffers if self._sessions else "-",
         )
 
     # -- the stream -----------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import random
+import re
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -20,7 +21,8 @@ from fusion.timing import current_clock
 from fusion.workers import BatchWorker, ChangeGate, ModelSession, WorkerResult
 from fusion.workers import sessions as sessions_module
 from fusion.workers.models import FAIL_MARKER, failing_model, scale_model
-from fusion.workers.sessions import CPU, CUDA
+from fusion.workers.pinned import PinnedStaging
+from fusion.workers.sessions import CPU, CUDA, missing_library_hint
 
 MS = 1_000_000
 
@@ -315,8 +317,34 @@ class TestProviders:
         results = await collect(worker, frames(20))
         assert worker.providers[0] == CUDA
         assert (worker.max_batch, worker.max_delay) == (8, 5 * MS)  # GPU defaults
+        assert worker.statistics().host_buffers == "pinned"  # IO binding from page-locked memory
         for r in results:
             np.testing.assert_array_equal(r.value, 2 * r.item.data)
+
+    def test_a_missing_cuda_library_is_named_with_how_to_get_it(self) -> None:
+        hint = missing_library_hint(
+            "libcublasLt.so.13: cannot open shared object file: No such file or directory"
+        )
+        assert "libcublasLt.so.13 is cuBLAS" in hint
+        assert "onnxruntime-gpu[cuda,cudnn]" in hint
+        assert "NVIDIA driver" in missing_library_hint("libcuda.so.1: cannot open shared object")
+        assert missing_library_hint("something else went wrong") == ""
+        if not cuda_works():
+            reason = ModelSession(scale_model(), "cuda").failures[0].reason
+            assert re.search(r"lib\w+\.so[.\d]* is ", reason) or "not built" in reason, reason
+
+    def test_pinned_staging_copies_the_batch_or_says_why_it_cannot(self) -> None:
+        staging = PinnedStaging()
+        batch = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+        staged = staging.stage("x", batch)
+        np.testing.assert_array_equal(staged, batch)
+        again = staging.stage("x", batch[:1] + 1)
+        np.testing.assert_array_equal(again, batch[:1] + 1)
+        if staging.pinned:  # reused: the second batch lands in the first one's buffer
+            assert again.ctypes.data == staged.ctypes.data
+        else:  # no CUDA runtime, or one without a device: "cudaHostAlloc ... failed"
+            assert re.search(r"CUDA runtime does not load|cudaHostAlloc", str(staging.reason))
+        staging.close()
 
 
 def cuda_works() -> bool:
