@@ -302,10 +302,13 @@ async def pipeline(
     rate: float | None = None,
     limit: int | None = None,
     max_batch: int | None = None,
+    **worker_options: Any,
 ) -> tuple[float, list[float], Any, float]:
     """frames/s, item latencies (s), worker statistics, process CPU seconds per frame."""
     pre = ImagePreprocess((SIZE, SIZE), interpolation="area", max_batch=max(64, max_batch or 0))
-    worker = BatchWorker(model, preprocess=pre, providers=providers, max_batch=max_batch)
+    worker = BatchWorker(
+        model, preprocess=pre, providers=providers, max_batch=max_batch, **worker_options
+    )
     await worker.start()
     n = 0
     t0, c0 = time.perf_counter(), time.process_time()
@@ -459,10 +462,22 @@ def main() -> int:
     if baselines:
         a = max(f for f, _ in baselines["(a) OpenCV loop (seed article), batch 1"])
         t = max(f for n, r in baselines.items() if n.startswith("(t)") for f, _ in r)
+        # Paired ratios: (b) against the baselines of the same round, which the
+        # load of other processes hit alike; the median of the rounds and their range.
+        per_a = [
+            b / r[0] for b, r in zip(fps_b, baselines["(a) OpenCV loop (seed article), batch 1"])
+        ]
+        per_t = [
+            b / max(r[i][0] for n, r in baselines.items() if n.startswith("(t)"))
+            for i, b in enumerate(fps_b)
+        ]
         console.print(
-            f"targets: (b) >= 1.5x (a): {max(fps_b) / a:.2f}x "
-            f"{'met' if max(fps_b) >= 1.5 * a else 'NOT met'}; (b) >= 1.2x best (t): "
-            f"{max(fps_b) / t:.2f}x {'met' if max(fps_b) >= 1.2 * t else 'NOT met'}"
+            f"targets: (b) >= 1.5x (a): best/best {max(fps_b) / a:.2f}x, per round median "
+            f"{np.median(per_a):.2f}x ({min(per_a):.2f}-{max(per_a):.2f}) "
+            f"{'met' if np.median(per_a) >= 1.5 else 'NOT met'}; (b) >= 1.2x best (t): "
+            f"best/best {max(fps_b) / t:.2f}x, per round median {np.median(per_t):.2f}x "
+            f"({min(per_t):.2f}-{max(per_t):.2f}) "
+            f"{'met' if np.median(per_t) >= 1.2 else 'NOT met'}"
         )
     else:
         console.print("OpenCV is not installed (pip install '.[bench]'): no (a)/(t) baselines")

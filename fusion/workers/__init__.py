@@ -6,6 +6,7 @@ the small ONNX models used by tests, examples and benchmarks.
 
 from fusion.workers.batcher import Batch, BatcherStatistics, DynamicBatcher
 from fusion.workers.gate import ChangeGate, GateDecision, GateStatistics
+from fusion.workers.multistream import MuxStatistics, StreamMux
 from fusion.workers.preprocess import ImagePreprocess
 from fusion.workers.reorder import ReorderBuffer
 from fusion.workers.results import WorkerResult, WorkerStatistics
@@ -22,8 +23,10 @@ __all__ = [
     "GateStatistics",
     "ImagePreprocess",
     "ModelSession",
+    "MuxStatistics",
     "ProviderFailure",
     "ReorderBuffer",
+    "StreamMux",
     "WorkerResult",
     "WorkerStatistics",
 ]

@@ -1,0 +1,89 @@
+"""StreamMux: N cameras into one worker, batches across cameras, results back per camera."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import anyio
+import numpy as np
+
+from fusion import Frame
+from fusion.workers import BatchWorker, StreamMux
+from fusion.workers.models import scale_model
+
+MS = 1_000_000
+
+
+async def camera(name: str, n: int, *, fail_at: int | None = None) -> AsyncIterator[Frame]:
+    for i in range(n):
+        if i == fail_at:
+            raise OSError(f"camera {name} unplugged")
+        yield Frame(name, i, i * 33 * MS, np.full(4, i, np.float32))
+        await anyio.lowlevel.checkpoint()
+
+
+def recording_preprocess(batches: list[set[str]]) -> object:
+    def pre(items: list[Frame]) -> np.ndarray:
+        batches.append({f.sensor for f in items})
+        return np.stack([f.data for f in items])  # type: ignore[misc]
+
+    return pre
+
+
+async def run(mux: StreamMux) -> dict[str, list[object]]:
+    per_camera: dict[str, list[object]] = {}
+    with anyio.fail_after(30):
+        async for name, result in mux.results():
+            assert result.item.sensor == name  # routed back to the camera it came from
+            per_camera.setdefault(name, []).append(result)
+    return per_camera
+
+
+async def test_frames_of_several_cameras_share_batches_and_come_back_in_each_cameras_order() -> (
+    None
+):
+    batches: list[set[str]] = []
+    worker = BatchWorker(
+        scale_model(), preprocess=recording_preprocess(batches), max_batch=16, providers="cpu"
+    )
+    names = [f"cam{i}" for i in range(8)]
+    mux = StreamMux(worker, {n: camera(n, 25) for n in names}, capacity=32)
+    out = await run(mux)
+    assert sorted(out) == names
+    for name in names:
+        results = out[name]
+        assert [r.item.seq for r in results] == list(range(25))  # type: ignore[attr-defined]
+        for r in results:
+            np.testing.assert_array_equal(r.value, 2 * r.item.data)  # type: ignore[attr-defined]
+    assert any(len(b) > 1 for b in batches), batches  # a batch held frames of several cameras
+    stats = mux.statistics()
+    assert stats.results == dict.fromkeys(names, 25)
+    assert set(stats.latency_p99_ns) == set(names)
+
+
+async def test_a_failing_camera_loses_only_its_own_frames() -> None:
+    def pre(items: list[Frame]) -> np.ndarray:
+        for f in items:
+            if f.sensor == "bad" and f.seq % 3 == 1:
+                raise ValueError(f"bad frame {f.sensor} {f.seq}")
+        return np.stack([f.data for f in items])  # type: ignore[misc]
+
+    worker = BatchWorker(scale_model(), preprocess=pre, max_batch=8, providers="cpu")
+    sources = {
+        "good": camera("good", 30),
+        "bad": camera("bad", 30),
+        "unplugged": camera("unplugged", 30, fail_at=10),
+    }
+    mux = StreamMux(worker, sources)
+    out = await run(mux)
+    good = out["good"]
+    assert [r.item.seq for r in good] == list(range(30))  # type: ignore[attr-defined]
+    assert all(r.ok for r in good)  # type: ignore[attr-defined]
+    bad = out["bad"]
+    assert [r.item.seq for r in bad] == list(range(30))  # type: ignore[attr-defined]
+    failed = [r.item.seq for r in bad if not r.ok]  # type: ignore[attr-defined]
+    assert failed == [s for s in range(30) if s % 3 == 1]
+    assert [r.item.seq for r in out["unplugged"]] == list(range(10))  # type: ignore[attr-defined]
+    assert isinstance(mux.failures["unplugged"], OSError)
+    assert set(mux.failures) == {"unplugged"}
+    assert mux.statistics().errors == {"bad": 10}
