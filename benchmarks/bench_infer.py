@@ -465,7 +465,10 @@ def main() -> int:
         # Paired ratios: (b) against the baselines of the same round, which the
         # load of other processes hit alike; the median of the rounds and their range.
         per_a = [
-            b / r[0] for b, r in zip(fps_b, baselines["(a) OpenCV loop (seed article), batch 1"])
+            b / r[0]
+            for b, r in zip(
+                fps_b, baselines["(a) OpenCV loop (seed article), batch 1"], strict=True
+            )
         ]
         per_t = [
             b / max(r[i][0] for n, r in baselines.items() if n.startswith("(t)"))
