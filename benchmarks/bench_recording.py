@@ -1,9 +1,11 @@
 """Benchmark: .hfr recorder/reader against the mcap Python writer/reader, same payloads.
 
-Two sessions:
+Three sessions:
 
 * ``large``: camera 640x480 RGB 30 Hz (smooth scene + sensor noise), LiDAR
   100k points x (x, y, z, intensity) float32 10 Hz, IMU 6 x float64 200 Hz;
+* ``camlidar``: 120 noisy 640x480 RGB frames and 40 LiDAR sweeps of 100,000
+  float32 x/y/z/intensity points (174 MB), both tools at their defaults;
 * ``small``: 200,000 IMU samples of 48 bytes.
 
 For each: write and read MB/s and frames/s, compression ratio, and the time
@@ -74,6 +76,37 @@ def large_session(duration: float) -> list[Frame]:
     return frames
 
 
+def camlidar_session(seconds: float = 4.0) -> list[Frame]:
+    """120 noisy 640x480 RGB frames (30 Hz) and 40 LiDAR sweeps of 100,000 x/y/z/intensity
+    float32 points (10 Hz): 174 MB of big arrays, nothing small."""
+    rng = np.random.default_rng(2)
+    yy, xx = np.mgrid[0:480, 0:640]
+    scene = np.stack([xx * 0.3, yy * 0.4, (xx + yy) * 0.15], axis=-1)
+    events = sorted(
+        [(round(i * 1e9 / 30), "cam", i) for i in range(int(seconds * 30))]
+        + [(round(i * 1e9 / 10), "lidar", i) for i in range(int(seconds * 10))]
+    )
+    frames = []
+    for t, name, seq in events:
+        if name == "cam":
+            noise = rng.normal(0, 3.0, scene.shape)
+            data: Any = np.clip(scene + seq + noise, 0, 255).astype(np.uint8)
+        else:
+            az = rng.uniform(0, 2 * np.pi, 100_000).astype(np.float32)
+            r = rng.uniform(2, 60, 100_000).astype(np.float32)
+            data = np.stack(
+                [
+                    r * np.cos(az),
+                    r * np.sin(az),
+                    rng.normal(0, 1, 100_000),
+                    rng.uniform(0, 1, 100_000),
+                ],
+                axis=1,
+            ).astype(np.float32)
+        frames.append(Frame(name, seq, t, data, t_arrival=t + MS))
+    return frames
+
+
 def small_session(n: int) -> list[Frame]:
     rng = np.random.default_rng(1)
     values = rng.normal(0, 1, (n, 6))
@@ -85,9 +118,13 @@ REPEAT = 5
 Ops = dict[str, Callable[[], Any]]
 
 
-def hfr_ops(frames: list[Frame], path: Path, window: tuple[int, int]) -> Ops:
+def hfr_ops(
+    frames: list[Frame], path: Path, window: tuple[int, int], defaults: bool = False
+) -> Ops:
+    options: dict[str, Any] = {} if defaults else {"chunk_bytes": CHUNK, "flush_interval": 1.0}
+
     def write() -> None:
-        with Recorder(path, chunk_bytes=CHUNK, flush_interval=1.0) as rec:
+        with Recorder(path, **options) as rec:
             for f in frames:
                 rec.write(f)
 
@@ -107,13 +144,18 @@ def hfr_ops(frames: list[Frame], path: Path, window: tuple[int, int]) -> Ops:
 
 
 def mcap_ops(
-    frames: list[Frame], payloads: list[bytes], path: Path, window: tuple[int, int]
+    frames: list[Frame],
+    payloads: list[bytes],
+    path: Path,
+    window: tuple[int, int],
+    defaults: bool = False,
 ) -> Ops:
     layouts = {f.sensor: (f.data.dtype.str, f.data.shape) for f in frames}
+    options: dict[str, Any] = {} if defaults else {"chunk_size": CHUNK}
 
     def write() -> None:
         with open(path, "wb") as fh:
-            w = Writer(fh, chunk_size=CHUNK, compression=CompressionType.ZSTD)
+            w = Writer(fh, compression=CompressionType.ZSTD, **options)
             w.start()
             schema = w.register_schema("array", "raw", b"")
             ids = {s: w.register_channel(s, "raw", schema) for s in layouts}
@@ -186,7 +228,7 @@ def measure(tools: dict[str, Ops], n_frames: int) -> dict[str, dict[str, float]]
 
 
 def run_session(
-    name: str, frames: list[Frame], tmp: Path
+    name: str, frames: list[Frame], tmp: Path, defaults: bool = False
 ) -> list[tuple[str, str, dict[str, float]]]:
     payloads = [np.ascontiguousarray(f.data).tobytes() for f in frames]
     raw_mb = sum(map(len, payloads)) / 1e6
@@ -195,8 +237,8 @@ def run_session(
     hfr_path, mcap_path = tmp / f"{name}.hfr", tmp / f"{name}.mcap"
     zstd = zstd_ops(payloads)
     tools = {
-        "hfr": hfr_ops(frames, hfr_path, window),
-        "mcap": mcap_ops(frames, payloads, mcap_path, window),
+        "hfr": hfr_ops(frames, hfr_path, window, defaults),
+        "mcap": mcap_ops(frames, payloads, mcap_path, window, defaults),
         "zstd (limit)": zstd,
     }
     best = measure(tools, len(frames))
@@ -259,6 +301,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         rows = run_session("large", large_session(args.duration), tmp)
+        # Both tools at their defaults (hfr 4 MiB chunks, mcap 1 MiB), as users run them.
+        rows += run_session("camlidar", camlidar_session(), tmp, defaults=True)
         rows += run_session("small", small_session(args.imu), tmp)
     print_table(rows)
 

@@ -75,8 +75,13 @@ EXT_COLUMN = 2
 """msgpack extension code of a column reference (COLUMNS chunks, 1.1): like
 :data:`EXT_NDARRAY`, its offset counted from the start of the column region."""
 
-DEFAULT_CHUNK_BYTES = 4 * 1024 * 1024
-"""Raw bytes after which the recorder closes a chunk."""
+DEFAULT_CHUNK_BYTES = 2 * 1024 * 1024
+"""Raw bytes after which the recorder closes a chunk.
+
+2 MiB, not more: zstd level 3 costs more per byte on larger frames of noisy
+camera and LiDAR payloads (CPU for 174 MB of them in 1/2/4 MiB chunks:
+0.30/0.33/0.37 s, measured in one run) while the ratio gains under 0.1 %;
+at 2 MiB the file is still smaller than mcap's at its 1 MiB default."""
 
 DEFAULT_CHUNK_DURATION = 1.0
 """Seconds of recording time (frame ``t``) after which the recorder closes a chunk, so

@@ -151,7 +151,7 @@ class SealedChunk:
     being copied into one buffer; :attr:`raw` joins them when one is needed.
     """
 
-    parts: list[bytes | bytearray]
+    parts: list[bytes | bytearray | memoryview]
     meta: ChunkMeta
 
     @property

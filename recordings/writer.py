@@ -252,7 +252,9 @@ class Recorder:
         self._mutex = threading.Lock()
         self._lock = threading.Condition(self._mutex)
         self._room = threading.Semaphore(max_pending)
-        self._builder = ChunkBuilder(on_new_sensor=_spec_declarer(self._seen, self._specs))
+        self._builder = ChunkBuilder(
+            capacity=chunk_bytes, on_new_sensor=_spec_declarer(self._seen, self._specs)
+        )
         self._opened_at = 0.0  # monotonic time of the open chunk's first frame
         self._jobs: collections.deque[Future[tuple[ChunkMeta, list[bytes], int]] | None] = (
             collections.deque()
