@@ -22,9 +22,13 @@ def aligned_empty(shape: int | tuple[int, ...], dtype: Any = np.uint8) -> np.nda
     dt = np.dtype(dtype)
     shape_t = (shape,) if isinstance(shape, int) else tuple(shape)
     nbytes = int(np.prod(shape_t, dtype=np.int64)) * dt.itemsize
-    raw = np.empty(nbytes + ALIGNMENT, np.uint8)
+    raw = np.empty(max(nbytes, dt.itemsize) + ALIGNMENT, np.uint8)
     start = -raw.ctypes.data % ALIGNMENT
-    return raw[start : start + nbytes].view(dt).reshape(shape_t)
+    # At least one item is kept backing the view: numpy may move an empty view's pointer.
+    items = raw[start : start + max(nbytes, dt.itemsize)].view(dt)
+    if nbytes == 0:
+        return np.lib.stride_tricks.as_strided(items[:1], shape_t, (0,) * len(shape_t))
+    return items.reshape(shape_t)
 
 
 def aligned_bytearray_view(size: int) -> tuple[np.ndarray[Any, Any], memoryview]:
