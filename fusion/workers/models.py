@@ -179,9 +179,7 @@ def mid_cnn(size: int = 224, classes: int = 10, seed: int = 0) -> bytes:
     )
 
 
-def _conv_stack(
-    size: int, layers: list[tuple[int, int, int]], classes: int, seed: int
-) -> bytes:
+def _conv_stack(size: int, layers: list[tuple[int, int, int]], classes: int, seed: int) -> bytes:
     rng = np.random.default_rng(seed)
     nodes: list[onnx.NodeProto] = []
     inits: list[TensorProto] = []

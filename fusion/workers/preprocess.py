@@ -40,7 +40,7 @@ import numpy as np
 from fusion.buffers import aligned_empty
 from fusion.errors import FrameFormatError
 from fusion.frames import Frame, FrameGroup
-from fusion.workers.resize import Interpolation, Resampler, check_interpolation
+from fusion.workers.resize import Interpolation, Resampler, check_interpolation, nearest_index
 
 if TYPE_CHECKING:
     from fusion.source import Source
@@ -137,8 +137,8 @@ class ImagePreprocess:
         index = self._flat_cache.get(key)
         if index is None:
             h, w = self.size
-            rows = (np.arange(h) * key[0] // h).astype(np.intp)[:, None]
-            cols = (np.arange(w) * key[1] // w).astype(np.intp)[None, :]
+            rows = nearest_index(key[0], h)[:, None]
+            cols = nearest_index(key[1], w)[None, :]
             channels = np.arange(3, dtype=np.intp)[:, None, None]
             index = self._flat_cache[key] = (rows * key[1] + cols) * 3 + channels
         return index

@@ -15,7 +15,8 @@ default here is ``"area"`` and ``"nearest"`` is only on request:
   counts. Enlarging, this is OpenCV's ``INTER_LINEAR`` (half-pixel centres,
   edge pixels repeated). OpenCV's ``INTER_LINEAR`` does not antialias when
   shrinking (by more than 2 it skips pixels); we do not copy that.
-* ``"nearest"``: ``INTER_NEAREST``'s pixel choice (``floor(dst * scale)``).
+* ``"nearest"``: ``INTER_NEAREST``'s pixel choice (``floor(dst * scale)``,
+  with OpenCV's float rounding).
 
 Equality: within 1 grey level of ``cv2.resize`` (``INTER_AREA``, and
 ``INTER_LINEAR`` when enlarging) and of Pillow's antialiased ``BILINEAR``
@@ -92,12 +93,15 @@ def _triangle_taps(src: int, dst: int) -> _Taps:
 
 def _linear_taps(src: int, dst: int, area_mode: bool) -> _Taps:
     """Two-tap linear interpolation (OpenCV's INTER_LINEAR, or INTER_AREA when enlarging)."""
-    scale = src / dst
+    inv_scale = dst / src
+    scale = 1.0 / inv_scale  # OpenCV's own rounding: floor(d * scale) must match it
     rows: list[list[tuple[int, float]]] = []
     for d in range(dst):
         if area_mode:
             s = math.floor(d * scale)
-            f = (d + 1) - (s + 1) / scale
+            # OpenCV rounds this to float32 before taking the fraction: at exact
+            # multiples that decides which input pixel gets the weight.
+            f = float(np.float32((d + 1) - (s + 1) * inv_scale))
             f = 0.0 if f <= 0 else f - math.floor(f)
         else:
             x = (d + 0.5) * scale - 0.5
@@ -111,9 +115,15 @@ def _linear_taps(src: int, dst: int, area_mode: bool) -> _Taps:
     return _pack(rows)
 
 
+def nearest_index(src: int, dst: int) -> np.ndarray[Any, np.dtype[np.intp]]:
+    """The input sample each of ``dst`` outputs takes: OpenCV's ``floor(d * (1 / (dst / src)))``,
+    float rounding included (at exact multiples it picks the pixel before)."""
+    index = np.floor(np.arange(dst) * (1.0 / (dst / src))).astype(np.intp)
+    return np.minimum(index, src - 1)
+
+
 def _nearest_taps(src: int, dst: int) -> _Taps:
-    index = (np.arange(dst) * src // dst).astype(np.intp)[:, None]
-    return index, np.ones((dst, 1), np.float32)
+    return nearest_index(src, dst)[:, None], np.ones((dst, 1), np.float32)
 
 
 def _pack(rows: list[list[tuple[int, float]]]) -> _Taps:

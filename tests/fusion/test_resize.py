@@ -82,9 +82,13 @@ def test_bilinear_enlarging_is_opencv_inter_linear(
     ow=st.integers(1, 64),
     seed=st.integers(0, 2**16),
 )
-def test_area_matches_opencv_for_any_sizes(h: int, w: int, oh: int, ow: int, seed: int) -> None:
+def test_area_and_nearest_match_opencv_for_any_sizes(
+    h: int, w: int, oh: int, ow: int, seed: int
+) -> None:
     img = image(h, w, seed)
     close(resize(img, (oh, ow), "area"), cv2.resize(img, (ow, oh), interpolation=cv2.INTER_AREA))
+    near = cv2.resize(img, (ow, oh), interpolation=cv2.INTER_NEAREST)
+    np.testing.assert_array_equal(resize(img, (oh, ow), "nearest"), near)  # the same pixels
 
 
 def test_area_keeps_a_thin_line_that_nearest_drops() -> None:
