@@ -127,7 +127,7 @@ def main() -> int:
                 f"{batch:.1f}",
                 f"{best_mux / fps:.2f}x",
             )
-    Console().print(table)
+    Console(width=160).print(table)
     return 0
 
 

@@ -192,15 +192,17 @@ def _pass(image: np.ndarray[Any, Any], taps: _Taps, axis: int) -> np.ndarray[Any
     index, weight = taps
     shape = [1] * image.ndim
     shape[axis] = index.shape[0]
-    acc: np.ndarray[Any, Any] | None = None
-    for k in range(index.shape[1]):
-        part = np.take(image, index[:, k], axis=axis).astype(np.float32, copy=False)
-        part *= weight[:, k].reshape(shape)
-        if acc is None:
-            acc = part
-        else:
+    # uint8 * float32 weights lands in float32 directly: no separate conversion pass.
+    acc: np.ndarray[Any, Any] = np.multiply(
+        np.take(image, index[:, 0], axis=axis), weight[:, 0].reshape(shape), dtype=np.float32
+    )
+    if index.shape[1] > 1:
+        part = np.empty_like(acc)
+        for k in range(1, index.shape[1]):
+            np.multiply(
+                np.take(image, index[:, k], axis=axis), weight[:, k].reshape(shape), out=part
+            )
             acc += part
-    assert acc is not None
     return acc
 
 
