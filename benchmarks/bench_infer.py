@@ -45,6 +45,7 @@ beyond the stages) and cores it could not keep busy.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import queue
 import subprocess
@@ -337,6 +338,7 @@ def main() -> int:
         "--batches", default="", help="comma-separated max_batch sweep of (b), e.g. 1,2,4,8"
     )
     parser.add_argument("--only-sweep", action="store_true", help="just the --batches sweep")
+    parser.add_argument("--json", type=Path, default=None, help="write the sweep rows here")
     args = parser.parse_args()
     console = Console()
     cores = free_cores()
@@ -493,6 +495,21 @@ def print_sweep(
 ) -> None:
     if not sweep:
         return
+    if args.json is not None:
+        rows = [
+            {
+                "max_batch": size,
+                "fps": fps,
+                "p50_ms": pct(lat, 50) * 1e3,
+                "p99_ms": pct(lat, 99) * 1e3,
+                "provider": st.providers[0] if st.providers else None,
+                "provider_failures": [f"{f.provider}: {f.reason}" for f in st.provider_failures],
+                "host_buffers": st.host_buffers,
+                "batch_sizes": {str(k): v for k, v in st.batch_sizes.items()},
+            }
+            for size, fps, lat, st in sweep
+        ]
+        args.json.write_text(json.dumps(rows))
     table = Table(title=f"(b) max_batch sweep, providers {args.providers}, {args.frames} frames")
     for col in ("max_batch", "frames/s", "p50 ms", "p99 ms", "provider", "host buffers", "batches"):
         table.add_column(col, justify="right")
