@@ -124,7 +124,13 @@ class _StageState:
 
 
 class Pipeline:
-    """Sources -> hub -> stages -> workers -> sinks, bounded, in one task group (contract)."""
+    """Sources -> hub -> stages -> workers -> sinks, bounded, in one task group (contract).
+
+    A camera read by exactly one image model (``ImagePreprocess`` /
+    ``group_input(..., "image")``) is asked to resize in its decoder when
+    nothing else sees its pixels first (see :attr:`resize_plan`;
+    ``resize_in_decoder=False`` keeps full frames for the sinks).
+    """
 
     def __init__(
         self,

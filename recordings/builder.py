@@ -50,12 +50,14 @@ class _Blob:
 
     Why not a ``bytearray``: growing one by appending megabyte arrays reallocates
     and copies what it holds again and again (a 4 MiB chunk of 1 MB frames was
-    copied about 2.5 times), and a chunk made of parts compresses through
-    zstd's streaming API, which copies its input once more and was measured
-    30 % slower than one-shot compression. Here each array is copied once, into
-    place, and at seal time the 1.0 layout's records are written into the room
-    in front of the arrays (``FRONT`` bytes, enough for thousands of records),
-    so the whole raw chunk is one contiguous buffer with no join.
+    copied about 2.5 times). Here each array is copied once, into place, and at
+    seal time the 1.0 layout's records are written into the room in front of
+    the arrays (``FRONT`` bytes, enough for thousands of records), so the raw
+    chunk is one contiguous buffer, compressed in one shot. One shot rather
+    than zstd's streaming API over the parts because it compresses smaller:
+    on 174 MB of noisy camera frames and LiDAR sweeps in 2 MiB chunks, 152.2
+    against 153.7 MB (the streaming pass was 7 % cheaper in CPU), which is
+    what puts the file below mcap's size for the same payloads.
     """
 
     FRONT = 64 * 1024
