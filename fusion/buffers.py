@@ -27,15 +27,12 @@ def aligned_empty(shape: int | tuple[int, ...], dtype: Any = np.uint8) -> np.nda
     # At least one item is kept backing the view: numpy may move an empty view's pointer.
     items = raw[start : start + max(nbytes, dt.itemsize)].view(dt)
     if nbytes == 0:
-        return np.lib.stride_tricks.as_strided(items[:1], shape_t, (0,) * len(shape_t))
-    return items.reshape(shape_t)
-
-
-def aligned_bytearray_view(size: int) -> tuple[np.ndarray[Any, Any], memoryview]:
-    """``size`` writable bytes starting on an :data:`ALIGNMENT` boundary: the array and a
-    ``memoryview`` of it (to hand to ``readinto``/decompressors)."""
-    array = aligned_empty(size)
-    return array, memoryview(array)
+        empty: np.ndarray[Any, Any] = np.lib.stride_tricks.as_strided(
+            items[:1], shape_t, (0,) * len(shape_t)
+        )
+        return empty
+    shaped: np.ndarray[Any, Any] = items.reshape(shape_t)
+    return shaped
 
 
 def is_aligned(array: np.ndarray[Any, Any], alignment: int = ALIGNMENT) -> bool:

@@ -96,7 +96,7 @@ class _Blob:
 
     def view(self) -> memoryview:
         """The bytes so far (a view: valid until the next append)."""
-        return memoryview(self._buf)[self.FRONT : self.FRONT + self._len]
+        return self._buf.data[self.FRONT : self.FRONT + self._len]
 
     def with_front(self, front: list[bytes | bytearray], size: int) -> memoryview | None:
         """``front`` (``size`` bytes) written just before the arrays, and the whole as one
@@ -108,7 +108,7 @@ class _Blob:
             n = len(part)
             self._buf[at : at + n] = np.frombuffer(part, np.uint8)
             at += n
-        return memoryview(self._buf)[self.FRONT - size : self.FRONT + self._len]
+        return self._buf.data[self.FRONT - size : self.FRONT + self._len]
 
 
 @dataclass(slots=True)
@@ -303,7 +303,7 @@ class ChunkBuilder:
         groups = [g for g in self._groups.values() if len(g)]
         if groups:
             raw, records_size, t0, t1 = self._seal_columns(groups)
-            parts: list[bytes | bytearray] = [raw]
+            parts: list[bytes | bytearray | memoryview] = [raw]
             kind = RecordKind.COLUMNS
         else:
             head = bytes([_ARRAY_HEADER]) + self._count.to_bytes(4, "big")

@@ -34,10 +34,10 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from collections.abc import AsyncIterable, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import numpy as np
@@ -125,7 +125,8 @@ class StreamMux:
             for name, items in self.sources.items():
                 tg.start_soon(feed, name, items)
             try:
-                async with aclosing(self.worker.stream(merged())) as out:
+                results = cast("AsyncGenerator[WorkerResult, None]", self.worker.stream(merged()))
+                async with aclosing(results) as out:
                     async for result in out:
                         name, fed_ns = origin.popleft()
                         stats.results[name] = stats.results.get(name, 0) + 1
@@ -148,6 +149,6 @@ class StreamMux:
         return stats
 
 
-async def _aiter(items: AsyncIterable[Any]) -> AsyncIterator[Any]:
+async def _aiter(items: AsyncIterable[Any]) -> AsyncGenerator[Any, None]:
     async for item in items:
         yield item

@@ -79,7 +79,9 @@ class PinnedStaging:
                 ptr, size = out.value, grown
                 self._buffers[name] = (ptr, size)
         raw = (ctypes.c_uint8 * nbytes).from_address(ptr)
-        view = np.ctypeslib.as_array(raw).view(array.dtype).reshape(array.shape)
+        view: np.ndarray[Any, Any] = (
+            np.ctypeslib.as_array(raw).view(array.dtype).reshape(array.shape)
+        )
         assert ptr % ALIGNMENT == 0 or nbytes == 0  # cudaHostAlloc returns page-aligned memory
         np.copyto(view, array)
         return view

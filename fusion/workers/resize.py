@@ -52,7 +52,7 @@ def check_interpolation(interpolation: str) -> Interpolation:
         raise ValueError(
             f"interpolation must be one of {', '.join(INTERPOLATIONS)}, got {interpolation!r}"
         )
-    return interpolation  # type: ignore[return-value]
+    return interpolation
 
 
 def _area_taps(src: int, dst: int) -> _Taps:
@@ -119,7 +119,8 @@ def nearest_index(src: int, dst: int) -> np.ndarray[Any, np.dtype[np.intp]]:
     """The input sample each of ``dst`` outputs takes: OpenCV's ``floor(d * (1 / (dst / src)))``,
     float rounding included (at exact multiples it picks the pixel before)."""
     index = np.floor(np.arange(dst) * (1.0 / (dst / src))).astype(np.intp)
-    return np.minimum(index, src - 1)
+    clipped: np.ndarray[Any, np.dtype[np.intp]] = np.minimum(index, src - 1)
+    return clipped
 
 
 def _nearest_taps(src: int, dst: int) -> _Taps:
