@@ -5,7 +5,8 @@ paced in real time) feed the ``tiny_cnn`` model at 224x224 (``ImagePreprocess``,
 area resize) on the CPU provider, for ``--seconds`` each:
 
 * mux: one ``BatchWorker`` (``max_batch`` 16) behind a ``StreamMux`` over the
-  N cameras: a batch holds frames of several cameras;
+  N cameras, scaling each camera's frames in its feeder (``resize=``, as
+  nvstreammux does): a batch holds frames of several cameras;
 * per camera (baseline): N ``BatchWorker`` s, one per camera, each with its
   own session, running side by side (what one writes without a muxer).
 
@@ -61,7 +62,9 @@ async def run_mux(n: int, seconds: float) -> tuple[float, list[int], float]:
     fed: dict[tuple[str, int], int] = {}
     w = worker()
     await w.start()
-    mux = StreamMux(w, {c.name: stamped(c, fed) for c in cameras(n, seconds)})
+    # Like nvstreammux, the muxer scales each camera to the batch size in that
+    # camera's feeder (worker threads); the preprocess then only normalises.
+    mux = StreamMux(w, {c.name: stamped(c, fed) for c in cameras(n, seconds)}, resize=(224, 224))
     latencies: list[int] = []
     t0 = time.perf_counter()
     async for _, result in mux.results():

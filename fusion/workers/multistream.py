@@ -24,6 +24,13 @@ Failures stay with their source:
   :attr:`StreamMux.failures` (and counted), the other sources go on, and
   nothing already queued from it is lost.
 
+Scaling: like ``nvstreammux``, which scales every input to the batch's
+resolution, ``resize=(height, width)`` resizes each source's frames (with
+``interpolation``, :mod:`fusion.workers.resize`) in that source's feeder, in
+a worker thread, before they are queued. On a CPU the resize is the costly
+part of preprocessing; done per source it runs on every core, where the
+worker's one preprocessing thread would do all of them in turn.
+
 Backpressure: while the channel is full, feeders wait, so memory stays
 bounded whatever the sources' rates (a live source that must not wait picks
 its own overflow policy upstream, as with the hub).
@@ -31,6 +38,7 @@ its own overflow policy upstream, as with the hub).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections import deque
@@ -40,7 +48,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
+import anyio.to_thread
 import numpy as np
+
+from fusion.frames import Frame
+from fusion.workers.resize import Interpolation, Resampler, check_interpolation
 
 if TYPE_CHECKING:
     from fusion.workers.results import WorkerResult
@@ -78,6 +90,8 @@ class StreamMux:
         sources: Mapping[str, AsyncIterable[Any]],
         *,
         capacity: int = 64,
+        resize: tuple[int, int] | None = None,
+        interpolation: Interpolation = "area",
     ) -> None:
         if not sources:
             raise ValueError("StreamMux needs at least one source")
@@ -86,6 +100,8 @@ class StreamMux:
         self.worker = worker
         self.sources = dict(sources)
         self.capacity = capacity
+        self.resize = resize
+        self.interpolation = check_interpolation(interpolation)
         self.failures: dict[str, BaseException] = {}
         """Sources whose iterator raised, with the error; the others went on."""
         self._stats = MuxStatistics()
@@ -99,10 +115,14 @@ class StreamMux:
 
         async def feed(name: str, items: AsyncIterable[Any]) -> None:
             nonlocal pending
+            scale = _Scaler(self.resize, self.interpolation) if self.resize else None
             try:
                 async with aclosing(_aiter(items)) as it:
                     async for item in it:
-                        await send.send((name, time.perf_counter_ns(), item))
+                        fed = time.perf_counter_ns()
+                        if scale is not None:
+                            item = await anyio.to_thread.run_sync(scale, item)
+                        await send.send((name, fed, item))
             except Exception as err:  # a failing camera must not stop the others
                 self.failures[name] = err
                 log.warning("source %r failed and stops feeding: %s", name, err)
@@ -147,6 +167,26 @@ class StreamMux:
             name: int(np.percentile(np.asarray(lat), 99)) for name, lat in self._latencies.items()
         }
         return stats
+
+
+class _Scaler:
+    """Resizes a frame's ``(H, W, C)`` image to ``size``; other items pass unchanged."""
+
+    def __init__(self, size: tuple[int, int], interpolation: Interpolation) -> None:
+        self.size, self.interpolation = size, interpolation
+        self._resamplers: dict[tuple[int, int], Resampler] = {}
+
+    def __call__(self, item: Any) -> Any:
+        data = getattr(item, "data", None)
+        if not (isinstance(item, Frame) and isinstance(data, np.ndarray) and data.ndim == 3):
+            return item
+        key = (data.shape[0], data.shape[1])
+        if key == self.size:
+            return item
+        resampler = self._resamplers.get(key)
+        if resampler is None:
+            resampler = self._resamplers[key] = Resampler(key, self.size, self.interpolation)
+        return dataclasses.replace(item, data=resampler(data))
 
 
 async def _aiter(items: AsyncIterable[Any]) -> AsyncGenerator[Any, None]:

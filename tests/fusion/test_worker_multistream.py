@@ -87,3 +87,33 @@ async def test_a_failing_camera_loses_only_its_own_frames() -> None:
     assert isinstance(mux.failures["unplugged"], OSError)
     assert set(mux.failures) == {"unplugged"}
     assert mux.statistics().errors == {"bad": 10}
+
+
+async def test_the_muxer_scales_each_cameras_frames_like_the_preprocess_would() -> None:
+    from fusion.workers import ImagePreprocess
+    from fusion.workers.models import tiny_cnn
+    from fusion.workers.resize import resize
+
+    rng = np.random.default_rng(0)
+    images = {name: rng.integers(0, 256, (48, 64, 3), dtype=np.uint8) for name in ("a", "b")}
+
+    async def still(name: str) -> AsyncIterator[Frame]:
+        for i in range(4):
+            yield Frame(name, i, i, images[name])
+
+    seen: list[tuple[int, ...]] = []
+    pre = ImagePreprocess((32, 32), max_batch=4)
+
+    def spy(items: list[Frame]) -> np.ndarray:
+        seen.extend(f.data.shape for f in items)  # type: ignore[union-attr]
+        return pre(items)
+
+    worker = BatchWorker(tiny_cnn(32), preprocess=spy, max_batch=4, providers="cpu", threads=1)
+    mux = StreamMux(worker, {n: still(n) for n in images}, resize=(32, 32))
+    out = await run(mux)
+    assert set(seen) == {(32, 32, 3)}  # scaled before the worker
+    for name, results in out.items():
+        expected = resize(images[name], (32, 32), "area")
+        for r in results:
+            np.testing.assert_array_equal(r.item.data, expected)  # type: ignore[attr-defined]
+            assert r.ok  # type: ignore[attr-defined]
