@@ -83,8 +83,11 @@ class BufferPool:
     def acquire(self) -> np.ndarray[Any, Any]:
         """A buffer of ``shape`` nobody else references (contents undefined)."""
         for buf in self._buffers:
-            # References: the list, the loop variable, getrefcount's argument.
-            if sys.getrefcount(buf) <= 3:
+            # References: the list, the loop variable, getrefcount's argument. The
+            # buffer is an aligned view of a larger block (fusion.buffers), and numpy
+            # points every view of it at that block: count the block's references too
+            # (the buffer's own, getrefcount's argument).
+            if sys.getrefcount(buf) <= 3 and sys.getrefcount(buf.base) <= 2:
                 return buf
         fresh = aligned_empty(self.shape, self.dtype)
         if len(self._buffers) < self.max_buffers:
