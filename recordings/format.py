@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Callable
 from enum import IntEnum
 
 from fusion.errors import RecordingError, TruncatedRecording, UnsupportedVersion
@@ -100,11 +101,30 @@ BLOB_ALIGN = 64
 """Arrays inside a raw chunk start at multiples of this, so views are SIMD-aligned."""
 
 
+def _crc32_impl() -> Callable[[bytes | bytearray | memoryview, int], int]:
+    """ISA-L's CRC-32 when ``isal`` is installed, else zlib's: the same polynomial and values.
+
+    Why: every chunk's stored bytes are checksummed when written and again when
+    read, and zlib 1.2's CRC runs at about 2.3 GB/s on one core, ISA-L's
+    (carry-less multiply) at about 13: on 174 MB of camera frames and LiDAR
+    sweeps that is 0.06 s of the recorder's 0.5 CPU-s saved on each side.
+    """
+    try:
+        from isal import isal_zlib
+    except ImportError:  # pragma: no cover - a platform without isal wheels
+        return zlib.crc32
+    fast: Callable[[bytes | bytearray | memoryview, int], int] = isal_zlib.crc32
+    return fast
+
+
+_crc32 = _crc32_impl()
+
+
 def crc32(*parts: bytes | bytearray | memoryview) -> int:
     """CRC-32 (zlib polynomial) over the concatenation of ``parts``."""
     crc = 0
     for part in parts:
-        crc = zlib.crc32(part, crc)
+        crc = _crc32(part, crc)
     return crc
 
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import zlib
+
 import msgpack
+import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -105,3 +108,16 @@ def test_fed_in_pieces_the_parser_gives_the_same_head_as_whole(
 def test_any_bytes_give_a_head_need_more_or_a_recording_error(data: bytes) -> None:
     result = parse(data, available=len(data))
     assert isinstance(result, RecordHead | NeedMore | RecordingError)
+
+
+@given(st.lists(st.binary(max_size=3000), max_size=5))
+def test_crc32_over_parts_is_zlibs_crc32_of_their_concatenation(parts: list[bytes]) -> None:
+    # crc32 may run on ISA-L (isal); files must keep zlib's values either way.
+    joined = b"".join(parts)
+    assert crc32(*parts) == zlib.crc32(joined)
+    assert crc32(*(memoryview(p) for p in parts)) == zlib.crc32(joined)
+
+
+def test_crc32_of_a_chunk_sized_buffer_is_zlibs() -> None:
+    data = np.random.default_rng(5).integers(0, 256, 2 << 20, dtype=np.uint8)
+    assert crc32(data.data[:12345], data.data[12345:]) == zlib.crc32(data.tobytes())
