@@ -309,6 +309,18 @@ def print_table(rows: list[tuple[str, str, dict[str, float]]]) -> None:
         )
 
 
+def _load() -> str:
+    """The 1-minute load average, and where Linux has it the share of the last 60 s in
+    which some runnable task waited for a CPU (other tenants of a shared machine show
+    there even when their processes are invisible)."""
+    out = f"average {os.getloadavg()[0]:.1f}"
+    try:
+        some = Path("/proc/pressure/cpu").read_text().split()[2]  # "avg60=..."
+    except (OSError, IndexError):
+        return out
+    return f"{out}, CPU pressure {some.partition('=')[2]} %"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=float, default=20.0, help="large session, seconds")
@@ -323,7 +335,10 @@ def main() -> None:
     args = parser.parse_args()
     global REPEAT
     REPEAT = args.repeat
-    print(f"cpus: {os.cpu_count()}, zstd level 3, chunks of {CHUNK >> 20} MiB, best of {REPEAT}")
+    print(
+        f"cpus: {os.cpu_count()}, zstd level 3, chunks of {CHUNK >> 20} MiB, best of {REPEAT}, "
+        f"load {_load()}"
+    )
     with tempfile.TemporaryDirectory(dir=args.dir) as d:
         tmp = Path(d)
         rows = run_session("large", large_session(args.duration), tmp)
@@ -331,6 +346,7 @@ def main() -> None:
         rows += run_session("camlidar", camlidar_session(), tmp, defaults=True)
         rows += run_session("small", small_session(args.imu), tmp)
     print_table(rows)
+    print(f"load at the end: {_load()}")
 
 
 if __name__ == "__main__":
