@@ -1,7 +1,8 @@
 """The resize filters against independent implementations: OpenCV and Pillow.
 
 Tolerance: 1 grey level per pixel (OpenCV and Pillow round fixed-point
-weights; we round float32 once), and a mean difference under 0.3.
+weights; we round float32 once), and a mean difference under 0.3 over
+outputs of 16 pixels or more.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
@@ -44,7 +45,8 @@ def close(ours: np.ndarray, ref: np.ndarray) -> None:
     assert ours.dtype == ref.dtype
     diff = np.abs(ours.astype(np.int16) - ref.astype(np.int16))
     assert diff.max() <= 1, f"max difference {diff.max()}"
-    assert diff.mean() < 0.3, f"mean difference {diff.mean():.3f}"
+    if diff.size >= 48:  # in a 1x1 output one rounding tie (x.5) is a third of the mean
+        assert diff.mean() < 0.3, f"mean difference {diff.mean():.3f}"
 
 
 @pytest.mark.parametrize(("src", "dst"), SIZES)
@@ -82,6 +84,7 @@ def test_bilinear_enlarging_is_opencv_inter_linear(
     ow=st.integers(1, 64),
     seed=st.integers(0, 2**16),
 )
+@example(h=1, w=44, oh=1, ow=1, seed=859)  # a mean of exactly x.5: OpenCV and we may round apart
 def test_area_and_nearest_match_opencv_for_any_sizes(
     h: int, w: int, oh: int, ow: int, seed: int
 ) -> None:
