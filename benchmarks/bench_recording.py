@@ -18,6 +18,7 @@ load burst on a shared machine does not land on one tool only. Prints a
 table with the ratios to mcap.
 
     .venv/bin/python benchmarks/bench_recording.py [--duration 20] [--imu 200000] [--repeat 5]
+        [--sessions large,camlidar,small]
 
 Files go to ``/dev/shm`` by default (``--dir``): on a shared machine a real
 disk's writeback throttling, not either tool, would set the write figures.
@@ -332,7 +333,16 @@ def main() -> None:
         help="where the files go (default /dev/shm: the software, not a shared disk's "
         "writeback throttling, is measured)",
     )
+    parser.add_argument(
+        "--sessions",
+        default="large,camlidar,small",
+        help="comma-separated sessions to run (default: all three)",
+    )
     args = parser.parse_args()
+    sessions = args.sessions.split(",")
+    unknown = set(sessions) - {"large", "camlidar", "small"}
+    if unknown:
+        parser.error(f"unknown session(s) {', '.join(sorted(unknown))}")
     global REPEAT
     REPEAT = args.repeat
     print(
@@ -341,10 +351,14 @@ def main() -> None:
     )
     with tempfile.TemporaryDirectory(dir=args.dir) as d:
         tmp = Path(d)
-        rows = run_session("large", large_session(args.duration), tmp)
-        # Both tools at their defaults (hfr 4 MiB chunks, mcap 1 MiB), as users run them.
-        rows += run_session("camlidar", camlidar_session(), tmp, defaults=True)
-        rows += run_session("small", small_session(args.imu), tmp)
+        rows = []
+        if "large" in sessions:
+            rows += run_session("large", large_session(args.duration), tmp)
+        if "camlidar" in sessions:
+            # Both tools at their defaults (hfr 2 MiB chunks, mcap 1 MiB), as users run them.
+            rows += run_session("camlidar", camlidar_session(), tmp, defaults=True)
+        if "small" in sessions:
+            rows += run_session("small", small_session(args.imu), tmp)
     print_table(rows)
     print(f"load at the end: {_load()}")
 
