@@ -27,6 +27,16 @@ def test_every_shipped_benchmark_has_a_quick_mode() -> None:
         assert name in RUNNERS or "\ndef quick(" in path.read_text(), f"{name}: no quick mode"
 
 
+def test_bench_list_names_how_each_script_runs_quickly(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--list"]) == 0
+    modes = {
+        line.split()[0]: line.split("  (", 1)[1] for line in capsys.readouterr().out.splitlines()
+    }
+    assert modes["fleet"] == "its quick())"  # bench_fleet.py defines quick()
+    assert modes["clock"] == "quick runner)"  # a runner in hyperframes.cli.bench
+    assert not any("no quick mode" in m for m in modes.values())
+
+
 def test_bench_only_clock_prints_one_table_with_its_rows(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
