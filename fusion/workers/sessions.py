@@ -25,8 +25,10 @@ spin while waiting for work. Next to a video decoder and a preprocessing
 thread that oversubscribes the cores, which was measured to make inference
 4.7x slower on 2 cores. Sessions here default to
 ``(free cores - reserved) // replicas`` intra-op threads (at least 1), one
-inter-op thread and no spinning; ``reserve`` counts the decode and conversion
-threads the rest of the pipeline uses.
+inter-op thread and no spinning; ``reserve`` (default 0) counts cores other
+stages keep busy. Without spinning a light decode thread shares the cores
+cheaply: reserving a core for it left one of two idle (25 % slower, measured
+in ``benchmarks/bench_infer.py``).
 """
 
 from __future__ import annotations
@@ -119,7 +121,7 @@ def free_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def default_threads(replicas: int = 1, reserve: int = 1) -> int:
+def default_threads(replicas: int = 1, reserve: int = 0) -> int:
     """Intra-op threads per replica that keep the whole pipeline within the free cores."""
     return max(1, (free_cores() - reserve) // max(1, replicas))
 

@@ -60,9 +60,11 @@ class BatchWorker:
     ``providers`` is ``"auto"`` (CUDA, then CPU), ``"cpu"``, ``"cuda"``,
     ``"tensorrt"`` or a list of provider names. ``threads`` is the intra-op
     thread count per replica; by default the free cores minus
-    ``reserve_threads`` (the decode/convert threads elsewhere), split among
-    the replicas. ``warmup`` is True (zeros of the model's input shapes at
-    batch 1 and ``max_batch``), False, or sample items to preprocess and run.
+    ``reserve_threads`` (cores to leave to other busy threads), split among
+    the replicas. Threads never spin, so a light decode thread shares a core
+    with them cheaply: reserving a whole core for it left one of two idle.
+    ``warmup`` is True (zeros of the model's input shapes at batch 1 and
+    ``max_batch``), False, or sample items to preprocess and run.
     """
 
     def __init__(
@@ -76,7 +78,7 @@ class BatchWorker:
         providers: str | Sequence[str] = "auto",
         replicas: int = 1,
         threads: int | None = None,
-        reserve_threads: int = 1,
+        reserve_threads: int = 0,
         preferred_batch_sizes: Iterable[int] = (),
         latency_budget: int | None = None,
         deadline: int | None = None,
