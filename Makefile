@@ -17,6 +17,7 @@ test: $(STAMP_TEST)
 
 lint: $(STAMP_TEST)
 	$(VENV)/bin/ruff check fusion adapters recordings hyperframes tests benchmarks examples
+	$(VENV)/bin/ruff format --check fusion adapters recordings hyperframes tests benchmarks examples
 
 typecheck: $(STAMP_TEST)
 	$(VENV)/bin/mypy

@@ -170,7 +170,9 @@ def main() -> int:
     try:
         import ray  # noqa: F401
     except ImportError:
-        print("bench_fleet needs Ray: pip install '.[ray]' in the hyperframes clone", file=sys.stderr)
+        print(
+            "bench_fleet needs Ray: pip install '.[ray]' in the hyperframes clone", file=sys.stderr
+        )
         return 1
     rows, ray_start, size = measure(args.recordings, args.seconds, args.cpus)
     base = rows[0][1]

@@ -1,6 +1,6 @@
 """A whole pipeline in 20 lines: sensors -> sync -> open3d stage -> ONNX model -> recording.
 
-    python examples/pipeline_quickstart.py
+python examples/pipeline_quickstart.py
 """
 
 import tempfile
@@ -21,11 +21,13 @@ MS = 1_000_000
 async def main(out: Path) -> None:
     pipeline = Pipeline(
         synthetic_session(5, realtime=False),  # or VideoSource, VelodyneSource, ...
-        Nearest("lidar", ["lidar", "cam", "imu"], tolerance=20 * MS,
-                windows={"imu": (50 * MS, 49 * MS)}),
+        Nearest(
+            "lidar", ["lidar", "cam", "imu"], tolerance=20 * MS, windows={"imu": (50 * MS, 49 * MS)}
+        ),
         stages=[SensorStage("lidar", VoxelDownsample(0.25))],  # open3d, off the event loop
-        workers={"occupancy": BatchWorker(bev_occupancy(),
-                                          preprocess=group_input("lidar", "points"))},
+        workers={
+            "occupancy": BatchWorker(bev_occupancy(), preprocess=group_input("lidar", "points"))
+        },
         recorder=Recorder(out),  # every frame that arrived
     )
     async for group in pipeline:  # or: await pipeline.run()

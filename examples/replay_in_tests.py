@@ -27,8 +27,9 @@ MS = 1_000_000
 
 def my_pipeline(sources: list, **options) -> Pipeline:
     """The pipeline under test: your sync policy, stages and workers."""
-    policy = Nearest("lidar", ["lidar", "cam", "imu"], tolerance=20 * MS,
-                     windows={"imu": (50 * MS, 49 * MS)})
+    policy = Nearest(
+        "lidar", ["lidar", "cam", "imu"], tolerance=20 * MS, windows={"imu": (50 * MS, 49 * MS)}
+    )
     return Pipeline(sources, policy, max_latency=200 * MS, **options)
 
 

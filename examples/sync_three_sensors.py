@@ -20,8 +20,9 @@ MS = 1_000_000
 async def nearest_through_the_hub() -> None:
     clock = VirtualClock()
     hub = SyncHub(
-        Nearest("lidar", ["lidar", "cam", "imu"], tolerance=20 * MS,
-                windows={"imu": (50 * MS, 49 * MS)}),
+        Nearest(
+            "lidar", ["lidar", "cam", "imu"], tolerance=20 * MS, windows={"imu": (50 * MS, 49 * MS)}
+        ),
         max_latency=200 * MS,  # a silent sensor holds a group back at most this long
     )
     with use_clock(clock):
