@@ -19,8 +19,6 @@ Every model has a dynamic batch axis ``N``. A user's own model drops in by path.
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -131,37 +129,7 @@ def tiny_cnn(size: int = 224, classes: int = 10, seed: int = 0) -> bytes:
     About 0.2 GFLOP per 224x224 image: heavy enough that batching and
     threading decisions show in a benchmark, light enough for a CPU.
     """
-    rng = np.random.default_rng(seed)
-    chans = [3, 16, 32, 64]
-    nodes: list[onnx.NodeProto] = []
-    inits: list[TensorProto] = []
-    prev = "image"
-    for i, (cin, cout) in enumerate(itertools.pairwise(chans)):
-        w = rng.normal(0, np.sqrt(2.0 / (cin * 9)), (cout, cin, 3, 3)).astype(np.float32)
-        b = np.zeros(cout, np.float32)
-        inits += [_const(f"w{i}", w), _const(f"b{i}", b)]
-        nodes.append(
-            helper.make_node(
-                "Conv", [prev, f"w{i}", f"b{i}"], [f"c{i}"], strides=[2, 2], pads=[1, 1, 1, 1]
-            )
-        )
-        nodes.append(helper.make_node("Relu", [f"c{i}"], [f"r{i}"]))
-        prev = f"r{i}"
-    fc_w = rng.normal(0, np.sqrt(1.0 / chans[-1]), (chans[-1], classes)).astype(np.float32)
-    inits += [_const("fc_w", fc_w), _const("fc_b", np.zeros(classes, np.float32))]
-    nodes += [
-        helper.make_node("GlobalAveragePool", [prev], ["pooled"]),
-        helper.make_node("Flatten", ["pooled"], ["flat"]),
-        helper.make_node("Gemm", ["flat", "fc_w", "fc_b"], ["logits"]),
-    ]
-    graph = helper.make_graph(
-        nodes,
-        "tiny_cnn",
-        [helper.make_tensor_value_info("image", TensorProto.FLOAT, ["N", 3, size, size])],
-        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", classes])],
-        initializer=inits,
-    )
-    return _finish(graph)
+    return _conv_stack(size, [(3, 16, 2), (16, 32, 2), (32, 64, 2)], classes, seed, "tiny_cnn")
 
 
 def mid_cnn(size: int = 224, classes: int = 10, seed: int = 0) -> bytes:
@@ -175,11 +143,18 @@ def mid_cnn(size: int = 224, classes: int = 10, seed: int = 0) -> bytes:
     takes most of the CPU (several ms per image on one core).
     """
     return _conv_stack(
-        size, [(3, 32, 2), (32, 64, 2), (64, 64, 1), (64, 128, 2), (128, 256, 2)], classes, seed
+        size,
+        [(3, 32, 2), (32, 64, 2), (64, 64, 1), (64, 128, 2), (128, 256, 2)],
+        classes,
+        seed,
+        "mid_cnn",
     )
 
 
-def _conv_stack(size: int, layers: list[tuple[int, int, int]], classes: int, seed: int) -> bytes:
+def _conv_stack(
+    size: int, layers: list[tuple[int, int, int]], classes: int, seed: int, name: str
+) -> bytes:
+    """3x3 conv + ReLU layers ``(in, out, stride)``, global pooling, a linear layer."""
     rng = np.random.default_rng(seed)
     nodes: list[onnx.NodeProto] = []
     inits: list[TensorProto] = []
@@ -208,7 +183,7 @@ def _conv_stack(size: int, layers: list[tuple[int, int, int]], classes: int, see
     ]
     graph = helper.make_graph(
         nodes,
-        "mid_cnn",
+        name,
         [helper.make_tensor_value_info("image", TensorProto.FLOAT, ["N", 3, size, size])],
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", classes])],
         initializer=inits,
