@@ -210,18 +210,7 @@ def decode_chunk(
     head_bytes = raw.data[: meta.records_size]
     try:
         if columnar:
-            unpacker = msgpack.Unpacker(
-                ext_hook=ext_hook,
-                raw=False,
-                strict_map_key=False,
-                max_buffer_size=max(1, len(head_bytes)),
-            )
-            unpacker.feed(head_bytes)
-            if unpacker.read_array_header() != 4:
-                raise ValueError("the head is not [split, groups, order, records]")
-            split = unpacker.unpack()
-            if type(split) is not int or not 0 <= split <= blob_len:
-                raise ValueError(f"the column region end {split!r} is outside the blob")
+            unpacker, split = open_columns_head(head_bytes, blob_len, ext_hook)
             spans[EXT_COLUMN] = (0, split)
             spans[EXT_NDARRAY] = (split, blob_len)
             head = [unpacker.unpack() for _ in range(3)]
@@ -248,6 +237,30 @@ def decode_chunk(
     except ValueError as err:
         raise _corrupt(meta, where, f"its columns are malformed ({err})") from err
     return DecodedChunk(meta, frames, columns)
+
+
+def open_columns_head(
+    head_bytes: memoryview, blob_len: int, ext_hook: Any
+) -> tuple[msgpack.Unpacker, int]:
+    """Start reading a COLUMNS chunk's head ``[split, groups, order, records]``.
+
+    Returns the unpacker positioned at ``groups`` and ``split``, the end of the
+    column region in the blob (checked to lie inside it); raises ``ValueError``
+    on any other shape.
+    """
+    unpacker = msgpack.Unpacker(
+        ext_hook=ext_hook,
+        raw=False,
+        strict_map_key=False,
+        max_buffer_size=max(1, len(head_bytes)),
+    )
+    unpacker.feed(head_bytes)
+    if unpacker.read_array_header() != 4:
+        raise ValueError("the head is not [split, groups, order, records]")
+    split = unpacker.unpack()
+    if type(split) is not int or not 0 <= split <= blob_len:
+        raise ValueError(f"the column region end {split!r} is outside the blob")
+    return unpacker, split
 
 
 _Int64 = Annotated[int, msgspec.Meta(ge=INT64_MIN, le=INT64_MAX)]

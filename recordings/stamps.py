@@ -40,6 +40,7 @@ from fusion.frames import Frame
 from recordings.format import EXT_COLUMN, EXT_NDARRAY, RecordKind
 from recordings.layout import ChunkMeta, blob_offset
 from recordings.reader import Recording
+from recordings.records import open_columns_head
 
 __all__ = ["FrameFetcher", "SensorStamps", "read_stamps"]
 
@@ -145,18 +146,7 @@ def _decode_stamps(raw: np.ndarray[Any, Any], meta: ChunkMeta) -> dict[str, tupl
         return msgpack.ExtType(code, body)
 
     if meta.kind == RecordKind.COLUMNS:
-        unpacker = msgpack.Unpacker(
-            ext_hook=ext_hook,
-            raw=False,
-            strict_map_key=False,
-            max_buffer_size=max(1, len(head_bytes)),
-        )
-        unpacker.feed(head_bytes)
-        if unpacker.read_array_header() != 4:
-            raise ValueError("the head is not [split, groups, order, records]")
-        split = unpacker.unpack()
-        if type(split) is not int or not 0 <= split <= blob_len:
-            raise ValueError(f"the column region end {split!r} is outside the blob")
+        unpacker, split = open_columns_head(head_bytes, blob_len, ext_hook)
         groups, order_ref, rows = (unpacker.unpack() for _ in range(3))
 
         def column(ref: Any, count: int, dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
