@@ -60,24 +60,29 @@ def large_session(duration: float) -> list[Frame]:
         seq = seqs.get(name, 0)
         seqs[name] = seq + 1
         if name == "cam":
-            noise = rng.normal(0, 3.0, scene.shape)
-            data: Any = np.clip(scene + seq + noise, 0, 255).astype(np.uint8)
+            data: Any = camera_image(rng, scene, seq)
         elif name == "lidar":
-            az = rng.uniform(0, 2 * np.pi, 100_000).astype(np.float32)
-            r = rng.uniform(2, 60, 100_000).astype(np.float32)
-            data = np.stack(
-                [
-                    r * np.cos(az),
-                    r * np.sin(az),
-                    rng.normal(0, 1, 100_000),
-                    rng.uniform(0, 1, 100_000),
-                ],
-                axis=1,
-            ).astype(np.float32)
+            data = lidar_sweep(rng)
         else:
             data = rng.normal(0, 1, 6)
         frames.append(Frame(name, seq, t, data, t_arrival=t + MS))
     return frames
+
+
+def camera_image(rng: np.random.Generator, scene: np.ndarray, seq: int) -> np.ndarray:
+    """The scene, brightened by ``seq``, with sensor noise: a 640x480 RGB camera frame."""
+    noise = rng.normal(0, 3.0, scene.shape)
+    return np.clip(scene + seq + noise, 0, 255).astype(np.uint8)
+
+
+def lidar_sweep(rng: np.random.Generator) -> np.ndarray:
+    """100,000 float32 x/y/z/intensity points around the sensor."""
+    az = rng.uniform(0, 2 * np.pi, 100_000).astype(np.float32)
+    r = rng.uniform(2, 60, 100_000).astype(np.float32)
+    return np.stack(
+        [r * np.cos(az), r * np.sin(az), rng.normal(0, 1, 100_000), rng.uniform(0, 1, 100_000)],
+        axis=1,
+    ).astype(np.float32)
 
 
 def camlidar_session(seconds: float = 4.0) -> list[Frame]:
@@ -93,20 +98,9 @@ def camlidar_session(seconds: float = 4.0) -> list[Frame]:
     frames = []
     for t, name, seq in events:
         if name == "cam":
-            noise = rng.normal(0, 3.0, scene.shape)
-            data: Any = np.clip(scene + seq + noise, 0, 255).astype(np.uint8)
+            data: Any = camera_image(rng, scene, seq)
         else:
-            az = rng.uniform(0, 2 * np.pi, 100_000).astype(np.float32)
-            r = rng.uniform(2, 60, 100_000).astype(np.float32)
-            data = np.stack(
-                [
-                    r * np.cos(az),
-                    r * np.sin(az),
-                    rng.normal(0, 1, 100_000),
-                    rng.uniform(0, 1, 100_000),
-                ],
-                axis=1,
-            ).astype(np.float32)
+            data = lidar_sweep(rng)
         frames.append(Frame(name, seq, t, data, t_arrival=t + MS))
     return frames
 
