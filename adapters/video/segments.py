@@ -23,7 +23,7 @@ Times are the stream's PTS in nanoseconds (``pts * time_base``), without the
 from __future__ import annotations
 
 import itertools
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -48,22 +48,17 @@ def _pts(ns: int, tb: Fraction) -> int:
 
 def keyframe_times(path: str | Path, stream: int = 0) -> list[int]:
     """Presentation times (ns, sorted) of the key frames of video ``stream``."""
-    import av
-
-    with av.open(str(path)) as container:
-        s = container.streams.video[stream]
-        tb = Fraction(s.time_base) if s.time_base is not None else Fraction(1, 1000)
-        out = {
-            _ns(p.pts, tb)
-            for p in container.demux(s)
-            if p.is_keyframe and p.pts is not None and not p.is_discard
-        }
-    return sorted(out)
+    return _packet_times(path, stream, lambda p: bool(p.is_keyframe))
 
 
 def frame_times(path: str | Path, stream: int = 0) -> list[int]:
     """Presentation times (ns, sorted) of every frame of video ``stream``, from its
     packets (no decoding; discarded packets left out)."""
+    return _packet_times(path, stream, lambda p: bool(p.size))
+
+
+def _packet_times(path: str | Path, stream: int, keep: Callable[[Any], bool]) -> list[int]:
+    """Distinct pts (ns, sorted) of the stamped, not discarded packets that ``keep`` accepts."""
     import av
 
     with av.open(str(path)) as container:
@@ -72,7 +67,7 @@ def frame_times(path: str | Path, stream: int = 0) -> list[int]:
         out = {
             _ns(p.pts, tb)
             for p in container.demux(s)
-            if p.pts is not None and p.size and not p.is_discard
+            if p.pts is not None and not p.is_discard and keep(p)
         }
     return sorted(out)
 
