@@ -84,14 +84,7 @@ def console_for(args: argparse.Namespace | None = None, *, stderr: bool = False)
     quiet = bool(getattr(args, "quiet", False))
     console = Console(quiet=quiet, markup=False, highlight=False, emoji=False, stderr=stderr)
     if not console.is_terminal:
-        console = Console(
-            quiet=quiet,
-            markup=False,
-            highlight=False,
-            emoji=False,
-            stderr=stderr,
-            width=PIPE_WIDTH,
-        )
+        console.width = PIPE_WIDTH
     return console
 
 
