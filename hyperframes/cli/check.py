@@ -34,7 +34,7 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from fusion.errors import RecordingError
-    from hyperframes.cli.common import console_for, literal, say
+    from hyperframes.cli.common import console_for, error, literal, note, warn
     from recordings import Recorder, open_recording
 
     console = console_for(args)
@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
         log = open_recording(path)
     except (OSError, RecordingError) as err:
         quiet, console.quiet = console.quiet, False
-        say(console, "unreadable:", "red", err)
+        note(console, "unreadable:", err, "red")
         console.quiet = quiet
         return 2
     with log:
@@ -57,24 +57,23 @@ def run(args: argparse.Namespace) -> int:
             soft_wrap=True,
         )
         if not damage and summary.indexed:
-            say(
+            note(
                 console,
                 "ok:",
-                "green",
                 "every CRC checks out, every record decodes and matches its chunk's meta, "
                 "no (sensor, seq) twice",
             )
             return 0
         for problem in damage:
-            say(console, "damaged:", "red", problem)
+            note(console, "damaged:", problem, "red")
         if not damage:
-            say(console, "no footer index", "yellow", "(the writer did not close the file)")
+            warn(console, "no footer index", "(the writer did not close the file)")
         if not args.repair:
             console.print("run again with --repair -o FIXED.hfr to salvage what is readable")
             return 1
         out = Path(args.output) if args.output else path.with_suffix(".repaired.hfr")
         if out.resolve() == path.resolve():
-            say(console, "error:", "red", "--repair must write a new file")
+            error(console, "--repair must write a new file")
             return 2
         kept = 0
         with Recorder(out, sensors=log.specs.values(), metadata=log.metadata) as rec:
@@ -83,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
                 kept += 1
         lost = [e for e in log.damage if e not in damage]
         for problem in lost:
-            say(console, "damaged:", "red", problem)
+            note(console, "damaged:", problem, "red")
         console.print(
             literal(f"repaired: wrote {kept} frames to {out}; lost the chunks listed above"),
             soft_wrap=True,

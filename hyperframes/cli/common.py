@@ -298,8 +298,3 @@ def literal(value: object, style: str = "", *, lines: bool = False) -> Text:
     sensor name, a path or a user (a sensor named ``[/x]`` prints as such).
     """
     return Text(printable(value, lines=lines), style=style)
-
-
-def say(console: Console, label: str, style: str, message: object) -> None:
-    """One line: a styled ``label`` (ours) and a literal ``message`` (anyone's)."""
-    console.print(Text.assemble((label, style), " ", literal(message, lines=True)), soft_wrap=True)
