@@ -32,6 +32,7 @@ from fusion.errors import (
     frame_context,
 )
 from fusion.frames import Frame, FrameGroup, SensorSpec
+from fusion.ledger import LOSS_REASONS, InputLedger, LedgerStatistics
 from fusion.hub import HubStatistics, LatencySummary, SensorStatistics, SyncHub
 from fusion.pipeline import Pipeline, PipelineStatistics, SensorStage, StageStatistics
 from fusion.policies import ApproximateTime, ExactTime, Nearest, PolicyStatistics
@@ -63,7 +64,10 @@ __all__ = [
     "HubStatistics",
     "HyperframesError",
     "Identity",
+    "InputLedger",
+    "LOSS_REASONS",
     "LatencySummary",
+    "LedgerStatistics",
     "LimitExceeded",
     "MonotonicClock",
     "Nearest",

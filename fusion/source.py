@@ -9,6 +9,11 @@ generator :meth:`Source.frames`. Rules every source follows:
 * ``seq`` counts from 0 per sensor (:meth:`Source.make_frame` does this);
 * a bad packet or frame is counted (:meth:`Source.count_error`) and skipped,
   never raised out of ``frames()``, unless the source cannot go on at all;
+* every unit it reads (datagram, packet, message, row, file) is accounted for
+  in its :class:`~fusion.ledger.InputLedger`: :meth:`Source.count_received` when
+  it arrives, then a frame (``make_frame(..., units=n)``) or a loss
+  (``count_error(reason, ..., units=n)``). A source that never calls
+  ``count_received`` counts one unit per frame and per error;
 * cancellation is honest: ``frames()`` stops at the next checkpoint and
   :meth:`Source.aclose` releases devices and files.
 
@@ -34,6 +39,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, TypeVar
 
 from fusion.frames import Frame, SensorSpec
+from fusion.ledger import InputLedger, LedgerStatistics
 from fusion.timing import current_clock, run_sync
 
 T = TypeVar("T")
@@ -53,6 +59,7 @@ class Source(ABC):
         """Frames or packets this source skipped, by reason."""
         self.last_error: str | None = None
         """Message of the most recent skipped item, for humans."""
+        self._ledgers: dict[str, InputLedger] = {}
         self._closed = False
 
     @property
@@ -82,11 +89,17 @@ class Source(ABC):
         sensor: str | None = None,
         t_arrival: int | None = None,
         meta: dict[str, Any] | None = None,
+        units: int = 1,
     ) -> Frame:
-        """Build the next frame of ``sensor`` (default: this source's), numbering ``seq``."""
+        """Build the next frame of ``sensor`` (default: this source's), numbering ``seq``.
+
+        ``units`` is how many received units went into it (packets of a sweep;
+        0 for a second frame made from the same unit), for the ledger.
+        """
         name = self.name if sensor is None else sensor
         seq = self._next_seq.get(name, 0)
         self._next_seq[name] = seq + 1
+        self.ledger(name).emit(units)
         return Frame(
             name,
             seq,
@@ -101,10 +114,42 @@ class Source(ABC):
         """Host time from the current runtime clock, for ``t_arrival``."""
         return current_clock().now()
 
-    def count_error(self, reason: str, message: str) -> None:
-        """Record a skipped packet or frame: counted by ``reason``, message kept."""
+    def ledger(self, sensor: str | None = None) -> InputLedger:
+        """The input ledger of ``sensor`` (default: this source's first sensor)."""
+        name = self.name if sensor is None else sensor
+        found = self._ledgers.get(name)
+        if found is None:
+            found = self._ledgers[name] = InputLedger(self._ledger_unit)
+        return found
+
+    _ledger_unit = "frame"
+    """What one unit of this source is, for its ledgers (subclasses override)."""
+
+    def count_received(self, units: int = 1, *, sensor: str | None = None) -> None:
+        """``units`` arrived for ``sensor``; each must end as a frame or a counted loss."""
+        self.ledger(sensor).receive(units)
+
+    def count_error(
+        self,
+        reason: str,
+        message: str,
+        *,
+        units: int = 1,
+        sensor: str | None = None,
+        arrived: bool = True,
+    ) -> None:
+        """Record a skipped unit: counted by ``reason`` in the errors and the ledger,
+        message kept. ``units=0`` counts the error without losing input (a warning);
+        ``arrived=False`` for units never counted received (the kernel's drops)."""
         self.errors[reason] += 1
         self.last_error = message
+        self.ledger(sensor).lose(reason, units, arrived=arrived)
+
+    def ledgers(self) -> dict[str, LedgerStatistics]:
+        """A snapshot of every sensor's ledger (sensors that saw nothing included)."""
+        for spec in self._specs:
+            self.ledger(spec.name)
+        return {name: ledger.statistics() for name, ledger in self._ledgers.items()}
 
     async def run_blocking(self, func: Callable[..., T], *args: object) -> T:
         """Run blocking I/O in a worker thread (the event loop stays free)."""
@@ -122,8 +167,12 @@ class Source(ABC):
         return f"{type(self).__name__} does not resize while decoding"
 
     def statistics(self) -> Mapping[str, Any]:
-        """Frames produced per sensor and errors by reason."""
-        return {"frames": dict(self._next_seq), "errors": dict(self.errors)}
+        """Frames produced per sensor, errors by reason and each sensor's ledger."""
+        return {
+            "frames": dict(self._next_seq),
+            "errors": dict(self.errors),
+            "ledger": {name: stats.as_dict() for name, stats in self.ledgers().items()},
+        }
 
     async def aclose(self) -> None:
         """Release devices and files. Safe to call twice."""
