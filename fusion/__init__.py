@@ -32,8 +32,8 @@ from fusion.errors import (
     frame_context,
 )
 from fusion.frames import Frame, FrameGroup, SensorSpec
-from fusion.ledger import LOSS_REASONS, InputLedger, LedgerStatistics
 from fusion.hub import HubStatistics, LatencySummary, SensorStatistics, SyncHub
+from fusion.ledger import LOSS_REASONS, InputLedger, LedgerStatistics
 from fusion.pipeline import Pipeline, PipelineStatistics, SensorStage, StageStatistics
 from fusion.policies import ApproximateTime, ExactTime, Nearest, PolicyStatistics
 from fusion.source import Source
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from fusion.workers import BatchWorker, ChangeGate, WorkerResult, WorkerStatistics
 
 __all__ = [
+    "LOSS_REASONS",
     "ApproximateTime",
     "BatchWorker",
     "ChangeGate",
@@ -65,7 +66,6 @@ __all__ = [
     "HyperframesError",
     "Identity",
     "InputLedger",
-    "LOSS_REASONS",
     "LatencySummary",
     "LedgerStatistics",
     "LimitExceeded",
