@@ -15,12 +15,15 @@ from adapters.bags.messages import (
 )
 from adapters.bags.pointcloud2 import decode_pointcloud2
 from adapters.bags.source import BagSource, BagTopic, parse_topics, sensor_name
+from adapters.bags.summary import BagSummary, BagTopicSummary, read_bag_summary
 from fusion._exports import rewrite_module
 
 __all__ = [
     "DECODERS",
     "BagSource",
+    "BagSummary",
     "BagTopic",
+    "BagTopicSummary",
     "decode_generic",
     "decode_image",
     "decode_imu",
@@ -31,6 +34,7 @@ __all__ = [
     "image_layout",
     "message_to_arrays",
     "parse_topics",
+    "read_bag_summary",
     "sensor_name",
 ]
 

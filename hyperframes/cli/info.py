@@ -17,13 +17,16 @@ import datetime
 import itertools
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from rich.table import Table
 from rich.text import Text
 
 from hyperframes.cli.common import literal
+
+if TYPE_CHECKING:
+    from adapters.bags.summary import BagSummary
 
 
 def register(sub: Any) -> None:
@@ -93,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
 
 def bag_info(args: argparse.Namespace, console: Any) -> int:
     """``info`` on an MCAP file or a ROS bag."""
-    from hyperframes.cli.baginfo import bag_tables, read_bag_info
+    from adapters.bags.summary import read_bag_summary
     from hyperframes.cli.common import error
 
     path = Path(args.file)
@@ -101,16 +104,59 @@ def bag_info(args: argparse.Namespace, console: Any) -> int:
         error(console, f"{args.file}: no such file or bag directory")
         return 2
     try:
-        info = read_bag_info(path)
+        info = read_bag_summary(path)
     except Exception as err:  # third-party readers raise many types; one line each
         error(console, f"{args.file}: cannot read it as MCAP or a ROS bag: {err}")
         return 2
     if args.json:
-        print(json.dumps(info.as_dict(), indent=2))
+        print(json.dumps(bag_document(info), indent=2))
     else:
         for table in bag_tables(info):
             console.print(table)
     return 0
+
+
+def bag_document(info: BagSummary) -> dict[str, Any]:
+    """The JSON document of ``info --json`` on a bag."""
+    return {
+        "path": str(info.path),
+        "storage": info.storage,
+        "duration_s": info.duration_ns / 1e9,
+        "start_ns": info.start_ns,
+        "end_ns": info.end_ns,
+        "start_utc": iso_utc(info.start_ns) if info.dated else None,
+        "end_utc": iso_utc(info.end_ns) if info.dated else None,
+        "messages": info.messages,
+        "topics": [{"topic": t.name, "type": t.msgtype, "count": t.count} for t in info.topics],
+    }
+
+
+def bag_tables(info: BagSummary) -> list[Table]:
+    """What ``info`` prints on a bag: the file facts, then one row per topic."""
+    head = Table(show_header=False, box=None)
+    head.add_column(style="bold")
+    head.add_column()
+    head.add_row("path", literal(info.path))
+    head.add_row("storage", info.storage)
+    head.add_row("duration", human_ns(info.duration_ns))
+    head.add_row("start", bag_stamp(info.start_ns, dated=info.dated))
+    head.add_row("end", bag_stamp(info.end_ns, dated=info.dated))
+    head.add_row("messages", str(info.messages))
+    table = Table(title="topics")
+    for col in ("topic", "type", "count"):
+        table.add_column(col, justify="right" if col == "count" else "left")
+    for t in info.topics:
+        table.add_row(literal(t.name), literal(t.msgtype), str(t.count))
+    return [head, table]
+
+
+def bag_stamp(ns: int | None, *, dated: bool) -> str:
+    """A bag's log time: a date when the bag was recorded on a wall clock."""
+    if ns is None:
+        return "-"
+    if dated:
+        return stamp(ns, ns)
+    return f"{ns / 1e9:.6f} s (the recorder's own clock, not a date)"
 
 
 def sensor_details(log: Any) -> dict[str, dict[str, Any]]:
