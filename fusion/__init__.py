@@ -35,7 +35,7 @@ from fusion.frames import Frame, FrameGroup, SensorSpec
 from fusion.hub import HubStatistics, LatencySummary, SensorStatistics, SyncHub
 from fusion.ledger import LOSS_REASONS, InputLedger, LedgerStatistics
 from fusion.pipeline import Pipeline, PipelineStatistics, SensorStage, StageStatistics
-from fusion.policies import ApproximateTime, ExactTime, Nearest, PolicyStatistics
+from fusion.policies import ApproximateTime, ExactTime, Nearest, PolicyStatistics, SyncPolicy
 from fusion.source import Source
 from fusion.timing import Clock, MonotonicClock, VirtualClock, current_clock, run_sync, use_clock
 from fusion.wallclock import WallAnchor, WallClock, reference_to_utc, sample_anchor
@@ -86,6 +86,7 @@ __all__ = [
     "SourceOpenError",
     "StageStatistics",
     "SyncHub",
+    "SyncPolicy",
     "TruncatedRecording",
     "UnsupportedVersion",
     "UsageError",

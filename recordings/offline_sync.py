@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from fusion.frames import Frame, FrameGroup
+from fusion.policies.base import SyncPolicy
 from fusion.policies.columnar import GroupColumns, admitted, group_columns
 from fusion.policies.exact import ExactTime
 from fusion.policies.nearest import Nearest
@@ -221,7 +222,7 @@ class OfflineGroups:
 
 def sync_recording(
     source: str | os.PathLike[str] | Recording,
-    policy: ExactTime | Nearest,
+    policy: SyncPolicy,
     *,
     start: int | None = None,
     end: int | None = None,
@@ -236,8 +237,8 @@ def sync_recording(
     opened here and closed by :meth:`OfflineGroups.close`.
     """
     if not isinstance(policy, (ExactTime, Nearest)):
-        group_columns(policy, {})  # raises the reason for ApproximateTime
-        raise TypeError(f"expected ExactTime or Nearest, got {type(policy).__name__}")
+        group_columns(policy, {})  # raises why this policy has no offline form
+        raise AssertionError("unreachable: group_columns refuses every other policy")
     owns = not isinstance(source, Recording)
     log = open_recording(source) if not isinstance(source, Recording) else source
     try:

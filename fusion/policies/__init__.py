@@ -1,11 +1,9 @@
 """Sans-I/O sync policies: ``push`` frames in, groups out; no clocks, no I/O."""
 
 from fusion.policies.approximate import ApproximateTime
-from fusion.policies.base import PolicyBase, PolicyStatistics
+from fusion.policies.base import PolicyBase, PolicyStatistics, SyncPolicy
 from fusion.policies.exact import ExactTime
 from fusion.policies.nearest import Nearest
-
-SyncPolicy = ExactTime | ApproximateTime | Nearest
 
 __all__ = [
     "ApproximateTime",

@@ -1,4 +1,9 @@
-"""What every sync policy shares: the statistics object and the accounting helpers.
+"""What every sync policy shares: the ``SyncPolicy`` protocol, the statistics, the accounting.
+
+:class:`SyncPolicy` is the contract :class:`~fusion.SyncHub` and
+:class:`~fusion.Pipeline` type against: any object with ``push``, ``expire``,
+``drain`` and ``stats`` is a policy, whether or not it subclasses
+:class:`PolicyBase` (which only holds the counters ours share).
 
 The accounting invariant every policy keeps: each pushed frame ends up in
 exactly one emitted group or is counted as dropped with a reason; no frame is
@@ -19,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Protocol, runtime_checkable
 
 from fusion.frames import Frame, FrameGroup
 
@@ -55,6 +61,33 @@ class PolicyStatistics:
         for (_, reason), n in self.dropped.items():
             out[reason] = out.get(reason, 0) + n
         return out
+
+
+@runtime_checkable
+class SyncPolicy(Protocol):
+    """A sans-I/O sync policy (contract): frames in, groups out, no clocks and no I/O.
+
+    Every frame given to ``push`` must end in exactly one returned group or be
+    counted in ``stats.dropped``; returned group times never decrease. The hub
+    calls nothing else, and never two methods at once.
+    """
+
+    def push(self, frame: Frame) -> list[FrameGroup]:
+        """Take one frame; return the groups it completes (possibly none)."""
+        ...
+
+    def expire(self, deadline_ns: int) -> list[FrameGroup]:
+        """Resolve everything that can no longer complete before ``deadline_ns``."""
+        ...
+
+    def drain(self) -> list[FrameGroup]:
+        """End of stream: resolve every frame still held."""
+        ...
+
+    @property
+    def stats(self) -> PolicyStatistics:
+        """Counters so far: groups emitted, frames dropped by sensor and reason."""
+        ...
 
 
 class PolicyBase:

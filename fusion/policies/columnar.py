@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 
 from fusion.policies.approximate import ApproximateTime
+from fusion.policies.base import SyncPolicy
 from fusion.policies.exact import ExactTime
 from fusion.policies.nearest import Nearest
 
@@ -101,20 +102,21 @@ def admitted(t: Int64) -> np.ndarray[Any, np.dtype[np.bool_]]:
     return keep
 
 
-def group_columns(
-    policy: ExactTime | Nearest | ApproximateTime, stamps: Mapping[str, Int64]
-) -> GroupColumns:
+def group_columns(policy: SyncPolicy, stamps: Mapping[str, Int64]) -> GroupColumns:
     """The groups ``policy`` forms from ``stamps`` (per sensor, admitted, strictly increasing).
 
     ``policy`` only supplies parameters; it is not fed. Raises ``ValueError``
     for ``ApproximateTime`` (streaming only) and for stamps that are not
-    strictly increasing (pass them through :func:`admitted` first).
+    strictly increasing (pass them through :func:`admitted` first), and
+    ``TypeError`` for any other policy than ``ExactTime`` and ``Nearest``.
     """
     if isinstance(policy, ApproximateTime):
         raise ValueError(
             "ApproximateTime has no offline form: which set it emits depends on the "
             "history of its queues, so replay the frames through it instead"
         )
+    if not isinstance(policy, (ExactTime, Nearest)):
+        raise TypeError(f"expected ExactTime or Nearest, got {type(policy).__name__}")
     cols: dict[str, Int64] = {}
     for s in policy.sensors:
         t = np.asarray(stamps.get(s, np.empty(0, np.int64)), np.int64)

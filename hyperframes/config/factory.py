@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from fusion.errors import ConfigError
+from fusion.policies.base import SyncPolicy
 from hyperframes.config.schema import (
     MS,
     BagConfig,
@@ -252,7 +253,7 @@ def build_source(cfg: Any, copied: set[str] | None = None) -> Any:
     return Replay(cfg.path, speed=cfg.speed)
 
 
-def build_policy(cfg: SyncConfig, names: list[str]) -> Any:
+def build_policy(cfg: SyncConfig, names: list[str]) -> SyncPolicy:
     from fusion.policies import ApproximateTime, ExactTime, Nearest
 
     present = set(names)

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from fusion.frames import Frame, FrameGroup
-from fusion.policies import ApproximateTime, ExactTime, Nearest
+from fusion.policies import ApproximateTime, ExactTime, Nearest, SyncPolicy
 
 GROUP_TOPIC = "/hyperframes/groups"
 """Topic of the sync-group markers in every export profile."""
@@ -22,7 +22,7 @@ GROUP_TOPIC = "/hyperframes/groups"
 SYNC_MODES = ("none", "approximate", "exact", "nearest:REF[:TOL_MS]")
 
 
-def make_policy(mode: str, sensors: Sequence[str], queue_size: int = 32) -> Any:
+def make_policy(mode: str, sensors: Sequence[str], queue_size: int = 32) -> SyncPolicy | None:
     """A policy for ``--groups MODE`` over ``sensors``; ``None`` for ``"none"`` or one sensor.
 
     ``nearest:lidar:50`` groups every other sensor's nearest frame within 50 ms
@@ -44,7 +44,7 @@ def make_policy(mode: str, sensors: Sequence[str], queue_size: int = 32) -> Any:
     raise ValueError(f"--groups {mode!r}: expected one of {', '.join(SYNC_MODES)}")
 
 
-def sync_groups(frames: Iterable[Frame], policy: Any) -> Iterator[FrameGroup]:
+def sync_groups(frames: Iterable[Frame], policy: SyncPolicy) -> Iterator[FrameGroup]:
     """Push ``frames`` (recorded order) through ``policy``; yield its groups, then drain it.
 
     Frames whose ``t`` does not increase for their sensor (a policy requires it)
