@@ -13,7 +13,6 @@ frames' timestamps, skipped with ``--quick``.
 from __future__ import annotations
 
 import argparse
-import datetime
 import itertools
 import json
 from pathlib import Path
@@ -24,6 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from hyperframes.cli.common import literal
+from hyperframes.cli.units import human_bytes, human_ns, iso_utc, stamp
 
 if TYPE_CHECKING:
     from adapters.bags.summary import BagSummary
@@ -361,41 +361,6 @@ def describe_payload(data: Any) -> str:
     return type(data).__name__
 
 
-def stamp(ns: int | None, utc_ns: int | None = None) -> str:
-    """``2026-11-29 23:49:14.123 UTC, 00:49:14.123 local (epoch 1796000954.123 s)``.
-
-    ``utc_ns`` is ``ns`` dated with the recording's wall clock; without it, a
-    value after 1973 is taken as an epoch stamp and a small one is not a date.
-    """
-    if ns is None:
-        return "-"
-    if utc_ns is None and ns > 10**17:
-        utc_ns = ns
-    if utc_ns is None:
-        return f"{ns / 1e9:.6f} s on the monotonic clock (no wall-clock record)"
-    epoch = f"{utc_ns // 10**9}.{utc_ns % 10**9 // 10**6:03d}"
-    return f"{utc_text(utc_ns)}, {local_text(utc_ns)} (epoch {epoch} s)"
-
-
-def utc_text(utc_ns: int) -> str:
-    """``2026-11-29 23:49:14.123 UTC``."""
-    date = datetime.datetime.fromtimestamp(utc_ns // 10**9, tz=datetime.UTC)
-    return f"{date:%Y-%m-%d %H:%M:%S}.{utc_ns % 10**9 // 10**6:03d} UTC"
-
-
-def local_text(utc_ns: int) -> str:
-    """``2026-11-30 00:49:14.123 CET`` (the machine's time zone)."""
-    date = datetime.datetime.fromtimestamp(utc_ns // 10**9).astimezone()
-    return f"{date:%Y-%m-%d %H:%M:%S}.{utc_ns % 10**9 // 10**6:03d} {date:%Z} local"
-
-
-def iso_utc(utc_ns: int | None) -> str | None:
-    if utc_ns is None:
-        return None
-    date = datetime.datetime.fromtimestamp(utc_ns // 10**9, tz=datetime.UTC)
-    return f"{date:%Y-%m-%dT%H:%M:%S}.{utc_ns % 10**9:09d}Z"
-
-
 def describe(summary: Any, deep: dict[str, dict[str, Any]] | None) -> dict[str, Any]:
     """The JSON document of ``info --json``."""
     sensors = {}
@@ -508,16 +473,3 @@ def sensor_table(s: Any, deep: dict[str, dict[str, Any]] | None = None) -> Table
             row += [str(d.get("dropped", "-")), literal(d.get("payload", "-")), fit, delay]
         table.add_row(*row)
     return table
-
-
-def human_bytes(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"  # pragma: no cover
-
-
-def human_ns(ns: int) -> str:
-    return f"{ns / 1e9:.3f} s"

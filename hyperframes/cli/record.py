@@ -188,7 +188,7 @@ def parse_metadata(items: list[str]) -> dict[str, str]:
 
 def snapshot_options(args: argparse.Namespace, config: Any) -> dict[str, Any]:
     """``SnapshotRecorder`` arguments from ``--snapshot*``; late sensors get max_latency."""
-    from hyperframes.cli.durations import parse_duration
+    from hyperframes.cli.units import parse_duration
     from hyperframes.config import parse_size
 
     if args.max_size or args.max_duration:

@@ -80,7 +80,7 @@ def register(sub: Any) -> None:
 def build_policy(args: argparse.Namespace, recorded: list[str]) -> Any:
     """The policy the options describe; ``ValueError`` with the option at fault."""
     from fusion import ApproximateTime, ExactTime, Nearest
-    from hyperframes.cli.durations import parse_duration
+    from hyperframes.cli.units import parse_duration
 
     sensors = args.sensors or recorded
     unknown = [s for s in sensors if s not in recorded]
