@@ -3,8 +3,10 @@
 Every module's imports are read with ``ast`` (top-level, lazy inside functions
 and under ``TYPE_CHECKING`` alike), relative ones resolved, and each import of
 a package on a higher floor fails the test with its file, line and target.
-The import-cost test runs a fresh interpreter, so what an earlier test
-imported cannot hide a heavy import.
+Import cycles are looked for twice: among the imports that run when a module
+loads, and with the lazy ones inside functions too (only ``TYPE_CHECKING``
+imports, which never run, are left out). The import-cost test runs a fresh
+interpreter, so what an earlier test imported cannot hide a heavy import.
 """
 
 from __future__ import annotations
@@ -101,14 +103,35 @@ def test_the_heavy_library_loads_when_its_feature_is_first_used() -> None:
     assert loaded_after("import fusion.workers; fusion.workers.ModelSession") == []
 
 
-def top_level_imports() -> dict[str, set[str]]:
-    """Module -> our modules it imports when it loads (imports inside functions left out)."""
-    paths = {module_name(p): p for f in FLOORS for p in (ROOT / f).rglob("*.py")}
+def type_checking_only(tree: ast.Module) -> set[int]:
+    """``id`` of every node under an ``if TYPE_CHECKING:`` block (never run)."""
+    hidden: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.body:
+                hidden.update(id(n) for n in ast.walk(child))
+    return hidden
+
+
+def import_graph(*, lazy: bool, paths: dict[str, Path] | None = None) -> dict[str, set[str]]:
+    """Module -> our modules it imports: at load time only, or with ``lazy`` also those
+    imported inside functions (``TYPE_CHECKING`` imports never run, so never count).
+
+    ``from pkg import name`` is an edge to ``pkg.name`` when that is a module, else
+    to ``pkg`` (its ``__init__`` runs).
+    """
+    if paths is None:
+        paths = {module_name(p): p for f in FLOORS for p in (ROOT / f).rglob("*.py")}
     edges: dict[str, set[str]] = {m: set() for m in paths}
     for name, path in paths.items():
         package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
-        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        hidden = type_checking_only(tree) if lazy else set()
+        nodes = ast.walk(tree) if lazy else iter(tree.body)
+        for node in nodes:
             targets: list[str] = []
+            if id(node) in hidden:
+                continue
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom):
@@ -119,25 +142,66 @@ def top_level_imports() -> dict[str, set[str]]:
                         package[: len(package) - node.level + 1]
                         + ([node.module] * bool(node.module))
                     )
-                targets = [base, *(f"{base}.{a.name}" for a in node.names)]
+                modules = [f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in paths]
+                targets = modules if len(modules) == len(node.names) else [base, *modules]
             edges[name].update(t for t in targets if t in paths and t != name)
     return edges
 
 
-def test_no_module_imports_itself_in_a_circle_at_load_time() -> None:
-    edges = top_level_imports()
+def first_cycle(edges: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle of ``edges`` (``[a, b, a]``), or ``None``."""
     done: set[str] = set()
 
-    def visit(module: str, trail: list[str]) -> None:
+    def visit(module: str, trail: list[str]) -> list[str] | None:
         if module in trail:
-            cycle = [*trail[trail.index(module) :], module]
-            pytest.fail("import cycle: " + " -> ".join(cycle))
+            return [*trail[trail.index(module) :], module]
         if module in done:
-            return
+            return None
         for target in sorted(edges[module]):
-            visit(target, [*trail, module])
+            cycle = visit(target, [*trail, module])
+            if cycle is not None:
+                return cycle
         done.add(module)
+        return None
 
     for module in sorted(edges):
-        visit(module, [])
+        cycle = visit(module, [])
+        if cycle is not None:
+            return cycle
+    return None
+
+
+def test_no_module_imports_itself_in_a_circle_at_load_time() -> None:
+    edges = import_graph(lazy=False)
+    cycle = first_cycle(edges)
+    assert cycle is None, "import cycle at load time: " + " -> ".join(cycle or [])
     assert "fusion.frames" in edges["fusion"]  # the graph is real, not empty
+
+
+def test_no_circle_through_lazy_imports_within_or_across_packages() -> None:
+    """A function-level import that closes a circle still ties two modules into one:
+    neither can be read, moved or tested without the other."""
+    edges = import_graph(lazy=True)
+    cycle = first_cycle(edges)
+    assert cycle is None, "import cycle (lazy imports included): " + " -> ".join(cycle or [])
+    assert "adapters.bags.summary" in edges["hyperframes.cli.info"]  # a lazy edge, seen
+
+
+def test_the_cycle_checker_sees_lazy_circles_and_ignores_type_checking(tmp_path: Path) -> None:
+    package = tmp_path / "fusion"
+    package.mkdir()
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "a.py").write_text("def f():\n    from fusion import b\n", encoding="utf-8")
+    (package / "b.py").write_text("def g():\n    from .a import f\n", encoding="utf-8")
+    (package / "c.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from fusion.a import f\n",
+        encoding="utf-8",
+    )
+    (package / "d.py").write_text("import fusion.c\n", encoding="utf-8")
+    paths = {f"fusion.{p.stem}": p for p in package.glob("[a-z].py")}
+    paths["fusion"] = package / "__init__.py"
+    lazy = import_graph(lazy=True, paths=paths)
+    assert first_cycle(lazy) == ["fusion.a", "fusion.b", "fusion.a"]
+    assert lazy["fusion.c"] == set()  # TYPE_CHECKING never runs
+    assert lazy["fusion.d"] == {"fusion.c"}
+    assert first_cycle(import_graph(lazy=False, paths=paths)) is None
