@@ -33,7 +33,7 @@ from fusion.errors import (
 )
 from fusion.frames import Frame, FrameGroup, SensorSpec
 from fusion.hub import HubStatistics, LatencySummary, SensorStatistics, SyncHub
-from fusion.ledger import LOSS_REASONS, InputLedger, LedgerStatistics
+from fusion.ledger import InputLedger, LedgerStatistics
 from fusion.pipeline import Pipeline, PipelineStatistics, SensorStage, StageStatistics
 from fusion.policies import ApproximateTime, ExactTime, Nearest, PolicyStatistics, SyncPolicy
 from fusion.source import Source
@@ -44,7 +44,6 @@ if TYPE_CHECKING:
     from fusion.workers import BatchWorker, ChangeGate, WorkerResult, WorkerStatistics
 
 __all__ = [
-    "LOSS_REASONS",
     "ApproximateTime",
     "BatchWorker",
     "ChangeGate",

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from fusion.hub import HubStatistics
+from fusion.ledger import LedgerStatistics
 
 
 class _Writer:
@@ -90,6 +91,8 @@ def prometheus_text(stats: Any) -> str:
             )
         for name, ws in stats.workers.items():
             _worker(w, name, ws)
+        for sensor, ledger in stats.ledgers.items():
+            _ledger(w, sensor, ledger)
         if stats.recorder is not None:
             r = stats.recorder
             w.metric("hyperframes_recorder_frames_total", "counter", "Frames recorded.", r.frames)
@@ -106,6 +109,32 @@ def prometheus_text(stats: Any) -> str:
                 r.pending_chunks,
             )
     return "\n".join(w.lines) + "\n"
+
+
+def _ledger(w: _Writer, sensor: str, ledger: LedgerStatistics) -> None:
+    labels = {"sensor": sensor, "unit": ledger.unit}
+    w.metric(
+        "hyperframes_source_received_total",
+        "counter",
+        "Units a source received (datagrams, packets, messages, rows, files).",
+        ledger.received,
+        labels,
+    )
+    w.metric(
+        "hyperframes_source_emitted_total",
+        "counter",
+        "Units that went into a frame.",
+        ledger.emitted,
+        labels,
+    )
+    for reason, n in sorted(ledger.lost.items()):
+        w.metric(
+            "hyperframes_source_lost_total",
+            "counter",
+            "Units a source lost, by reason (the input ledger).",
+            n,
+            {**labels, "reason": reason},
+        )
 
 
 def _hub(w: _Writer, hub: HubStatistics) -> None:

@@ -39,6 +39,7 @@ import anyio
 from fusion.channels import ChannelReceiver, open_channel
 from fusion.frames import Frame, FrameGroup, SensorSpec
 from fusion.hub import HubStatistics, SyncHub
+from fusion.ledger import LedgerStatistics
 from fusion.policies import SyncPolicy
 from fusion.timing import Clock, current_clock, run_sync, use_clock
 
@@ -60,6 +61,13 @@ class RecorderLike(Protocol):
     async def aclose(self) -> None: ...
 
     def statistics(self) -> Any: ...
+
+    def record_ledgers(
+        self,
+        ledgers: Mapping[str, LedgerStatistics],
+        dropped: Mapping[str, Mapping[str, int]] | None = None,
+    ) -> None:
+        """Keep each sensor's input ledger with the recording (called before ``aclose``)."""
 
 
 class SensorStage:
@@ -111,6 +119,13 @@ class PipelineStatistics:
     """Wall time since ``run``/``open`` started."""
     errors: Mapping[str, int] = field(default_factory=dict)
     """Failed items by worker name."""
+    ledgers: Mapping[str, LedgerStatistics] = field(default_factory=dict)
+    """Each sensor's input ledger: units its source received, emitted and lost by reason
+    (the hub's own drops of its frames are in ``hub.sensors[name].dropped``)."""
+
+    def silent_sensors(self) -> dict[str, LedgerStatistics]:
+        """Sensors whose source received input but made no frame from it."""
+        return {n: s for n, s in self.ledgers.items() if s.received and not s.frames}
 
 
 class _StageState:
@@ -327,7 +342,23 @@ class Pipeline:
         for worker in self.workers.values():
             await worker.aclose()
         if self.recorder is not None:
+            # Only a full channel's drops happen before the recorder's tap; the
+            # policy's drops are recorded frames that joined no group.
+            hub = self.hub.statistics()
+            overflow = {
+                n: {"overflow": s.dropped["overflow"]}
+                for n, s in hub.sensors.items()
+                if s.dropped.get("overflow")
+            }
+            self.recorder.record_ledgers(self.ledgers(), overflow)
             await self.recorder.aclose()
+
+    def ledgers(self) -> dict[str, LedgerStatistics]:
+        """Every source's ledgers, by sensor."""
+        out: dict[str, LedgerStatistics] = {}
+        for source in self.sources:
+            out.update(source.ledgers())
+        return out
 
     # -- observing ---------------------------------------------------------------------
 
@@ -344,6 +375,7 @@ class Pipeline:
             groups_out=self._groups_out,
             elapsed_s=0.0 if self._started_at is None else time.perf_counter() - self._started_at,
             errors=dict(self._errors),
+            ledgers=self.ledgers(),
         )
 
 

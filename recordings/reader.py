@@ -67,6 +67,7 @@ from recordings.format import (
     crc32,
     unpack_preamble,
 )
+from recordings.ledgers import SensorLedger, parse_ledgers
 from recordings.parser import (
     NeedMore,
     RecordHead,
@@ -133,6 +134,14 @@ class RecordingSummary:
     dated: frozenset[str] = frozenset()
     """Sensors whose ``t`` is on the reference clock the anchors date (see
     :attr:`Recording.dated`)."""
+    ledgers: Mapping[str, SensorLedger] = field(default_factory=dict)
+    """What each sensor's source received and lost while recording (format 1.3;
+    empty for older files and files without a footer)."""
+
+    @property
+    def lost(self) -> dict[str, dict[str, int]]:
+        """Sensors that lost anything while recording: their losses by reason."""
+        return {n: s.losses() for n, s in self.ledgers.items() if s.lost_total}
 
     def to_utc(self, t_ns: int | None) -> int | None:
         """UTC ns of reference time ``t_ns``: converted with the recorded anchors, or as it
@@ -208,6 +217,8 @@ class Recording:
         self._resync_spent = False
         self.specs: dict[str, SensorSpec] = {}
         self.metadata: dict[str, Any] = {}
+        self.ledgers: dict[str, SensorLedger] = {}
+        """Each sensor's input ledger as recorded (format 1.3; empty without a footer)."""
         self._header_wall: WallAnchor | None = None
         self.chunks: list[ChunkMeta] = []
         self.indexed = False
@@ -279,6 +290,11 @@ class Recording:
             return False
         self.chunks = chunks
         self._take_specs(meta.get("sensors"))
+        if "ledger" in meta:
+            try:
+                self.ledgers = parse_ledgers(meta["ledger"])
+            except ValueError as err:
+                self._report(CorruptChunk(f"{err}; ignoring it", **self._at(index_offset)))
         for c in chunks:
             self._take_specs(c.new_specs)
         return True
@@ -675,6 +691,7 @@ class Recording:
             metadata=MappingProxyType(dict(self.metadata)),
             wall_clock=self.wall_clock,
             dated=self.dated,
+            ledgers=MappingProxyType(dict(self.ledgers)),
         )
 
     @property

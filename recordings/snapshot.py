@@ -60,6 +60,7 @@ import anyio.lowlevel
 
 from fusion.errors import RecorderClosed, RecordingError
 from fusion.frames import Frame, FrameGroup, SensorSpec
+from fusion.ledger import LedgerStatistics
 from fusion.timing import run_sync
 from recordings.format import (
     DEFAULT_MAX_CHUNK_BYTES,
@@ -68,6 +69,7 @@ from recordings.format import (
     pack_preamble,
     pack_prelude,
 )
+from recordings.ledgers import ledger_entries
 from recordings.records import ChunkBuilder, ChunkMeta, decode_chunk, decompress_chunk
 from recordings.snapshot_file import SnapshotFile, fsync_dir
 from recordings.writer import _pack, encode_chunk
@@ -204,6 +206,7 @@ class SnapshotRecorder:
         self._level = compression_level
         self._specs: dict[str, SensorSpec] = {s.name: s for s in sensors}
         self._metadata = dict(metadata or {})
+        self._ledgers: dict[str, dict[str, Any]] = {}
 
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
@@ -455,7 +458,9 @@ class SnapshotRecorder:
                     self._write_chunk(out, meta_i, parts)
                     req.frames += meta_i.count
                     index += 1
-            out.finish(specs)
+            with self._lock:
+                ledgers = self._ledgers
+            out.finish(specs, ledgers)
             if self._durable:
                 os.fsync(fd)
         finally:
@@ -548,6 +553,16 @@ class SnapshotRecorder:
         """Snapshots written so far."""
         with self._lock:
             return tuple(self._written)
+
+    def record_ledgers(
+        self,
+        ledgers: Mapping[str, LedgerStatistics],
+        dropped: Mapping[str, Mapping[str, int]] | None = None,
+    ) -> None:
+        """The session's ledgers so far: stored in every snapshot written after this."""
+        entries = ledger_entries(ledgers, dropped)
+        with self._lock:
+            self._ledgers = entries
 
     def statistics(self) -> SnapshotStatistics:
         with self._lock:

@@ -44,9 +44,14 @@ class SnapshotFile:
         self.emit(parts)
         self.index.append(entry)
 
-    def finish(self, specs: list[dict[str, Any]]) -> None:
+    def finish(
+        self, specs: list[dict[str, Any]], ledgers: dict[str, dict[str, Any]] | None = None
+    ) -> None:
         at = self.offset
-        index = _pack({"chunks": self.index, "sensors": specs})
+        meta: dict[str, Any] = {"chunks": self.index, "sensors": specs}
+        if ledgers:
+            meta["ledger"] = ledgers
+        index = _pack(meta)
         self.emit([pack_prelude(RecordKind.INDEX, index, 0, crc32(b"")), index, pack_trailer(at)])
 
 

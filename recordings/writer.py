@@ -48,6 +48,7 @@ import zstandard
 
 from fusion.errors import RecorderClosed, RecordingError
 from fusion.frames import Frame, SensorSpec
+from fusion.ledger import LedgerStatistics
 from fusion.timing import run_sync
 from fusion.wallclock import sample_anchor
 from recordings.format import (
@@ -61,6 +62,7 @@ from recordings.format import (
     pack_prelude,
     pack_trailer,
 )
+from recordings.ledgers import ledger_entries
 from recordings.records import ChunkBuilder, ChunkMeta, SealedChunk
 
 _local = threading.local()
@@ -248,6 +250,7 @@ class Recorder:
         self._split_ns = None if split_seconds is None else int(split_seconds * 1e9)
         self._durable = durable
         self._wall_clock = wall_clock
+        self._ledgers: dict[str, dict[str, Any]] = {}  # the footer's "ledger" (1.3)
 
         self._mutex = threading.Lock()
         self._lock = threading.Condition(self._mutex)
@@ -387,6 +390,21 @@ class Recorder:
             raise RecordingError(
                 f"writing failed: {self._error}", path=str(self._current_path())
             ) from self._error
+
+    def record_ledgers(
+        self,
+        ledgers: Mapping[str, LedgerStatistics],
+        dropped: Mapping[str, Mapping[str, int]] | None = None,
+    ) -> None:
+        """Store each sensor's input ledger (and the pipeline's own drops of its frames)
+        in the footer index, so ``hyperframes info`` shows what was lost while recording.
+
+        Call before :meth:`close` (the :class:`~fusion.Pipeline` does); the last
+        call wins. A file cut short without its footer has no ledger.
+        """
+        entries = ledger_entries(ledgers, dropped)
+        with self._lock:
+            self._ledgers = entries
 
     # -- closing ----------------------------------------------------------
 
@@ -584,7 +602,11 @@ class Recorder:
         index_offset = self._part_bytes
         with self._lock:
             specs = [s.to_dict() for s in self._specs.values()]
-        index = _pack({"chunks": self._index, "sensors": specs})
+            ledgers = self._ledgers
+        index_meta: dict[str, Any] = {"chunks": self._index, "sensors": specs}
+        if ledgers:
+            index_meta["ledger"] = ledgers
+        index = _pack(index_meta)
         self._emit(
             [
                 pack_prelude(RecordKind.INDEX, index, 0, crc32(b"")),

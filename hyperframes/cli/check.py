@@ -8,6 +8,8 @@ from typing import Any
 
 
 def register(sub: Any) -> None:
+    from hyperframes.cli.losses import add_allow_loss
+
     p = sub.add_parser(
         "check",
         help="verify every chunk of a .hfr recording; --repair salvages a damaged one",
@@ -29,12 +31,14 @@ def register(sub: Any) -> None:
         metavar="FIXED",
         help="where --repair writes (default: FILE with .repaired.hfr)",
     )
+    add_allow_loss(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from fusion.errors import RecordingError
     from hyperframes.cli.common import console_for, error, literal, note, warn
+    from hyperframes.cli.losses import loss_exit
     from recordings import Recorder, open_recording
 
     console = console_for(args)
@@ -70,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
             warn(console, "no footer index", "(the writer did not close the file)")
         if not args.repair:
             console.print("run again with --repair -o FIXED.hfr to salvage what is readable")
-            return 1
+            return loss_exit(args, True)
         out = Path(args.output) if args.output else path.with_suffix(".repaired.hfr")
         if out.resolve() == path.resolve():
             error(console, "--repair must write a new file")
@@ -87,4 +91,4 @@ def run(args: argparse.Namespace) -> int:
             literal(f"repaired: wrote {kept} frames to {out}; lost the chunks listed above"),
             soft_wrap=True,
         )
-    return 1
+    return loss_exit(args, True)

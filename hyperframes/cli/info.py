@@ -57,6 +57,7 @@ def recording_parts(path: Path) -> list[Path]:
 def run(args: argparse.Namespace) -> int:
     from fusion.errors import RecordingError
     from hyperframes.cli.common import console_for, error, warn
+    from hyperframes.cli.losses import ledger_table, print_losses
     from recordings import open_recording
     from recordings.open import is_bag
 
@@ -84,6 +85,9 @@ def run(args: argparse.Namespace) -> int:
                 console.print(sensor_table(summary, deep))
                 if video:
                     console.print(video_table(video))
+                if summary.ledgers:
+                    console.print(ledger_table(summary.ledgers, "input ledger (while recording)"))
+                    print_losses(console, summary.ledgers)
                 for line in summary.damage:
                     warn(console, "damage:", line)
     except (OSError, RecordingError) as err:
@@ -363,6 +367,8 @@ def describe_payload(data: Any) -> str:
 
 def describe(summary: Any, deep: dict[str, dict[str, Any]] | None) -> dict[str, Any]:
     """The JSON document of ``info --json``."""
+    from hyperframes.cli.losses import ledger_doc
+
     sensors = {}
     for name, x in summary.sensors.items():
         span = (x.t_end - x.t_start) if x.t_start is not None and x.t_end is not None else 0
@@ -397,6 +403,7 @@ def describe(summary: Any, deep: dict[str, dict[str, Any]] | None) -> dict[str, 
         "damage": list(summary.damage),
         "metadata": dict(summary.metadata),
         "sensors": sensors,
+        "ledger": ledger_doc(summary.ledgers) if summary.ledgers else None,
     }
 
 

@@ -209,6 +209,7 @@ def run(args: argparse.Namespace) -> int:
     from fusion.timing import VirtualClock, current_clock, use_clock
     from hyperframes.cli.common import console_for, drive, error
     from hyperframes.cli.info import sensor_table, summary_table
+    from hyperframes.cli.losses import report_sources
     from hyperframes.cli.playback import PlaybackControl, keyboard
     from hyperframes.config import build_pipeline, load_config, parse_size, validate_config
     from recordings import open_recording
@@ -314,6 +315,7 @@ def run(args: argparse.Namespace) -> int:
     failed = stats.hub.sources_failed
     for name, why in failed.items():
         error(console, f"source {name} failed: {why} (the other sensors kept recording)")
+    silent = report_sources(console, pipeline)
     if interrupted:
         return 130
-    return 1 if failed else 0
+    return 1 if failed or silent else 0

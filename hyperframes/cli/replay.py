@@ -20,6 +20,8 @@ from hyperframes.cli.common import NamesAction
 
 
 def register(sub: Any) -> None:
+    from hyperframes.cli.losses import add_allow_loss
+
     p = sub.add_parser(
         "replay",
         help="play a .hfr recording or ROS bag back, optionally through a pipeline config",
@@ -72,6 +74,7 @@ def register(sub: Any) -> None:
         metavar="FILE",
         help="keep Prometheus-format metrics in FILE while running",
     )
+    add_allow_loss(p)
     p.set_defaults(func=run)
 
 
@@ -116,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
     from fusion.errors import HyperframesError
     from fusion.timing import VirtualClock, use_clock
     from hyperframes.cli.common import console_for, drive, error, literal, warn
+    from hyperframes.cli.losses import loss_exit, print_losses
     from hyperframes.cli.playback import PacedSource, PlaybackControl, keyboard
 
     console = console_for(args)
@@ -196,7 +200,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"replayed {stats.hub.frames_in} frames into {stats.groups_out} groups")
     for reason, n in errors.items():
         warn(console, "skipped", f"{n} ({reason}): {inner.last_error}")
-    return 1 if errors else 0
+    lost = print_losses(console, inner.ledgers())
+    return loss_exit(args, bool(errors) or lost > 0)
 
 
 def selection_text(args: argparse.Namespace) -> str:

@@ -28,6 +28,8 @@ from hyperframes.cli.common import NamesAction
 
 
 def register(sub: Any) -> None:
+    from hyperframes.cli.losses import add_allow_loss
+
     p = sub.add_parser(
         "sync",
         help="re-group a .hfr recording offline (exact or nearest) into Parquet or a .hfr",
@@ -74,6 +76,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "-o", "--output", type=Path, help="groups.parquet (a row per group) or grouped.hfr"
     )
+    add_allow_loss(p)
     p.set_defaults(func=run)
 
 
@@ -123,7 +126,8 @@ def build_policy(args: argparse.Namespace, recorded: list[str]) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     from fusion.errors import HyperframesError
-    from hyperframes.cli.common import console_for, error, literal
+    from hyperframes.cli.common import console_for, error, literal, warn
+    from hyperframes.cli.losses import loss_exit
     from recordings import open_recording
     from recordings.offline_sync import sync_recording
 
@@ -140,6 +144,7 @@ def run(args: argparse.Namespace) -> int:
             with sync_recording(log, policy, start=start, end=end) as groups:
                 took = time.perf_counter() - began
                 written = _write(groups, args.output) if args.output else None
+            damage = list(log.damage)
     except (OSError, HyperframesError, ValueError, RuntimeError) as err:
         error(console, err)
         return 2
@@ -164,7 +169,11 @@ def run(args: argparse.Namespace) -> int:
     )
     if written is not None:
         print(f"wrote {stats.groups} groups to {written}")
-    return 0 if stats.groups else 1
+    for problem in damage:
+        warn(console, "lost:", f"{problem} (its stamps are not in the groups)")
+    if not stats.groups:
+        return 1
+    return loss_exit(args, bool(damage))
 
 
 def _write(groups: Any, out: Path) -> Path:

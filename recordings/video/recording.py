@@ -39,6 +39,7 @@ import numpy as np
 
 from fusion.errors import RecorderClosed
 from fusion.frames import Frame, SensorSpec
+from fusion.ledger import LedgerStatistics
 from fusion.timing import run_sync
 from recordings.video.encoder import EncoderUnavailable, FrameEncoder, VideoCodec, parse_codec
 from recordings.video.packets import Packet, PacketOrder, TrackParams, strip_meta
@@ -320,6 +321,14 @@ class VideoRecorder:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    def record_ledgers(
+        self,
+        ledgers: Mapping[str, LedgerStatistics],
+        dropped: Mapping[str, Mapping[str, int]] | None = None,
+    ) -> None:
+        """Store the sources' ledgers in the inner recorder's footer."""
+        self.recorder.record_ledgers(ledgers, dropped)
 
     def statistics(self) -> Any:
         """The inner recorder's statistics, with ``frames`` counting frames accepted here."""

@@ -21,3 +21,25 @@ class Ticker(Source):
     async def frames(self) -> AsyncIterator[Frame]:
         for i in range(self.count):
             yield self.make_frame(i * self.period_ns, np.array([i], np.int64))
+
+
+class Lossy(Source):
+    """Counts ``count`` datagrams; every ``bad_every``-th is too short and lost.
+
+    ``bad_every = 1`` loses them all: input arrived and no frame came of it.
+    """
+
+    _ledger_unit = "datagram"
+
+    def __init__(self, *, name: str = "lossy", count: int, bad_every: int = 0) -> None:
+        super().__init__(SensorSpec(name, kind="generic", rate_hz=100.0))
+        self.count = count
+        self.bad_every = bad_every
+
+    async def frames(self) -> AsyncIterator[Frame]:
+        for i in range(self.count):
+            self.count_received()
+            if self.bad_every and i % self.bad_every == 0:
+                self.count_error("bad_length", f"{self.name}: datagram {i} has 3 bytes, want 8")
+                continue
+            yield self.make_frame(i * 10_000_000, np.array([i], np.int64))

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from fusion.errors import CorruptChunk, FrameFormatError
 from fusion.frames import Frame
 from recordings import Recorder, open_recording
-from recordings.format import RecordKind
+from recordings.format import VERSION_MAJOR, VERSION_MINOR, RecordKind
 from recordings.records import ChunkBuilder, DecodedChunk, decode_chunk, decompress_chunk
 from recordings.writer import encode_chunk
 
@@ -198,7 +198,7 @@ def test_a_recording_of_small_messages_is_columnar_on_disk(tmp_path: Path) -> No
         assert stats.frames == 2_000
         assert stats.frames_by_sensor == {"imu": 2_000}
     with open_recording(path) as log:
-        assert log.version == (1, 2)
+        assert log.version == (VERSION_MAJOR, VERSION_MINOR)
         assert {c.kind for c in log.chunks} == {RecordKind.COLUMNS}
         assert len(log.chunks) > 5
         window = [f.seq for f in log.frames(start=5_000_000_000, end=6_000_000_000)]
