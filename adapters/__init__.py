@@ -1,4 +1,4 @@
-"""Sources of frames: video, LiDAR, time series, ROS bags, KITTI raw drives, synthetic sensors.
+"""Sources of frames: video, LiDAR, time series, GNSS (NMEA), ROS bags, KITTI drives, synthetic.
 
 Every class here is a :class:`~fusion.Source` (re-exported as
 ``adapters.Source``: the base class lives in the core). Names load on first
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from adapters.datasets import KittiRawSource
     from adapters.interpolation import interpolate, slerp
     from adapters.lidar import PointCloudFiles, VelodyneSource
+    from adapters.nmea import NmeaSource
     from adapters.synthetic import (
         SensorTiming,
         SyntheticCamera,
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BagSource",
     "KittiRawSource",
+    "NmeaSource",
     "PointCloudFiles",
     "SensorTiming",
     "Source",
@@ -64,6 +66,7 @@ __getattr__, __dir__ = lazy_exports(
     {
         "BagSource": "adapters.bags.source",
         "KittiRawSource": "adapters.datasets.kitti_raw",
+        "NmeaSource": "adapters.nmea.source",
         "PointCloudFiles": "adapters.lidar.pointcloud_files",
         "TimeSeriesSource": "adapters.timeseries",
         "VelodyneSource": "adapters.lidar.velodyne",

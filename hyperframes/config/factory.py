@@ -20,6 +20,7 @@ from hyperframes.config.schema import (
     ClockConfig,
     FixedOffsetConfig,
     KittiRawConfig,
+    NmeaConfig,
     OnlineClockConfig,
     PipelineConfig,
     PointCloudFilesConfig,
@@ -231,6 +232,18 @@ def build_source(cfg: Any, copied: set[str] | None = None) -> Any:
             rate_hz=cfg.rate_hz,
             block=cfg.block,
             jump_threshold=cfg.jump_threshold_s,
+        )
+    if isinstance(cfg, NmeaConfig):
+        from adapters.nmea import NmeaSource
+
+        return NmeaSource(
+            cfg.path,
+            port=cfg.port,
+            baud=cfg.baud,
+            url=cfg.url,
+            name=cfg.name,
+            date=cfg.date,
+            speed=cfg.speed,
         )
     if isinstance(cfg, BagConfig):
         from adapters.bags import BagSource

@@ -244,6 +244,31 @@ class TimeSeriesUdpConfig(_SourceBase):
     jump_threshold_s: float = Field(1.0, gt=0)
 
 
+class NmeaConfig(_SourceBase):
+    """A GNSS receiver speaking NMEA 0183 (:class:`adapters.NmeaSource`): exactly one of
+    ``path`` (a log file), ``port`` (a serial device, at ``baud``) or ``url``
+    (``"udp://HOST:PORT"`` to listen, ``"tcp://HOST:PORT"`` to connect)."""
+
+    type: Literal["nmea"]
+    path: str | None = None
+    port: str | None = None
+    baud: int = Field(4800, ge=1)
+    url: str | None = Field(None, pattern=r"^(udp|tcp)://[^/:]+:\d+$")
+    date: str | None = Field(None, pattern=r"^\d{4}-\d{2}-\d{2}$")
+    """Dates fixes no RMC or ZDA sentence dates (``"2024-05-01"``)."""
+    speed: float | None = Field(None, gt=0)
+
+    @model_validator(mode="after")
+    def _one_input(self) -> NmeaConfig:
+        given = [k for k in ("path", "port", "url") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                "give exactly one of 'path' (a file), 'port' (a serial device) or 'url' "
+                f"(udp://HOST:PORT or tcp://HOST:PORT), found {given or 'none'}"
+            )
+        return self
+
+
 class BagConfig(_SourceBase):
     """Topics of a ROS 1 or ROS 2 bag (:class:`adapters.BagSource`), one sensor per topic.
 
@@ -339,6 +364,7 @@ SourceConfig = Annotated[
     | PointCloudFilesConfig
     | TimeSeriesCsvConfig
     | TimeSeriesUdpConfig
+    | NmeaConfig
     | BagConfig
     | PythonSourceConfig
     | ReplayConfig

@@ -1,0 +1,267 @@
+"""``NmeaSource``: GNSS fixes from NMEA 0183, read from a file, a serial port, UDP or TCP.
+
+This module only moves bytes; :class:`~adapters.nmea.decoder.NmeaDecoder`
+turns lines into fixes and losses. A file is read and decoded in a worker
+thread in batches of lines; a serial port is read in a worker thread
+(pyserial, a short timeout so cancelling takes at most that); UDP datagrams
+and a TCP stream are received on the event loop. Each frame's ``data`` is a
+one-row :data:`~adapters.nmea.decoder.GNSS_DTYPE` array, ``t_sensor`` the
+fix's UTC time (Unix ns) and ``t_arrival`` the host time its epoch's first
+sentence arrived (live inputs), so an ``online`` clock model learns the
+receiver's offset from the host.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import socket
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+
+from adapters.nmea.decoder import GNSS_DTYPE, Event, Fix, LineSplitter, NmeaDecoder
+from fusion.clock import ClockModel
+from fusion.errors import ConfigError, SourceError, SourceOpenError
+from fusion.frames import Frame, Overflow, SensorSpec
+from fusion.source import Source
+from fusion.timing import current_clock
+
+DEFAULT_BAUD = 4800
+"""NMEA 0183's own rate; many receivers are set to 9600 or 115200."""
+
+_BATCH_LINES = 4096  # lines of a file per worker-thread round trip
+_READ_TIMEOUT = 0.2  # s: a serial read returns at least this often, so cancelling is prompt
+
+Batch = tuple[int, list[Event]]
+"""Lines that arrived (non-blank) and the events they made."""
+
+
+class NmeaSource(Source):
+    """GNSS fixes (kind ``gnss``) from NMEA 0183 sentences (GGA, RMC, VTG, HDT, ZDA).
+
+    Exactly one input: ``path`` (a log file, one sentence a line), ``port``
+    (a serial device such as ``"/dev/ttyUSB0"`` at ``baud``, through pyserial),
+    or ``url``: ``"udp://HOST:PORT"`` listens for datagrams of sentences,
+    ``"tcp://HOST:PORT"`` connects to a receiver that serves them. The fields,
+    the time of each fix (and what happens before the first RMC), and what is
+    counted are described in :mod:`adapters.nmea.decoder`. ``date``
+    (``"YYYY-MM-DD"``) dates fixes no sentence dates; ``speed`` paces a file
+    at its fixes' own timing (``None``: as fast as they are consumed).
+    """
+
+    _ledger_unit = "sentence"
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        port: str | None = None,
+        baud: int = DEFAULT_BAUD,
+        url: str | None = None,
+        name: str = "gnss",
+        date: str | dt.date | None = None,
+        speed: float | None = None,
+        clock: ClockModel | None = None,
+        capacity: int = 64,
+        overflow: Overflow | None = None,
+    ) -> None:
+        given = [k for k, v in (("path", path), ("port", port), ("url", url)) if v is not None]
+        if len(given) != 1:
+            raise ConfigError(
+                "NmeaSource needs exactly one of path= (a file), port= (a serial device) or "
+                f"url= (udp:// or tcp://), got {', '.join(given) or 'none'}"
+            )
+        if speed is not None and speed <= 0:
+            raise ValueError(f"speed must be > 0 or None, got {speed}")
+        if baud <= 0:
+            raise ConfigError(f"baud must be > 0, got {baud}")
+        self.path = None if path is None else Path(path)
+        if self.path is not None and not self.path.is_file():
+            raise SourceOpenError(f"NMEA file {str(self.path)!r} does not exist", sensor=name)
+        self.port = port
+        self.baud = baud
+        self.url = url
+        self._address = _parse_url(url) if url is not None else None
+        self.date = dt.date.fromisoformat(date) if isinstance(date, str) else date
+        self.speed = speed
+        live = self.path is None
+        input_ = str(self.path) if self.path is not None else port or url
+        super().__init__(
+            SensorSpec(
+                name,
+                kind="gnss",
+                clock=clock,
+                capacity=capacity,
+                overflow=overflow or ("drop_oldest" if live else "block"),
+                meta={"input": input_, "fields": list(GNSS_DTYPE.names or ()), "format": "nmea"},
+            )
+        )
+        self.decoder = NmeaDecoder(live=live, date=self.date)
+        self._listening = anyio.Event()
+        self._bound_port: int | None = None
+
+    async def wait_listening(self) -> int:
+        """Wait until a ``udp://`` source is bound; return its port (``udp://HOST:0`` picks one)."""
+        await self._listening.wait()
+        assert self._bound_port is not None
+        return self._bound_port
+
+    async def frames(self) -> AsyncIterator[Frame]:
+        if self.path is not None:
+            batches = self._file_batches()
+        elif self.port is not None:
+            batches = self._serial_batches()
+        else:
+            assert self._address is not None
+            scheme, host, port = self._address
+            batches = (
+                self._udp_batches(host, port) if scheme == "udp" else self._tcp_batches(host, port)
+            )
+        clock = current_clock()
+        start: tuple[int, int] | None = None
+        async for received, events in batches:
+            if received:
+                self.count_received(received)
+            for event in events:
+                if not isinstance(event, Fix):
+                    self.count_error(event.reason, event.message, units=event.units)
+                    continue
+                t = int(event.row["t"][0])
+                if self.speed is not None:
+                    start = start or (clock.now(), t)
+                    await clock.sleep_until(start[0] + round((t - start[1]) / self.speed))
+                yield self.make_frame(t, event.row, t_arrival=event.t_arrival, units=event.units)
+
+    # -- inputs --------------------------------------------------------------------------
+
+    async def _file_batches(self) -> AsyncIterator[Batch]:
+        assert self.path is not None
+        path, decoder = self.path, self.decoder
+
+        def batches() -> Iterator[Batch]:
+            with path.open("rb") as f:
+                received, events = 0, []
+                for number, line in enumerate(_bounded_lines(f), 1):
+                    if line.strip():
+                        received += 1
+                        events += decoder.push_line(line, None, f"{path.name} line {number}")
+                    if received >= _BATCH_LINES:
+                        yield received, events
+                        received, events = 0, []
+                yield received, events + decoder.finish()
+
+        async for batch in _in_thread(batches):
+            yield batch
+
+    async def _serial_batches(self) -> AsyncIterator[Batch]:
+        import serial  # pyserial, only when a serial port is read
+
+        assert self.port is not None
+        try:
+            device = serial.Serial(self.port, self.baud, timeout=_READ_TIMEOUT)
+        except (serial.SerialException, ValueError, OSError) as err:
+            raise SourceOpenError(
+                f"cannot open serial port {self.port!r} at {self.baud} baud: {err}",
+                sensor=self.name,
+            ) from err
+        clock = current_clock()
+
+        def read() -> tuple[bytes, int]:
+            waiting = device.in_waiting
+            data = device.read(waiting or 1)
+            return data, clock.now()
+
+        splitter = LineSplitter()
+        try:
+            while True:
+                try:
+                    data, arrival = await self.run_blocking(read)
+                except (serial.SerialException, OSError) as err:
+                    raise SourceError(
+                        f"serial port {self.port!r} failed: {err}", sensor=self.name
+                    ) from err
+                if data:
+                    yield self._decode(splitter.feed(data), arrival, self.port)
+        finally:
+            device.close()
+
+    async def _udp_batches(self, host: str, port: int) -> AsyncIterator[Batch]:
+        try:
+            sock = await anyio.create_udp_socket(
+                family=socket.AF_INET, local_host=host, local_port=port
+            )
+        except OSError as err:
+            raise SourceOpenError(
+                f"cannot listen on UDP {host}:{port}: {err}", sensor=self.name
+            ) from err
+        from anyio.abc import SocketAttribute
+
+        async with sock:
+            self._bound_port = sock.extra(SocketAttribute.local_port)
+            self._listening.set()
+            while True:
+                payload, (peer, peer_port) = await sock.receive()
+                lines = payload.splitlines()
+                yield self._decode(lines, current_clock().now(), f"udp from {peer}:{peer_port}")
+
+    async def _tcp_batches(self, host: str, port: int) -> AsyncIterator[Batch]:
+        try:
+            stream = await anyio.connect_tcp(host, port)
+        except OSError as err:
+            raise SourceOpenError(
+                f"cannot connect to tcp://{host}:{port}: {err}", sensor=self.name
+            ) from err
+        splitter = LineSplitter()
+        where = f"tcp://{host}:{port}"
+        async with stream:
+            while True:
+                try:
+                    data = await stream.receive()
+                except (anyio.EndOfStream, anyio.BrokenResourceError):
+                    break
+                yield self._decode(splitter.feed(data), current_clock().now(), where)
+        yield self._decode(splitter.flush(), current_clock().now(), where, final=True)
+
+    def _decode(
+        self, lines: Iterable[bytes], arrival: int, where: str, *, final: bool = False
+    ) -> Batch:
+        received, events = 0, []
+        for line in lines:
+            if line.strip():
+                received += 1
+                events += self.decoder.push_line(line, arrival, where)
+        if final:
+            events += self.decoder.finish()
+        return received, events
+
+
+def _bounded_lines(f: Any) -> Iterator[bytes]:
+    """Lines of a binary file, none held longer than the decoder's limit (+1 to say so)."""
+    splitter = LineSplitter()
+    while chunk := f.read(1 << 16):
+        yield from splitter.feed(chunk)
+    yield from splitter.flush()
+
+
+async def _in_thread(batches: Callable[[], Iterator[Batch]]) -> AsyncIterator[Batch]:
+    """Run a blocking batch generator in a worker thread, one batch per round trip."""
+    iterator = batches()
+    clock = current_clock()
+    while True:
+        with clock.busy():
+            batch = await anyio.to_thread.run_sync(next, iterator, None)
+        if batch is None:
+            return
+        yield batch
+
+
+def _parse_url(url: str) -> tuple[str, str, int]:
+    parts = urlsplit(url)
+    if parts.scheme not in ("udp", "tcp") or not parts.hostname or parts.port is None:
+        raise ConfigError(
+            f"url must be udp://HOST:PORT (listen) or tcp://HOST:PORT (connect), got {url!r}"
+        )
+    return parts.scheme, parts.hostname, parts.port
