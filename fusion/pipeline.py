@@ -203,30 +203,17 @@ class Pipeline:
         Sinks see the frames of the groups after the workers: with the resize
         in the decoder those are the model-size frames (``resize_in_decoder=False``
         keeps the full frames)."""
-        from fusion.workers.preprocess import fuse_resize
+        from fusion.workers.resize_plan import apply_resize_plan, image_input_of, plan_resize
 
-        wanted: dict[str | None, list[Any]] = {}
-        for worker in self.workers.values():
-            image_input = getattr(worker.preprocess, "image_input", None)
-            if image_input is not None:
-                wanted.setdefault(image_input.sensor, []).append(worker.preprocess)
-        for sensor, preprocesses in wanted.items():
-            label = sensor or "the source"
-            reason = (
-                "resize_in_decoder=False"
-                if not allowed
-                else "the recorder records the full frames"
-                if recording
-                else "stages see the frames before the workers"
-                if staged
-                else "more than one image model reads this sensor"
-                if len(preprocesses) > 1
-                else None
-            )
-            if reason is None:
-                self.resize_plan.update(fuse_resize(self.sources, preprocesses[0]))
-            else:
-                self.resize_plan[label] = f"in the preprocess ({reason})"
+        wanted = [image_input_of(worker.preprocess) for worker in self.workers.values()]
+        plan = plan_resize(
+            [w for w in wanted if w is not None],
+            [s.name for s in self.sources],
+            allowed=allowed,
+            recording=recording,
+            staged=staged,
+        )
+        self.resize_plan.update(apply_resize_plan(plan, self.sources))
 
     # -- running ---------------------------------------------------------------------
 

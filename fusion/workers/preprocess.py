@@ -29,10 +29,8 @@ at most ``replicas + 1`` batches in flight, so the ring needs at least
 
 from __future__ import annotations
 
-import logging
 import threading
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -41,24 +39,13 @@ from fusion.buffers import aligned_empty
 from fusion.errors import FrameFormatError
 from fusion.frames import Frame, FrameGroup
 from fusion.workers.resize import Interpolation, Resampler, check_interpolation, nearest_index
+from fusion.workers.resize_plan import ImageInput, apply_resize_plan, image_input_of, plan_resize
 
 if TYPE_CHECKING:
     from fusion.source import Source
 
-log = logging.getLogger("fusion.workers")
-
 _IMAGENET_MEAN = (0.485, 0.456, 0.406)
 _IMAGENET_STD = (0.229, 0.224, 0.225)
-
-
-@dataclass(frozen=True, slots=True)
-class ImageInput:
-    """What image a preprocess wants: ``size`` ``(height, width)``, the resize filter, and
-    whose frames (``sensor``; ``None``: the items are the frames themselves)."""
-
-    size: tuple[int, int]
-    interpolation: Interpolation
-    sensor: str | None = None
 
 
 class ImagePreprocess:
@@ -156,35 +143,23 @@ class ImagePreprocess:
         return resampler(image, out)
 
 
-def fuse_resize(sources: Iterable[Source], preprocess: Any) -> dict[str, str]:
+def fuse_resize(sources: Iterable[Source], preprocess: object) -> dict[str, str]:
     """Ask the sources feeding ``preprocess`` to deliver its image size while decoding.
 
-    ``preprocess`` is anything with an ``image_input`` (:class:`ImagePreprocess`,
-    :func:`group_input` with ``kind="image"``); others are left alone. The
-    sources are the one of ``image_input.sensor``, or the only source when the
-    sensor is not named. Returns, per sensor asked, what happens: where the
-    resize runs, or why the source could not take it (the preprocess then
-    resizes, same filter, at numpy's cost). Each outcome is also logged.
+    ``preprocess`` is an :class:`~fusion.workers.resize_plan.ImageConsumer`
+    (:class:`ImagePreprocess`, :func:`group_input` with ``kind="image"``);
+    others are left alone. The sources are the one of ``image_input.sensor``,
+    or the only source when the sensor is not named
+    (:func:`~fusion.workers.resize_plan.plan_resize`). Returns, per sensor
+    asked, what happens: where the resize runs, or why the source could not
+    take it (the preprocess then resizes, same filter, at numpy's cost). Each
+    outcome is also logged.
     """
-    wanted: ImageInput | None = getattr(preprocess, "image_input", None)
+    wanted = image_input_of(preprocess)
     if wanted is None:
         return {}
-    candidates = list(sources)
-    if wanted.sensor is not None:
-        candidates = [s for s in candidates if s.name == wanted.sensor]
-    elif len(candidates) != 1:
-        return {}
-    outcome: dict[str, str] = {}
-    h, w = wanted.size
-    for source in candidates:
-        refusal = source.resize_in_decoder((w, h), wanted.interpolation)
-        if refusal is None:
-            outcome[source.name] = f"{w}x{h} {wanted.interpolation} in the source's decoder"
-            log.info("sensor %r: frames resized to %dx%d while decoding", source.name, w, h)
-        else:
-            outcome[source.name] = f"in the preprocess ({refusal})"
-            log.info("sensor %r: frames resized in the preprocess: %s", source.name, refusal)
-    return outcome
+    sources = list(sources)
+    return apply_resize_plan(plan_resize([wanted], [s.name for s in sources]), sources)
 
 
 def points_batch(frames: list[Frame], points: int) -> np.ndarray:
@@ -208,6 +183,47 @@ def points_batch(frames: list[Frame], points: int) -> np.ndarray:
     return out
 
 
+class GroupInput:
+    """The ``preprocess`` :func:`group_input` builds: one sensor's frame of each item."""
+
+    def __init__(
+        self,
+        sensor: str,
+        kind: str,
+        image: ImagePreprocess | None,
+        points: int,
+    ) -> None:
+        self.sensor = sensor
+        self.kind = kind
+        self._image = image
+        self._points = points
+        self.image_input: ImageInput | None = (
+            None if image is None else ImageInput(image.size, image.interpolation, sensor)
+        )
+        """The image wanted, naming ``sensor`` (for :func:`fuse_resize`); ``None`` unless
+        ``kind="image"``."""
+
+    def _member(self, item: Any) -> Frame:
+        frame = item.frames.get(self.sensor) if isinstance(item, FrameGroup) else item
+        if not isinstance(frame, Frame):
+            key = getattr(item, "t", None)
+            raise FrameFormatError(
+                sensor=self.sensor,
+                seq=None,
+                expected=f"one {self.sensor!r} frame in the group at t={key}",
+                found=type(frame).__name__,
+            )
+        return frame
+
+    def __call__(self, items: list[Any]) -> np.ndarray:
+        frames = [self._member(item) for item in items]
+        if self._image is not None:
+            return self._image(frames)
+        if self.kind == "points":
+            return points_batch(frames, self._points)
+        return np.stack([np.asarray(f.data) for f in frames])
+
+
 def group_input(
     sensor: str,
     kind: str = "raw",
@@ -216,11 +232,11 @@ def group_input(
     interpolation: Interpolation = "area",
     points: int = 2048,
     max_batch: int = 64,
-) -> Callable[[list[Any]], np.ndarray]:
+) -> GroupInput:
     """A ``preprocess`` that feeds one sensor's frame of each item (group or frame).
 
-    ``kind``: ``"image"`` (resize + normalise, :class:`ImagePreprocess`; the
-    function's ``image_input`` names the sensor for :func:`fuse_resize`),
+    ``kind``: ``"image"`` (resize + normalise, :class:`ImagePreprocess`; its
+    ``image_input`` names the sensor for :func:`fuse_resize`),
     ``"points"`` (x, y, z as ``[N, points, 3]``) or ``"raw"`` (``data`` stacked).
     """
     image = (
@@ -228,27 +244,4 @@ def group_input(
         if kind == "image"
         else None
     )
-
-    def member(item: Any) -> Frame:
-        frame = item.frames.get(sensor) if isinstance(item, FrameGroup) else item
-        if not isinstance(frame, Frame):
-            key = getattr(item, "t", None)
-            raise FrameFormatError(
-                sensor=sensor,
-                seq=None,
-                expected=f"one {sensor!r} frame in the group at t={key}",
-                found=type(frame).__name__,
-            )
-        return frame
-
-    def preprocess(items: list[Any]) -> np.ndarray:
-        frames = [member(item) for item in items]
-        if image is not None:
-            return image(frames)
-        if kind == "points":
-            return points_batch(frames, points)
-        return np.stack([np.asarray(f.data) for f in frames])
-
-    if image is not None:
-        preprocess.image_input = ImageInput(size, image.interpolation, sensor)  # type: ignore[attr-defined]
-    return preprocess
+    return GroupInput(sensor, kind, image, points)
