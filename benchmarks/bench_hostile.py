@@ -40,11 +40,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from fusion.errors import RecordingError  # noqa: E402
 from fusion.frames import Frame  # noqa: E402
 from recordings import Recorder, open_recording  # noqa: E402
 from recordings import reader as reader_module  # noqa: E402
 from recordings import records as records_module  # noqa: E402
+from recordings.errors import RecordingError  # noqa: E402
 from recordings.format import PRELUDE, SYNC, RecordKind  # noqa: E402
 from tests.recordings.hostile import INT64, Chunk, good_chunks, recording  # noqa: E402
 

@@ -1,27 +1,29 @@
-"""The exception tree of hyperframes.
+"""The exception tree of hyperframes, every floor's branch on one root.
 
 Every error the library raises on purpose derives from :class:`HyperframesError`,
 except misuse of an object (writing to a closed recorder), which derives from
 :class:`UsageError`, a ``RuntimeError``: a bug in the caller, not bad data.
+Each floor defines the branch it raises (DESIGN principle 9); the core holds
+the roots and its own errors. The whole tree, with the module that defines
+each class::
 
-::
-
-    HyperframesError
+    HyperframesError                      fusion.errors
     ├── ConfigError
     ├── SourceError            (sensor, seq)
     │   ├── DecodeError
     │   ├── SensorTimeout
     │   └── SourceOpenError
-    ├── FrameFormatError        wrong shape / dtype / type of a payload
-    ├── RecordingError          (path, offset)
-    │   ├── CorruptChunk
-    │   ├── TruncatedRecording
-    │   ├── UnsupportedVersion
-    │   └── LimitExceeded
-    └── WorkerError             (sensor, seq)
-        └── DeadlineExpired     an item waited past its deadline; not run
-    UsageError (RuntimeError)
-    └── RecorderClosed
+    ├── FrameFormatError       wrong shape / dtype / type of a payload
+    ├── WorkerError            (sensor, seq)
+    │   └── DeadlineExpired    an item waited past its deadline; not run
+    ├── RecordingError         (path, offset)       recordings.errors
+    │   ├── CorruptChunk       the chunk is skipped
+    │   ├── TruncatedRecording a crashed writer
+    │   ├── UnsupportedVersion a newer major format version
+    │   └── LimitExceeded      a declared size over a limit; nothing allocated
+    └── SegmentError           a segment's task failed   hyperframes.segments
+    UsageError (RuntimeError)             fusion.errors
+    └── RecorderClosed                    recordings.errors
 
 Messages are built from the fields, so a caller that catches an error can both
 print it and act on its attributes.
@@ -93,40 +95,6 @@ class FrameFormatError(HyperframesError):
         return f"{where}: expected {self.expected}, found {self.found}"
 
 
-class RecordingError(HyperframesError):
-    """A frame log is damaged, truncated or of an unknown version."""
-
-    def __init__(self, message: str, *, path: str | None = None, offset: int | None = None):
-        self.path = path
-        self.offset = offset
-        super().__init__(message)
-
-    def __str__(self) -> str:
-        message = super().__str__()
-        parts = []
-        if self.path is not None:
-            parts.append(f"{self.path!s}")
-        if self.offset is not None:
-            parts.append(f"byte {self.offset}")
-        return f"{', '.join(parts)}: {message}" if parts else message
-
-
-class CorruptChunk(RecordingError):
-    """A chunk's CRC, sizes or records do not check out; the chunk is skipped."""
-
-
-class TruncatedRecording(RecordingError):
-    """The file ends inside a record: the writer was killed or the copy is short."""
-
-
-class UnsupportedVersion(RecordingError):
-    """The file was written by a newer, incompatible format version."""
-
-
-class LimitExceeded(RecordingError):
-    """A size declared in the file exceeds a safety limit; nothing was allocated."""
-
-
 class WorkerError(_FrameError):
     """A model failed on an item or a batch; ``sensor`` and ``seq`` name the item."""
 
@@ -137,10 +105,6 @@ class DeadlineExpired(WorkerError):
 
 class UsageError(RuntimeError):
     """An object was used in a way its contract forbids (a caller bug)."""
-
-
-class RecorderClosed(UsageError):
-    """A write reached a recorder that is closed or has failed."""
 
 
 def _where(sensor: str | None, seq: int | None) -> str:

@@ -15,7 +15,7 @@ zstd frame can hold millions of records. So a reader charges every chunk its
   read type byte by type byte, without building anything, and each value
   costs what CPython would allocate for it; the walk stops as soon as the
   budget is spent. A chunk still over the budget is refused with
-  :class:`~fusion.errors.LimitExceeded` naming it.
+  :class:`~recordings.errors.LimitExceeded` naming it.
 
 ``max_chunk_frames`` bounds the frame count the same way, before the payload
 is read. The seeking reader counts chunks decoded ahead (readahead) against
@@ -24,7 +24,7 @@ the same budget, so readahead never multiplies it.
 
 from __future__ import annotations
 
-from fusion.errors import LimitExceeded
+from recordings.errors import LimitExceeded
 from recordings.layout import ChunkMeta
 
 DEFAULT_MAX_DECODED_BYTES = 1 << 30

@@ -20,7 +20,7 @@ stacked array (zero-copy, like every array the reader returns).
 Decoding trusts nothing: every column's dtype and length, every sensor
 index, the order column's counts and every meta are checked before the
 first frame is built (:func:`read_columns`); a mismatch is a ``ValueError``
-that the caller turns into :class:`~fusion.errors.CorruptChunk`.
+that the caller turns into :class:`~recordings.errors.CorruptChunk`.
 """
 
 from __future__ import annotations

@@ -1,23 +1,20 @@
-"""The errors a frame log can raise, re-exported from :mod:`fusion.errors`.
+"""The errors a frame log raises: storage failures belong to the storage floor.
 
 ::
 
-    RecordingError (path, offset)
+    RecordingError (path, offset)   a HyperframesError
     ├── CorruptChunk         a CRC, size or record does not check out; the chunk is skipped
     ├── TruncatedRecording   the file ends inside a record (a crashed writer)
     ├── UnsupportedVersion   a newer major format version
     └── LimitExceeded        a declared size is over a limit; nothing was allocated
-    RecorderClosed (UsageError)  a write after close() or after the writer failed
+    RecorderClosed           a UsageError: a write after close() or after the writer failed
+
+The whole tree, every floor's branch on one root, is drawn in :mod:`fusion.errors`.
 """
 
-from fusion.errors import (
-    CorruptChunk,
-    LimitExceeded,
-    RecorderClosed,
-    RecordingError,
-    TruncatedRecording,
-    UnsupportedVersion,
-)
+from __future__ import annotations
+
+from fusion.errors import HyperframesError, UsageError
 
 __all__ = [
     "CorruptChunk",
@@ -27,3 +24,41 @@ __all__ = [
     "TruncatedRecording",
     "UnsupportedVersion",
 ]
+
+
+class RecordingError(HyperframesError):
+    """A frame log is damaged, truncated or of an unknown version."""
+
+    def __init__(self, message: str, *, path: str | None = None, offset: int | None = None):
+        self.path = path
+        self.offset = offset
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        message = super().__str__()
+        parts = []
+        if self.path is not None:
+            parts.append(f"{self.path!s}")
+        if self.offset is not None:
+            parts.append(f"byte {self.offset}")
+        return f"{', '.join(parts)}: {message}" if parts else message
+
+
+class CorruptChunk(RecordingError):
+    """A chunk's CRC, sizes or records do not check out; the chunk is skipped."""
+
+
+class TruncatedRecording(RecordingError):
+    """The file ends inside a record: the writer was killed or the copy is short."""
+
+
+class UnsupportedVersion(RecordingError):
+    """The file was written by a newer, incompatible format version."""
+
+
+class LimitExceeded(RecordingError):
+    """A size declared in the file exceeds a safety limit; nothing was allocated."""
+
+
+class RecorderClosed(UsageError):
+    """A write reached a recorder that is closed or has failed."""

@@ -23,7 +23,7 @@ import zlib
 from collections.abc import Callable
 from enum import IntEnum
 
-from fusion.errors import RecordingError, TruncatedRecording, UnsupportedVersion
+from recordings.errors import RecordingError, TruncatedRecording, UnsupportedVersion
 
 MAGIC = b"\x89HFR\r\n\x1a\n"
 """First 8 bytes of every ``.hfr`` file (PNG-style: catches text-mode mangling)."""
@@ -135,9 +135,9 @@ def pack_preamble(major: int = VERSION_MAJOR, minor: int = VERSION_MINOR) -> byt
 def unpack_preamble(head: bytes, *, path: str, source: str = "file") -> tuple[int, int]:
     """The ``(major, minor)`` version of a preamble, the first bytes of a ``source``.
 
-    Raises :class:`~fusion.errors.TruncatedRecording` when ``head`` is a cut-off
-    preamble, :class:`~fusion.errors.RecordingError` when it is not one at all, and
-    :class:`~fusion.errors.UnsupportedVersion` for a major version this reader does
+    Raises :class:`~recordings.errors.TruncatedRecording` when ``head`` is a cut-off
+    preamble, :class:`~recordings.errors.RecordingError` when it is not one at all, and
+    :class:`~recordings.errors.UnsupportedVersion` for a major version this reader does
     not read.
     """
     if len(head) < PREAMBLE.size or head[:8] != MAGIC:

@@ -8,7 +8,7 @@ bytes at a record's start and answers
 
 * :class:`NeedMore` (read at least ``NeedMore.size`` bytes from the record's
   start and call again; if the input ends first, the record is truncated);
-* a :class:`~fusion.errors.RecordingError` saying why no record starts here;
+* a :class:`~recordings.errors.RecordingError` saying why no record starts here;
 * or a :class:`RecordHead`: kind, decoded meta and the verified lengths.
 
 The seeking reader (:mod:`recordings.reader`) feeds it ``pread`` results and
@@ -30,8 +30,8 @@ from typing import Any
 
 import msgpack
 
-from fusion.errors import CorruptChunk, LimitExceeded, RecordingError, TruncatedRecording
 from fusion.frames import SensorSpec
+from recordings.errors import CorruptChunk, LimitExceeded, RecordingError, TruncatedRecording
 from recordings.format import CHUNK_KINDS, PREAMBLE, PRELUDE, SYNC, crc32
 from recordings.layout import spec_from_wire
 from recordings.records import ChunkMeta

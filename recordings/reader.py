@@ -40,12 +40,6 @@ from typing import Any
 
 import numpy as np
 
-from fusion.errors import (
-    CorruptChunk,
-    LimitExceeded,
-    RecordingError,
-    TruncatedRecording,
-)
 from fusion.frames import Frame, SensorSpec
 from fusion.wallclock import WallAnchor, WallClock
 from recordings.budget import (
@@ -54,6 +48,7 @@ from recordings.budget import (
     admit,
     static_cost,
 )
+from recordings.errors import CorruptChunk, LimitExceeded, RecordingError, TruncatedRecording
 from recordings.format import (
     CHUNK_KINDS,
     DEFAULT_MAX_CHUNK_BYTES,
@@ -798,8 +793,8 @@ def open_recording(
 ) -> Recording:
     """Open a ``.hfr`` file for reading (contract).
 
-    Raises :class:`~fusion.errors.RecordingError` only when the file is not a
-    recording at all, or :class:`~fusion.errors.UnsupportedVersion`; damage
+    Raises :class:`~recordings.errors.RecordingError` only when the file is not a
+    recording at all, or :class:`~recordings.errors.UnsupportedVersion`; damage
     anywhere else is reported in :attr:`Recording.damage` and skipped.
     ``use_index=False`` ignores the footer and scans the chunks (what a file
     cut short by a crash gets anyway). ``max_chunk_bytes`` caps the memory a
@@ -808,7 +803,7 @@ def open_recording(
     reads everything in the calling thread). ``max_decoded_bytes`` bounds the
     memory decoded objects of the chunks in flight may take (readahead
     included) and ``max_chunk_frames`` the frames one chunk may declare; a
-    chunk over either is reported as :class:`~fusion.errors.LimitExceeded`
+    chunk over either is reported as :class:`~recordings.errors.LimitExceeded`
     before anything is built (see :mod:`recordings.budget`).
     """
     return Recording(

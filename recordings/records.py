@@ -20,8 +20,8 @@ read-only and aligned. Nothing is ever pickled; an object dtype is refused.
 
 Everything read from a file is untrusted: every size is checked against the
 buffer it points into and against the caller's limits *before* allocating,
-and every failure becomes a :class:`~fusion.errors.CorruptChunk` or
-:class:`~fusion.errors.LimitExceeded` naming the chunk. :func:`decode_chunk`
+and every failure becomes a :class:`~recordings.errors.CorruptChunk` or
+:class:`~recordings.errors.LimitExceeded` naming the chunk. :func:`decode_chunk`
 validates a whole chunk up front; iterating its frames never raises.
 """
 
@@ -38,11 +38,11 @@ import msgspec
 import numpy as np
 import zstandard
 
-from fusion.errors import CorruptChunk, LimitExceeded
 from fusion.frames import Frame
 from recordings.budget import DEFAULT_MAX_DECODED_BYTES, decoded_cost
 from recordings.builder import ChunkBuilder
 from recordings.columns import ColumnChunk
+from recordings.errors import CorruptChunk, LimitExceeded
 from recordings.format import BLOB_ALIGN, EXT_COLUMN, EXT_NDARRAY, Compression, RecordKind
 from recordings.layout import (
     INT64_MAX,

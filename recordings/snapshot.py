@@ -58,10 +58,10 @@ from typing import Any
 
 import anyio.lowlevel
 
-from fusion.errors import RecorderClosed, RecordingError
 from fusion.frames import Frame, FrameGroup, SensorSpec
 from fusion.ledger import LedgerStatistics
 from fusion.timing import run_sync
+from recordings.errors import RecorderClosed, RecordingError
 from recordings.format import (
     DEFAULT_MAX_CHUNK_BYTES,
     RecordKind,

@@ -35,8 +35,8 @@ from typing import Any
 import msgpack
 import numpy as np
 
-from fusion.errors import CorruptChunk, RecordingError
 from fusion.frames import Frame
+from recordings.errors import CorruptChunk, RecordingError
 from recordings.format import EXT_COLUMN, EXT_NDARRAY, RecordKind
 from recordings.layout import ChunkMeta, blob_offset
 from recordings.reader import Recording

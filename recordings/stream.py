@@ -19,14 +19,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
 
-from fusion.errors import (
-    CorruptChunk,
-    LimitExceeded,
-    RecordingError,
-    TruncatedRecording,
-)
 from fusion.frames import Frame, SensorSpec
 from recordings.budget import DEFAULT_MAX_CHUNK_FRAMES, DEFAULT_MAX_DECODED_BYTES, admit
+from recordings.errors import CorruptChunk, LimitExceeded, RecordingError, TruncatedRecording
 from recordings.format import (
     CHUNK_KINDS,
     DEFAULT_MAX_CHUNK_BYTES,
@@ -249,8 +244,8 @@ def read_stream(
     ``read_stream(sys.stdin.buffer).frames()`` yields what
     ``open_recording(path).frames()`` would (the footer index is not needed);
     damage goes to :attr:`RecordingStream.damage`. Raises
-    :class:`~fusion.errors.RecordingError` if the stream is not a recording
-    and :class:`~fusion.errors.UnsupportedVersion` for a newer major version.
+    :class:`~recordings.errors.RecordingError` if the stream is not a recording
+    and :class:`~recordings.errors.UnsupportedVersion` for a newer major version.
     """
     return RecordingStream(
         stream,

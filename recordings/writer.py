@@ -46,11 +46,11 @@ import anyio.lowlevel
 import msgpack
 import zstandard
 
-from fusion.errors import RecorderClosed, RecordingError
 from fusion.frames import Frame, SensorSpec
 from fusion.ledger import LedgerStatistics
 from fusion.timing import run_sync
 from fusion.wallclock import sample_anchor
+from recordings.errors import RecorderClosed, RecordingError
 from recordings.format import (
     DEFAULT_CHUNK_BYTES,
     DEFAULT_CHUNK_DURATION,

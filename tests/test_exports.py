@@ -96,3 +96,26 @@ def test_python_dash_m_hyperframes_runs_the_command_line() -> None:
         "fleet",
     ):
         assert command in done.stdout
+
+
+STORAGE_ERRORS = [
+    "CorruptChunk",
+    "LimitExceeded",
+    "RecorderClosed",
+    "RecordingError",
+    "TruncatedRecording",
+    "UnsupportedVersion",
+]
+
+
+@pytest.mark.parametrize("name", STORAGE_ERRORS)
+def test_storage_errors_live_in_recordings_only(name: str) -> None:
+    fusion_errors = importlib.import_module("fusion.errors")
+    recordings = importlib.import_module("recordings")
+    storage = importlib.import_module("recordings.errors")
+    assert not hasattr(fusion_errors, name)
+    assert name not in importlib.import_module("fusion").__all__
+    assert getattr(recordings, name) is getattr(storage, name)
+    assert issubclass(
+        getattr(storage, name), (fusion_errors.HyperframesError, fusion_errors.UsageError)
+    )

@@ -36,10 +36,10 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fusion.errors import RecordingError
     from hyperframes.cli.common import console_for, error, literal, note, warn
     from hyperframes.cli.losses import loss_exit
     from recordings import Recorder, open_recording
+    from recordings.errors import RecordingError
 
     console = console_for(args)
     path = Path(args.file)

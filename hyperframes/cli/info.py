@@ -55,10 +55,10 @@ def recording_parts(path: Path) -> list[Path]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fusion.errors import RecordingError
     from hyperframes.cli.common import console_for, error, warn
     from hyperframes.cli.losses import ledger_table, print_losses
     from recordings import open_recording
+    from recordings.errors import RecordingError
     from recordings.open import is_bag
 
     console = console_for(args)

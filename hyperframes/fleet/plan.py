@@ -33,7 +33,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fusion.errors import ConfigError, RecordingError
+from fusion.errors import ConfigError
+from recordings.errors import RecordingError
 from recordings.reader import open_recording
 from recordings.segments import recording_segments
 

@@ -37,10 +37,10 @@ from typing import Any
 import anyio.lowlevel
 import numpy as np
 
-from fusion.errors import RecorderClosed
 from fusion.frames import Frame, SensorSpec
 from fusion.ledger import LedgerStatistics
 from fusion.timing import run_sync
+from recordings.errors import RecorderClosed
 from recordings.video.encoder import EncoderUnavailable, FrameEncoder, VideoCodec, parse_codec
 from recordings.video.packets import Packet, PacketOrder, TrackParams, strip_meta
 

@@ -10,9 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fusion.errors import CorruptChunk, FrameFormatError
+from fusion.errors import FrameFormatError
 from fusion.frames import Frame
 from recordings import Recorder, open_recording
+from recordings.errors import CorruptChunk
 from recordings.format import VERSION_MAJOR, VERSION_MINOR, RecordKind
 from recordings.records import ChunkBuilder, DecodedChunk, decode_chunk, decompress_chunk
 from recordings.writer import encode_chunk

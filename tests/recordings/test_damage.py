@@ -11,15 +11,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fusion.errors import (
+from fusion.frames import Frame
+from recordings import Recorder, open_recording
+from recordings.errors import (
     CorruptChunk,
     LimitExceeded,
     RecordingError,
     TruncatedRecording,
     UnsupportedVersion,
 )
-from fusion.frames import Frame
-from recordings import Recorder, open_recording
 from recordings.format import PRELUDE, pack_prelude
 
 from .helpers import make_frames, same_frame

@@ -19,8 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fusion.errors import CorruptChunk, LimitExceeded, RecordingError
 from recordings import open_recording, read_stream
+from recordings.errors import CorruptChunk, LimitExceeded, RecordingError
 from recordings.format import PRELUDE, SYNC, RecordKind
 from recordings.reader import RESYNC_SMALL_META, RESYNC_WORK
 

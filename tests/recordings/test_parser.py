@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fusion.errors import CorruptChunk, LimitExceeded, RecordingError, TruncatedRecording
+from recordings.errors import CorruptChunk, LimitExceeded, RecordingError, TruncatedRecording
 from recordings.format import PRELUDE, RecordKind, crc32, pack_prelude
 from recordings.parser import NeedMore, RecordHead, header_contents, parse_record_head
 

@@ -10,9 +10,10 @@ import anyio
 import numpy as np
 import pytest
 
-from fusion.errors import FrameFormatError, RecorderClosed
+from fusion.errors import FrameFormatError
 from fusion.frames import Frame, SensorSpec
 from recordings import Recorder, open_recording
+from recordings.errors import RecorderClosed
 from recordings.format import BLOB_ALIGN
 
 from .helpers import make_frames, same_frame

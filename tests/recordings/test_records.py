@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fusion.errors import CorruptChunk, FrameFormatError, LimitExceeded
+from fusion.errors import FrameFormatError
 from fusion.frames import Frame
+from recordings.errors import CorruptChunk, LimitExceeded
 from recordings.format import BLOB_ALIGN
 from recordings.records import ChunkBuilder, ChunkMeta, decode_frames, decompress_chunk
 from recordings.writer import encode_chunk

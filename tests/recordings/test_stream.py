@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from fusion.errors import CorruptChunk, RecordingError, TruncatedRecording
 from recordings import Recorder, open_recording, read_stream
+from recordings.errors import CorruptChunk, RecordingError, TruncatedRecording
 from recordings.format import PRELUDE
 
 from .helpers import make_frames, same_frame
