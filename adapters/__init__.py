@@ -1,7 +1,9 @@
 """Sources of frames: video, LiDAR, time series, GNSS (NMEA), ROS bags, KITTI drives, synthetic.
 
-Every class here is a :class:`~fusion.Source` (re-exported as
-``adapters.Source``: the base class lives in the core). Names load on first
+Every source here is a :class:`~fusion.Source` (re-exported as
+``adapters.Source``: the base class lives in the core); the errors they raise,
+:class:`DecodeError`, :class:`SourceOpenError` and :class:`SensorTimeout`, are
+defined in :mod:`adapters.errors`. Names load on first
 use (PEP 562), so ``import adapters`` does not load PyAV, open3d or rosbags
 until a source that needs one is asked for.
 """
@@ -16,6 +18,7 @@ from fusion.source import Source
 if TYPE_CHECKING:
     from adapters.bags import BagSource
     from adapters.datasets import KittiRawSource
+    from adapters.errors import DecodeError, SensorTimeout, SourceOpenError
     from adapters.interpolation import interpolate, slerp
     from adapters.lidar import PointCloudFiles, VelodyneSource
     from adapters.nmea import NmeaSource
@@ -33,11 +36,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BagSource",
+    "DecodeError",
     "KittiRawSource",
     "NmeaSource",
     "PointCloudFiles",
+    "SensorTimeout",
     "SensorTiming",
     "Source",
+    "SourceOpenError",
     "SyntheticCamera",
     "SyntheticImu",
     "SyntheticLidar",
@@ -65,9 +71,12 @@ __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         "BagSource": "adapters.bags.source",
+        "DecodeError": "adapters.errors",
         "KittiRawSource": "adapters.datasets.kitti_raw",
         "NmeaSource": "adapters.nmea.source",
         "PointCloudFiles": "adapters.lidar.pointcloud_files",
+        "SensorTimeout": "adapters.errors",
+        "SourceOpenError": "adapters.errors",
         "TimeSeriesSource": "adapters.timeseries",
         "VelodyneSource": "adapters.lidar.velodyne",
         "VideoSource": "adapters.video.source",

@@ -63,9 +63,10 @@ import msgpack
 import numpy as np
 from anyio.abc import SocketAttribute
 
+from adapters.errors import SourceOpenError
 from fusion.clock import ClockModel
 from fusion.continuity import StreamWatch
-from fusion.errors import ConfigError, SourceOpenError
+from fusion.errors import ConfigError
 from fusion.frames import Frame, Overflow, SensorKind, SensorSpec
 from fusion.source import Source
 from fusion.timing import current_clock

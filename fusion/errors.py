@@ -4,26 +4,27 @@ Every error the library raises on purpose derives from :class:`HyperframesError`
 except misuse of an object (writing to a closed recorder), which derives from
 :class:`UsageError`, a ``RuntimeError``: a bug in the caller, not bad data.
 Each floor defines the branch it raises (DESIGN principle 9); the core holds
-the roots and its own errors. The whole tree, with the module that defines
-each class::
+the roots and its own errors. The whole tree; a module named on a line
+defines that class and the unnamed ones on its branch below it::
 
-    HyperframesError                      fusion.errors
-    ├── ConfigError
+    HyperframesError                                fusion.errors
+    ├── ConfigError            a bad setting
     ├── SourceError            (sensor, seq)
-    │   ├── DecodeError
-    │   ├── SensorTimeout
-    │   └── SourceOpenError
+    │   ├── DecodeError                             adapters.errors
+    │   │   └── FrameLost      (pts, reason)        adapters.video
+    │   ├── SensorTimeout                           adapters.errors
+    │   └── SourceOpenError                         adapters.errors
     ├── FrameFormatError       wrong shape / dtype / type of a payload
     ├── WorkerError            (sensor, seq)
-    │   └── DeadlineExpired    an item waited past its deadline; not run
+    │   └── DeadlineExpired    waited past its deadline; not run
     ├── RecordingError         (path, offset)       recordings.errors
     │   ├── CorruptChunk       the chunk is skipped
     │   ├── TruncatedRecording a crashed writer
     │   ├── UnsupportedVersion a newer major format version
-    │   └── LimitExceeded      a declared size over a limit; nothing allocated
-    └── SegmentError           a segment's task failed   hyperframes.segments
-    UsageError (RuntimeError)             fusion.errors
-    └── RecorderClosed                    recordings.errors
+    │   └── LimitExceeded      a size over a limit; nothing allocated
+    └── SegmentError           a segment's task     hyperframes.segments
+    UsageError (RuntimeError)  a caller bug         fusion.errors
+    └── RecorderClosed                              recordings.errors
 
 Messages are built from the fields, so a caller that catches an error can both
 print it and act on its attributes.
@@ -59,18 +60,6 @@ class _FrameError(HyperframesError):
 
 class SourceError(_FrameError):
     """A source could not deliver a frame; ``sensor`` and ``seq`` say which."""
-
-
-class DecodeError(SourceError):
-    """A packet or frame could not be decoded; the stream goes on without it."""
-
-
-class SensorTimeout(SourceError):
-    """A sensor sent nothing within its deadline."""
-
-
-class SourceOpenError(SourceError):
-    """A source could not be opened (missing file, unreachable URL, wrong format)."""
 
 
 class FrameFormatError(HyperframesError):

@@ -42,7 +42,7 @@ def is_bag(path: str | os.PathLike[str]) -> bool:
 def _check_recording(path: str | os.PathLike[str]) -> None:
     """Raise one line naming everything tried when ``path`` is neither a bag nor a ``.hfr``."""
     from adapters.bags.detect import not_a_bag
-    from fusion.errors import SourceOpenError
+    from adapters.errors import SourceOpenError
     from recordings.format import MAGIC
 
     p = Path(path)

@@ -119,3 +119,13 @@ def test_storage_errors_live_in_recordings_only(name: str) -> None:
     assert issubclass(
         getattr(storage, name), (fusion_errors.HyperframesError, fusion_errors.UsageError)
     )
+
+
+@pytest.mark.parametrize("name", ["DecodeError", "SensorTimeout", "SourceOpenError"])
+def test_source_errors_live_in_adapters_under_the_core_source_error(name: str) -> None:
+    fusion = importlib.import_module("fusion")
+    adapters = importlib.import_module("adapters")
+    assert not hasattr(importlib.import_module("fusion.errors"), name)
+    assert name not in fusion.__all__
+    assert getattr(adapters, name) is getattr(importlib.import_module("adapters.errors"), name)
+    assert issubclass(getattr(adapters, name), fusion.SourceError)

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from fusion.errors import DecodeError
+from adapters.errors import DecodeError
 
 _NAMED: dict[str, tuple[str, int]] = {
     "rgb8": ("u1", 3),

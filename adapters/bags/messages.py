@@ -55,7 +55,7 @@ from adapters.bags.pointcloud2 import decode_pointcloud2
 from fusion.frames import SensorKind
 
 Decoder = Callable[[Any], tuple[Any, dict[str, Any]]]
-"""``msg -> (data, meta)``; raises :class:`~fusion.DecodeError` on a bad message."""
+"""``msg -> (data, meta)``; raises :class:`~adapters.errors.DecodeError` on a bad message."""
 
 _MAX_DEPTH = 8
 

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from adapters.errors import DecodeError
 from adapters.lidar.points import REQUIRED_FIELDS
-from fusion.errors import DecodeError
 
 DATATYPES: dict[int, str] = {1: "i1", 2: "u1", 3: "i2", 4: "u2", 5: "i4", 6: "u4", 7: "f4", 8: "f8"}
 """PointField datatype constants to numpy type codes."""

@@ -57,7 +57,7 @@ from adapters.bags.detect import bag_format, not_a_bag
 from adapters.bags.messages import Decoder, decoder_info, header_stamp
 from adapters.bags.passthrough import MSGDEF, MSGTYPE, RAW, SERIALIZATION, message_definition
 from adapters.bags.rawdecode import RAW_ERRORS, Malformed, RawDecoder, raw_decoder, standard_layout
-from fusion.errors import DecodeError, SourceOpenError
+from adapters.errors import DecodeError, SourceOpenError
 from fusion.frames import Frame, SensorSpec
 from fusion.source import Source
 from fusion.timing import current_clock

@@ -53,9 +53,10 @@ from adapters.datasets.oxts import (
     imu_frame,
     read_packet,
 )
+from adapters.errors import DecodeError, SourceOpenError
 from adapters.lidar.layouts import read_bin
 from adapters.timeseries import parse_time_ns
-from fusion.errors import ConfigError, DecodeError, HyperframesError, SourceOpenError
+from fusion.errors import ConfigError, HyperframesError
 from fusion.frames import Frame, SensorKind, SensorSpec
 from fusion.source import Source
 from fusion.timing import current_clock

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from fusion.errors import DecodeError
+from adapters.errors import DecodeError
 
 OXTS_FIELDS: tuple[str, ...] = (
     "lat", "lon", "alt", "roll", "pitch", "yaw",

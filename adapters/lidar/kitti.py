@@ -14,7 +14,7 @@ def read_kitti_bin(path: str | Path) -> np.ndarray:
     """The scan as an XYZI array (the file's bytes are the array: no copy, no parse).
 
     Checked like every ``.bin`` read (:func:`~adapters.lidar.layouts.read_bin`):
-    a nuScenes or Waymo file raises :class:`~fusion.DecodeError` instead of
+    a nuScenes or Waymo file raises :class:`~adapters.errors.DecodeError` instead of
     turning into wrong points.
     """
     return read_bin(path, "kitti")

@@ -40,8 +40,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from adapters.errors import DecodeError
 from adapters.lidar.points import as_points
-from fusion.errors import DecodeError
 
 
 def _f4(*names: str) -> np.dtype[Any]:

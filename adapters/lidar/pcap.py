@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from fusion.errors import SourceOpenError
+from adapters.errors import SourceOpenError
 
 _MAGICS = {
     b"\xd4\xc3\xb2\xa1": ("<", 1_000),  # little-endian, microseconds

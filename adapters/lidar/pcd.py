@@ -29,9 +29,9 @@ from typing import Any, Literal
 
 import numpy as np
 
+from adapters.errors import DecodeError
 from adapters.lidar.lzf import LzfError, compress_literal, decompress
 from adapters.lidar.points import as_points
-from fusion.errors import DecodeError
 
 _TYPES = {
     ("F", 4): "<f4",

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from adapters.errors import DecodeError
 from adapters.lidar.points import as_points, normalize
-from fusion.errors import DecodeError
 
 _TYPES = {
     "char": "i1",

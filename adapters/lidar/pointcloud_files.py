@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from adapters.errors import SourceOpenError
 from adapters.lidar.layouts import (
     MAX_COORDINATE,
     LayoutLike,
@@ -36,7 +37,7 @@ from adapters.lidar.pcd import read_pcd_with_meta
 from adapters.lidar.ply import read_ply
 from adapters.timeseries import parse_time_ns
 from fusion.clock import ClockModel
-from fusion.errors import ConfigError, HyperframesError, SourceOpenError
+from fusion.errors import ConfigError, HyperframesError
 from fusion.frames import Frame, SensorSpec
 from fusion.source import Source
 from fusion.timing import current_clock

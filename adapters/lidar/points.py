@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from fusion.errors import DecodeError, FrameFormatError
+from adapters.errors import DecodeError
+from fusion.errors import FrameFormatError
 
 XYZI_DTYPE = np.dtype([("x", "<f4"), ("y", "<f4"), ("z", "<f4"), ("intensity", "<f4")])
 """The minimum every point cloud carries."""

@@ -26,13 +26,13 @@ from typing import Any
 import anyio
 from anyio.abc import SocketAttribute
 
+from adapters.errors import SourceOpenError
 from adapters.lidar.calibration import VelodyneModel, get_model
 from adapters.lidar.pcap import PcapReader, UdpDatagram
 from adapters.lidar.points import VELODYNE_DTYPE
 from adapters.lidar.velodyne_packets import WRAP_PERIOD_NS, RawSweep, SweepAssembler
 from fusion.clock import ClockModel
 from fusion.continuity import StreamWatch
-from fusion.errors import SourceOpenError
 from fusion.frames import Frame, Overflow, SensorSpec
 from fusion.source import Source
 from fusion.timing import current_clock

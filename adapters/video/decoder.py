@@ -58,6 +58,7 @@ import av.error
 from av.container import InputContainer
 from av.video.stream import VideoStream
 
+from adapters.errors import DecodeError, SourceOpenError
 from adapters.video import hwaccel as hw
 from adapters.video import interrupt
 from adapters.video.convert import PixelConverter, PixelFormat
@@ -88,7 +89,6 @@ from adapters.video.probe import (
 from adapters.video.tail import Tail
 from adapters.video.timestamps import Timeline
 from fusion.continuity import Continuity, OpeningBurst
-from fusion.errors import DecodeError, SourceOpenError
 from fusion.timing import Clock
 
 log = logging.getLogger("adapters.video")

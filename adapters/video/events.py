@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from adapters.errors import DecodeError
 from adapters.video.hwaccel import HWAccelReport
 from adapters.video.probe import VideoInfo
 from fusion.continuity import Discontinuity
-from fusion.errors import DecodeError
 
 
 class FrameLost(DecodeError):

@@ -1,7 +1,7 @@
 """Opening a video input: URL kinds, error mapping, and what the stream is.
 
 :func:`open_input` is the one place PyAV's open errors become
-:class:`~fusion.errors.SourceOpenError` with a sentence a user can act on
+:class:`~adapters.errors.SourceOpenError` with a sentence a user can act on
 ("no such file", "not a video container", "has no video stream 2"), and
 :func:`is_live` decides from a URL whether it is a live stream.
 :func:`probe_video` answers "what is in this file" without decoding, for
@@ -25,10 +25,10 @@ from av.sidedata.sidedata import SideData
 from av.sidedata.sidedata import Type as SideDataType
 from av.video.stream import VideoStream
 
+from adapters.errors import SourceOpenError
 from adapters.video.bitstream import shows_frame
 from adapters.video.mp4box import edit_lists
 from adapters.video.orientation import UPRIGHT, Orientation, from_matrix
-from fusion.errors import SourceOpenError
 
 LIVE_SCHEMES: frozenset[str] = frozenset(
     {

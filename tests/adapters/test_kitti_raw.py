@@ -21,8 +21,8 @@ import pytest
 from PIL import Image
 
 from adapters.datasets import OXTS_FIELDS, KittiRawSource, kitti_raw_sources
+from adapters.errors import SourceOpenError
 from fusion import Nearest, Pipeline
-from fusion.errors import SourceOpenError
 from fusion.frames import Frame, FrameGroup
 from recordings import Recorder, Replay, open_recording
 

@@ -10,8 +10,9 @@ import pytest
 from lidar_testdata import LIDAR_DATA
 
 from adapters import PointCloudFiles
+from adapters.errors import DecodeError, SourceOpenError
 from adapters.lidar import from_xyz, read_kitti_bin, read_pcd, read_ply, write_kitti_bin, xyz
-from fusion.errors import ConfigError, DecodeError, SourceOpenError
+from fusion.errors import ConfigError
 from fusion.frames import Frame
 
 

@@ -20,10 +20,10 @@ import open3d as o3d
 import pytest
 
 from adapters import PointCloudFiles
+from adapters.errors import DecodeError
 from adapters.lidar import read_pcd, read_ply, xyz
 from adapters.lidar.layouts import LAYOUTS, read_bin
 from adapters.lidar.pcd import read_pcd_with_meta
-from fusion.errors import DecodeError
 from fusion.frames import Frame
 
 REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "real"

@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from adapters import TimeSeriesSource, interpolate, slerp
+from adapters.errors import SourceOpenError
 from adapters.timeseries import parse_time_ns
-from fusion.errors import ConfigError, SourceOpenError
+from fusion.errors import ConfigError
 from fusion.frames import Frame
 from fusion.policies import Nearest
 

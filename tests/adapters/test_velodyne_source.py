@@ -12,8 +12,8 @@ import pytest
 from lidar_testdata import MONTEREY, VLP16, data_packets, pcap_stats, write_pcap
 
 from adapters import VelodyneSource
+from adapters.errors import SourceOpenError
 from adapters.lidar import VELODYNE_DTYPE, WRAP_PERIOD_NS, PcapReader
-from fusion.errors import SourceOpenError
 from fusion.frames import Frame
 from fusion.timing import VirtualClock, use_clock
 

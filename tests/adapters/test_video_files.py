@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from adapters import VideoSource
+from adapters.errors import SourceOpenError
 from adapters.video import probe_video
 from adapters.video.synth import pattern, write_video
-from fusion.errors import SourceOpenError
 from fusion.frames import Frame
 
 

@@ -8,8 +8,8 @@ import anyio
 import pytest
 
 from adapters import VideoSource
+from adapters.errors import SourceOpenError
 from adapters.video.synth import MpegTsSender
-from fusion.errors import SourceOpenError
 from fusion.frames import Frame
 
 LIVE_OPTIONS = {"analyzeduration": "200000", "probesize": "32768", "fflags": "nobuffer"}

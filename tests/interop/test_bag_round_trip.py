@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from adapters import BagSource
-from fusion.errors import SourceOpenError
+from adapters.errors import SourceOpenError
 from hyperframes.cli import main as cli
 from recordings import Recorder
 from recordings.export import export_recording

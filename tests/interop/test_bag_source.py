@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from adapters import BagSource
 from adapters.bags import decode_image, decode_pointcloud2, parse_topics
 from adapters.bags.pointcloud2 import pointcloud2_fields
-from fusion import ApproximateTime, DecodeError, Frame, FrameGroup, SourceOpenError, SyncHub
+from adapters.errors import DecodeError, SourceOpenError
+from fusion import ApproximateTime, Frame, FrameGroup, SyncHub
 from hyperframes.cli import main as cli
 from recordings import Recorder, open_recording, open_source
 from tests.interop.bagdata import TYPES, Builder, write_bag

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from adapters import BagSource
 from adapters.bags.messages import decoder_info, header_stamp
 from adapters.bags.rawdecode import RAW_ERRORS, Malformed, raw_decoder, standard_layout
+from adapters.errors import DecodeError
 from adapters.lidar.points import normalize
-from fusion import DecodeError
 from tests.interop.bagdata import TYPES, Builder, write_bag
 from tests.interop.bagdata import points as bag_points
 
