@@ -22,9 +22,10 @@ from urllib.parse import urlsplit
 
 import anyio
 
+from adapters.errors import SourceOpenError
 from adapters.nmea.decoder import GNSS_DTYPE, Event, Fix, LineSplitter, NmeaDecoder
 from fusion.clock import ClockModel
-from fusion.errors import ConfigError, SourceError, SourceOpenError
+from fusion.errors import ConfigError, SourceError
 from fusion.frames import Frame, Overflow, SensorSpec
 from fusion.source import Source
 from fusion.timing import current_clock

@@ -18,9 +18,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adapters import NmeaSource
+from adapters.errors import SourceOpenError
 from adapters.nmea import GNSS_DTYPE, LineSplitter, NmeaDecoder
 from adapters.nmea.decoder import DAY, KNOT, MAX_LINE, Fix, Loss
-from fusion.errors import ConfigError, SourceOpenError
+from fusion.errors import ConfigError
 from fusion.frames import Frame
 from tests.adapters.nmea_lines import gga, gsv, hdt, rmc, vtg
 
