@@ -16,16 +16,18 @@ unless :data:`REBASE_AFTER` consecutive samples agree with it (a sensor that
 really restarted its clock or paused); then they are all delivered and the
 baseline moves. One datagram an hour ahead costs that datagram.
 
-Schema of mappings (UDP, ``from_iterable``): the fields come from
-``fields=`` or from the first record. A later record with fields the schema
-lacks is delivered with the schema's fields and counted (``extra_fields``,
-naming them). One missing a schema field is held; once :data:`REBASE_AFTER`
-consecutive records share the same other fields, the schema is learned
-again from them (``schema_changed``) and they are all delivered; a held run
-that ends before is dropped and counted (``schema_mismatch``, naming the
-field). ``fields=`` fixes the schema: then a record missing a field is
-dropped and counted. So a first datagram with odd keys costs at most
-itself, never every later good sample.
+Schemas come from the declared fields or from a majority of the first
+samples, never from the first one alone: mappings (UDP, ``from_iterable``)
+in :mod:`adapters.timeseries_records`, CSV rows in
+:mod:`adapters.timeseries_csv`. A sample that does not fit is counted
+(``schema_mismatch``); values beyond the schema are counted (``extra_fields``,
+``extra_columns``) and the sample kept.
+
+The ledger's unit is the datagram (``from_udp``, received through
+:class:`adapters.net.udp.UdpReceiver`, so the kernel's drops and foreign
+senders are counted too), the row (``from_csv``), the record
+(``from_iterable``) or the sample (arrays). Each ends in a frame or as a loss
+with its reason.
 
 Where samples come from:
 
@@ -47,23 +49,24 @@ vectors, spherical linear for quaternions.
 
 from __future__ import annotations
 
-import csv
-import json
 import logging
-import math
-import socket
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping, Sequence
-from datetime import UTC, datetime
-from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import anyio
-import msgpack
 import numpy as np
-from anyio.abc import SocketAttribute
 
 from adapters.errors import SourceOpenError
+from adapters.net.udp import DEFAULT_SENDER_TIMEOUT, UdpReceiver, UdpStatistics
+from adapters.timeparse import TIME_UNITS, parse_time_ns, unit_scale
+from adapters.timeseries_csv import RowMismatch, csv_cells, read_layout
+from adapters.timeseries_records import (
+    LEARN_WINDOW_NS,
+    REBASE_AFTER,
+    RecordPacker,
+    decode_datagram,
+)
 from fusion.clock import ClockModel
 from fusion.continuity import StreamWatch
 from fusion.errors import ConfigError
@@ -72,54 +75,20 @@ from fusion.source import Source
 from fusion.timing import current_clock
 
 log = logging.getLogger("adapters.timeseries")
-TIME_UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 _CHUNK_ROWS = 4096
-_INT64 = (-(1 << 63), (1 << 63) - 1)
 
-REBASE_AFTER = 8
-"""Consecutive samples (or records) that must agree before a time jump (or a new
-set of fields) is adopted."""
-
-Producer = Callable[[], AsyncIterator[tuple[np.ndarray, int | None]]]
+__all__ = ["REBASE_AFTER", "TIME_UNITS", "TimeSeriesSource", "parse_time_ns"]
 
 
-def parse_time_ns(text: str, unit: str = "s") -> int:
-    """Parse one timestamp exactly into int ns: a number in ``unit`` or an ISO date-time.
+class Batch(NamedTuple):
+    """Rows from a producer, their arrival time (live) and the units each row settles."""
 
-    ``"1700000000.123456789"`` with unit "s" gives 1700000000123456789 with no
-    float rounding; ``"2011-09-26 13:02:25.964389445"`` (KITTI) is read as UTC.
-    """
-    scale = _unit(unit)
-    text = text.strip()
-    try:
-        return _decimal_ns(Decimal(text), scale, text)
-    except InvalidOperation:
-        pass
-    date, _, frac = text.replace("T", " ").partition(".")
-    digits = "".join(c for c in frac if c.isdigit())
-    tail = frac[len(digits) :]
-    try:
-        stamp = datetime.fromisoformat(date + tail)
-    except ValueError as err:
-        raise ValueError(f"{text!r} is neither a number nor an ISO date-time") from err
-    if stamp.tzinfo is None:
-        stamp = stamp.replace(tzinfo=UTC)
-    whole = int(stamp.timestamp())
-    return whole * 1_000_000_000 + int((digits + "000000000")[:9])
+    rows: np.ndarray
+    arrival: int | None
+    weights: np.ndarray
 
 
-def _decimal_ns(value: Decimal, scale: int, text: str) -> int:
-    """``value * scale`` as int64 ns, checked before any huge integer is built."""
-    ns = value * scale
-    if not ns.is_finite() or not _INT64[0] <= ns <= _INT64[1]:
-        raise ValueError(f"time {text!r:.40} is not a finite int64 count of nanoseconds")
-    return int(ns)
-
-
-def _unit(unit: str) -> int:
-    if unit not in TIME_UNITS:
-        raise ConfigError(f"time_unit must be one of {', '.join(TIME_UNITS)}, got {unit!r}")
-    return TIME_UNITS[unit]
+Producer = Callable[[], AsyncIterator[Batch]]
 
 
 class TimeSeriesSource(Source):
@@ -166,7 +135,8 @@ class TimeSeriesSource(Source):
             if samples is None:
                 raise ValueError("TimeSeriesSource needs samples (or use a from_* constructor)")
             array = _with_time_first(samples, "t", "ns")
-            _producer = _array_producer(array)
+            _producer = _array_producer(array, self)
+            self._ledger_unit = "sample"
         self._producer = _producer
         self.block = block
         self.speed = speed
@@ -176,9 +146,11 @@ class TimeSeriesSource(Source):
         if max_time_jump is not None and not 0 < max_time_jump < 1e9:
             raise ValueError(f"max_time_jump must be > 0 seconds or None, got {max_time_jump}")
         self._max_jump = None if max_time_jump is None else int(max_time_jump * 1e9)
-        self._held: list[np.ndarray] = []  # samples after a jump, waiting for agreement
+        self._held: list[tuple[np.ndarray, int]] = []  # (row, weight) after a jump
         self._listening = anyio.Event()
         self._bound_port: int | None = None
+        self.udp: UdpReceiver | None = None
+        """The UDP receiver of a ``from_udp`` source (its socket counters), once listening."""
 
     # -- constructors --------------------------------------------------------------------
 
@@ -194,59 +166,63 @@ class TimeSeriesSource(Source):
         delimiter: str = ",",
         **options: Any,
     ) -> TimeSeriesSource:
-        """Samples from a CSV file with a header row.
+        """Samples from a CSV (or space-separated) file with a header row.
 
         ``time_column`` holds the stamps in ``time_unit`` (or ISO date-times);
         ``columns`` picks the value columns (default: all others), parsed as
         float64 unless ``dtypes`` says otherwise (integer dtypes accept hex
-        such as CAN ids ``0x1A3``). A row that does not parse is dropped and
-        counted as ``bad_row`` with its line number.
+        such as CAN ids ``0x1A3``). A ``#`` header (TUM, EuRoC) has its ``#``
+        stripped; the row width is the majority of the first rows'. A row that
+        does not parse is counted as ``bad_row``, one with too few values as
+        ``schema_mismatch``, values beyond the header as ``extra_columns``;
+        each names the line (see :mod:`adapters.timeseries_csv`).
         """
         path = Path(path)
-        _unit(time_unit)
+        unit_scale(time_unit)
         if not path.is_file():
             raise SourceOpenError(f"CSV file {str(path)!r} does not exist")
-        with path.open(newline="") as f:
-            header = next(csv.reader(f, delimiter=delimiter), None)
-        if not header:
-            raise SourceOpenError(f"CSV file {str(path)!r} is empty (expected a header row)")
-        header = [h.strip() for h in header]
-        if time_column not in header:
-            raise ConfigError(
-                f"{path}: no time column {time_column!r}; the header has {', '.join(header)}"
-            )
-        wanted = list(columns) if columns is not None else [h for h in header if h != time_column]
-        unknown = [c for c in wanted if c not in header]
-        if unknown:
-            raise ConfigError(f"{path}: no column(s) {', '.join(unknown)} in the header")
-        types = {c: np.dtype((dtypes or {}).get(c, "f8")) for c in wanted}
-        dtype = np.dtype([("t", "<i8"), *((c, types[c]) for c in wanted)])
-        index = {c: header.index(c) for c in [time_column, *wanted]}
+        layout, header_line = read_layout(
+            path,
+            time_column=time_column,
+            time_unit=time_unit,
+            columns=columns,
+            dtypes=dtypes,
+            delimiter=delimiter,
+        )
+        dtype = layout.dtype
         source: TimeSeriesSource
 
         def read_chunks() -> Iterable[np.ndarray]:
-            with path.open(newline="") as f:
-                reader = csv.reader(f, delimiter=delimiter)
-                next(reader)
-                rows: list[tuple[Any, ...]] = []
-                for row in reader:
-                    if not row:
-                        continue
-                    try:
-                        t = parse_time_ns(row[index[time_column]], time_unit)
-                        cells = tuple(_cell(row[index[c]], types[c]) for c in wanted)
-                    except (ValueError, IndexError, OverflowError, ArithmeticError) as err:
-                        source.count_error("bad_row", f"{path}: line {reader.line_num}: {err}")
-                        continue
-                    rows.append((reader.line_num, t, *cells))
-                    if len(rows) >= _CHUNK_ROWS:
-                        yield _rows_array(rows, dtype, source, f"{path}: line")
-                        rows = []
-                if rows:
+            rows: list[tuple[Any, ...]] = []
+            for line, cells in csv_cells(path, delimiter):
+                if line <= header_line:
+                    continue
+                source.count_received()
+                try:
+                    values, extra = layout.parse(cells, line)
+                except RowMismatch as err:
+                    source.count_error("schema_mismatch", str(err))
+                    continue
+                except (ValueError, IndexError, OverflowError, ArithmeticError) as err:
+                    source.count_error("bad_row", f"{path}: line {line}: {err}")
+                    continue
+                if extra:
+                    source.count_error(
+                        "extra_columns",
+                        f"{path}: line {line}: {extra} value(s) beyond the "
+                        f"{layout.width} columns; the row is kept without them",
+                        units=0,
+                    )
+                rows.append((line, *values))
+                if len(rows) >= _CHUNK_ROWS:
                     yield _rows_array(rows, dtype, source, f"{path}: line")
+                    rows = []
+            if rows:
+                yield _rows_array(rows, dtype, source, f"{path}: line")
 
         options.setdefault("name", path.stem)
         source = cls(_producer=_thread_producer(read_chunks), **options)
+        source._ledger_unit = "row"
         return source
 
     @classmethod
@@ -295,29 +271,34 @@ class TimeSeriesSource(Source):
         """Samples from a sync or async iterable of mappings or structured rows.
 
         The record layout comes from ``fields`` (names, all float64, or a
-        dtype) or else from the first record (and follows a run of records
-        with other fields; see the module docstring). A record missing a field
-        is dropped and counted (``schema_mismatch``); one with a value of the
-        wrong type too (``bad_record``).
+        dtype) or else from a majority of the first records (and follows a
+        run of records with other fields; see :mod:`adapters.timeseries_records`).
+        A record missing a field is dropped and counted (``schema_mismatch``);
+        one with a value of the wrong type too (``bad_record``).
         """
         source: TimeSeriesSource
-        packer = _RecordPacker(time_field, time_unit, fields)
+        packer = RecordPacker(time_field, time_unit, fields)
 
-        async def produce() -> AsyncIterator[tuple[np.ndarray, int | None]]:
+        async def produce() -> AsyncIterator[Batch]:
             if isinstance(items, AsyncIterable):
                 async for item in items:
-                    rows = packer.pack([item], source)
+                    source.count_received()
+                    rows, weights = packer.pack([item], source)
                     if len(rows):
-                        yield rows, None
+                        yield Batch(rows, None, weights)
             else:
                 for item in items:
-                    rows = packer.pack([item], source)
+                    source.count_received()
+                    rows, weights = packer.pack([item], source)
                     if len(rows):
-                        yield rows, None
+                        yield Batch(rows, None, weights)
                     await anyio.lowlevel.checkpoint()
-            packer.finish(source)
+            rows, weights = packer.finish(source)
+            if len(rows):
+                yield Batch(rows, None, weights)
 
         source = cls(_producer=produce, **options)
+        source._ledger_unit = "record"
         return source
 
     @classmethod
@@ -330,12 +311,21 @@ class TimeSeriesSource(Source):
         time_field: str | None = "t",
         time_unit: str = "ns",
         fields: Sequence[str] | np.dtype[Any] | None = None,
+        sender: str | None = None,
+        recv_buffer: int | None = None,
+        sender_timeout: float | None = DEFAULT_SENDER_TIMEOUT,
         **options: Any,
     ) -> TimeSeriesSource:
         """Live samples from UDP datagrams (JSON lines or msgpack; see the module doc).
 
         ``time_field=None`` stamps each sample with its arrival time. ``port=0``
-        picks a free port; :meth:`wait_listening` returns it. A datagram that
+        picks a free port; :meth:`wait_listening` returns it. ``host`` is the
+        local address to listen on; ``sender`` (``"10.0.0.5"`` or
+        ``"10.0.0.5:5000"``) the only sender taken, else the first one heard
+        (followed by another after ``sender_timeout`` s of silence); others are
+        counted (``foreign_sender``). ``recv_buffer`` sets the socket's
+        receive buffer (bytes); the kernel's drops are counted
+        (``kernel_overflow``); see :mod:`adapters.net.udp`. A datagram that
         does not decode (bad JSON or msgpack, nested too deep, a stamp that is
         not an int64 ns) is counted (``bad_datagram``, ``bad_record``) and
         skipped; ``max_time_jump`` (default 60 s) bounds how far ahead of the
@@ -345,44 +335,70 @@ class TimeSeriesSource(Source):
             raise ConfigError(f"format must be 'jsonl' or 'msgpack', got {format!r}")
         options.setdefault("max_time_jump", 60.0)
         source: TimeSeriesSource
-        packer = _RecordPacker(time_field, time_unit, fields)
+        packer = RecordPacker(time_field, time_unit, fields)
 
-        async def produce() -> AsyncIterator[tuple[np.ndarray, int | None]]:
-            try:
-                sock = await anyio.create_udp_socket(
-                    family=socket.AF_INET, local_host=host, local_port=port
-                )
-            except OSError as err:
-                raise SourceOpenError(
-                    f"cannot listen on UDP {host}:{port}: {err}", sensor=source.name
-                ) from err
-            async with sock:
-                source._bound_port = sock.extra(SocketAttribute.local_port)
+        async def produce() -> AsyncIterator[Batch]:
+            receiver = UdpReceiver(
+                source,
+                host=host,
+                port=port,
+                sender=sender,
+                recv_buffer=recv_buffer,
+                sender_timeout=sender_timeout,
+            )
+            async with receiver:
+                source.udp = receiver
+                source._bound_port = receiver.port
                 source._listening.set()
+                arrival: int | None = None
                 try:
                     while True:
-                        payload, address = await sock.receive()
-                        arrival = current_clock().now()
+                        since = packer.learning_since
+                        if since is None:
+                            payload, address, arrival = await receiver.receive()
+                        else:  # a slow sender: learn the schema from what came in time
+                            wait = (since + LEARN_WINDOW_NS - current_clock().now()) / 1e9
+                            with anyio.move_on_after(max(wait, 0.0)):
+                                payload, address, arrival = await receiver.receive()
+                                since = None
+                            if since is not None:
+                                rows, weights = packer.decide(source, arrival)
+                                if len(rows):
+                                    yield Batch(rows, arrival, weights)
+                                continue
+                        what = f"datagram from {address[0]}:{address[1]}"
                         try:
-                            records = _decode_datagram(payload, format)
+                            records = decode_datagram(payload, format)
                         except ValueError as err:
-                            source.count_error(
-                                "bad_datagram", f"datagram from {address[0]}:{address[1]}: {err}"
-                            )
+                            source.count_error("bad_datagram", f"{what}: {err}")
                             continue
-                        rows = packer.pack(records, source, arrival)
+                        rows, weights = packer.pack(records, source, arrival, what=what)
                         if len(rows):
-                            yield rows, arrival
+                            yield Batch(rows, arrival, weights)
                 finally:
-                    packer.finish(source)
+                    rows, weights = packer.finish(source, arrival)
+                    if len(rows):  # an end with records still held to learn the schema
+                        source.count_error(
+                            "incomplete",
+                            f"{len(rows)} sample(s) held to learn the schema when the stream ended",
+                            units=int(weights.sum()),
+                        )
 
         options.setdefault("overflow", "drop_oldest")
         source = cls(_producer=produce, **options)
+        source._ledger_unit = "datagram"
         return source
 
     def statistics(self) -> Mapping[str, Any]:
-        """Base counters plus the live stream's restarts and gaps."""
-        return {**super().statistics(), **self.watch.as_dict()}
+        """Base counters plus the live stream's restarts and gaps (and its UDP socket)."""
+        stats = {**super().statistics(), **self.watch.as_dict()}
+        if self.udp is not None:
+            stats["udp"] = self.udp.statistics().as_dict()
+        return stats
+
+    def udp_statistics(self) -> UdpStatistics | None:
+        """The UDP receiver's counters (``from_udp`` sources once listening), else ``None``."""
+        return None if self.udp is None else self.udp.statistics()
 
     async def wait_listening(self) -> int:
         """Wait until a ``from_udp`` source is bound; return its port."""
@@ -395,45 +411,52 @@ class TimeSeriesSource(Source):
     async def frames(self) -> AsyncIterator[Frame]:
         clock = current_clock()
         start: tuple[int, int] | None = None
-        pending: np.ndarray | None = None
+        pending: Batch | None = None
         arrival: int | None = None
-        async for chunk, arrival in self._producer():
+        async for batch in self._producer():
+            arrival = batch.arrival
             restarted = False
             # A sender restarted with its clock back: a new segment, not stale samples.
             if (
                 arrival is not None
                 and self._last_t is not None
-                and len(chunk)
-                and int(chunk["t"][0]) < self._last_t - self.watch.continuity.threshold_ns
+                and len(batch.rows)
+                and int(batch.rows["t"][0]) < self._last_t - self.watch.continuity.threshold_ns
             ):
+                if pending is not None and len(pending.rows):  # the old segment's last rows
+                    yield self._frame(pending.rows, pending.weights, pending.arrival)
                 self._last_t = None
                 pending = None
                 restarted = True
-            chunk = self._monotonic(chunk)
-            if pending is not None and len(pending):
-                chunk = np.concatenate([pending, chunk])
-            whole = len(chunk) - len(chunk) % self.block
+            rows, weights = self._monotonic(batch.rows, batch.weights)
+            if pending is not None and len(pending.rows):
+                rows = np.concatenate([pending.rows, rows])
+                weights = np.concatenate([pending.weights, weights])
+            whole = len(rows) - len(rows) % self.block
             for i in range(0, whole, self.block):
-                rows = chunk[i : i + self.block]
-                t = int(rows["t"][0])
+                block = rows[i : i + self.block]
+                t = int(block["t"][0])
                 if self.speed is not None:
                     start = start or (clock.now(), t)
                     await clock.sleep_until(start[0] + round((t - start[1]) / self.speed))
-                frame = self.make_frame(t, rows, t_arrival=arrival)
+                frame = self._frame(block, weights[i : i + self.block], arrival)
                 if arrival is not None:
                     change = self.watch.check(frame)
                     if restarted and (change is None or not change.restarted):
                         frame.meta["segment_start"] = True
                     restarted = False
                 yield frame
-            pending = chunk[whole:]
-        if pending is not None and len(pending):
-            yield self.make_frame(int(pending["t"][0]), pending, t_arrival=arrival)
+            pending = Batch(rows[whole:], arrival, weights[whole:])
+        if pending is not None and len(pending.rows):
+            yield self._frame(pending.rows, pending.weights, arrival)
         self._drop_held(self._last_t)  # a jump nothing confirmed: counted, not delivered
 
-    def _monotonic(self, chunk: np.ndarray) -> np.ndarray:
+    def _frame(self, rows: np.ndarray, weights: np.ndarray, arrival: int | None) -> Frame:
+        return self.make_frame(int(rows["t"][0]), rows, t_arrival=arrival, units=int(weights.sum()))
+
+    def _monotonic(self, chunk: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if self._max_jump is not None:
-            return self._bounded(chunk, self._max_jump)
+            return self._bounded(chunk, weights, self._max_jump)
         t = chunk["t"]
         floor = np.maximum.accumulate(t)
         if self._last_t is not None:
@@ -446,13 +469,16 @@ class TimeSeriesSource(Source):
                 "time_backwards",
                 f"{len(bad)} sample(s) dropped: stamp {int(t[bad[0]])} ns is before "
                 f"{int(floor[bad[0]])} ns",
+                units=int(weights[bad].sum()),
             )
-            chunk = chunk[keep]
+            chunk, weights = chunk[keep], weights[keep]
         if len(chunk):
             self._last_t = int(chunk["t"][-1])
-        return chunk
+        return chunk, weights
 
-    def _bounded(self, chunk: np.ndarray, bound: int) -> np.ndarray:
+    def _bounded(
+        self, chunk: np.ndarray, weights: np.ndarray, bound: int
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Rows that continue the recent stamps (``last <= t <= last + bound``).
 
         Others are held; :data:`REBASE_AFTER` consecutive held rows that
@@ -469,46 +495,51 @@ class TimeSeriesSource(Source):
             and bool(np.all((np.diff(t) >= 0) & (np.diff(t) <= bound)))
         ):
             self._last_t = int(t[-1])
-            return chunk
-        keep: list[np.ndarray] = []
+            return chunk, weights
+        keep: list[tuple[np.ndarray, int]] = []
         for i in range(len(chunk)):
             ti = int(t[i])
+            row = (chunk[i : i + 1], int(weights[i]))
             if last is None or last <= ti <= last + bound:
                 self._drop_held(last)
-                keep.append(chunk[i : i + 1])
+                keep.append(row)
                 last = ti
                 continue
-            held_last = int(self._held[-1]["t"][0]) if self._held else None
+            held_last = int(self._held[-1][0]["t"][0]) if self._held else None
             if held_last is None or not held_last <= ti <= held_last + bound:
                 self._drop_held(last)
-            self._held.append(chunk[i : i + 1])
+            self._held.append(row)
             if len(self._held) >= REBASE_AFTER:
                 self.count_error(
                     "time_rebased",
                     f"{len(self._held)} samples agree on a new time base: stamps jumped from "
-                    f"{last} ns to {int(self._held[0]['t'][0])} ns",
+                    f"{last} ns to {int(self._held[0][0]['t'][0])} ns",
+                    units=0,
                 )
                 keep.extend(self._held)
                 last = ti
                 self._held = []
         self._last_t = last
-        return np.concatenate(keep) if keep else chunk[:0]
+        if not keep:
+            return chunk[:0], weights[:0]
+        return np.concatenate([r for r, _ in keep]), np.array([w for _, w in keep], np.int64)
 
     def _drop_held(self, last: int | None) -> None:
         if not self._held:
             return
-        first = int(self._held[0]["t"][0])
+        first = int(self._held[0][0]["t"][0])
         reason = "time_backwards" if last is not None and first < last else "time_jump"
         self.errors[reason] += len(self._held) - 1
         self.count_error(
             reason,
             f"{len(self._held)} sample(s) dropped: stamp {first} ns is more than the bound "
             f"away from the recent stamps (last {last} ns)",
+            units=sum(w for _, w in self._held),
         )
         self._held = []
 
 
-# -- producers and record packing ----------------------------------------------------------
+# -- producers ------------------------------------------------------------------------------
 
 
 def _rows_array(
@@ -528,19 +559,9 @@ def _rows_array(
         return np.concatenate(good) if good else np.empty(0, dtype)
 
 
-def _cell(text: str, dtype: np.dtype[Any]) -> Any:
-    if dtype.kind in "iu":
-        return int(text, 0)
-    if dtype.kind == "b":
-        return text.strip().lower() in ("1", "true", "yes")
-    if dtype.kind == "f":
-        return float(text)
-    return text
-
-
 def _with_time_first(array: np.ndarray, time_field: str, time_unit: str) -> np.ndarray:
     """Copy a structured array into our layout: int64 ns ``t`` first, then the rest."""
-    scale = _unit(time_unit)
+    scale = unit_scale(time_unit)
     names = array.dtype.names
     if names is None or time_field not in names:
         raise ConfigError(
@@ -559,18 +580,24 @@ def _with_time_first(array: np.ndarray, time_field: str, time_unit: str) -> np.n
     return out
 
 
-def _array_producer(array: np.ndarray) -> Producer:
-    async def produce() -> AsyncIterator[tuple[np.ndarray, int | None]]:
+def _array_producer(array: np.ndarray, source: Source) -> Producer:
+    async def produce() -> AsyncIterator[Batch]:
         for i in range(0, len(array), _CHUNK_ROWS):
-            yield array[i : i + _CHUNK_ROWS], None
+            rows = array[i : i + _CHUNK_ROWS]
+            source.count_received(len(rows))
+            yield Batch(rows, None, np.ones(len(rows), np.int64))
 
     return produce
 
 
 def _thread_producer(chunks: Callable[[], Iterable[np.ndarray]]) -> Producer:
-    """Run a blocking chunk generator in a worker thread, one chunk per round trip."""
+    """Run a blocking chunk generator in a worker thread, one chunk per round trip.
 
-    async def produce() -> AsyncIterator[tuple[np.ndarray, int | None]]:
+    The generator counts what it reads (``count_received``) itself: each row
+    it yields settles one unit.
+    """
+
+    async def produce() -> AsyncIterator[Batch]:
         iterator = iter(chunks())
         clock = current_clock()
         while True:
@@ -578,178 +605,6 @@ def _thread_producer(chunks: Callable[[], Iterable[np.ndarray]]) -> Producer:
                 chunk = await anyio.to_thread.run_sync(next, iterator, None)
             if chunk is None:
                 return
-            yield chunk, None
+            yield Batch(chunk, None, np.ones(len(chunk), np.int64))
 
     return produce
-
-
-def _decode_datagram(payload: bytes, fmt: str) -> list[Any]:
-    if fmt == "jsonl":
-        try:
-            return [json.loads(line) for line in payload.splitlines() if line.strip()]
-        except (ValueError, UnicodeDecodeError) as err:  # JSONDecodeError, a 5,000-digit int
-            raise ValueError(f"not JSON lines: {err}") from err
-        except RecursionError:
-            raise ValueError("not JSON lines: nested too deep") from None
-    try:
-        decoded = msgpack.unpackb(payload, raw=False, strict_map_key=False)
-    except Exception as err:  # msgpack raises several unrelated types for bad input
-        raise ValueError(f"not msgpack: {err}") from err
-    return decoded if isinstance(decoded, list) else [decoded]
-
-
-class _RecordPacker:
-    """Turn mappings into rows of one structured dtype, fixed by ``fields`` or the first record."""
-
-    def __init__(
-        self,
-        time_field: str | None,
-        time_unit: str,
-        fields: Sequence[str] | np.dtype[Any] | None,
-    ) -> None:
-        self.time_field = time_field
-        self.scale = _unit(time_unit)
-        self.dtype: np.dtype[Any] | None = None
-        self.fixed = fields is not None
-        """``fields=`` fixed the schema: it is never learned again."""
-        self._held: list[Mapping[str, Any]] = []
-        self._held_keys: frozenset[Any] = frozenset()
-        self._held_missing: list[str] = []
-        if isinstance(fields, np.dtype):
-            self.dtype = np.dtype([("t", "<i8"), *((n, fields[n]) for n in fields.names or ())])
-        elif fields is not None:
-            self.dtype = np.dtype([("t", "<i8"), *((n, "<f8") for n in fields)])
-
-    def pack(self, records: list[Any], source: Source, arrival: int | None = None) -> np.ndarray:
-        rows: list[tuple[Any, ...]] = []
-        for record in records:
-            if isinstance(record, np.void) and record.dtype.names:
-                record = {n: record[n] for n in record.dtype.names}
-            if not isinstance(record, Mapping):
-                source.count_error("bad_record", f"expected a mapping, got {type(record).__name__}")
-                continue
-            if self.dtype is None:
-                self.dtype = self._infer(record)
-            before = self.dtype
-            admitted = self._admit(record, source)
-            if self.dtype is not before and rows:
-                source.count_error(
-                    "schema_mismatch", f"{len(rows)} record(s) of the old schema in the datagram"
-                )
-                rows = []
-            for rec in admitted:
-                try:
-                    if self.time_field is None:
-                        if arrival is None:
-                            raise KeyError("no time field and no arrival time")
-                        t = arrival
-                    else:
-                        t = _to_ns(rec[self.time_field], self.scale)
-                    rows.append((t, *(rec[n] for n in (self.dtype.names or ())[1:])))
-                except (KeyError, TypeError, ValueError, OverflowError) as err:
-                    source.count_error("bad_record", f"record {rec!r:.120}: {err!r}")
-        if not rows or self.dtype is None:
-            return np.empty(0, self.dtype or [("t", "<i8")])
-        try:
-            return np.array(rows, self.dtype)
-        except (TypeError, ValueError, OverflowError):  # one bad value spoils the batch
-            good = []
-            for row in rows:
-                try:
-                    good.append(np.array([row], self.dtype))
-                except (TypeError, ValueError, OverflowError) as err:
-                    source.count_error("bad_record", f"record {row!r:.120}: {err}")
-            return np.concatenate(good) if good else np.empty(0, self.dtype)
-
-    def _admit(self, record: Mapping[str, Any], source: Source) -> list[Mapping[str, Any]]:
-        """The records to pack now: ``record``, nothing (held), or a held run.
-
-        A record with the schema's fields is packed (extra fields counted as
-        ``extra_fields`` and left out). One lacking a field is held; when
-        :data:`REBASE_AFTER` consecutive records share the same other fields,
-        the schema is learned from them (``schema_changed``) and the run is
-        packed, so no good sample is lost to an odd first record. A held run
-        that ends otherwise is dropped and counted (``schema_mismatch``).
-        """
-        assert self.dtype is not None
-        names = (self.dtype.names or ())[1:]
-        keys = frozenset(k for k in record if k != self.time_field)
-        missing = [n for n in names if n not in keys]
-        if not missing:
-            self._drop_held(source)
-            if len(keys) > len(names):
-                extra = sorted(map(str, keys - set(names)))
-                source.count_error(
-                    "extra_fields", f"fields {', '.join(extra)} are not in the schema; left out"
-                )
-            return [record]
-        if self._held and self._held_keys != keys:
-            self._drop_held(source)
-        self._held.append(record)
-        self._held_keys = keys
-        self._held_missing = missing
-        if self.fixed or len(self._held) < REBASE_AFTER:
-            return []
-        inferred = self._infer(record)
-        if len(inferred.names or ()) < 2:
-            return []
-        held, self._held = self._held, []
-        source.count_error(
-            "schema_changed",
-            f"{len(held)} records in a row lack {', '.join(missing)}: the schema is now "
-            f"{', '.join((inferred.names or ())[1:])}",
-        )
-        self.dtype = inferred
-        return held
-
-    def finish(self, source: Source) -> None:
-        """The input ended: count records still held (they are dropped)."""
-        self._drop_held(source)
-
-    def _drop_held(self, source: Source) -> None:
-        if not self._held:
-            return
-        n = len(self._held)
-        source.errors["schema_mismatch"] += n - 1
-        source.count_error(
-            "schema_mismatch",
-            f"{n} record(s) lack field(s) {', '.join(self._held_missing)} of the schema; dropped",
-        )
-        self._held = []
-
-    def _infer(self, record: Mapping[str, Any]) -> np.dtype[Any]:
-        descr: list[tuple[Any, ...]] = [("t", "<i8")]
-        for key, value in record.items():
-            if key == self.time_field:
-                continue
-            if isinstance(value, bool):
-                descr.append((str(key), "?"))
-            elif isinstance(value, int):
-                descr.append((str(key), "<i8"))
-            elif isinstance(value, float):
-                descr.append((str(key), "<f8"))
-            elif isinstance(value, (list, tuple)) and value:
-                descr.append((str(key), "<f8", (len(value),)))
-            elif isinstance(value, (np.generic, np.ndarray)):
-                descr.append((str(key), value.dtype, np.shape(value)))
-        return np.dtype(descr)
-
-
-def _to_ns(value: Any, scale: int) -> int:
-    """A stamp as int64 ns; ``ValueError`` for anything else (text, inf, beyond int64)."""
-    if isinstance(value, bool):
-        raise ValueError(f"time {value!r} is not a number")
-    if isinstance(value, str):
-        try:
-            return _decimal_ns(Decimal(value), scale, value)
-        except ArithmeticError:
-            raise ValueError(f"time {value!r:.40} is not a number") from None
-    elif isinstance(value, (float, np.floating)):
-        if not math.isfinite(value):
-            raise ValueError(f"time {value} is not finite")
-        ns = round(float(value) * scale)
-    else:
-        ns = int(value) * scale
-    if not _INT64[0] <= ns <= _INT64[1]:
-        raise ValueError(f"time {value!r:.40} is beyond int64 nanoseconds")
-    return ns

@@ -232,6 +232,9 @@ def build_source(cfg: Any, copied: set[str] | None = None) -> Any:
             rate_hz=cfg.rate_hz,
             block=cfg.block,
             jump_threshold=cfg.jump_threshold_s,
+            sender=cfg.sender,
+            sender_timeout=cfg.sender_timeout_s,
+            recv_buffer=cfg.recv_buffer,
         )
     if isinstance(cfg, NmeaConfig):
         from adapters.nmea import NmeaSource

@@ -242,6 +242,24 @@ class TimeSeriesUdpConfig(_SourceBase):
     rate_hz: float | None = Field(None, gt=0)
     block: int = Field(1, ge=1)
     jump_threshold_s: float = Field(1.0, gt=0)
+    sender: str | None = None
+    """The only sender taken (``"10.0.0.5"`` or ``"10.0.0.5:5000"``); default: the first heard."""
+    sender_timeout_s: float | None = Field(0.5, gt=0)
+    """Seconds of silence after which another sender is followed (without ``sender``)."""
+    recv_buffer: int | None = Field(None, gt=0)
+    """The socket's receive buffer in bytes (default: the system's)."""
+
+    @field_validator("sender")
+    @classmethod
+    def _sender_is_an_address(cls, value: str | None) -> str | None:
+        if value is not None:
+            from adapters.net.udp import parse_sender
+
+            try:
+                parse_sender(value)
+            except ConfigError as err:
+                raise ValueError(str(err)) from None
+        return value
 
 
 class NmeaConfig(_SourceBase):

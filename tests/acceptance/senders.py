@@ -5,11 +5,14 @@ sample over UDP, stamped with its own clock (nanoseconds since it started, so a
 restarted sender starts again near 0, as a rebooted device does), and carrying
 the sender's wall clock (``w``, Unix ns) so a test can check the recording's dates.
 
+``python senders.py flood PORT --seconds S``: JSON-line samples as fast as one core
+sends them, for S seconds (a sender that outruns its receiver: loopback's top rate).
+
 ``python senders.py pcap PORT FILE --loops N``: a Velodyne capture replayed
 over UDP at its captured rate (each datagram sent at its capture time
 relative to the first), ``N`` times in a row.
 
-Both print one line ``sent N`` on stdout when they end or get SIGTERM/SIGINT.
+Each prints one line ``sent N`` on stdout when they end or get SIGTERM/SIGINT.
 The ``ffmpeg`` CLI is the video sender (see ``live_helpers.ffmpeg_sender``).
 """
 
@@ -77,6 +80,21 @@ def imu(port: int, rate: float, seconds: float) -> int:
     return sent
 
 
+def flood(port: int, seconds: float) -> int:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
+    end = time.monotonic() + seconds
+    sent = 0
+    address = ("127.0.0.1", port)
+    with _signals_held():  # bounded by ``seconds``: the stop signal waits for the count
+        while time.monotonic() < end:
+            for _ in range(256):  # the clock read costs more than a send
+                sock.sendto(b'{"t": %d, "v": 1.0}' % (sent * 1000), address)
+                sent += 1
+    sock.close()
+    return sent
+
+
 def pcap(port: int, path: Path, loops: int, data_port: int = 2368) -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     from adapters.lidar.pcap import PcapReader
@@ -112,6 +130,9 @@ def main() -> int:
     p_imu.add_argument("port", type=int)
     p_imu.add_argument("--rate", type=float, default=100.0)
     p_imu.add_argument("--seconds", type=float, default=0.0, help="0: until signalled")
+    p_flood = sub.add_parser("flood")
+    p_flood.add_argument("port", type=int)
+    p_flood.add_argument("--seconds", type=float, default=2.0)
     p_pcap = sub.add_parser("pcap")
     p_pcap.add_argument("port", type=int)
     p_pcap.add_argument("file", type=Path)
@@ -121,6 +142,8 @@ def main() -> int:
     signal.signal(signal.SIGINT, _on_signal)
     if args.kind == "imu":
         sent = imu(args.port, args.rate, args.seconds)
+    elif args.kind == "flood":
+        sent = flood(args.port, args.seconds)
     else:
         sent = pcap(args.port, args.file, args.loops)
     print(f"sent {sent}", flush=True)

@@ -64,7 +64,7 @@ async def test_hostile_udp_datagrams_cost_themselves_next_to_a_healthy_sensor(
         b"\xff\xfe not text",
     ]
     datagrams = [
-        json.dumps({"t": base - MS, "other": 5}).encode(),  # odd keys first: not the schema
+        json.dumps({"t": base - MS, "other": 5}).encode(),  # odd keys first: costs itself
         *good[:10],
         *hostile,
         *good[10:],
@@ -84,20 +84,25 @@ async def test_hostile_udp_datagrams_cost_themselves_next_to_a_healthy_sensor(
                     sock.sendto(datagram, ("127.0.0.1", port))
                     await anyio.sleep(0.002)
             # The hub's counters have no event to wait on: poll them (bounded by fail_after).
-            while pipeline.statistics().hub.sensors["udp"].frames_in < 21:  # noqa: ASYNC110
+            while pipeline.statistics().hub.sensors["udp"].frames_in < 20:  # noqa: ASYNC110
                 await anyio.sleep(0.01)
             while pipeline.statistics().hub.sensors["imu"].frames_in < 100:  # noqa: ASYNC110
                 await anyio.sleep(0.01)
             pipeline.stop()
     got = recorded(path)
     assert len(got["imu"]) == 100  # every healthy frame
-    assert got["udp"] == [base - MS] + [base + i * MS for i in range(20)]
+    assert got["udp"] == [base + i * MS for i in range(20)]
     errors = udp.errors
     assert errors["bad_record"] == 3  # "abc", 1e400, beyond int64
     assert errors["bad_datagram"] == 3  # nested, 5,000 digits, not text
     assert errors["time_jump"] == 1  # 2**62: held, dropped when good stamps went on
-    assert errors["schema_changed"] == 1
-    assert "schema_mismatch" not in errors  # the held good samples were delivered
+    assert errors["schema_mismatch"] == 1  # the majority of the first samples is the schema
+    assert "schema_changed" not in errors
+    ledger = udp.ledgers()["udp"]
+    assert ledger.unit == "datagram"
+    assert ledger.received == len(datagrams)
+    assert ledger.emitted == 20
+    assert ledger.received == ledger.emitted + ledger.lost_total
     assert pipeline.statistics().hub.sources_failed == {}
 
 
@@ -113,12 +118,24 @@ async def test_a_schema_fixed_by_fields_drops_other_records_in_words() -> None:
     assert "fields extra are not in the schema" in str(source.last_error)
 
 
-async def test_a_run_of_records_with_new_fields_becomes_the_schema() -> None:
+async def test_an_odd_first_record_costs_itself_not_the_schema() -> None:
     records = [{"t": 0, "a": 1.0}] + [{"t": 1 + i, "b": float(i)} for i in range(REBASE_AFTER)]
     source = TimeSeriesSource.from_iterable(records, name="s")
     async with source:
         frames = [f async for f in source.frames()]
-    assert [f.t for f in frames] == list(range(REBASE_AFTER + 1))
+    assert [f.t for f in frames] == list(range(1, REBASE_AFTER + 1))
+    assert frames[0].data.dtype.names == ("t", "b")
+    assert source.errors == {"schema_mismatch": 1}
+
+
+async def test_a_run_of_records_with_new_fields_becomes_the_schema() -> None:
+    first = [{"t": i, "a": 1.0} for i in range(REBASE_AFTER)]
+    records = first + [{"t": 10 + i, "b": float(i)} for i in range(REBASE_AFTER)]
+    source = TimeSeriesSource.from_iterable(records, name="s")
+    async with source:
+        frames = [f async for f in source.frames()]
+    assert [f.t for f in frames] == [r["t"] for r in records]
+    assert frames[0].data.dtype.names == ("t", "a")
     assert frames[-1].data.dtype.names == ("t", "b")
     assert source.errors == {"schema_changed": 1}
 
@@ -138,7 +155,7 @@ async def test_a_csv_bad_row_costs_that_row(tmp_path: Path) -> None:
     lines[100] = "1e400,1,1"  # time beyond int64
     lines[200] = "2.0,abc,1"  # a value that is not a number
     lines[300] = f"3.0,1,{10**30}"  # an integer beyond int64
-    lines[400] = "4.0"  # a missing cell
+    lines[400] = "4.0"  # missing cells: the row does not fit the schema
     lines[500] = "1e999999999,1,1"  # an exponent that would build a huge integer
     path = tmp_path / "s.csv"
     path.write_text("\n".join(lines) + "\n")
@@ -146,8 +163,11 @@ async def test_a_csv_bad_row_costs_that_row(tmp_path: Path) -> None:
     async with source:
         frames = [f async for f in source.frames()]
     assert len(frames) == 5000 - 5
-    assert source.errors == {"bad_row": 5}
-    assert "line 301" in str(source.last_error) or "line" in str(source.last_error)
+    assert source.errors == {"bad_row": 4, "schema_mismatch": 1}
+    assert "line 301: Python int too large" in str(source.last_error)  # found per chunk
+    ledger = source.ledgers()["csv"]
+    assert (ledger.unit, ledger.received, ledger.emitted) == ("row", 5000, 4995)
+    assert ledger.lost == {"bad_row": 4, "schema_mismatch": 1}
 
 
 async def test_bad_csv_rows_next_to_a_healthy_sensor(tmp_path: Path) -> None:
@@ -255,8 +275,8 @@ def test_a_sweep_that_never_closes_is_bounded() -> None:
 
 
 def test_msgpack_datagram_nested_deep_is_a_bad_datagram() -> None:
-    from adapters.timeseries import _decode_datagram
+    from adapters.timeseries_records import decode_datagram
 
     with pytest.raises(ValueError, match="not msgpack"):
-        _decode_datagram(b"\x91" * 100_000 + b"\xc0", "msgpack")
+        decode_datagram(b"\x91" * 100_000 + b"\xc0", "msgpack")
     assert msgpack.unpackb(msgpack.packb({"t": 1})) == {"t": 1}
