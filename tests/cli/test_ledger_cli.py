@@ -19,7 +19,7 @@ import numpy as np
 from fusion import ExactTime, Frame, Pipeline
 from fusion.metrics import parse_prometheus, prometheus_text
 from recordings import Recorder, open_recording
-from tests.cli.config_sources import Lossy, Ticker
+from tests.config.config_sources import Lossy, Ticker
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -96,7 +96,7 @@ def write_config(tmp_path: Path, bad_every: int) -> Path:
 [[sources]]
 type = "python"
 name = "lossy"
-class = "tests.cli.config_sources:Lossy"
+class = "tests.config.config_sources:Lossy"
 options = {{ count = 12, bad_every = {bad_every} }}
 
 [sync]

@@ -1,4 +1,4 @@
-"""A user's own Source class, named by a TOML config as ``tests.cli.config_sources:Ticker``."""
+"""A user's own Source class, named by a TOML config as ``tests.config.config_sources:Ticker``."""
 
 from __future__ import annotations
 

@@ -95,7 +95,7 @@ sensors = ["tick"]
 [[sources]]
 type = "python"
 name = "tick"
-class = "tests.cli.config_sources:Ticker"
+class = "tests.config.config_sources:Ticker"
 options = { count = 12, period_ms = 5 }
 """,
     )
@@ -116,9 +116,9 @@ options = { count = 12, period_ms = 5 }
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ('class = "tests.cli.config_sources:Nope"', "has no 'Nope'"),
+        ('class = "tests.config.config_sources:Nope"', "has no 'Nope'"),
         ('class = "no_such_module_xyz:Ticker"', "cannot import module 'no_such_module_xyz'"),
-        ('class = "tests.cli.config_sources:Ticker"\noptions = { cuont = 3 }', "cuont"),
+        ('class = "tests.config.config_sources:Ticker"\noptions = { cuont = 3 }', "cuont"),
         ('class = "pathlib:Path"', "is not a subclass of fusion.Source"),
         ('class = "not a class path"', "class"),
     ],

@@ -1,0 +1,1 @@
+"""Tests of hyperframes.config: TOML schema, validation and the factory."""
