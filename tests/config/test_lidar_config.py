@@ -1,4 +1,4 @@
-"""TOML keys of this area: ``layout`` on point-cloud files, the ``kitti_raw`` source type."""
+"""TOML keys of the lidar sources: ``layout`` on point-cloud files, ``kitti_raw`` sources."""
 
 from __future__ import annotations
 
