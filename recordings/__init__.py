@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         TruncatedRecording,
         UnsupportedVersion,
     )
+    from recordings.limits import ReadLimits
     from recordings.offline_sync import OfflineGroups, sync_recording
     from recordings.open import is_bag, open_source
     from recordings.reader import Recording, RecordingSummary, SensorSummary, open_recording
@@ -43,6 +44,7 @@ __all__ = [
     "CorruptChunk",
     "LimitExceeded",
     "OfflineGroups",
+    "ReadLimits",
     "Recorder",
     "RecorderClosed",
     "RecorderStatistics",
@@ -70,6 +72,7 @@ _HOMES = {
     "CorruptChunk": "recordings.errors",
     "LimitExceeded": "recordings.errors",
     "OfflineGroups": "recordings.offline_sync",
+    "ReadLimits": "recordings.limits",
     "Recorder": "recordings.writer",
     "RecorderClosed": "recordings.errors",
     "RecorderStatistics": "recordings.writer",

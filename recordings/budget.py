@@ -1,7 +1,8 @@
 """How much memory decoding a chunk may take: checked before any object is built.
 
 Theory of operation. Decompression is bounded by the sizes a chunk's meta
-declares (``max_chunk_bytes``), but the Python objects msgpack builds are
+declares (``max_chunk_bytes``; the limits are one
+:class:`~recordings.limits.ReadLimits`), but the Python objects msgpack builds are
 not bytes: one byte (``0x80``, an empty map) becomes a 64-byte dict, a
 3-byte map a 232-byte one, and an 8-byte record a 300-byte frame. A 3 KB
 zstd frame can hold millions of records. So a reader charges every chunk its
@@ -26,12 +27,7 @@ from __future__ import annotations
 
 from recordings.errors import LimitExceeded
 from recordings.layout import ChunkMeta
-
-DEFAULT_MAX_DECODED_BYTES = 1 << 30
-"""Memory a reader lets the chunks it holds decode to, all together (1 GiB)."""
-
-DEFAULT_MAX_CHUNK_FRAMES = 1 << 20
-"""Most frames one chunk may declare (a 1 s chunk of a 1 MHz stream)."""
+from recordings.limits import ReadLimits
 
 FRAME_COST = 320
 """Bytes of Python objects per decoded frame (Frame, its ints, meta dict, record row)."""
@@ -48,18 +44,19 @@ def static_cost(meta: ChunkMeta) -> int:
     return meta.raw_size + meta.count * FRAME_COST + meta.records_size * RECORD_BYTE_COST
 
 
-def admit(meta: ChunkMeta, *, max_frames: int, max_decoded_bytes: int, where: str) -> None:
-    """Refuse a chunk whose declared frames or raw size alone are over the limits."""
-    if meta.count > max_frames:
+def admit(meta: ChunkMeta, limits: ReadLimits, *, where: str) -> None:
+    """Refuse a chunk whose declared frames or raw size alone are over ``limits``
+    (``max_chunk_frames``, ``max_decoded_bytes``)."""
+    if meta.count > limits.max_chunk_frames:
         raise LimitExceeded(
-            f"{meta.describe()} declares {meta.count} frames, over the limit of {max_frames} "
-            "(max_chunk_frames); refusing to decode it",
+            f"{meta.describe()} declares {meta.count} frames, over the limit of "
+            f"{limits.max_chunk_frames} (max_chunk_frames); refusing to decode it",
             path=where or None,
             offset=meta.offset,
         )
     floor = meta.raw_size + meta.count * FRAME_COST
-    if floor > max_decoded_bytes:
-        raise _over(meta, floor, max_decoded_bytes, where)
+    if floor > limits.max_decoded_bytes:
+        raise _over(meta, floor, limits.max_decoded_bytes, where)
 
 
 def decoded_cost(head: bytes | memoryview, meta: ChunkMeta, *, budget: int, where: str) -> int:

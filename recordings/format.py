@@ -91,12 +91,6 @@ one damaged chunk costs at most about this much of every sensor's data."""
 DEFAULT_FLUSH_INTERVAL = 1.0
 """Seconds after which an open chunk is written even if small: the most a crash loses."""
 
-DEFAULT_MAX_CHUNK_BYTES = 1 << 30
-"""Largest raw (decompressed) or stored chunk a reader accepts unless told otherwise."""
-
-DEFAULT_MAX_META_BYTES = 64 * 1024 * 1024
-"""Largest record meta a reader accepts (an index of ~500k chunks)."""
-
 BLOB_ALIGN = 64
 """Arrays inside a raw chunk start at multiples of this, so views are SIMD-aligned."""
 

@@ -34,6 +34,7 @@ from fusion.frames import SensorSpec
 from recordings.errors import CorruptChunk, LimitExceeded, RecordingError, TruncatedRecording
 from recordings.format import CHUNK_KINDS, PREAMBLE, PRELUDE, SYNC, crc32
 from recordings.layout import spec_from_wire
+from recordings.limits import DEFAULT_LIMITS, ReadLimits
 from recordings.records import ChunkMeta
 
 _GC_PAUSE_BYTES = 64 * 1024
@@ -75,13 +76,14 @@ def parse_record_head(
     *,
     offset: int,
     where: str,
-    max_meta_bytes: int,
+    limits: ReadLimits = DEFAULT_LIMITS,
     available: int | None = None,
 ) -> RecordHead | NeedMore | RecordingError:
     """Parse the record whose bytes start ``data`` (see the module docstring).
 
     ``offset`` is where ``data`` starts in the input and ``where`` names the
-    input in errors. ``available``, when known (a file), is the number of
+    input in errors; a meta over ``limits.max_meta_bytes`` is refused
+    unread. ``available``, when known (a file), is the number of
     bytes from ``offset`` to the end of the input; it lets the parser report a
     record whose payload runs past the end as truncated.
     """
@@ -91,7 +93,7 @@ def parse_record_head(
     sync, kind, meta_len, payload_len, meta_crc, payload_crc = PRELUDE.unpack_from(view)
     if sync != SYNC:
         return CorruptChunk("no record starts here (bad sync bytes)", path=where, offset=offset)
-    if meta_len > max_meta_bytes:
+    if meta_len > limits.max_meta_bytes:
         # Lengths are unverified until the CRC is; a flipped bit lands here too.
         if available is not None and PRELUDE.size + meta_len > available:
             return CorruptChunk(
@@ -100,7 +102,7 @@ def parse_record_head(
                 offset=offset,
             )
         return LimitExceeded(
-            f"record meta of {meta_len} bytes is over the limit of {max_meta_bytes}",
+            f"record meta of {meta_len} bytes is over the limit of {limits.max_meta_bytes}",
             path=where,
             offset=offset,
         )

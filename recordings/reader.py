@@ -42,17 +42,10 @@ import numpy as np
 
 from fusion.frames import Frame, SensorSpec
 from fusion.wallclock import WallAnchor, WallClock
-from recordings.budget import (
-    DEFAULT_MAX_CHUNK_FRAMES,
-    DEFAULT_MAX_DECODED_BYTES,
-    admit,
-    static_cost,
-)
+from recordings.budget import admit, static_cost
 from recordings.errors import CorruptChunk, LimitExceeded, RecordingError, TruncatedRecording
 from recordings.format import (
     CHUNK_KINDS,
-    DEFAULT_MAX_CHUNK_BYTES,
-    DEFAULT_MAX_META_BYTES,
     END_MAGIC,
     PREAMBLE,
     PRELUDE,
@@ -63,6 +56,7 @@ from recordings.format import (
     unpack_preamble,
 )
 from recordings.ledgers import SensorLedger, parse_ledgers
+from recordings.limits import DEFAULT_LIMITS, ReadLimits
 from recordings.parser import (
     NeedMore,
     RecordHead,
@@ -189,22 +183,17 @@ class Recording:
         *,
         use_index: bool = True,
         strict: bool = False,
-        max_chunk_bytes: int = DEFAULT_MAX_CHUNK_BYTES,
-        max_meta_bytes: int = DEFAULT_MAX_META_BYTES,
+        limits: ReadLimits = DEFAULT_LIMITS,
         readahead: int | None = None,
-        max_decoded_bytes: int = DEFAULT_MAX_DECODED_BYTES,
-        max_chunk_frames: int = DEFAULT_MAX_CHUNK_FRAMES,
     ) -> None:
         self.path = Path(path)
-        self.max_decoded_bytes = max_decoded_bytes
-        """Memory the chunks being decoded (readahead included) may take as objects."""
-        self.max_chunk_frames = max_chunk_frames
+        self.limits = limits
+        """What one record or chunk may cost; ``max_decoded_bytes`` counts every chunk
+        being decoded (readahead included) together."""
         self.readahead = min(2, os.cpu_count() or 1) if readahead is None else readahead
         """Chunks decoded ahead of the one being read, in a thread pool (0: none)."""
         self._pool: ThreadPoolExecutor | None = None
         self.strict = strict
-        self.max_chunk_bytes = max_chunk_bytes
-        self.max_meta_bytes = max_meta_bytes
         self.damage: list[RecordingError] = []
         """Every problem found: at open, and in chunks as they are read."""
         self._damaged_offsets: set[int | str] = set()
@@ -342,7 +331,7 @@ class Recording:
                 data,
                 offset=offset,
                 where=str(self.path),
-                max_meta_bytes=self.max_meta_bytes,
+                limits=self.limits,
                 available=available,
             )
             if not isinstance(head, NeedMore):
@@ -375,7 +364,7 @@ class Recording:
                     _, kind, meta_len, payload_len, _, _ = PRELUDE.unpack_from(buf, i)
                     plausible = (
                         kind in _KINDS
-                        and meta_len <= self.max_meta_bytes
+                        and meta_len <= self.limits.max_meta_bytes
                         and candidate + PRELUDE.size + meta_len + payload_len <= self.size
                         and buf[i + PRELUDE.size] in _MAP_FIRST_BYTES
                     )
@@ -426,7 +415,7 @@ class Recording:
             self.raw_chunk(chunk),
             chunk,
             where=str(self.path),
-            max_decoded_bytes=self.max_decoded_bytes,
+            limits=self.limits,
         )
 
     def raw_chunk(self, chunk: ChunkMeta) -> np.ndarray[Any, np.dtype[np.uint8]]:
@@ -441,27 +430,21 @@ class Recording:
                 f"{chunk.describe()} is damaged: its record does not match the index",
                 **self._at(chunk.offset),
             )
-        if plen > self.max_chunk_bytes:
+        if plen > self.limits.max_chunk_bytes:
             raise LimitExceeded(
                 f"{chunk.describe()} stores {plen} bytes, over the limit of "
-                f"{self.max_chunk_bytes}; refusing to read it",
+                f"{self.limits.max_chunk_bytes}; refusing to read it",
                 **self._at(chunk.offset),
             )
-        if chunk.raw_size > self.max_chunk_bytes:  # refuse before reading anything big
-            decompress_chunk(b"", chunk, max_chunk_bytes=self.max_chunk_bytes, where=where)
-        admit(
-            chunk,
-            max_frames=self.max_chunk_frames,
-            max_decoded_bytes=self.max_decoded_bytes,
-            where=where,
-        )
+        self.limits.check_chunk_size(chunk, where=where)  # before reading anything big
+        admit(chunk, self.limits, where=where)
         payload = _read_scratch(self._fd, plen, rec.payload_offset)
         if crc32(payload) != rec.payload_crc:
             raise CorruptChunk(
                 f"{chunk.describe()} fails its CRC: its stored bytes changed",
                 **self._at(chunk.offset),
             )
-        return decompress_chunk(payload, chunk, max_chunk_bytes=self.max_chunk_bytes, where=where)
+        return decompress_chunk(payload, chunk, limits=self.limits, where=where)
 
     def select(
         self,
@@ -538,7 +521,7 @@ class Recording:
                 held = sum(static_cost(c) for c, _ in pending)
                 while todo and len(pending) <= self.readahead:
                     cost = static_cost(todo[0])
-                    if pending and held + cost > self.max_decoded_bytes:
+                    if pending and held + cost > self.limits.max_decoded_bytes:
                         break
                     c = todo.popleft()
                     pending.append((c, pool.submit(self._try_decode, c)))
@@ -785,11 +768,12 @@ def open_recording(
     *,
     use_index: bool = True,
     strict: bool = False,
-    max_chunk_bytes: int = DEFAULT_MAX_CHUNK_BYTES,
-    max_meta_bytes: int = DEFAULT_MAX_META_BYTES,
+    limits: ReadLimits | None = None,
     readahead: int | None = None,
-    max_decoded_bytes: int = DEFAULT_MAX_DECODED_BYTES,
-    max_chunk_frames: int = DEFAULT_MAX_CHUNK_FRAMES,
+    max_chunk_bytes: int | None = None,
+    max_meta_bytes: int | None = None,
+    max_decoded_bytes: int | None = None,
+    max_chunk_frames: int | None = None,
 ) -> Recording:
     """Open a ``.hfr`` file for reading (contract).
 
@@ -797,22 +781,23 @@ def open_recording(
     recording at all, or :class:`~recordings.errors.UnsupportedVersion`; damage
     anywhere else is reported in :attr:`Recording.damage` and skipped.
     ``use_index=False`` ignores the footer and scans the chunks (what a file
-    cut short by a crash gets anyway). ``max_chunk_bytes`` caps the memory a
-    single chunk may claim. ``readahead`` chunks are decompressed ahead in
-    worker threads while frames are read (default: 2, or 1 on one core; 0
-    reads everything in the calling thread). ``max_decoded_bytes`` bounds the
-    memory decoded objects of the chunks in flight may take (readahead
-    included) and ``max_chunk_frames`` the frames one chunk may declare; a
-    chunk over either is reported as :class:`~recordings.errors.LimitExceeded`
-    before anything is built (see :mod:`recordings.budget`).
+    cut short by a crash gets anyway). ``readahead`` chunks are decompressed
+    ahead in worker threads while frames are read (default: 2, or 1 on one
+    core; 0 reads everything in the calling thread).
+
+    ``limits`` (:class:`~recordings.limits.ReadLimits`, defaults without it)
+    bound what the file may cost, and each ``max_*`` given changes that one
+    limit: ``max_chunk_bytes`` caps the memory a single chunk may claim,
+    ``max_meta_bytes`` a record's meta, ``max_decoded_bytes`` the memory
+    decoded objects of the chunks in flight may take (readahead included) and
+    ``max_chunk_frames`` the frames one chunk may declare; a chunk over any is
+    reported as :class:`~recordings.errors.LimitExceeded` before anything is built
+    (see :mod:`recordings.budget`).
     """
-    return Recording(
-        path,
-        use_index=use_index,
-        strict=strict,
+    chosen = (limits or DEFAULT_LIMITS).replace(
         max_chunk_bytes=max_chunk_bytes,
         max_meta_bytes=max_meta_bytes,
-        readahead=readahead,
         max_decoded_bytes=max_decoded_bytes,
         max_chunk_frames=max_chunk_frames,
     )
+    return Recording(path, use_index=use_index, strict=strict, limits=chosen, readahead=readahead)

@@ -39,10 +39,10 @@ import numpy as np
 import zstandard
 
 from fusion.frames import Frame
-from recordings.budget import DEFAULT_MAX_DECODED_BYTES, decoded_cost
+from recordings.budget import decoded_cost
 from recordings.builder import ChunkBuilder
 from recordings.columns import ColumnChunk
-from recordings.errors import CorruptChunk, LimitExceeded
+from recordings.errors import CorruptChunk
 from recordings.format import BLOB_ALIGN, EXT_COLUMN, EXT_NDARRAY, Compression, RecordKind
 from recordings.layout import (
     INT64_MAX,
@@ -53,6 +53,7 @@ from recordings.layout import (
     blob_offset,
     spec_from_wire,
 )
+from recordings.limits import DEFAULT_LIMITS, ReadLimits
 
 __all__ = [
     "ChunkBuilder",
@@ -68,21 +69,19 @@ __all__ = [
 
 
 def decompress_chunk(
-    payload: bytes | memoryview, meta: ChunkMeta, *, max_chunk_bytes: int, where: str = ""
+    payload: bytes | memoryview,
+    meta: ChunkMeta,
+    *,
+    limits: ReadLimits = DEFAULT_LIMITS,
+    where: str = "",
 ) -> np.ndarray[Any, np.dtype[np.uint8]]:
     """The raw buffer of a chunk: read-only, 64-byte aligned, exactly ``meta.raw_size``.
 
     Never allocates more than the declared size: raises :class:`LimitExceeded`
-    if that is over ``max_chunk_bytes``, and :class:`CorruptChunk` if the
+    if that is over ``limits.max_chunk_bytes``, and :class:`CorruptChunk` if the
     payload does not decompress to exactly that many bytes.
     """
-    if meta.raw_size > max_chunk_bytes:
-        raise LimitExceeded(
-            f"{meta.describe()} declares {meta.raw_size} decompressed bytes, over the "
-            f"limit of {max_chunk_bytes}; refusing to decompress it",
-            path=where or None,
-            offset=meta.offset,
-        )
+    limits.check_chunk_size(meta, where=where)
     n = meta.raw_size
     buf = np.empty(n + BLOB_ALIGN, np.uint8)
     start = -buf.ctypes.data % BLOB_ALIGN
@@ -171,17 +170,17 @@ def decode_chunk(
     meta: ChunkMeta,
     *,
     where: str = "",
-    max_decoded_bytes: int = DEFAULT_MAX_DECODED_BYTES,
+    limits: ReadLimits = DEFAULT_LIMITS,
 ) -> DecodedChunk:
     """Decode and validate a raw chunk of either kind; arrays are read-only views of ``raw``.
 
-    The chunk's decoded cost is charged against ``max_decoded_bytes`` first
+    The chunk's decoded cost is charged against ``limits.max_decoded_bytes`` first
     (:mod:`recordings.budget`): a chunk over it raises :class:`LimitExceeded`
     before any object is built. Every record's fields are type- and
     range-checked (``t`` inside the meta's time range, ``seq``, ``t_sensor``
     and ``t_arrival`` int64, ``meta`` a map or nil).
     """
-    decoded_cost(raw.data[: meta.records_size], meta, budget=max_decoded_bytes, where=where)
+    decoded_cost(raw.data[: meta.records_size], meta, budget=limits.max_decoded_bytes, where=where)
     blob_start = blob_offset(meta.records_size)
     blob_len = len(raw) - blob_start
     # Where each extension's offsets count from, and where its region ends.

@@ -30,7 +30,7 @@ from collections.abc import AsyncIterator, Generator, Iterable
 from fusion.frames import Frame, SensorSpec
 from fusion.source import Source
 from fusion.timing import Pacer
-from recordings.format import DEFAULT_MAX_CHUNK_BYTES
+from recordings.limits import ReadLimits
 from recordings.reader import Recording, open_recording
 
 
@@ -41,7 +41,8 @@ class Replay(Source):
     ``sensors``, ``start`` and ``end`` (ns, half-open on ``t``) select frames.
     Damaged chunks are skipped and counted in :attr:`errors` as ``"damaged"``.
     ``path`` may be an open :class:`~recordings.Recording`, which the replay
-    then owns and closes.
+    then owns and closes; otherwise it is opened with ``limits``
+    (:class:`~recordings.ReadLimits`, the defaults without it).
     """
 
     def __init__(
@@ -53,14 +54,12 @@ class Replay(Source):
         start: int | None = None,
         end: int | None = None,
         loop: bool = False,
-        max_chunk_bytes: int = DEFAULT_MAX_CHUNK_BYTES,
+        limits: ReadLimits | None = None,
     ) -> None:
         if speed is not None and not speed > 0:
             raise ValueError(f"speed must be > 0 or None (as fast as possible), got {speed}")
         self._log: Recording | None = (
-            path
-            if isinstance(path, Recording)
-            else open_recording(path, max_chunk_bytes=max_chunk_bytes)
+            path if isinstance(path, Recording) else open_recording(path, limits=limits)
         )
         path = self._log.path
         summary = self._log.summary()

@@ -62,14 +62,9 @@ from fusion.frames import Frame, FrameGroup, SensorSpec
 from fusion.ledger import LedgerStatistics
 from fusion.timing import run_sync
 from recordings.errors import RecorderClosed, RecordingError
-from recordings.format import (
-    DEFAULT_MAX_CHUNK_BYTES,
-    RecordKind,
-    crc32,
-    pack_preamble,
-    pack_prelude,
-)
+from recordings.format import RecordKind, crc32, pack_preamble, pack_prelude
 from recordings.ledgers import ledger_entries
+from recordings.limits import DEFAULT_MAX_CHUNK_BYTES, ReadLimits
 from recordings.records import ChunkBuilder, ChunkMeta, decode_chunk, decompress_chunk
 from recordings.snapshot_file import SnapshotFile, fsync_dir
 from recordings.writer import _pack, encode_chunk
@@ -489,7 +484,7 @@ class SnapshotRecorder:
         raw = decompress_chunk(
             b"".join(held.payload),
             meta,
-            max_chunk_bytes=max(DEFAULT_MAX_CHUNK_BYTES, meta.raw_size),
+            limits=ReadLimits(max_chunk_bytes=max(DEFAULT_MAX_CHUNK_BYTES, meta.raw_size)),
         )
         builder = ChunkBuilder(index=index)
         for frame in decode_chunk(raw, meta).frames(None, lo, hi + 1):

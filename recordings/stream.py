@@ -20,18 +20,17 @@ from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
 
 from fusion.frames import Frame, SensorSpec
-from recordings.budget import DEFAULT_MAX_CHUNK_FRAMES, DEFAULT_MAX_DECODED_BYTES, admit
+from recordings.budget import admit
 from recordings.errors import CorruptChunk, LimitExceeded, RecordingError, TruncatedRecording
 from recordings.format import (
     CHUNK_KINDS,
-    DEFAULT_MAX_CHUNK_BYTES,
-    DEFAULT_MAX_META_BYTES,
     PREAMBLE,
     PRELUDE,
     RecordKind,
     crc32,
     unpack_preamble,
 )
+from recordings.limits import DEFAULT_LIMITS, ReadLimits
 from recordings.parser import (
     NeedMore,
     RecordHead,
@@ -53,16 +52,11 @@ class RecordingStream:
         stream: BinaryIO,
         *,
         name: str = "<stream>",
-        max_chunk_bytes: int = DEFAULT_MAX_CHUNK_BYTES,
-        max_meta_bytes: int = DEFAULT_MAX_META_BYTES,
-        max_decoded_bytes: int = DEFAULT_MAX_DECODED_BYTES,
-        max_chunk_frames: int = DEFAULT_MAX_CHUNK_FRAMES,
+        limits: ReadLimits = DEFAULT_LIMITS,
     ) -> None:
         self.name = name
-        self.max_decoded_bytes = max_decoded_bytes
-        self.max_chunk_frames = max_chunk_frames
-        self.max_chunk_bytes = max_chunk_bytes
-        self.max_meta_bytes = max_meta_bytes
+        self.limits = limits
+        """What one record or chunk of the stream may cost."""
         self.damage: list[RecordingError] = []
         """Every problem met so far."""
         self.specs: dict[str, SensorSpec] = {}
@@ -115,9 +109,7 @@ class RecordingStream:
         if not data:
             return None  # no trailer: the writer was killed between records
         while True:
-            head = parse_record_head(
-                data, offset=offset, where=self.name, max_meta_bytes=self.max_meta_bytes
-            )
+            head = parse_record_head(data, offset=offset, where=self.name, limits=self.limits)
             if not isinstance(head, NeedMore):
                 break
             data += self._read(head.size - len(data))
@@ -139,11 +131,12 @@ class RecordingStream:
             self._skip_or_report(payload_len, offset)
             return None
         self._take_specs(parse_specs(chunk.new_specs))
-        if payload_len > self.max_chunk_bytes or chunk.raw_size > self.max_chunk_bytes:
+        limit = self.limits.max_chunk_bytes
+        if payload_len > limit or chunk.raw_size > limit:
             self._report(
                 LimitExceeded(
                     f"{chunk.describe()} declares {max(payload_len, chunk.raw_size)} bytes, over "
-                    f"the limit of {self.max_chunk_bytes}; skipping it unread",
+                    f"the limit of {limit}; skipping it unread",
                     path=self.name,
                     offset=offset,
                 )
@@ -151,12 +144,7 @@ class RecordingStream:
             self._skip_or_report(payload_len, offset)
             return None
         try:
-            admit(
-                chunk,
-                max_frames=self.max_chunk_frames,
-                max_decoded_bytes=self.max_decoded_bytes,
-                where=self.name,
-            )
+            admit(chunk, self.limits, where=self.name)
         except LimitExceeded as err:
             self._report(err)
             self._skip_or_report(payload_len, offset)
@@ -175,12 +163,8 @@ class RecordingStream:
             )
             return None
         try:
-            raw = decompress_chunk(
-                payload, chunk, max_chunk_bytes=self.max_chunk_bytes, where=self.name
-            )
-            return decode_chunk(
-                raw, chunk, where=self.name, max_decoded_bytes=self.max_decoded_bytes
-            )
+            raw = decompress_chunk(payload, chunk, limits=self.limits, where=self.name)
+            return decode_chunk(raw, chunk, where=self.name, limits=self.limits)
         except RecordingError as err:
             self._report(err)
             return None
@@ -234,10 +218,11 @@ def read_stream(
     stream: BinaryIO,
     *,
     name: str = "<stream>",
-    max_chunk_bytes: int = DEFAULT_MAX_CHUNK_BYTES,
-    max_meta_bytes: int = DEFAULT_MAX_META_BYTES,
-    max_decoded_bytes: int = DEFAULT_MAX_DECODED_BYTES,
-    max_chunk_frames: int = DEFAULT_MAX_CHUNK_FRAMES,
+    limits: ReadLimits | None = None,
+    max_chunk_bytes: int | None = None,
+    max_meta_bytes: int | None = None,
+    max_decoded_bytes: int | None = None,
+    max_chunk_frames: int | None = None,
 ) -> RecordingStream:
     """Read a recording from a non-seekable binary stream, front to back, once.
 
@@ -246,12 +231,13 @@ def read_stream(
     damage goes to :attr:`RecordingStream.damage`. Raises
     :class:`~recordings.errors.RecordingError` if the stream is not a recording
     and :class:`~recordings.errors.UnsupportedVersion` for a newer major version.
+    ``limits`` bound what it reads (:class:`~recordings.limits.ReadLimits`);
+    each ``max_*`` given changes that one limit.
     """
-    return RecordingStream(
-        stream,
-        name=name,
+    chosen = (limits or DEFAULT_LIMITS).replace(
         max_chunk_bytes=max_chunk_bytes,
         max_meta_bytes=max_meta_bytes,
         max_decoded_bytes=max_decoded_bytes,
         max_chunk_frames=max_chunk_frames,
     )
+    return RecordingStream(stream, name=name, limits=chosen)

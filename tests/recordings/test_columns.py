@@ -26,7 +26,7 @@ def seal(frames: list[Frame]) -> DecodedChunk:
     for f in frames:
         builder.add(f)
     meta, parts, _ = encode_chunk(builder.seal(), 3)
-    raw = decompress_chunk(b"".join(parts[2:]), meta, max_chunk_bytes=1 << 30)
+    raw = decompress_chunk(b"".join(parts[2:]), meta)
     return decode_chunk(raw, meta)
 
 

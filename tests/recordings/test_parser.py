@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from recordings.errors import CorruptChunk, LimitExceeded, RecordingError, TruncatedRecording
 from recordings.format import PRELUDE, RecordKind, crc32, pack_prelude
+from recordings.limits import ReadLimits
 from recordings.parser import NeedMore, RecordHead, header_contents, parse_record_head
 
 LIMIT = 1 << 16
@@ -23,7 +24,11 @@ def record(meta: object, payload: bytes = b"", kind: int = RecordKind.HEADER) ->
 
 def parse(data: bytes, available: int | None = None) -> RecordHead | NeedMore | RecordingError:
     return parse_record_head(
-        data, offset=100, where="x.hfr", max_meta_bytes=LIMIT, available=available
+        data,
+        offset=100,
+        where="x.hfr",
+        limits=ReadLimits(max_meta_bytes=LIMIT),
+        available=available,
     )
 
 

@@ -26,7 +26,7 @@ def roundtrip(frames: list[Frame]) -> list[Frame]:
         builder.add(f)
     sealed = builder.seal()
     meta, parts, _ = encode_chunk(sealed, 3)
-    raw = decompress_chunk(b"".join(parts[2:]), meta, max_chunk_bytes=1 << 30)
+    raw = decompress_chunk(b"".join(parts[2:]), meta)
     return decode_frames(raw, meta)
 
 
@@ -113,7 +113,7 @@ def test_a_declared_size_over_the_limit_is_refused_before_allocating() -> None:
     meta, parts, _ = encode_chunk(builder.seal(), 3)
     huge = ChunkMeta.from_msgpack({**meta.to_msgpack(), "raw": 1 << 50})
     with pytest.raises(LimitExceeded, match=r"declares 1125899906842624 decompressed bytes"):
-        decompress_chunk(parts[2], huge, max_chunk_bytes=1 << 30)
+        decompress_chunk(parts[2], huge)
 
 
 def test_a_payload_that_lies_about_its_size_is_corrupt() -> None:
@@ -122,7 +122,7 @@ def test_a_payload_that_lies_about_its_size_is_corrupt() -> None:
     meta, parts, _ = encode_chunk(builder.seal(), 3)
     smaller = ChunkMeta.from_msgpack({**meta.to_msgpack(), "raw": meta.raw_size - 8})
     with pytest.raises(CorruptChunk, match=r"chunk 0 .* zstd frame claims \d+ bytes"):
-        decompress_chunk(parts[2], smaller, max_chunk_bytes=1 << 30)
+        decompress_chunk(parts[2], smaller)
 
 
 @pytest.mark.parametrize(
