@@ -207,8 +207,9 @@ class UdpStatistics:
 class UdpReceiver:
     """A bound UDP socket that counts each datagram in ``source``'s ledger (thin async shell).
 
-    Each datagram read is ``count_received``; one from a foreign sender is
-    then lost as ``foreign_sender``; kernel drops are lost as
+    Each datagram read is ``count_received`` (the followed sender's only with
+    ``counts_admitted``, the default); one from a foreign sender is then lost
+    as ``foreign_sender``; kernel drops are lost as
     ``kernel_overflow`` with ``arrived=False``. :meth:`receive` returns only
     the followed sender's datagrams; the caller makes them frames or counts
     them lost. Use as ``async with UdpReceiver(...) as rx:``.
@@ -224,6 +225,7 @@ class UdpReceiver:
         recv_buffer: int | None = None,
         sender_timeout: float | None = DEFAULT_SENDER_TIMEOUT,
         sensor: str | None = None,
+        counts_admitted: bool = True,
     ) -> None:
         if recv_buffer is not None and recv_buffer <= 0:
             raise ConfigError(f"recv_buffer must be > 0 bytes or None, got {recv_buffer}")
@@ -231,6 +233,9 @@ class UdpReceiver:
             raise ConfigError(f"sender_timeout must be > 0 seconds or None, got {sender_timeout}")
         self.source = source
         self.sensor = sensor
+        self.counts_admitted = counts_admitted
+        """False: the caller counts the datagrams :meth:`receive` returns (foreign ones and
+        kernel drops are still counted here)."""
         self.host = host
         self.port = port
         self.recv_buffer_requested = recv_buffer
@@ -356,9 +361,11 @@ class UdpReceiver:
                 continue
             now = clock.now()
             self.datagrams += 1
-            self.source.count_received(sensor=self.sensor)
             if self.filter.admit(address, now):
+                if self.counts_admitted:
+                    self.source.count_received(sensor=self.sensor)
                 return payload, address, now
+            self.source.count_received(sensor=self.sensor)
             self._count_foreign(address, len(payload))
 
     def _count_drops(self, drops: int) -> None:
