@@ -18,19 +18,18 @@ time of the packet that completed the sweep (pcap, Unix-epoch ns).
 from __future__ import annotations
 
 import logging
-import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import anyio
-from anyio.abc import SocketAttribute
 
 from adapters.errors import SourceOpenError
 from adapters.lidar.calibration import VelodyneModel, get_model
 from adapters.lidar.pcap import PcapReader, UdpDatagram
 from adapters.lidar.points import VELODYNE_DTYPE
 from adapters.lidar.velodyne_packets import WRAP_PERIOD_NS, RawSweep, SweepAssembler
+from adapters.net.udp import DEFAULT_SENDER_TIMEOUT, UdpReceiver
 from fusion.clock import ClockModel
 from fusion.continuity import StreamWatch
 from fusion.frames import Frame, Overflow, SensorSpec
@@ -70,6 +69,8 @@ class VelodyneSource(Source):
     which restarts the clock model); see :mod:`fusion.continuity`.
     """
 
+    _ledger_unit = "packet"
+
     def __init__(
         self,
         pcap: str | Path | None = None,
@@ -83,7 +84,9 @@ class VelodyneSource(Source):
         partial_sweeps: bool = True,
         speed: float | None = None,
         hour_base_ns: int = 0,
-        receive_buffer: int = 8 * 1024 * 1024,
+        recv_buffer: int | None = 8 * 1024 * 1024,
+        sender: str | None = None,
+        sender_timeout: float | None = DEFAULT_SENDER_TIMEOUT,
         clock: ClockModel | None = None,
         capacity: int = 8,
         overflow: Overflow | None = None,
@@ -104,7 +107,11 @@ class VelodyneSource(Source):
         self.partial_sweeps = partial_sweeps
         self.speed = speed
         self.hour_base_ns = hour_base_ns
-        self.receive_buffer = receive_buffer
+        self.recv_buffer = recv_buffer
+        self.sender = sender
+        self.sender_timeout = sender_timeout
+        self.udp: UdpReceiver | None = None
+        """The live socket's receiver (kernel drops, foreign senders), once listening."""
         live = self.pcap is None
         super().__init__(
             SensorSpec(
@@ -201,23 +208,24 @@ class VelodyneSource(Source):
     async def _live_frames(self) -> AsyncIterator[Frame]:
         assert self.port is not None
         self.assembler = self._new_assembler()
-        try:
-            sock = await anyio.create_udp_socket(
-                family=socket.AF_INET, local_host=self.host, local_port=self.port
-            )
-        except OSError as err:
-            raise SourceOpenError(
-                f"cannot listen on UDP {self.host}:{self.port}: {err}", sensor=self.name
-            ) from err
-        async with sock:
-            raw_socket = sock.extra(SocketAttribute.raw_socket)
-            raw_socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.receive_buffer)
-            self._bound_port = sock.extra(SocketAttribute.local_port)
+        receiver = UdpReceiver(
+            self,
+            host=self.host,
+            port=self.port,
+            sender=self.sender,
+            recv_buffer=self.recv_buffer,
+            sender_timeout=self.sender_timeout,
+            counts_admitted=False,  # counted below, as the packets they are
+        )
+        async with receiver:
+            self.udp = receiver
+            self._bound_port = receiver.port
             self._listening.set()
             while True:
-                payload, address = await sock.receive()
+                payload, address, arrival = await receiver.receive()
+                self.count_received()
                 self._where = f"datagram from {address[0]}:{address[1]}: "
-                sweeps = self.assembler.push(payload, self.now())
+                sweeps = self.assembler.push(payload, arrival)
                 self._refuse_dual_return()
                 for raw in sweeps:
                     if self._wanted(raw):
@@ -229,7 +237,10 @@ class VelodyneSource(Source):
     # -- shared --------------------------------------------------------------------------
 
     def _wanted(self, raw: RawSweep) -> bool:
-        return self.partial_sweeps or not raw.partial
+        if self.partial_sweeps or not raw.partial:
+            return True
+        self.ledger().lose("partial_sweep", len(raw.packets))
+        return False
 
     def _refuse_dual_return(self) -> None:
         if self.assembler.rejected["dual_return"] and not self._warned_dual:
@@ -248,6 +259,7 @@ class VelodyneSource(Source):
             points,
             t_arrival=raw.t_arrival,
             meta={"partial": raw.partial, "packets": len(raw.packets)},
+            units=len(raw.packets),
         )
 
     def statistics(self) -> dict[str, Any]:
@@ -258,6 +270,8 @@ class VelodyneSource(Source):
             ignored_datagrams=self.ignored_datagrams,
             **self.watch.as_dict(),
         )
+        if self.udp is not None:
+            stats["udp"] = self.udp.statistics().as_dict()
         return stats
 
     def __repr__(self) -> str:
