@@ -183,7 +183,13 @@ def build_source(cfg: Any, copied: set[str] | None = None) -> Any:
         from adapters.lidar import VelodyneSource
 
         return VelodyneSource(
-            cfg.pcap, model=cfg.model, port=cfg.port, name=cfg.name, speed=cfg.speed
+            cfg.pcap,
+            model=cfg.model,
+            port=cfg.port,
+            name=cfg.name,
+            speed=cfg.speed,
+            recv_buffer=cfg.recv_buffer,
+            sender=cfg.sender,
         )
     if isinstance(cfg, PointCloudFilesConfig):
         from adapters.lidar import PointCloudFiles

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     AliasChoices,
     BaseModel,
     ConfigDict,
@@ -163,12 +164,31 @@ class VideoConfig(_SourceBase, _Sized):
         return value
 
 
+def _check_sender(value: str | None) -> str | None:
+    """A UDP ``sender`` option is an IPv4 address, optionally with ``:port``."""
+    if value is not None:
+        from adapters.net.udp import parse_sender
+
+        try:
+            parse_sender(value)
+        except ConfigError as err:
+            raise ValueError(str(err)) from None
+    return value
+
+
+UdpSender = Annotated[str | None, AfterValidator(_check_sender)]
+
+
 class VelodyneConfig(_SourceBase):
     type: Literal["velodyne"]
     model: str
     pcap: str | None = None
     port: int | None = Field(None, ge=0, le=65535)
     speed: float | None = Field(None, gt=0)
+    recv_buffer: int = Field(8 * 1024 * 1024, gt=0)
+    """Live: the socket's receive buffer in bytes (the effective size is logged)."""
+    sender: UdpSender = None
+    """Live: the only sender taken (``"10.0.0.5"`` or ``"10.0.0.5:2368"``)."""
 
     @model_validator(mode="after")
     def _one_input(self) -> VelodyneConfig:
@@ -242,24 +262,12 @@ class TimeSeriesUdpConfig(_SourceBase):
     rate_hz: float | None = Field(None, gt=0)
     block: int = Field(1, ge=1)
     jump_threshold_s: float = Field(1.0, gt=0)
-    sender: str | None = None
+    sender: UdpSender = None
     """The only sender taken (``"10.0.0.5"`` or ``"10.0.0.5:5000"``); default: the first heard."""
     sender_timeout_s: float | None = Field(0.5, gt=0)
     """Seconds of silence after which another sender is followed (without ``sender``)."""
     recv_buffer: int | None = Field(None, gt=0)
     """The socket's receive buffer in bytes (default: the system's)."""
-
-    @field_validator("sender")
-    @classmethod
-    def _sender_is_an_address(cls, value: str | None) -> str | None:
-        if value is not None:
-            from adapters.net.udp import parse_sender
-
-            try:
-                parse_sender(value)
-            except ConfigError as err:
-                raise ValueError(str(err)) from None
-        return value
 
 
 class NmeaConfig(_SourceBase):
