@@ -1,10 +1,12 @@
 """``BagSource``: ROS 1 and ROS 2 bags as a source of frames, no ROS install needed.
 
-Theory of operation. The bag is opened with ``rosbags``' ``AnyReader``, which
-reads ROS 2 bags (MCAP or sqlite3, the bare storage file or the bag
-directory) and ROS 1 ``.bag`` files, and deserialises messages from the type
-definitions stored in the bag (the ROS 2 Humble or ROS 1 Noetic standard types
-when a bag has none). Each mapped topic becomes one sensor.
+Theory of operation. The bag is opened with :class:`~adapters.bags.reader.BagReader`
+(``rosbags``' readers, made to open every bag rosbag2 writes: sqlite3 or MCAP,
+the bare storage file or the bag directory, file- or message-compressed, with
+or without stored type definitions, QoS metadata that disagrees with the
+storage) and ROS 1 ``.bag`` files. Types come from the definitions stored in
+the bag, else from the default type store of ``ros_distro`` (the newest ROS 2
+LTS release rosbags ships, by default). Each mapped topic becomes one sensor.
 
 Messages come out in log-time order, the order the bag recorder received
 them. They are read and decoded in a worker thread in batches of a few hundred
@@ -29,23 +31,27 @@ What is a bag is decided by content (:mod:`adapters.bags.detect`): a ROS 2
 directory by its ``metadata.yaml`` whatever its name, a ROS 1 file by its
 ``#ROSBAG V2.0`` header whatever its suffix.
 
-A message that does not decode is counted by reason in :attr:`errors` and
-consumes its ``seq`` (a gap in ``seq`` is a message lost), as in
-:class:`~adapters.VideoSource`. A damaged chunk of a ROS 1 bag or an MCAP
-costs that chunk: reading goes on after it, and each is counted
-(``damaged_chunk``) with its log-time range and about how many messages it
-held (:attr:`BagSource.lost_messages`); a bag without chunk indexes (sqlite3)
-stops at the damage, counted (``damaged``), never with a traceback.
+The ledger's unit is the **message**. Every message read ends as a frame or
+as a loss of its topic's sensor: ``undecodable`` (bytes that do not
+deserialise or decompress; the message consumes its ``seq``, so a gap in
+``seq`` is a message lost). Read without a time window, every topic is
+checked against the bag's index (``metadata.yaml``, the MCAP summary, the ROS
+1 index): messages it promised that were never read are lost as
+``missing``. A topic that cannot be read at all (no type, a definition that
+does not parse) is listed in :attr:`BagSource.unsupported` and its indexed
+messages are lost as ``unsupported_type`` under the sensor it would have had;
+asking for one by name is an error that names its type.
 
-Topics whose type cannot be deserialised (no definition in the bag nor in the
-default type store) are listed in :attr:`BagSource.unsupported` and skipped
-when reading every topic; asking for one by name is an error that names its
-type.
+A damaged chunk of a ROS 1 bag or an MCAP costs that chunk: reading goes on
+after it, and each is reported (``damaged_chunk``, a warning) with its
+log-time range and about how many messages it held
+(:attr:`BagSource.lost_messages`); the messages themselves are the topics'
+``missing``. A bag without chunk indexes (sqlite3) stops at the damage
+(``damaged``), never with a traceback.
 """
 
 from __future__ import annotations
 
-import io
 import os
 import re
 from collections.abc import AsyncIterator, Generator, Iterator, Mapping, Sequence
@@ -53,10 +59,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from adapters.bags.detect import bag_format, not_a_bag
 from adapters.bags.messages import Decoder, decoder_info, header_stamp
 from adapters.bags.passthrough import MSGDEF, MSGTYPE, RAW, SERIALIZATION, message_definition
 from adapters.bags.rawdecode import RAW_ERRORS, Malformed, RawDecoder, raw_decoder, standard_layout
+from adapters.bags.reader import BagReader, decompress_message, read_resilient
 from adapters.errors import DecodeError, SourceOpenError
 from fusion.frames import Frame, SensorSpec
 from fusion.source import Source
@@ -64,6 +70,7 @@ from fusion.timing import current_clock
 
 _BATCH_MESSAGES = 256
 _BATCH_BYTES = 8 << 20
+_MAX_REPORTS = 1000
 
 _Route = tuple[str, str, Decoder, RawDecoder | None]
 """``(sensor, topic, decoder, raw decoder or None)`` of one connection."""
@@ -99,97 +106,6 @@ def parse_topics(items: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def _chunk_spans(reader: Any) -> list[tuple[int, int, int]] | None:
-    """``(first, last log time, messages)`` of every chunk of an open ``AnyReader``.
-
-    From the chunk indexes rosbags keeps for ROS 1 bags and MCAP files; None
-    for storage without chunks (sqlite3) or a rosbags that keeps them elsewhere.
-    """
-    spans: list[tuple[int, int, int]] = []
-    try:
-        for r in reader.readers:
-            infos = getattr(r, "chunk_infos", None)  # ROS 1
-            if infos is not None:
-                spans += [
-                    (c.start_time, c.end_time, sum(c.connection_counts.values())) for c in infos
-                ]
-                continue
-            storage = getattr(r, "storage", None)  # ROS 2: one file, or a directory of them
-            for part in getattr(storage, "storages", None) or [storage]:
-                chunks = getattr(part, "chunks", None)  # MCAP
-                if not chunks:
-                    return None
-                spans += [
-                    (c.message_start_time, c.message_end_time, sum(c.channel_count.values()))
-                    for c in chunks
-                ]
-    except (AttributeError, TypeError):
-        return None
-    return sorted(spans) or None
-
-
-def _forget_open_chunk(reader: Any) -> None:
-    """After a read error, drop the ROS 1 reader's cached chunk (it may be half-replaced)."""
-    for r in getattr(reader, "readers", ()):
-        if isinstance(getattr(r, "current_chunk", None), tuple):
-            r.current_chunk = (-1, io.BytesIO())
-
-
-def _open_reader(path: Path) -> tuple[Any, Any]:
-    """An open ``AnyReader`` and the standard typestore of the bag's ROS version.
-
-    The ROS version comes from the content (:func:`~adapters.bags.detect.bag_format`):
-    ``AnyReader`` goes by the ``.bag`` suffix, which a ROS 2 bag directory may
-    carry and a ROS 1 file may lack, so its readers are replaced when it guessed wrong.
-    """
-    try:
-        from rosbags.highlevel import AnyReader
-        from rosbags.rosbag1 import Reader as Reader1
-        from rosbags.rosbag2 import Reader as Reader2
-        from rosbags.typesys import Stores, get_typestore
-    except ImportError as err:  # pragma: no cover - rosbags is an install requirement
-        raise SourceOpenError(
-            "reading ROS bags needs the 'rosbags' package, a hyperframes dependency: "
-            "reinstall hyperframes from its clone (pip install .)"
-        ) from err
-    fmt = bag_format(path)
-    if fmt is None:
-        raise SourceOpenError(f"cannot open bag: {not_a_bag(path)}")
-    is2 = fmt == "ros2"
-    standard = get_typestore(Stores.ROS2_HUMBLE if is2 else Stores.ROS1_NOETIC)
-    if is2 and path.is_dir():
-        path = _single_mcap(path) or path
-    if (path.suffix == ".bag") != is2:
-        reader = AnyReader([path], default_typestore=standard)
-    else:
-        # AnyReader picks its readers by suffix and would refuse (or misread) this
-        # path: build the same instance with the right reader (rosbags 0.11 layout).
-        reader = AnyReader.__new__(AnyReader)
-        reader.paths = [path]
-        reader.is2 = is2
-        reader.stack = None
-        reader.connections = []
-        reader.default_typestore = standard
-        reader.typestore = get_typestore(Stores.EMPTY)
-        reader.readers = [Reader2(path)] if is2 else [Reader1(path)]
-    reader.open()
-    return reader, standard
-
-
-def _single_mcap(directory: Path) -> Path | None:
-    """The storage file of a ROS 2 bag directory holding exactly one MCAP file, else ``None``.
-
-    Such a bag is read from the file: its channels and schemas say everything,
-    while rosbags' directory reader matches ``metadata.yaml``'s QoS profiles
-    against the channels' and yields nothing where they disagree (ros2's own
-    talker test bag).
-    """
-    storage = [p for p in directory.iterdir() if p.suffix in (".mcap", ".db3")]
-    if len(storage) == 1 and storage[0].suffix == ".mcap" and storage[0].is_file():
-        return storage[0]
-    return None
-
-
 class BagSource(Source):
     """Frames of the topics of a ROS 1 or ROS 2 bag (contract).
 
@@ -202,7 +118,12 @@ class BagSource(Source):
     ``keep_messages`` keeps each message's bytes in ``meta["ros_message"]``
     and its type's definition in the spec (:mod:`adapters.bags.passthrough`),
     so an export writes the same messages back; ``False`` saves that space.
+    ``ros_distro`` (``"humble"``, ``"jazzy"``...) picks the type store for
+    ROS 2 bags that store no type definitions; ``None`` is
+    :func:`~adapters.bags.reader.default_ros_distro`.
     """
+
+    _ledger_unit = "message"
 
     def __init__(
         self,
@@ -215,6 +136,7 @@ class BagSource(Source):
         decode_images: bool = True,
         keep_messages: bool = True,
         capacity: int = 64,
+        ros_distro: str | None = None,
     ) -> None:
         if speed is not None and not speed > 0:
             raise ValueError(f"speed must be > 0 or None (as fast as possible), got {speed}")
@@ -223,20 +145,27 @@ class BagSource(Source):
         if not self.path.exists():
             raise SourceOpenError(f"bag '{self.path}' does not exist")
         try:
-            self._reader, self._standard = _open_reader(self.path)
-        except SourceOpenError:
+            self._reader: BagReader | None = BagReader(self.path, ros_distro=ros_distro)
+        except (SourceOpenError, ValueError):
             raise
         except Exception as err:  # rosbags raises several unrelated types here
             raise SourceOpenError(f"cannot open bag '{self.path}': {err}") from err
+        reader = self._reader
+        self.ros_distro = reader.ros_distro
+        """The ROS distribution of the default and reference types."""
+        self.types = reader.types
+        """Where the message types came from (the bag, or the ROS distribution's store)."""
         try:
-            self._topics = self._summarise()
-            self._span = (int(self._reader.start_time), int(self._reader.end_time))
-            specs = self._select(topics, decode_images, capacity)
+            self._topics = self._summarise(reader)
+            self._span = (reader.start_time, reader.end_time)
+            specs = self._select(reader, topics, decode_images, capacity)
         except BaseException:
-            self._reader.close()
+            reader.close()
             self._reader = None
             raise
         super().__init__(specs=specs)
+        self.reports: list[str] = []
+        """Every loss and warning's message, in order (the first 1000)."""
         self.lost_messages = 0
         """Messages in damaged chunks, skipped (an estimate from the chunk index)."""
         self.speed = speed
@@ -247,6 +176,7 @@ class BagSource(Source):
 
     def _select(
         self,
+        reader: BagReader,
         topics: Mapping[str, str] | Sequence[str] | None,
         decode_images: bool,
         capacity: int,
@@ -277,10 +207,20 @@ class BagSource(Source):
         if len(set(names)) != len(names):
             raise ValueError(f"two topics map to the same sensor name: {wanted}")
         if not wanted:
-            raise SourceOpenError(f"bag '{self.path}' has no readable topic to replay")
-        duration = max(1, self._reader.duration)
+            detail = "; ".join(f"{t}: {r}" for t, r in sorted(self.unsupported.items()))
+            raise SourceOpenError(
+                f"bag '{self.path}' has no readable topic to replay"
+                + (f" ({detail})" if detail else "")
+            )
+        self._skipped = {
+            topic: (sensor_name(topic), listing[topic].count, reason)
+            for topic, reason in self.unsupported.items()
+            if topics is None
+        }
+        duration = max(1, reader.end_time - reader.start_time)
         self._connections: list[Any] = []
         self._routes: dict[int, _Route] = {}
+        self._wanted = wanted
         self.raw_decoded: set[str] = set()
         """Topics decoded straight from their bytes (:mod:`adapters.bags.rawdecode`)."""
         specs = []
@@ -295,27 +235,28 @@ class BagSource(Source):
                     rate_hz=rate,
                     capacity=capacity,
                     overflow="block",
-                    meta=self._spec_meta(topic, info.msgtype),
+                    meta=self._spec_meta(reader, topic, info.msgtype),
                 )
             )
             decoder = dec.make(decode_images)
             raw = None
-            if standard_layout(self._reader.typestore, self._standard, info.msgtype):
-                raw = raw_decoder(info.msgtype, bool(self._reader.is2), decode_images)
+            if standard_layout(reader.typestore, reader.standard, info.msgtype):
+                raw = raw_decoder(info.msgtype, reader.is2, decode_images)
             if raw is not None:
                 self.raw_decoded.add(topic)
-            for conn in self._reader.connections:
-                if conn.topic == topic:
-                    self._connections.append(conn)
-                    self._routes[id(conn)] = (sensor, topic, decoder, raw)
+            for conn in reader.topics[topic].connections:
+                self._connections.append(conn)
+                self._routes[id(conn)] = (sensor, topic, decoder, raw)
         return tuple(specs)
 
-    def _spec_meta(self, topic: str, msgtype: str) -> dict[str, Any]:
+    def _spec_meta(self, reader: BagReader, topic: str, msgtype: str) -> dict[str, Any]:
         meta: dict[str, Any] = {"topic": topic, MSGTYPE: msgtype, "bag": str(self.path)}
         if self.keep_messages:
-            is2 = bool(self._reader.is2)
-            meta[MSGDEF] = message_definition(self._reader.typestore, msgtype, is2)
-            meta[SERIALIZATION] = "cdr" if is2 else "ros1"
+            try:
+                meta[MSGDEF] = message_definition(reader.typestore, msgtype, reader.is2)
+            except Exception:  # rosbags writes .msg text for pkg/msg types only (not srv)
+                meta[MSGDEF] = reader.topics[topic].connections[0].msgdef.data
+            meta[SERIALIZATION] = "cdr" if reader.is2 else "ros1"
         return meta
 
     def inspect(self) -> list[BagTopic]:
@@ -325,18 +266,21 @@ class BagSource(Source):
         """
         return list(self._topics)
 
-    def _summarise(self) -> list[BagTopic]:
-        known = self._reader.typestore.fielddefs
+    @staticmethod
+    def _summarise(reader: BagReader) -> list[BagTopic]:
+        known = reader.typestore.fielddefs
         out = []
-        for name, info in sorted(self._reader.topics.items()):
+        for name, info in reader.topics.items():
             msgtype = info.msgtype or "?"
             if info.msgtype is None:
-                out.append(BagTopic(name, msgtype, info.msgcount, None, "several types"))
+                out.append(BagTopic(name, msgtype, info.count, None, "several types"))
+            elif name in reader.unreadable:
+                out.append(BagTopic(name, msgtype, info.count, None, reader.unreadable[name]))
             elif msgtype not in known:
                 reason = "no message definition in the bag or the standard types"
-                out.append(BagTopic(name, msgtype, info.msgcount, None, reason))
+                out.append(BagTopic(name, msgtype, info.count, None, reason))
             else:
-                out.append(BagTopic(name, msgtype, info.msgcount, decoder_info(msgtype).name))
+                out.append(BagTopic(name, msgtype, info.count, decoder_info(msgtype).name))
         return out
 
     @property
@@ -356,15 +300,29 @@ class BagSource(Source):
         reader = self._reader
         if reader is None:
             raise RuntimeError(f"bag '{self.path}' is closed")
-        messages = self._messages()
+        whole = self.start is None and self.end is None
+        for topic, (sensor, count, reason) in self._skipped.items():
+            self.count_error(
+                "unsupported_type",
+                f"bag '{self.path}': topic {topic!r} ({count} messages) is not read: {reason}",
+                units=count if whole else 0,
+                sensor=sensor,
+                arrived=False,
+            )
+        self._skipped = {}
+        messages = self._messages(reader)
         clock = current_clock()
         started = False
         base_clock = base_log = 0
+        read: dict[str, int] = dict.fromkeys(self._wanted.values(), 0)
         try:
             while True:
-                batch = await self.run_blocking(self._read_batch, messages)
+                batch, counts = await self.run_blocking(self._read_batch, messages)
                 if not batch:
-                    return
+                    break
+                for sensor, n in counts.items():
+                    self.count_received(n, sensor=sensor)
+                    read[sensor] += n
                 for sensor, stamp, log_time, data, meta in batch:
                     if isinstance(data, DecodeError):
                         self._skip(sensor, data)
@@ -380,100 +338,58 @@ class BagSource(Source):
                     yield self.make_frame(stamp, data, sensor=sensor, t_arrival=log_time, meta=meta)
         finally:
             messages.close()
+        if whole:
+            self._check_counts(reader, read)
 
-    def _messages(self) -> Generator[tuple[Any, int, bytes], None, None]:
-        """The bag's messages in log-time order, a damaged chunk skipped (counted).
-
-        The fast path is one ``rosbags`` iteration. When it fails, reading goes
-        on window by window from the last message delivered, each window
-        running from one chunk's first log time to the next one's, until the
-        window that fails; that one is reported and skipped, and the fast path
-        resumes after it. Messages at the last delivered log time are not
-        delivered twice.
-        """
-        reader = self._reader
-        conns = self._connections
-        pos, skip = self.start, 0
-        while True:
-            last, at_last = None, 0
-            it = reader.messages(connections=conns, start=pos, stop=self.end)
-            try:
-                for item in it:
-                    if skip and item[1] == pos:
-                        skip -= 1
-                        continue
-                    if item[1] == last:
-                        at_last += 1
-                    else:
-                        last, at_last = item[1], 1
-                    yield item
-                return
-            except Exception as err:  # rosbags' reader errors have no common base
-                failure = err
-            finally:
-                it.close()
-            _forget_open_chunk(reader)
-            if last is not None:
-                pos, skip = last, at_last
-            spans = _chunk_spans(reader)
-            if spans is None:
+    def _check_counts(self, reader: BagReader, read: dict[str, int]) -> None:
+        """Messages the index promised per topic and that were never read: ``missing``."""
+        for topic, sensor in self._wanted.items():
+            promised = reader.topics[topic].count
+            if read[sensor] < promised:
+                short = promised - read[sensor]
                 self.count_error(
-                    "damaged",
-                    f"bag '{self.path}' is damaged after log time {pos} ns ({failure}); "
-                    "it has no chunk index to resume from, so reading stops here",
+                    "missing",
+                    f"bag '{self.path}': topic {topic!r}: its index says {promised} messages, "
+                    f"{read[sensor]} were read ({short} missing)",
+                    units=short,
+                    sensor=sensor,
+                    arrived=False,
                 )
-                return
-            bounds = sorted({s for s, _, _ in spans if pos is None or s > pos})
-            if self.end is not None:
-                bounds = [b for b in bounds if b < self.end] + [self.end]
-            else:
-                bounds.append(1 << 63)
-            a = pos
-            for b in bounds:
-                try:
-                    window = list(reader.messages(connections=conns, start=a, stop=b))
-                except Exception as err:
-                    _forget_open_chunk(reader)
-                    self._damaged_window(a, b, spans, err)
-                    pos, skip = b, 0
-                    break
-                if skip:
-                    window = window[min(skip, len(window)) :]
-                    skip = 0
-                yield from window
-                a = b
-            else:
-                return
-            if pos >= (1 << 63) or (self.end is not None and pos >= self.end):
-                return
 
-    def _damaged_window(
-        self, a: int | None, b: int, spans: list[tuple[int, int, int]], err: Exception
-    ) -> None:
-        lost = sum(n for s, _, n in spans if (a is None or s >= a) and s < b)
-        first = min((s for s, _, _ in spans if (a is None or s >= a) and s < b), default=a)
-        last = max((e for s, e, _ in spans if (a is None or s >= a) and s < b), default=b)
+    def _messages(self, reader: BagReader) -> Generator[tuple[Any, int, bytes], None, None]:
+        """The mapped topics' messages, a damaged chunk skipped and reported."""
+        return read_resilient(reader, self._connections, self.start, self.end, self._damage)
+
+    def _damage(self, reason: str, message: str, lost: int) -> None:
         self.lost_messages += lost
-        self.count_error(
-            "damaged_chunk",
-            f"bag '{self.path}': the chunk of log time {first}..{last} ns is damaged ({err}); "
-            f"about {lost} messages lost, reading goes on after it",
-        )
+        # A warning: the messages are counted per topic as missing at the end.
+        self.count_error(reason, message, units=0)
 
-    def _read_batch(self, messages: Iterator[tuple[Any, int, bytes]]) -> list[tuple[Any, ...]]:
+    def _read_batch(
+        self, messages: Iterator[tuple[Any, int, bytes]]
+    ) -> tuple[list[tuple[Any, ...]], dict[str, int]]:
         """Read and decode the next batch (runs in a worker thread).
 
+        Returns the batch and how many messages of each sensor it read.
         Standard types are decoded from their bytes (:mod:`adapters.bags.rawdecode`);
         every other type, and bytes the raw decoder cannot parse, go through
         rosbags' ``deserialize`` and the type's decoder.
         """
         out: list[tuple[Any, ...]] = []
+        counts: dict[str, int] = {}
         size = 0
         routes = self._routes
         keep = self.keep_messages
+        reader = self._reader
+        assert reader is not None
+        compressed = reader.message_compression
         for conn, log_time, raw in messages:
             sensor, topic, decoder, fast = routes[id(conn)]
+            counts[sensor] = counts.get(sensor, 0) + 1
+            size += len(raw)
             try:
+                if compressed:
+                    raw = _decompress(raw, conn.msgtype)
                 if fast is None:
                     stamp, frame_id, data, meta = self._deserialize(raw, conn.msgtype, decoder)
                 else:
@@ -496,31 +412,46 @@ class BagSource(Source):
                     stamp = log_time
                     meta["stamp"] = "log_time"
                 out.append((sensor, stamp, log_time, data, meta))
-            size += len(raw)
             if len(out) >= _BATCH_MESSAGES or size >= _BATCH_BYTES:
                 break
-        return out
+        return out, counts
 
     def _deserialize(
         self, raw: bytes, msgtype: str, decoder: Decoder
     ) -> tuple[int | None, str | None, Any, dict[str, Any]]:
         """rosbags' deserialise, then the type's decoder: ``(stamp, frame_id, data, meta)``."""
+        assert self._reader is not None
         msg = self._reader.deserialize(raw, msgtype)
         data, meta = decoder(msg)
         frame_id = getattr(getattr(msg, "header", None), "frame_id", None)
         return header_stamp(msg), frame_id, data, meta
 
+    def count_error(
+        self,
+        reason: str,
+        message: str,
+        *,
+        units: int = 1,
+        sensor: str | None = None,
+        arrived: bool = True,
+    ) -> None:
+        """:meth:`Source.count_error`, the message also kept in :attr:`reports`."""
+        super().count_error(reason, message, units=units, sensor=sensor, arrived=arrived)
+        if len(self.reports) < _MAX_REPORTS:
+            self.reports.append(message)
+
     def _skip(self, sensor: str, err: DecodeError) -> None:
         seq = self._next_seq.get(sensor, 0)
         self._next_seq[sensor] = seq + 1
         err.sensor, err.seq = sensor, seq
-        self.count_error("decode", str(err))
+        self.count_error("undecodable", str(err), sensor=sensor)
 
     # -- lifetime -----------------------------------------------------------------------
 
     def close(self) -> None:
         """Close the bag (sync). Frames already yielded stay valid."""
         if getattr(self, "_reader", None) is not None:
+            assert self._reader is not None
             self._reader.close()
             self._reader = None
         self._closed = True
@@ -536,3 +467,11 @@ class BagSource(Source):
     def __repr__(self) -> str:
         names = ", ".join(f"{s.meta['topic']}={s.name}" for s in self.specs)
         return f"BagSource('{self.path}', {names})"
+
+
+def _decompress(raw: bytes, msgtype: str) -> bytes:
+    """One per-message-compressed message's bytes, or a DecodeError saying why not."""
+    try:
+        return decompress_message(raw)
+    except Exception as err:  # zstandard.ZstdError, or bytes that are no frame at all
+        raise DecodeError(f"{msgtype} message does not decompress (zstd): {err}") from err

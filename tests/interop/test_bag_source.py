@@ -191,7 +191,7 @@ async def test_a_bad_message_is_counted_and_leaves_a_seq_gap(tmp_path: Path) -> 
     source = BagSource(path, {"/cam": "cam"})
     frames = await collect(source)
     assert [f.seq for f in frames] == [0, 2]
-    assert source.errors == {"decode": 1}
+    assert source.errors == {"undecodable": 1}
     assert source.last_error is not None
     assert source.last_error.startswith("sensor 'cam' seq 1: image 4x4 rgb8 needs 12 bytes a row")
 

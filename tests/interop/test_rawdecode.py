@@ -410,7 +410,7 @@ async def test_bag_source_decodes_standard_types_raw_and_broken_bytes_get_rosbag
         async for frame in source.frames():
             frames.append(frame)
     assert [(f.sensor, f.seq) for f in frames] == [("imu", 0), ("imu", 2), ("pose", 0)]
-    assert source.errors == {"decode": 1}
+    assert source.errors == {"undecodable": 1}
     assert source.last_error is not None
     assert "sensor 'imu' seq 1: sensor_msgs/msg/Imu message does not deserialise" in (
         source.last_error
