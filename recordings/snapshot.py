@@ -53,7 +53,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType, TracebackType
+from types import FrameType
 from typing import Any
 
 import anyio.lowlevel
@@ -61,6 +61,7 @@ import anyio.lowlevel
 from fusion.frames import Frame, FrameGroup, SensorSpec
 from fusion.ledger import LedgerStatistics
 from fusion.timing import run_sync
+from recordings.closing import Closeable
 from recordings.errors import RecorderClosed, RecordingError
 from recordings.format import RecordKind, crc32, pack_preamble, pack_prelude
 from recordings.ledgers import ledger_entries
@@ -149,7 +150,7 @@ def snapshot_path(base: Path, number: int) -> Path:
     return base.with_name(f"{base.stem}.{number:04d}{base.suffix or '.hfr'}")
 
 
-class SnapshotRecorder:
+class SnapshotRecorder(Closeable):
     """Keeps the last ``keep`` seconds of frames in memory; writes them on a trigger.
 
     Has the :class:`~recordings.Recorder` frame interface (``write``,
@@ -519,25 +520,6 @@ class SnapshotRecorder:
                 signal.signal(signum, old)
         self._old_handlers.clear()
         self._closed = True
-
-    async def aclose(self) -> None:
-        await run_sync(self.close)
-
-    def __enter__(self) -> SnapshotRecorder:
-        return self
-
-    def __exit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    async def __aenter__(self) -> SnapshotRecorder:
-        return self
-
-    async def __aexit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
 
     @property
     def closed(self) -> bool:

@@ -39,7 +39,6 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import anyio.lowlevel
@@ -50,6 +49,7 @@ from fusion.frames import Frame, SensorSpec
 from fusion.ledger import LedgerStatistics
 from fusion.timing import run_sync
 from fusion.wallclock import sample_anchor
+from recordings.closing import Closeable
 from recordings.errors import RecorderClosed, RecordingError
 from recordings.format import (
     DEFAULT_CHUNK_BYTES,
@@ -189,7 +189,7 @@ def part_path(path: Path, part: int) -> Path:
     return path.with_name(f"{path.stem}.{part:04d}{path.suffix}")
 
 
-class Recorder:
+class Recorder(Closeable):
     """Records frames to a ``.hfr`` frame log (contract).
 
     Sync: ``with Recorder("s.hfr") as rec: rec.write(frame)``.
@@ -424,26 +424,6 @@ class Recorder:
         self._pool.shutdown(wait=True)
         self._closed = True
         self._raise_if_failed()
-
-    async def aclose(self) -> None:
-        """``close()`` in a worker thread."""
-        await run_sync(self.close)
-
-    def __enter__(self) -> Recorder:
-        return self
-
-    def __exit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    async def __aenter__(self) -> Recorder:
-        return self
-
-    async def __aexit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
 
     @property
     def closed(self) -> bool:

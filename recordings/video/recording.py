@@ -31,7 +31,6 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import anyio.lowlevel
@@ -40,6 +39,7 @@ import numpy as np
 from fusion.frames import Frame, SensorSpec
 from fusion.ledger import LedgerStatistics
 from fusion.timing import run_sync
+from recordings.closing import Closeable
 from recordings.errors import RecorderClosed
 from recordings.video.encoder import EncoderUnavailable, FrameEncoder, VideoCodec, parse_codec
 from recordings.video.packets import Packet, PacketOrder, TrackParams, strip_meta
@@ -79,7 +79,7 @@ class TrackStatistics:
         return self.raw_bytes / self.encoded_bytes if self.encoded_bytes else 0.0
 
 
-class VideoRecorder:
+class VideoRecorder(Closeable):
     """Records frames like :class:`~recordings.Recorder`, with ``video`` sensors encoded.
 
     ``VideoRecorder("s.hfr", video={"cam": "h264"}, sensors=specs, **recorder_options)``
@@ -287,26 +287,6 @@ class VideoRecorder:
                 raise RecorderClosed(
                     f"video recorder for '{self.recorder.path}' failed: {self._error}"
                 ) from self._error
-
-    async def aclose(self) -> None:
-        """``close()`` in a worker thread."""
-        await run_sync(self.close)
-
-    def __enter__(self) -> VideoRecorder:
-        return self
-
-    def __exit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    async def __aenter__(self) -> VideoRecorder:
-        return self
-
-    async def __aexit__(
-        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
 
     # -- observing ----------------------------------------------------------------------
 
