@@ -7,8 +7,9 @@ from the header and the rows together:
   TUM trajectories (``# timestamp tx ty tz qx qy qz qw``) and EuRoC logs
   (``#timestamp [ns],w_RS_S_x ...``) write it, has the ``#`` stripped, as
   their own tools do: the TUM line names 8 columns, not a ``#`` column and 7
-  shifted names. Leading ``#`` lines before it are comments, skipped; the
-  last one before the data is the header. ``time_column`` names the time
+  shifted names. Of several leading ``#`` lines, the header is the last one
+  that names the time column and as many columns as the rows hold (the
+  others are comments, skipped). ``time_column`` names the time
   column as the header writes it, with or without the ``#``; ``"#"`` alone is
   the first column of a ``#`` header.
 * **The width** (values per row) is what most of the first
@@ -105,23 +106,30 @@ def read_layout(
     dtypes: Mapping[str, Any] | None,
     delimiter: str,
 ) -> tuple[CsvLayout, int]:
-    """The layout of the file at ``path`` and the line of its header (rows follow it)."""
-    header: list[str] | None = None
-    header_line = 0
+    """The layout of the file at ``path`` and the last line of its header (rows follow)."""
+    candidates: list[tuple[int, list[str]]] = []  # the first line, or the leading # lines
     widths: list[int] = []
     commented = False
     for line, cells in csv_cells(path, delimiter):
-        if header is None or (commented and not widths and cells[0].startswith("#")):
-            header, header_line = cells, line
-            commented = cells[0].startswith("#")
+        if not candidates or (not widths and cells[0].startswith("#") and commented):
+            candidates.append((line, cells))
+            commented = candidates[0][1][0].startswith("#")
             continue
         widths.append(len(cells))
         if len(widths) >= LEARN_FROM:
             break
-    if header is None:
+    if not candidates:
         raise SourceOpenError(f"CSV file {str(path)!r} is empty (expected a header row)")
+    width = _majority(widths) if widths else len(_header_names(candidates[-1][1]))
+    # Of the leading # lines, the header is the last that names the time column and the
+    # rows' width, else the last that names the width (the others are comments), else
+    # the last one.
+    fitting = [c for c in candidates if len(_header_names(c[1])) == width]
+    timed = [c for c in fitting if _finds(_header_names(c[1]), time_column)]
+    header = (timed or fitting or candidates)[-1][1]
+    header_end = candidates[-1][0]  # rows start after the header and its comments
+    commented = header[0].startswith("#")
     names = _header_names(header)
-    width = _majority(widths) if widths else len(names)
     if width > len(names):
         extra = [f"column_{i + 1}" for i in range(len(names), width)]
         log.warning(
@@ -166,7 +174,7 @@ def read_layout(
         time_unit=time_unit,
         columns=tuple((c, names.index(c), types[c]) for c in wanted),
     )
-    return layout, header_line
+    return layout, header_end
 
 
 def _header_names(header: list[str]) -> list[str]:
@@ -187,6 +195,11 @@ def _time_index(path: Path, names: list[str], time_column: str, commented: bool)
     if bare and bare in names:
         return names.index(bare)
     raise ConfigError(f"{path}: no time column {time_column!r}; the header has {', '.join(names)}")
+
+
+def _finds(names: list[str], time_column: str) -> bool:
+    bare = time_column.lstrip("#").strip()
+    return time_column in names or time_column == "#" or bool(bare and bare in names)
 
 
 def _majority(widths: list[int]) -> int:

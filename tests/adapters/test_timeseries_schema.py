@@ -1,0 +1,199 @@
+"""Schemas from the data, not from its first item: ``#`` headers (TUM, EuRoC), row widths
+from a majority, values beyond the header counted, and the ledger's sum for any mix of
+good and bad rows, records and datagram contents (hypothesis).
+
+Real input: the EuRoC ground truth of ../shared/data/real/csv (a ``#timestamp`` header),
+and the same poses written as a TUM trajectory (``# timestamp tx ty tz qx qy qz qw``,
+space-separated, seconds) the way the EuRoC-to-TUM converters write them; numpy's
+``loadtxt`` (which skips ``#`` lines) is the reference reader.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from adapters.timeseries import TimeSeriesSource
+from adapters.timeseries_records import RecordPacker
+
+REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "real" / "csv"
+EUROC_GT = REAL / "kimera_euroc_gt0_data.csv"
+TUM_HEADER = "# timestamp tx ty tz qx qy qz qw"
+
+
+async def read_all(source: TimeSeriesSource) -> np.ndarray:
+    async with source:
+        frames = [f.data async for f in source.frames()]
+    return np.concatenate(frames) if frames else np.empty(0)
+
+
+def tum_from_euroc(path: Path, rows: int) -> list[str]:
+    """EuRoC ground-truth rows as TUM lines: seconds, position, quaternion x y z w."""
+    with EUROC_GT.open(newline="") as f:
+        reader = csv.reader(f)
+        next(reader)
+        lines = [TUM_HEADER]
+        for row, _ in zip(reader, range(rows), strict=False):
+            seconds = Decimal(row[0]) / 10**9
+            tx, ty, tz, qw, qx, qy, qz = row[1:8]
+            lines.append(" ".join([str(seconds), tx, ty, tz, qx, qy, qz, qw]))
+    path.write_text("\n".join(lines) + "\n")
+    return lines
+
+
+async def test_a_tum_trajectory_names_all_eight_columns(tmp_path: Path) -> None:
+    path = tmp_path / "groundtruth.txt"
+    lines = tum_from_euroc(path, 200)
+    source = TimeSeriesSource.from_csv(path, delimiter=" ", time_column="#", name="gt")
+    rows = await read_all(source)
+    assert rows.dtype.names == ("t", "tx", "ty", "tz", "qx", "qy", "qz", "qw")
+    reference = np.loadtxt(path, comments="#")  # numpy skips the # line
+    assert len(rows) == len(reference) == 200
+    for i, name in enumerate(("tx", "ty", "tz", "qx", "qy", "qz", "qw"), start=1):
+        np.testing.assert_array_equal(rows[name], reference[:, i])
+    assert int(rows["t"][0]) == 1403715524922140000  # exact: no float on the way
+    assert lines[1].startswith("1403715524.92214")
+    assert source.errors == {}
+    ledger = source.ledgers()["gt"]
+    assert (ledger.unit, ledger.received, ledger.emitted, ledger.lost) == ("row", 200, 200, {})
+
+
+async def test_tum_rows_that_do_not_fit_are_counted_with_their_line(tmp_path: Path) -> None:
+    path = tmp_path / "groundtruth.txt"
+    lines = tum_from_euroc(path, 40)
+    lines[10] += " 0.5 0.25"  # two values beyond the header
+    lines[20] = " ".join(lines[20].split()[:5])  # cut short
+    lines.insert(1, "# poses of the body in the world frame")  # a comment after the header
+    lines.insert(0, "# ground truth trajectory")  # ... and one before it
+    path.write_text("\n".join(lines) + "\n")
+    source = TimeSeriesSource.from_csv(path, delimiter=" ", time_column="timestamp", name="gt")
+    rows = await read_all(source)
+    assert rows.dtype.names == ("t", "tx", "ty", "tz", "qx", "qy", "qz", "qw")
+    assert len(rows) == 39
+    assert source.errors == {"extra_columns": 1, "schema_mismatch": 1}
+    ledger = source.ledgers()["gt"]
+    assert ledger.received == 40 == ledger.emitted + ledger.lost_total
+    assert ledger.lost == {"schema_mismatch": 1}  # the row with extras is kept
+
+
+async def test_rows_wider_than_their_header_keep_the_extra_values(tmp_path: Path) -> None:
+    path = tmp_path / "short_header.txt"
+    lines = tum_from_euroc(path, 30)
+    lines[0] = "# timestamp tx ty tz qx qy qz"  # seven names for eight values
+    path.write_text("\n".join(lines) + "\n")
+    source = TimeSeriesSource.from_csv(path, delimiter=" ", time_column="#", name="gt")
+    rows = await read_all(source)
+    assert rows.dtype.names == ("t", "tx", "ty", "tz", "qx", "qy", "qz", "column_8")
+    np.testing.assert_array_equal(rows["column_8"], np.loadtxt(path, comments="#")[:, 7])
+    assert source.errors == {}
+
+
+async def test_the_euroc_ground_truth_reads_with_or_without_the_hash() -> None:
+    for column in ("#timestamp", "timestamp"):
+        source = TimeSeriesSource.from_csv(EUROC_GT, time_column=column, time_unit="ns")
+        rows = await read_all(source)
+        assert len(rows) == 3340
+        assert len(rows.dtype.names or ()) == 17
+        assert rows.dtype.names[1] == "p_RS_R_x [m]"  # type: ignore[index]
+        assert int(rows["t"][0]) == 1403715524922140000
+        assert int(rows["t"][-1]) == 1403715608397140000
+        assert set(np.diff(rows["t"]).tolist()) == {25_000_000}
+        assert source.errors == {}
+
+
+async def test_a_bad_first_row_does_not_set_the_width(tmp_path: Path) -> None:
+    path = tmp_path / "s.csv"
+    path.write_text("t,a,b\n0.0,1\n" + "".join(f"{i}.0,{i},{i}\n" for i in range(1, 20)))
+    source = TimeSeriesSource.from_csv(path, name="s")
+    rows = await read_all(source)
+    assert rows.dtype.names == ("t", "a", "b")
+    assert len(rows) == 19
+    assert source.errors == {"schema_mismatch": 1}
+    assert "line 2: 2 values, the rows hold 3" in str(source.last_error)
+
+
+# -- the ledger's sum, for any mix of good and bad units ------------------------------------
+
+CSV_ROWS = st.one_of(
+    st.builds(lambda t: f"{t}.5,1,2", st.integers(0, 10**6)),  # good
+    st.just("x,1,2"),  # bad time
+    st.just("1.0,abc,2"),  # bad value
+    st.just("1.0,1"),  # too short
+    st.just("1.0,1,2,3"),  # an extra value (kept)
+    st.just(""),  # blank: not a row
+)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(lines=st.lists(CSV_ROWS, max_size=40))
+async def test_csv_rows_all_end_as_frames_or_counted_losses(
+    tmp_path: Path, lines: list[str]
+) -> None:
+    path = tmp_path / "p.csv"
+    path.write_text("t,a,b\n" + "\n".join(lines) + "\n")
+    source = TimeSeriesSource.from_csv(path, name="p", block=3)
+    rows = await read_all(source)
+    ledger = source.ledgers()["p"]
+    assert ledger.received == sum(1 for line in lines if line)
+    assert ledger.received == ledger.emitted + ledger.lost_total
+    assert ledger.emitted == len(rows)
+
+
+RECORD = st.one_of(
+    st.fixed_dictionaries({"t": st.integers(0, 10**9), "v": st.floats(-1, 1)}),  # good
+    st.fixed_dictionaries({"t": st.integers(0, 10**9)}),  # no values
+    st.fixed_dictionaries({"t": st.just("soon"), "v": st.just(1.0)}),  # bad stamp
+    st.fixed_dictionaries({"t": st.integers(0, 10**9), "v": st.just(1.0), "w": st.just(2)}),
+    st.just(7),  # not a mapping
+    st.fixed_dictionaries({"t": st.integers(0, 10**9), "q": st.just([1.0, 0.0])}),
+)
+
+
+def payload(records: list[Any]) -> bytes:
+    return b"\n".join(json.dumps(r).encode() for r in records)
+
+
+@settings(max_examples=60, deadline=None)
+@given(units=st.lists(st.lists(RECORD, max_size=4), max_size=30))
+def test_datagrams_of_records_all_end_as_rows_or_counted_losses(units: list[list[Any]]) -> None:
+    """The packer's weights: each datagram settles once, in a row or as a loss."""
+    source = TimeSeriesSource.from_iterable([], name="u")
+    packer = RecordPacker("t", "ns", None)
+    settled = 0
+    for i, records in enumerate(units):
+        source.count_received()
+        rows, weights = packer.pack(records, source, arrival=i, what=f"datagram {i}")
+        assert len(rows) == len(weights)
+        settled += int(weights.sum())
+    rows, weights = packer.finish(source)
+    settled += int(weights.sum())
+    ledger = source.ledgers()["u"]
+    assert ledger.received == len(units)
+    assert ledger.received == settled + ledger.lost_total
+
+
+@pytest.mark.parametrize("fields", [None, ["v"]])
+async def test_records_from_an_iterable_all_end_as_frames_or_counted_losses(
+    fields: list[str] | None,
+) -> None:
+    records: list[Any] = [{"t": i, "v": 1.0} for i in range(20)]
+    records[0] = {"t": 0}
+    records[5] = {"t": "x", "v": 1.0}
+    records[9] = 9
+    records[12] = {"t": 3, "v": 1.0}  # backwards
+    source = TimeSeriesSource.from_iterable(records, name="r", fields=fields, block=4)
+    rows = await read_all(source)
+    ledger = source.ledgers()["r"]
+    assert ledger.unit == "record"
+    assert ledger.received == 20 == ledger.emitted + ledger.lost_total
+    assert ledger.emitted == len(rows) == 16

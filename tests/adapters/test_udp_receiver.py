@@ -1,0 +1,135 @@
+"""adapters.net.udp: the sender filter and the drop counter (pure), and the receiver on
+real loopback sockets: a configured sender, a bad first datagram, the ledger's sums."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import anyio
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from adapters.net.udp import DropCounter, SenderFilter, parse_sender
+from adapters.timeseries import TimeSeriesSource
+from fusion.errors import ConfigError
+from fusion.frames import Frame
+
+MS = 1_000_000
+
+
+@pytest.mark.parametrize(
+    ("text", "parsed"),
+    [("10.0.0.5", ("10.0.0.5", None)), ("127.0.0.1:2368", ("127.0.0.1", 2368))],
+)
+def test_a_sender_is_an_ipv4_address_with_an_optional_port(
+    text: str, parsed: tuple[str, int | None]
+) -> None:
+    assert parse_sender(text) == parsed
+
+
+@pytest.mark.parametrize("text", ["lidar.local", "10.0.0", "10.0.0.5:0", "10.0.0.5:x", ""])
+def test_a_sender_that_is_not_an_address_is_refused_in_words(text: str) -> None:
+    with pytest.raises(ConfigError, match="sender"):
+        parse_sender(text)
+
+
+def test_the_first_sender_heard_is_followed_and_another_only_after_a_silence() -> None:
+    f = SenderFilter(timeout_ns=500 * MS)
+    ours, other = ("10.0.0.5", 2368), ("10.0.0.6", 40000)
+    assert f.admit(ours, 0)
+    assert not f.admit(other, 100 * MS)
+    assert f.admit(ours, 200 * MS)
+    assert not f.admit(other, 600 * MS)  # ours spoke 400 ms ago
+    assert f.admit(other, 701 * MS)  # ours silent for 501 ms: a restarted sender
+    assert f.followed == other
+    assert f.changes == 1
+    assert not f.admit(ours, 710 * MS)
+
+
+def test_a_configured_host_takes_every_port_and_a_host_port_only_that_one() -> None:
+    host = SenderFilter("10.0.0.5", timeout_ns=1)
+    assert host.admit(("10.0.0.5", 1000), 0)
+    assert host.admit(("10.0.0.5", 2000), 1)
+    assert not host.admit(("10.0.0.6", 1000), 10**12)  # silence never lets a stranger in
+    pinned = SenderFilter("10.0.0.5:2368", timeout_ns=1)
+    assert pinned.admit(("10.0.0.5", 2368), 0)
+    assert not pinned.admit(("10.0.0.5", 2369), 10**12)
+
+
+def test_the_drop_counter_follows_a_wrapping_total_and_ignores_stale_ones() -> None:
+    drops = DropCounter()
+    assert drops.update(0) == 0
+    assert drops.update(10) == 10
+    assert drops.update(7) == 0  # an older datagram's total, behind SO_MEMINFO's
+    assert drops.update(25) == 15
+    drops.total = (1 << 32) - 5
+    assert drops.update(3) == 8  # the kernel's uint32 wrapped
+    assert drops.total == (1 << 32) + 3
+
+
+@given(st.lists(st.integers(0, 1000), max_size=30))
+def test_the_drop_counter_adds_up_to_the_last_total(steps: list[int]) -> None:
+    drops, total, counted = DropCounter(), 0, 0
+    for step in steps:
+        total += step
+        counted += drops.update(total % (1 << 32))
+    assert counted == total == drops.total
+
+
+async def collect_udp(
+    source: TimeSeriesSource, datagrams: list[bytes], *, intruder: list[bytes] = ()
+) -> list[Frame]:
+    """Send ``datagrams`` from one socket (and ``intruder`` from another) to ``source``."""
+    got: list[Frame] = []
+    with anyio.fail_after(10):
+        async with source, anyio.create_task_group() as tg:
+
+            async def consume() -> None:
+                async for frame in source.frames():
+                    got.append(frame)
+
+            tg.start_soon(consume)
+            port = await source.wait_listening()
+            with (
+                socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as ours,
+                socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as theirs,
+            ):
+                ours.bind(("127.0.0.1", 0))
+                for i, datagram in enumerate(datagrams):
+                    ours.sendto(datagram, ("127.0.0.1", port))
+                    if i < len(intruder):
+                        theirs.sendto(intruder[i], ("127.0.0.1", port))
+                    await anyio.sleep(0.001)
+            total = len(datagrams) + len(intruder)
+            while source.ledgers()[source.name].received < total:  # noqa: ASYNC110
+                await anyio.sleep(0.01)
+            await anyio.sleep(0.6)  # past the schema's learning window
+            tg.cancel_scope.cancel()
+    return got
+
+
+async def test_a_bad_first_datagram_costs_itself_not_every_later_sample() -> None:
+    good = [json.dumps({"t": i * MS, "ax": 0.1 * i, "gz": 1.0}).encode() for i in range(1, 21)]
+    source = TimeSeriesSource.from_udp(0, name="imu")
+    got = await collect_udp(source, [b'{"t": 0}', *good])  # no values in the first one
+    assert [f.t for f in got] == [i * MS for i in range(1, 21)]
+    assert got[0].data.dtype.names == ("t", "ax", "gz")  # every field of the good samples
+    assert [float(f.data["ax"][0]) for f in got] == [0.1 * i for i in range(1, 21)]
+    assert "extra_fields" not in source.errors
+    assert source.errors["schema_mismatch"] == 1
+    ledger = source.ledgers()["imu"]
+    assert (ledger.received, ledger.emitted, ledger.lost) == (21, 20, {"schema_mismatch": 1})
+
+
+async def test_a_configured_sender_keeps_every_other_datagram_out() -> None:
+    theirs = [json.dumps({"t": 5 * 10**18, "v": -1.0}).encode()] * 10  # would be a jump
+    source = TimeSeriesSource.from_udp(0, name="p", sender="127.0.0.2", fields=["v"])
+    assert await collect_udp(source, theirs) == []
+    assert source.ledgers()["p"].lost == {"foreign_sender": 10}
+    assert "from 127.0.0.1:" in str(source.last_error)
+    assert "not the configured sender 127.0.0.2" in str(source.last_error)
+    udp = source.udp_statistics()
+    assert udp is not None
+    assert (udp.datagrams, udp.foreign, udp.sender) == (10, 10, None)
