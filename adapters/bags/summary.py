@@ -1,17 +1,27 @@
-"""What a bag holds, as ``ros2 bag info`` says it, read from its indexes only.
+"""What a bag holds, as ``ros2 bag info`` says it, and whether its contents say the same.
 
-An MCAP file (ROS 2 or any other profile) is summarised from its own summary
-section with the ``mcap`` reader, so nothing is decoded; ROS 1 bags, ROS 2
-``.db3`` files and bag directories go through ``rosbags``' ``AnyReader``,
-which reads only their indexes. Either way: topics, message types, counts and
-the first and last log times (bag times are Unix-epoch ns when the recorder
-ran on a wall clock, small numbers when it ran on a robot's own clock).
+A ROS bag (ROS 1 ``.bag``, a rosbag2 directory whatever its name, an ``.mcap``
+or ``.db3`` storage file) is opened with :class:`~adapters.bags.reader.BagReader`,
+the reader :class:`~adapters.bags.BagSource` uses, so ``info`` opens every bag
+the source reads: topics, message types, the counts the bag's index or
+``metadata.yaml`` gives, the first and last log times (Unix-epoch ns when the
+recorder ran on a wall clock, small numbers when it ran on a robot's own
+clock), the storage and its compression, where the message types come from
+(the bag, or the ROS distribution's type store), and each topic that cannot
+be read with the reason.
+
+With ``check=True`` (the default) every message is also read, not
+deserialised, and counted per topic: a topic the index promises more
+messages than were read has them ``missing`` (a zeroed chunk, a truncated
+file), and each damaged chunk is named. An MCAP file of another profile
+(a Foxglove export) is summarised and checked with the ``mcap`` reader.
 
 ``hyperframes info`` prints a :class:`BagSummary`; nothing here formats text.
 """
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,15 +37,25 @@ class BagTopicSummary:
     name: str
     msgtype: str
     count: int
+    """Messages the index (or ``metadata.yaml``) says the topic holds."""
+    read: int | None = None
+    """Messages found when the contents were checked; ``None`` when they were not."""
+    problem: str | None = None
+    """Why the topic cannot be read (no type, a definition that does not parse), else ``None``."""
+
+    @property
+    def missing(self) -> int:
+        """Messages the index promised that the contents do not hold (0 when unchecked)."""
+        return max(0, self.count - self.read) if self.read is not None else 0
 
 
 @dataclass(frozen=True, slots=True)
 class BagSummary:
-    """A bag's topics and time span, from its indexes."""
+    """A bag's topics and time span, from its indexes, checked against its contents."""
 
     path: Path
     storage: str
-    """``mcap``, ``rosbag1`` or ``rosbag2`` (a ``.db3`` file or a bag directory)."""
+    """``mcap`` (an MCAP file), ``rosbag1`` or ``rosbag2`` (a ``.db3`` file or a bag directory)."""
     start_ns: int | None
     """First log time, inclusive; ``None`` when the bag holds no message."""
     end_ns: int | None
@@ -43,6 +63,18 @@ class BagSummary:
     messages: int
     topics: tuple[BagTopicSummary, ...] = ()
     """Sorted by topic name."""
+    plugin: str | None = None
+    """rosbag2's storage plugin (``mcap``, ``sqlite3``); ``None`` for ROS 1 and other MCAP."""
+    compression: str | None = None
+    """rosbag2's bag compression (``zstd (file)``, ``zstd (message)``), else ``None``."""
+    types: str | None = None
+    """Where the message types come from (the bag, or a ROS distribution's types)."""
+    ros_distro: str | None = None
+    """The ROS distribution whose type store fills in what the bag does not define."""
+    checked: bool = False
+    """Whether every message was read and counted (``read`` per topic)."""
+    damage: tuple[str, ...] = ()
+    """One line per damaged chunk (or damaged storage) met while checking."""
 
     @property
     def duration_ns(self) -> int:
@@ -56,19 +88,95 @@ class BagSummary:
         """Whether the log times are wall-clock dates (see :data:`DATED_NS`)."""
         return self.start_ns is not None and self.start_ns > DATED_NS
 
+    @property
+    def missing(self) -> int:
+        """Messages the index promised that the contents do not hold."""
+        return sum(t.missing for t in self.topics)
 
-def read_bag_summary(path: Path) -> BagSummary:
+
+def read_bag_summary(
+    path: Path, *, ros_distro: str | None = None, check: bool = True
+) -> BagSummary:
     """Summarise ``path`` (an ``.mcap`` file, a ROS 1 bag, a ``.db3`` or a bag directory).
 
-    Raises ``ValueError`` for an MCAP file without a summary section; the
-    ``mcap`` and ``rosbags`` readers' own errors pass through unchanged.
+    ``check`` reads every message (not deserialised) to count what is really
+    there. ``ros_distro`` is :class:`~adapters.bags.reader.BagReader`'s. Raises
+    ``ValueError`` for an MCAP file of another profile without a summary
+    section; the readers' own errors (and :class:`~adapters.errors.SourceOpenError`
+    for what is no bag) pass through.
     """
-    if path.is_file() and path.suffix.lower() == ".mcap":
-        return _mcap_summary(path)
-    return _rosbags_summary(path)
+    if path.is_file() and _mcap_profile(path) not in (None, "ros2"):
+        return _mcap_summary(path, check)
+    return _ros_summary(path, ros_distro, check)
 
 
-def _mcap_summary(path: Path) -> BagSummary:
+def _mcap_profile(path: Path) -> str | None:
+    """The profile of an MCAP file, ``None`` if ``path`` is not one."""
+    from mcap.exceptions import McapError
+    from mcap.reader import make_reader
+
+    from adapters.bags.detect import MCAP_MAGIC
+
+    with path.open("rb") as f:
+        if f.read(len(MCAP_MAGIC)) != MCAP_MAGIC:
+            return None
+        f.seek(0)
+        try:
+            return str(make_reader(f).get_header().profile)
+        except (McapError, ValueError, EOFError):
+            return ""
+
+
+def _ros_summary(path: Path, ros_distro: str | None, check: bool) -> BagSummary:
+    from adapters.bags.reader import BagReader, read_resilient
+
+    with BagReader(path, ros_distro=ros_distro) as reader:
+        read: dict[str, int] | None = None
+        damage: list[str] = []
+        if check:
+            read = dict.fromkeys(reader.topics, 0)
+            for conn, _, _ in read_resilient(
+                reader, reader.connections, None, None, lambda _r, msg, _n: damage.append(msg)
+            ):
+                read[conn.topic] += 1
+        topics = tuple(
+            BagTopicSummary(
+                name,
+                info.msgtype or "-",
+                info.count,
+                None if read is None else read[name],
+                reader.unreadable.get(name)
+                or (None if info.msgtype else "its connections disagree on the type"),
+            )
+            for name, info in reader.topics.items()
+        )
+        messages = sum(t.count for t in topics)
+        start = reader.start_time if messages else None
+        end = reader.end_time - 1 if messages else None  # rosbags' end is exclusive
+        if not reader.is2:
+            storage, plugin = "rosbag1", None
+        elif path.is_file() and path.suffix.lower() == ".mcap":
+            storage, plugin = "mcap", "mcap"
+        else:
+            storage, plugin = "rosbag2", reader.storage
+        return BagSummary(
+            path,
+            storage,
+            start,
+            end,
+            messages,
+            topics,
+            plugin=plugin,
+            compression=reader.compression,
+            types=reader.types,
+            ros_distro=reader.ros_distro,
+            checked=check,
+            damage=tuple(damage),
+        )
+
+
+def _mcap_summary(path: Path, check: bool) -> BagSummary:
+    """An MCAP file of any profile, from its summary section (and its chunks when checked)."""
     from mcap.reader import make_reader
 
     with path.open("rb") as f:
@@ -77,11 +185,17 @@ def _mcap_summary(path: Path) -> BagSummary:
         raise ValueError(f"'{path}' is an MCAP file without a summary section (not closed?)")
     stats = summary.statistics
     counts = dict(stats.channel_message_counts) if stats is not None else {}
+    read, damage = _mcap_contents(path, summary) if check else (None, [])
     topics: list[BagTopicSummary] = []
     for cid, channel in sorted(summary.channels.items(), key=lambda kv: kv[1].topic):
         schema = summary.schemas.get(channel.schema_id)
         topics.append(
-            BagTopicSummary(channel.topic, schema.name if schema else "-", int(counts.get(cid, 0)))
+            BagTopicSummary(
+                channel.topic,
+                schema.name if schema else "-",
+                int(counts.get(cid, 0)),
+                None if read is None else read.get(cid, 0),
+            )
         )
     return BagSummary(
         path=path,
@@ -90,19 +204,42 @@ def _mcap_summary(path: Path) -> BagSummary:
         end_ns=None if stats is None or not stats.message_count else stats.message_end_time,
         messages=0 if stats is None else int(stats.message_count),
         topics=tuple(topics),
+        checked=check,
+        damage=tuple(damage),
     )
 
 
-def _rosbags_summary(path: Path) -> BagSummary:
-    from rosbags.highlevel import AnyReader
+def _mcap_contents(path: Path, summary: object) -> tuple[dict[int, int], list[str]]:
+    """Messages per channel id found in the file, chunk by chunk; one line per bad chunk."""
+    from mcap.records import Chunk, Message
+    from mcap.stream_reader import StreamReader
 
-    with AnyReader([path]) as reader:
-        topics = tuple(
-            BagTopicSummary(name, info.msgtype or "-", int(info.msgcount))
-            for name, info in sorted(reader.topics.items())
-        )
-        messages = sum(t.count for t in topics)
-        start = reader.start_time if messages else None
-        end = reader.end_time - 1 if messages else None  # rosbags' end is exclusive
-        storage = "rosbag1" if path.is_file() and path.suffix.lower() == ".bag" else "rosbag2"
-    return BagSummary(path, storage, start, end, messages, topics)
+    read: dict[int, int] = {}
+    damage: list[str] = []
+    chunks = list(getattr(summary, "chunk_indexes", []) or [])
+    with path.open("rb") as f:
+        if not chunks:
+            try:
+                for record in StreamReader(f).records:
+                    if isinstance(record, Message):
+                        read[record.channel_id] = read.get(record.channel_id, 0) + 1
+            except Exception as err:  # the mcap reader's errors have no common base
+                damage.append(f"'{path}' is damaged after {sum(read.values())} messages ({err})")
+            return read, damage
+        for index in chunks:
+            f.seek(index.chunk_start_offset)
+            raw = f.read(index.chunk_length)
+            try:
+                records = list(StreamReader(io.BytesIO(raw), skip_magic=True).records)
+                if not any(isinstance(r, (Message, Chunk)) for r in records) and index.chunk_length:
+                    raise ValueError("no chunk record at its offset")
+            except Exception as err:
+                damage.append(
+                    f"the chunk of log time {index.message_start_time}.."
+                    f"{index.message_end_time} ns is damaged ({err})"
+                )
+                continue
+            for record in records:
+                if isinstance(record, Message):
+                    read[record.channel_id] = read.get(record.channel_id, 0) + 1
+    return read, damage

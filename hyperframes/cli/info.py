@@ -41,9 +41,17 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--json", action="store_true", help="print one JSON document instead")
     p.add_argument(
-        "--quick", action="store_true", help="chunk metas only: no per-sensor drops or clock fit"
+        "--quick",
+        action="store_true",
+        help="indexes only: no per-sensor drops or clock fit; for a bag, its messages not counted",
     )
     p.add_argument("--scan", action="store_true", help="ignore the footer index, scan the chunks")
+    p.add_argument(
+        "--ros-distro",
+        metavar="NAME",
+        help="ROS 2 types for a bag that stores none (humble, jazzy...; default: the bag's "
+        "own distro, Humble for bags without stored definitions, else the newest LTS)",
+    )
     p.set_defaults(func=run)
 
 
@@ -101,22 +109,33 @@ def run(args: argparse.Namespace) -> int:
 def bag_info(args: argparse.Namespace, console: Any) -> int:
     """``info`` on an MCAP file or a ROS bag."""
     from adapters.bags.summary import read_bag_summary
-    from hyperframes.cli.common import error
+    from hyperframes.cli.common import error, warn
 
     path = Path(args.file)
     if not path.exists():
         error(console, f"{args.file}: no such file or bag directory")
         return 2
     try:
-        info = read_bag_summary(path)
+        info = read_bag_summary(path, ros_distro=args.ros_distro, check=not args.quick)
     except Exception as err:  # third-party readers raise many types; one line each
         error(console, f"{args.file}: cannot read it as MCAP or a ROS bag: {err}")
         return 2
     if args.json:
         print(json.dumps(bag_document(info), indent=2))
-    else:
-        for table in bag_tables(info):
-            console.print(table)
+        return 0
+    for table in bag_tables(info):
+        console.print(table)
+    for t in info.topics:
+        if t.problem:
+            warn(console, "not readable:", literal(f"{t.name} ({t.msgtype}): {t.problem}"))
+        if t.missing:
+            warn(
+                console,
+                "missing:",
+                literal(f"{t.name}: the index says {t.count} messages, {t.read} read"),
+            )
+    for line in info.damage:
+        warn(console, "damage:", literal(line))
     return 0
 
 
@@ -131,7 +150,24 @@ def bag_document(info: BagSummary) -> dict[str, Any]:
         "start_utc": iso_utc(info.start_ns) if info.dated else None,
         "end_utc": iso_utc(info.end_ns) if info.dated else None,
         "messages": info.messages,
-        "topics": [{"topic": t.name, "type": t.msgtype, "count": t.count} for t in info.topics],
+        "plugin": info.plugin,
+        "compression": info.compression,
+        "types": info.types,
+        "ros_distro": info.ros_distro,
+        "checked": info.checked,
+        "missing": info.missing if info.checked else None,
+        "damage": list(info.damage),
+        "topics": [
+            {
+                "topic": t.name,
+                "type": t.msgtype,
+                "count": t.count,
+                "read": t.read,
+                "missing": t.missing if t.read is not None else None,
+                "problem": t.problem,
+            }
+            for t in info.topics
+        ],
     }
 
 
@@ -141,16 +177,28 @@ def bag_tables(info: BagSummary) -> list[Table]:
     head.add_column(style="bold")
     head.add_column()
     head.add_row("path", literal(info.path))
-    head.add_row("storage", info.storage)
+    plugin = f" ({info.plugin})" if info.plugin and info.plugin != info.storage else ""
+    head.add_row("storage", info.storage + plugin)
+    if info.compression:
+        head.add_row("compression", info.compression)
+    if info.types:
+        head.add_row("types", literal(info.types))
     head.add_row("duration", human_ns(info.duration_ns))
     head.add_row("start", bag_stamp(info.start_ns, dated=info.dated))
     head.add_row("end", bag_stamp(info.end_ns, dated=info.dated))
     head.add_row("messages", str(info.messages))
+    if info.checked:
+        found = sum(t.read or 0 for t in info.topics)
+        head.add_row("read", f"{found}" + (f" ({info.missing} missing)" if info.missing else ""))
     table = Table(title="topics")
-    for col in ("topic", "type", "count"):
-        table.add_column(col, justify="right" if col == "count" else "left")
+    columns = ["topic", "type", "count"] + (["read"] if info.checked else [])
+    for col in columns:
+        table.add_column(col, justify="right" if col in ("count", "read") else "left")
     for t in info.topics:
-        table.add_row(literal(t.name), literal(t.msgtype), str(t.count))
+        row: list[Any] = [literal(t.name), literal(t.msgtype), str(t.count)]
+        if info.checked:
+            row.append(str(t.read) + (" (not readable)" if t.problem else ""))
+        table.add_row(*row)
     return [head, table]
 
 

@@ -63,6 +63,11 @@ def register(sub: Any) -> None:
         help="bag input: a topic to play, optionally renamed (repeatable)",
     )
     p.add_argument(
+        "--ros-distro",
+        metavar="NAME",
+        help="bag input: ROS 2 types for a bag that stores none (humble, jazzy...)",
+    )
+    p.add_argument(
         "--config",
         type=Path,
         metavar="CONFIG.toml",
@@ -100,8 +105,13 @@ def rate_arg(text: str) -> float | None:
 
 def open_source(args: argparse.Namespace) -> Any:
     """The replay source for ``args.file`` (recording or bag), start/duration applied."""
-    from recordings.open import open_source
+    from recordings.open import is_bag, open_source
 
+    options = {}
+    if getattr(args, "ros_distro", None):
+        if not is_bag(args.file):
+            raise ValueError(f"--ros-distro applies to bags; '{args.file}' is not one")
+        options["ros_distro"] = args.ros_distro
     return open_source(
         args.file,
         args.topic,
@@ -110,6 +120,7 @@ def open_source(args: argparse.Namespace) -> Any:
         start_offset=int(args.start_offset * 1e9) if args.start_offset else None,
         duration=None if args.duration is None else int(args.duration * 1e9),
         loop=args.loop,
+        **options,
     )
 
 

@@ -72,23 +72,42 @@ def test_an_mcap_summary_matches_the_mcap_message_iterator() -> None:
 def test_a_robot_clock_bag_is_not_dated_and_keeps_its_expected_span() -> None:
     summary = read_bag_summary(BAGS / "robot_localization_test2.bag")
     assert summary.topics == (
-        BagTopicSummary("/imu/data", "sensor_msgs/msg/Imu", 3061),
-        BagTopicSummary("/jackal_velocity_controller/odom", "nav_msgs/msg/Odometry", 3060),
+        BagTopicSummary("/imu/data", "sensor_msgs/msg/Imu", 3061, read=3061),
+        BagTopicSummary(
+            "/jackal_velocity_controller/odom", "nav_msgs/msg/Odometry", 3060, read=3060
+        ),
+    )
+    assert summary.checked
+    assert summary.missing == 0
+    assert summary.types == "the bag"
+    assert (
+        read_bag_summary(BAGS / "robot_localization_test2.bag", check=False).topics[0].read is None
     )
     assert (summary.start_ns, summary.end_ns) == (47_580_000_000, 108_781_000_000)
     assert not summary.dated
 
 
-def test_an_mcap_file_without_a_summary_section_is_refused(tmp_path: Path) -> None:
+def unclosed_mcap(path: Path, profile: str) -> Path:
     from mcap.data_stream import RecordBuilder
     from mcap.records import DataEnd, Footer, Header
 
     builder = RecordBuilder()
-    Header(profile="ros2", library="test").write(builder)
+    Header(profile=profile, library="test").write(builder)
     DataEnd(0).write(builder)
     Footer(0, 0, 0).write(builder)
     magic = b"\x89MCAP0\r\n"
-    path = tmp_path / "open.mcap"
     path.write_bytes(magic + builder.end() + magic)
+    return path
+
+
+def test_an_mcap_file_of_another_profile_without_a_summary_section_is_refused(
+    tmp_path: Path,
+) -> None:
+    path = unclosed_mcap(tmp_path / "open.mcap", "")
     with pytest.raises(ValueError, match=r"open\.mcap' is an MCAP file without a summary section"):
         read_bag_summary(path)
+
+
+def test_a_ros2_mcap_file_without_a_summary_section_is_scanned(tmp_path: Path) -> None:
+    summary = read_bag_summary(unclosed_mcap(tmp_path / "open.mcap", "ros2"))
+    assert (summary.messages, summary.topics, summary.start_ns) == (0, (), None)

@@ -9,6 +9,7 @@ the type store of ``ros_distro`` for bags without stored definitions.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections import Counter
 from pathlib import Path
@@ -271,3 +272,81 @@ async def test_a_ros2_bag_directory_named_dot_bag_reads(tmp_path: Path) -> None:
     bag = write(tmp_path / "drive.bag", "sqlite3")
     source = BagSource(bag)
     assert_same(await read(source), reference(bag))
+
+
+def info(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    from hyperframes.cli import main
+
+    rc = main(["info", *args])
+    return rc, capsys.readouterr().out
+
+
+def test_info_checks_the_summary_against_the_contents_of_a_zeroed_chunk(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if not TALKER.exists():
+        pytest.skip("no talker.mcap")
+    path = zeroed_chunk(TALKER, tmp_path / "zeroed.mcap")
+    rc, out = info(capsys, str(path), "--json")
+    assert rc == 0
+    doc = json.loads(out)
+    assert (doc["messages"], doc["missing"]) == (20, 20)
+    assert {t["topic"]: (t["count"], t["read"]) for t in doc["topics"]} == {
+        "/parameter_events": (0, 0),
+        "/rosout": (10, 0),
+        "/topic": (10, 0),
+    }
+    assert len(doc["damage"]) == 1
+    rc, out = info(capsys, str(path))
+    assert "0 (20 missing)" in out
+    assert "/rosout: the index says 10 messages, 0 read" in " ".join(out.split())
+    rc, out = info(capsys, str(path), "--quick", "--json")  # the index alone
+    assert json.loads(out)["missing"] is None
+
+
+def test_info_names_a_topic_whose_schema_does_not_parse_and_reads_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = bad_schema_mcap(tmp_path / "odd.mcap")
+    rc, out = info(capsys, str(path), "--json")
+    doc = json.loads(out)
+    topics = {t["topic"]: t for t in doc["topics"]}
+    assert "does not parse" in topics["/odd"]["problem"]
+    assert topics["/text"]["problem"] is None
+    assert (topics["/text"]["read"], doc["missing"]) == (5, 0)
+    rc, out = info(capsys, str(path))
+    assert rc == 0
+    assert "not readable:" in out
+    assert "/odd (acme/msg/Odd)" in " ".join(out.split())
+
+
+def test_info_names_the_type_store_and_takes_ros_distro(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    if not RANGE.exists():
+        pytest.skip("no range.bag")
+    rc, out = info(capsys, str(RANGE), "--json")
+    doc = json.loads(out)
+    assert rc == 0
+    assert (doc["ros_distro"], doc["plugin"], doc["missing"]) == ("humble", "sqlite3", 0)
+    assert doc["types"] == "the ROS humble types (the bag stores no definitions)"
+    rc, out = info(capsys, str(RANGE), "--ros-distro", "jazzy", "--json")
+    assert json.loads(out)["types"] == "the ROS jazzy types (the bag stores no definitions)"
+    rc, out = info(capsys, str(RANGE), "--ros-distro", "rolling")
+    assert rc == 2
+    assert "unknown ROS distribution 'rolling'" in out
+
+
+@pytest.mark.parametrize("mode", ["message", "file"])
+def test_info_reads_compressed_bags(
+    tmp_path: Path, mode: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bag = write(tmp_path / "bag.bag", "mcap", mode)
+    rc, out = info(capsys, str(bag), "--json")
+    doc = json.loads(out)
+    assert (rc, doc["compression"], doc["messages"], doc["missing"]) == (
+        0,
+        f"zstd ({mode})",
+        2 * N,
+        0,
+    )
