@@ -19,7 +19,6 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from adapters import Source
 from fusion import (
     ApproximateTime,
     ExactTime,
@@ -27,6 +26,7 @@ from fusion import (
     MonotonicClock,
     Nearest,
     SensorSpec,
+    Source,
     SyncHub,
 )
 

@@ -22,8 +22,8 @@ from pathlib import Path
 import anyio
 import numpy as np
 
-from adapters import Source, TimeSeriesSource
-from fusion import Frame, Nearest, SensorSpec, SyncHub
+from adapters import TimeSeriesSource
+from fusion import Frame, Nearest, SensorSpec, Source, SyncHub
 from recordings import Recorder, open_recording
 
 WIND = np.dtype([("speed", "f4"), ("direction", "f4")])
