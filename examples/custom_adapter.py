@@ -1,14 +1,18 @@
-"""Write a source for a sensor hyperframes has never seen, sync it, record it.
+"""Write sources for sensors hyperframes has never seen, sync them, record them.
 
-The sensor: an imaginary ultrasonic anemometer on a serial line. Every 100 ms
-it prints ``$WIND,<ms since power-on>,<speed m/s>,<direction deg>*<checksum>``.
-The adapter below is the whole integration (under 60 lines): a ``Source``
-subclass with a ``SensorSpec``, blocking reads in a worker thread, bad lines
-counted instead of raised, and frames whose ``data`` is a structured array.
+Two serial devices, two adapters, each a ``Source`` subclass with a
+``SensorSpec``, blocking reads in a worker thread and bad lines counted
+instead of raised:
 
-It then runs next to a ``TimeSeriesSource`` (a thermometer) through a
-``SyncHub`` with the ``Nearest`` policy, records every group to a ``.hfr``
-frame log and reads the log back. No hardware, no network, about a second:
+* ``Thermometer``, the smallest adapter (README.md and docs/sync.md show this
+  one): ``<ms since power-on>,<celsius>`` lines, one float per frame;
+* ``Anemometer``, an imaginary ultrasonic anemometer printing
+  ``$WIND,<ms since power-on>,<speed m/s>,<direction deg>*<checksum>`` every
+  100 ms: checksums checked, frames whose ``data`` is a structured array.
+
+Both run through a ``SyncHub`` with the ``Nearest`` policy (one group per
+temperature reading), every group is recorded to a ``.hfr`` frame log and the
+log is read back. No hardware, no network, about a second:
 
     python examples/custom_adapter.py
 """
@@ -16,17 +20,34 @@ frame log and reads the log back. No hardware, no network, about a second:
 from __future__ import annotations
 
 import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from pathlib import Path
 
 import anyio
 import numpy as np
 
-from adapters import TimeSeriesSource
 from fusion import Frame, Nearest, SensorSpec, Source, SyncHub
 from recordings import Recorder, open_recording
 
 WIND = np.dtype([("speed", "f4"), ("direction", "f4")])
+
+
+class Thermometer(Source):
+    """A serial thermometer printing 'millis,celsius' lines; a bad line is counted, not raised."""
+
+    def __init__(self, lines: Iterable[bytes], name: str = "temp") -> None:
+        super().__init__(SensorSpec(name, kind="generic", rate_hz=1.0))
+        self.lines = iter(lines)  # any blocking line reader: a pyserial Serial, a socket file
+
+    async def frames(self) -> AsyncIterator[Frame]:
+        while (line := await self.run_blocking(next, self.lines, None)) is not None:
+            try:
+                millis, celsius = line.split(b",")
+                t_sensor, value = int(millis) * 1_000_000, float(celsius)
+            except ValueError:
+                self.count_error("undecodable", f"{self.name}: cannot parse {line!r}")
+                continue
+            yield self.make_frame(t_sensor, np.float64(value), t_arrival=self.now())
 
 
 class Anemometer(Source):
@@ -70,8 +91,7 @@ def fake_serial_port(seconds: float) -> Iterator[bytes]:
 
 async def main() -> None:
     wind = Anemometer(fake_serial_port(3.0))
-    temps = [{"t": i * 1_000_000_000, "celsius": 18.0 + i / 10} for i in range(4)]
-    thermo = TimeSeriesSource.from_iterable(temps, name="temp", kind="timeseries")
+    thermo = Thermometer([b"0,18.0", b"1000,18.1", b"18.2", b"2000,18.2", b"3000,18.3"])
     # One group per temperature reading, with every wind sample within ±0.5 s of it.
     policy = Nearest(
         "temp", ["temp", "wind"], tolerance=0, windows={"wind": (500_000_000, 499_999_999)}
@@ -88,10 +108,11 @@ async def main() -> None:
     with open_recording(path) as log:
         counts = {name: s.count for name, s in log.summary().sensors.items()}
         first = next(iter(log.frames(sensors=["wind"])))
-    print(f"{groups} groups; wind lines skipped: {dict(wind.errors)}; recorded frames: {counts}")
-    print(f"first wind frame read back: t={first.t} ns, data={first.data}")
+    print(f"{groups} groups; lines skipped: wind {dict(wind.errors)}, temp {dict(thermo.errors)}")
+    print(f"recorded frames: {counts}; first wind frame read back: t={first.t} ns, {first.data}")
     assert groups == 4
     assert wind.errors == {"bad_line": 1}
+    assert thermo.errors == {"undecodable": 1}
 
 
 if __name__ == "__main__":

@@ -17,17 +17,8 @@ generator :meth:`Source.frames`. Rules every source follows:
 * cancellation is honest: ``frames()`` stops at the next checkpoint and
   :meth:`Source.aclose` releases devices and files.
 
-A custom adapter::
-
-    class Thermometer(Source):
-        def __init__(self, port: str) -> None:
-            super().__init__(SensorSpec("thermo", kind="timeseries", rate_hz=1.0))
-            self.port = port
-
-        async def frames(self) -> AsyncIterator[Frame]:
-            while True:
-                t, value = await self.run_blocking(read_port, self.port)
-                yield self.make_frame(t, np.array([value], np.float32))
+The smallest whole custom adapter is the ``Thermometer`` of
+``examples/custom_adapter.py`` (README.md and docs/sync.md show that same class).
 """
 
 from __future__ import annotations

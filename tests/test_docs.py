@@ -10,7 +10,8 @@ installed plugin). Anything that cannot run here (a live sensor, a GPU, a
 cluster) belongs in a ```text, ```console or ```toml fence.
 
 Also checked: ```toml blocks are valid configs; README.md stays within 250
-lines; every docs page has a "Limits" section; docs/cli.md and
+lines; every page that shows the ``Thermometer`` adapter shows the one of
+examples/custom_adapter.py; every docs page has a "Limits" section; docs/cli.md and
 docs/configuration.md name every flag and TOML key the code has; and every
 relative link (with its #anchor) in README.md, docs/*.md and BENCHMARKS.md
 points at a file, folder or heading of the repository.
@@ -147,6 +148,32 @@ def test_every_page_has_its_python_blocks_found() -> None:
     pages_with_blocks = {b.page.name for b in BLOCKS}
     assert "README.md" in pages_with_blocks
     assert len(BLOCKS) >= 15
+
+
+def class_source(text: str, name: str) -> list[str]:
+    """The non-blank lines of ``class name`` in ``text``, up to the next unindented line."""
+    lines = text.splitlines()
+    start = lines.index(next(line for line in lines if line.startswith(f"class {name}(")))
+    body = [lines[start]]
+    for line in lines[start + 1 :]:
+        if line and not line[0].isspace():
+            break
+        if line.strip():
+            body.append(line)
+    return body
+
+
+def test_there_is_one_thermometer_and_every_page_shows_the_example_s() -> None:
+    """README.md and docs/ show the Thermometer of examples/custom_adapter.py, line for line."""
+    canonical = class_source(
+        (ROOT / "examples" / "custom_adapter.py").read_text(encoding="utf-8"), "Thermometer"
+    )
+    assert len(canonical) > 10
+    showing = [page for page in PAGES if "class Thermometer(" in page.read_text(encoding="utf-8")]
+    assert {p.name for p in showing} >= {"README.md", "sync.md"}
+    for page in showing:
+        shown = class_source(page.read_text(encoding="utf-8"), "Thermometer")
+        assert shown == canonical, f"{page.relative_to(ROOT)} shows another Thermometer"
 
 
 def test_readme_is_at_most_250_lines() -> None:
