@@ -9,6 +9,12 @@ Examples::
     hyperframes export s.hfr -o s.mcap --sensors cam lidar --start 10 --end 20
     hyperframes export s.hfr -o sweeps/ --to pcd --sensors lidar
     hyperframes export s.hfr -o s.rrd --view rerun          # viewer if running, else s.rrd
+    hyperframes export s.hfr -o s.mcap --type imu=sensor_msgs/msg/Imu
+
+Time series whose fields fit a standard message go out as it (ax..gz:
+sensor_msgs/Imu, lat/lon/alt: NavSatFix, poses: PoseStamped/Odometry; the
+table is in docs/interop.md); --type SENSOR=TYPE forces one, or
+std_msgs/msg/Float64MultiArray for a plain array.
 
 Every frame read is written or accounted for: when some cannot be exported,
 a table gives the count and reason per sensor and the command exits 1
@@ -65,6 +71,16 @@ def register(sub: Any) -> None:
         "nearest:REF[:TOL_MS] or none",
     )
     p.add_argument(
+        "--type",
+        dest="types",
+        action="append",
+        default=[],
+        metavar="SENSOR=TYPE",
+        help="export SENSOR's time series as TYPE (sensor_msgs/msg/Imu, sensor_msgs/msg/NavSatFix, "
+        "nav_msgs/msg/Odometry, geometry_msgs/msg/PoseStamped, std_msgs/msg/Float64MultiArray); "
+        "repeatable",
+    )
+    p.add_argument(
         "--skip-unsupported",
         action="store_true",
         help="exit 0 even when some frames cannot be exported (they are still listed)",
@@ -82,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
     from hyperframes.cli.common import console_for, error, literal, printable, warn
     from recordings import open_recording
     from recordings.export import Target, export_recording
+    from recordings.export.shapes import parse_types
 
     console = console_for(args)
     sensors = args.sensors or None
@@ -89,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
     if args.to == "mcap" and args.view is None:
         target = args.profile
     try:
+        types = parse_types(args.types)
         with open_recording(args.file) as log:
             t0 = log.summary().t_start or 0
         start = None if args.start is None else t0 + int(args.start * 1e9)
@@ -102,6 +120,7 @@ def run(args: argparse.Namespace) -> int:
             end=end,
             groups=args.groups,
             reencode=args.reencode,
+            types=types,
         )
     except (OSError, HyperframesError, ValueError, RuntimeError) as err:
         error(console, err)

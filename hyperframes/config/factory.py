@@ -79,9 +79,13 @@ def build_pipeline(
             multi = (KittiRawConfig, BagConfig, PythonSourceConfig)
             if spec.name != cfg.name and not isinstance(cfg, multi):
                 continue
+            meta = spec.meta
+            if cfg.export_type is not None:
+                meta = {**spec.meta, "export_type": cfg.export_type}
             specs.append(
                 dataclasses.replace(
                     spec,
+                    meta=meta,
                     clock=build_clock(cfg.clock, spec),
                     optional=cfg.optional or spec.optional,
                     capacity=cfg.capacity or spec.capacity,
@@ -222,6 +226,7 @@ def build_source(cfg: Any, copied: set[str] | None = None) -> Any:
             time_unit=cfg.time_unit,
             columns=cfg.columns,
             name=cfg.name,
+            kind=cfg.kind,
         )
     if isinstance(cfg, TimeSeriesUdpConfig):
         from adapters.timeseries import TimeSeriesSource

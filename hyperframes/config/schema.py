@@ -82,6 +82,18 @@ class _SourceBase(StrictModel):
     optional: bool = False
     capacity: int | None = Field(None, ge=1)
     overflow: Literal["block", "drop_oldest", "drop_newest"] | None = None
+    export_type: str | None = None
+    """The message type ``hyperframes export`` writes this source's time series as
+    (``"sensor_msgs/msg/Imu"``...; :mod:`recordings.export.shapes`), recorded with it."""
+
+    @field_validator("export_type")
+    @classmethod
+    def _known_export_type(cls, value: str | None) -> str | None:
+        if value is not None:
+            from recordings.export.shapes import shape_of_type
+
+            shape_of_type(value)  # a ValueError names the types there are
+        return value
 
 
 class SyntheticConfig(_SourceBase):
@@ -245,6 +257,7 @@ class TimeSeriesCsvConfig(_SourceBase):
     time_column: str = "t"
     time_unit: Literal["s", "ms", "us", "ns"] = "s"
     columns: list[str] | None = None
+    kind: Literal["timeseries", "imu", "gnss", "can"] = "timeseries"
 
 
 class TimeSeriesUdpConfig(_SourceBase):

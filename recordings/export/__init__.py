@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -106,6 +106,7 @@ def export_recording(
     end: int | None = None,
     groups: str = "approximate",
     reencode: bool = False,
+    types: Mapping[str, str] | None = None,
 ) -> ExportReport:
     """Export the recording at ``path`` to ``out``.
 
@@ -117,7 +118,11 @@ def export_recording(
     ``"none"`` (see :func:`make_policy`). A sensor recorded as encoded video
     goes to MP4 by copying its packets; ``reencode=True`` decodes and encodes
     them again instead. Internal sensors (``cam#keyframes``) are never exported.
+    ``types`` forces a sensor's message type in the MCAP profiles (``{"imu":
+    "sensor_msgs/msg/Imu"}``; :mod:`recordings.export.shapes`), over the
+    ``export_type`` its spec was recorded with.
     """
+    from recordings.export.shapes import shape_of_type
     from recordings.video.packets import video_sensors
 
     with open_recording(path) as log:
@@ -131,6 +136,13 @@ def export_recording(
                 f"it has {', '.join(visible) or 'none'}"
             )
         specs = {name: summary.sensors[name].spec for name in names}
+        overrides = {k: shape_of_type(v) for k, v in (types or {}).items()}
+        stray = [k for k in overrides if k not in visible]
+        if stray:
+            raise ValueError(
+                f"--type names sensor(s) {', '.join(map(repr, stray))} the recording does not "
+                f"have; it has {', '.join(visible) or 'none'}"
+            )
         kinds: dict[str, str] = {name: specs[name].kind for name in names}
         encoded = set(video_sensors(list(summary.sensors)))
         report = ExportReport(Path(out), to)
@@ -194,7 +206,9 @@ def export_recording(
             # Groups over the sensors that have frames: one that never sends a
             # frame (a bag topic with no messages) would hold every group back.
             grouped = [n for n in names if summary.sensors[n].count > 0]
-            _export_stream(to, frames, counted, grouped, specs, kinds, groups, report, tracks)
+            _export_stream(
+                to, frames, counted, grouped, specs, kinds, groups, report, tracks, overrides
+            )
         else:
             raise ValueError(f"unknown export target {to!r}")
     return report
@@ -233,6 +247,7 @@ def _export_stream(
     groups: str,
     report: ExportReport,
     tracks: dict[str, dict[str, Any]] | None = None,
+    types: Mapping[str, str] | None = None,
 ) -> None:
     policy = make_policy(groups, grouped)
     if to == "rerun":
@@ -265,11 +280,11 @@ def _export_stream(
     if to == "ros2":
         from recordings.export.ros2 import Ros2McapWriter
 
-        writer = Ros2McapWriter(report.out)
+        writer = Ros2McapWriter(report.out, types=types)
     else:
         from recordings.export.foxglove import FoxgloveMcapWriter
 
-        writer = FoxgloveMcapWriter(report.out)
+        writer = FoxgloveMcapWriter(report.out, types=types)
     with writer:
         for spec in specs.values():
             writer.declare(spec)

@@ -14,9 +14,16 @@ video           ``foxglove_msgs/msg/CompressedVideo`` in ROS 2 CDR, as in the ``
                 profile (recorded packets, not re-encoded)
 points          ``foxglove.PointCloud`` (the array's bytes, one field per column)
 gnss            ``foxglove.LocationFix``
+pose            ``foxglove.PoseInFrame``
+odometry        ``nav_msgs/msg/Odometry`` in ROS 2 CDR (Foxglove has no odometry
+                schema; it reads this one natively)
 imu, series     JSON with a JSON schema, one number (or array) per field: Plot-panel ready
 record          JSON with a JSON schema listing every key, strings included
 ==============  =====================================================
+
+Time series whose fields fit a standard shape (:mod:`recordings.export.shapes`)
+are written one message per row as the kind they fit: an IMU's rows as
+``accel``/``gyro`` (``orientation``) JSON records, like a bag's IMU.
 
 ``timestamp`` is the frame's ``t``, the MCAP log time its ``t_arrival``
 (``t`` when unknown), as in the ``ros2`` profile. Groups go to
@@ -30,6 +37,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +47,16 @@ from adapters.bags.images import encoding_for
 from fusion.frames import Frame, FrameGroup, SensorSpec
 from recordings.export.generic import json_record, json_schema
 from recordings.export.groups import GROUP_JSON_SCHEMA, GROUP_TOPIC, group_json
-from recordings.export.kinds import classify, image_format, is_internal, series_values
-from recordings.export.ros2 import TYPES, ros2_typestore
+from recordings.export.kinds import (
+    classify,
+    image_format,
+    is_internal,
+    series_values,
+    typed_shape,
+)
+from recordings.export.ros2 import TYPES, odometry_message, ros2_typestore
 from recordings.export.sensors import SensorMap
+from recordings.export.shapes import Shape, ellipsoid_altitude
 
 VIDEO_TYPE = TYPES["video"]
 
@@ -52,7 +67,13 @@ _NUMERIC |= {"i4": "Int32", "f4": "Float32", "f8": "Float64"}
 class FoxgloveMcapWriter:
     """Writes frames and groups as Foxglove messages into one MCAP file."""
 
-    def __init__(self, path: str | os.PathLike[str], *, topic_prefix: str = "/") -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        topic_prefix: str = "/",
+        types: Mapping[str, str] | None = None,
+    ) -> None:
         import foxglove
         from foxglove.mcap import MCAPWriteOptions
 
@@ -67,7 +88,7 @@ class FoxgloveMcapWriter:
             writer_options=MCAPWriteOptions(profile=""),
         )
         self._channels: dict[str, tuple[Any, str]] = {}
-        self.sensors = SensorMap(topic_prefix)
+        self.sensors = SensorMap(topic_prefix, types)
         self.counts: Counter[str] = Counter()
         """Messages written per topic."""
         self.frames: Counter[str] = Counter()
@@ -138,6 +159,7 @@ class FoxgloveMcapWriter:
             "encoded_image": channels.CompressedImageChannel,
             "points": channels.PointCloudChannel,
             "gnss": channels.LocationFixChannel,
+            "pose": channels.PoseInFrameChannel,
         }
         if kind in classes:
             channel = classes[kind](topic, context=self._context)
@@ -168,7 +190,9 @@ class FoxgloveMcapWriter:
             self.counts[topic] += 1
             self.frames[frame.sensor] += 1
             return True
-        kind = classify(frame, self.sensors.kind(frame.sensor, sensor_kind))
+        sensor_kind = self.sensors.kind(frame.sensor, sensor_kind)
+        forced = self.sensors.forced(frame.sensor)
+        kind = classify(frame, sensor_kind, forced)
         if kind not in (
             "image",
             "encoded_image",
@@ -176,12 +200,18 @@ class FoxgloveMcapWriter:
             "points",
             "gnss",
             "imu",
+            "odometry",
+            "pose",
             "series",
             "record",
         ):
             self.skipped[(frame.sensor, kind)] += 1
             return False
         topic = self.topic_for(frame.sensor)
+        if kind in ("imu", "gnss", "odometry", "pose") and isinstance(frame.data, np.ndarray):
+            self._write_rows(frame, topic, sensor_kind, forced, log_time)
+            self.frames[frame.sensor] += 1
+            return True
         if kind == "record":
             record = json_record(frame.t, frame.data)
             title = f"hyperframes.{frame.sensor}"
@@ -212,6 +242,65 @@ class FoxgloveMcapWriter:
         self.counts[topic] += 1
         self.frames[frame.sensor] += 1
         return True
+
+    def _write_rows(
+        self, frame: Frame, topic: str, sensor_kind: str, forced: str | None, log_time: int
+    ) -> None:
+        """A time series as typed messages, one per row (:mod:`recordings.export.shapes`)."""
+        from foxglove import messages as m
+
+        shape = typed_shape(frame.data.dtype.names, sensor_kind, forced)
+        assert isinstance(shape, Shape)
+        frame_id = str(frame.meta.get("frame_id", frame.sensor))
+        for t, values in shape.rows(frame.data, frame.t):
+            at = log_time + t - frame.t
+            stamp = m.Timestamp(t // 1_000_000_000, t % 1_000_000_000)
+            if shape.kind == "imu":
+                record: dict[str, Any] = {"timestamp": {"sec": stamp.sec, "nsec": stamp.nsec}}
+                for key in ("accel", "gyro", "orientation"):
+                    if key in values:
+                        record[key] = values[key].tolist()
+                schema = _json_schema("hyperframes.imu", record)
+                self._channel(topic, "imu", schema).log(record, log_time=at)
+            elif shape.kind == "gnss":
+                fix = m.LocationFix(
+                    timestamp=stamp,
+                    frame_id=frame_id,
+                    latitude=float(values["lat"][0]),
+                    longitude=float(values["lon"][0]),
+                    altitude=ellipsoid_altitude(values),
+                )
+                self._channel(topic, "gnss").log(fix, log_time=at)
+            elif shape.kind == "pose":
+                p, q = values["position"], values["orientation"]
+                pose = m.PoseInFrame(
+                    timestamp=stamp,
+                    frame_id=frame_id,
+                    pose=m.Pose(
+                        position=m.Vector3(x=p[0], y=p[1], z=p[2]),
+                        orientation=m.Quaternion(x=q[0], y=q[1], z=q[2], w=q[3]),
+                    ),
+                )
+                self._channel(topic, "pose").log(pose, log_time=at)
+            else:
+                self._log_odometry(topic, t, frame_id, values, at)
+            self.counts[topic] += 1
+
+    def _log_odometry(
+        self, topic: str, t: int, frame_id: str, values: dict[str, Any], at: int
+    ) -> None:
+        if self._ros2 is None:
+            self._ros2 = ros2_typestore()
+        T, msgtype = self._ros2.types, TYPES["odometry"]
+        header = T["std_msgs/msg/Header"](
+            stamp=T["builtin_interfaces/msg/Time"](
+                sec=t // 1_000_000_000, nanosec=t % 1_000_000_000
+            ),
+            frame_id=frame_id,
+        )
+        cdr = bytes(self._ros2.serialize_cdr(odometry_message(T, header, values), msgtype))
+        msgdef = self._ros2.generate_msgdef(msgtype, ros_version=2)[0]
+        self._ros_channel(topic, msgtype, msgdef).log(cdr, log_time=at)
 
     def write_group(self, group: FrameGroup) -> None:
         """Write one sync group as a JSON marker on :data:`GROUP_TOPIC`."""

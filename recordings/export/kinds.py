@@ -9,6 +9,10 @@ of these: :mod:`adapters.bags.passthrough`):
   :mod:`recordings.video.packets`): ``video``;
 * ``bytes`` with ``meta["format"]`` JPEG or PNG: ``encoded_image``;
   H.264/H.265/VP9/AV1: ``video`` (one encoded frame);
+* a structured array whose field names fit a standard message
+  (:mod:`recordings.export.shapes`: ``ax..gz``, ``lat/lon``, poses): ``imu``,
+  ``gnss``, ``odometry`` or ``pose``, written one message per row (a sensor's
+  override forces one, or ``series``);
 * a structured array with ``x``, ``y``, ``z`` fields: ``points``;
 * a uint8 or uint16 array shaped like an image (``HxW`` or ``HxWxC``, C at
   most 4, both sides at least 2), whatever the sensor's kind; the kind only
@@ -27,16 +31,27 @@ are never exported nor grouped: :func:`is_internal`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 
 import numpy as np
 
 from fusion.frames import Frame
+from recordings.export.shapes import Shape, match
 from recordings.video.packets import KEYFRAME_SUFFIX, META_KEY
 
 PayloadKind = Literal[
-    "image", "encoded_image", "video", "points", "imu", "gnss", "record", "series"
+    "image",
+    "encoded_image",
+    "video",
+    "points",
+    "imu",
+    "gnss",
+    "odometry",
+    "pose",
+    "record",
+    "series",
 ]
 
 IMAGE_FORMATS = {"jpeg": "jpeg", "jpg": "jpeg", "png": "png"}
@@ -50,8 +65,11 @@ def is_internal(sensor: str) -> bool:
     return sensor.endswith(KEYFRAME_SUFFIX)
 
 
-def classify(frame: Frame, sensor_kind: str) -> PayloadKind | str:
-    """The payload kind of ``frame``, or (not a :data:`PayloadKind`) why it cannot be exported."""
+def classify(frame: Frame, sensor_kind: str, forced: str | None = None) -> PayloadKind | str:
+    """The payload kind of ``frame``, or (not a :data:`PayloadKind`) why it cannot be exported.
+
+    ``forced`` is the sensor's typed-export override (a shape name, ``series``
+    to keep a plain array)."""
     data = frame.data
     if isinstance(data, (bytes, bytearray, memoryview)):
         if isinstance(frame.meta.get(META_KEY), Mapping):
@@ -65,6 +83,13 @@ def classify(frame: Frame, sensor_kind: str) -> PayloadKind | str:
     if isinstance(data, np.ndarray):
         names = data.dtype.names
         if names is not None:
+            shape = typed_shape(names, sensor_kind, forced)
+            if isinstance(shape, Shape):
+                return shape.kind
+            if isinstance(shape, str):
+                return shape
+            if forced == "series":
+                return "series"
             if {"x", "y", "z"} <= set(names):
                 return "points"
             return "series"
@@ -85,6 +110,12 @@ def classify(frame: Frame, sensor_kind: str) -> PayloadKind | str:
             return "empty dict"
         return f"dict with values that are not numbers, strings or arrays ({', '.join(bad[:3])})"
     return f"payload of type {type(data).__name__}"
+
+
+@functools.lru_cache(maxsize=256)
+def typed_shape(names: tuple[str, ...], sensor_kind: str, forced: str | None) -> Shape | str | None:
+    """:func:`recordings.export.shapes.match`, once per (fields, kind, override)."""
+    return match(names, sensor_kind, forced)
 
 
 def video_format(frame: Frame) -> str:
@@ -125,11 +156,13 @@ def _recordable(value: Any) -> bool:
     return False
 
 
-def series_values(data: Any) -> Iterator[tuple[str, np.ndarray]]:
+def series_values(data: Any, *, device_time: bool = True) -> Iterator[tuple[str, np.ndarray]]:
     """``(name, float64 values)`` of every numeric field of a series payload, flattened.
 
     A structured array gives one entry per field, a dict one per key, a plain
-    array a single entry named ``"value"``.
+    array a single entry named ``"value"``. ``device_time=False`` leaves out a
+    structured array's integer ``t`` field, the sample's own stamp (a plot of
+    it is a straight line of nanoseconds, not a value).
     """
     if isinstance(data, dict):
         for key, value in data.items():
@@ -138,6 +171,8 @@ def series_values(data: Any) -> Iterator[tuple[str, np.ndarray]]:
     elif isinstance(data, np.ndarray) and data.dtype.names is not None:
         for name in data.dtype.names:
             column = data[name]
+            if name == "t" and column.dtype.kind in "iu" and not device_time:
+                continue
             if column.dtype.kind in "biuf":
                 yield name, np.asarray(column, np.float64).reshape(-1)
     elif isinstance(data, np.ndarray):

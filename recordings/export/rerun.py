@@ -6,7 +6,8 @@ at two times: the ``group`` sequence timeline (its number) and the ``t`` timesta
 (the group's reference time), so the viewer steps through groups or plays
 them in time. Members go to ``<sensor>`` entities: an image as ``Image``, a
 point array as ``Points3D`` (coloured by intensity when it has one), an IMU
-or any numeric payload as ``Scalars`` under ``<sensor>/<field>``; the group
+or any numeric payload as ``Scalars`` under ``<sensor>/<field>`` (a time
+series' own stamp field ``t`` is device time, not a value: it is not plotted); the group
 itself is ``groups/spread_ms`` (a plot of how tight the sync was).
 
 Where it goes: ``viewer="auto"`` streams to a running viewer (one listening
@@ -112,8 +113,8 @@ class RerunSink:
                 colors = np.stack([level, 255 - level, np.full_like(level, 128)], axis=-1)
             self.rec.log(frame.sensor, rr.Points3D(positions, colors=colors))
             self.logged["points"] += 1
-        elif kind in ("imu", "gnss", "series", "record"):
-            for name, values in series_values(data):
+        elif kind in ("imu", "gnss", "odometry", "pose", "series", "record"):
+            for name, values in series_values(data, device_time=False):
                 self.rec.log(f"{frame.sensor}/{name}", rr.Scalars(values))
                 self.logged["scalars"] += 1
         elif kind in ("encoded_image", "video"):

@@ -16,10 +16,17 @@ video           ``foxglove_msgs/msg/CompressedVideo`` (recorded packets, not re-
 points          ``sensor_msgs/msg/PointCloud2`` (the array's bytes, fields by name)
 imu             ``sensor_msgs/msg/Imu``
 gnss            ``sensor_msgs/msg/NavSatFix``
+odometry        ``nav_msgs/msg/Odometry``
+pose            ``geometry_msgs/msg/PoseStamped``
 record          ``hyperframes_msgs/msg/<Sensor>Record``, made for the sensor
                 (every key, strings included: :mod:`recordings.export.generic`)
 series          ``std_msgs/msg/Float64MultiArray`` (one dimension per field, labelled)
 ==============  ========================================
+
+A structured array (a time series) is ``imu``, ``gnss``, ``odometry`` or
+``pose`` when its field names fit (:mod:`recordings.export.shapes`), one
+message per row with its own stamp; ``types=`` (``--type SENSOR=TYPE``)
+forces a sensor's type.
 
 Messages are serialised with ``rosbags`` (CDR, the Humble type definitions)
 and written with the ``mcap`` package: profile ``ros2``, schemas in
@@ -42,6 +49,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +60,15 @@ from adapters.bags.pointcloud2 import pointcloud2_fields
 from fusion.frames import Frame, FrameGroup, SensorSpec
 from recordings.export.generic import RecordLayout
 from recordings.export.groups import GROUP_TOPIC, group_record
-from recordings.export.kinds import classify, image_format, is_internal, series_values
+from recordings.export.kinds import (
+    classify,
+    image_format,
+    is_internal,
+    series_values,
+    typed_shape,
+)
 from recordings.export.sensors import SensorMap
+from recordings.export.shapes import Shape, ellipsoid_altitude, navsat_status
 
 _VIDEO_MSGDEF = """builtin_interfaces/Time timestamp
 string frame_id
@@ -68,10 +83,14 @@ TYPES = {
     "points": "sensor_msgs/msg/PointCloud2",
     "imu": "sensor_msgs/msg/Imu",
     "gnss": "sensor_msgs/msg/NavSatFix",
+    "odometry": "nav_msgs/msg/Odometry",
+    "pose": "geometry_msgs/msg/PoseStamped",
     "series": "std_msgs/msg/Float64MultiArray",
     "group": "diagnostic_msgs/msg/DiagnosticArray",
 }
 """ROS 2 message type written for each payload kind (and for sync groups)."""
+
+_TYPED = ("imu", "gnss", "odometry", "pose")
 
 
 def ros2_typestore() -> Any:
@@ -92,7 +111,13 @@ class Ros2McapWriter:
     ``(sensor, reason)``.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, topic_prefix: str = "/") -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        topic_prefix: str = "/",
+        types: Mapping[str, str] | None = None,
+    ) -> None:
         from mcap.writer import CompressionType, Writer
 
         target = Path(path)
@@ -111,7 +136,7 @@ class Ros2McapWriter:
         self._mcap.start(profile="ros2", library="hyperframes")
         self._schemas: dict[tuple[str, str], int] = {}
         self._channels: dict[str, tuple[int, str, str]] = {}  # topic -> (id, type, hash)
-        self.sensors = SensorMap(topic_prefix)
+        self.sensors = SensorMap(topic_prefix, types)
         self._records: dict[str, RecordLayout] = {}
         self.counts: Counter[str] = Counter()
         """Messages written per topic."""
@@ -183,9 +208,13 @@ class Ros2McapWriter:
             self._add(channel, topic, data, log_time, frame.seq)
             self.frames[frame.sensor] += 1
             return True
-        kind = classify(frame, self.sensors.kind(frame.sensor, sensor_kind))
+        sensor_kind = self.sensors.kind(frame.sensor, sensor_kind)
+        forced = self.sensors.forced(frame.sensor)
+        kind = classify(frame, sensor_kind, forced)
         if kind == "record":
             return self._write_record(frame, log_time)
+        if kind in _TYPED and isinstance(frame.data, np.ndarray):
+            return self._write_rows(frame, sensor_kind, forced, log_time)
         if kind not in TYPES:
             self.skipped[(frame.sensor, kind)] += 1
             return False
@@ -197,6 +226,36 @@ class Ros2McapWriter:
         self._emit(self.topic_for(frame.sensor), TYPES[kind], msg, log_time, frame.seq)
         self.frames[frame.sensor] += 1
         return True
+
+    def _write_rows(
+        self, frame: Frame, sensor_kind: str, forced: str | None, log_time: int
+    ) -> bool:
+        """A time series as typed messages, one per row (:mod:`recordings.export.shapes`)."""
+        shape = typed_shape(frame.data.dtype.names, sensor_kind, forced)
+        assert isinstance(shape, Shape)
+        topic, msgtype = self.topic_for(frame.sensor), TYPES[shape.kind]
+        frame_id = str(frame.meta.get("frame_id", frame.sensor))
+        for stamp, values in shape.rows(frame.data, frame.t):
+            msg = self._typed(shape.kind, self._header(stamp, frame_id), values)
+            self._emit(topic, msgtype, msg, log_time + stamp - frame.t, frame.seq)
+        self.frames[frame.sensor] += 1
+        return True
+
+    def _typed(self, kind: str, header: Any, values: Mapping[str, Any]) -> Any:
+        T = self.store.types
+        if kind == "imu":
+            return self._imu(header, dict(values))
+        if kind == "gnss":
+            fix = {
+                "latitude": values["lat"][0],
+                "longitude": values["lon"][0],
+                "altitude": ellipsoid_altitude(values),
+                "status": navsat_status(values),
+            }
+            return self._navsatfix(header, fix)
+        if kind == "pose":
+            return T[TYPES["pose"]](header=header, pose=pose_message(T, values))
+        return odometry_message(T, header, values)
 
     def _write_record(self, frame: Frame, log_time: int) -> bool:
         layout = self._records.get(frame.sensor)
@@ -320,7 +379,7 @@ class Ros2McapWriter:
         return T[TYPES["imu"]](
             header=header,
             orientation=Q(x=q[0], y=q[1], z=q[2], w=q[3]),
-            orientation_covariance=_cov(data, "orientation_covariance", default=unknown)
+            orientation_covariance=_cov(data, "orientation_covariance")
             if "orientation" in data
             else unknown,
             angular_velocity=V(x=g[0], y=g[1], z=g[2]),
@@ -416,6 +475,33 @@ class Ros2McapWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def pose_message(T: Any, values: Mapping[str, Any]) -> Any:
+    """``geometry_msgs/msg/Pose`` of a typed row's position and (x, y, z, w) orientation."""
+    p, q = values["position"], values["orientation"]
+    return T["geometry_msgs/msg/Pose"](
+        position=T["geometry_msgs/msg/Point"](x=p[0], y=p[1], z=p[2]),
+        orientation=T["geometry_msgs/msg/Quaternion"](x=q[0], y=q[1], z=q[2], w=q[3]),
+    )
+
+
+def odometry_message(T: Any, header: Any, values: Mapping[str, Any]) -> Any:
+    """``nav_msgs/msg/Odometry`` of a typed row (angular velocity 0 when it has none;
+    covariances unknown: zeros)."""
+    V = T["geometry_msgs/msg/Vector3"]
+    v, w = values["velocity"], values.get("gyro", np.zeros(3))
+    twist = T["geometry_msgs/msg/Twist"](
+        linear=V(x=v[0], y=v[1], z=v[2]), angular=V(x=w[0], y=w[1], z=w[2])
+    )
+    return T[TYPES["odometry"]](
+        header=header,
+        child_frame_id="",
+        pose=T["geometry_msgs/msg/PoseWithCovariance"](
+            pose=pose_message(T, values), covariance=np.zeros(36)
+        ),
+        twist=T["geometry_msgs/msg/TwistWithCovariance"](twist=twist, covariance=np.zeros(36)),
+    )
 
 
 def _cov(data: dict[str, Any], key: str, default: np.ndarray | None = None) -> np.ndarray:

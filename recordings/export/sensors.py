@@ -23,14 +23,17 @@ from fusion.frames import Frame, SensorSpec
 from recordings.export.annexb import VideoTrack, packet_key
 from recordings.export.groups import GROUP_TOPIC
 from recordings.export.kinds import video_format
+from recordings.export.shapes import shape_of_type
 from recordings.video.packets import META_KEY
 
 
 class SensorMap:
     """Per-sensor routing state of one writer."""
 
-    def __init__(self, prefix: str = "/") -> None:
+    def __init__(self, prefix: str = "/", types: Mapping[str, str] | None = None) -> None:
         self.prefix = prefix
+        self.types = {k: shape_of_type(v) for k, v in (types or {}).items()}
+        """Typed-export overrides, sensor -> shape (:mod:`recordings.export.shapes`)."""
         self.specs: dict[str, SensorSpec] = {}
         self.passthrough: dict[str, Ros2MessageType | None] = {}
         self.topics: dict[str, str] = {}
@@ -39,8 +42,15 @@ class SensorMap:
         """Things the export could not do as asked, one line each."""
 
     def declare(self, spec: SensorSpec) -> None:
-        """Know ``spec``: a sensor from a bag keeps its topic and its messages' type."""
+        """Know ``spec``: a sensor from a bag keeps its topic and its messages' type; an
+        ``export_type`` in its meta (a TOML source's) is its typed-export override."""
         self.specs[spec.name] = spec
+        declared = spec.meta.get("export_type")
+        if declared is not None and spec.name not in self.types:
+            try:
+                self.types[spec.name] = shape_of_type(str(declared))
+            except ValueError as err:
+                self.notes.append(f"sensor {spec.name!r}: export_type: {err}")
         try:
             self.passthrough[spec.name] = passthrough_type(spec.meta)
         except ValueError as err:
@@ -56,6 +66,10 @@ class SensorMap:
         get their codec this way.
         """
         self.video.setdefault(sensor, VideoTrack()).update(key_meta)
+
+    def forced(self, sensor: str) -> str | None:
+        """The shape a sensor's frames are exported as by override, or ``None``."""
+        return self.types.get(sensor)
 
     def kind(self, sensor: str, given: str | None) -> str:
         """The sensor kind that breaks payload ties: ``given``, else the declared spec's."""
