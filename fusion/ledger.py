@@ -46,6 +46,7 @@ LOSS_REASONS: Mapping[str, str] = MappingProxyType(
         "unused": "a well-formed unit of a type no frame field comes from (an NMEA GSV)",
         "dropped": "frames dropped by the overflow policy of a full channel",
         "incomplete": "units held in a partial frame when the source ended",
+        "partial_sweep": "packets of a LiDAR sweep short of a full turn, dropped by its options",
         "missing": "units a summary or index promised that were never read",
     }
 )

@@ -1,144 +1,263 @@
-"""Geometry and timing of the Velodyne models we decode.
+"""Per-laser calibration of a Velodyne sensor, and the two file formats it comes in.
 
-A Velodyne data packet holds 12 blocks of 32 returns. How those 32 slots map to
-lasers, when each laser fired and at which elevation is fixed per model and
-printed in its manual; that table is a :class:`VelodyneModel`. Users with a
-per-unit calibration (or a model we do not ship) build their own instance and
-pass it as ``model=``.
+A calibration says, for each laser, its vertical angle and the corrections a
+decoder applies to a raw return: a rotational correction (subtracted from the
+block's azimuth), a vertical and a horizontal offset of the laser's origin, a
+distance correction (one value, or the two-point form of the HDL-64E: far
+value plus near x and y values), and the HDL-64E's intensity correction
+(focal distance and slope, clamped to a per-laser min/max). Every Velodyne
+decoder uses this model: the ROS velodyne driver, velodyne_decoder, VeloView.
 
-The model is always chosen by the caller, never guessed from the packet's
-product-ID byte: early VLP-16 firmware reports 0x21 (HDL-32E) there, and a
-decoder that trusts it silently produces the wrong geometry.
+Files:
 
-Sources: VLP-16 user manual (rev. E) section 9, HDL-32E user manual appendix;
-azimuth interpolation per firing as in both manuals' "precision azimuth"
-section.
+* **YAML**, the ROS velodyne driver's and velodyne_decoder's format
+  (``distance_resolution``, ``lasers: [{laser_id, rot_correction,
+  vert_correction, dist_correction, ...}]``, angles in radians, lengths in
+  metres);
+* **XML**, Velodyne's ``db.xml`` as shipped with each HDL-64E and the
+  calibration files of VeloView (a boost-serialization archive: ``distLSB_``
+  in cm, ``points_/item/px`` with ``rotCorrection_``/``vertCorrection_`` in
+  degrees and distances in cm, ``minIntensity_``/``maxIntensity_`` lists).
+  The conversion is the ROS driver's ``gen_calibration.py``.
+
+Both are read by :func:`read_calibration`; :meth:`Calibration.to_yaml` writes
+the YAML form (what velodyne_decoder's ``Calibration.from_string`` reads).
+A calibration file is input like any other: it is bounded in size and laser
+count, every value must be finite, and XML entity declarations are refused.
 """
 
 from __future__ import annotations
 
+import math
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from adapters.errors import DecodeError
 
-@dataclass(frozen=True)
-class VelodyneModel:
-    """Firing order, timing and elevation angles of one Velodyne model.
+MAX_LASERS = 128
+MAX_FILE_BYTES = 4 * 1024 * 1024
 
-    ``elevations_deg[i]`` is the vertical angle of laser ``i`` (firing order).
-    A block holds ``firings_per_block`` firing sequences of ``lasers`` lasers
-    each; a sequence lasts ``firing_period_us`` and consecutive lasers within it
-    fire ``laser_period_us`` apart. Distances are multiples of
-    ``distance_resolution_m``.
+_ADVANCED = (
+    "dist_correction_m",
+    "dist_correction_x_m",
+    "dist_correction_y_m",
+    "horiz_offset_m",
+    "focal_distance",
+    "focal_slope",
+)
+
+
+@dataclass(frozen=True, eq=False)
+class Calibration:
+    """One value per laser (laser index = position in the packet's firing order).
+
+    Angles are degrees here (``vert_deg``, ``rot_deg``), lengths metres.
+    ``rot_deg`` is subtracted from the azimuth, as in the ROS driver and
+    VeloView. The optional fields are all-zero when absent; intensities
+    default to 0..255.
     """
 
-    name: str
-    elevations_deg: tuple[float, ...]
-    firings_per_block: int
-    firing_period_us: float
-    laser_period_us: float
+    vert_deg: tuple[float, ...]
+    rot_deg: tuple[float, ...] = ()
     distance_resolution_m: float = 0.002
-    product_id: int | None = None
-    azimuth_offsets_deg: tuple[float, ...] = field(default=())
+    vert_offset_m: tuple[float, ...] = ()
+    horiz_offset_m: tuple[float, ...] = ()
+    dist_correction_m: tuple[float, ...] = ()
+    dist_correction_x_m: tuple[float, ...] = ()
+    dist_correction_y_m: tuple[float, ...] = ()
+    focal_distance: tuple[float, ...] = ()
+    """In the YAML's unit (metres x 100 / 100: the ROS driver divides it by 131)."""
+    focal_slope: tuple[float, ...] = ()
+    min_intensity: tuple[float, ...] = ()
+    max_intensity: tuple[float, ...] = ()
+    source: str = field(default="", compare=False)
+    """Where it came from (a file name, "nominal table of the ... manual")."""
 
     def __post_init__(self) -> None:
-        if self.lasers * self.firings_per_block != 32:
-            raise ValueError(
-                f"model {self.name!r}: {self.lasers} lasers x {self.firings_per_block} firings "
-                "per block must fill the 32 returns of a block"
-            )
-        if self.azimuth_offsets_deg and len(self.azimuth_offsets_deg) != self.lasers:
-            raise ValueError(f"model {self.name!r}: one azimuth offset per laser expected")
+        n = len(self.vert_deg)
+        if not 1 <= n <= MAX_LASERS:
+            raise ValueError(f"a calibration has 1..{MAX_LASERS} lasers, got {n}")
+        for name in (
+            "rot_deg", "vert_offset_m", "horiz_offset_m", "dist_correction_m",
+            "dist_correction_x_m", "dist_correction_y_m", "focal_distance", "focal_slope",
+            "min_intensity", "max_intensity",
+        ):  # fmt: skip
+            values = getattr(self, name)
+            if values and len(values) != n:
+                raise ValueError(f"calibration {name}: {len(values)} values for {n} lasers")
+            if not all(math.isfinite(v) for v in values):
+                raise ValueError(f"calibration {name}: values must be finite")
+        if not (math.isfinite(self.distance_resolution_m) and 0 < self.distance_resolution_m < 1):
+            raise ValueError(f"distance resolution {self.distance_resolution_m} m is not plausible")
 
     @property
     def lasers(self) -> int:
-        return len(self.elevations_deg)
+        return len(self.vert_deg)
+
+    def column(self, name: str, default: float = 0.0) -> npt.NDArray[np.float64]:
+        """One field as an array of ``lasers`` values (``default`` where absent)."""
+        values = getattr(self, name)
+        return np.asarray(values, np.float64) if values else np.full(self.lasers, default)
 
     @property
-    def block_period_us(self) -> float:
-        """Time between the first firings of consecutive blocks."""
-        return self.firings_per_block * self.firing_period_us
+    def rings(self) -> npt.NDArray[np.uint16]:
+        """Ring of each laser: its rank by vertical angle (0 = lowest), ties in laser order."""
+        order = np.argsort(np.asarray(self.vert_deg), kind="stable")
+        rings = np.empty(self.lasers, np.uint16)
+        rings[order] = np.arange(self.lasers, dtype=np.uint16)
+        return rings
 
-    def slot_tables(self) -> dict[str, npt.NDArray[np.generic]]:
-        """Per-slot (0..31) constants the vectorised decoder broadcasts over blocks."""
-        slot = np.arange(32)
-        laser = slot % self.lasers
-        firing = slot // self.lasers
-        offset_us = firing * self.firing_period_us + laser * self.laser_period_us
-        elevation = np.deg2rad(np.asarray(self.elevations_deg, np.float64))[laser]
-        ring_of_laser = np.argsort(np.argsort(self.elevations_deg, kind="stable"), kind="stable")
-        az_offset = (
-            np.asarray(self.azimuth_offsets_deg, np.float64)[laser] * 100.0
-            if self.azimuth_offsets_deg
-            else np.zeros(32)
-        )
-        return {
-            "cos_el": np.cos(elevation).astype(np.float32),
-            "sin_el": np.sin(elevation).astype(np.float32),
-            "fraction": (offset_us / self.block_period_us).astype(np.float32),
-            "offset_ns": np.round(offset_us * 1000.0).astype(np.int64),
-            "ring": ring_of_laser[laser].astype(np.uint16),
-            "az_offset": az_offset.astype(np.float32),
+    @property
+    def advanced(self) -> bool:
+        """True when a correction beyond angles and vertical offsets is set (the
+        HDL-64E's distance, horizontal-offset and intensity corrections)."""
+        if any(any(getattr(self, name)) for name in _ADVANCED):
+            return True
+        return any(v != 0 for v in self.min_intensity) or any(v != 255 for v in self.max_intensity)
+
+    def to_yaml(self) -> str:
+        """The ROS / velodyne_decoder YAML form (radians, metres)."""
+        lines = [f"distance_resolution: {self.distance_resolution_m!r}",
+                 f"num_lasers: {self.lasers}", "lasers:"]  # fmt: skip
+        columns = {
+            "rot_correction": np.deg2rad(self.column("rot_deg")),
+            "vert_correction": np.deg2rad(self.column("vert_deg")),
+            "vert_offset_correction": self.column("vert_offset_m"),
+            "horiz_offset_correction": self.column("horiz_offset_m"),
+            "dist_correction": self.column("dist_correction_m"),
+            "dist_correction_x": self.column("dist_correction_x_m"),
+            "dist_correction_y": self.column("dist_correction_y_m"),
+            "focal_distance": self.column("focal_distance"),
+            "focal_slope": self.column("focal_slope"),
+            "min_intensity": self.column("min_intensity", 0.0),
+            "max_intensity": self.column("max_intensity", 255.0),
         }
+        for laser in range(self.lasers):
+            lines.append(f"  - laser_id: {laser}")
+            lines += [f"    {key}: {float(values[laser])!r}" for key, values in columns.items()]
+        return "\n".join(lines) + "\n"
 
 
-VLP_16 = VelodyneModel(
-    name="VLP-16",
-    elevations_deg=(-15, 1, -13, 3, -11, 5, -9, 7, -7, 9, -5, 11, -3, 13, -1, 15),
-    firings_per_block=2,
-    firing_period_us=55.296,
-    laser_period_us=2.304,
-    product_id=0x22,
-)
+def nominal(vert_deg: tuple[float, ...], rot_deg: tuple[float, ...] = (), *,
+            resolution_m: float = 0.002, source: str = "") -> Calibration:  # fmt: skip
+    """A calibration from a manual's angle table (no offsets, no distance correction)."""
+    return Calibration(vert_deg, rot_deg, resolution_m, source=source)
 
-# fmt: off
-PUCK_HI_RES = VelodyneModel(
-    name="Puck-Hi-Res",
-    elevations_deg=(
-        -10.0, 0.67, -8.67, 2.0, -7.33, 3.33, -6.0, 4.67,
-        -4.67, 6.0, -3.33, 7.33, -2.0, 8.67, -0.67, 10.0,
-    ),
-    firings_per_block=2,
-    firing_period_us=55.296,
-    laser_period_us=2.304,
-    product_id=0x24,
-)
 
-HDL_32E = VelodyneModel(
-    name="HDL-32E",
-    elevations_deg=(
-        -30.67, -9.33, -29.33, -8.00, -28.00, -6.67, -26.67, -5.33,
-        -25.33, -4.00, -24.00, -2.67, -22.67, -1.33, -21.33, 0.00,
-        -20.00, 1.33, -18.67, 2.67, -17.33, 4.00, -16.00, 5.33,
-        -14.67, 6.67, -13.33, 8.00, -12.00, 9.33, -10.67, 10.67,
-    ),
-    firings_per_block=1,
-    firing_period_us=46.08,
-    laser_period_us=1.152,
-    product_id=0x21,
-)
+def read_calibration(path: str | Path) -> Calibration:
+    """Read a YAML (ROS / velodyne_decoder) or XML (``db.xml``, VeloView) calibration.
 
-# fmt: on
+    Raises :class:`DecodeError` naming the file and what was wrong.
+    """
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise DecodeError(f"{path}: {size} bytes is too big for a calibration file")
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as err:
+        raise DecodeError(f"{path}: cannot read the calibration file: {err}") from err
+    try:
+        if text.lstrip().startswith("<"):
+            return parse_db_xml(text, source=path.name)
+        return parse_yaml(text, source=path.name)
+    except (ValueError, TypeError, KeyError, ET.ParseError) as err:
+        raise DecodeError(f"{path}: not a Velodyne calibration: {err}") from err
 
-MODELS: dict[str, VelodyneModel] = {
-    "VLP-16": VLP_16,
-    "Puck-Hi-Res": PUCK_HI_RES,
-    "HDL-32E": HDL_32E,
+
+def parse_yaml(text: str, *, source: str = "") -> Calibration:
+    """The ROS velodyne driver's calibration YAML (radians, metres)."""
+    import yaml  # type: ignore[import-untyped]
+
+    doc = yaml.safe_load(text)
+    if not isinstance(doc, dict) or not isinstance(doc.get("lasers"), list):
+        raise ValueError("expected a mapping with a 'lasers' list")
+    lasers: dict[int, dict[str, Any]] = {}
+    for entry in doc["lasers"]:
+        if not isinstance(entry, dict) or "laser_id" not in entry:
+            raise ValueError("every entry of 'lasers' needs a laser_id")
+        index = int(entry["laser_id"])
+        if not 0 <= index < MAX_LASERS:
+            raise ValueError(f"laser_id {index} is outside 0..{MAX_LASERS - 1}")
+        lasers[index] = entry
+    count = int(doc.get("num_lasers", len(lasers)))
+    if sorted(lasers) != list(range(count)):
+        raise ValueError(f"lasers {sorted(lasers)[:8]}... do not number 0..{count - 1}")
+
+    def values(key: str, default: float = 0.0, scale: float = 1.0) -> tuple[float, ...]:
+        return tuple(float(lasers[i].get(key, default)) * scale for i in range(count))
+
+    return Calibration(
+        vert_deg=values("vert_correction", scale=180 / math.pi),
+        rot_deg=values("rot_correction", scale=180 / math.pi),
+        distance_resolution_m=float(doc.get("distance_resolution", 0.002)),
+        vert_offset_m=values("vert_offset_correction"),
+        horiz_offset_m=values("horiz_offset_correction"),
+        dist_correction_m=values("dist_correction"),
+        dist_correction_x_m=values("dist_correction_x"),
+        dist_correction_y_m=values("dist_correction_y"),
+        focal_distance=values("focal_distance"),
+        focal_slope=values("focal_slope"),
+        min_intensity=tuple(math.floor(v) for v in values("min_intensity", 0.0)),
+        max_intensity=tuple(math.floor(v) for v in values("max_intensity", 255.0)),
+        source=source,
+    )
+
+
+_XML_FIELDS = {  # db.xml tag -> (Calibration field, scale to its unit)
+    "rotCorrection_": ("rot_deg", 1.0),
+    "vertCorrection_": ("vert_deg", 1.0),
+    "distCorrection_": ("dist_correction_m", 0.01),
+    "distCorrectionX_": ("dist_correction_x_m", 0.01),
+    "distCorrectionY_": ("dist_correction_y_m", 0.01),
+    "vertOffsetCorrection_": ("vert_offset_m", 0.01),
+    "horizOffsetCorrection_": ("horiz_offset_m", 0.01),
+    "focalDistance_": ("focal_distance", 0.01),
+    "focalSlope_": ("focal_slope", 1.0),
 }
-"""Models by name; names are also accepted without dashes and in any case."""
 
 
-def get_model(model: str | VelodyneModel) -> VelodyneModel:
-    """Resolve a model name ("VLP-16", "vlp16", "HDL-32E"...) or pass a model through."""
-    if isinstance(model, VelodyneModel):
-        return model
-    wanted = model.replace("-", "").replace("_", "").lower()
-    for name, known in MODELS.items():
-        if name.replace("-", "").lower() == wanted:
-            return known
-    raise ValueError(
-        f"unknown Velodyne model {model!r}; known: {', '.join(MODELS)} "
-        "(or pass a VelodyneModel with your own calibration)"
+def parse_db_xml(text: str, *, source: str = "") -> Calibration:
+    """Velodyne's ``db.xml`` / VeloView calibration XML (degrees, centimetres)."""
+    if "<!ENTITY" in text:
+        raise ValueError("XML entity declarations are not allowed in a calibration file")
+    root = ET.fromstring(text)
+    db = root.find("DB")
+    if db is None:
+        raise ValueError("no <DB> element (expected a boost_serialization archive)")
+    lsb = db.findtext("distLSB_")
+    resolution = float(lsb) * 0.01 if lsb is not None else 0.002
+    points = db.find("points_")
+    if points is None:
+        raise ValueError("no <points_> element with the per-laser corrections")
+    per_laser: dict[int, dict[str, float]] = {}
+    for px in points.iter("px"):
+        index = int(float(px.findtext("id_", "nan")))
+        if not 0 <= index < MAX_LASERS:
+            raise ValueError(f"laser id_ {index} is outside 0..{MAX_LASERS - 1}")
+        per_laser[index] = {
+            name: float(px.findtext(tag, "0")) * scale for tag, (name, scale) in _XML_FIELDS.items()
+        }
+    count = len(per_laser)
+    if sorted(per_laser) != list(range(count)) or count == 0:
+        raise ValueError(f"laser ids {sorted(per_laser)[:8]}... do not number 0..{count - 1}")
+
+    def listed(tag: str, default: float) -> tuple[float, ...]:
+        node = db.find(tag)
+        items = [float(i.text or default) for i in node.findall("item")] if node is not None else []
+        return tuple(items[:count]) if len(items) >= count else (default,) * count
+
+    columns = {name: tuple(per_laser[i][name] for i in range(count)) for name, _ in
+               _XML_FIELDS.values()}  # fmt: skip
+    return Calibration(
+        distance_resolution_m=resolution,
+        min_intensity=listed("minIntensity_", 0.0),
+        max_intensity=listed("maxIntensity_", 255.0),
+        source=source,
+        **columns,
     )

@@ -7,7 +7,8 @@ intensity scale). Sources that know more add fields after them:
 * ``ring`` (uint16): laser index in order of increasing elevation (0 = lowest),
   the ROS/PCL convention;
 * ``t_offset`` (int32): nanoseconds from the frame's ``t_sensor`` to the
-  instant the point was fired, so motion compensation needs no guessing.
+  instant the point was fired, so motion compensation needs no guessing;
+* ``return`` (uint8, Velodyne): 1 strongest, 2 last, 3 both.
 
 File readers keep whatever other fields the file has (``rgb``, ``normal_x``...)
 after these. A structured array, not a dict of columns, because one sweep then
@@ -38,9 +39,12 @@ VELODYNE_DTYPE = np.dtype(
         ("intensity", "<f4"),
         ("ring", "<u2"),
         ("t_offset", "<i4"),
+        ("return", "u1"),
     ]
 )
-"""What :class:`~adapters.VelodyneSource` yields: XYZI plus ring and firing time."""
+"""What :class:`~adapters.VelodyneSource` yields: XYZI plus ring, firing time and which
+echo the point is (``return``: 1 strongest, 2 last, 3 both: the only echo of a
+dual-return firing)."""
 
 REQUIRED_FIELDS = ("x", "y", "z", "intensity")
 

@@ -18,17 +18,31 @@ time of the packet that completed the sweep (pcap, Unix-epoch ns).
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 
-from adapters.errors import SourceOpenError
-from adapters.lidar.calibration import VelodyneModel, get_model
+from adapters.errors import DecodeError, SourceOpenError
+from adapters.lidar.calibration import Calibration, read_calibration
 from adapters.lidar.pcap import PcapReader, UdpDatagram
 from adapters.lidar.points import VELODYNE_DTYPE
-from adapters.lidar.velodyne_packets import WRAP_PERIOD_NS, RawSweep, SweepAssembler
+from adapters.lidar.velodyne_models import (
+    Evidence,
+    ModelDetector,
+    VelodyneModel,
+    compatible,
+    get_model,
+    needs_calibration,
+)
+from adapters.lidar.velodyne_packets import (
+    PACKET_SIZE,
+    WRAP_PERIOD_NS,
+    RawSweep,
+    SweepAssembler,
+)
 from adapters.net.udp import DEFAULT_SENDER_TIMEOUT, UdpReceiver
 from fusion.clock import ClockModel
 from fusion.continuity import StreamWatch
@@ -39,26 +53,37 @@ from fusion.timing import current_clock
 log = logging.getLogger("hyperframes.lidar")
 
 DEFAULT_PORT = 2368
-_BATCH = 256  # packets per worker-thread round trip when reading a pcap
+POSITION_PORT = 8308
+_BATCH = 512  # packets per worker-thread round trip when reading a pcap
+_MAX_WAITING = 4096  # packets held at most while the model is told from them
+OUSTER_PORTS = (7502, 7503)
+_OUSTER_SIZES = {6464, 12608, 24896, 3392, 6720, 13312, 26368, 48}
 
 
 class VelodyneSource(Source):
-    """Sweeps of a Velodyne VLP-16 / HDL-32E (contract).
+    """Sweeps of any Velodyne (VLP-16, Puck Hi-Res, HDL-32E, VLP-32C, HDL-64E S2/S3,
+    VLS-128, Alpha Prime) (contract).
 
-    ``VelodyneSource(pcap="x.pcap", model="VLP-16")`` decodes a capture;
-    ``VelodyneSource(port=2368, model="HDL-32E")`` listens live (``port=0``
-    picks a free port; :meth:`wait_listening` returns it). ``model`` is
-    required: a name from :data:`adapters.lidar.MODELS` or your own
-    :class:`VelodyneModel`. The packet's product-ID byte is never trusted.
+    ``VelodyneSource(pcap="x.pcap")`` decodes a capture;
+    ``VelodyneSource(port=2368)`` listens live (``port=0`` picks a free port;
+    :meth:`wait_listening` returns it). ``model="auto"`` (the default) tells
+    the model from the first packets: their product byte, block flags and
+    cadence (:class:`~adapters.lidar.velodyne_models.ModelDetector`). A
+    declared ``model`` (a name from :data:`adapters.lidar.MODELS` or your own
+    :class:`VelodyneModel`) is checked against the same evidence: packets that
+    say another model end the source with a :class:`DecodeError` naming what
+    they say. ``calibration`` is a YAML (ROS, velodyne_decoder) or ``db.xml``
+    (Velodyne, VeloView) file of the unit's per-laser corrections, or a
+    :class:`Calibration`; the HDL-64E needs one.
 
     Each frame's ``data`` is a :data:`VELODYNE_DTYPE` array of one rotation's
-    non-zero returns, cut where the azimuth crosses ``cut_angle`` degrees.
-    The first sweep, the last one of a pcap and any sweep interrupted by a gap
-    in the packets carry ``meta["partial"] = True``; ``partial_sweeps=False``
-    drops them. Malformed packets are dropped and counted in ``errors``, and
-    so are dual-return packets (return mode 0x39, ``dual_return``): decoding
-    supports single return, so a sensor set to dual return yields nothing but
-    a warning saying how to fix it, and the rest of a pipeline goes on.
+    non-zero returns, cut where the azimuth crosses ``cut_angle`` degrees;
+    dual-return packets give both echoes (``return``: 1 strongest, 2 last,
+    3 both). The first sweep, the last one of a pcap and any sweep interrupted
+    by a gap in the packets carry ``meta["partial"] = True``;
+    ``partial_sweeps=False`` drops them (their packets are counted lost,
+    ``partial_sweep``). The ledger's unit is the data packet: each ends in a
+    sweep or lost by reason (``bad_length``, ``bad_block_flag``...).
     ``speed`` paces a pcap at its capture timing (``None``: as fast as the
     consumer takes frames).
 
@@ -75,7 +100,8 @@ class VelodyneSource(Source):
         self,
         pcap: str | Path | None = None,
         *,
-        model: str | VelodyneModel,
+        model: str | VelodyneModel = "auto",
+        calibration: str | Path | Calibration | None = None,
         port: int | None = None,
         host: str = "0.0.0.0",
         data_port: int = DEFAULT_PORT,
@@ -96,7 +122,28 @@ class VelodyneSource(Source):
             raise ValueError("give either pcap= (offline) or port= (live), not both")
         if speed is not None and speed <= 0:
             raise ValueError(f"speed must be > 0 or None, got {speed}")
-        self.model = get_model(model)
+        if not 0.0 <= cut_angle < 360.0:
+            raise ValueError(f"cut_angle must be in [0, 360) degrees, got {cut_angle}")
+        auto = isinstance(model, str) and model.strip().lower() == "auto"
+        self.declared: VelodyneModel | None = None if auto else get_model(model)
+        """The model given (None for ``"auto"``)."""
+        if isinstance(calibration, (str, Path)):
+            try:
+                calibration = read_calibration(calibration)
+            except DecodeError as err:
+                raise SourceOpenError(str(err), sensor=name) from err
+        self.calibration: Calibration | None = calibration
+        if self.declared is not None and calibration is not None:
+            try:
+                self.declared = self.declared.with_calibration(calibration)
+            except ValueError as err:
+                raise SourceOpenError(
+                    f"calibration {calibration.source!r}: {err}", sensor=name
+                ) from err
+        self.model: VelodyneModel | None = None
+        """The model the packets are decoded as (known once the first packets are in)."""
+        self.evidence: Evidence | None = None
+        """What the packets said about their sensor."""
         self.pcap = None if pcap is None else Path(pcap)
         if self.pcap is not None and not self.pcap.is_file():
             raise SourceOpenError(f"pcap file {str(self.pcap)!r} does not exist", sensor=name)
@@ -113,6 +160,13 @@ class VelodyneSource(Source):
         self.udp: UdpReceiver | None = None
         """The live socket's receiver (kernel drops, foreign senders), once listening."""
         live = self.pcap is None
+        self._meta: dict[str, Any] = {
+            "model": "auto" if self.declared is None else self.declared.name,
+            "cut_angle_deg": cut_angle,
+            "wrap_period_ns": WRAP_PERIOD_NS,
+            "fields": list(VELODYNE_DTYPE.names or ()),
+            "frame": "x right, y forward, z up (Velodyne manual)",
+        }
         super().__init__(
             SensorSpec(
                 name,
@@ -120,30 +174,30 @@ class VelodyneSource(Source):
                 clock=clock,
                 capacity=capacity,
                 overflow=overflow or ("drop_oldest" if live else "block"),
-                meta={
-                    "model": self.model.name,
-                    "cut_angle_deg": cut_angle,
-                    "wrap_period_ns": WRAP_PERIOD_NS,
-                    "fields": list(VELODYNE_DTYPE.names or ()),
-                    "frame": "x right, y forward, z up (Velodyne manual)",
-                },
+                meta=self._meta,
             )
         )
-        self.assembler = self._new_assembler()
+        self.assembler: SweepAssembler | None = None
         self.watch = StreamWatch(name, int(jump_threshold * 1e9), log)
         """Segments and gaps of the live stream."""
         self.ignored_datagrams = 0
-        """Datagrams of a pcap not sent to ``data_port`` (position packets, other traffic)."""
+        """Datagrams of a pcap to the position port (8308): telemetry, not decoded."""
+        self.other_datagrams: Counter[tuple[int, int]] = Counter()
+        """Datagrams of a pcap to other ports, by (port, size): another device's traffic."""
         self._listening = anyio.Event()
         self._bound_port: int | None = None
-        self._where = ""  # where the packet being pushed came from, for error messages
-        self._warned_dual = False
-
-    def _new_assembler(self) -> SweepAssembler:
-        return SweepAssembler(self.model, cut_angle=self.cut_angle, on_reject=self._rejected)
+        self._detector = ModelDetector()
+        self._waiting: list[tuple[bytes, int | None, str]] = []
+        self._wheres: list[str] = []  # where each packet of the batch being pushed came from
+        self._base = 0  # assembler index of that batch's first packet
 
     def _rejected(self, reason: str, message: str) -> None:
-        self.count_error(reason, self._where + message)
+        where = ""
+        if self.assembler is not None:
+            offset = self.assembler.last_index - self._base
+            where = self._wheres[offset] if 0 <= offset < len(self._wheres) else ""
+        # a sweep cut for length is a warning: its packets still make a (partial) sweep
+        self.count_error(reason, where + message, units=0 if reason == "sweep_too_long" else 1)
 
     async def wait_listening(self) -> int:
         """Wait until the live socket is bound; return its UDP port."""
@@ -156,58 +210,195 @@ class VelodyneSource(Source):
     def frames(self) -> AsyncIterator[Frame]:
         return self._pcap_frames() if self.pcap is not None else self._live_frames()
 
+    # -- packets to sweeps (both paths) --------------------------------------------------
+
+    def _take(self, packets: list[tuple[bytes, int | None, str]]) -> list[RawSweep]:
+        """Data-port payloads (payload, arrival, where) in; finished sweeps out."""
+        self.count_received(len(packets))
+        if self.assembler is None:
+            for payload, _t, _where in packets:
+                self._detector.add(payload)  # it looks at 1206-byte packets only
+            self._waiting += packets
+            if not self._detector.ready and len(self._waiting) < _MAX_WAITING:
+                return []
+            if not self._decide():
+                return []
+            packets, self._waiting = self._waiting, []
+        return self._push(packets) if packets else []
+
+    def _push(self, packets: list[tuple[bytes, int | None, str]]) -> list[RawSweep]:
+        assembler = self.assembler
+        assert assembler is not None
+        self._wheres = [where for _p, _t, where in packets]
+        self._base = assembler.accepted + sum(assembler.rejected.values())
+        if len(packets) == 1:  # live: one datagram at a time
+            return assembler.push(packets[0][0], packets[0][1])
+        return assembler.push_many([p for p, _t, _w in packets], [t for _p, t, _w in packets])
+
+    def _decide(self) -> bool:
+        """Choose the model from the packets held; False (and those packets counted as
+        bad_length) when none of them is a data packet."""
+        if self._detector.seen == 0:
+            for payload, _t, where in self._waiting:
+                self.count_error(
+                    "bad_length", f"{where}expected {PACKET_SIZE} bytes, got {len(payload)}"
+                )
+            self._waiting = []
+            return False
+        self._choose_model()
+        return True
+
+    def _choose_model(self) -> None:
+        """Decide the model from the packets seen so far (raises DecodeError on a conflict)."""
+        evidence = self.evidence = self._detector.evidence()
+        declared, found = self.declared, evidence.model
+        if found is None and declared is None:
+            self._give_up(
+                f"cannot tell which Velodyne sent these packets: {evidence.said}: "
+                f"{evidence.problem}; give model= (one of {', '.join(_names())})"
+            )
+        if declared is not None and found is not None and not compatible(declared, found):
+            self._give_up(
+                f"model {declared.name!r} was given, but the packets say {found.name}: "
+                f"{evidence.said}; use model='auto' or model={found.name!r}"
+            )
+        model = declared or found
+        assert model is not None
+        if declared is None and self.calibration is not None:
+            try:
+                model = model.with_calibration(self.calibration)
+            except ValueError as err:
+                self._give_up(
+                    f"the packets say {model.name}, and calibration "
+                    f"{self.calibration.source!r} does not fit it: {err}"
+                )
+        if needs_calibration(model):
+            self._give_up(
+                f"the packets say {model.name} ({evidence.said}); an HDL-64E has no default "
+                "angles, give its calibration file: calibration='db.xml' (or the ROS YAML)"
+            )
+        self.model = model
+        self._meta["model"] = model.name  # the spec's meta: it says what was decoded
+        self._meta["model_evidence"] = evidence.said
+        if declared is None:
+            log.info("%s: %s (%s)", self.name, model.name, evidence.said)
+        self.assembler = SweepAssembler(model, cut_angle=self.cut_angle, on_reject=self._rejected)
+
+    def _give_up(self, message: str) -> None:
+        waiting, self._waiting = len(self._waiting), []
+        if waiting:
+            self.count_error("unsupported_device", message, units=waiting)
+        where = f"{self.pcap}: " if self.pcap is not None else ""
+        raise DecodeError(f"{self.name}: {where}{message}")
+
+    def _flush(self) -> list[RawSweep]:
+        """End of stream: decide from what came (if few packets did), then the last sweep."""
+        sweeps: list[RawSweep] = []
+        if self.assembler is None and self._waiting and self._decide():
+            packets, self._waiting = self._waiting, []
+            sweeps = self._push(packets)
+        return sweeps + (self.assembler.flush() if self.assembler is not None else [])
+
     # -- offline -------------------------------------------------------------------------
 
     async def _pcap_frames(self) -> AsyncIterator[Frame]:
         assert self.pcap is not None
-        self.assembler = self._new_assembler()
+        self.assembler, self.model, self._detector = None, None, ModelDetector()
         reader = await self.run_blocking(PcapReader, self.pcap)
         datagrams = iter(reader)
         clock = current_clock()
         start: tuple[int, int] | None = None  # (host now, capture time) of the first frame
+        made = 0
         try:
             while True:
                 batch = await self.run_blocking(self._pcap_batch, datagrams)
                 if batch is None:
-                    return
+                    break
                 for raw, points in batch:
                     if self.speed is not None and raw.t_arrival is not None:
                         if start is None:
                             start = (clock.now(), raw.t_arrival)
                         due = start[0] + round((raw.t_arrival - start[1]) / self.speed)
                         await clock.sleep_until(due)
+                    made += 1
                     yield self._frame(raw, points)
         finally:
             reader.close()
+        if not made:
+            self._nothing_decoded()
 
     def _pcap_batch(self, datagrams: Any) -> list[tuple[RawSweep, Any]] | None:
         """Read up to _BATCH data packets, assemble, decode (worker thread)."""
-        sweeps: list[RawSweep] = []
-        taken = 0
+        taken: list[tuple[bytes, int | None, str]] = []
+        ended = True
         for datagram in datagrams:
             assert isinstance(datagram, UdpDatagram)
             if datagram.dst_port != self.data_port:
-                self.ignored_datagrams += 1
+                if datagram.dst_port == POSITION_PORT:
+                    self.ignored_datagrams += 1
+                else:
+                    self.other_datagrams[(datagram.dst_port, len(datagram.payload))] += 1
                 continue
-            self._where = f"{self.pcap}: record at byte {datagram.offset}: "
-            sweeps += self.assembler.push(datagram.payload, datagram.t_capture)
-            self._refuse_dual_return()
-            taken += 1
-            if taken >= _BATCH:
+            taken.append(
+                (
+                    datagram.payload,
+                    datagram.t_capture,
+                    f"{self.pcap}: record at byte {datagram.offset}: ",
+                )
+            )
+            if len(taken) >= _BATCH:
+                ended = False
                 break
-        if taken == 0:
-            sweeps = self.assembler.flush()
+        sweeps = self._take(taken) if taken else []
+        if ended:
+            sweeps += self._flush()
             if not sweeps:
                 return None
-        return [(raw, raw.decode(self.model)) for raw in sweeps if self._wanted(raw)] or (
-            [] if taken else None
-        )
+        return self._decode(sweeps)
+
+    def _decode(self, sweeps: list[RawSweep]) -> list[tuple[RawSweep, Any]]:
+        assert self.model is not None or not sweeps
+        out = []
+        for raw in sweeps:
+            if self._wanted(raw):
+                out.append((raw, raw.decode(self.model)))  # type: ignore[arg-type]
+        return out
+
+    def _nothing_decoded(self) -> None:
+        """A pcap that gave no sweep: say what it held instead (and count it)."""
+        stats = self.ledger().statistics()
+        if stats.received:
+            reasons = ", ".join(f"{n} {r}" for r, n in sorted(stats.lost.items())) or "none lost"
+            raise DecodeError(
+                f"{self.name}: {self.pcap}: {stats.received} packets on port {self.data_port} "
+                f"gave no sweep ({reasons}); last error: {self.last_error}"
+            )
+        if self.other_datagrams:
+            (port, size), count = self.other_datagrams.most_common(1)[0]
+            total = sum(self.other_datagrams.values())
+            ouster = port in OUSTER_PORTS or size in _OUSTER_SIZES
+            what = (
+                "this looks like an Ouster sensor, not a Velodyne"
+                if ouster
+                else f"not Velodyne data (1206-byte packets to port {self.data_port})"
+            )
+            message = f"{count:,} datagrams of {size:,} bytes on port {port}: {what}"
+            if total > count:
+                message += f" (and {total - count:,} other datagrams)"
+            self.count_received(total)
+            self.count_error("unsupported_device", message, units=total)
+            raise DecodeError(f"{self.name}: {self.pcap}: {message}")
+        if self.ignored_datagrams:
+            raise DecodeError(
+                f"{self.name}: {self.pcap}: no data packets on port {self.data_port}, only "
+                f"{self.ignored_datagrams:,} position packets (port {POSITION_PORT})"
+            )
 
     # -- live ----------------------------------------------------------------------------
 
     async def _live_frames(self) -> AsyncIterator[Frame]:
         assert self.port is not None
-        self.assembler = self._new_assembler()
+        self.assembler, self.model, self._detector = None, None, ModelDetector()
         receiver = UdpReceiver(
             self,
             host=self.host,
@@ -215,7 +406,7 @@ class VelodyneSource(Source):
             sender=self.sender,
             recv_buffer=self.recv_buffer,
             sender_timeout=self.sender_timeout,
-            counts_admitted=False,  # counted below, as the packets they are
+            counts_admitted=False,  # counted by _take, as the packets they are
         )
         async with receiver:
             self.udp = receiver
@@ -223,12 +414,10 @@ class VelodyneSource(Source):
             self._listening.set()
             while True:
                 payload, address, arrival = await receiver.receive()
-                self.count_received()
-                self._where = f"datagram from {address[0]}:{address[1]}: "
-                sweeps = self.assembler.push(payload, arrival)
-                self._refuse_dual_return()
-                for raw in sweeps:
+                where = f"datagram from {address[0]}:{address[1]}: "
+                for raw in self._take([(payload, arrival, where)]):
                     if self._wanted(raw):
+                        assert self.model is not None
                         points = await self.run_blocking(raw.decode, self.model)
                         frame = self._frame(raw, points)
                         self.watch.check(frame)
@@ -239,35 +428,30 @@ class VelodyneSource(Source):
     def _wanted(self, raw: RawSweep) -> bool:
         if self.partial_sweeps or not raw.partial:
             return True
-        self.ledger().lose("partial_sweep", len(raw.packets))
+        self.ledger().lose("partial_sweep", raw.units)
         return False
-
-    def _refuse_dual_return(self) -> None:
-        if self.assembler.rejected["dual_return"] and not self._warned_dual:
-            self._warned_dual = True
-            log.warning(
-                "%s: the sensor sends dual-return packets (return mode 0x39); %s decoding "
-                "supports single return only, so they are counted and skipped. Set the "
-                "sensor's return type to Strongest or Last.",
-                self.name,
-                self.model.name,
-            )
 
     def _frame(self, raw: RawSweep, points: Any) -> Frame:
         return self.make_frame(
             self.hour_base_ns + raw.t_sensor,
             points,
             t_arrival=raw.t_arrival,
-            meta={"partial": raw.partial, "packets": len(raw.packets)},
-            units=len(raw.packets),
+            meta={"partial": raw.partial, "packets": len(raw.packets), "dual": raw.layout.dual},
+            units=raw.units,
         )
 
     def statistics(self) -> dict[str, Any]:
         stats = dict(super().statistics())
+        assembler = self.assembler
         stats.update(
-            packets=self.assembler.accepted,
-            rejected=dict(self.assembler.rejected),
+            model=None if self.model is None else self.model.name,
+            packets=0 if assembler is None else assembler.accepted,
+            dual_packets=0 if assembler is None else assembler.dual_packets,
+            rejected={} if assembler is None else dict(assembler.rejected),
             ignored_datagrams=self.ignored_datagrams,
+            other_datagrams={
+                f"{port}/{size}": n for (port, size), n in self.other_datagrams.items()
+            },
             **self.watch.as_dict(),
         )
         if self.udp is not None:
@@ -276,4 +460,11 @@ class VelodyneSource(Source):
 
     def __repr__(self) -> str:
         where = f"pcap={str(self.pcap)!r}" if self.pcap is not None else f"port={self.port}"
-        return f"VelodyneSource({where}, model={self.model.name!r}, name={self.name!r})"
+        model = "auto" if self.declared is None else self.declared.name
+        return f"VelodyneSource({where}, model={model!r}, name={self.name!r})"
+
+
+def _names() -> list[str]:
+    from adapters.lidar.velodyne_models import MODELS
+
+    return list(MODELS)

@@ -1,19 +1,30 @@
 """Velodyne data packets to sweeps, sans I/O.
 
-Theory of operation. A data packet is 1206 bytes: 12 blocks of (flag 0xEEFF,
-azimuth in 0.01°, 32 x (distance u16, intensity u8)), then a u32 timestamp in
-microseconds past the top of the hour, a return-mode byte and a product-ID
-byte. :class:`SweepAssembler` takes payloads one at a time and does only cheap
-per-packet work in Python: validate the packet, unwrap its timestamp across
-the hour, and find where the rotation crosses the cut angle (block by block,
-like VeloView: a sweep ends where the azimuth, measured from the cut angle,
-decreases). It returns :class:`RawSweep` objects that hold the packets'
-bytes; :meth:`RawSweep.decode` turns all of a sweep's packets into points in
-one numpy pass, without a per-point (or per-packet) Python loop. Sources run
-that step in a worker thread.
+Theory of operation. :class:`SweepAssembler` takes packets in batches
+(:meth:`~SweepAssembler.push_many`; :meth:`~SweepAssembler.push` is a batch
+of one) and does its per-packet work in numpy over the whole batch: validate
+every packet (length, block flags of the model's layout, azimuths, timestamp,
+return mode), unwrap the timestamps across the hour, and find where the
+rotation crosses the cut angle, column by column like VeloView (a sweep ends
+where the azimuth, measured from the cut angle, decreases). It returns
+:class:`RawSweep` objects holding the packets' bytes as one ``(P, 1206)``
+array; :func:`decode_sweep` turns a sweep into points in one numpy pass over
+all of its returns (no per-packet or per-point Python loop). Sources run that
+step in a worker thread.
+
+Points. Azimuth is interpolated per firing from the column's azimuth and the
+gap to the next column (the last column of a packet reuses the previous gap;
+a packet of one column, the VLS-128's dual-return one, uses the next
+packet's), rounded to 0.01° like VeloView and velodyne_decoder. The laser's
+calibration is then applied as the ROS driver does (see
+:mod:`adapters.lidar.calibration`); positions are in the manual's frame
+(x right, y forward, z up). In dual-return packets each firing gives its last
+and its strongest return; when both are the same echo, one point is kept,
+with ``return`` = 3 (:data:`~adapters.lidar.velodyne_models.BOTH`).
 
 Invariants: every accepted packet contributes each of its blocks to exactly
-one sweep, in arrival order; a rejected packet is counted in
+one sweep, in arrival order (a packet the cut angle splits is in two sweeps,
+its columns divided between them); a rejected packet is counted in
 ``SweepAssembler.rejected`` by reason and contributes nothing; ``push`` never
 raises on any input bytes.
 """
@@ -23,23 +34,34 @@ from __future__ import annotations
 import math
 import struct
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from adapters.lidar.calibration import VelodyneModel
 from adapters.lidar.points import VELODYNE_DTYPE
+from adapters.lidar.velodyne_models import (
+    BLOCKS,
+    BOTH,
+    HDL64E_LAYOUTS,
+    HOUR_US,
+    LAST,
+    RETURN_DUAL,
+    RETURN_LAST,
+    RETURN_STRONGEST,
+    SLOTS,
+    STRONGEST,
+    PacketLayout,
+    VelodyneModel,
+    packet_layout,
+)
 
 PACKET_SIZE = 1206
-BLOCKS = 12
-BLOCK_FLAG = 0xEEFF
-HOUR_US = 3_600_000_000
 WRAP_PERIOD_NS = HOUR_US * 1000
 """Velodyne stamps wrap every hour: declared to clock models via ``SensorSpec.meta``."""
 
-RETURN_STRONGEST, RETURN_LAST, RETURN_DUAL = 0x37, 0x38, 0x39
-_SINGLE_RETURN_MODES = (RETURN_STRONGEST, RETURN_LAST, 0x00)  # 0: firmware that leaves it unset
+_MODE_OK = np.zeros(256, bool)
+_MODE_OK[[RETURN_STRONGEST, RETURN_LAST, RETURN_DUAL, 0x00]] = True  # 0: firmware leaving it unset
 
 PACKET_DTYPE = np.dtype(
     [
@@ -49,7 +71,7 @@ PACKET_DTYPE = np.dtype(
                 [
                     ("flag", "<u2"),
                     ("azimuth", "<u2"),
-                    ("returns", np.dtype([("distance", "<u2"), ("intensity", "u1")]), (32,)),
+                    ("returns", np.dtype([("distance", "<u2"), ("intensity", "u1")]), (SLOTS,)),
                 ]
             ),
             (BLOCKS,),
@@ -73,9 +95,13 @@ class RawSweep:
     ``[0, end_block)`` of the last belong to this sweep.
     """
 
-    packets: list[bytes] = field(default_factory=list)
-    stamps_us: list[int] = field(default_factory=list)
-    """Unwrapped packet timestamps (µs since the top of the sensor's first hour)."""
+    packets: np.ndarray
+    """``(P, 1206)`` uint8: the packets' bytes."""
+    stamps_us: np.ndarray
+    """Unwrapped packet timestamps (µs since the top of the sensor's first hour), int64."""
+    layout: PacketLayout
+    mode: int = RETURN_STRONGEST
+    """The packets' return-mode byte."""
     first_block: int = 0
     end_block: int = BLOCKS
     t_arrival: int | None = None
@@ -86,86 +112,234 @@ class RawSweep:
     @property
     def t_sensor(self) -> int:
         """Sensor time (ns) of the sweep's first firing."""
-        return self.stamps_us[0] * 1000 + round(self.first_block * self._block_ns)
+        return int(self.stamps_us[0]) * 1000 + int(self.layout.time_ns[self.first_block, 0])
 
-    _block_ns: float = 0.0
+    @property
+    def units(self) -> int:
+        """Packets counted for this sweep in a ledger (a packet shared with the previous
+        sweep, the one the cut angle split, counts there)."""
+        return len(self.packets) - (self.first_block > 0)
 
     def decode(self, model: VelodyneModel) -> np.ndarray:
-        """All non-zero returns of the sweep as a :data:`VELODYNE_DTYPE` array.
-
-        Points come in packet / block / slot order. Azimuth is interpolated
-        per firing from the block's azimuth and the gap to the next block
-        (the last block of a packet reuses the previous gap), and positions
-        follow the manual's frame: x = r·cosω·sinα, y = r·cosω·cosα, z = r·sinω.
-        """
-        return decode_blocks(
-            np.frombuffer(b"".join(self.packets), PACKET_DTYPE),
-            np.asarray(self.stamps_us, np.int64),
-            model,
-            self.first_block,
-            (len(self.packets) - 1) * BLOCKS + self.end_block,
-            self.t_sensor,
-        )
+        """All non-zero returns of the sweep as a :data:`VELODYNE_DTYPE` array, in
+        packet / block / slot order."""
+        return decode_sweep(self, model)
 
 
-def decode_blocks(
-    packets: np.ndarray,
-    stamps_us: np.ndarray,
-    model: VelodyneModel,
-    start: int,
-    stop: int,
-    t0_ns: int,
-) -> np.ndarray:
-    """Decode blocks ``[start, stop)`` (counted over all packets) into points.
+# -- decoding ------------------------------------------------------------------------------
 
-    ``t_offset`` of each point is its firing time minus ``t0_ns``.
-    """
-    tables = _tables(model)
-    blocks = packets["blocks"]
-    azimuth = blocks["azimuth"].astype(np.float32)  # (P, 12), 0.01°
-    gap = np.empty_like(azimuth)
-    gap[:, :-1] = np.diff(azimuth, axis=1)
-    gap[:, -1] = gap[:, -2]
-    gap %= 36000.0  # across the 0° crossing the raw difference is negative
-    # Compute densely over (blocks, 32 slots), then keep the non-zero returns:
-    # cheaper than gathering per point, since most slots hold a return.
-    returns = blocks["returns"].reshape(-1, 32)[start:stop]
-    distance = returns["distance"]
-    mask = distance != 0
-    az = (
-        azimuth.reshape(-1)[start:stop, None]
-        + gap.reshape(-1)[start:stop, None] * tables["fraction"]
+# cos/sin per 0.01° over two turns: an azimuth plus its interpolation step needs no modulo
+_ANGLES = np.arange(72000, dtype=np.float64) * (np.pi / 18000.0)
+_TURN = (np.cos(_ANGLES) + 1j * np.sin(_ANGLES)).astype(np.complex64)  # one gather: cos + i sin
+_FIXED = 16  # bits of the fixed-point interpolation fraction
+
+
+@dataclass(frozen=True, eq=False)
+class _Tables:
+    """Per-return constants of one model and layout, ``(12, 32)``: by block and slot."""
+
+    cos_v: np.ndarray
+    sin_v: np.ndarray
+    cos_r: np.ndarray | None
+    sin_r: np.ndarray | None
+    v_off: np.ndarray | None
+    ring: np.ndarray
+    time_ns: np.ndarray
+    fraction: np.ndarray
+    """Fixed point (``_FIXED`` bits) share of the gap to the next column."""
+    advanced: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+_TABLE_CACHE: dict[tuple[int, int], tuple[VelodyneModel, PacketLayout, _Tables]] = {}
+
+
+def _tables(model: VelodyneModel, layout: PacketLayout) -> _Tables:
+    key = (id(model), id(layout))
+    cached = _TABLE_CACHE.get(key)
+    if cached is not None and cached[0] is model and cached[1] is layout:
+        return cached[2]
+    cal = model.calibration
+    laser = layout.laser  # (12, 32)
+    vert = np.deg2rad(cal.column("vert_deg"))[laser]
+    rot = np.deg2rad(cal.column("rot_deg"))[laser]
+    v_off = cal.column("vert_offset_m")[laser]
+    f32 = np.float32
+    advanced = {}
+    if cal.advanced:
+        for name in ("horiz_offset_m", "dist_correction_m", "dist_correction_x_m",
+                     "dist_correction_y_m", "focal_distance", "focal_slope"):  # fmt: skip
+            advanced[name] = cal.column(name)[laser].astype(f32)
+        advanced["min_intensity"] = cal.column("min_intensity", 0.0)[laser].astype(f32)
+        advanced["max_intensity"] = cal.column("max_intensity", 255.0)[laser].astype(f32)
+        x, y = cal.column("dist_correction_x_m"), cal.column("dist_correction_y_m")
+        advanced["two_point"] = ((x != 0) & (y != 0))[laser]
+    tables = _Tables(
+        cos_v=np.cos(vert).astype(f32),
+        sin_v=np.sin(vert).astype(f32),
+        cos_r=np.cos(rot).astype(f32) if rot.any() else None,
+        sin_r=np.sin(rot).astype(f32) if rot.any() else None,
+        v_off=v_off.astype(f32) if v_off.any() else None,
+        ring=cal.rings[laser],
+        time_ns=layout.time_ns.astype(np.int32),
+        fraction=np.round(layout.fraction.astype(np.float64) * (1 << _FIXED)).astype(np.int32),
+        advanced=advanced,
     )
-    if model.azimuth_offsets_deg:
-        az += tables["az_offset"]
-    az = az[mask]
-    az *= np.float32(np.pi / 18000.0)
-    r = distance[mask].astype(np.float32)
+    _TABLE_CACHE[key] = (model, layout, tables)
+    return tables
+
+
+def decode_sweep(sweep: RawSweep, model: VelodyneModel) -> np.ndarray:
+    """Decode a sweep's returns into points (see the module docstring).
+
+    Quantities that depend on the return's place in the packet are computed
+    over the dense ``(packets, 12, 32)`` grid with the per-place tables
+    broadcast (no gathers), then compacted once per field to the kept returns;
+    the azimuth's sine and cosine are gathered for kept returns only.
+    """
+    layout = sweep.layout
+    packets = np.ascontiguousarray(sweep.packets)
+    count = len(packets)
+    if count == 0:
+        return np.empty(0, VELODYNE_DTYPE)
+    tables = _tables(model, layout)
+    blocks = packets.reshape(-1).view(PACKET_DTYPE)["blocks"]  # (P, 12)
+    returns = blocks["returns"]
+    distance = returns["distance"]  # (P, 12, 32), strided
+    azimuth = blocks["azimuth"].astype(np.int32)
+    per = layout.blocks_per_group
+    columns = azimuth[:, 0 : layout.used_blocks : per]
+    gap = np.zeros_like(columns)
+    if columns.shape[1] > 1:
+        gap[:, :-1] = columns[:, 1:] - columns[:, :-1]
+        gap[:, -1] = gap[:, -2]
+    elif count > 1:
+        gap[:-1, 0] = columns[1:, 0] - columns[:-1, 0]
+        gap[-1, 0] = gap[-2, 0]
+    gap %= 36000
+    block_gap = np.zeros((count, BLOCKS), np.int32)
+    block_gap[:, : layout.used_blocks] = np.repeat(gap, per, axis=1)
+
+    keep = distance != 0
+    keep[0, : sweep.first_block] = False
+    keep[-1, sweep.end_block :] = False
+    keep[:, layout.used_blocks :] = False
+    kind = None
+    if layout.dual:
+        kind = np.empty((count, BLOCKS, SLOTS), np.uint8)
+        kind[:] = layout.block_return[None, :, None]
+        for last, strongest in layout.pairs:
+            same = distance[:, last] == distance[:, strongest]
+            keep[:, strongest] &= ~same
+            kind[:, last][same] = BOTH
+    flat = keep.reshape(-1)
+    n = int(np.count_nonzero(flat))
+
+    def kept(dense: np.ndarray) -> np.ndarray:
+        picked: np.ndarray = dense.reshape(-1)[flat]
+        return picked
+
+    def place(table: np.ndarray) -> np.ndarray:  # a per-place table at the kept returns
+        picked: np.ndarray = np.broadcast_to(table, keep.shape)[keep]
+        return picked
+
+    # azimuth in 0.01°: the block's plus its share of the gap to the next column
+    step = block_gap[:, :, None] * tables.fraction
+    step += 1 << (_FIXED - 1)
+    step >>= _FIXED
+    step += azimuth[:, :, None]
+    turn = _TURN[kept(step)]
+    cos_a, sin_a = turn.real, turn.imag
+    if tables.cos_r is not None and tables.sin_r is not None:  # angle - rotational correction
+        cr, sr = place(tables.cos_r), place(tables.sin_r)
+        cos_a, sin_a = cos_a * cr + sin_a * sr, sin_a * cr - cos_a * sr
+    r = distance.astype(np.float32)
     r *= np.float32(model.distance_resolution_m)
-    slot = np.broadcast_to(np.arange(32, dtype=np.intp), distance.shape)[mask]
-    horizontal = r * tables["cos_el"][slot]
-    out = np.empty(len(r), VELODYNE_DTYPE)
-    out["x"] = horizontal * np.sin(az)
-    out["y"] = horizontal * np.cos(az)
-    out["z"] = r * tables["sin_el"][slot]
-    out["intensity"] = returns["intensity"][mask]
-    out["ring"] = tables["ring"][slot]
-    packet_idx, block_in_packet = np.divmod(np.arange(start, stop), BLOCKS)
-    block_ns = np.int64(round(model.block_period_us * 1000.0))
-    block_t = stamps_us[packet_idx] * 1000 + block_in_packet * block_ns - t0_ns
-    out["t_offset"] = (block_t[:, None] + tables["offset_ns"])[mask]
+    out = np.empty(n, VELODYNE_DTYPE)
+    if tables.advanced:
+        _advanced(
+            out, kept(r), distance[keep], returns["intensity"][keep], cos_a, sin_a, tables, place
+        )
+    else:
+        horizontal = kept(r * tables.cos_v)
+        out["x"] = horizontal * sin_a
+        out["y"] = horizontal * cos_a
+        r *= tables.sin_v
+        if tables.v_off is not None:
+            r += tables.v_off
+        out["z"] = kept(r)
+        out["intensity"] = returns["intensity"][keep]
+    out["ring"] = place(tables.ring)
+    packet_t = (sweep.stamps_us.astype(np.int64) * 1000 - sweep.t_sensor).astype(np.int32)
+    out["t_offset"] = kept(packet_t[:, None, None] + tables.time_ns)
+    if kind is not None:
+        out["return"] = kept(kind)
+    else:
+        out["return"] = LAST if sweep.mode == RETURN_LAST else STRONGEST
     return out
 
 
-_TABLE_CACHE: dict[int, tuple[VelodyneModel, dict[str, np.ndarray]]] = {}
+def _advanced(out: np.ndarray, r: np.ndarray, raw: np.ndarray, intensity: np.ndarray,
+              cos_a: np.ndarray, sin_a: np.ndarray, tables: _Tables,
+              place: Callable[[np.ndarray], np.ndarray]) -> None:  # fmt: skip
+    """The HDL-64E's corrections: two-point distance, horizontal offset, intensity
+    (the HDL-64E S3 manual's formulas, as the ROS driver and velodyne_decoder apply them)."""
+    a = {name: place(values) for name, values in tables.advanced.items()}
+    cos_v, sin_v = place(tables.cos_v), place(tables.sin_v)
+    dist = a["dist_correction_m"]
+    corrected = r + dist
+    far, near_x, near_y = np.float32(25.04), np.float32(2.40), np.float32(1.93)
+    xy = corrected * cos_v
+    x_coeff = (np.abs(xy * sin_a) - near_x) / (far - near_x)
+    y_coeff = (np.abs(xy * cos_a) - near_y) / (far - near_y)
+    two_point = a["two_point"] & (r < far)
+    corr_x = np.where(two_point, x_coeff * dist + (1 - x_coeff) * a["dist_correction_x_m"], dist)
+    corr_y = np.where(two_point, y_coeff * dist + (1 - y_coeff) * a["dist_correction_y_m"], dist)
+    corr_z = (corr_x + corr_y) / 2
+    horiz = a["horiz_offset_m"]
+    out["x"] = (r + corr_x) * cos_v * sin_a - horiz * cos_a
+    out["y"] = (r + corr_y) * cos_v * cos_a + horiz * sin_a
+    z = (r + corr_z) * sin_v
+    if tables.v_off is not None:
+        z += place(tables.v_off)
+    out["z"] = z
+    focal = (1 - a["focal_distance"] / np.float32(131.0)) ** 2
+    raw_term = (1 - raw.astype(np.float32) / np.float32(65535.0)) ** 2
+    value = intensity + np.float32(256.0) * a["focal_slope"] * np.abs(focal - raw_term)
+    out["intensity"] = np.clip(value, a["min_intensity"], a["max_intensity"])
 
 
-def _tables(model: VelodyneModel) -> dict[str, np.ndarray]:
-    cached = _TABLE_CACHE.get(id(model))
-    if cached is None or cached[0] is not model:
-        cached = (model, model.slot_tables())
-        _TABLE_CACHE[id(model)] = cached
-    return cached[1]
+# -- assembling ----------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Builder:
+    """The sweep in progress: row ranges of batch arrays, not yet joined."""
+
+    layout: PacketLayout
+    mode: int
+    partial: bool
+    first_block: int = 0
+    end_block: int = BLOCKS
+    chunks: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
+    rows: int = 0
+    t_arrival: int | None = None
+
+    def sweep(self) -> RawSweep:
+        if len(self.chunks) == 1:
+            packets, stamps = self.chunks[0]
+        else:
+            packets = np.concatenate([c[0] for c in self.chunks])
+            stamps = np.concatenate([c[1] for c in self.chunks])
+        return RawSweep(
+            packets,
+            stamps,
+            self.layout,
+            self.mode,
+            self.first_block,
+            self.end_block,
+            self.t_arrival,
+            self.partial,
+        )
 
 
 class SweepAssembler:
@@ -175,10 +349,11 @@ class SweepAssembler:
     default 0° reproduces VeloView's frames. A sweep also ends early (marked
     ``partial``) when the next packet is more than ``max_gap_ns`` after the
     previous one, so a pause in the data never produces a sweep spanning it,
-    and when it holds ``max_sweep_packets`` packets (default: twice a full
-    rotation at 5 Hz, the slowest rate), so a stream whose azimuth never
-    crosses the cut angle costs bounded memory: such a sweep is emitted as
-    partial and counted (``sweep_too_long``, through ``on_reject``).
+    when the return mode changes, and when it holds ``max_sweep_packets``
+    packets (default: twice a full rotation at 5 Hz, the slowest rate), so a
+    stream whose azimuth never crosses the cut angle costs bounded memory:
+    such a sweep is emitted as partial and counted (``sweep_too_long``,
+    through ``on_reject``, which is told every rejected packet too).
     """
 
     def __init__(
@@ -195,136 +370,348 @@ class SweepAssembler:
         self.model = model
         self.cut = round(cut_angle * 100)
         self.max_gap_us = max_gap_ns // 1000
-        packet_us = model.block_period_us * BLOCKS
         self.max_sweep_packets = (
             max(1, max_sweep_packets)
             if max_sweep_packets is not None
-            else math.ceil(2 * 200_000 / packet_us)  # two rotations' worth at 5 Hz
+            else math.ceil(2 * 200_000 / model.packet_us())  # two rotations' worth at 5 Hz
         )
         self.long_sweeps = 0
         """Sweeps cut at ``max_sweep_packets`` (the azimuth did not cross the cut angle)."""
         self.accepted = 0
         self.rejected: Counter[str] = Counter()
         """Packets dropped, by reason: bad_length, bad_block_flag, bad_azimuth,
-        bad_timestamp, dual_return, bad_return_mode."""
+        bad_timestamp, bad_return_mode."""
         self.last_error: str | None = None
-        self._on_reject = on_reject
         self.product_ids: Counter[int] = Counter()
+        self.dual_packets = 0
+        self.last_index = -1
+        """Index (in arrival order) of the packet last rejected."""
+        self._on_reject = on_reject
+        self._hdl64e = model.layout in HDL64E_LAYOUTS
+        self._single = packet_layout(model, False)
+        self._dual = packet_layout(model, True)
+        expected = [np.zeros(BLOCKS, np.int64), np.zeros(BLOCKS, np.int64)]
+        for i, lay in enumerate((self._single, self._dual)):
+            expected[i][: lay.used_blocks] = lay.flags
+        self._flags = np.stack(expected)  # (2, 12): single, dual
+        self._flag_tuples = (self._single.flags, self._dual.flags)
+        self._used = np.stack(
+            [np.arange(BLOCKS) < lay.used_blocks for lay in (self._single, self._dual)]
+        )
         self._hours = 0
         self._last_ts: int | None = None
+        self._last_stamp: int | None = None
         self._last_shifted: int | None = None
-        self._current: RawSweep | None = None
-        self._block_ns = model.block_period_us * 1000.0
+        self._last_kind: tuple[bool, int] | None = None
+        self._current: _Builder | None = None
+
+    # -- input -----------------------------------------------------------------------------
 
     def push(self, payload: bytes, t_arrival: int | None = None) -> list[RawSweep]:
-        """Take one UDP payload; return the sweeps it completed (usually none)."""
+        """Take one UDP payload; return the sweeps it completed (usually none).
+
+        The same rules as :meth:`push_many` in plain Python: a live packet at a
+        time costs microseconds, not the fixed cost of a dozen numpy calls.
+        """
         index = self.accepted + sum(self.rejected.values())
         if len(payload) != PACKET_SIZE:
-            return self._reject(
+            self._reject(
                 "bad_length",
                 f"packet {index}: expected {PACKET_SIZE} bytes, got {len(payload)}",
+                index,
             )
+            return []
         fields = _HEADERS.unpack(payload)
-        ts, mode, product = fields[-3:]
-        for b in range(BLOCKS):
-            if fields[2 * b] != BLOCK_FLAG:
-                return self._reject(
+        flags, azimuth = fields[0:24:2], fields[1:24:2]
+        ts, mode, product = fields[24:]
+        dual = azimuth[0] == azimuth[2] if self._hdl64e else mode == RETURN_DUAL
+        layout = self._dual if dual else self._single
+        expected = self._flag_tuples[dual]
+        problem = None
+        for b in range(layout.used_blocks):
+            if flags[b] != expected[b]:
+                want = expected[b]
+                problem = (
                     "bad_block_flag",
-                    f"packet {index}: block {b} flag is 0x{fields[2 * b]:04X} at byte "
-                    f"{b * 100}, expected 0x{BLOCK_FLAG:04X} (bytes FF EE)",
+                    f"block {b} flag is 0x{flags[b]:04X} at byte {b * 100}, "
+                    f"expected 0x{want:04X} (bytes {want & 0xFF:02X} {want >> 8:02X})",
                 )
-            if fields[2 * b + 1] > 36000:  # 36000 (= 0°) does occur in real captures
-                return self._reject(
-                    "bad_azimuth",
-                    f"packet {index}: block {b} azimuth {fields[2 * b + 1]} is above 36000",
-                )
-        if ts >= HOUR_US:
-            return self._reject(
-                "bad_timestamp",
-                f"packet {index}: timestamp {ts} µs is not within an hour (< {HOUR_US})",
+                break
+        else:
+            for b in range(layout.used_blocks):
+                if azimuth[b] > 36000:
+                    problem = ("bad_azimuth", f"block {b} azimuth {azimuth[b]} is above 36000")
+                    break
+        if problem is None and ts >= HOUR_US:
+            problem = ("bad_timestamp", f"timestamp {ts} µs is not within an hour (< {HOUR_US})")
+        if problem is None and not self._hdl64e and not _MODE_OK[mode]:
+            problem = (
+                "bad_return_mode",
+                f"return mode 0x{mode:02X} is unknown "
+                "(expected 0x37 strongest, 0x38 last or 0x39 dual)",
             )
-        if mode not in _SINGLE_RETURN_MODES:
-            reason = "dual_return" if mode == RETURN_DUAL else "bad_return_mode"
-            return self._reject(
-                reason,
-                f"packet {index}: return mode 0x{mode:02X} "
-                + (
-                    "(dual return) is not supported; set the sensor to Strongest or Last return"
-                    if mode == RETURN_DUAL
-                    else "is unknown (expected 0x37 strongest or 0x38 last)"
-                ),
-            )
+        if problem is not None:
+            self._reject(problem[0], f"packet {index}: {problem[1]}", index)
+            return []
         self.accepted += 1
         self.product_ids[product] += 1
-        # Unwrap the hour: a stamp far below the previous one means the hour rolled over.
+        self.dual_packets += dual
+        if self._hdl64e:
+            mode = RETURN_DUAL if dual else RETURN_STRONGEST
         if self._last_ts is not None and ts < self._last_ts - HOUR_US // 2:
             self._hours += 1
-        stamp = self._hours * HOUR_US + ts
-        done: list[RawSweep] = []
-        current = self._current
-        if current is not None and (
-            stamp - current.stamps_us[-1] > self.max_gap_us or stamp < current.stamps_us[-1]
-        ):
-            current.partial = True
-            done.append(current)
-            current = None
-            self._last_shifted = None
         self._last_ts = ts
-        if current is None:
-            current = self._new_sweep(partial=True)
-        for b in range(BLOCKS):
-            # Azimuth from the cut angle; 36000 stays 36000 when cut is 0, as VeloView sees it.
-            shifted = fields[2 * b + 1] - self.cut
+        stamp = self._hours * HOUR_US + ts
+        last = self._last_stamp
+        broken = last is not None and (stamp - last > self.max_gap_us or stamp < last)
+        broken |= self._last_kind is not None and self._last_kind != (dual, mode)
+        self._last_stamp, self._last_kind = stamp, (dual, mode)
+        per = layout.blocks_per_group
+        events: list[tuple[int, str]] = [(0, "break")] if broken else []
+        previous = None if broken else self._last_shifted
+        for g in range(layout.groups):
+            shifted = azimuth[g * per] - self.cut
             if shifted < 0:
-                shifted += 36000
-            if self._last_shifted is not None and shifted < self._last_shifted:
-                # The rotation crossed the cut angle before block b.
-                if b > 0 or current.packets:
-                    if b > 0:
-                        current.packets.append(payload)
-                        current.stamps_us.append(stamp)
-                        current.end_block = b
-                    current.t_arrival = t_arrival
-                    done.append(current)
-                current = self._new_sweep(partial=False)
-                current.first_block = b
-            self._last_shifted = shifted
-        current.packets.append(payload)
-        current.stamps_us.append(stamp)
-        current.end_block = BLOCKS
-        current.t_arrival = t_arrival
-        if len(current.packets) >= self.max_sweep_packets:
-            current.partial = True
-            done.append(current)
-            current = None
-            self._last_shifted = None
-            self.long_sweeps += 1
-            self.last_error = (
-                f"packet {index}: a sweep reached {self.max_sweep_packets} packets without the "
-                "azimuth crossing the cut angle; emitted as partial"
-            )
-            if self._on_reject is not None:
-                self._on_reject("sweep_too_long", self.last_error)
-        self._current = current
+                shifted += 36000  # 36000 stays 36000 when cut is 0, as VeloView sees it
+            if previous is not None and shifted < previous:
+                events.append((g, "cut"))
+            previous = shifted
+        self._last_shifted = previous
+        done: list[RawSweep] = []
+        row = np.frombuffer(payload, np.uint8).reshape(1, PACKET_SIZE)
+        self._emit(row, np.array([stamp], np.int64), [t_arrival], events, layout, mode, done)
         return done
+
+    def push_many(
+        self, payloads: Sequence[bytes], arrivals: Sequence[int | None] | None = None
+    ) -> list[RawSweep]:
+        """Take a batch of payloads in arrival order; return the sweeps they completed."""
+        base = self.accepted + sum(self.rejected.values())
+        if arrivals is None:
+            arrivals = [None] * len(payloads)
+        problems: list[tuple[int, str, str]] = []
+        good = [i for i, p in enumerate(payloads) if len(p) == PACKET_SIZE]
+        if len(good) < len(payloads):
+            for i, p in enumerate(payloads):
+                if len(p) != PACKET_SIZE:
+                    problems.append(
+                        (i, "bad_length", f"expected {PACKET_SIZE} bytes, got {len(p)}")
+                    )
+        done: list[RawSweep] = []
+        if good:
+            raw = np.frombuffer(b"".join(payloads[i] for i in good), np.uint8)
+            packets = raw.reshape(len(good), PACKET_SIZE)
+            ok = self._validate(packets, good, problems)
+            if not ok.all():
+                packets = packets[ok]
+                good = [g for g, k in zip(good, ok.tolist(), strict=True) if k]
+            if len(good):
+                done = self._assemble(packets, [arrivals[i] for i in good])
+        for i, reason, message in sorted(problems):
+            self._reject(reason, f"packet {base + i}: {message}", base + i)
+        return done
+
+    def _validate(self, packets: np.ndarray, where: list[int],
+                  problems: list[tuple[int, str, str]]) -> np.ndarray:  # fmt: skip
+        """Mask of the packets to keep; the others are added to ``problems``."""
+        words = packets[:, :1200].reshape(-1, BLOCKS, 50, 2)
+        flags = words[:, :, 0, 0].astype(np.int64) | (words[:, :, 0, 1].astype(np.int64) << 8)
+        azimuth = words[:, :, 1, 0].astype(np.int64) | (words[:, :, 1, 1].astype(np.int64) << 8)
+        footer = np.ascontiguousarray(packets[:, 1200:1204]).view("<u4")[:, 0]
+        mode = packets[:, 1204]
+        dual = (azimuth[:, 0] == azimuth[:, 2]) if self._hdl64e else (mode == RETURN_DUAL)
+        kind = dual.astype(np.intp)
+        used = self._used[kind]
+        bad_flag = ((flags != self._flags[kind]) & used).any(axis=1)
+        bad_azimuth = ((azimuth > 36000) & used).any(axis=1)
+        bad_stamp = footer >= HOUR_US
+        bad_mode = np.zeros_like(bad_stamp) if self._hdl64e else ~_MODE_OK[mode]
+        ok: np.ndarray = ~(bad_flag | bad_azimuth | bad_stamp | bad_mode)
+        if ok.all():
+            return ok
+        for row in np.flatnonzero(~ok).tolist():
+            i = where[row]
+            if bad_flag[row]:
+                b = int(np.flatnonzero((flags[row] != self._flags[kind[row]]) & used[row])[0])
+                want = int(self._flags[kind[row], b])
+                problems.append(
+                    (
+                        i,
+                        "bad_block_flag",
+                        f"block {b} flag is 0x{int(flags[row, b]):04X} at byte {b * 100}, "
+                        f"expected 0x{want:04X} (bytes {want & 0xFF:02X} {want >> 8:02X})",
+                    )
+                )
+            elif bad_azimuth[row]:
+                b = int(np.flatnonzero(azimuth[row] > 36000)[0])
+                problems.append(
+                    (i, "bad_azimuth", f"block {b} azimuth {int(azimuth[row, b])} is above 36000")
+                )
+            elif bad_stamp[row]:
+                problems.append(
+                    (
+                        i,
+                        "bad_timestamp",
+                        f"timestamp {int(footer[row])} µs is not within an hour (< {HOUR_US})",
+                    )
+                )
+            else:
+                problems.append(
+                    (
+                        i,
+                        "bad_return_mode",
+                        f"return mode 0x{int(mode[row]):02X} is unknown "
+                        "(expected 0x37 strongest, 0x38 last or 0x39 dual)",
+                    )
+                )
+        return ok
+
+    def _assemble(self, packets: np.ndarray, arrivals: list[int | None]) -> list[RawSweep]:
+        n = len(packets)
+        self.accepted += n
+        if n == 1:
+            self.product_ids[int(packets[0, 1205])] += 1
+        else:
+            products, counts = np.unique(packets[:, 1205], return_counts=True)
+            self.product_ids.update(dict(zip(products.tolist(), counts.tolist(), strict=True)))
+        words = packets[:, :1200].reshape(n, BLOCKS, 50, 2)
+        azimuth = words[:, :, 1, 0].astype(np.int64) | (words[:, :, 1, 1].astype(np.int64) << 8)
+        ts = np.ascontiguousarray(packets[:, 1200:1204]).view("<u4")[:, 0].astype(np.int64)
+        # Unwrap the hour: a stamp far below the previous one means the hour rolled over.
+        previous = np.empty(n, np.int64)
+        previous[0] = ts[0] if self._last_ts is None else self._last_ts
+        previous[1:] = ts[:-1]
+        hours = self._hours + np.cumsum(ts < previous - HOUR_US // 2)
+        stamps = hours * HOUR_US + ts
+        self._hours, self._last_ts = int(hours[-1]), int(ts[-1])
+        mode = packets[:, 1204].astype(np.int64)
+        dual = (azimuth[:, 0] == azimuth[:, 2]) if self._hdl64e else (mode == RETURN_DUAL)
+        if self._hdl64e:
+            mode = np.where(dual, RETURN_DUAL, RETURN_STRONGEST)
+        self.dual_packets += int(dual.sum())
+        # Breaks: a gap in time, time going back, or another return mode than the packet before.
+        before = np.empty(n, np.int64)
+        before[0] = stamps[0] if self._last_stamp is None else self._last_stamp
+        before[1:] = stamps[:-1]
+        step = stamps - before
+        kind_change = np.zeros(n, bool)
+        kind_change[1:] = mode[1:] != mode[:-1]
+        if self._last_kind is not None:
+            kind_change[0] = self._last_kind != (bool(dual[0]), int(mode[0]))
+        breaks = (step > self.max_gap_us) | (step < 0) | kind_change
+        self._last_stamp = int(stamps[-1])
+        self._last_kind = (bool(dual[-1]), int(mode[-1]))
+        done: list[RawSweep] = []
+        # Runs of one return mode (nearly always the whole batch).
+        starts = sorted({0, *(np.flatnonzero(mode[1:] != mode[:-1]) + 1).tolist()})
+        for a, b in zip(starts, [*starts[1:], n], strict=True):
+            layout = self._dual if dual[a] else self._single
+            self._run(
+                packets[a:b],
+                stamps[a:b],
+                azimuth[a:b],
+                breaks[a:b],
+                arrivals[a:b],
+                layout,
+                int(mode[a]),
+                done,
+            )
+        return done
+
+    def _run(self, packets: np.ndarray, stamps: np.ndarray, azimuth: np.ndarray,
+             breaks: np.ndarray, arrivals: list[int | None], layout: PacketLayout,
+             mode: int, done: list[RawSweep]) -> None:  # fmt: skip
+        """Cut packets of one layout into sweeps, appending finished ones to ``done``."""
+        per = layout.blocks_per_group
+        groups = layout.groups
+        shifted = azimuth[:, 0 : layout.used_blocks : per].reshape(-1) - self.cut
+        shifted[shifted < 0] += 36000  # 36000 stays 36000 when cut is 0, as VeloView sees it
+        previous = np.empty_like(shifted)
+        previous[1:] = shifted[:-1]
+        previous[0] = shifted[0] if self._last_shifted is None else self._last_shifted
+        crossed = shifted < previous
+        heads = np.flatnonzero(breaks) * groups
+        crossed[heads] = False  # no crossing is looked for across a break
+        self._last_shifted = int(shifted[-1])
+        events = sorted(
+            [(int(k), "cut") for k in np.flatnonzero(crossed)] + [(int(k), "break") for k in heads]
+        )
+        self._emit(packets, stamps, arrivals, events, layout, mode, done)
+
+    def _emit(self, packets: np.ndarray, stamps: np.ndarray, arrivals: list[int | None],
+              events: list[tuple[int, str]], layout: PacketLayout, mode: int,
+              done: list[RawSweep]) -> None:  # fmt: skip
+        """Append the run's columns to sweeps, ending one at each cut or break."""
+        position = 0
+        total = len(packets) * layout.groups
+        for k, what in events:
+            self._append(packets, stamps, arrivals, position, k, layout, mode, done)
+            current = self._current
+            if what == "break":
+                if current is not None and current.rows:
+                    current.partial = True
+                    done.append(current.sweep())
+                self._current = _Builder(layout, mode, partial=True)
+            else:
+                if current is not None and current.rows:
+                    done.append(current.sweep())
+                self._current = _Builder(layout, mode, partial=False)
+            position = k
+        self._append(packets, stamps, arrivals, position, total, layout, mode, done)
+
+    def _append(self, packets: np.ndarray, stamps: np.ndarray, arrivals: list[int | None],
+                start: int, stop: int, layout: PacketLayout, mode: int,
+                done: list[RawSweep]) -> None:  # fmt: skip
+        """Add columns ``[start, stop)`` of the run to the sweep in progress."""
+        if stop <= start:
+            return
+        groups, per = layout.groups, layout.blocks_per_group
+        first_row, last_row = start // groups, (stop - 1) // groups
+        current = self._current
+        if current is None or current.layout is not layout or current.mode != mode:
+            if current is not None and current.rows:
+                current.partial = True
+                done.append(current.sweep())
+            current = self._current = _Builder(layout, mode, partial=True)
+        if not current.rows:
+            current.first_block = (start % groups) * per
+        elif current.end_block < BLOCKS:  # this packet is already in the sweep (a cut split it)
+            first_row += 1
+        row = first_row
+        while row <= last_row:
+            room = self.max_sweep_packets - current.rows
+            take = min(last_row + 1 - row, room)
+            current.chunks.append((packets[row : row + take], stamps[row : row + take]))
+            current.rows += take
+            row += take
+            current.t_arrival = arrivals[row - 1]
+            current.end_block = ((stop - 1) % groups + 1) * per if row > last_row else BLOCKS
+            if current.rows >= self.max_sweep_packets:
+                current.end_block = BLOCKS if row <= last_row else current.end_block
+                current.partial = True
+                done.append(current.sweep())
+                self.long_sweeps += 1
+                self.last_error = (
+                    f"a sweep reached {self.max_sweep_packets} packets without the azimuth "
+                    "crossing the cut angle; emitted as partial"
+                )
+                if self._on_reject is not None:
+                    self._on_reject("sweep_too_long", self.last_error)
+                current = self._current = _Builder(layout, mode, partial=True)
+                self._last_shifted = None
 
     def flush(self) -> list[RawSweep]:
         """End of stream: the sweep in progress, marked partial (if it has packets)."""
         current, self._current = self._current, None
         self._last_shifted = None
-        if current is None or not current.packets:
+        if current is None or not current.rows:
             return []
         current.partial = True
-        return [current]
+        return [current.sweep()]
 
-    def _new_sweep(self, *, partial: bool) -> RawSweep:
-        sweep = RawSweep(partial=partial)
-        sweep._block_ns = self._block_ns
-        return sweep
-
-    def _reject(self, reason: str, message: str) -> list[RawSweep]:
+    def _reject(self, reason: str, message: str, index: int) -> None:
         self.rejected[reason] += 1
         self.last_error = message
+        self.last_index = index
         if self._on_reject is not None:
             self._on_reject(reason, message)
-        return []

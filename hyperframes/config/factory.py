@@ -189,6 +189,7 @@ def build_source(cfg: Any, copied: set[str] | None = None) -> Any:
         return VelodyneSource(
             cfg.pcap,
             model=cfg.model,
+            calibration=cfg.calibration,
             port=cfg.port,
             name=cfg.name,
             speed=cfg.speed,

@@ -193,7 +193,8 @@ UdpSender = Annotated[str | None, AfterValidator(_check_sender)]
 
 class VelodyneConfig(_SourceBase):
     type: Literal["velodyne"]
-    model: str
+    model: str = "auto"
+    calibration: str | None = None
     pcap: str | None = None
     port: int | None = Field(None, ge=0, le=65535)
     speed: float | None = Field(None, gt=0)

@@ -21,8 +21,8 @@ import pytest
 from lidar_testdata import VLP16, data_packets, write_pcap
 
 from adapters import SyntheticImu
-from adapters.lidar.calibration import get_model
 from adapters.lidar.velodyne import VelodyneSource
+from adapters.lidar.velodyne_models import get_model
 from adapters.lidar.velodyne_packets import SweepAssembler
 from adapters.timeseries import REBASE_AFTER, TimeSeriesSource
 from fusion import Nearest, Pipeline, VirtualClock
@@ -228,9 +228,9 @@ async def test_a_failing_source_ends_only_its_sensor(tmp_path: Path) -> None:
     assert "OSError: [Errno 5] Input/output error: '/dev/ttyUSB0'" in failed["flaky"]
 
 
-async def test_dual_return_packets_next_to_a_healthy_sensor(tmp_path: Path) -> None:
+async def test_bad_return_mode_packets_next_to_a_healthy_sensor(tmp_path: Path) -> None:
     packets = data_packets(VLP16)[:300]
-    mixed = [(t, 2368, p[:1204] + b"\x39" + p[1205:] if i % 7 == 0 else p) for i, (t, p) in
+    mixed = [(t, 2368, p[:1204] + b"\x42" + p[1205:] if i % 7 == 0 else p) for i, (t, p) in
              enumerate(packets)]  # fmt: skip
     write_pcap(tmp_path / "dual.pcap", mixed)
     clock = VirtualClock()
@@ -248,7 +248,7 @@ async def test_dual_return_packets_next_to_a_healthy_sensor(tmp_path: Path) -> N
     got = recorded(path)
     assert len(got["imu"]) == 100
     assert len(got["lidar"]) >= 3
-    assert lidar.errors["dual_return"] == 43
+    assert lidar.errors["bad_return_mode"] == 43
     assert pipeline.statistics().hub.sources_failed == {}
 
 
@@ -267,7 +267,7 @@ def test_a_sweep_that_never_closes_is_bounded() -> None:
         stuck[1200:1204] = (1000 + i * 1327).to_bytes(4, "little")
         done += assembler.push(bytes(stuck))
         current = assembler._current
-        assert current is None or len(current.packets) < assembler.max_sweep_packets
+        assert current is None or current.rows < assembler.max_sweep_packets
     assert assembler.max_sweep_packets == 302  # two rotations at 5 Hz, VLP-16 packet rate
     assert len(done) == 2000 // 302
     assert all(s.partial for s in done)

@@ -80,27 +80,31 @@ async def test_malformed_packets_are_dropped_counted_and_do_not_change_sweeps(
     )
 
 
-async def test_dual_return_packets_are_counted_and_skipped_with_a_clear_message(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+async def test_a_return_mode_switch_mid_stream_ends_the_sweep_and_decodes_both(
+    tmp_path: Path,
 ) -> None:
     packets = data_packets(VLP16)[:400]
-    write_pcap(tmp_path / "a.pcap", [(t, 2368, p) for t, p in packets])
-    good = await collect(VelodyneSource(pcap=tmp_path / "a.pcap", model="VLP-16"))
-    # Every 10th packet in dual-return mode: each costs itself, the sweeps go on.
-    mixed = [
-        (t, 2368, p[:1204] + b"\x39" + p[1205:] if i % 10 == 3 else p)
-        for i, (t, p) in enumerate(packets)
-    ]
-    write_pcap(tmp_path / "dual.pcap", mixed)
-    source = VelodyneSource(pcap=tmp_path / "dual.pcap", model="VLP-16")
+    # packets 200.. claim "last return": same bytes, another mode: the sweep in progress ends
+    records = [(t, 2368, p[:1204] + b"\x38" + p[1205:] if i >= 200 else p)
+               for i, (t, p) in enumerate(packets)]  # fmt: skip
+    write_pcap(tmp_path / "switch.pcap", records)
+    source = VelodyneSource(pcap=tmp_path / "switch.pcap", model="VLP-16")
     frames = await collect(source)
-    assert source.errors["dual_return"] == 40
-    assert len(frames) == len(good)
-    # A packet across the cut angle counts in two sweeps: 40 skipped, a few twice.
-    lost = sum(f.meta["packets"] for f in good) - sum(f.meta["packets"] for f in frames)
-    assert 40 <= lost <= 40 + len(good)
-    assert "dual-return packets (return mode 0x39)" in caplog.text
-    assert "Set the sensor's return type to Strongest or Last" in caplog.text
+    assert source.errors == {}
+    returns = [set(np.unique(f.data["return"]).tolist()) for f in frames]
+    assert returns[0] == {1}
+    assert returns[-1] == {2}
+    cut = next(i for i, r in enumerate(returns) if r == {2})
+    assert frames[cut - 1].meta["partial"]
+    assert frames[cut].meta["partial"]
+    assert sum(len(f.data) for f in frames) == sum(
+        int(np.count_nonzero(np.frombuffer(p, np.uint8)[:1200].reshape(12, 100)[:, 4:]
+                             .reshape(12, 32, 3)[:, :, :2].copy().view("<u2")))
+        for _t, p in packets
+    )  # fmt: skip
+    ledger = source.ledgers()["lidar"]
+    assert ledger.received == ledger.emitted == 400
+    assert ledger.lost_total == 0
 
 
 async def test_hour_roll_over_keeps_sensor_time_increasing(tmp_path: Path) -> None:
@@ -133,9 +137,9 @@ async def test_speed_paces_frames_at_capture_timing_on_the_virtual_clock() -> No
     assert clock.now() == pytest.approx(span / 2, abs=1000)
 
 
-def test_model_is_required_and_unknown_models_are_named() -> None:
-    with pytest.raises(TypeError, match="model"):
-        VelodyneSource(pcap=VLP16)  # type: ignore[call-arg]
+def test_model_defaults_to_auto_and_unknown_models_are_named() -> None:
+    assert VelodyneSource(pcap=VLP16).declared is None
+    assert VelodyneSource(pcap=VLP16).spec.meta["model"] == "auto"
     with pytest.raises(ValueError, match=r"unknown Velodyne model 'VLP-64'; known: VLP-16"):
         VelodyneSource(pcap=VLP16, model="VLP-64")
     with pytest.raises(SourceOpenError, match=r"pcap file '.*nope\.pcap' does not exist"):
