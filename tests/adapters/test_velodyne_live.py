@@ -113,7 +113,9 @@ async def test_a_second_sender_never_reaches_the_sweeps_and_is_counted() -> None
     assert intruded == len(packets) // 10
     assert ledger.lost == {"foreign_sender": intruded}
     assert ledger.received == len(packets) + intruded
-    assert ledger.emitted == sum(f.meta["packets"] for f in received)
+    # a packet the cut angle splits is in two sweeps' meta["packets"], once in the ledger
+    shared = sum(f.meta["packets"] for f in received) - ledger.emitted
+    assert 0 <= shared <= len(received)
     assert ledger.pending == len(packets) - ledger.emitted  # the last sweep, still open
     stats = live.statistics()["udp"]
     assert stats["foreign"] == intruded
