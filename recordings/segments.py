@@ -14,6 +14,7 @@ only its own chunks (plus what an overlap asks for), so no chunk is
 decompressed by two segments. The same cuts feed the local process pool
 (:mod:`hyperframes.segments`) and the Ray fleet
 (:func:`hyperframes.fleet.plan.plan_parts`), so both run one plan.
+:func:`recording_split_point` says where the pool cuts a segment that lags.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from collections.abc import Sequence
 
 from recordings.layout import ChunkMeta
 
-__all__ = ["chunk_boundaries", "cut_times", "recording_segments"]
+__all__ = ["chunk_boundaries", "cut_times", "recording_segments", "recording_split_point"]
 
 Range = tuple[int | None, int | None]
 
@@ -83,3 +84,15 @@ def recording_segments(chunks: Sequence[ChunkMeta], target: int | None) -> list[
     t_start = min(c.t_start for c in chunks)
     t_end = max(c.t_end for c in chunks)
     return ranges_from_cuts(cut_times(t_start, t_end, target, chunk_boundaries(chunks)))
+
+
+def recording_split_point(
+    chunks: Sequence[ChunkMeta], progress: int, end: int | None
+) -> int | None:
+    """Where to cut a running segment ``[.., end)`` that has reached ``progress``: halfway
+    to its end, the open last segment ending just after the last frame of ``chunks``;
+    ``None`` when no time is left between them."""
+    if end is None:
+        end = max((c.t_end for c in chunks), default=progress) + 1
+    mid = (progress + end) // 2
+    return mid if progress < mid < end else None

@@ -5,7 +5,8 @@ and lists the presentation times of its key frames, skipping packets the
 container marks as discarded (an edit list's pre-roll). :func:`video_segments`
 cuts the file into ranges ``[start, end)`` of presentation time of about a
 target duration, each starting at a key frame (the first and last
-unbounded), so a segment decodes on its own.
+unbounded), so a segment decodes on its own; :func:`video_split_point` cuts
+a running one at a key frame the same way.
 
 :func:`decode_range` seeks to the last key frame at or before ``start`` and
 decodes in presentation order, keeping the frames with ``start <= t < end``:
@@ -22,8 +23,9 @@ Times are the stream's PTS in nanoseconds (``pts * time_base``), without the
 
 from __future__ import annotations
 
+import bisect
 import itertools
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -31,7 +33,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DecodeCounts", "decode_range", "frame_times", "keyframe_times", "video_segments"]
+__all__ = [
+    "DecodeCounts",
+    "decode_range",
+    "frame_times",
+    "keyframe_times",
+    "video_segments",
+    "video_split_point",
+]
 
 Range = tuple[int | None, int | None]
 
@@ -88,6 +97,18 @@ def video_segments(
     starts: list[int | None] = [None, *cuts]
     ends: list[int | None] = [*cuts, None]
     return list(zip(starts, ends, strict=True))
+
+
+def video_split_point(keyframes: Sequence[int], progress: int, end: int | None) -> int | None:
+    """Where to cut a running segment ``[.., end)`` that has reached ``progress``: the
+    key frame after ``progress`` and before ``end`` nearest the middle of what is left,
+    so the new segment decodes from its own start; ``None`` when there is none."""
+    hi = bisect.bisect_left(keyframes, end) if end is not None else len(keyframes)
+    lo = bisect.bisect_right(keyframes, progress)
+    if lo >= hi:
+        return None
+    target = (progress + (end if end is not None else keyframes[hi - 1])) // 2
+    return min(keyframes[lo:hi], key=lambda k: abs(k - target))
 
 
 @dataclass(slots=True)

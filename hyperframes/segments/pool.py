@@ -1,15 +1,9 @@
-"""Segment parallelism on one machine: a process pool works segments, results come in order.
+"""The process pool that works a job's segments; results come back in time order.
 
-Theory of operation. A long video or recording is cut into time segments
-(:func:`adapters.video.segments.video_segments` at key frames,
-:func:`hyperframes.fleet.plan.plan_parts` at chunk boundaries, the plan the
-Ray fleet runs), and a :class:`concurrent.futures.ProcessPoolExecutor`
-(``spawn``: no forked threads) works them. Each task decodes its segment and
-runs the job on it: a per-frame function for a video (:class:`VideoJob`), a
-run file's stages and workers on a video's frames (:class:`VideoWorkersJob`),
-the run file's sync, stages and workers for a recording (:class:`RecordingJob`,
-with the parts' overlap, so groups that straddle a cut are built from the
-same frames as in one pass).
+Theory of operation. A :class:`concurrent.futures.ProcessPoolExecutor`
+(``spawn``: no forked threads) works the segments a
+:class:`~hyperframes.segments.jobs.Job` plans; each task decodes its segment
+and runs the job on it.
 
 Results come back through a **bounded pool of shared-memory blocks**: the
 parent creates ``blocks`` :class:`multiprocessing.shared_memory.SharedMemory`
@@ -27,8 +21,9 @@ same order), which :func:`run_serial` gives.
 **Stragglers.** Segment times vary (a scene that decodes slowly, a dense
 stretch of a log). When nothing is left to start and a running segment has
 run ``straggle`` times longer than the median segment so far, it is split:
-the parent picks a point ``S`` between its progress and its end (a key frame
-for a video), and, under the lock both sides take per item, tells the task to
+the parent asks the job for a point ``S`` between its progress and its end
+(:meth:`~hyperframes.segments.jobs.Job.split_point`: a key frame for a
+video), and, under the lock both sides take per item, tells the task to
 stop before ``S`` if it has not reached ``S`` yet; ``[S, end)`` is then a new
 segment. A task checks its stop point before each item, so no item is done
 twice and none is lost.
@@ -43,28 +38,19 @@ import pickle
 import statistics
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from multiprocessing.shared_memory import SharedMemory
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from fusion.errors import HyperframesError
-from fusion.frames import Frame, FrameGroup, SensorSpec
-from fusion.source import Source
+from hyperframes.segments.jobs import Job
 
-__all__ = [
-    "RecordingJob",
-    "SegmentError",
-    "SegmentStatistics",
-    "VideoJob",
-    "VideoWorkersJob",
-    "run_segments",
-    "run_serial",
-]
+__all__ = ["SegmentError", "SegmentStatistics", "run_segments", "run_serial"]
 
 _NONE = -(1 << 63)  # "no start": before every time
 _MAX = (1 << 63) - 1
@@ -73,200 +59,6 @@ _ALIGN = 64
 
 class SegmentError(HyperframesError):
     """A segment's task failed; names the source and the time range."""
-
-
-class Job(Protocol):
-    """What a task runs on one segment; must pickle (it crosses to the process)."""
-
-    def items(self, start: int | None, end: int | None) -> Iterator[tuple[int, Any]]:
-        """``(t, raw)`` in time order: the segment's frames or groups, not yet processed."""
-        ...
-
-    def process(self, raw: Any) -> Any:
-        """The result of one item (numpy arrays inside go through shared memory)."""
-        ...
-
-    def segments(self, target_ns: int) -> list[tuple[int | None, int | None]]:
-        """The plan: ranges that tile the time axis."""
-        ...
-
-    def split_point(self, progress: int, end: int | None) -> int | None:
-        """Where to cut a running segment past ``progress`` (None: not worth it)."""
-        ...
-
-
-@dataclass(frozen=True)
-class VideoJob:
-    """Decode a video file and apply ``fn(image) -> value`` to every frame.
-
-    ``fn`` must be importable by the worker processes (a module-level
-    function). Items are ``(t_ns, fn(image))`` in presentation order.
-    """
-
-    path: str
-    fn: Callable[[np.ndarray[Any, Any]], Any]
-    stream: int = 0
-    pixel_format: str = "rgb24"
-    size: tuple[int, int] | None = None
-    threads: int = 1
-    """Decoder threads per process (the processes are the parallelism)."""
-    keyframes: tuple[int, ...] = ()
-    """Presentation times of the key frames (ns); read from the file when not given."""
-
-    def __post_init__(self) -> None:
-        if not self.keyframes:
-            from adapters.video.segments import keyframe_times
-
-            object.__setattr__(self, "keyframes", tuple(keyframe_times(self.path, self.stream)))
-
-    def items(self, start: int | None, end: int | None) -> Iterator[tuple[int, Any]]:
-        from adapters.video.segments import decode_range
-
-        return decode_range(
-            self.path,
-            start,
-            end,
-            stream=self.stream,
-            pixel_format=self.pixel_format,
-            size=self.size,
-            threads=self.threads,
-        )
-
-    def process(self, raw: Any) -> Any:
-        return self.fn(raw)
-
-    def segments(self, target_ns: int) -> list[tuple[int | None, int | None]]:
-        from adapters.video.segments import video_segments
-
-        return video_segments(self.path, target_ns, self.stream, list(self.keyframes))
-
-    def split_point(self, progress: int, end: int | None) -> int | None:
-        # The key frame nearest the middle of what is left, so the new segment
-        # decodes from its own start.
-        keys = self.keyframes
-        hi = bisect.bisect_left(keys, end) if end is not None else len(keys)
-        lo = bisect.bisect_right(keys, progress)
-        if lo >= hi:
-            return None
-        target = (progress + (end if end is not None else keys[hi - 1])) // 2
-        return min(keys[lo:hi], key=lambda k: abs(k - target))
-
-
-@dataclass(frozen=True)
-class RecordingJob:
-    """A run file's sync, stages and workers over a ``.hfr`` recording, per segment.
-
-    Items are ``(t, (keys, results))`` per group, ``keys`` the group's
-    ``(sensor, seq)`` and ``results`` the workers' values by name.
-    """
-
-    config: Any
-    """A :class:`~hyperframes.fleet.config.FleetConfig` (the run file)."""
-    path: str
-
-    def items(self, start: int | None, end: int | None) -> Iterator[tuple[int, Any]]:
-        from hyperframes.fleet.plan import Part
-        from hyperframes.fleet.tasks import iterate_blocking, part_groups
-
-        part = Part(self.path, 0, 1, start, end, int(self.config.fleet.overlap_s * 1e9))
-        for group in iterate_blocking(lambda: part_groups(self.config, part, workers=True)):
-            yield group.t, (group.keys, dict(group.results))
-
-    def process(self, raw: Any) -> Any:
-        return raw
-
-    def segments(self, target_ns: int) -> list[tuple[int | None, int | None]]:
-        from hyperframes.fleet.plan import plan_parts
-
-        parts = plan_parts([self.path], split=target_ns, policy=self.config.sync.policy)
-        return [(p.start, p.end) for p in parts]
-
-    def split_point(self, progress: int, end: int | None) -> int | None:
-        if self.config.sync.policy == "approximate":
-            return None  # its groups depend on the whole history: never cut
-        if end is None:  # the last segment: its end is the last frame's time
-            from recordings.reader import open_recording
-
-            with open_recording(self.path) as log:
-                end = max((c.t_end for c in log.chunks), default=progress) + 1
-        mid = (progress + end) // 2
-        return mid if progress < mid < end else None
-
-
-@dataclass(frozen=True)
-class VideoWorkersJob(VideoJob):
-    """A run file's ``[[stages]]`` and ``[[workers]]`` on a video file's frames, per segment.
-
-    Each frame becomes sensor ``sensor``'s frame, a group of its own
-    (``ExactTime([sensor])``: the run file's ``[sync]`` is for recordings),
-    and runs through the stages and batch workers :func:`build_pipeline`
-    builds from the same config. Items are ``(t_ns, (keys, results))`` per
-    frame, ``keys`` its ``(sensor, seq)`` with ``seq`` its index in the whole
-    stream's presentation order, as in :class:`RecordingJob`. ``fn`` is unused.
-    """
-
-    fn: Callable[[np.ndarray[Any, Any]], Any] = np.asarray
-    config: Any = None
-    """A :class:`~hyperframes.fleet.config.FleetConfig` (the run file)."""
-    sensor: str = "cam"
-    times: tuple[int, ...] = ()
-    """Presentation times of every frame (ns, sorted), for ``seq``; demuxed when not given."""
-
-    def __post_init__(self) -> None:
-        if self.config is None:
-            raise ValueError("VideoWorkersJob needs config= (a run file)")
-        super().__post_init__()
-        if not self.times:
-            from adapters.video.segments import frame_times
-
-            object.__setattr__(self, "times", tuple(frame_times(self.path, self.stream)))
-
-    def items(self, start: int | None, end: int | None) -> Iterator[tuple[int, Any]]:
-        from hyperframes.fleet.tasks import iterate_blocking
-
-        for group in iterate_blocking(lambda: self._groups(start, end)):
-            yield group.t, (group.keys, dict(group.results))
-
-    def process(self, raw: Any) -> Any:
-        return raw
-
-    async def _groups(self, start: int | None, end: int | None) -> AsyncIterator[FrameGroup]:
-        from fusion.pipeline import Pipeline, SensorStage
-        from fusion.policies import ExactTime
-        from hyperframes.config.factory import build_stage, build_worker
-
-        cfg = self.config
-        pipeline = Pipeline(
-            [_RangeSource(self, start, end)],
-            ExactTime([self.sensor]),
-            max_latency=None,  # offline: groups depend on the data, never on timing
-            stages=[SensorStage(s.sensor, build_stage(s)) for s in cfg.stages],
-            workers={w.name: build_worker(w) for w in cfg.workers},
-            capacity=cfg.pipeline.capacity,
-        )
-        async with pipeline.open() as groups:
-            async for group in groups:
-                yield group
-
-
-class _RangeSource(Source):
-    """The frames of ``[start, end)`` of a :class:`VideoWorkersJob`'s file, numbered
-    by their place in the whole stream."""
-
-    def __init__(self, job: VideoWorkersJob, start: int | None, end: int | None) -> None:
-        super().__init__(SensorSpec(job.sensor, kind="camera"))
-        self.job, self.start, self.end = job, start, end
-
-    async def frames(self) -> AsyncIterator[Frame]:
-        job = self.job
-        decoded = VideoJob.items(job, self.start, self.end)
-        try:
-            while (item := await self.run_blocking(next, decoded, None)) is not None:
-                t, image = item
-                seq = bisect.bisect_left(job.times, t)
-                yield Frame(job.sensor, seq, t, image, t_sensor=t, t_arrival=t)
-        finally:
-            decoded.close()  # type: ignore[attr-defined]
 
 
 @dataclass(slots=True)

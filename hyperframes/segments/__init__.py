@@ -1,0 +1,30 @@
+"""Segment parallelism on one machine: a long video or recording cut into time
+segments, worked by a local process pool, results in time order (docs/segments.md).
+
+The segments concept lives on the floor each part needs:
+
+* **planning** (pure, no processes): :mod:`adapters.video.segments` cuts a
+  video at key frames and decodes one range of it; :mod:`recordings.segments`
+  cuts a ``.hfr`` recording at chunk boundaries from its footer index, the
+  plan the Ray fleet (:func:`hyperframes.fleet.plan.plan_parts`) runs too;
+* **jobs** (:mod:`hyperframes.segments.jobs`): what one segment's task runs,
+  a per-frame function or a run file's sync, stages and workers;
+* **the pool** (:mod:`hyperframes.segments.pool`): spawned processes,
+  results through bounded shared-memory blocks, in order, stragglers split.
+"""
+
+from __future__ import annotations
+
+from hyperframes.segments.jobs import Job, RecordingJob, VideoJob, VideoWorkersJob
+from hyperframes.segments.pool import SegmentError, SegmentStatistics, run_segments, run_serial
+
+__all__ = [
+    "Job",
+    "RecordingJob",
+    "SegmentError",
+    "SegmentStatistics",
+    "VideoJob",
+    "VideoWorkersJob",
+    "run_segments",
+    "run_serial",
+]
