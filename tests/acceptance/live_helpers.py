@@ -119,6 +119,19 @@ def python_sender(*args: str) -> Sender:
     return Sender(proc)
 
 
+def nmea_sender(fd: int, log: Path, *, rate: float = 10.0) -> Sender:
+    """A GNSS receiver writing NMEA into ``fd`` (a pty's master end; see senders.py)."""
+    proc = subprocess.Popen(
+        [sys.executable, str(SENDERS), "nmea", str(fd), "--rate", str(rate), "--log", str(log)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env(),
+        pass_fds=(fd,),
+    )
+    return Sender(proc)
+
+
 def sent_count(output: str) -> int:
     match = re.search(r"sent (\d+)", output)
     assert match, f"the sender did not report its count: {output!r}"

@@ -22,6 +22,7 @@ import argparse
 import contextlib
 import json
 import math
+import os
 import signal
 import socket
 import sys
@@ -123,6 +124,47 @@ def pcap(port: int, path: Path, loops: int, data_port: int = 2368) -> int:
     return sent
 
 
+def nmea(fd: int, rate: float, seconds: float, log: Path) -> int:
+    import datetime as dt
+
+    import pynmea2
+
+    def line(kind: str, fields: tuple[str, ...]) -> str:
+        return str(getattr(pynmea2, kind)("GP", kind, fields))
+
+    sent, burst = 0, 0
+    start = time.monotonic()
+    with log.open("w") as out:
+        try:
+            while seconds <= 0 or time.monotonic() - start < seconds:
+                due = start + burst / rate
+                delay = due - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+                now = dt.datetime.now(dt.UTC)
+                hms = now.strftime("%H%M%S.") + f"{now.microsecond // 10000:02d}"
+                lat = f"4807.{burst % 1000:03d}0"
+                lon = f"01131.{burst % 1000:03d}0"
+                date = now.strftime("%d%m%y")
+                rmc = (hms, "A", lat, "N", lon, "E", "12.50", "45.0", date, "", "", "A")
+                vtg = ("45.0", "T", "", "M", "12.50", "N", "23.15", "K", "A")
+                gga = (hms, lat, "N", lon, "E", "1", "08", "0.9", "545.4", "M", "46.9", "M", "", "")
+                gsv = ("1", "1", "01", "05", "40", "083", "46")
+                lines = [line("RMC", rmc), line("VTG", vtg), line("GGA", gga), line("GSV", gsv)]
+                if burst % 20 == 19:
+                    lines += ["\x15\x80 noise at the wrong baud", lines[2][:-2] + "00"]
+                text = "".join(x + "\r\n" for x in lines)
+                with _signals_held():
+                    os.write(fd, text.encode("latin-1"))
+                    out.write(text)
+                    out.flush()
+                    sent += 1
+                burst += 1
+        except _Stop:
+            pass
+    return sent
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="kind", required=True)
@@ -133,6 +175,11 @@ def main() -> int:
     p_flood = sub.add_parser("flood")
     p_flood.add_argument("port", type=int)
     p_flood.add_argument("--seconds", type=float, default=2.0)
+    p_nmea = sub.add_parser("nmea")
+    p_nmea.add_argument("fd", type=int)
+    p_nmea.add_argument("--rate", type=float, default=10.0)
+    p_nmea.add_argument("--seconds", type=float, default=0.0, help="0: until signalled")
+    p_nmea.add_argument("--log", type=Path, required=True)
     p_pcap = sub.add_parser("pcap")
     p_pcap.add_argument("port", type=int)
     p_pcap.add_argument("file", type=Path)
@@ -142,6 +189,8 @@ def main() -> int:
     signal.signal(signal.SIGINT, _on_signal)
     if args.kind == "imu":
         sent = imu(args.port, args.rate, args.seconds)
+    elif args.kind == "nmea":
+        sent = nmea(args.fd, args.rate, args.seconds, args.log)
     elif args.kind == "flood":
         sent = flood(args.port, args.seconds)
     else:
