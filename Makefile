@@ -28,13 +28,15 @@ examples: $(STAMP_TEST)
 bench: $(STAMP_TEST)
 	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
 
-# System packages: libusb-1.0 (open3d loads it at import time) and ffmpeg/ffprobe
-# (the acceptance tests send live streams with it and check files against ffprobe).
+# System packages: libusb-1.0 (open3d loads it at import time), ffmpeg/ffprobe
+# (the acceptance tests send live streams with it and check files against ffprobe)
+# and editcap from wireshark-common (the pcapng tests convert real captures with it).
 # Installed with apt-get when missing and possible; otherwise a clear message.
 system-deps:
 	@missing=""; \
 	ldconfig -p 2>/dev/null | grep -q 'libusb-1.0.so.0' || missing="$$missing libusb-1.0-0"; \
 	command -v ffmpeg >/dev/null 2>&1 && command -v ffprobe >/dev/null 2>&1 || missing="$$missing ffmpeg"; \
+	command -v editcap >/dev/null 2>&1 || missing="$$missing wireshark-common"; \
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then SUDO=""; \
 	elif command -v apt-get >/dev/null 2>&1 && command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then SUDO="sudo -n"; \
@@ -46,6 +48,7 @@ system-deps:
 		exit 1; \
 	fi; \
 	echo "Installing$$missing with apt-get..."; \
+	export DEBIAN_FRONTEND=noninteractive; \
 	$$SUDO apt-get install -y -q $$missing >/dev/null 2>&1 || \
 	{ $$SUDO apt-get update -q >/dev/null 2>&1 && $$SUDO apt-get install -y -q $$missing >/dev/null; } || \
 	{ echo "error: could not install$$missing with apt-get; install it yourself, then rerun make." >&2; exit 1; }
@@ -60,6 +63,9 @@ $(STAMP): pyproject.toml $(VENV)/bin/python | system-deps
 
 $(STAMP_TEST): pyproject.toml $(VENV)/bin/python | system-deps
 	$(PY) -m pip install -q -e '.[test,dev,bench,rerun,ray]'
+	@# ouster-sdk (OusterSource's decoder) pins rosbags==0.9.23, psutil<6 and click<8.1.8
+	@# for tools we do not use, against our rosbags>=0.11; its core needs only numpy.
+	$(PY) -m pip install -q --no-deps 'ouster-sdk>=1.0.1,<1.1'
 	@touch $@ $(STAMP)
 
 clean:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from adapters.datasets import KittiRawSource
     from adapters.errors import DecodeError, SensorTimeout, SourceOpenError
     from adapters.interpolation import interpolate, slerp
-    from adapters.lidar import PointCloudFiles, VelodyneSource
+    from adapters.lidar import OusterSource, PointCloudFiles, VelodyneSource
     from adapters.nmea import NmeaSource
     from adapters.synthetic import (
         SensorTiming,
@@ -39,6 +39,7 @@ __all__ = [
     "DecodeError",
     "KittiRawSource",
     "NmeaSource",
+    "OusterSource",
     "PointCloudFiles",
     "SensorTimeout",
     "SensorTiming",
@@ -74,6 +75,7 @@ __getattr__, __dir__ = lazy_exports(
         "DecodeError": "adapters.errors",
         "KittiRawSource": "adapters.datasets.kitti_raw",
         "NmeaSource": "adapters.nmea.source",
+        "OusterSource": "adapters.lidar.ouster",
         "PointCloudFiles": "adapters.lidar.pointcloud_files",
         "SensorTimeout": "adapters.errors",
         "SourceOpenError": "adapters.errors",

@@ -48,6 +48,8 @@ LOSS_REASONS: Mapping[str, str] = MappingProxyType(
         "incomplete": "units held in a partial frame when the source ended",
         "partial_sweep": "packets of a LiDAR sweep short of a full turn, dropped by its options",
         "missing": "units a summary or index promised that were never read",
+        "wrong_port": "a datagram of a capture sent to a port this source does not read",
+        "stale": "a packet of a scan already emitted (late, or a counter that went back)",
     }
 )
 """The shared loss reasons, with what each means (docs/ledger.md has the table)."""

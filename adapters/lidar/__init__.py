@@ -1,8 +1,10 @@
-"""LiDAR sources: Velodyne sweeps (UDP / pcap), point-cloud files, processing stages."""
+"""LiDAR sources: Velodyne sweeps, Ouster scans (UDP / pcap), point-cloud files, processing."""
 
 from adapters.lidar.calibration import Calibration, read_calibration
 from adapters.lidar.kitti import read_kitti_bin, write_kitti_bin
 from adapters.lidar.layouts import LAYOUTS, BinLayout, read_bin
+from adapters.lidar.ouster import OusterSource
+from adapters.lidar.ouster_packets import OUSTER_DTYPE
 from adapters.lidar.pcap import PcapReader, UdpDatagram
 from adapters.lidar.pcd import read_pcd, read_pcd_with_meta, write_pcd
 from adapters.lidar.ply import read_ply
@@ -32,6 +34,7 @@ __all__ = [
     "HDL_64E_S3",
     "LAYOUTS",
     "MODELS",
+    "OUSTER_DTYPE",
     "PUCK_HI_RES",
     "VELODYNE_DTYPE",
     "VLP_16",
@@ -42,6 +45,7 @@ __all__ = [
     "BinLayout",
     "BoxCrop",
     "Calibration",
+    "OusterSource",
     "PcapReader",
     "PointCloudFiles",
     "RangeCrop",

@@ -22,6 +22,7 @@ from hyperframes.config.schema import (
     KittiRawConfig,
     NmeaConfig,
     OnlineClockConfig,
+    OusterConfig,
     PipelineConfig,
     PointCloudFilesConfig,
     PythonSourceConfig,
@@ -75,8 +76,9 @@ def build_pipeline(
     specs: list[SensorSpec] = []
     for cfg, source in built:
         for spec in source.specs:
-            # a KITTI drive's or a bag's clock/capacity keys apply to each of its sensors
-            multi = (KittiRawConfig, BagConfig, PythonSourceConfig)
+            # a KITTI drive's, a bag's or an Ouster's (lidar + imu) clock/capacity keys
+            # apply to each of its sensors
+            multi = (KittiRawConfig, BagConfig, PythonSourceConfig, OusterConfig)
             if spec.name != cfg.name and not isinstance(cfg, multi):
                 continue
             meta = spec.meta
@@ -195,6 +197,19 @@ def build_source(cfg: Any, copied: set[str] | None = None) -> Any:
             speed=cfg.speed,
             recv_buffer=cfg.recv_buffer,
             sender=cfg.sender,
+        )
+    if isinstance(cfg, OusterConfig):
+        from adapters.lidar import OusterSource
+
+        return OusterSource(
+            cfg.pcap,
+            metadata=cfg.metadata,
+            lidar_port=cfg.lidar_port,
+            imu_port=cfg.imu_port,
+            host=cfg.host,
+            name=cfg.name,
+            speed=cfg.speed,
+            partial_scans=cfg.partial_scans,
         )
     if isinstance(cfg, PointCloudFilesConfig):
         from adapters.lidar import PointCloudFiles

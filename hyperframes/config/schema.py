@@ -210,6 +210,24 @@ class VelodyneConfig(_SourceBase):
         return self
 
 
+class OusterConfig(_SourceBase):
+    type: Literal["ouster"]
+    metadata: str
+    """The sensor's metadata JSON (legacy or current layout)."""
+    pcap: str | None = None
+    """A capture (pcap or pcapng); without it the source listens live."""
+    lidar_port: int = Field(7502, ge=0, le=65535)
+    imu_port: int = Field(7503, ge=0, le=65535)
+    host: str | None = None
+    """Live: keep only datagrams from this address (others count as foreign_sender)."""
+    speed: float | None = Field(None, gt=0)
+    partial_scans: bool = True
+
+    def sensor_names(self) -> list[str]:
+        """The lidar and its IMU."""
+        return [self.name, f"{self.name}_imu"]
+
+
 class PointCloudFilesConfig(_SourceBase):
     type: Literal["pointcloud_files"]
     paths: str
@@ -401,6 +419,7 @@ SourceConfig = Annotated[
     SyntheticConfig
     | VideoConfig
     | VelodyneConfig
+    | OusterConfig
     | PointCloudFilesConfig
     | TimeSeriesCsvConfig
     | TimeSeriesUdpConfig
@@ -529,7 +548,7 @@ class PipelineConfig(StrictModel):
             n for s in self.sources if isinstance(s, KittiRawConfig) for n in s.sensor_names()
         }
         for s in self.sources:
-            if isinstance(s, BagConfig):
+            if isinstance(s, (BagConfig, OusterConfig)):
                 known |= set(s.sensor_names())
         wanted = set(self.sync.sensors or ()) | set(self.sync.optional) | set(self.sync.windows_ms)
         wanted |= {self.sync.reference} if self.sync.reference else set()

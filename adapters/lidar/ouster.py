@@ -1,0 +1,393 @@
+"""``OusterSource``: Ouster OS0/OS1/OS2/OSDome scans and IMU, from a pcap(ng) or live UDP.
+
+The packets are checked and batched by the sans-I/O
+:class:`~adapters.lidar.ouster_packets.ScanAssembler` (decoding by ouster-sdk);
+this module moves bytes and keeps the ledger. Offline, a capture is read,
+batched and decoded in a worker thread; live, datagrams are received on the
+event loop (:mod:`adapters.lidar.ouster_udp`) and each finished scan is
+decoded in a worker thread.
+
+Ledger (unit: datagram). Every record of a capture and every datagram
+received counts once, on sensor ``<name>`` (lidar, and anything that is not
+an IMU packet) or ``<name>_imu``. Lost reasons: ``bad_length`` (a packet of
+the wrong size, a cut record), ``foreign_sender`` (another host, or a packet
+naming another sensor), ``undecodable`` (columns the metadata's lidar mode does
+not have), ``wrong_port`` (a datagram for neither port), ``unsupported_type``
+(a capture record that is not UDP), ``stale`` (a packet of a scan already
+emitted), ``incomplete`` (a partial scan dropped by ``partial_scans=False``,
+or a last packet held for a scan that never came). Columns a scan lacks are
+counted as ``missing`` in ``errors`` (a warning: those packets never arrived,
+or arrived bad and were counted then) and in ``missing_columns``.
+
+Time. ``t_sensor`` of a scan is its first valid column's timestamp, of an IMU
+sample its gyroscope timestamp: ns on the sensor's clock, which the clock
+model maps to host time as for every sensor. ``t_arrival`` is the host
+receive time (live) or the capture time of the packet that finished the scan.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+from adapters.errors import DecodeError, SourceOpenError
+from adapters.lidar.ouster_packets import (
+    IMU_FIELDS,
+    OUSTER_DTYPE,
+    MetadataMismatch,
+    OusterScan,
+    PointMaker,
+    ScanAssembler,
+    imu_sample,
+    missing_columns,
+)
+from adapters.lidar.pcap import PcapReader, UdpDatagram
+from fusion.clock import ClockModel
+from fusion.frames import Frame, Overflow, SensorSpec
+from fusion.source import Source
+from fusion.timing import current_clock
+
+log = logging.getLogger("hyperframes.lidar")
+
+LIDAR_PORT, IMU_PORT = 7502, 7503
+_BATCH = 128  # datagrams per worker-thread round trip when reading a capture
+_MAX_METADATA = 4 * 1024 * 1024  # a sensor's metadata JSON is a few kB
+_SKIP_REASON = {  # capture records that hold no datagram -> ledger reason
+    "not_udp": "unsupported_type",
+    "fragment": "unsupported_type",
+    "unsupported_link": "unsupported_type",
+    "unknown_interface": "unsupported_type",
+    "truncated_record": "bad_length",
+    "oversized_record": "bad_length",
+    "truncated_file": "bad_length",
+}
+
+
+def load_metadata(path: str | Path, *, sensor: str = "lidar") -> Any:
+    """An ``ouster.sdk.core.SensorInfo`` from a metadata JSON (legacy or current layout)."""
+    try:
+        from ouster.sdk import core
+    except ImportError as err:  # pragma: no cover - the test extra installs it
+        raise SourceOpenError(
+            "OusterSource needs ouster-sdk: pip install --no-deps 'ouster-sdk>=1.0.1,<1.1' "
+            f"({err})",
+            sensor=sensor,
+        ) from err
+    where = Path(path)
+    try:
+        with open(where, "rb") as file:
+            raw = file.read(_MAX_METADATA + 1)
+    except OSError as err:
+        raise SourceOpenError(f"cannot read Ouster metadata {str(where)!r}: {err}") from err
+    if len(raw) > _MAX_METADATA:
+        raise SourceOpenError(
+            f"Ouster metadata {str(where)!r} is over {_MAX_METADATA} bytes; "
+            "a sensor's metadata JSON is a few kB",
+            sensor=sensor,
+        )
+    try:
+        return core.SensorInfo(raw.decode("utf-8", errors="replace"))
+    except RuntimeError as err:
+        first = " ".join(str(err).split())[:300]
+        raise SourceOpenError(
+            f"{str(where)!r} is not an Ouster sensor's metadata JSON: {first}", sensor=sensor
+        ) from err
+
+
+class OusterSource(Source):
+    """Scans of an Ouster lidar and its IMU (contract).
+
+    ``OusterSource(pcap="x.pcap", metadata="x.json")`` decodes a capture
+    (pcap or pcapng); ``OusterSource(metadata="x.json", lidar_port=7502)``
+    listens live (``lidar_port=0`` / ``imu_port=0`` pick free ports;
+    :meth:`wait_listening` returns them; ``host`` keeps only datagrams from
+    that address). The metadata is the sensor's JSON (``ouster-cli source
+    HOST save`` or the sensor's HTTP API), legacy or current layout.
+
+    Frames of sensor ``name`` hold an :data:`OUSTER_DTYPE` array of one scan's
+    valid returns; ``meta`` has ``partial``, ``packets``, ``valid_columns`` and
+    ``missing_columns`` (``[start, stop)`` runs). Frames of ``<name>_imu``
+    (kind ``imu``) hold ``ax, ay, az`` (m/s²), ``gx, gy, gz`` (rad/s) and the
+    ``accel``/``gyro`` vectors. Packets that do not fit the metadata are
+    counted and skipped; when the first packets all misfit, the metadata is
+    of another sensor or mode and :meth:`frames` raises
+    :class:`~fusion.DecodeError` naming the mismatch.
+    """
+
+    _ledger_unit = "datagram"
+
+    def __init__(
+        self,
+        pcap: str | Path | None = None,
+        *,
+        metadata: str | Path,
+        lidar_port: int | None = None,
+        imu_port: int | None = None,
+        host: str | None = None,
+        bind: str = "0.0.0.0",
+        name: str = "lidar",
+        partial_scans: bool = True,
+        speed: float | None = None,
+        receive_buffer: int = 8 * 1024 * 1024,
+        clock: ClockModel | None = None,
+        capacity: int = 8,
+        overflow: Overflow | None = None,
+    ) -> None:
+        if speed is not None and speed <= 0:
+            raise ValueError(f"speed must be > 0 or None, got {speed}")
+        self.pcap = None if pcap is None else Path(pcap)
+        if self.pcap is not None and not self.pcap.is_file():
+            raise SourceOpenError(f"pcap file {str(self.pcap)!r} does not exist", sensor=name)
+        self.metadata = Path(metadata)
+        self.info = load_metadata(self.metadata, sensor=name)
+        self.lidar_port = LIDAR_PORT if lidar_port is None else lidar_port
+        self.imu_port = IMU_PORT if imu_port is None else imu_port
+        self.host = host
+        self.bind = bind
+        self.partial_scans = partial_scans
+        self.speed = speed
+        self.receive_buffer = receive_buffer
+        self.imu_name = f"{name}_imu"
+        live = self.pcap is None
+        overflow = overflow or ("drop_oldest" if live else "block")
+        fmt = self.info.format
+        super().__init__(
+            specs=(
+                SensorSpec(
+                    name,
+                    kind="lidar",
+                    clock=clock,
+                    capacity=capacity,
+                    overflow=overflow,
+                    meta={
+                        "model": str(self.info.prod_line),
+                        "serial": str(self.info.sn),
+                        "lidar_mode": str(self.info.config.lidar_mode),
+                        "udp_profile": str(fmt.udp_profile_lidar),
+                        "beams": int(fmt.pixels_per_column),
+                        "columns": int(fmt.columns_per_frame),
+                        "fields": list(OUSTER_DTYPE.names or ()),
+                        "frame": "Ouster sensor frame (ouster-sdk XYZLut), metres",
+                    },
+                ),
+                SensorSpec(
+                    self.imu_name,
+                    kind="imu",
+                    clock=clock,
+                    capacity=max(capacity, 64),
+                    overflow=overflow,
+                    meta={"fields": list(IMU_FIELDS), "units": "m/s^2, rad/s"},
+                ),
+            )
+        )
+        self.assembler = ScanAssembler(self.info, on_reject=self._rejected)
+        self.missing_columns = 0
+        """Columns of the column window that scans lacked (holes, not stream edges)."""
+        self._points = PointMaker(self.info)
+        self._where = ""
+        self._listening_ports: tuple[int, int] | None = None
+        import anyio
+
+        self._listening = anyio.Event()
+
+    def _new_assembler(self) -> ScanAssembler:
+        if self.assembler.accepted or self.assembler.pending():
+            return ScanAssembler(self.info, on_reject=self._rejected)
+        return self.assembler  # still fresh
+
+    def _rejected(self, reason: str, message: str, units: int) -> None:
+        self.count_error(reason, self._where + message, units=units)
+
+    async def wait_listening(self) -> tuple[int, int]:
+        """Wait until the live sockets are bound; return ``(lidar_port, imu_port)``."""
+        if self.pcap is not None:
+            raise RuntimeError("wait_listening() is for live sources, not pcap")
+        await self._listening.wait()
+        assert self._listening_ports is not None
+        return self._listening_ports
+
+    def frames(self) -> AsyncIterator[Frame]:
+        return self._pcap_frames() if self.pcap is not None else self._live_frames()
+
+    # -- offline -------------------------------------------------------------------------
+
+    async def _pcap_frames(self) -> AsyncIterator[Frame]:
+        assert self.pcap is not None
+        self.assembler = self._new_assembler()
+        reader = await self.run_blocking(self._open_pcap, self.pcap)
+        datagrams = iter(reader)
+        clock = current_clock()
+        start: tuple[int, int] | None = None
+        try:
+            while True:
+                batch = await self.run_blocking(self._pcap_batch, datagrams)
+                if batch is None:
+                    return
+                for frame in batch:
+                    if self.speed is not None and frame.t_arrival is not None:
+                        if start is None:
+                            start = (clock.now(), frame.t_arrival)
+                        due = start[0] + round((frame.t_arrival - start[1]) / self.speed)
+                        await clock.sleep_until(due)
+                    yield frame
+        finally:
+            reader.close()
+
+    def _open_pcap(self, path: Path) -> PcapReader:
+        return PcapReader(path, on_skip=self._skipped_record)
+
+    def _skipped_record(self, reason: str, offset: int) -> None:
+        self.count_received()
+        self.count_error(
+            _SKIP_REASON.get(reason, "undecodable"),
+            f"{self.pcap}: record at byte {offset}: {reason.replace('_', ' ')}",
+        )
+
+    def _pcap_batch(self, datagrams: Iterator[UdpDatagram]) -> list[Frame] | None:
+        """Read up to _BATCH datagrams, assemble, decode (worker thread)."""
+        out: list[Frame] = []
+        taken = 0
+        last_t: int | None = None
+        for datagram in datagrams:
+            taken += 1
+            last_t = datagram.t_capture
+            self._where = f"{self.pcap}: record at byte {datagram.offset}: "
+            out += self._datagram(datagram.dst_port, datagram.payload, datagram.t_capture)
+            if taken >= _BATCH:
+                break
+        if taken == 0:
+            out = self._scan_frames(self.assembler.flush(last_t), last=True)
+            return out or None
+        return out
+
+    # -- live ----------------------------------------------------------------------------
+
+    async def _live_frames(self) -> AsyncIterator[Frame]:
+        from adapters.lidar.ouster_udp import UdpPorts
+
+        self.assembler = self._new_assembler()
+        try:
+            ports = UdpPorts(self.bind, (self.lidar_port, self.imu_port), self.receive_buffer)
+        except OSError as err:
+            raise SourceOpenError(
+                f"cannot listen on UDP {self.bind}:{self.lidar_port}/{self.imu_port}: {err}",
+                sensor=self.name,
+            ) from err
+        with ports:
+            lidar_port, imu_port = ports.bound
+            self._listening_ports = (lidar_port, imu_port)
+            self._listening.set()
+            while True:
+                received = await ports.receive()
+                now = self.now()
+                for index, payload, address in received:
+                    port = self.lidar_port if index == 0 else self.imu_port
+                    self._where = f"datagram from {address[0]}:{address[1]}: "
+                    if self.host is not None and address[0] != self.host:
+                        sensor = self.name if index == 0 else self.imu_name
+                        self.count_received(sensor=sensor)
+                        self.count_error(
+                            "foreign_sender",
+                            f"{self._where}not from the sensor {self.host}",
+                            sensor=sensor,
+                        )
+                        continue
+                    for frame in self._datagram(port, payload, now, decode=False):
+                        if isinstance(frame, OusterScan):
+                            for built in await self.run_blocking(self._scan_frames, [frame]):
+                                yield built
+                        else:
+                            yield frame
+
+    # -- shared --------------------------------------------------------------------------
+
+    def _datagram(self, port: int, payload: bytes, t: int | None, *, decode: bool = True) -> Any:
+        """Frames (or, ``decode=False``, finished scans to decode) made by one datagram."""
+        if port == self.imu_port:
+            self.count_received(sensor=self.imu_name)
+            size = self.assembler.imu_packet_size
+            if len(payload) != size:
+                self.count_error(
+                    "bad_length",
+                    f"{self._where}IMU packet of {len(payload)} bytes, expected {size}",
+                    sensor=self.imu_name,
+                )
+                return []
+            t_sensor, data = imu_sample(self.assembler.format, payload)
+            return [self.make_frame(t_sensor, data, sensor=self.imu_name, t_arrival=t)]
+        self.count_received()
+        if port != self.lidar_port:
+            self.count_error(
+                "wrong_port",
+                f"{self._where}datagram to port {port}; lidar packets go to "
+                f"{self.lidar_port}, IMU packets to {self.imu_port}",
+            )
+            return []
+        try:
+            scans = self.assembler.push(payload, t)
+        except MetadataMismatch as err:
+            raise DecodeError(f"{self.metadata}: {err}", sensor=self.name) from None
+        return self._scan_frames(scans, last=False) if decode else scans
+
+    def _scan_frames(self, scans: list[OusterScan], *, last: bool = False) -> list[Frame]:
+        frames: list[Frame] = []
+        window = self.assembler.window
+        cpp = int(self.info.format.columns_per_packet)
+        for scan in scans:
+            holes = missing_columns(scan, window)
+            lost = 0
+            for start, stop in holes:
+                # A stream joined mid-scan lacks the first scan's leading columns, and a
+                # capture cut mid-scan the last one's trailing columns: edges, not losses.
+                edge = (scan.first and start == window[0]) or (last and stop == window[1] + 1)
+                if not edge:
+                    lost += stop - start
+            if lost:
+                # A warning, not ledger units: the packets never reached us (the network's
+                # loss; the kernel's is counted by the receiver), or reached us bad and
+                # were counted then.
+                self.missing_columns += lost
+                self.count_error(
+                    "missing",
+                    f"{self.name}: scan {int(scan.frame.frame_id)} lacks {lost} columns "
+                    f"(about {-(-lost // cpp)} packets): {holes}",
+                    units=0,
+                )
+            partial = bool(holes)
+            if partial and not self.partial_scans:
+                self.count_error(
+                    "incomplete", f"{self.name}: partial scan dropped", units=scan.packets
+                )
+                continue
+            t_sensor, points = self._points(scan)
+            width = window[1] - window[0] + 1 if window[0] <= window[1] else 0
+            frames.append(
+                self.make_frame(
+                    t_sensor,
+                    points,
+                    t_arrival=scan.t_arrival,
+                    units=scan.packets,
+                    meta={
+                        "partial": partial,
+                        "packets": scan.packets,
+                        "valid_columns": (width or self.assembler.columns)
+                        - sum(b - a for a, b in holes),
+                        "missing_columns": holes,
+                        "scan_id": int(scan.frame.frame_id),
+                    },
+                )
+            )
+        return frames
+
+    def statistics(self) -> dict[str, Any]:
+        stats = dict(super().statistics())
+        stats.update(packets=self.assembler.accepted, missing_columns=self.missing_columns)
+        return stats
+
+    def __repr__(self) -> str:
+        where = (
+            f"pcap={str(self.pcap)!r}" if self.pcap is not None else f"lidar_port={self.lidar_port}"
+        )
+        return f"OusterSource({where}, metadata={str(self.metadata)!r}, name={self.name!r})"
