@@ -254,7 +254,9 @@ class OusterSource(Source):
             taken += 1
             last_t = datagram.t_capture
             self._where = f"{self.pcap}: record at byte {datagram.offset}: "
-            out += self._datagram(datagram.dst_port, datagram.payload, datagram.t_capture)
+            port = datagram.dst_port
+            kind = "lidar" if port == self.lidar_port else "imu" if port == self.imu_port else port
+            out += self._datagram(kind, datagram.payload, datagram.t_capture)
             if taken >= _BATCH:
                 break
         if taken == 0:
@@ -283,7 +285,7 @@ class OusterSource(Source):
                 received = await ports.receive()
                 now = self.now()
                 for index, payload, address in received:
-                    port = self.lidar_port if index == 0 else self.imu_port
+                    kind = "lidar" if index == 0 else "imu"
                     self._where = f"datagram from {address[0]}:{address[1]}: "
                     if self.host is not None and address[0] != self.host:
                         sensor = self.name if index == 0 else self.imu_name
@@ -294,7 +296,7 @@ class OusterSource(Source):
                             sensor=sensor,
                         )
                         continue
-                    for frame in self._datagram(port, payload, now, decode=False):
+                    for frame in self._datagram(kind, payload, now, decode=False):
                         if isinstance(frame, OusterScan):
                             for built in await self.run_blocking(self._scan_frames, [frame]):
                                 yield built
@@ -303,9 +305,12 @@ class OusterSource(Source):
 
     # -- shared --------------------------------------------------------------------------
 
-    def _datagram(self, port: int, payload: bytes, t: int | None, *, decode: bool = True) -> Any:
-        """Frames (or, ``decode=False``, finished scans to decode) made by one datagram."""
-        if port == self.imu_port:
+    def _datagram(
+        self, kind: str | int, payload: bytes, t: int | None, *, decode: bool = True
+    ) -> Any:
+        """Frames (or, ``decode=False``, finished scans to decode) made by one datagram
+        for ``kind`` ``"lidar"``, ``"imu"`` or (a capture's other traffic) its port."""
+        if kind == "imu":
             self.count_received(sensor=self.imu_name)
             size = self.assembler.imu_packet_size
             if len(payload) != size:
@@ -318,10 +323,10 @@ class OusterSource(Source):
             t_sensor, data = imu_sample(self.assembler.format, payload)
             return [self.make_frame(t_sensor, data, sensor=self.imu_name, t_arrival=t)]
         self.count_received()
-        if port != self.lidar_port:
+        if kind != "lidar":
             self.count_error(
                 "wrong_port",
-                f"{self._where}datagram to port {port}; lidar packets go to "
+                f"{self._where}datagram to port {kind}; lidar packets go to "
                 f"{self.lidar_port}, IMU packets to {self.imu_port}",
             )
             return []

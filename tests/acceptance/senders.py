@@ -10,7 +10,8 @@ sends them, for S seconds (a sender that outruns its receiver: loopback's top ra
 
 ``python senders.py pcap PORT FILE --loops N``: a Velodyne capture replayed
 over UDP at its captured rate (each datagram sent at its capture time
-relative to the first), ``N`` times in a row.
+relative to the first), ``N`` times in a row. ``--data-port 7502 --route 7503:P``
+replays an Ouster capture: its lidar packets to PORT, its IMU packets to P.
 
 Each prints one line ``sent N`` on stdout when they end or get SIGTERM/SIGINT.
 The ``ffmpeg`` CLI is the video sender (see ``live_helpers.ffmpeg_sender``).
@@ -96,12 +97,15 @@ def flood(port: int, seconds: float) -> int:
     return sent
 
 
-def pcap(port: int, path: Path, loops: int, data_port: int = 2368) -> int:
+def pcap(
+    port: int, path: Path, loops: int, data_port: int = 2368, routes: dict[int, int] | None = None
+) -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     from adapters.lidar.pcap import PcapReader
 
+    to = {data_port: port, **(routes or {})}  # captured destination port -> port to send to
     reader = PcapReader(path)
-    packets = [(d.t_capture, d.payload) for d in reader if d.dst_port == data_port]
+    packets = [(d.t_capture, to[d.dst_port], d.payload) for d in reader if d.dst_port in to]
     reader.close()
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
@@ -110,12 +114,12 @@ def pcap(port: int, path: Path, loops: int, data_port: int = 2368) -> int:
         for _ in range(loops):
             start = time.monotonic_ns()
             first = packets[0][0]
-            for t_capture, payload in packets:
+            for t_capture, to_port, payload in packets:
                 delay = (start + (t_capture - first) - time.monotonic_ns()) / 1e9
                 if delay > 0:
                     time.sleep(delay)
                 with _signals_held():
-                    sock.sendto(payload, ("127.0.0.1", port))
+                    sock.sendto(payload, ("127.0.0.1", to_port))
                     sent += 1
     except _Stop:
         pass
@@ -184,6 +188,10 @@ def main() -> int:
     p_pcap.add_argument("port", type=int)
     p_pcap.add_argument("file", type=Path)
     p_pcap.add_argument("--loops", type=int, default=1)
+    p_pcap.add_argument("--data-port", type=int, default=2368, help="captured port sent to PORT")
+    p_pcap.add_argument(
+        "--route", action="append", default=[], help="CAPTURED:PORT, another port to send"
+    )
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
@@ -194,7 +202,8 @@ def main() -> int:
     elif args.kind == "flood":
         sent = flood(args.port, args.seconds)
     else:
-        sent = pcap(args.port, args.file, args.loops)
+        routes = {int(r.split(":")[0]): int(r.split(":")[1]) for r in args.route}
+        sent = pcap(args.port, args.file, args.loops, args.data_port, routes)
     print(f"sent {sent}", flush=True)
     return 0
 
