@@ -130,7 +130,7 @@ class OusterSource(Source):
         name: str = "lidar",
         partial_scans: bool = True,
         speed: float | None = None,
-        receive_buffer: int = 8 * 1024 * 1024,
+        recv_buffer: int = 8 * 1024 * 1024,
         clock: ClockModel | None = None,
         capacity: int = 8,
         overflow: Overflow | None = None,
@@ -148,7 +148,7 @@ class OusterSource(Source):
         self.bind = bind
         self.partial_scans = partial_scans
         self.speed = speed
-        self.receive_buffer = receive_buffer
+        self.recv_buffer = recv_buffer
         self.imu_name = f"{name}_imu"
         live = self.pcap is None
         overflow = overflow or ("drop_oldest" if live else "block")
@@ -271,7 +271,7 @@ class OusterSource(Source):
 
         self.assembler = self._new_assembler()
         try:
-            ports = UdpPorts(self.bind, (self.lidar_port, self.imu_port), self.receive_buffer)
+            ports = UdpPorts(self.bind, (self.lidar_port, self.imu_port), self.recv_buffer)
         except OSError as err:
             raise SourceOpenError(
                 f"cannot listen on UDP {self.bind}:{self.lidar_port}/{self.imu_port}: {err}",

@@ -29,13 +29,13 @@ async def _wait_readable(sock: socket.socket) -> None:
 class UdpPorts:
     """Non-blocking UDP sockets bound to ``host`` on ``ports`` (0: a free port)."""
 
-    def __init__(self, host: str, ports: tuple[int, ...], receive_buffer: int) -> None:
+    def __init__(self, host: str, ports: tuple[int, ...], recv_buffer: int) -> None:
         self.sockets: list[socket.socket] = []
         try:
             for port in ports:
                 sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
                 self.sockets.append(sock)
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, recv_buffer)
                 sock.bind((host, port))
                 sock.setblocking(False)
         except OSError:
