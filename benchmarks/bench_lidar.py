@@ -6,7 +6,11 @@ against (a) a per-packet loop that decodes each packet with numpy and (b) a
 per-point pure-Python loop. Point-cloud files: Mpoints/s reading KITTI ``.bin``
 and PCD (binary, binary_compressed, ascii) files against ``np.fromfile`` of the
 same bytes and open3d's reader. KITTI camera PNGs: frames/s of the PyAV decoder
-we use against Pillow and OpenCV.
+we use against Pillow and OpenCV. Ouster: scans/s of ``OusterSource`` (capture read,
+batched, decoded, points array built) against ouster-sdk's own Python path
+(``open_source`` + ``XYZLut``) on the real OS-1-32 capture and on a 100-scan capture
+made from it, wall and CPU time. Captures: datagrams/s of our pcap/pcapng reader
+against dpkt's.
 
 Run:  .venv/bin/python benchmarks/bench_lidar.py [--repeat N]
 """
@@ -244,6 +248,132 @@ def png_rows(repeat: int) -> list[str]:
     return rows
 
 
+OUSTER_PCAP = DATA / "ouster_OS-1-32-G_v2.1.1_1024x10.pcap"
+OUSTER_JSON = DATA / "ouster_OS-1-32-G_v2.1.1_1024x10.json"
+
+
+def _longer_ouster_capture(out: Path, scans: int) -> None:
+    """The real capture ``scans`` times, as the sensor's next scans (frame id and column
+    times advanced 100 ms a scan, UDP checksum cleared), in one classic pcap."""
+    raw = OUSTER_PCAP.read_bytes()
+    records, pos = [], 24
+    while pos < len(raw):
+        sec, usec, incl, _ = struct.unpack_from("<IIII", raw, pos)
+        records.append((sec, usec, raw[pos + 16 : pos + 16 + incl]))
+        pos += 16 + incl
+    chunks = [raw[:24]]
+    for k in range(scans):
+        for sec, usec, frame in records:
+            cols = np.frombuffer(frame[-6464:], np.uint8).copy().reshape(16, 404)
+            cols[:, 10:12] = np.frombuffer(np.uint16((638 + k) % 65536).tobytes(), np.uint8)
+            stamps = cols[:, 0:8].copy().view("<u8")[:, 0] + np.uint64(k * 100_000_000)
+            cols[:, 0:8] = stamps.view(np.uint8).reshape(16, 8)
+            head = bytearray(frame[:-6464])
+            head[40:42] = b"\0\0"  # Ethernet + IPv4 (20 bytes): the UDP checksum
+            t_us = sec * 1_000_000 + usec + k * 100_000
+            body = bytes(head) + cols.tobytes()
+            chunks.append(
+                struct.pack("<IIII", t_us // 1_000_000, t_us % 1_000_000, len(body), len(body))
+            )
+            chunks.append(body)
+    out.write_bytes(b"".join(chunks))
+
+
+def ouster_rows(repeat: int) -> list[str]:
+    """OusterSource against ouster-sdk's documented path, the same files, interleaved."""
+    import anyio
+    import ouster.sdk as osdk
+    from ouster.sdk import core
+
+    from adapters.lidar import OusterSource
+
+    def sdk(path: Path) -> int:
+        source = osdk.open_source(str(path), meta=[str(OUSTER_JSON)])
+        lut = core.XYZLut(source.sensor_info[0])
+        n = 0
+        for frames in source:
+            lut(frames[0])
+            n += 1
+        source.close()
+        return n
+
+    async def ours(path: Path) -> int:
+        async with OusterSource(path, metadata=OUSTER_JSON) as source:
+            return sum([1 async for frame in source.frames() if frame.sensor == "lidar"])
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        long = Path(tmp) / "long.pcap"
+        _longer_ouster_capture(long, 100)
+        for label, path, scans in (("OS-1-32 capture (1 scan)", OUSTER_PCAP, 1),
+                                   ("100 scans made from it", long, 100)):  # fmt: skip
+            assert sdk(path) == scans
+            assert anyio.run(ours, path) == scans
+
+            async def rounds(path: Path = path) -> dict[str, tuple[float, float]]:
+                best = {"OusterSource": (math.inf, math.inf), "ouster-sdk": (math.inf, math.inf)}
+                for _ in range(repeat):
+                    for name in best:
+                        wall, cpu = time.perf_counter(), time.process_time()
+                        if name == "ouster-sdk":
+                            sdk(path)
+                        else:
+                            await ours(path)
+                        took = (time.perf_counter() - wall, time.process_time() - cpu)
+                        best[name] = (min(best[name][0], took[0]), min(best[name][1], took[1]))
+                return best
+
+            best = anyio.run(rounds)
+            peer = best["ouster-sdk"]
+            for name, (wall, cpu) in best.items():
+                rows.append(
+                    f"| {label} | {name} | {scans / wall:,.0f} | {peer[0] / wall:.2f}x "
+                    f"| {cpu * 1e3 / scans:.2f} | {peer[1] / cpu:.2f}x |"
+                )
+    return rows
+
+
+def pcap_rows(repeat: int) -> list[str]:
+    """Our capture reader against dpkt: every UDP datagram with its time and ports."""
+    import dpkt
+
+    from adapters.lidar.pcap import PcapReader
+
+    def ours(path: Path) -> int:
+        with PcapReader(path) as reader:
+            return sum(1 for _ in reader)
+
+    def with_dpkt(path: Path) -> int:
+        n = 0
+        with open(path, "rb") as file:
+            ng = file.read(4) == b"\x0a\x0d\x0d\x0a"
+            file.seek(0)
+            for _ts, buf in dpkt.pcapng.Reader(file) if ng else dpkt.pcap.Reader(file):
+                ip = dpkt.ethernet.Ethernet(buf).data
+                if isinstance(ip, dpkt.ip.IP) and isinstance(ip.data, dpkt.udp.UDP):
+                    n += 1
+        return n
+
+    rows = []
+    capture = DATA / "monterey-first-100-packets.pcap"
+    with tempfile.TemporaryDirectory() as tmp:
+        ng = Path(tmp) / "monterey.pcapng"
+        with open(capture, "rb") as src, open(ng, "wb") as dst:
+            writer = dpkt.pcapng.Writer(dst)
+            for ts, buf in dpkt.pcap.Reader(src):
+                writer.writepkt(buf, ts=ts)
+        for label, path in (("HDL-32E pcap", capture), ("the same as pcapng", ng)):
+            assert ours(path) == with_dpkt(path) == 3001
+            times = interleaved_best(
+                repeat, {"ours": partial(ours, path), "dpkt": partial(with_dpkt, path)}
+            )
+            for name, seconds in times.items():
+                rows.append(
+                    f"| {label} | {name} | {3001 / seconds:,.0f} | {times['dpkt'] / seconds:.2f}x |"
+                )
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=5, help="best of N runs (default 5)")
@@ -261,6 +391,18 @@ def main() -> None:
     print("| 1242x375 PNG | decoder | frames/s | time vs Pillow |")
     print("|---|---|---:|---:|")
     for row in png_rows(args.repeat):
+        print(row)
+    print()
+    print(
+        "| Ouster capture | decoder | scans/s | vs ouster-sdk | CPU ms/scan | CPU vs ouster-sdk |"
+    )
+    print("|---|---|---:|---:|---:|---:|")
+    for row in ouster_rows(max(args.repeat, 5)):
+        print(row)
+    print()
+    print("| capture | reader | datagrams/s | vs dpkt |")
+    print("|---|---|---:|---:|")
+    for row in pcap_rows(args.repeat):
         print(row)
 
 
