@@ -157,6 +157,15 @@ class Source(ABC):
         """
         return f"{type(self).__name__} does not resize while decoding"
 
+    def silence_timeout_s(self) -> float:
+        """Seconds without a frame after which an operator should be told "no data".
+
+        Five periods of the nominal rate (at least 1 s), else 2 s; a source with a
+        read timeout of its own (a live camera) says that instead.
+        """
+        rate = self.spec.rate_hz
+        return max(1.0, 5.0 / rate) if rate else 2.0
+
     def statistics(self) -> Mapping[str, Any]:
         """Frames produced per sensor, errors by reason and each sensor's ledger."""
         return {

@@ -47,6 +47,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import logging
 import os
 import signal
 import threading
@@ -61,6 +62,7 @@ import anyio.lowlevel
 from fusion.frames import Frame, FrameGroup, SensorSpec
 from fusion.ledger import LedgerStatistics
 from fusion.timing import run_sync
+from fusion.wallclock import sample_anchor
 from recordings.closing import Closeable
 from recordings.errors import RecorderClosed, RecordingError
 from recordings.format import RecordKind, crc32, pack_preamble, pack_prelude
@@ -71,6 +73,8 @@ from recordings.snapshot_file import SnapshotFile, fsync_dir
 from recordings.writer import _pack, encode_chunk
 
 __all__ = ["SnapshotRecorder", "SnapshotRequest", "SnapshotStatistics"]
+
+log = logging.getLogger(__name__)
 
 S = 1_000_000_000
 
@@ -143,6 +147,8 @@ class SnapshotStatistics:
     pending_chunks: int = 0
     """Chunks held by snapshots not yet written (as ``RecorderStatistics``)."""
     paths: tuple[Path, ...] = field(default_factory=tuple)
+    failures: tuple[str, ...] = ()
+    """One line per snapshot that could not be written (a full disk), naming the file."""
 
 
 def snapshot_path(base: Path, number: int) -> Path:
@@ -180,6 +186,7 @@ class SnapshotRecorder(Closeable):
         trigger_on: Callable[[FrameGroup], bool] | None = None,
         settle: float = 0.0,
         durable: bool = True,
+        wall_clock: bool = True,
     ) -> None:
         if keep <= 0 or post < 0 or settle < 0 or (pre is not None and pre < 0):
             raise ValueError(f"keep must be > 0, pre and post >= 0 (got {keep}, {pre}, {post})")
@@ -203,6 +210,8 @@ class SnapshotRecorder(Closeable):
         self._specs: dict[str, SensorSpec] = {s.name: s for s in sensors}
         self._metadata = dict(metadata or {})
         self._ledgers: dict[str, dict[str, Any]] = {}
+        self._wall_clock = wall_clock  # anchors like every recording (see Recorder)
+        self._failures: list[str] = []
 
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
@@ -345,6 +354,11 @@ class SnapshotRecorder(Closeable):
         if self._builder.count == 0:
             return
         sealed = self._builder.seal()
+        if self._wall_clock:
+            anchor = sample_anchor()
+            sealed.meta = dataclasses.replace(
+                sealed.meta, wall=(anchor.reference_ns, anchor.utc_ns)
+            )
         meta, parts, _length = encode_chunk(sealed, self._level)
         payload = [bytes(p) for p in parts[2:]]
         nbytes = sum(len(p) for p in payload)
@@ -416,6 +430,10 @@ class SnapshotRecorder(Closeable):
                 req.path = self._write_snapshot(req, number, specs)
             except BaseException as err:
                 req.error = err
+                failure = f"snapshot {snapshot_path(self.path, number)} was not written: {err}"
+                log.error("%s", failure)
+                with self._lock:
+                    self._failures.append(failure)
             finally:
                 req._chunks = []
                 with self._lock:
@@ -432,6 +450,7 @@ class SnapshotRecorder(Closeable):
         final = snapshot_path(self.path, number)
         partial = final.with_name(final.name + ".partial")
         fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        written = False
         try:
             out = SnapshotFile(fd)
             meta = {
@@ -444,7 +463,15 @@ class SnapshotRecorder(Closeable):
                     "reasons": list(req.reasons),
                 },
             }
-            header = _pack({"sensors": specs, "metadata": meta, "writer": "hyperframes", "part": 0})
+            head: dict[str, Any] = {
+                "sensors": specs,
+                "metadata": meta,
+                "writer": "hyperframes",
+                "part": 0,
+            }
+            if self._wall_clock:
+                head["wall"] = sample_anchor().as_list()
+            header = _pack(head)
             out.emit(
                 [pack_preamble(), pack_prelude(RecordKind.HEADER, header, 0, crc32(b"")), header]
             )
@@ -459,8 +486,12 @@ class SnapshotRecorder(Closeable):
             out.finish(specs, ledgers)
             if self._durable:
                 os.fsync(fd)
+            written = True
         finally:
             os.close(fd)
+            if not written:  # a full disk or a failed write leaves no half file behind
+                with contextlib.suppress(OSError):
+                    partial.unlink()
         os.replace(partial, final)
         if self._durable:
             fsync_dir(final.parent)
@@ -492,7 +523,9 @@ class SnapshotRecorder(Closeable):
             builder.add(frame)
         if builder.count == 0:
             return []
-        cut, parts, _ = encode_chunk(builder.seal(), self._level)
+        sealed = builder.seal()
+        sealed.meta = dataclasses.replace(sealed.meta, wall=meta.wall)  # the held chunk's
+        cut, parts, _ = encode_chunk(sealed, self._level)
         return [(cut, [bytes(p) for p in parts])]
 
     # -- lifetime -----------------------------------------------------------------
@@ -559,6 +592,7 @@ class SnapshotRecorder(Closeable):
                 bytes_written=self._bytes_written,
                 pending_chunks=sum(len(r._chunks) for r in (*self._waiting, *self._queue)),
                 paths=tuple(self._written),
+                failures=tuple(self._failures),
             )
 
     def __repr__(self) -> str:

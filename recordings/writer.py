@@ -86,6 +86,8 @@ class RecorderStatistics:
     """Bytes written to disk, headers and indexes included."""
     paths: tuple[Path, ...]
     """Every file written so far (several when splitting)."""
+    failures: tuple[str, ...] = ()
+    """Why writing failed (a full disk), naming the file; empty while all is well."""
 
 
 def wire(obj: Any) -> Any:
@@ -444,6 +446,9 @@ class Recorder(Closeable):
                 raw_bytes=self._raw_written,
                 bytes_written=self._bytes_written,
                 paths=tuple(self._paths),
+                failures=()
+                if self._error is None
+                else (f"writing {self._current_path()} failed: {self._error}",),
             )
 
     def __repr__(self) -> str:

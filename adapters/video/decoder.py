@@ -71,6 +71,7 @@ from adapters.video.events import (
     Failed,
     FrameLost,
     Opened,
+    OpenFailed,
     Reconnected,
     Skipped,
 )
@@ -224,6 +225,7 @@ class DecoderThread:
                     return
                 if not (opts.live and opts.reconnect and _transient(err)):
                     raise
+                self._emit(OpenFailed(str(err), attempts, self._delay(attempts)))
                 if not self._backoff(attempts, str(err)):
                     return
                 attempts += 1
@@ -257,6 +259,13 @@ class DecoderThread:
             finally:
                 container.close()
 
+    def _delay(self, attempt: int) -> float | None:
+        """Seconds before retry ``attempt``, or None when there is none."""
+        opts = self.opts
+        if opts.max_reconnects is not None and attempt >= opts.max_reconnects:
+            return None
+        return float(min(opts.backoff_max, opts.backoff_initial * (2**attempt)))
+
     def _backoff(self, attempt: int, reason: str) -> bool:
         """Wait before reconnect ``attempt``; False when out of attempts or stopping."""
         opts = self.opts
@@ -267,7 +276,8 @@ class DecoderThread:
                 )
             )
             return False
-        delay = min(opts.backoff_max, opts.backoff_initial * (2**attempt))
+        delay = self._delay(attempt)
+        assert delay is not None  # max_reconnects was checked above
         log.info("video %s: reconnecting in %.2f s (%s)", opts.url, delay, reason)
         # Real time on purpose: the socket timeouts that got us here are real time too.
         return not self._stop.wait(delay) and not self.prefetch.closed

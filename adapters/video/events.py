@@ -94,6 +94,17 @@ class Disconnected:
 
 
 @dataclass(slots=True)
+class OpenFailed:
+    """A live input could not be opened (refused, timed out); the decoder retries."""
+
+    reason: str
+    attempt: int
+    """0 for the first failure of a run of failures, then one more per retry."""
+    retry_in_s: float | None
+    """When the next try starts; ``None`` when the decoder gives up."""
+
+
+@dataclass(slots=True)
 class Reconnected:
     """The first frame after a reconnect arrived ``gap_ns`` after the last one before it."""
 
@@ -118,5 +129,13 @@ class Failed:
 
 
 Event = (
-    Decoded | DecoderError | Skipped | Opened | Disconnected | Reconnected | Discontinued | Failed
+    Decoded
+    | DecoderError
+    | Skipped
+    | Opened
+    | OpenFailed
+    | Disconnected
+    | Reconnected
+    | Discontinued
+    | Failed
 )

@@ -36,6 +36,7 @@ from adapters.video.events import (
     Failed,
     FrameLost,
     Opened,
+    OpenFailed,
     Reconnected,
     Skipped,
 )
@@ -327,9 +328,16 @@ class VideoSource(Source):
             self.info = event.info
             self.hwaccel_report = event.hwaccel
             stats.connections += 1
+        elif isinstance(event, OpenFailed):
+            # Nothing was lost (nothing arrived): units=0; the reason is kept for the
+            # end-of-run report, and said once per run of failures, not per retry.
+            self.count_error("open_failed", event.reason, units=0)
+            if event.attempt == 0:
+                retry = "giving up" if event.retry_in_s is None else "retrying until it answers"
+                log.warning("%s: %s (%s)", self.name, event.reason, retry)
         elif isinstance(event, Disconnected):
             stats.disconnects += 1
-            self.count_error("disconnect", f"sensor {self.name!r}: {event.reason}")
+            self.count_error("disconnect", f"sensor {self.name!r}: {event.reason}", units=0)
             log.warning("%s: %s; reconnecting to %s", self.name, event.reason, self.url)
         elif isinstance(event, Reconnected):
             if event.gap_ns is not None:
@@ -358,6 +366,11 @@ class VideoSource(Source):
         # Normally the interrupt hook (adapters.video.interrupt) ends it within a poll.
         bound = 2.0 + (opts.read_timeout or 0.0) + (opts.open_timeout or 0.0)
         await anyio.to_thread.run_sync(decoder.join, bound)
+
+    def silence_timeout_s(self) -> float:
+        """The read timeout of a live input; otherwise the base rule."""
+        timeout = self.options.read_timeout
+        return float(timeout) if timeout else super().silence_timeout_s()
 
     def statistics(self) -> Mapping[str, Any]:
         """Base counters plus the video counters and the hardware decode report."""

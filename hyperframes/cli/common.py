@@ -15,7 +15,8 @@ import logging
 import re
 import signal
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -26,6 +27,7 @@ from rich.table import Table
 from rich.text import Text
 
 from fusion.pipeline import Pipeline, PipelineStatistics
+from fusion.timing import current_clock
 
 MS = 1_000_000
 T = TypeVar("T")
@@ -149,15 +151,37 @@ async def run_until_signalled(pipeline: Pipeline, body: Callable[[], Awaitable[T
     return result
 
 
-def live_table(stats: PipelineStatistics, title: str, extra: str = "") -> Table:
-    """One-screen view of a running pipeline: sensors, groups, workers."""
+def live_table(
+    stats: PipelineStatistics,
+    title: str,
+    extra: str = "",
+    *,
+    silence: Mapping[str, str] | None = None,
+) -> Table:
+    """One-screen view of a running pipeline: sensors, groups, workers.
+
+    ``lost`` is what the sensor's source lost of its input (its ledger: bad
+    datagrams, the kernel's drops...), ``dropped`` what the pipeline dropped of
+    its frames; ``silence`` maps a sensor to the words that replace its clock
+    cell while it sends nothing (see :func:`silence_notes`).
+    """
+    silence = silence or {}
     table = Table(title=literal(title), caption=literal(extra) if extra else None)
-    for col in ("sensor", "frames", "dropped", "lag ms", "clock"):
+    for col in ("sensor", "frames", "lost", "dropped", "lag ms", "clock"):
         table.add_column(col, justify="left" if col in ("sensor", "clock") else "right")
-    for name, s in stats.hub.sensors.items():
+    names = list(stats.hub.sensors) + [n for n in stats.ledgers if n not in stats.hub.sensors]
+    for name in names:
+        s = stats.hub.sensors.get(name)
+        ledger = stats.ledgers.get(name)
+        lost = "" if ledger is None else str(ledger.lost_total)
+        if s is None:
+            table.add_row(literal(name), "0", lost, "0", "", literal(silence.get(name, "-")))
+            continue
         dropped = sum(s.dropped.values())
         lag = "" if s.lag_ns is None else f"{s.lag_ns / MS:.1f}"
-        table.add_row(literal(name), str(s.frames_in), str(dropped), lag, clock_text(s.clock))
+        state = silence.get(name)
+        clock = literal(state, "yellow") if state else literal(clock_text(s.clock))
+        table.add_row(literal(name), str(s.frames_in), lost, str(dropped), lag, clock)
     hub = stats.hub
     table.add_row(
         Text("groups", style="bold"),
@@ -200,6 +224,74 @@ def clock_text(estimate: Any) -> str:
     return text
 
 
+def silence_notes(pipeline: Pipeline, now: int, started: int) -> dict[str, str]:
+    """``no data for 12.3 s`` (with the source's last error) for each sensor that has sent
+    nothing for longer than its source's :meth:`~fusion.Source.silence_timeout_s`."""
+    sensors = pipeline.hub.statistics().sensors
+    notes: dict[str, str] = {}
+    for source in pipeline.sources:
+        limit_ns = int(source.silence_timeout_s() * 1e9)
+        for spec in source.specs:
+            s = sensors.get(spec.name)
+            last = s.last_received if s is not None else None
+            since = started if last is None else last
+            quiet = now - since
+            if quiet <= limit_ns:
+                continue
+            text = f"no data for {quiet / 1e9:.1f} s"
+            if last is None:
+                text = f"no data yet ({quiet / 1e9:.1f} s)"
+            if source.last_error:
+                text += f": {source.last_error}"
+            notes[spec.name] = text
+    return notes
+
+
+class ConsoleLogHandler(logging.Handler):
+    """Log records printed through the console, so they land above a live table
+    instead of being painted over by its next refresh."""
+
+    def __init__(self, console: Console, level: int) -> None:
+        super().__init__(level)
+        self.console = console
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = self.format(record)
+            style = "yellow" if record.levelno == logging.WARNING else ""
+            style = "red" if record.levelno >= logging.ERROR else style
+            self.console.print(literal(text, style, lines=True), soft_wrap=True)
+        except Exception:
+            self.handleError(record)
+
+
+@contextmanager
+def logging_through(console: Console) -> Iterator[None]:
+    """While a live table shows on ``console``, the root logger's stream handlers
+    print through it (same level and format); restored afterwards."""
+    root = logging.getLogger()
+    streams = [
+        h for h in root.handlers if isinstance(h, logging.StreamHandler) and h.stream in _TTYS
+    ]
+    if not console.is_terminal or console.quiet or not streams:
+        yield
+        return
+    handler = ConsoleLogHandler(console, streams[0].level)
+    handler.setFormatter(streams[0].formatter)
+    for h in streams:
+        root.removeHandler(h)
+    root.addHandler(handler)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        for h in streams:
+            root.addHandler(h)
+
+
+_TTYS = (sys.stderr, sys.stdout, sys.__stderr__, sys.__stdout__)
+
+
 REFRESH_S = 0.25
 """How often the live table (and the metrics file) is refreshed while a pipeline runs."""
 
@@ -220,15 +312,19 @@ async def drive(
     live = Live(
         console=console, refresh_per_second=4, transient=False, auto_refresh=console.is_terminal
     )
+    started = current_clock().now()
+
+    def show(final: bool = False) -> PipelineStatistics:
+        return _refresh(live, pipeline, title, status, metrics, started, final=final)
 
     async def body() -> PipelineStatistics:
-        with live:
+        with logging_through(console), live:
             async with anyio.create_task_group() as tg:
 
                 async def tick() -> None:
                     while True:
                         await anyio.sleep(REFRESH_S)
-                        _refresh(live, pipeline, title, status, metrics)
+                        show()
 
                 if console.is_terminal or metrics is not None:
                     tg.start_soon(tick)
@@ -236,7 +332,7 @@ async def drive(
                     async for _ in groups:
                         pass
                 tg.cancel_scope.cancel()
-            return _refresh(live, pipeline, title, status, metrics, final=True)
+            return show(final=True)
 
     return await run_until_signalled(pipeline, body)
 
@@ -247,12 +343,15 @@ def _refresh(
     title: str,
     status: Callable[[], str] | None,
     metrics: Path | None,
+    started: int,
     *,
     final: bool = False,
 ) -> PipelineStatistics:
     """Show the pipeline's statistics now (and keep the metrics file current)."""
     stats = pipeline.statistics()
-    live.update(live_table(stats, title, status() if status else ""), refresh=final)
+    silence = silence_notes(pipeline, current_clock().now(), started)
+    table = live_table(stats, title, status() if status else "", silence=silence)
+    live.update(table, refresh=final)
     if metrics is not None:
         write_metrics(metrics, stats)
     return stats

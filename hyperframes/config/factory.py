@@ -400,6 +400,7 @@ def build_recorder(
             sensors=specs,
             metadata={**cfg.metadata, **overrides.get("metadata", {})},
             compression_level=overrides.get("compression_level") or cfg.compression_level,
+            wall_clock=overrides.get("wall_clock") is not False,
             **snapshot,
         )
     for key, value in overrides.items():

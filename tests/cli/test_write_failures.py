@@ -1,0 +1,94 @@
+"""A write that fails (a full disk) ends the command non-zero, naming the file.
+
+The limit is real: the child runs under ``RLIMIT_FSIZE`` with ``SIGXFSZ``
+ignored, so every write past 64 KiB fails with ``EFBIG`` ("File too large"),
+as a full disk fails with ``ENOSPC``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import resource
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from recordings import open_recording
+
+REPO = Path(__file__).resolve().parents[2]
+LIMIT = 64 * 1024
+RECORDED = re.compile(r"^hyperframes_recorder_frames_total (\d+)", re.M)
+
+
+def limited() -> None:  # runs in the child, before exec
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (LIMIT, LIMIT))
+
+
+def start(*args: str, cwd: Path, limit: bool = True) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "hyperframes", *args],
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "200"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=limited if limit else None,
+    )
+
+
+def test_record_on_a_full_disk_fails_and_names_the_file(tmp_path: Path) -> None:
+    out = tmp_path / "full.hfr"
+    child = start("record", "--fast", "--duration", "3", "-o", str(out), cwd=tmp_path)
+    text, _ = child.communicate(timeout=120)
+    assert child.returncode == 1, text
+    last = [ln for ln in text.splitlines() if ln.startswith("error:")]
+    assert last, text
+    assert str(out) in last[0]
+    assert "File too large" in last[0]
+    assert "Traceback" not in text
+
+
+def snapshot_run(tmp_path: Path, *, limit: bool) -> tuple[int, str]:
+    out = tmp_path / "bb.hfr"
+    metrics = tmp_path / "m.prom"
+    child = start(
+        "record", "-o", str(out), "--snapshot", "1s", "--snapshot-after", "200ms",
+        "--duration", "4", "--metrics", str(metrics), cwd=tmp_path, limit=limit,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while child.poll() is None and time.monotonic() < deadline:
+            m = RECORDED.search(metrics.read_text()) if metrics.exists() else None
+            if m and int(m.group(1)) >= 400:
+                break
+            time.sleep(0.05)
+        os.kill(child.pid, signal.SIGUSR1)
+        text, _ = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.communicate(timeout=10)
+    return child.returncode, text
+
+
+def test_a_snapshot_that_cannot_be_written_fails_the_run(tmp_path: Path) -> None:
+    code, text = snapshot_run(tmp_path, limit=True)
+    assert code == 1, text
+    assert f"snapshot {tmp_path / 'bb.0000.hfr'} was not written" in text
+    assert "File too large" in text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.prom"]  # no .partial left
+
+
+def test_a_snapshot_is_dated_like_every_recording(tmp_path: Path) -> None:
+    code, text = snapshot_run(tmp_path, limit=False)
+    assert code == 0, text
+    with open_recording(tmp_path / "bb.0000.hfr") as log:
+        summary = log.summary()
+        assert log.wall_clock is not None
+        assert all(c.wall is not None for c in log.chunks)
+    assert summary.utc_start is not None
+    assert abs(summary.utc_start - time.time_ns()) < 60 * 1_000_000_000
