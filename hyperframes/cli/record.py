@@ -294,13 +294,6 @@ def run(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:  # a second Ctrl-C: the drain was cut short
             interrupted = True
             stats = pipeline.statistics()
-        except Exception as err:
-            failure = write_failure(err)
-            if failure is None:
-                raise
-            error(console, failure)  # the file could not be written (a full disk)
-            report_sources(console, pipeline)
-            return 1
     assert pipeline.recorder is not None
     for path in pipeline.recorder.paths:
         with open_recording(path) as log:
@@ -331,18 +324,3 @@ def run(args: argparse.Namespace) -> int:
     if interrupted:
         return 130
     return 1 if failed or silent else 0
-
-
-def write_failure(err: BaseException) -> BaseException | None:
-    """The recorder's write failure inside ``err`` (an exception group from the task
-    group, or the error itself), or None when ``err`` is something else."""
-    from recordings.errors import RecorderClosed, RecordingError
-
-    if isinstance(err, RecordingError | RecorderClosed):
-        return err
-    if isinstance(err, BaseExceptionGroup):
-        for inner in err.exceptions:
-            found = write_failure(inner)
-            if found is not None:
-                return found
-    return None
