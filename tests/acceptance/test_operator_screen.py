@@ -93,7 +93,7 @@ def test_a_silent_sensor_is_named_in_its_row(tmp_path: Path) -> None:
 
     from fusion import Nearest, Pipeline, VirtualClock, use_clock
     from hyperframes.cli.common import live_table, silence_notes
-    from tests.cli.config_sources import Ticker
+    from tests.config.config_sources import Ticker
 
     clock = VirtualClock()
     pipeline = Pipeline([Ticker(count=3, period_ms=10)], Nearest("ticker", ["ticker"], 0))
