@@ -45,6 +45,7 @@ from anyio.abc import TaskStatus
 
 from fusion.channels import ChannelReceiver, ChannelSender, ChannelStatistics, open_channel
 from fusion.clock import ClockModel
+from fusion.errors import UsageError
 from fusion.frames import Frame, FrameGroup, SensorSpec
 from fusion.policies import SyncPolicy
 from fusion.timing import Clock, current_clock, use_clock
@@ -197,7 +198,7 @@ class SyncHub:
     ) -> None:
         """Run ``sources`` through the policy until all end; then drain and close ``groups``."""
         if self._started:
-            raise RuntimeError("a SyncHub runs once; create a new one")
+            raise UsageError("a SyncHub runs once; create a new one")
         self._started = True
         clock = self._clock or current_clock()
         self._clock = clock

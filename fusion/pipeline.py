@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import anyio
 
 from fusion.channels import ChannelReceiver, open_channel
+from fusion.errors import UsageError
 from fusion.frames import Frame, FrameGroup, SensorSpec
 from fusion.hub import HubStatistics, SyncHub
 from fusion.ledger import LedgerStatistics
@@ -242,7 +243,7 @@ class Pipeline:
     async def open(self) -> AsyncIterator[AsyncIterator[FrameGroup]]:
         """Run in the background for the block; yields finished groups in order."""
         if self._used:
-            raise RuntimeError("a Pipeline runs once; build a new one to run again")
+            raise UsageError("a Pipeline runs once; build a new one to run again")
         self._used = True
         self._started_at = time.perf_counter()
         clock = self._clock or current_clock()

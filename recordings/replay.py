@@ -27,6 +27,7 @@ import dataclasses
 import os
 from collections.abc import AsyncIterator, Generator, Iterable
 
+from fusion.errors import UsageError
 from fusion.frames import Frame, SensorSpec
 from fusion.source import Source
 from fusion.timing import Pacer
@@ -99,7 +100,7 @@ class Replay(Source):
     def recording(self) -> Recording:
         """The open recording (its ``damage`` lists what was skipped)."""
         if self._log is None:
-            raise RuntimeError(f"replay of '{self.path}' is closed")
+            raise UsageError(f"replay of '{self.path}' is closed")
         return self._log
 
     async def frames(self) -> AsyncIterator[Frame]:

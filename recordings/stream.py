@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
 
+from fusion.errors import UsageError
 from fusion.frames import Frame, SensorSpec
 from recordings.budget import admit
 from recordings.errors import CorruptChunk, LimitExceeded, RecordingError, TruncatedRecording
@@ -75,10 +76,10 @@ class RecordingStream:
     ) -> Iterator[Frame]:
         """Frames in recorded order, of ``sensors`` (all if None), with ``start <= t < end``.
 
-        A stream is read once: a second call raises ``RuntimeError``.
+        A stream is read once: a second call raises :class:`~fusion.errors.UsageError`.
         """
         if self._started:
-            raise RuntimeError(f"stream '{self.name}' was already read; open it again")
+            raise UsageError(f"stream '{self.name}' was already read; open it again")
         self._started = True
         wanted = None if sensors is None else frozenset(sensors)
         while True:

@@ -64,6 +64,7 @@ from adapters.bags.passthrough import MSGDEF, MSGTYPE, RAW, SERIALIZATION, messa
 from adapters.bags.rawdecode import RAW_ERRORS, Malformed, RawDecoder, raw_decoder, standard_layout
 from adapters.bags.reader import BagReader, decompress_message, read_resilient
 from adapters.errors import DecodeError, SourceOpenError
+from fusion.errors import UsageError
 from fusion.frames import Frame, SensorSpec
 from fusion.source import Source
 from fusion.timing import current_clock
@@ -299,7 +300,7 @@ class BagSource(Source):
         """Yield the mapped topics' messages as frames, in log-time order."""
         reader = self._reader
         if reader is None:
-            raise RuntimeError(f"bag '{self.path}' is closed")
+            raise UsageError(f"bag '{self.path}' is closed")
         whole = self.start is None and self.end is None
         for topic, (sensor, count, reason) in self._skipped.items():
             self.count_error(

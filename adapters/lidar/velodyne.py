@@ -46,6 +46,7 @@ from adapters.lidar.velodyne_packets import (
 from adapters.net.udp import DEFAULT_SENDER_TIMEOUT, UdpReceiver
 from fusion.clock import ClockModel
 from fusion.continuity import StreamWatch
+from fusion.errors import UsageError
 from fusion.frames import Frame, Overflow, SensorSpec
 from fusion.source import Source
 from fusion.timing import current_clock
@@ -202,7 +203,7 @@ class VelodyneSource(Source):
     async def wait_listening(self) -> int:
         """Wait until the live socket is bound; return its UDP port."""
         if self.pcap is not None:
-            raise RuntimeError("wait_listening() is for live sources (port=...), not pcap")
+            raise UsageError("wait_listening() is for live sources (port=...), not pcap")
         await self._listening.wait()
         assert self._bound_port is not None
         return self._bound_port

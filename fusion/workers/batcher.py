@@ -41,6 +41,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Generic, Literal, TypeVar
 
+from fusion.errors import UsageError
+
 T = TypeVar("T")
 
 Reason = Literal["full", "preferred", "delay", "drain"]
@@ -177,9 +179,9 @@ class DynamicBatcher(Generic[T]):
     def push(self, item: T, now: int, deadline: int | None = None) -> None:
         """Queue ``item``, which arrived at ``now``; expire it if unbatched by ``deadline``."""
         if self._closed:
-            raise RuntimeError("push() after close(): the batcher's input has ended")
+            raise UsageError("push() after close(): the batcher's input has ended")
         if self.full:
-            raise RuntimeError(f"batcher queue is full ({self.capacity} items); check .full first")
+            raise UsageError(f"batcher queue is full ({self.capacity} items); check .full first")
         if self._queue and now < self._queue[-1].arrived:
             raise ValueError(f"time went backwards: push at {now} after {self._queue[-1].arrived}")
         self._queue.append(Queued(item, now, deadline))

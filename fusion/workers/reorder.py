@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Generic, TypeVar
 
+from fusion.errors import UsageError
+
 T = TypeVar("T")
 
 
@@ -48,7 +50,7 @@ class ReorderBuffer(Generic[T]):
     def admit(self) -> int:
         """Number the next item; raises if the window is full (check :attr:`can_admit`)."""
         if not self.can_admit:
-            raise RuntimeError(
+            raise UsageError(
                 f"reorder window full: {self.window} items outstanding since seq {self._next_out}"
             )
         seq = self._next_seq

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fusion.errors import UsageError
 from fusion.workers import DynamicBatcher, ReorderBuffer
 
 MS = 1_000_000
@@ -87,10 +88,10 @@ def test_push_refuses_when_full_after_close_and_when_time_goes_backwards() -> No
         b.push(1, 4)
     b.push(1, 5)
     assert b.full
-    with pytest.raises(RuntimeError, match="queue is full"):
+    with pytest.raises(UsageError, match="queue is full"):
         b.push(2, 6)
     b.close()
-    with pytest.raises(RuntimeError, match="after close"):
+    with pytest.raises(UsageError, match="after close"):
         b.push(3, 7)
 
 
@@ -216,7 +217,7 @@ def test_reorder_buffer_refuses_beyond_its_window_and_unknown_seqs() -> None:
     buf: ReorderBuffer[str] = ReorderBuffer(2)
     a, b = buf.admit(), buf.admit()
     assert not buf.can_admit
-    with pytest.raises(RuntimeError, match="reorder window full: 2 items outstanding"):
+    with pytest.raises(UsageError, match="reorder window full: 2 items outstanding"):
         buf.admit()
     assert buf.complete(b, "b") == []
     with pytest.raises(ValueError, match="seq 1 completed twice"):

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from fusion.errors import UsageError
 from recordings import Recorder, open_recording, read_stream
 from recordings.errors import CorruptChunk, RecordingError, TruncatedRecording
 from recordings.format import PRELUDE
@@ -87,7 +88,7 @@ def test_a_stream_is_read_once_and_must_be_a_recording(recorded: Path) -> None:
     with recorded.open("rb") as fh:
         stream = read_stream(fh)
         assert len(list(stream.frames())) == 300
-        with pytest.raises(RuntimeError, match="already read"):
+        with pytest.raises(UsageError, match="already read"):
             next(stream.frames())
     with subprocess.Popen(["echo", "not a recording"], stdout=subprocess.PIPE) as proc:
         out = proc.stdout
