@@ -117,9 +117,9 @@ class TimeSeriesSource(Source):
         _producer: Producer | None = None,
     ) -> None:
         if block < 1:
-            raise ValueError(f"block must be >= 1 row, got {block}")
+            raise ConfigError(f"block must be >= 1 row, got {block}")
         if speed is not None and speed <= 0:
-            raise ValueError(f"speed must be > 0 or None, got {speed}")
+            raise ConfigError(f"speed must be > 0 or None, got {speed}")
         super().__init__(
             SensorSpec(
                 name,
@@ -133,7 +133,7 @@ class TimeSeriesSource(Source):
         )
         if _producer is None:
             if samples is None:
-                raise ValueError("TimeSeriesSource needs samples (or use a from_* constructor)")
+                raise ConfigError("TimeSeriesSource needs samples (or use a from_* constructor)")
             array = _with_time_first(samples, "t", "ns")
             _producer = _array_producer(array, self)
             self._ledger_unit = "sample"
@@ -144,7 +144,7 @@ class TimeSeriesSource(Source):
         self.watch = StreamWatch(name, int(jump_threshold * 1e9), log)
         """Live samples (with arrival times): gaps, and restarts of the sender's clock."""
         if max_time_jump is not None and not 0 < max_time_jump < 1e9:
-            raise ValueError(f"max_time_jump must be > 0 seconds or None, got {max_time_jump}")
+            raise ConfigError(f"max_time_jump must be > 0 seconds or None, got {max_time_jump}")
         self._max_jump = None if max_time_jump is None else int(max_time_jump * 1e9)
         self._held: list[tuple[np.ndarray, int]] = []  # (row, weight) after a jump
         self._listening = anyio.Event()

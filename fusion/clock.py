@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from fusion.clock_envelope import Fit, LowerEnvelope
+from fusion.errors import ConfigError
 
 MS = 1_000_000
 S = 1_000_000_000
@@ -157,13 +158,13 @@ class OnlineClock:
         extra_offset_ns: int = 0,
     ) -> None:
         if jump_threshold_ns <= 0:
-            raise ValueError(f"jump_threshold_ns must be > 0, got {jump_threshold_ns}")
+            raise ConfigError(f"jump_threshold_ns must be > 0, got {jump_threshold_ns}")
         if confirm_samples < 1:
-            raise ValueError(f"confirm_samples must be >= 1, got {confirm_samples}")
+            raise ConfigError(f"confirm_samples must be >= 1, got {confirm_samples}")
         if not 0 <= max_skew_ppm < 1e6:
-            raise ValueError(f"max_skew_ppm must be in [0, 1e6), got {max_skew_ppm}")
+            raise ConfigError(f"max_skew_ppm must be in [0, 1e6), got {max_skew_ppm}")
         if wrap_period_ns is not None and wrap_period_ns <= 2 * jump_threshold_ns:
-            raise ValueError(
+            raise ConfigError(
                 f"wrap_period_ns must exceed twice jump_threshold_ns, got {wrap_period_ns}"
             )
         LowerEnvelope(window_ns, max_points)  # validates both

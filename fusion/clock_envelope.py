@@ -48,6 +48,8 @@ from bisect import bisect_right
 from collections import deque
 from typing import NamedTuple
 
+from fusion.errors import ConfigError
+
 
 class Fit(NamedTuple):
     """The line ``y(x) = y0 + round(slope * (x - x0))`` through hull vertex ``(x0, y0)``.
@@ -89,9 +91,9 @@ class LowerEnvelope:
 
     def __init__(self, window: int, max_points: int) -> None:
         if window <= 0:
-            raise ValueError(f"window must be > 0 ns, got {window}")
+            raise ConfigError(f"window must be > 0 ns, got {window}")
         if max_points < 2:
-            raise ValueError(f"max_points must be >= 2, got {max_points}")
+            raise ConfigError(f"max_points must be >= 2, got {max_points}")
         self.window = window
         self.max_points = max_points
         self._pts: deque[tuple[int, int]] = deque()

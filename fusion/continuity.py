@@ -42,6 +42,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
+from fusion.errors import ConfigError
 from fusion.frames import Frame
 
 S = 1_000_000_000
@@ -81,7 +82,7 @@ class Continuity:
 
     def __init__(self, threshold_ns: int = S) -> None:
         if threshold_ns <= 0:
-            raise ValueError(f"threshold_ns must be > 0, got {threshold_ns}")
+            raise ConfigError(f"threshold_ns must be > 0, got {threshold_ns}")
         self.threshold_ns = int(threshold_ns)
         self._last: tuple[int, int | None] | None = None
         self.segment = 0

@@ -1,14 +1,16 @@
 """The exception tree of hyperframes, every floor's branch on one root.
 
 Every error the library raises on purpose derives from :class:`HyperframesError`,
-except misuse of an object (writing to a closed recorder), which derives from
-:class:`UsageError`, a ``RuntimeError``: a bug in the caller, not bad data.
+except misuse of an object (writing to a closed recorder, running a pipeline
+twice), which derives from :class:`UsageError`, a ``RuntimeError``: a bug in
+the caller, not bad data. A bad argument to a constructor is a
+:class:`ConfigError`, also a ``ValueError``.
 Each floor defines the branch it raises (DESIGN principle 9); the core holds
 the roots and its own errors. The whole tree; a module named on a line
 defines that class and the unnamed ones on its branch below it::
 
     HyperframesError                                fusion.errors
-    ├── ConfigError            a bad setting
+    ├── ConfigError            a bad setting or argument (also a ValueError)
     ├── SourceError            (sensor, seq)
     │   ├── DecodeError                             adapters.errors
     │   │   └── FrameLost      (pts, reason)        adapters.video
@@ -40,8 +42,14 @@ class HyperframesError(Exception):
     """Root of every error hyperframes raises about data, devices or models."""
 
 
-class ConfigError(HyperframesError):
-    """A configuration value is missing, of the wrong type or out of range."""
+class ConfigError(HyperframesError, ValueError):
+    """A setting or argument is missing, of the wrong type or out of range.
+
+    The one type for bad arguments: every constructor that checks its
+    arguments (``ApproximateTime(queue_size=0)``, ``BatchWorker(replicas=0)``)
+    and every TOML value raises it. It is also a ``ValueError``, so an
+    ``except ValueError`` keeps working.
+    """
 
 
 class _FrameError(HyperframesError):

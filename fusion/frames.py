@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from fusion.errors import ConfigError
+
 if TYPE_CHECKING:
     from fusion.clock import ClockModel
 
@@ -131,16 +133,16 @@ class SensorSpec:
 
     def __post_init__(self) -> None:
         if not self.name or not isinstance(self.name, str):
-            raise ValueError(f"sensor name must be a non-empty string, got {self.name!r}")
+            raise ConfigError(f"sensor name must be a non-empty string, got {self.name!r}")
         if self.capacity < 1:
-            raise ValueError(f"sensor {self.name!r}: capacity must be >= 1, got {self.capacity}")
+            raise ConfigError(f"sensor {self.name!r}: capacity must be >= 1, got {self.capacity}")
         if self.overflow not in ("block", "drop_oldest", "drop_newest"):
-            raise ValueError(
+            raise ConfigError(
                 f"sensor {self.name!r}: overflow must be 'block', 'drop_oldest' or "
                 f"'drop_newest', got {self.overflow!r}"
             )
         if self.rate_hz is not None and self.rate_hz <= 0:
-            raise ValueError(f"sensor {self.name!r}: rate_hz must be > 0, got {self.rate_hz}")
+            raise ConfigError(f"sensor {self.name!r}: rate_hz must be > 0, got {self.rate_hz}")
 
     @property
     def period_ns(self) -> int | None:

@@ -45,7 +45,7 @@ from anyio.abc import TaskStatus
 
 from fusion.channels import ChannelReceiver, ChannelSender, ChannelStatistics, open_channel
 from fusion.clock import ClockModel
-from fusion.errors import UsageError
+from fusion.errors import ConfigError, UsageError
 from fusion.frames import Frame, FrameGroup, SensorSpec
 from fusion.policies import SyncPolicy
 from fusion.timing import Clock, current_clock, use_clock
@@ -161,7 +161,7 @@ class SyncHub:
         tap: Callable[[Frame], Awaitable[None]] | None = None,
     ) -> None:
         if max_latency is not None and max_latency <= 0:
-            raise ValueError(f"max_latency must be > 0 ns or None, got {max_latency}")
+            raise ConfigError(f"max_latency must be > 0 ns or None, got {max_latency}")
         self.policy = policy
         self.max_latency = max_latency
         self._clock = clock

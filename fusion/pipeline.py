@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import anyio
 
 from fusion.channels import ChannelReceiver, open_channel
-from fusion.errors import UsageError
+from fusion.errors import ConfigError, UsageError
 from fusion.frames import Frame, FrameGroup, SensorSpec
 from fusion.hub import HubStatistics, SyncHub
 from fusion.ledger import LedgerStatistics
@@ -164,7 +164,7 @@ class Pipeline:
         resize_in_decoder: bool = True,
     ) -> None:
         if not sources:
-            raise ValueError("a Pipeline needs at least one source")
+            raise ConfigError("a Pipeline needs at least one source")
         self.sources = list(sources)
         self.recorder = recorder
         self.hub = SyncHub(

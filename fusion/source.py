@@ -29,6 +29,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, TypeVar
 
+from fusion.errors import ConfigError
 from fusion.frames import Frame, SensorSpec
 from fusion.ledger import InputLedger, LedgerStatistics
 from fusion.timing import current_clock, run_sync
@@ -43,7 +44,7 @@ class Source(ABC):
         self, spec: SensorSpec | None = None, *, specs: tuple[SensorSpec, ...] = ()
     ) -> None:
         if spec is None and not specs:
-            raise ValueError("a Source needs a SensorSpec (spec=) or several (specs=)")
+            raise ConfigError("a Source needs a SensorSpec (spec=) or several (specs=)")
         self._specs: tuple[SensorSpec, ...] = (spec,) if spec is not None else tuple(specs)
         self._next_seq: dict[str, int] = {}
         self.errors: Counter[str] = Counter()

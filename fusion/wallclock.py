@@ -23,6 +23,8 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from fusion.errors import ConfigError
+
 
 @dataclass(frozen=True, order=True, slots=True)
 class WallAnchor:
@@ -77,7 +79,7 @@ class WallClock:
     def __init__(self, anchors: Iterable[WallAnchor]) -> None:
         ordered = sorted(set(anchors))
         if not ordered:
-            raise ValueError("a WallClock needs at least one anchor")
+            raise ConfigError("a WallClock needs at least one anchor")
         self._anchors = ordered
         self._keys = [a.reference_ns for a in ordered]
 

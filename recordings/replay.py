@@ -27,7 +27,7 @@ import dataclasses
 import os
 from collections.abc import AsyncIterator, Generator, Iterable
 
-from fusion.errors import UsageError
+from fusion.errors import ConfigError, UsageError
 from fusion.frames import Frame, SensorSpec
 from fusion.source import Source
 from fusion.timing import Pacer
@@ -58,7 +58,7 @@ class Replay(Source):
         limits: ReadLimits | None = None,
     ) -> None:
         if speed is not None and not speed > 0:
-            raise ValueError(f"speed must be > 0 or None (as fast as possible), got {speed}")
+            raise ConfigError(f"speed must be > 0 or None (as fast as possible), got {speed}")
         self._log: Recording | None = (
             path if isinstance(path, Recording) else open_recording(path, limits=limits)
         )
@@ -69,14 +69,14 @@ class Replay(Source):
             unknown = [s for s in wanted if s not in summary.sensors]
             if unknown:
                 self._log.close()
-                raise ValueError(
+                raise ConfigError(
                     f"recording '{path}' has no sensor {', '.join(map(repr, unknown))}; "
                     f"it has {', '.join(map(repr, summary.sensors)) or 'none'}"
                 )
         names = wanted if wanted is not None else list(summary.sensors)
         if not names:
             self._log.close()
-            raise ValueError(f"recording '{path}' has no sensors to replay")
+            raise ConfigError(f"recording '{path}' has no sensors to replay")
         # Replayed frames are already aligned and must not be dropped.
         specs = tuple(
             dataclasses.replace(summary.sensors[n].spec, clock=None, overflow="block")

@@ -59,6 +59,7 @@ from typing import Any
 
 import anyio.lowlevel
 
+from fusion.errors import ConfigError
 from fusion.frames import Frame, FrameGroup, SensorSpec
 from fusion.ledger import LedgerStatistics
 from fusion.timing import run_sync
@@ -189,9 +190,9 @@ class SnapshotRecorder(Closeable):
         wall_clock: bool = True,
     ) -> None:
         if keep <= 0 or post < 0 or settle < 0 or (pre is not None and pre < 0):
-            raise ValueError(f"keep must be > 0, pre and post >= 0 (got {keep}, {pre}, {post})")
+            raise ConfigError(f"keep must be > 0, pre and post >= 0 (got {keep}, {pre}, {post})")
         if chunk_bytes < 1 or max_bytes < 2 * chunk_bytes:
-            raise ValueError(
+            raise ConfigError(
                 f"max_bytes ({max_bytes}) must hold at least two chunks of {chunk_bytes} bytes"
             )
         self.path = Path(path)

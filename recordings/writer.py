@@ -45,6 +45,7 @@ import anyio.lowlevel
 import msgpack
 import zstandard
 
+from fusion.errors import ConfigError
 from fusion.frames import Frame, SensorSpec
 from fusion.ledger import LedgerStatistics
 from fusion.timing import run_sync
@@ -232,11 +233,11 @@ class Recorder(Closeable):
         wall_clock: bool = True,
     ) -> None:
         if chunk_bytes < 1 or max_pending < 1:
-            raise ValueError("chunk_bytes and max_pending must be >= 1")
+            raise ConfigError("chunk_bytes and max_pending must be >= 1")
         if flush_interval is not None and flush_interval <= 0:
-            raise ValueError(f"flush_interval must be > 0 seconds or None, got {flush_interval}")
+            raise ConfigError(f"flush_interval must be > 0 seconds or None, got {flush_interval}")
         if chunk_duration is not None and not 0 < chunk_duration < 1e9:
-            raise ValueError(f"chunk_duration must be > 0 seconds or None, got {chunk_duration}")
+            raise ConfigError(f"chunk_duration must be > 0 seconds or None, got {chunk_duration}")
         self.chunk_duration = chunk_duration
         self._chunk_ns = 1 << 62 if chunk_duration is None else max(1, int(chunk_duration * 1e9))
         self._chunk_t_end: Any = None  # the open chunk closes at a frame with t >= this

@@ -1,17 +1,32 @@
-"""The error contract across floors: misuse is a UsageError, not a bare RuntimeError."""
+"""The error contract across floors: misuse is a UsageError, a bad argument a ConfigError."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import anyio
 import numpy as np
 import pytest
 
-from adapters import SyntheticImu, VelodyneSource
-from fusion import ExactTime, Frame, Pipeline, SyncHub, UsageError, VirtualClock
+from adapters import PointCloudFiles, SyntheticImu, VelodyneSource, VideoSource
+from fusion import (
+    ApproximateTime,
+    BatchWorker,
+    ConfigError,
+    ExactTime,
+    Frame,
+    Nearest,
+    OnlineClock,
+    Pipeline,
+    SensorSpec,
+    SyncHub,
+    UsageError,
+    VirtualClock,
+)
 from fusion.workers import DynamicBatcher, ReorderBuffer
-from recordings import Recorder, Replay, read_stream
+from recordings import Recorder, Replay, SnapshotRecorder, read_stream
 
 REAL_PCAP = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "lidar"
 
@@ -84,3 +99,43 @@ def test_batcher_and_reorder_misuse_are_usage_errors() -> None:
 
 def test_usage_error_is_still_a_runtime_error() -> None:
     assert issubclass(UsageError, RuntimeError)
+
+
+BAD_ARGUMENTS: list[tuple[Callable[[], Any], str]] = [
+    (lambda: ApproximateTime(["a", "b"], queue_size=0), r"queue_size must be >= 1, got 0"),
+    (lambda: ExactTime(["a"], queue_size=0), r"queue_size must be >= 1, got 0"),
+    (lambda: Nearest("c", ["a", "b"], tolerance=1), r"reference 'c' must be one of sensors"),
+    (lambda: BatchWorker("m.onnx", replicas=0), r"replicas must be >= 1, got 0"),
+    (lambda: DynamicBatcher(max_batch=0), r"max_batch must be >= 1, got 0"),
+    (lambda: SyncHub(ExactTime(["a"]), max_latency=0), r"max_latency must be > 0 ns or None"),
+    (lambda: OnlineClock(confirm_samples=0), r"confirm_samples must be >= 1, got 0"),
+    (lambda: SensorSpec("cam", capacity=0), r"sensor 'cam': capacity must be >= 1, got 0"),
+    (lambda: Recorder("never.hfr", chunk_bytes=0), r"chunk_bytes and max_pending must be >= 1"),
+    (
+        lambda: SnapshotRecorder("never.hfr", keep=0),
+        r"keep must be > 0, pre and post >= 0 \(got 0",
+    ),
+    (
+        lambda: VelodyneSource(pcap="x.pcap", port=2368, model="VLP-16"),
+        r"give either pcap= \(offline\) or port=",
+    ),
+    (
+        lambda: VideoSource("clip.mp4", rotate="left"),
+        r"rotate must be 'auto' or 'none', got 'left'",
+    ),
+    (
+        lambda: PointCloudFiles(str(REAL_PCAP / "*.pcd"), rate_hz=10, speed=0),
+        r"speed must be > 0 or None",
+    ),
+]
+
+
+@pytest.mark.parametrize(("build", "message"), BAD_ARGUMENTS, ids=[m for _, m in BAD_ARGUMENTS])
+def test_a_bad_argument_is_a_config_error_and_a_value_error(
+    build: Callable[[], Any], message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match=message) as caught:
+        build()
+    assert isinstance(caught.value, ValueError)  # an ``except ValueError`` still catches it
+    assert not list(tmp_path.iterdir())  # refused before anything was written

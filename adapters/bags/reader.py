@@ -44,6 +44,7 @@ from typing import Any
 
 from adapters.bags.detect import bag_format, not_a_bag
 from adapters.errors import SourceOpenError
+from fusion.errors import ConfigError
 
 ROS2_LTS = ("lyrical", "jazzy", "humble", "foxy")
 """ROS 2 long-term-support releases, newest first (the default store is the first rosbags has)."""
@@ -121,7 +122,7 @@ class BagReader:
         if ros_distro is not None:
             type_store(ros_distro)  # an unknown name fails before the bag is opened
             if (ros_distro == "noetic") == self.is2:
-                raise ValueError(
+                raise ConfigError(
                     f"ros_distro {ros_distro!r} is ROS {'1' if ros_distro == 'noetic' else '2'}; "
                     f"'{self.path}' is a ROS {'2' if self.is2 else '1'} bag"
                 )

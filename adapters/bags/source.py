@@ -64,7 +64,7 @@ from adapters.bags.passthrough import MSGDEF, MSGTYPE, RAW, SERIALIZATION, messa
 from adapters.bags.rawdecode import RAW_ERRORS, Malformed, RawDecoder, raw_decoder, standard_layout
 from adapters.bags.reader import BagReader, decompress_message, read_resilient
 from adapters.errors import DecodeError, SourceOpenError
-from fusion.errors import UsageError
+from fusion.errors import ConfigError, UsageError
 from fusion.frames import Frame, SensorSpec
 from fusion.source import Source
 from fusion.timing import current_clock
@@ -140,7 +140,7 @@ class BagSource(Source):
         ros_distro: str | None = None,
     ) -> None:
         if speed is not None and not speed > 0:
-            raise ValueError(f"speed must be > 0 or None (as fast as possible), got {speed}")
+            raise ConfigError(f"speed must be > 0 or None (as fast as possible), got {speed}")
         self.path = Path(path)
         self.keep_messages = keep_messages
         if not self.path.exists():

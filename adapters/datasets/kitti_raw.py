@@ -372,7 +372,7 @@ class KittiRawSource(_DriveSource):
         capacity: int = 16,
     ) -> None:
         if speed is not None and speed <= 0:
-            raise ValueError(f"speed must be > 0 or None, got {speed}")
+            raise ConfigError(f"speed must be > 0 or None, got {speed}")
         self.drive = (
             path
             if isinstance(path, KittiRawDrive)

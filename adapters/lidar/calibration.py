@@ -38,6 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from adapters.errors import DecodeError
+from fusion.errors import ConfigError
 
 MAX_LASERS = 128
 MAX_FILE_BYTES = 4 * 1024 * 1024
@@ -81,7 +82,7 @@ class Calibration:
     def __post_init__(self) -> None:
         n = len(self.vert_deg)
         if not 1 <= n <= MAX_LASERS:
-            raise ValueError(f"a calibration has 1..{MAX_LASERS} lasers, got {n}")
+            raise ConfigError(f"a calibration has 1..{MAX_LASERS} lasers, got {n}")
         for name in (
             "rot_deg", "vert_offset_m", "horiz_offset_m", "dist_correction_m",
             "dist_correction_x_m", "dist_correction_y_m", "focal_distance", "focal_slope",
@@ -89,11 +90,13 @@ class Calibration:
         ):  # fmt: skip
             values = getattr(self, name)
             if values and len(values) != n:
-                raise ValueError(f"calibration {name}: {len(values)} values for {n} lasers")
+                raise ConfigError(f"calibration {name}: {len(values)} values for {n} lasers")
             if not all(math.isfinite(v) for v in values):
-                raise ValueError(f"calibration {name}: values must be finite")
+                raise ConfigError(f"calibration {name}: values must be finite")
         if not (math.isfinite(self.distance_resolution_m) and 0 < self.distance_resolution_m < 1):
-            raise ValueError(f"distance resolution {self.distance_resolution_m} m is not plausible")
+            raise ConfigError(
+                f"distance resolution {self.distance_resolution_m} m is not plausible"
+            )
 
     @property
     def lasers(self) -> int:

@@ -115,7 +115,7 @@ class PointCloudFiles(Source):
                 "(a file, 'names', or a list of ns)"
             )
         if speed is not None and speed <= 0:
-            raise ValueError(f"speed must be > 0 or None, got {speed}")
+            raise ConfigError(f"speed must be > 0 or None, got {speed}")
         self.stamps = self._stamps(rate_hz, timestamps, time_unit, start_ns, name)
         self.speed = speed
         try:

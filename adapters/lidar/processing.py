@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from adapters.lidar.points import check_points, xyz
+from fusion.errors import ConfigError
 from fusion.frames import Frame
 
 
@@ -72,7 +73,7 @@ class VoxelDownsample:
 
     def __post_init__(self) -> None:
         if self.voxel_size <= 0:
-            raise ValueError(f"voxel_size must be > 0, got {self.voxel_size}")
+            raise ConfigError(f"voxel_size must be > 0, got {self.voxel_size}")
 
     def __call__(self, frame: Frame) -> Frame:
         points = check_points(frame.data, sensor=frame.sensor, seq=frame.seq)

@@ -46,7 +46,7 @@ from adapters.lidar.velodyne_packets import (
 from adapters.net.udp import DEFAULT_SENDER_TIMEOUT, UdpReceiver
 from fusion.clock import ClockModel
 from fusion.continuity import StreamWatch
-from fusion.errors import UsageError
+from fusion.errors import ConfigError, UsageError
 from fusion.frames import Frame, Overflow, SensorSpec
 from fusion.source import Source
 from fusion.timing import current_clock
@@ -120,11 +120,11 @@ class VelodyneSource(Source):
         jump_threshold: float = 1.0,
     ) -> None:
         if pcap is not None and port is not None:
-            raise ValueError("give either pcap= (offline) or port= (live), not both")
+            raise ConfigError("give either pcap= (offline) or port= (live), not both")
         if speed is not None and speed <= 0:
-            raise ValueError(f"speed must be > 0 or None, got {speed}")
+            raise ConfigError(f"speed must be > 0 or None, got {speed}")
         if not 0.0 <= cut_angle < 360.0:
-            raise ValueError(f"cut_angle must be in [0, 360) degrees, got {cut_angle}")
+            raise ConfigError(f"cut_angle must be in [0, 360) degrees, got {cut_angle}")
         auto = isinstance(model, str) and model.strip().lower() == "auto"
         self.declared: VelodyneModel | None = None if auto else get_model(model)
         """The model given (None for ``"auto"``)."""

@@ -47,6 +47,7 @@ import numpy as np
 import numpy.typing as npt
 
 from adapters.lidar.calibration import Calibration, nominal
+from fusion.errors import ConfigError
 
 BLOCKS = 12
 SLOTS = 32
@@ -77,9 +78,9 @@ class VelodyneModel:
 
     def __post_init__(self) -> None:
         if self.layout not in LAYOUT_LASERS:
-            raise ValueError(f"unknown layout {self.layout!r}; known: {', '.join(LAYOUT_LASERS)}")
+            raise ConfigError(f"unknown layout {self.layout!r}; known: {', '.join(LAYOUT_LASERS)}")
         if self.calibration.lasers != LAYOUT_LASERS[self.layout]:
-            raise ValueError(
+            raise ConfigError(
                 f"model {self.name!r}: the {self.layout} layout has "
                 f"{LAYOUT_LASERS[self.layout]} lasers, the calibration "
                 f"{self.calibration.lasers}"

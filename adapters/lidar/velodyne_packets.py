@@ -55,6 +55,7 @@ from adapters.lidar.velodyne_models import (
     VelodyneModel,
     packet_layout,
 )
+from fusion.errors import ConfigError
 
 PACKET_SIZE = 1206
 WRAP_PERIOD_NS = HOUR_US * 1000
@@ -366,7 +367,7 @@ class SweepAssembler:
         on_reject: Callable[[str, str], None] | None = None,
     ) -> None:
         if not 0.0 <= cut_angle < 360.0:
-            raise ValueError(f"cut_angle must be in [0, 360) degrees, got {cut_angle}")
+            raise ConfigError(f"cut_angle must be in [0, 360) degrees, got {cut_angle}")
         self.model = model
         self.cut = round(cut_angle * 100)
         self.max_gap_us = max_gap_ns // 1000

@@ -76,7 +76,7 @@ class NmeaSource(Source):
                 f"url= (udp:// or tcp://), got {', '.join(given) or 'none'}"
             )
         if speed is not None and speed <= 0:
-            raise ValueError(f"speed must be > 0 or None, got {speed}")
+            raise ConfigError(f"speed must be > 0 or None, got {speed}")
         if baud <= 0:
             raise ConfigError(f"baud must be > 0, got {baud}")
         self.path = None if path is None else Path(path)

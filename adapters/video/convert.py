@@ -51,6 +51,7 @@ from av.video.reformatter import VideoReformatter
 
 from adapters.video.orientation import UPRIGHT, Orientation
 from fusion.buffers import aligned_empty
+from fusion.errors import ConfigError
 
 PixelFormat = Literal["rgb24", "bgr24", "gray", "yuv420p"]
 PIXEL_FORMATS: tuple[PixelFormat, ...] = ("rgb24", "bgr24", "gray", "yuv420p")
@@ -120,17 +121,17 @@ class PixelConverter:
         pool_size: int = 8,
     ) -> None:
         if pixel_format not in PIXEL_FORMATS:
-            raise ValueError(
+            raise ConfigError(
                 f"pixel_format must be one of {', '.join(PIXEL_FORMATS)}, got {pixel_format!r}"
             )
         if size is not None:
             w, h = size
             if w <= 0 or h <= 0:
-                raise ValueError(f"size must be positive (width, height), got {size!r}")
+                raise ConfigError(f"size must be positive (width, height), got {size!r}")
             if pixel_format == "yuv420p" and (w % 2 or h % 2):
-                raise ValueError(f"yuv420p needs an even width and height, got {size!r}")
+                raise ConfigError(f"yuv420p needs an even width and height, got {size!r}")
         if interpolation.upper() not in _INTERPOLATIONS:
-            raise ValueError(
+            raise ConfigError(
                 f"interpolation must be one of {', '.join(i.lower() for i in _INTERPOLATIONS)}, "
                 f"got {interpolation!r}"
             )

@@ -23,6 +23,8 @@ Sans-I/O: integers in, lists of lost PTS out.
 
 from __future__ import annotations
 
+from fusion.errors import ConfigError
+
 
 class PacketLedger:
     """Pending packet PTS values, and the ones that will never decode."""
@@ -31,7 +33,7 @@ class PacketLedger:
 
     def __init__(self, *, reorder_window: int = 16, limit: int = 1024) -> None:
         if reorder_window < 1 or limit < 1:
-            raise ValueError("reorder_window and limit must be >= 1")
+            raise ConfigError("reorder_window and limit must be >= 1")
         self.reorder_window = reorder_window
         self.limit = limit
         # [pts, later frames seen]; short (decoder delay + losses), so a list is fine.

@@ -32,6 +32,8 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
+from fusion.errors import ConfigError
+
 T = TypeVar("T")
 
 
@@ -40,7 +42,7 @@ class Prefetch(Generic[T]):
 
     def __init__(self, capacity: int, *, drop_oldest: bool = False) -> None:
         if capacity < 1:
-            raise ValueError(f"prefetch capacity must be >= 1, got {capacity}")
+            raise ConfigError(f"prefetch capacity must be >= 1, got {capacity}")
         self.capacity = capacity
         self.drop_oldest = drop_oldest
         self.high_water = 0

@@ -44,7 +44,7 @@ from adapters.video.hwaccel import HWAccelReport
 from adapters.video.prefetch import Prefetch
 from adapters.video.probe import VideoInfo, check_path, is_live
 from fusion.clock import ClockModel
-from fusion.errors import SourceError
+from fusion.errors import ConfigError, SourceError
 from fusion.frames import Frame, Overflow, SensorSpec
 from fusion.source import Source
 from fusion.timing import current_clock
@@ -189,32 +189,32 @@ class VideoSource(Source):
     ) -> None:
         url = str(url)
         if rotate not in ("auto", "none"):
-            raise ValueError(f"rotate must be 'auto' or 'none', got {rotate!r}")
+            raise ConfigError(f"rotate must be 'auto' or 'none', got {rotate!r}")
         live = is_live(url, input_format) if live is None else live
         if pixel_format not in PIXEL_FORMATS:
-            raise ValueError(
+            raise ConfigError(
                 f"pixel_format must be one of {', '.join(PIXEL_FORMATS)}, got {pixel_format!r}"
             )
         thread_type = thread_type or ("SLICE" if live else "AUTO")
         if thread_type.upper() not in _THREAD_TYPES:
-            raise ValueError(
+            raise ConfigError(
                 f"thread_type must be one of {', '.join(_THREAD_TYPES)}, got {thread_type!r}"
             )
         if width is not None or height is not None:
             if width is None or height is None or size is not None:
-                raise ValueError(
+                raise ConfigError(
                     "give width and height together (or size=(width, height)), "
                     f"got width={width!r}, height={height!r}, size={size!r}"
                 )
             size = (width, height)
         if prefetch < 1:
-            raise ValueError(f"prefetch must be >= 1, got {prefetch}")
+            raise ConfigError(f"prefetch must be >= 1, got {prefetch}")
         if threads < 0:
-            raise ValueError(f"threads must be >= 0 (0 = automatic), got {threads}")
+            raise ConfigError(f"threads must be >= 0 (0 = automatic), got {threads}")
         if not jump_threshold > 0:
-            raise ValueError(f"jump_threshold must be > 0 seconds, got {jump_threshold!r}")
+            raise ConfigError(f"jump_threshold must be > 0 seconds, got {jump_threshold!r}")
         if backoff[0] <= 0 or backoff[1] < backoff[0]:
-            raise ValueError(f"backoff must be (initial > 0, max >= initial), got {backoff!r}")
+            raise ConfigError(f"backoff must be (initial > 0, max >= initial), got {backoff!r}")
         check_path(url, input_format)
         meta = {"url": url, "pixel_format": pixel_format, "live": live}
         super().__init__(

@@ -33,6 +33,8 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Literal
 
+from fusion.errors import ConfigError
+
 PtsSource = Literal["pts", "dts", "extrapolated", "origin"]
 
 NS_PER_S = 1_000_000_000
@@ -56,7 +58,7 @@ class Timeline:
     ) -> None:
         tb = Fraction(*time_base) if isinstance(time_base, tuple) else Fraction(time_base)
         if tb <= 0:
-            raise ValueError(f"time_base must be positive, got {tb}")
+            raise ConfigError(f"time_base must be positive, got {tb}")
         self.time_base = tb
         self.origin_pts = int(origin_pts)
         self.nominal_period_ns = nominal_period_ns

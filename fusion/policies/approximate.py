@@ -41,6 +41,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Mapping
 
+from fusion.errors import ConfigError
 from fusion.frames import Frame, FrameGroup
 from fusion.policies.base import PolicyBase
 
@@ -61,18 +62,18 @@ class ApproximateTime(PolicyBase):
         names = list(sensors)
         super().__init__(names)
         if len(names) < 2:
-            raise ValueError("ApproximateTime needs at least two sensors")
+            raise ConfigError("ApproximateTime needs at least two sensors")
         if queue_size < 1:
-            raise ValueError(f"queue_size must be >= 1, got {queue_size}")
+            raise ConfigError(f"queue_size must be >= 1, got {queue_size}")
         if age_penalty < 0:
-            raise ValueError(f"age_penalty must be >= 0, got {age_penalty}")
+            raise ConfigError(f"age_penalty must be >= 0, got {age_penalty}")
         self.queue_size = queue_size
         self.max_interval = max_interval
         self.age_penalty = float(age_penalty)
         bounds = dict(lower_bounds or {})
         unknown = set(bounds) - set(names)
         if unknown:
-            raise ValueError(f"lower_bounds names unknown sensors {sorted(unknown)}")
+            raise ConfigError(f"lower_bounds names unknown sensors {sorted(unknown)}")
         self._bounds = [int(bounds.get(s, 0)) for s in names]
         self._index = {s: i for i, s in enumerate(names)}
         self._n = len(names)

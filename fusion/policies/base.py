@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Protocol, runtime_checkable
 
+from fusion.errors import ConfigError
 from fusion.frames import Frame, FrameGroup
 
 
@@ -95,9 +96,9 @@ class PolicyBase:
 
     def __init__(self, sensors: list[str]) -> None:
         if not sensors:
-            raise ValueError("a sync policy needs at least one sensor")
+            raise ConfigError("a sync policy needs at least one sensor")
         if len(set(sensors)) != len(sensors):
-            raise ValueError(f"sensor names must be unique, got {sensors}")
+            raise ConfigError(f"sensor names must be unique, got {sensors}")
         self.sensors: tuple[str, ...] = tuple(sensors)
         self._pushed = 0
         self._groups = 0

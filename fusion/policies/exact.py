@@ -28,6 +28,7 @@ from __future__ import annotations
 from bisect import insort
 from collections.abc import Iterable
 
+from fusion.errors import ConfigError
 from fusion.frames import Frame, FrameGroup
 from fusion.policies.base import PolicyBase
 
@@ -40,12 +41,12 @@ class ExactTime(PolicyBase):
     ) -> None:
         super().__init__(list(sensors))
         if queue_size < 1:
-            raise ValueError(f"queue_size must be >= 1, got {queue_size}")
+            raise ConfigError(f"queue_size must be >= 1, got {queue_size}")
         self.queue_size = queue_size
         self.optional = frozenset(optional)
         unknown = self.optional - set(self.sensors)
         if unknown:
-            raise ValueError(f"optional sensors {sorted(unknown)} are not among {self.sensors}")
+            raise ConfigError(f"optional sensors {sorted(unknown)} are not among {self.sensors}")
         self._n = len(self.sensors)
         self._required = frozenset(self.sensors) - self.optional
         self._pending: dict[int, dict[str, Frame]] = {}

@@ -40,6 +40,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Mapping
 
+from fusion.errors import ConfigError
 from fusion.frames import Frame, FrameGroup
 from fusion.policies.base import PolicyBase
 
@@ -59,31 +60,31 @@ class Nearest(PolicyBase):
         names = list(sensors)
         super().__init__(names)
         if reference not in names:
-            raise ValueError(f"reference {reference!r} must be one of sensors {names}")
+            raise ConfigError(f"reference {reference!r} must be one of sensors {names}")
         self.reference = reference
         self.windows = dict(windows or {})
         self.optional = frozenset(optional)
         bad = (set(self.windows) | self.optional) - set(names)
         if bad:
-            raise ValueError(f"windows/optional name sensors not in {names}: {sorted(bad)}")
+            raise ConfigError(f"windows/optional name sensors not in {names}: {sorted(bad)}")
         if reference in self.windows or reference in self.optional:
-            raise ValueError(f"the reference {reference!r} cannot be windowed or optional")
+            raise ConfigError(f"the reference {reference!r} cannot be windowed or optional")
         for name, (before, after) in self.windows.items():
             if before < 0 or after < 0:
-                raise ValueError(f"window of {name!r} must be non-negative, got {(before, after)}")
+                raise ConfigError(f"window of {name!r} must be non-negative, got {(before, after)}")
         if max_buffer < 1:
-            raise ValueError(f"max_buffer must be >= 1, got {max_buffer}")
+            raise ConfigError(f"max_buffer must be >= 1, got {max_buffer}")
         self.max_buffer = max_buffer
         self._matched = [s for s in names if s != reference and s not in self.windows]
         if isinstance(tolerance, Mapping):
             lacking = [s for s in self._matched if s not in tolerance]
             if lacking:
-                raise ValueError(f"tolerance gives no value for {lacking}")
+                raise ConfigError(f"tolerance gives no value for {lacking}")
             self.tolerance = {s: int(tolerance[s]) for s in self._matched}
         else:
             self.tolerance = dict.fromkeys(self._matched, int(tolerance))
         if any(v < 0 for v in self.tolerance.values()):
-            raise ValueError(f"tolerances must be non-negative, got {self.tolerance}")
+            raise ConfigError(f"tolerances must be non-negative, got {self.tolerance}")
         # How far before a reference time each sensor can still contribute.
         self._reach_back = {s: self.tolerance[s] for s in self._matched}
         self._reach_back.update({s: b for s, (b, _) in self.windows.items()})

@@ -41,7 +41,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Generic, Literal, TypeVar
 
-from fusion.errors import UsageError
+from fusion.errors import ConfigError, UsageError
 
 T = TypeVar("T")
 
@@ -123,18 +123,18 @@ class DynamicBatcher(Generic[T]):
         latency_budget: int | None = None,
     ) -> None:
         if max_batch < 1:
-            raise ValueError(f"max_batch must be >= 1, got {max_batch}")
+            raise ConfigError(f"max_batch must be >= 1, got {max_batch}")
         if max_delay < 0:
-            raise ValueError(f"max_delay must be >= 0 ns, got {max_delay}")
+            raise ConfigError(f"max_delay must be >= 0 ns, got {max_delay}")
         preferred = sorted(set(preferred_sizes))
         if any(p < 1 or p > max_batch for p in preferred):
-            raise ValueError(
+            raise ConfigError(
                 f"preferred batch sizes must lie in [1, max_batch={max_batch}], got {preferred}"
             )
         if capacity is not None and capacity < max_batch:
-            raise ValueError(f"capacity ({capacity}) must be >= max_batch ({max_batch})")
+            raise ConfigError(f"capacity ({capacity}) must be >= max_batch ({max_batch})")
         if latency_budget is not None and latency_budget <= 0:
-            raise ValueError(f"latency_budget must be > 0 ns, got {latency_budget}")
+            raise ConfigError(f"latency_budget must be > 0 ns, got {latency_budget}")
         self.max_batch = max_batch
         self.max_delay = max_delay
         self.preferred_sizes = tuple(preferred)

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from fusion.errors import FrameFormatError
+from fusion.errors import ConfigError, FrameFormatError
 from fusion.frames import Frame, FrameGroup
 
 GateReason = Literal["first", "keyframe", "changed", "static"]
@@ -73,9 +73,9 @@ class ChangeGate:
         sensor: str | None = None,
     ) -> None:
         if not 0.0 <= threshold <= 1.0:
-            raise ValueError(f"threshold is a fraction of full scale in [0, 1], got {threshold}")
+            raise ConfigError(f"threshold is a fraction of full scale in [0, 1], got {threshold}")
         if keyframe_every is not None and keyframe_every < 1:
-            raise ValueError(f"keyframe_every must be >= 1, got {keyframe_every}")
+            raise ConfigError(f"keyframe_every must be >= 1, got {keyframe_every}")
         self.threshold = threshold
         self.keyframe_every = keyframe_every
         self.keyframe_interval = keyframe_interval

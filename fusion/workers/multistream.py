@@ -51,6 +51,7 @@ import anyio
 import anyio.to_thread
 import numpy as np
 
+from fusion.errors import ConfigError
 from fusion.frames import Frame
 from fusion.workers.resize import Interpolation, Resampler, check_interpolation
 
@@ -94,9 +95,9 @@ class StreamMux:
         interpolation: Interpolation = "area",
     ) -> None:
         if not sources:
-            raise ValueError("StreamMux needs at least one source")
+            raise ConfigError("StreamMux needs at least one source")
         if capacity < 1:
-            raise ValueError(f"capacity must be >= 1, got {capacity}")
+            raise ConfigError(f"capacity must be >= 1, got {capacity}")
         self.worker = worker
         self.sources = dict(sources)
         self.capacity = capacity

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Generic, TypeVar
 
-from fusion.errors import UsageError
+from fusion.errors import ConfigError, UsageError
 
 T = TypeVar("T")
 
@@ -25,7 +25,7 @@ class ReorderBuffer(Generic[T]):
 
     def __init__(self, window: int) -> None:
         if window < 1:
-            raise ValueError(f"reorder window must be >= 1, got {window}")
+            raise ConfigError(f"reorder window must be >= 1, got {window}")
         self.window = window
         self._next_seq = 0
         self._next_out = 0

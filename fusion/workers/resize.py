@@ -40,6 +40,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from fusion.errors import ConfigError
+
 Interpolation = Literal["area", "bilinear", "nearest"]
 INTERPOLATIONS: tuple[Interpolation, ...] = ("area", "bilinear", "nearest")
 
@@ -152,7 +154,7 @@ class Resampler:
     ) -> None:
         check_interpolation(interpolation)
         if min(*src, *dst) < 1:
-            raise ValueError(f"sizes must be positive, got {src} -> {dst}")
+            raise ConfigError(f"sizes must be positive, got {src} -> {dst}")
         self.src, self.dst, self.interpolation = src, dst, interpolation
         (h, w), (oh, ow) = src, dst
         if interpolation == "nearest":

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from fusion.errors import ConfigError
 from fusion.frames import Frame, FrameGroup, SensorSpec
 from fusion.source import Source
 
@@ -170,7 +171,7 @@ class VideoWorkersJob(VideoJob):
 
     def __post_init__(self) -> None:
         if self.config is None:
-            raise ValueError("VideoWorkersJob needs config= (a run file)")
+            raise ConfigError("VideoWorkersJob needs config= (a run file)")
         super().__post_init__()
         if not self.times:
             from adapters.video.segments import frame_times

@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from fusion.errors import ConfigError
 from fusion.frames import Frame, FrameGroup
 from recordings.export.kinds import classify, series_values
 
@@ -65,7 +66,7 @@ class RerunSink:
             self.target = "viewer"
         else:
             if path is None:
-                raise ValueError("no Rerun viewer is running and no .rrd path was given")
+                raise ConfigError("no Rerun viewer is running and no .rrd path was given")
             self.path: Path | None = Path(path)
             self.rec.save(self.path)
             self.target = str(self.path)

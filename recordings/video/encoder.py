@@ -127,7 +127,7 @@ class FrameEncoder:
 
     def __init__(self, sensor: str, codec: VideoCodec, rate_hz: float | None) -> None:
         if codec.name not in ENCODERS:
-            raise ValueError(f"FrameEncoder encodes {', '.join(ENCODERS)}, not {codec.name!r}")
+            raise ConfigError(f"FrameEncoder encodes {', '.join(ENCODERS)}, not {codec.name!r}")
         self.sensor = sensor
         self.codec = codec
         self.rate = Fraction(rate_hz or 30.0).limit_denominator(1001)

@@ -50,6 +50,7 @@ import av.error
 import numpy as np
 
 from adapters.video.orientation import Orientation, from_matrix
+from fusion.errors import ConfigError
 from fusion.frames import Frame
 from fusion.source import Source
 from fusion.timing import Pacer
@@ -364,7 +365,7 @@ class VideoReplay(Source):
         batch: int = 16,
     ) -> None:
         if speed is not None and not speed > 0:
-            raise ValueError(f"speed must be > 0 or None (as fast as possible), got {speed}")
+            raise ConfigError(f"speed must be > 0 or None (as fast as possible), got {speed}")
         self._log: Any = path if isinstance(path, Recording) else open_recording(path)
         path = self._log.path
         try:
@@ -372,12 +373,12 @@ class VideoReplay(Source):
             names = self.reader.sensors if sensors is None else list(sensors)
             unknown = [s for s in names if s not in self.reader.sensors]
             if unknown:
-                raise ValueError(
+                raise ConfigError(
                     f"recording '{path}' has no sensor {', '.join(map(repr, unknown))}; "
                     f"it has {', '.join(map(repr, self.reader.sensors)) or 'none'}"
                 )
             if not names:
-                raise ValueError(f"recording '{path}' has no sensors to replay")
+                raise ConfigError(f"recording '{path}' has no sensors to replay")
         except BaseException:
             self._log.close()
             raise
