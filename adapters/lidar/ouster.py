@@ -45,6 +45,7 @@ from adapters.lidar.ouster_packets import (
 )
 from adapters.lidar.pcap import PcapReader, UdpDatagram
 from fusion.clock import ClockModel
+from fusion.errors import ConfigError, UsageError
 from fusion.frames import Frame, Overflow, SensorSpec
 from fusion.source import Source
 from fusion.timing import current_clock
@@ -136,7 +137,7 @@ class OusterSource(Source):
         overflow: Overflow | None = None,
     ) -> None:
         if speed is not None and speed <= 0:
-            raise ValueError(f"speed must be > 0 or None, got {speed}")
+            raise ConfigError(f"speed must be > 0 or None, got {speed}")
         self.pcap = None if pcap is None else Path(pcap)
         if self.pcap is not None and not self.pcap.is_file():
             raise SourceOpenError(f"pcap file {str(self.pcap)!r} does not exist", sensor=name)
@@ -203,7 +204,7 @@ class OusterSource(Source):
     async def wait_listening(self) -> tuple[int, int]:
         """Wait until the live sockets are bound; return ``(lidar_port, imu_port)``."""
         if self.pcap is not None:
-            raise RuntimeError("wait_listening() is for live sources, not pcap")
+            raise UsageError("wait_listening() is for live sources, not pcap")
         await self._listening.wait()
         assert self._listening_ports is not None
         return self._listening_ports
