@@ -84,6 +84,7 @@ class Calibration:
         if not 1 <= n <= MAX_LASERS:
             raise ConfigError(f"a calibration has 1..{MAX_LASERS} lasers, got {n}")
         for name in (
+            "vert_deg",
             "rot_deg", "vert_offset_m", "horiz_offset_m", "dist_correction_m",
             "dist_correction_x_m", "dist_correction_y_m", "focal_distance", "focal_slope",
             "min_intensity", "max_intensity",

@@ -352,7 +352,7 @@ class ModelDetector:
             return
         self.seen += 1
         stamp, mode, product = _FOOTER.unpack_from(payload, 1200)
-        if payload[0:2] == b"\xff\xee" and payload[100:102] == b"\xff\xdd":
+        if payload[0:2] + payload[100:102] + payload[200:202] == b"\xff\xee\xff\xdd\xff\xee":
             self.hdl64e += 1
             self.dual64 += payload[2:4] == payload[202:204]
         else:

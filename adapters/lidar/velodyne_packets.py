@@ -15,12 +15,15 @@ step in a worker thread.
 Points. Azimuth is interpolated per firing from the column's azimuth and the
 gap to the next column (the last column of a packet reuses the previous gap;
 a packet of one column, the VLS-128's dual-return one, uses the next
-packet's), rounded to 0.01° like VeloView and velodyne_decoder. The laser's
+packet's; a gap over twice the packet's median, the edge of a limited field
+of view, is taken as the median), rounded to 0.01° like VeloView and
+velodyne_decoder. The laser's
 calibration is then applied as the ROS driver does (see
 :mod:`adapters.lidar.calibration`); positions are in the manual's frame
 (x right, y forward, z up). In dual-return packets each firing gives its last
-and its strongest return; when both are the same echo, one point is kept,
-with ``return`` = 3 (:data:`~adapters.lidar.velodyne_models.BOTH`).
+and its strongest return; when both are the same echo, one point is kept (the
+strongest block's, as velodyne_decoder does), with ``return`` = 3
+(:data:`~adapters.lidar.velodyne_models.BOTH`).
 
 Invariants: every accepted packet contributes each of its blocks to exactly
 one sweep, in arrival order (a packet the cut angle splits is in two sweeps,
@@ -217,6 +220,12 @@ def decode_sweep(sweep: RawSweep, model: VelodyneModel) -> np.ndarray:
         gap[:-1, 0] = columns[1:, 0] - columns[:-1, 0]
         gap[-1, 0] = gap[-2, 0]
     gap %= 36000
+    # A jump (the edge of a limited field of view, lost columns) is no rotation to
+    # interpolate across: such a gap is replaced by the packet's typical one.
+    axis = 1 if gap.shape[1] > 1 else None
+    if (gap > 2 * gap.min(axis=axis, keepdims=True) + 20).any():  # cheap test first
+        typical = np.median(gap, axis=axis, keepdims=True).astype(np.int32)
+        gap = np.where(gap > 2 * typical + 20, typical, gap)
     block_gap = np.zeros((count, BLOCKS), np.int32)
     block_gap[:, : layout.used_blocks] = np.repeat(gap, per, axis=1)
 
@@ -229,9 +238,9 @@ def decode_sweep(sweep: RawSweep, model: VelodyneModel) -> np.ndarray:
         kind = np.empty((count, BLOCKS, SLOTS), np.uint8)
         kind[:] = layout.block_return[None, :, None]
         for last, strongest in layout.pairs:
-            same = distance[:, last] == distance[:, strongest]
-            keep[:, strongest] &= ~same
-            kind[:, last][same] = BOTH
+            same = distance[:, last] == distance[:, strongest]  # one echo: kept once
+            keep[:, last] &= ~same
+            kind[:, strongest][same] = BOTH
     flat = keep.reshape(-1)
     n = int(np.count_nonzero(flat))
 

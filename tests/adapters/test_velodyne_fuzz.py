@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lidar_testdata import VLP16, data_packets
 
-from adapters.lidar import HDL_32E, VLP_16, SweepAssembler, VelodyneModel
+from adapters.lidar import HDL_32E, MODELS, VLP_16, SweepAssembler, VelodyneModel
 from adapters.lidar.velodyne_packets import PACKET_SIZE
 
 
@@ -18,10 +18,12 @@ def real_packets() -> list[bytes]:
     return [payload for _t, payload in data_packets(VLP16)[:200]]
 
 
-def check(model: VelodyneModel, payloads: list[bytes]) -> None:
+def check(model: VelodyneModel, payloads: list[bytes], *, batched: bool = False) -> None:
     assembler = SweepAssembler(model)
     sweeps = []
-    for payload in payloads:
+    if batched:
+        sweeps += assembler.push_many(payloads)
+    for payload in [] if batched else payloads:
         sweeps += assembler.push(payload, 0)
     sweeps += assembler.flush()
     assert assembler.accepted + sum(assembler.rejected.values()) == len(payloads)
@@ -31,6 +33,7 @@ def check(model: VelodyneModel, payloads: list[bytes]) -> None:
         assert len(points) <= 32 * 12 * len(sweep.packets)
         blocks += (len(sweep.packets) - 1) * 12 + sweep.end_block - sweep.first_block
     assert blocks == 12 * assembler.accepted  # every accepted block is in exactly one sweep
+    assert sum(s.units for s in sweeps) == assembler.accepted  # and every packet, once
 
 
 @settings(max_examples=150, deadline=None)
@@ -40,9 +43,15 @@ def test_random_bytes_never_raise(payloads: list[bytes], hdl: bool) -> None:
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.binary(min_size=PACKET_SIZE, max_size=PACKET_SIZE), max_size=6))
-def test_random_packets_of_the_right_size_never_raise(payloads: list[bytes]) -> None:
-    check(VLP_16, payloads)
+@given(
+    st.lists(st.binary(min_size=PACKET_SIZE, max_size=PACKET_SIZE), max_size=6),
+    st.sampled_from(sorted(MODELS)),
+    st.booleans(),
+)
+def test_random_packets_of_the_right_size_never_raise(
+    payloads: list[bytes], model: str, batched: bool
+) -> None:
+    check(MODELS[model], payloads, batched=batched)
 
 
 mutation = st.tuples(st.integers(0, PACKET_SIZE - 1), st.integers(0, 255))
