@@ -49,6 +49,7 @@ from adapters.datasets.oxts import (
     GNSS_FIELDS,
     IMU_FIELDS,
     field_names,
+    finite_half,
     gnss_frame,
     imu_frame,
     read_packet,
@@ -237,8 +238,15 @@ class KittiRawDrive:
                 ]
         elif sensor in ("imu", "gnss"):
             names = self._oxts_names
-            half = imu_frame if sensor == "imu" else gnss_frame
-            read = lambda p: half(read_packet(p, names))  # noqa: E731
+            half, fields = (imu_frame, IMU_FIELDS) if sensor == "imu" else (gnss_frame, GNSS_FIELDS)
+
+            def read_oxts(path: Path) -> Any:
+                packet = read_packet(path, names)
+                finite_half(packet, fields, path)
+                return half(packet)
+
+            read = read_oxts
+
         else:
             read = read_png
         return _Stream(self.prefix + sensor, files, stamps, read, extra)
@@ -315,7 +323,14 @@ def _rate(stamps: list[int]) -> float | None:
 
 
 class _DriveSource(Source):
-    """Shared by the merged and the per-sensor sources: reading, pacing, error counting."""
+    """Shared by the merged and the per-sensor sources: reading, pacing, error counting.
+
+    The ledger's unit is the file: each one ends as its sensor's frame or as that
+    sensor's loss (an OXTS file feeds two sensors, imu and gnss, and is counted in
+    both ledgers).
+    """
+
+    _ledger_unit = "file"
 
     drive: KittiRawDrive
     speed: float | None
@@ -341,9 +356,10 @@ class _DriveSource(Source):
                 path = self.drive.streams[sensor].files[index]
                 message = str(err)
                 self.count_error(
-                    "bad_file",
+                    getattr(err, "reason", "bad_file"),
                     f"{sensor} frame {index}: "
                     + (message if str(path) in message else f"{path}: {message}"),
+                    sensor=sensor,
                 )
                 continue
             if self.speed is not None:

@@ -20,6 +20,7 @@ records field by field.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -54,18 +55,41 @@ def field_names(folder: Path) -> tuple[str, ...]:
     return names if len(names) == len(OXTS_FIELDS) else OXTS_FIELDS
 
 
+class OxtsError(DecodeError):
+    """An OXTS packet file that is not one line of finite numbers; ``reason`` is its
+    ledger reason (``bad_length``: not 30 numbers; ``bad_row``: not numbers, or not
+    finite where a frame needs them)."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
 def read_packet(path: Path, names: tuple[str, ...] = OXTS_FIELDS) -> dict[str, float]:
-    """The numbers of one packet file by name; :class:`DecodeError` if it is not 30 numbers."""
-    text = path.read_text(encoding="ascii", errors="replace").split()
+    """The numbers of one packet file by name; :class:`OxtsError` if it is not 30 numbers."""
+    lines = path.read_text(encoding="ascii", errors="replace").splitlines()
+    where = f"{path}: line 1" if len(lines) <= 1 else f"{path}: {len(lines)} lines"
+    text = " ".join(lines).split()
     try:
         values = [float(v) for v in text]
     except ValueError as err:
-        raise DecodeError(f"{path}: expected {len(names)} numbers, {err}") from None
+        raise OxtsError(f"{where}: expected {len(names)} numbers, {err}", "bad_row") from None
     if len(values) != len(names):
-        raise DecodeError(
-            f"{path}: expected {len(names)} numbers (an OXTS packet), found {len(values)}"
+        raise OxtsError(
+            f"{where}: expected {len(names)} numbers (an OXTS packet), found {len(values)}",
+            "bad_length",
         )
     return dict(zip(names, values, strict=True))
+
+
+def finite_half(packet: dict[str, float], fields: tuple[str, ...], path: Path) -> None:
+    """Refuse a packet whose ``fields`` (one frame's half) hold NaN or infinity."""
+    bad = [k for k in fields if k in packet and not math.isfinite(packet[k])]
+    if bad:
+        raise OxtsError(
+            f"{path}: line 1: {', '.join(f'{k}={packet[k]}' for k in bad)} not finite",
+            "bad_row",
+        )
 
 
 def imu_frame(packet: dict[str, float]) -> dict[str, np.ndarray]:

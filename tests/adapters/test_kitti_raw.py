@@ -299,9 +299,14 @@ async def test_a_broken_file_costs_its_frame_and_a_stamp_mismatch_refuses_the_dr
         ("cam2", i) for i in range(3)
     ]
     assert len([f for f in frames if f.sensor == "imu"]) == 3
-    assert source.errors == {"bad_file": 2}
+    assert source.errors == {"bad_file": 1, "bad_length": 1}
     assert "imu frame 3: " in str(source.last_error)
-    assert "0000000003.txt: expected 30 numbers (an OXTS packet), found 3" in str(source.last_error)
+    assert "0000000003.txt: line 1: expected 30 numbers (an OXTS packet), found 3" in str(
+        source.last_error
+    )
+    ledgers = source.ledgers()
+    assert ledgers["cam2"].lost == {"bad_file": 1}  # each loss in its own sensor's ledger
+    assert ledgers["imu"].lost == {"bad_length": 1}
     with (drive / "velodyne_points" / "timestamps.txt").open("a") as extra:
         extra.write("2011-09-26 13:02:26.500000000\n")
     with pytest.raises(SourceOpenError, match=r"timestamps\.txt: 5 timestamps for 4 files"):
@@ -326,3 +331,38 @@ async def test_the_kitti_example_config_runs_on_a_drive(drive: Path) -> None:
     squared = sweep.data["x"] ** 2 + sweep.data["y"] ** 2 + sweep.data["z"] ** 2
     assert squared.min() >= 4.0  # the example's range crop (2 m) ran
     assert set(groups[0].frames) == {"cam0", "cam2", "velodyne", "imu", "gnss"}
+
+
+@pytest.mark.parametrize(
+    ("line", "reason", "says", "lost"),
+    [
+        ("garbage \x00 not numbers", "bad_row", "expected 30 numbers, could not convert", "both"),
+        (" ".join(OXTS_LINE.split()[:29]), "bad_length", "found 29", "both"),
+        (OXTS_LINE + "\n" + OXTS_LINE, "bad_length", "2 lines: expected 30 numbers", "both"),
+        (OXTS_LINE.replace("0.035752", "nan", 1), "bad_row", "roll=nan not finite", "imu"),
+        (OXTS_LINE.replace("49.015003823272", "inf", 1), "bad_row", "lat=inf not finite", "gnss"),
+    ],
+)
+async def test_a_bad_oxts_line_is_that_packets_counted_loss_naming_file_and_line(
+    tmp_path: Path, line: str, reason: str, says: str, lost: str
+) -> None:
+    drive = make_drive(tmp_path)
+    bad = drive / "oxts" / "data" / "0000000002.txt"
+    bad.write_text(line + "\n")
+    source = KittiRawSource(drive, sensors=["imu", "gnss"])
+    frames = await collect(source)
+    hurt = {"imu", "gnss"} if lost == "both" else {lost}
+    for sensor in ("imu", "gnss"):
+        got = [f for f in frames if f.sensor == sensor]
+        ledger = source.ledgers()[sensor]
+        assert (ledger.unit, ledger.received) == ("file", FRAMES)
+        assert ledger.received == ledger.emitted + ledger.lost_total
+        if sensor in hurt:
+            assert len(got) == FRAMES - 1
+            assert "0000000002.txt" not in {f.meta["path"].rsplit("/", 1)[-1] for f in got}
+            assert ledger.lost == {reason: 1}
+        else:
+            assert len(got) == FRAMES
+            assert ledger.lost == {}
+    assert f"{bad}: " in str(source.last_error)
+    assert says in str(source.last_error)
