@@ -13,14 +13,17 @@ the sensor pose the cloud was taken from); and DATA, one of:
 
 Fields named ``_`` are padding (PCL writes them for alignment) and are dropped.
 A header that lies is a :class:`DecodeError` naming the file, the byte and what
-was expected: POINTS against WIDTH x HEIGHT, data sections shorter (or a whole
-record longer) than POINTS records, a line without its value, a TYPE/SIZE pair
-the format does not have, a cloud without x, y, z.
+was expected: POINTS against WIDTH x HEIGHT, data sections shorter than POINTS
+records, a line without its value, a TYPE/SIZE pair
+the format does not have, a cloud without x, y, z. A data section *longer*
+than POINTS records is read as PCL and Open3D read it: the POINTS records,
+with a warning saying what followed them (``meta["trailing"]``).
 """
 
 from __future__ import annotations
 
 import io
+import logging
 import re
 import struct
 from dataclasses import dataclass, field
@@ -46,6 +49,7 @@ _TYPES = {
     ("U", 8): "<u8",
 }
 _CODES = {np.dtype(code): key for key, code in _TYPES.items()}
+log = logging.getLogger("adapters.lidar.pcd")
 _MAX_HEADER = 64 * 1024
 _PADDING = re.compile(r"_\d*")
 _DEFAULT_VIEWPOINT = (0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0)
@@ -87,13 +91,18 @@ def read_pcd(path: str | Path) -> np.ndarray:
 
 
 def read_pcd_with_meta(path: str | Path) -> tuple[np.ndarray, dict[str, Any]]:
-    """The points and the header's meta (``viewpoint``, ``width``, ``height``, ``pcd_data``)."""
+    """The points and the header's meta (``viewpoint``, ``width``, ``height``, ``pcd_data``,
+    and ``trailing`` when data follows the POINTS records: it is left unread, a warning)."""
     with open(path, "rb") as file:  # not Path.read_bytes: its overhead shows on a sweep
         raw = file.read()
     header = parse_header(raw, path)
-    array = _read_data(raw, header, path)
+    array, trailing = _read_data(raw, header, path)
     padding = [n for n in array.dtype.names or () if _PADDING.fullmatch(n)]
-    return as_points(array, path, drop=padding), header.meta()
+    meta = header.meta()
+    if trailing:  # as PCL does: read POINTS points, say what was left
+        log.warning("%s: %s; read the %d points POINTS declares", path, trailing, header.points)
+        meta["trailing"] = trailing
+    return as_points(array, path, drop=padding), meta
 
 
 _PARSED: dict[bytes, PcdHeader] = {}
@@ -259,21 +268,23 @@ def _checked(values: dict[str, tuple[int, list[str]]], offset: int, path: Path) 
     )
 
 
-def _read_data(raw: bytes, header: PcdHeader, path: str | Path) -> np.ndarray:
+def _read_data(raw: bytes, header: PcdHeader, path: str | Path) -> tuple[np.ndarray, str]:
+    """The POINTS records, and what followed them (``""``, or words for a warning)."""
     dtype, count, offset = header.dtype, header.points, header.offset
     available = len(raw) - offset
     if header.data == "ascii":
         if count == 0:
-            return np.zeros(0, dtype)
+            return np.zeros(0, dtype), ""
         try:
             array = np.loadtxt(io.BytesIO(raw[offset:]), dtype=dtype, ndmin=1, comments=None)
         except ValueError as err:
             raise DecodeError(f"{path}: byte {offset}: ascii data: {err}") from None
-        if len(array) != count:
+        if len(array) < count:
             raise DecodeError(
                 f"{path}: byte {offset}: ascii data has {len(array)} points, POINTS says {count}"
             )
-        return array
+        extra = len(array) - count
+        return array[:count], f"{extra} line(s) of points beyond POINTS {count}" if extra else ""
     if header.data == "binary":
         need = count * dtype.itemsize
         if available < need:
@@ -281,16 +292,18 @@ def _read_data(raw: bytes, header: PcdHeader, path: str | Path) -> np.ndarray:
                 f"{path}: byte {offset}: binary data of {count} points x {dtype.itemsize} bytes "
                 f"needs {need} bytes, file has {available}"
             )
-        if dtype.itemsize and available - need >= dtype.itemsize:
-            raise DecodeError(
-                f"{path}: byte {offset}: binary data holds {available // dtype.itemsize} points "
-                f"of {dtype.itemsize} bytes, POINTS says {count}"
-            )
-        return np.frombuffer(raw, dtype, count=count, offset=offset)
+        extra = available - need
+        trailing = (
+            f"{extra} byte(s) after the {count} points of {dtype.itemsize} bytes "
+            f"(room for {available // dtype.itemsize} points; POINTS says {count})"
+            if extra
+            else ""
+        )
+        return np.frombuffer(raw, dtype, count=count, offset=offset), trailing
     return _read_compressed(raw, header, path)
 
 
-def _read_compressed(raw: bytes, header: PcdHeader, path: str | Path) -> np.ndarray:
+def _read_compressed(raw: bytes, header: PcdHeader, path: str | Path) -> tuple[np.ndarray, str]:
     dtype, count, offset = header.dtype, header.points, header.offset
     if len(raw) - offset < 8:
         raise DecodeError(f"{path}: byte {offset}: binary_compressed data has no size words")
@@ -316,7 +329,8 @@ def _read_compressed(raw: bytes, header: PcdHeader, path: str | Path) -> np.ndar
         elements = count * (sub.itemsize // sub.base.itemsize)
         out[name] = np.frombuffer(plain, sub.base, elements, start).reshape((count, *sub.shape))
         start += count * sub.itemsize
-    return out
+    extra = len(raw) - offset - 8 - packed
+    return out, f"{extra} byte(s) after the compressed data" if extra else ""
 
 
 def write_pcd(

@@ -192,6 +192,8 @@ class PointCloudFiles(Source):
                 self.count_error("bad_file", message if str(path) in message else f"{path}: {err}")
                 continue
             points, extra = result if isinstance(result, tuple) else (result, {})
+            if "trailing" in extra:  # read as PCL reads it; the rest of the file is a warning
+                self.count_error("trailing_bytes", f"{path}: {extra['trailing']}", units=0)
             if self.speed is not None:
                 start = start or (clock.now(), t)
                 await clock.sleep_until(start[0] + round((t - start[1]) / self.speed))

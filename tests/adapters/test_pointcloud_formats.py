@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from adapters import PointCloudFiles
 from adapters.errors import DecodeError
-from adapters.lidar import from_xyz
+from adapters.lidar import from_xyz, xyz
 from adapters.lidar.layouts import LAYOUTS, read_bin
 from adapters.lidar.lzf import LzfError, compress_literal, decompress
 from adapters.lidar.pcd import DataKind, read_pcd, read_pcd_with_meta, write_pcd
@@ -147,11 +147,12 @@ def test_pcd_header_that_lies_is_an_error_naming_file_and_problem(
 
 
 @pytest.mark.parametrize("data", ["binary", "binary_compressed", "ascii"])
-def test_pcd_data_size_that_disagrees_with_points_is_an_error(
+def test_pcd_data_shorter_than_points_is_an_error_and_longer_reads_points(
     tmp_path: Path, data: DataKind
 ) -> None:
     path = tmp_path / "c.pcd"
-    write_pcd(path, from_xyz(np.ones((5, 3))), data=data)
+    cloud = from_xyz(np.arange(15, dtype=np.float32).reshape(5, 3))
+    write_pcd(path, cloud, data=data)
     raw = path.read_bytes()
     (tmp_path / "short.pcd").write_bytes(
         raw.replace(b"WIDTH 5", b"WIDTH 6").replace(b"POINTS 5", b"POINTS 6")
@@ -160,17 +161,24 @@ def test_pcd_data_size_that_disagrees_with_points_is_an_error(
         raw.replace(b"WIDTH 5", b"WIDTH 4").replace(b"POINTS 5", b"POINTS 4")
     )
     unpacks = "binary_compressed data unpacks to 80 bytes; POINTS"
-    expected = {
-        "binary": (r"binary data of 6 points x 16 bytes needs 96 bytes, file has 80",
-                   r"binary data holds 5 points of 16 bytes, POINTS says 4"),
-        "binary_compressed": (unpacks + " 6 x 16 bytes is 96", unpacks + " 4 x 16 bytes is 64"),
-        "ascii": (r"ascii data has 5 points, POINTS says 6",
-                  r"ascii data has 5 points, POINTS says 4"),
-    }[data]  # fmt: skip
-    with pytest.raises(DecodeError, match=r"short\.pcd: byte \d+: " + expected[0]):
+    short = {
+        "binary": r"binary data of 6 points x 16 bytes needs 96 bytes, file has 80",
+        "binary_compressed": unpacks + " 6 x 16 bytes is 96",
+        "ascii": r"ascii data has 5 points, POINTS says 6",
+    }[data]
+    with pytest.raises(DecodeError, match=r"short\.pcd: byte \d+: " + short):
         read_pcd(tmp_path / "short.pcd")
-    with pytest.raises(DecodeError, match=r"long\.pcd: byte \d+: " + expected[1]):
-        read_pcd(tmp_path / "long.pcd")
+    if data == "binary_compressed":  # the size word contradicts POINTS: not a trailer
+        with pytest.raises(DecodeError, match=unpacks + " 4 x 16 bytes is 64"):
+            read_pcd(tmp_path / "long.pcd")
+        return
+    points, meta = read_pcd_with_meta(tmp_path / "long.pcd")  # POINTS points, as PCL reads
+    np.testing.assert_array_equal(xyz(points), xyz(cloud)[:4])
+    trailing = {
+        "binary": "16 byte(s) after the 4 points of 16 bytes (room for 5 points; POINTS says 4)",
+        "ascii": "1 line(s) of points beyond POINTS 4",
+    }
+    assert meta["trailing"] == trailing[data]
 
 
 def test_waymo_style_bin_is_refused_as_kitti_and_read_as_waymo(tmp_path: Path) -> None:

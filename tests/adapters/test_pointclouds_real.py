@@ -148,3 +148,33 @@ async def test_pointcloudfiles_says_it_took_the_layout_from_the_name(tmp_path: P
         assert [f async for f in refused.frames()] == []
     assert refused.errors == {"bad_file": 1}
     assert "layout kitti" in str(refused.last_error)
+
+
+@pytest.mark.parametrize(
+    ("name", "trailer"),
+    [("pcl_colored_cloud.pcd", 37), ("pointcloudset_test_tree.pcd", 4096)],
+)
+async def test_a_real_pcd_with_bytes_after_its_points_reads_them_and_warns(
+    tmp_path: Path, name: str, trailer: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Data beyond POINTS records (as a Hesai PandarQT writer leaves): PCL and open3d
+    read the POINTS points; so do we, with a warning."""
+    path = tmp_path / name
+    path.write_bytes((CLOUDS / name).read_bytes() + bytes(i % 251 for i in range(trailer)))
+    want = expected(name)
+    with caplog.at_level("WARNING", logger="adapters.lidar.pcd"):
+        points, meta = read_pcd_with_meta(path)
+    assert len(points) == want["points"]
+    np.testing.assert_array_equal(points, read_pcd(CLOUDS / name))  # the file's own points
+    assert meta["trailing"].startswith(f"{trailer} byte(s) after the {want['points']} points")
+    assert f"{path}: {trailer} byte(s) after the" in caplog.text
+    reference = o3d.t.io.read_point_cloud(str(path)).point.positions.numpy()
+    np.testing.assert_array_equal(xyz(points), reference)
+    source = PointCloudFiles(path, rate_hz=10, name="qt")  # one file: one frame, one warning
+    async with source:
+        frames = [f async for f in source.frames()]
+    assert len(frames) == 1
+    assert frames[0].meta["trailing"] == meta["trailing"]
+    assert source.errors == {"trailing_bytes": 1}
+    ledger = source.ledgers()["qt"]
+    assert (ledger.received, ledger.emitted, ledger.lost) == (1, 1, {})
