@@ -70,19 +70,6 @@ class Part:
         return (self.start is None or t >= self.start) and (self.end is None or t < self.end)
 
 
-def split_ranges(
-    t_start: int | None, t_end: int | None, split: int | None
-) -> list[tuple[int | None, int | None]]:
-    """``[start, end)`` bounds cutting ``[t_start, t_end]`` into pieces of ``split`` ns."""
-    if split is None or t_start is None or t_end is None or t_end - t_start < split:
-        return [(None, None)]
-    n = math.ceil((t_end - t_start + 1) / split)
-    bounds = [t_start + k * split for k in range(1, n)]
-    starts: list[int | None] = [None, *bounds]
-    ends: list[int | None] = [*bounds, None]
-    return list(zip(starts, ends, strict=True))
-
-
 def plan_parts(
     paths: Sequence[str], *, split: int | None = None, overlap: int = 0, policy: str = "nearest"
 ) -> list[Part]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import os
 import sys
 from pathlib import Path
@@ -17,7 +16,6 @@ from fusion.frames import Frame, FrameGroup
 from hyperframes.fleet import plan_parts, plan_resources, read_results, run_local
 from hyperframes.fleet.codec import decode_group, decode_results, encode_group, encode_results
 from hyperframes.fleet.config import load_fleet_config, validate_fleet_config
-from hyperframes.fleet.plan import split_ranges
 from hyperframes.fleet.tasks import iterate_blocking
 
 from .fleet_helpers import (
@@ -74,18 +72,6 @@ def test_resource_plans_that_cannot_work_are_refused() -> None:
 
 
 # -- parts ----------------------------------------------------------------------------------
-
-
-@given(
-    t0=st.integers(-(10**12), 10**12), span=st.integers(0, 10**11), split=st.integers(10**8, 10**11)
-)
-def test_time_ranges_cover_the_recording_without_overlap(t0: int, span: int, split: int) -> None:
-    ranges = split_ranges(t0, t0 + span, split)
-    assert ranges[0][0] is None
-    assert ranges[-1][1] is None
-    for (_, end), (start, _) in itertools.pairwise(ranges):
-        assert end == start
-    assert len(ranges) <= span // split + 2
 
 
 def test_long_recordings_are_split_unless_the_policy_is_approximate(drives: list[Path]) -> None:
