@@ -28,7 +28,7 @@ import os
 from collections.abc import AsyncIterator, Generator, Iterable
 
 from fusion.errors import ConfigError, UsageError
-from fusion.frames import Frame, SensorSpec
+from fusion.frames import Frame
 from fusion.source import Source
 from fusion.timing import Pacer
 from recordings.limits import ReadLimits
@@ -166,9 +166,3 @@ def _shifted(frame: Frame, shift: int, seq_shift: int) -> Frame:
         None if frame.t_arrival is None else frame.t_arrival + shift,
         frame.meta,
     )
-
-
-def replay_specs(path: str | os.PathLike[str]) -> tuple[SensorSpec, ...]:
-    """The specs a :class:`Replay` of ``path`` would have, without keeping it open."""
-    with open_recording(path) as log:
-        return tuple(s.spec for s in log.summary().sensors.values())
