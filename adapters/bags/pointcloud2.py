@@ -35,12 +35,6 @@ PointFields = tuple[tuple[str, int, int, int], ...]
 """A PointCloud2's ``fields`` as ``((name, offset, datatype, count), ...)``."""
 
 
-def cloud_dtype(msg: Any) -> np.dtype[Any]:
-    """The structured dtype of one point record, named fields at their offsets."""
-    fields = point_fields(msg.fields)
-    return cloud_layout(fields, int(msg.point_step), bool(msg.is_bigendian)).record
-
-
 def point_fields(fields: Any) -> PointFields:
     """Deserialised ``PointField`` messages as plain tuples (hashable, a cache key)."""
     return tuple((str(f.name), int(f.offset), int(f.datatype), int(f.count)) for f in fields)
