@@ -28,11 +28,11 @@ if TYPE_CHECKING:
         TruncatedRecording,
         UnsupportedVersion,
     )
+    from recordings.layout import ChunkMeta
     from recordings.limits import ReadLimits
     from recordings.offline_sync import OfflineGroups, sync_recording
     from recordings.open import is_bag, open_source
     from recordings.reader import Recording, RecordingSummary, SensorSummary, open_recording
-    from recordings.records import ChunkMeta
     from recordings.replay import Replay
     from recordings.snapshot import SnapshotRecorder
     from recordings.stream import RecordingStream, read_stream
@@ -68,7 +68,7 @@ __all__ = [
 ]
 
 _HOMES = {
-    "ChunkMeta": "recordings.records",
+    "ChunkMeta": "recordings.layout",
     "CorruptChunk": "recordings.errors",
     "LimitExceeded": "recordings.errors",
     "OfflineGroups": "recordings.offline_sync",

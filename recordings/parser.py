@@ -33,9 +33,8 @@ import msgpack
 from fusion.frames import SensorSpec
 from recordings.errors import CorruptChunk, LimitExceeded, RecordingError, TruncatedRecording
 from recordings.format import CHUNK_KINDS, PREAMBLE, PRELUDE, SYNC, crc32
-from recordings.layout import spec_from_wire
+from recordings.layout import ChunkMeta, spec_from_wire
 from recordings.limits import DEFAULT_LIMITS, ReadLimits
-from recordings.records import ChunkMeta
 
 _GC_PAUSE_BYTES = 64 * 1024
 

@@ -55,6 +55,7 @@ from recordings.format import (
     crc32,
     unpack_preamble,
 )
+from recordings.layout import ChunkMeta
 from recordings.ledgers import SensorLedger, parse_ledgers
 from recordings.limits import DEFAULT_LIMITS, ReadLimits
 from recordings.parser import (
@@ -66,12 +67,7 @@ from recordings.parser import (
     parse_record_head,
     parse_specs,
 )
-from recordings.records import (
-    ChunkMeta,
-    DecodedChunk,
-    decode_chunk,
-    decompress_chunk,
-)
+from recordings.records import DecodedChunk, decode_chunk, decompress_chunk
 
 DATED_BEFORE_NS = 120 * 10**9
 DATED_AFTER_NS = 30 * 10**9

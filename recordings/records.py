@@ -1,8 +1,7 @@
 """Pure decode of ``.hfr`` chunks: a chunk decodes without a file.
 
 Theory of operation. A chunk is built by :class:`~recordings.builder.ChunkBuilder`
-(re-exported here with the layout types, so ``recordings.records`` stays the
-one import for chunk coding) as one raw buffer::
+(its meta and sealed form are in :mod:`recordings.layout`) as one raw buffer::
 
     raw := head pad blob
     head := records (CHUNK, 1.0) | [split, groups, order, records] (COLUMNS, 1.1)
@@ -40,7 +39,6 @@ import zstandard
 
 from fusion.frames import Frame
 from recordings.budget import decoded_cost
-from recordings.builder import ChunkBuilder
 from recordings.columns import ColumnChunk
 from recordings.errors import CorruptChunk
 from recordings.format import BLOB_ALIGN, EXT_COLUMN, EXT_NDARRAY, Compression, RecordKind
@@ -48,23 +46,16 @@ from recordings.layout import (
     INT64_MAX,
     INT64_MIN,
     ChunkMeta,
-    SealedChunk,
     _dtype_from_wire,
     blob_offset,
-    spec_from_wire,
 )
 from recordings.limits import DEFAULT_LIMITS, ReadLimits
 
 __all__ = [
-    "ChunkBuilder",
-    "ChunkMeta",
     "DecodedChunk",
-    "SealedChunk",
-    "blob_offset",
     "decode_chunk",
     "decode_frames",
     "decompress_chunk",
-    "spec_from_wire",
 ]
 
 

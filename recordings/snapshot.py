@@ -1,7 +1,7 @@
 """Snapshot (black-box) recording: keep the last seconds in memory, write them on a trigger.
 
 Theory of operation. Frames go into an open chunk (the recorder's
-:class:`~recordings.records.ChunkBuilder`), sealed and compressed in the
+:class:`~recordings.builder.ChunkBuilder`), sealed and compressed in the
 caller's thread once it reaches ``chunk_bytes`` or spans ``chunk_seconds`` of
 frame time, then kept in a ring. Two bounds hold at every return of
 ``write()``:
@@ -64,12 +64,14 @@ from fusion.frames import Frame, FrameGroup, SensorSpec
 from fusion.ledger import LedgerStatistics
 from fusion.timing import run_sync
 from fusion.wallclock import sample_anchor
+from recordings.builder import ChunkBuilder
 from recordings.closing import Closeable
 from recordings.errors import RecorderClosed, RecordingError
 from recordings.format import RecordKind, crc32, pack_preamble, pack_prelude
+from recordings.layout import ChunkMeta
 from recordings.ledgers import ledger_entries
 from recordings.limits import DEFAULT_MAX_CHUNK_BYTES, ReadLimits
-from recordings.records import ChunkBuilder, ChunkMeta, decode_chunk, decompress_chunk
+from recordings.records import decode_chunk, decompress_chunk
 from recordings.snapshot_file import SnapshotFile, fsync_dir
 from recordings.writer import _pack, encode_chunk
 

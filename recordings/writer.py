@@ -1,7 +1,7 @@
 """The recorder: frames in, a crash-safe ``.hfr`` file out.
 
 Theory of operation. ``write()`` (or ``await send()``) copies a frame into the
-open chunk (:class:`~recordings.records.ChunkBuilder`) and returns at once. A
+open chunk (:class:`~recordings.builder.ChunkBuilder`) and returns at once. A
 chunk is sealed when it reaches ``chunk_bytes``, when its frames span
 ``chunk_duration`` seconds of recording time (frame ``t``: one damaged chunk
 then costs at most about that much data, however slow the sensors), or when
@@ -50,6 +50,7 @@ from fusion.frames import Frame, SensorSpec
 from fusion.ledger import LedgerStatistics
 from fusion.timing import run_sync
 from fusion.wallclock import sample_anchor
+from recordings.builder import ChunkBuilder
 from recordings.closing import Closeable
 from recordings.errors import RecorderClosed, RecordingError
 from recordings.format import (
@@ -63,8 +64,8 @@ from recordings.format import (
     pack_prelude,
     pack_trailer,
 )
+from recordings.layout import ChunkMeta, SealedChunk
 from recordings.ledgers import ledger_entries
-from recordings.records import ChunkBuilder, ChunkMeta, SealedChunk
 
 _local = threading.local()
 
