@@ -129,3 +129,13 @@ def test_source_errors_live_in_adapters_under_the_core_source_error(name: str) -
     assert name not in fusion.__all__
     assert getattr(adapters, name) is getattr(importlib.import_module("adapters.errors"), name)
     assert issubclass(getattr(adapters, name), fusion.SourceError)
+
+
+def test_python_dash_m_hyperframes_is_the_only_module_entry_point() -> None:
+    import pathlib
+
+    root = pathlib.Path(importlib.import_module("hyperframes").__file__ or "").parent
+    assert (root / "__main__.py").is_file()
+    assert sorted(p.relative_to(root).as_posix() for p in root.rglob("__main__.py")) == [
+        "__main__.py"
+    ]

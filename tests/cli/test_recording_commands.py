@@ -199,7 +199,7 @@ def test_info_on_a_foreign_file_fails_cleanly(tmp_path: Path) -> None:
 def test_sigint_stops_a_recording_gracefully_with_its_footer(tmp_path: Path) -> None:
     out = tmp_path / "live.hfr"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "hyperframes.cli", "record", "-o", str(out)],
+        [sys.executable, "-m", "hyperframes", "record", "-o", str(out)],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
