@@ -40,7 +40,10 @@ class Replay(Source):
 
     ``speed``: 1.0 real time, 2.0 twice as fast, ``None`` as fast as possible.
     ``sensors``, ``start`` and ``end`` (ns, half-open on ``t``) select frames.
-    Damaged chunks are skipped and counted in :attr:`errors` as ``"damaged"``.
+    Damaged chunks are skipped and counted in :attr:`errors` as ``"damaged"``; the
+    ledger (unit: frame) counts what the recording promised and did not give: after
+    a whole pass over the whole file, a sensor with fewer frames than its chunk
+    metas count has lost the rest (``"damaged"``).
     ``path`` may be an open :class:`~recordings.Recording`, which the replay
     then owns and closes; otherwise it is opened with ``limits``
     (:class:`~recordings.ReadLimits`, the defaults without it).
@@ -95,6 +98,7 @@ class Replay(Source):
         span = max(0, (span_t1 or 0) - (span_t0 or 0))
         self._loop_shift = span + max(1, span // max(1, count - 1))
         self._damage_seen = 0
+        self._promised = {n: summary.sensors[n].count for n in names}
 
     @property
     def recording(self) -> Recording:
@@ -124,9 +128,13 @@ class Replay(Source):
                         await pacer.wait(frame.t if frame.t_arrival is None else frame.t_arrival)
                         next_seq[frame.sensor] = frame.seq + 1
                         self._next_seq[frame.sensor] = self._next_seq.get(frame.sensor, 0) + 1
+                        if not shift:
+                            self.ledger(frame.sensor).emit(1)
                         yield frame
             finally:
                 batches.close()
+            if not shift:
+                self._count_shortfall()
             if not self.loop or not next_seq:
                 return
             shift += self._loop_shift
@@ -134,8 +142,20 @@ class Replay(Source):
 
     def _count_damage(self, log: Recording) -> None:
         for err in log.damage[self._damage_seen :]:
-            self.count_error("damaged", str(err))
+            # The event is counted here; the frames it cost, by the shortfall at the end.
+            self.count_error("damaged", str(err), units=0)
         self._damage_seen = len(log.damage)
+
+    def _count_shortfall(self) -> None:
+        """After a whole pass: frames the chunk metas promised that never came."""
+        if self._start is not None or self._end is not None:
+            return  # a chunk's counts include frames outside the range
+        for name, promised in self._promised.items():
+            got = self.ledger(name).statistics().emitted
+            if got < promised:
+                self.ledger(name).lose("damaged", promised - got)
+
+    _ledger_unit = "frame"
 
     def close(self) -> None:
         """Close the recording (sync); frames already yielded stay valid."""
