@@ -60,7 +60,7 @@ clock = "online"
     out = tmp_path / "screen.hfr"
     rec = Recording([str(config), "-o", str(out)], terminal=True)
     try:
-        rec.wait_for("recording to")
+        rec.wait_for("recording to", timeout=60)
         imu = python_sender("imu", str(imu_port), "--rate", "100")
         time.sleep(2.0)
         sent = sent_count(imu.stop())
