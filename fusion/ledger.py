@@ -43,7 +43,6 @@ LOSS_REASONS: Mapping[str, str] = MappingProxyType(
         "bad_time": "a timestamp that is missing, not finite or out of range",
         "unsupported_device": "input from a device or model this source does not decode",
         "unsupported_type": "a message type this source cannot decode",
-        "unused": "a well-formed unit of a type no frame field comes from (an NMEA GSV)",
         "dropped": "frames dropped by the overflow policy of a full channel",
         "incomplete": "units held in a partial frame when the source ended",
         "partial_sweep": "packets of a LiDAR sweep short of a full turn, dropped by its options",

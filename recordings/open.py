@@ -5,6 +5,8 @@ What the ``replay`` command (and any tool that takes "a recording") uses, so
 as on a frame log. The choice is made here and nowhere else:
 
 * a ROS 1 bag, a ROS 2 storage file or a ROS 2 bag directory: :class:`~adapters.BagSource`;
+* an NMEA 0183 log (a GNSS receiver's sentences, by content): :class:`~adapters.NmeaSource`,
+  sensor ``gnss``, read whole (no window, no loop);
 * a ``.hfr`` recording with encoded video sensors: :class:`~recordings.VideoReplay`;
 * any other ``.hfr`` recording: :class:`~recordings.Replay`.
 
@@ -50,7 +52,9 @@ def _check_recording(path: str | os.PathLike[str]) -> None:
         with open(p, "rb") as f:
             if f.read(len(MAGIC)) == MAGIC:
                 return
-    raise SourceOpenError(f"{not_a_bag(p)}; nor is it a .hfr recording (no HFR magic bytes)")
+    raise SourceOpenError(
+        f"{not_a_bag(p)}; nor is it a .hfr recording (no HFR magic bytes) or an NMEA log"
+    )
 
 
 def open_source(
@@ -93,6 +97,17 @@ def open_source(
         return bag
     if topics:
         raise ValueError(f"'{path}' is not a ROS bag; --topic applies to bags only")
+    from adapters.nmea.source import looks_like_nmea
+
+    if looks_like_nmea(path):
+        window = (start, end, start_offset, duration)
+        if sensors is not None or loop or any(v is not None for v in window):
+            raise ValueError(
+                f"'{path}' is an NMEA log: it is read whole (no sensors, window or loop)"
+            )
+        from adapters.nmea.source import NmeaSource
+
+        return NmeaSource(Path(path), speed=speed, **options)
     _check_recording(path)
     from recordings.reader import open_recording
     from recordings.video.packets import video_sensors

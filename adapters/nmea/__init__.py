@@ -4,10 +4,19 @@
 serial port is opened.
 """
 
-from adapters.nmea.decoder import GNSS_DTYPE, Fix, LineSplitter, Loss, NmeaDecoder
-from adapters.nmea.source import NmeaSource
+from adapters.nmea.decoder import GNSS_DTYPE, Fix, Joined, LineSplitter, Loss, NmeaDecoder
+from adapters.nmea.source import NmeaSource, looks_like_nmea
 from fusion._exports import rewrite_module
 
-__all__ = ["GNSS_DTYPE", "Fix", "LineSplitter", "Loss", "NmeaDecoder", "NmeaSource"]
+__all__ = [
+    "GNSS_DTYPE",
+    "Fix",
+    "Joined",
+    "LineSplitter",
+    "Loss",
+    "NmeaDecoder",
+    "NmeaSource",
+    "looks_like_nmea",
+]
 
 rewrite_module(globals(), __name__)

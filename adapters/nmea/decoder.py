@@ -29,12 +29,17 @@ comes (a GGA-only log) they go out on ``date`` (default 1970-01-01, so ``t``
 is the time of day) with one ``undated`` warning, and so do later undated
 fixes. A log whose first RMC comes after that jumps to the real date there.
 
-Accounting. Every non-blank line is one unit: it goes into a fix (GGA, RMC,
-VTG, HDT, ZDA) or is lost with a reason: ``bad_checksum`` (wrong or missing
-``*hh``), ``bad_length`` (longer than :data:`MAX_LINE`), ``undecodable`` (not
-an NMEA sentence, or fields that do not parse), ``unsupported_type`` (a
-sentence type pynmea2 does not know) and ``unused`` (a well-formed sentence
-of a type no frame field comes from: GSV, GSA, ...).
+Accounting. Every non-blank line is one unit. A well-formed sentence of the
+receiver's burst goes into the fix of the epoch it arrived in: GGA, RMC, VTG,
+HDT and ZDA with their fields, and :data:`BURST` (GSA, GSV, GLL, GST, ...)
+without fields of their own, since a frame holds no satellites (one that
+arrives after its epoch's fix went out joins that fix as :class:`Joined`).
+:attr:`NmeaDecoder.types` counts every well-formed sentence by type. The rest
+is lost with a reason: ``bad_checksum`` (wrong or missing ``*hh``),
+``bad_length`` (longer than :data:`MAX_LINE`), ``undecodable`` (not an NMEA
+sentence, or fields that do not parse), ``unsupported_type`` (a type pynmea2
+does not know, or not a GNSS receiver's: wind, depth, routes, AIS) and, when
+the input ends, ``incomplete`` (VTG/HDT/GSV... after the last fix).
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -79,6 +85,9 @@ HOLD_FIXES = 32
 USED = ("GGA", "RMC", "VTG", "HDT", "ZDA")
 """Sentence types whose fields reach the frames."""
 
+BURST = frozenset({"GSA", "GSV", "GLL", "GNS", "GST", "GRS", "GBS", "DTM", "TXT", "GBQ"})
+"""Other sentences of a GNSS receiver's burst: read into the epoch's fix, fields unused."""
+
 KNOT = 1852.0 / 3600.0  # m/s
 DAY = 86_400_000_000_000
 _HALF_DAY = DAY // 2
@@ -106,7 +115,14 @@ class Loss:
     units: int = 1
 
 
-Event = Fix | Loss
+@dataclass(frozen=True, slots=True)
+class Joined:
+    """Units that belong to a fix that already went out (a GSV after its epoch's GGA)."""
+
+    units: int = 1
+
+
+Event = Fix | Loss | Joined
 
 
 @dataclass(slots=True)
@@ -194,6 +210,8 @@ class NmeaDecoder:
         self._last_burst: frozenset[str] | None = None
         self._held: list[tuple[Fix, int]] = []  # undated fixes of a file and their time of day
         self._gave_up = False
+        self.types: Counter[str] = Counter()
+        """Well-formed sentences read, by type (``{"GGA": 600, "GSV": 1800, ...}``)."""
 
     # -- input ---------------------------------------------------------------------------
 
@@ -226,9 +244,12 @@ class NmeaDecoder:
         except (pynmea2.ParseError, ValueError, TypeError, AttributeError) as err:
             return [Loss("undecodable", f"{at}{text[:40]!r}: {err}")]
         kind = getattr(msg, "sentence_type", None)
-        if kind not in USED:
+        if kind not in USED and kind not in BURST:
             what = kind or type(msg).__name__
-            return [Loss("unused", f"{at}{what} sentences carry nothing the frames hold")]
+            return [Loss("unsupported_type", f"{at}{what} is not a GNSS receiver's sentence")]
+        self.types[kind] += 1
+        if kind in BURST:
+            return self._join(arrival)
         try:
             values = _values(kind, msg)
         except (ValueError, TypeError, AttributeError, OverflowError) as err:
@@ -242,7 +263,7 @@ class NmeaDecoder:
             events.append(
                 Loss(
                     "incomplete",
-                    f"{self._carry.units} VTG/HDT/ZDA sentence(s) after the last fix",
+                    f"{self._carry.units} sentence(s) after the last fix (VTG, HDT, GSV...)",
                     self._carry.units,
                 )
             )
@@ -260,8 +281,7 @@ class NmeaDecoder:
         events: list[Event] = []
         if kind == "ZDA":  # a date and a time only: it dates this epoch and the next ones
             self._learn_date(date, tod, events)
-            self._target(arrival).units += 1
-            return events
+            return events + self._join(arrival)
         if tod is not None:  # GGA, RMC: the epoch's clock
             if self._open is not None and self._open.tod != tod:
                 events.extend(self._close())
@@ -271,8 +291,8 @@ class NmeaDecoder:
             if date is not None:
                 self._learn_date(date, tod, events)
                 self._open.date = date
-            if self._open.sent:  # the burst grew: its date is used, the rest is not
-                return [*events, Loss("unused", f"{at}{kind} after its epoch's fix went out")]
+            if self._open.sent:  # a second GGA or RMC (GP and GN talkers): its date is used
+                return [*events, Joined()]
         epoch = self._target(arrival)
         if kind == "RMC" and "GGA" in epoch.types:  # GGA's position wins (it has the quality)
             values.pop("lat", None)
@@ -283,6 +303,19 @@ class NmeaDecoder:
         if epoch is self._open and self._expected is not None and self._expected <= epoch.types:
             events.extend(self._send(epoch))
         return events
+
+    def _join(self, arrival: int | None) -> list[Event]:
+        """A sentence without fields for the frame: into the open epoch's fix, or the sent one."""
+        if self._open is not None and self._open.sent:
+            return [Joined()]
+        self._target(arrival).units += 1
+        return []
+
+    def pending(self) -> int:
+        """Units held in an epoch not yet sent (an input cut off now would lose them)."""
+        held = sum(fix.units for fix, _ in self._held)
+        open_ = self._open.units if self._open is not None and not self._open.sent else 0
+        return held + open_ + self._carry.units
 
     def _target(self, arrival: int | None) -> _Epoch:
         """The epoch a sentence joins: the open one, or the next one once it was sent."""

@@ -14,8 +14,11 @@ receiver's offset from the host.
 from __future__ import annotations
 
 import datetime as dt
+import logging
+import os
+import re
 import socket
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -23,12 +26,14 @@ from urllib.parse import urlsplit
 import anyio
 
 from adapters.errors import SourceOpenError
-from adapters.nmea.decoder import GNSS_DTYPE, Event, Fix, LineSplitter, NmeaDecoder
+from adapters.nmea.decoder import GNSS_DTYPE, Event, Joined, LineSplitter, Loss, NmeaDecoder
 from fusion.clock import ClockModel
 from fusion.errors import ConfigError, SourceError
 from fusion.frames import Frame, Overflow, SensorSpec
 from fusion.source import Source
 from fusion.timing import current_clock
+
+log = logging.getLogger("adapters.nmea")
 
 DEFAULT_BAUD = 4800
 """NMEA 0183's own rate; many receivers are set to 9600 or 115200."""
@@ -101,8 +106,14 @@ class NmeaSource(Source):
             )
         )
         self.decoder = NmeaDecoder(live=live, date=self.date)
+        self.undated: str | None = None
+        """Why fixes were stamped on the fallback date (no RMC or ZDA dated them), if so."""
         self._listening = anyio.Event()
         self._bound_port: int | None = None
+
+    def statistics(self) -> Mapping[str, Any]:
+        """Base counters plus the well-formed sentences read, by type."""
+        return {**super().statistics(), "sentences": dict(self.decoder.types)}
 
     async def wait_listening(self) -> int:
         """Wait until a ``udp://`` source is bound; return its port (``udp://HOST:0`` picks one)."""
@@ -123,18 +134,35 @@ class NmeaSource(Source):
             )
         clock = current_clock()
         start: tuple[int, int] | None = None
-        async for received, events in batches:
-            if received:
-                self.count_received(received)
-            for event in events:
-                if not isinstance(event, Fix):
-                    self.count_error(event.reason, event.message, units=event.units)
-                    continue
-                t = int(event.row["t"][0])
-                if self.speed is not None:
-                    start = start or (clock.now(), t)
-                    await clock.sleep_until(start[0] + round((t - start[1]) / self.speed))
-                yield self.make_frame(t, event.row, t_arrival=event.t_arrival, units=event.units)
+        try:
+            async for received, events in batches:
+                if received:
+                    self.count_received(received)
+                for event in events:
+                    if isinstance(event, Joined):  # into a fix that already went out
+                        self.ledger().emit(event.units, frames=0)
+                    elif isinstance(event, Loss) and event.reason == "undated":
+                        self.undated = event.message  # a warning: nothing is lost
+                        log.warning("%s: %s", self.name, event.message)
+                    elif isinstance(event, Loss):
+                        self.count_error(event.reason, event.message, units=event.units)
+                    else:
+                        t = int(event.row["t"][0])
+                        if self.speed is not None:
+                            start = start or (clock.now(), t)
+                            await clock.sleep_until(start[0] + round((t - start[1]) / self.speed))
+                        yield self.make_frame(
+                            t, event.row, t_arrival=event.t_arrival, units=event.units
+                        )
+        finally:
+            # Stopped mid-epoch (Ctrl-C, a live input cancelled): its sentences are lost.
+            pending = self.decoder.pending()
+            if pending:
+                self.count_error(
+                    "incomplete",
+                    f"{pending} sentence(s) of an epoch not finished when the input stopped",
+                    units=pending,
+                )
 
     # -- inputs --------------------------------------------------------------------------
 
@@ -237,6 +265,21 @@ class NmeaSource(Source):
         if final:
             events += self.decoder.finish()
         return received, events
+
+
+_SENTENCE = re.compile(rb"^[$!][A-Z0-9]{3,8},")
+
+
+def looks_like_nmea(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is an NMEA 0183 log: a file whose first non-blank line (in its first
+    4 KiB) starts like a sentence, ``$GPGGA,`` or ``!AIVDM,``."""
+    p = Path(path)
+    if not p.is_file():
+        return False
+    with p.open("rb") as f:
+        head = f.read(4096)
+    first = next((line.strip() for line in head.splitlines() if line.strip()), b"")
+    return _SENTENCE.match(first) is not None
 
 
 def _bounded_lines(f: Any) -> Iterator[bytes]:

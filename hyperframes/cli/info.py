@@ -1,7 +1,9 @@
 """``hyperframes info FILE [--json]``: what a recording holds, like ``mcap info``.
 
 An MCAP file or a ROS bag (``.bag``, ``.db3``, a bag directory) is summarised
-as ``ros2 bag info`` does: topics, types, counts, duration and dates.
+as ``ros2 bag info`` does: topics, types, counts, duration and dates. An NMEA
+0183 log (a GNSS receiver's sentences) is read once: fixes, dates, the ledger
+(:mod:`hyperframes.cli.nmeainfo`).
 
 File facts (parts, size, duration, start/end as date and epoch, compression)
 come from the chunk metas without decompressing; per-sensor rate, payload,
@@ -37,7 +39,9 @@ def register(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
-        "file", help="a .hfr file (or the base name of a split recording), an MCAP file or a bag"
+        "file",
+        help="a .hfr file (or the base name of a split recording), an MCAP file, a bag or an "
+        "NMEA log",
     )
     p.add_argument("--json", action="store_true", help="print one JSON document instead")
     p.add_argument(
@@ -72,6 +76,12 @@ def run(args: argparse.Namespace) -> int:
     console = console_for(args)
     if is_bag(args.file) or str(args.file).lower().endswith(".mcap"):
         return bag_info(args, console)
+    from adapters.nmea.source import looks_like_nmea
+
+    if looks_like_nmea(args.file):
+        from hyperframes.cli.nmeainfo import nmea_info
+
+        return nmea_info(args, console)
     parts = recording_parts(Path(args.file))
     if not parts:
         error(console, f"{args.file}: no such recording")

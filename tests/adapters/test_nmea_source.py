@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from adapters import NmeaSource
 from adapters.errors import SourceOpenError
 from adapters.nmea import GNSS_DTYPE, LineSplitter, NmeaDecoder
-from adapters.nmea.decoder import DAY, KNOT, MAX_LINE, Fix, Loss
+from adapters.nmea.decoder import DAY, KNOT, MAX_LINE, Fix, Joined, Loss
 from fusion.errors import ConfigError
 from fusion.frames import Frame
 from tests.adapters.nmea_lines import gga, gsv, hdt, rmc, vtg
@@ -73,8 +73,12 @@ async def test_the_real_pynmea2_log_reads_as_pynmea2_reads_it() -> None:
     assert frames[0].t_arrival is None
     stats = source.ledgers()["gnss"]
     assert stats.received == len(lines) == 5
-    assert stats.lost == {"unused": len(others), "undecodable": parsed.count(None)}
-    assert source.errors["undated"] == 1
+    # RTE, R00 (routes) and MWV (wind) are not a GNSS receiver's: counted, not read
+    assert stats.lost == {"unsupported_type": len(others), "undecodable": parsed.count(None)}
+    assert source.statistics()["sentences"] == {"GGA": 1}
+    assert source.undated is not None
+    assert "1970-01-01" in source.undated
+    assert "undated" not in source.errors  # a warning, not a loss
     balanced(source)
 
 
@@ -110,8 +114,9 @@ async def test_each_epoch_becomes_one_fix_with_speed_course_and_heading(tmp_path
     assert [float(f.data["heading"][0]) for f in frames[1::2]] == [181.0, 183.0]
     assert np.isnan([f.data["heading"][0] for f in frames[::2]]).all()
     stats = source.ledgers()["gps"]
-    assert stats.lost == {"unused": 5}  # the GSVs
-    assert stats.emitted == 5 * 3 + 2  # RMC, VTG, GGA each second, and two HDT
+    assert stats.lost == {}
+    assert stats.emitted == 5 * 4 + 2  # RMC, VTG, GGA, GSV each second, and two HDT
+    assert source.statistics()["sentences"] == {"RMC": 5, "VTG": 5, "GGA": 5, "GSV": 5, "HDT": 2}
     balanced(source)
 
 
@@ -198,7 +203,6 @@ async def test_bad_input_costs_that_line_only_and_says_which(tmp_path: Path) -> 
         "undecodable": 2,  # the garbage line and the non-ASCII one
         "bad_length": 1,
         "unsupported_type": 1,
-        "unused": 2,  # GSV
     }
     balanced(source)
     assert source.last_error is not None
@@ -228,6 +232,8 @@ def test_every_line_ends_as_a_fix_or_a_counted_loss(lines: list[str | bytes]) ->
             if isinstance(event, Fix):
                 emitted += event.units
                 assert event.row.dtype == GNSS_DTYPE
+            elif isinstance(event, Joined):
+                emitted += event.units
             else:
                 lost += event.units
     for event in decoder.finish():
@@ -389,3 +395,40 @@ def test_a_toml_nmea_source_is_validated(tmp_path: Path, keys: str, problem: str
     config.write_text(f'[[sources]]\ntype = "nmea"\nname = "gps"\n{keys}\n')
     with pytest.raises(ConfigError, match=problem):
         load_config(config)
+
+
+async def test_open_source_reads_an_nmea_log_whole(tmp_path: Path) -> None:
+    from recordings.open import open_source
+
+    source = open_source(REAL_LOG, speed=None)
+    assert isinstance(source, NmeaSource)
+    assert len(await collect(source)) == 1
+    with pytest.raises(ValueError, match="is an NMEA log: it is read whole"):
+        open_source(REAL_LOG, sensors=["gnss"])
+    not_nmea = tmp_path / "x.nmea"
+    not_nmea.write_text("hello\n$GPGGA,1*00\n")
+    with pytest.raises(SourceOpenError, match="or an NMEA log"):
+        open_source(not_nmea)
+
+
+def test_info_and_replay_on_an_nmea_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from hyperframes.cli import main as cli
+
+    log = tmp_path / "drive.nmea"
+    log.write_text("\n".join([*session(3, 120.0), "garbage"]) + "\n")
+    assert cli(["info", str(log), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["frames"] == doc["with_position"] == 3
+    assert doc["quality"] == {"1": 3}
+    assert doc["start_utc"] == "1994-03-23T00:02:00.000000000Z"
+    assert doc["duration_s"] == 2.0
+    assert doc["ledger"]["gnss"]["lost"] == {"undecodable": 1}
+    assert not doc["undated"]
+    assert cli(["info", str(log)]) == 0
+    assert "lost 1 of 14 sentences (undecodable 1)" in capsys.readouterr().out
+    assert cli(["replay", str(log), "-r", "max"]) == 1  # the garbage line was lost
+    assert "replayed 3 frames" in capsys.readouterr().out
+    log.write_text("\n".join(session(3, 120.0)) + "\n")
+    assert cli(["replay", str(log), "-r", "max"]) == 0

@@ -1,0 +1,91 @@
+"""``hyperframes info drive.nmea``: what a GNSS receiver's NMEA log holds.
+
+The log is read once through :class:`~adapters.NmeaSource` (what ``record``
+would make of it): fixes, their UTC span, how many had a position and of
+which GGA quality, and the input ledger in sentences with every loss by
+reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+from typing import Any
+
+import numpy as np
+from rich.table import Table
+
+from hyperframes.cli.common import literal
+from hyperframes.cli.units import human_ns, iso_utc
+
+
+def nmea_document(path: str) -> dict[str, Any]:
+    """The facts ``info`` prints about the NMEA log at ``path`` (a JSON-ready dict)."""
+    import anyio
+
+    from adapters.nmea import NmeaSource
+
+    source = NmeaSource(path)
+    stamps: list[int] = []
+    quality: Counter[int] = Counter()
+    positioned = 0
+
+    async def read() -> None:
+        nonlocal positioned
+        async with source:
+            async for frame in source.frames():
+                row = frame.data[0]
+                stamps.append(frame.t_sensor)
+                quality[int(row["quality"])] += 1
+                positioned += bool(np.isfinite(row["lat"]))
+
+    anyio.run(read)
+    ledger = source.ledgers()[source.name]
+    return {
+        "path": path,
+        "format": "nmea0183",
+        "sensor": source.name,
+        "frames": len(stamps),
+        "with_position": positioned,
+        "quality": {str(k): v for k, v in sorted(quality.items())},
+        "start_utc_ns": stamps[0] if stamps else None,
+        "end_utc_ns": stamps[-1] if stamps else None,
+        "start_utc": iso_utc(stamps[0]) if stamps else None,
+        "end_utc": iso_utc(stamps[-1]) if stamps else None,
+        "duration_s": (stamps[-1] - stamps[0]) / 1e9 if stamps else 0.0,
+        "undated": source.undated is not None,
+        "ledger": {source.name: ledger.as_dict()},
+    }
+
+
+def nmea_info(args: argparse.Namespace, console: Any) -> int:
+    """``info`` on an NMEA log: a summary table, the ledger and its losses."""
+    from fusion.ledger import LedgerStatistics
+    from hyperframes.cli.common import error, warn
+    from hyperframes.cli.losses import ledger_table, print_losses
+
+    try:
+        doc = nmea_document(str(args.file))
+    except Exception as err:  # an unreadable file: one line
+        error(console, f"{args.file}: cannot read it as an NMEA log: {err}")
+        return 2
+    if args.json:
+        print(json.dumps(doc, indent=2))
+        return 0
+    table = Table(title=literal(f"{args.file} (NMEA 0183)"))
+    table.add_column("fact")
+    table.add_column("value")
+    table.add_row("fixes", f"{doc['frames']:,} ({doc['with_position']:,} with a position)")
+    quality = ", ".join(f"{k}: {v:,}" for k, v in doc["quality"].items()) or "-"
+    table.add_row("GGA quality", quality)
+    table.add_row("start", str(doc["start_utc"] or "-"))
+    table.add_row("end", str(doc["end_utc"] or "-"))
+    table.add_row("duration", human_ns(int(doc["duration_s"] * 1e9)))
+    console.print(table)
+    ledgers = {k: LedgerStatistics.from_dict(v) for k, v in doc["ledger"].items()}
+    console.print(ledger_table(ledgers, "input ledger"))
+    print_losses(console, ledgers)
+    if doc["undated"]:
+        warn(console, "note:", "no RMC or ZDA dates the fixes: times are UTC of day on 1970-01-01")
+    return 0
