@@ -272,3 +272,51 @@ def test_rerun_plots_a_series_values_not_its_device_time(tmp_path: Path) -> None
     paths = {chunk.entity_path for chunk in RrdReader(tmp_path / "imu.rrd").stream()}
     assert {f"/imu/{n}" for n in names[1:]} <= paths
     assert "/imu/t" not in paths
+
+
+def test_foxglove_profile_writes_the_matching_schemas(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mcap.reader import make_reader
+    from rosbags.typesys import Stores, get_typestore
+
+    from hyperframes.cli import main as cli
+
+    pose_t = np.dtype([("t", "i8"), *((n, "f8") for n in ("x", "y", "z", "qx", "qy", "qz", "qw"))])
+    odom_t = np.dtype(
+        [
+            ("t", "i8"),
+            *((n, "f8") for n in ("px", "py", "pz", "qw", "qx", "qy", "qz", "vx", "vy", "vz")),
+        ]
+    )
+    imu_t = np.dtype([("t", "i8"), *((n, "f4") for n in ("ax", "ay", "az", "gx", "gy", "gz"))])
+    hfr = tmp_path / "poses.hfr"
+    specs = [SensorSpec(n, kind="timeseries") for n in ("pose", "odom")]
+    with Recorder(hfr, sensors=[*specs, SensorSpec("imu", kind="imu")]) as rec:
+        for i in range(3):
+            t = 10**9 * (i + 1)
+            rec.write(Frame("pose", i, t, np.array([(t, i, 2.0, 3.0, 0, 0, 0, 1)], pose_t)))
+            rec.write(Frame("odom", i, t, np.array([(t, i, 0, 0, 1, 0, 0, 0, 0.5, 0, 0)], odom_t)))
+            rec.write(Frame("imu", i, t, np.array([(t, 0.5, 0, 9.75, 0, 0, 0.25)], imu_t)))
+    assert cli(["export", str(hfr), "-o", str(tmp_path / "f.mcap"), "--profile", "foxglove"]) == 0
+    with (tmp_path / "f.mcap").open("rb") as f:
+        reader = make_reader(f)
+        seen = [(ch.topic, s.name, s.encoding, m.data) for s, ch, m in reader.iter_messages()]
+    schemas = {(topic, name, enc) for topic, name, enc, _ in seen if topic != "/hyperframes/groups"}
+    assert schemas == {
+        ("/pose", "foxglove.PoseInFrame", "protobuf"),
+        ("/odom", "nav_msgs/msg/Odometry", "ros2msg"),
+        ("/imu", "hyperframes.imu", "jsonschema"),
+    }
+    store = get_typestore(Stores.ROS2_HUMBLE)
+    odoms = [
+        store.deserialize_cdr(d, "nav_msgs/msg/Odometry") for t, _, _, d in seen if t == "/odom"
+    ]
+    assert [o.pose.pose.position.x for o in odoms] == [0.0, 1.0, 2.0]
+    assert odoms[0].twist.twist.linear.x == 0.5
+    first = json.loads(next(d for t, _, _, d in seen if t == "/imu"))
+    assert first["accel"] == [0.5, 0.0, 9.75]
+    assert first["gyro"] == [0.0, 0.0, 0.25]
+    capsys.readouterr()
+    assert cli(["export", str(hfr), "-o", str(tmp_path / "g.mcap"), "--type", "pose=Foo"]) == 2
+    assert "no typed export for 'Foo'" in capsys.readouterr().out
