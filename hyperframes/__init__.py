@@ -7,6 +7,6 @@ those under it: :mod:`fusion` (the core), :mod:`adapters` (sources) and
 * :mod:`hyperframes.cli`: every ``hyperframes`` command;
 * :mod:`hyperframes.config`: the TOML schema and the factory that builds a
   :class:`~fusion.Pipeline` from it;
-* :mod:`hyperframes.fleet`: recordings processed on Ray (was ``fusion.distributed``);
+* :mod:`hyperframes.fleet`: recordings processed on Ray;
 * :mod:`hyperframes.demo`: the demo session and its report.
 """
