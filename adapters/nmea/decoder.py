@@ -37,7 +37,8 @@ arrives after its epoch's fix went out joins that fix as :class:`Joined`).
 :attr:`NmeaDecoder.types` counts every well-formed sentence by type. The rest
 is lost with a reason: ``bad_checksum`` (wrong or missing ``*hh``),
 ``bad_length`` (longer than :data:`MAX_LINE`), ``undecodable`` (not an NMEA
-sentence, or fields that do not parse), ``unsupported_type`` (a type pynmea2
+sentence, or fields that do not parse), ``bad_time`` (a GGA, RMC or ZDA with an
+empty time, as a receiver sends before its first fix), ``unsupported_type`` (a type pynmea2
 does not know, or not a GNSS receiver's: wind, depth, routes, AIS) and, when
 the input ends, ``incomplete`` (VTG/HDT/GSV... after the last fix).
 """
@@ -254,6 +255,8 @@ class NmeaDecoder:
             values = _values(kind, msg)
         except (ValueError, TypeError, AttributeError, OverflowError) as err:
             return [Loss("undecodable", f"{at}{kind} field does not parse: {err}")]
+        if "tod" in values and values["tod"] is None:  # a receiver without a fix yet
+            return [Loss("bad_time", f"{at}{kind} without a UTC time: it cannot be placed")]
         return self._sentence(kind, values, arrival, at)
 
     def finish(self) -> list[Event]:
@@ -421,8 +424,6 @@ def _values(kind: str, msg: Any) -> dict[str, Any]:
         out["tod"] = _tod(msg.timestamp)
         if msg.day and msg.month and msg.year:
             out["date"] = _midnight(dt.date(int(msg.year), int(msg.month), int(msg.day)))
-    if out.get("tod", 0) is None:
-        raise ValueError("no UTC time")
     return out
 
 

@@ -23,7 +23,7 @@ from adapters.nmea import GNSS_DTYPE, LineSplitter, NmeaDecoder
 from adapters.nmea.decoder import DAY, KNOT, MAX_LINE, Fix, Joined, Loss
 from fusion.errors import ConfigError
 from fusion.frames import Frame
-from tests.adapters.nmea_lines import gga, gsv, hdt, rmc, vtg
+from tests.adapters.nmea_lines import gga, gsv, hdt, hms, render, rmc, vtg
 
 REAL_LOG = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "real" / "timeseries"
 REAL_LOG = REAL_LOG / "pynmea2_data.log"
@@ -163,6 +163,20 @@ def test_a_live_input_dates_fixes_before_the_first_rmc_with_the_host_day() -> No
         MIDNIGHT_1994_03_23 + 3 * 10**9,
     ]
     assert all(f.t_arrival == 7 for f in fixes if isinstance(f, Fix))
+
+
+def test_a_receiver_without_a_fix_yet_costs_those_sentences_as_bad_time() -> None:
+    decoder = NmeaDecoder()
+    empty = render("GGA", ("", "", "", "", "", "0", "00", "99.99", "", "", "", "", "", ""))
+    events = decoder.push_line(empty, where="gps line 1")
+    assert events == [Loss("bad_time", "gps line 1: GGA without a UTC time: it cannot be placed")]
+    no_fix = render(
+        "GGA", (hms(10.0), "", "", "", "", "0", "00", "99.99", "", "M", "", "M", "", "")
+    )
+    fixes = [e for e in decoder.push_line(no_fix) + decoder.finish() if isinstance(e, Fix)]
+    assert len(fixes) == 1  # a time and no position: a fix of quality 0, NaN position
+    assert fixes[0].row["quality"][0] == 0
+    assert np.isnan(fixes[0].row["lat"][0])
 
 
 def test_a_date_option_dates_an_undated_file() -> None:

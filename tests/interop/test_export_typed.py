@@ -14,6 +14,8 @@ from pathlib import Path
 import anyio
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from adapters import NmeaSource, TimeSeriesSource
 from fusion import VirtualClock, use_clock
@@ -320,3 +322,38 @@ def test_foxglove_profile_writes_the_matching_schemas(
     capsys.readouterr()
     assert cli(["export", str(hfr), "-o", str(tmp_path / "g.mcap"), "--type", "pose=Foo"]) == 2
     assert "no typed export for 'Foo'" in capsys.readouterr().out
+
+
+_NAME_PARTS = ["a", "g", "w", "q", "p", "v", "acc", "gyro", "lat", "lon", "alt", "t", "b", "yaw"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.builds(
+                lambda p, a, u: p + a + u,
+                st.sampled_from([*_NAME_PARTS, "", "x_", "w_RS_S_", "#"]),
+                st.sampled_from(["", "x", "y", "z", "w", "_x", "_y", "_z", "_w", "itude"]),
+                st.sampled_from(["", " [m]", " (m/s^2)", "[", ")"]),
+            ),
+            st.text(max_size=12),
+        ),
+        max_size=16,
+        unique=True,
+    ),
+    st.sampled_from(["imu", "gnss", "timeseries", "generic", "lidar", "camera", "can"]),
+    st.sampled_from([None, "imu", "gnss", "odometry", "pose", "series"]),
+)
+def test_a_shape_names_only_fields_there_are(
+    names: list[str], kind: str, forced: str | None
+) -> None:
+    shape = match(tuple(names), kind, forced)
+    if isinstance(shape, Shape):
+        used = [n for fields in shape.fields.values() for n in fields]
+        assert set(used) <= set(names)
+        assert len(used) == len(set(used))  # no field plays two parts
+        assert forced in (None, shape.kind)
+        assert kind not in ("lidar", "camera") or forced is not None
+    elif isinstance(shape, str):
+        assert forced not in (None, "series")
