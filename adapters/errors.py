@@ -1,16 +1,9 @@
 """The errors sources raise: a file or device that will not open, a unit that will not decode.
 
-::
-
-    SourceError (sensor, seq)   fusion.errors: the branch of the Source seam
-    ├── DecodeError             a packet, message or file does not decode
-    │   └── FrameLost           adapters.video: a video packet or frame skipped (pts, reason)
-    ├── SensorTimeout           a sensor sent nothing within its deadline
-    └── SourceOpenError         a missing file, an unreachable URL, the wrong format
-
-``SourceError`` itself stays in the core beside :class:`~fusion.Source`, so a
-custom adapter and :func:`~fusion.errors.frame_context` need nothing from this
-floor. The whole tree is drawn in :mod:`fusion.errors`.
+Each is a :class:`~fusion.errors.SourceError` (``sensor``, ``seq``). That base
+stays in the core beside :class:`~fusion.Source`, so a custom adapter and
+:func:`~fusion.errors.frame_context` need nothing from this floor. The whole
+tree is drawn once, in :mod:`fusion.errors`.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """The errors a frame log raises: storage failures belong to the storage floor.
 
-::
-
-    RecordingError (path, offset)   a HyperframesError
-    ├── CorruptChunk         a CRC, size or record does not check out; the chunk is skipped
-    ├── TruncatedRecording   the file ends inside a record (a crashed writer)
-    ├── UnsupportedVersion   a newer major format version
-    └── LimitExceeded        a declared size is over a limit; nothing was allocated
-    RecorderClosed           a UsageError: a write after close() or after the writer failed
-
-The whole tree, every floor's branch on one root, is drawn in :mod:`fusion.errors`.
+:class:`RecordingError` (with ``path`` and byte ``offset``) and its kinds of
+damage are :class:`~fusion.errors.HyperframesError` s; :class:`RecorderClosed`
+is a :class:`~fusion.errors.UsageError`. The whole tree, every floor's branch,
+is drawn once, in :mod:`fusion.errors`.
 """
 
 from __future__ import annotations

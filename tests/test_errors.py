@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -139,3 +142,68 @@ def test_a_bad_argument_is_a_config_error_and_a_value_error(
         build()
     assert isinstance(caught.value, ValueError)  # an ``except ValueError`` still catches it
     assert not list(tmp_path.iterdir())  # refused before anything was written
+
+
+ROOT = Path(__file__).resolve().parents[1]
+EXPORTING = ["fusion", "adapters", "adapters.video", "recordings", "recordings.video"]
+EXPORTING += ["hyperframes.segments"]
+
+
+def drawn_tree(text: str) -> list[tuple[str, str | None, str]]:
+    """``(class, parent or None, defining module)`` for each line of the drawn tree."""
+    lines = text.split("::\n\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    out: list[tuple[str, str | None, str]] = []
+    stack: list[tuple[str, str]] = []  # (name, module) per depth
+    for line in lines:
+        body = line.removeprefix("    ")
+        m = re.match(r"^((?:│   |    )*)(?:├── |└── )?(\w+)", body)
+        assert m, line
+        depth = len(m[1]) // 4 + (1 if body[len(m[1]) :].startswith(("├", "└")) else 0)
+        named = re.search(r"\b((?:fusion|adapters|recordings|hyperframes)\.[\w.]+)\s*$", body)
+        del stack[depth:]
+        module = named[1] if named else stack[-1][1]
+        out.append((m[2], stack[-1][0] if stack else None, module))
+        stack.append((m[2], module))
+    return out
+
+
+TREE = drawn_tree(inspect.getdoc(importlib.import_module("fusion.errors")) or "")
+
+
+def test_the_drawn_tree_is_the_class_tree() -> None:
+    drawn = {name for name, _, _ in TREE}
+    for name, parent, module in TREE:
+        home = importlib.import_module(module)
+        cls = getattr(home, name, None)
+        assert inspect.isclass(cls), f"{name} is not in {module}"
+        where = Path(inspect.getfile(home))
+        files = where.parent.rglob("*.py") if where.name == "__init__.py" else [where]
+        defined = [f for f in files if f"\nclass {name}(" in f.read_text(encoding="utf-8")]
+        assert defined, f"{name} is drawn in {module}, defined elsewhere"
+        if parent is not None:
+            base = next(
+                c
+                for n, _, m in TREE
+                if n == parent
+                for c in [getattr(importlib.import_module(m), n)]
+            )
+            assert issubclass(cls, base), f"{name} is drawn under {parent}"
+    public = set()
+    for package in EXPORTING:
+        module = importlib.import_module(package)
+        for name in module.__all__:
+            member = getattr(module, name)
+            if inspect.isclass(member) and issubclass(member, BaseException):
+                public.add(name)
+    assert public == drawn, (
+        f"exported but not drawn: {public - drawn}; drawn only: {drawn - public}"
+    )
+    assert {"HyperframesError", "UsageError"} == {n for n, p, _ in TREE if p is None}
+
+
+def test_the_errors_page_draws_the_same_tree() -> None:
+    page = (ROOT / "docs" / "errors.md").read_text(encoding="utf-8")
+    drawing = page.split("```\n", 2)[1]
+    doc = inspect.getdoc(importlib.import_module("fusion.errors")) or ""
+    tree = doc.split("::\n\n", 1)[1].split("\n\n", 1)[0]
+    assert [line.removeprefix("    ") for line in tree.splitlines()] == drawing.splitlines()
