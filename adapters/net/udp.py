@@ -335,17 +335,15 @@ class UdpReceiver:
 
     # -- receiving -------------------------------------------------------------------------
 
-    async def receive(self) -> tuple[bytes, Address, int]:
-        """The next datagram of the followed sender: (payload, sender, arrival ns).
+    def receive_nowait(self) -> tuple[bytes, Address, int]:
+        """The next queued datagram of the followed sender: (payload, sender, arrival ns).
 
-        Always checkpoints; waits until a datagram is readable. Foreign ones
-        and kernel drops are counted on the way.
+        Raises :class:`anyio.WouldBlock` when none is queued (the kernel's drop
+        total is read then). Foreign ones and kernel drops are counted on the way.
         """
-        await anyio.lowlevel.checkpoint()
         sock = self._sock
         if sock is None:
             raise SourceOpenError("the UDP receiver is closed", sensor=self._name)
-        clock = current_clock()
         while True:
             try:
                 if self._ancillary:
@@ -355,11 +353,10 @@ class UdpReceiver:
                         self._count_drops(self.drops.update(running))
                 else:
                     payload, address = sock.recvfrom(_MAX_DATAGRAM)
-            except BlockingIOError:
+            except (BlockingIOError, InterruptedError):
                 self._sync_drops()
-                await anyio.wait_readable(sock)
-                continue
-            now = clock.now()
+                raise anyio.WouldBlock from None
+            now = current_clock().now()
             self.datagrams += 1
             if self.filter.admit(address, now):
                 if self.counts_admitted:
@@ -367,6 +364,24 @@ class UdpReceiver:
                 return payload, address, now
             self.source.count_received(sensor=self.sensor)
             self._count_foreign(address, len(payload))
+
+    async def wait_readable(self) -> None:
+        """Wait until a datagram is queued (of anyone: :meth:`receive_nowait` may still block)."""
+        if self._sock is None:
+            raise SourceOpenError("the UDP receiver is closed", sensor=self._name)
+        await anyio.wait_readable(self._sock)
+
+    async def receive(self) -> tuple[bytes, Address, int]:
+        """The next datagram of the followed sender: (payload, sender, arrival ns).
+
+        Always checkpoints; waits until one is readable.
+        """
+        await anyio.lowlevel.checkpoint()
+        while True:
+            try:
+                return self.receive_nowait()
+            except anyio.WouldBlock:
+                await self.wait_readable()
 
     def _count_drops(self, drops: int) -> None:
         if drops:
