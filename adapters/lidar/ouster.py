@@ -43,7 +43,9 @@ from adapters.lidar.ouster_packets import (
     imu_sample,
     missing_columns,
 )
+from adapters.lidar.ouster_udp import UdpPorts
 from adapters.lidar.pcap import PcapReader, UdpDatagram
+from adapters.net.udp import parse_sender
 from fusion.clock import ClockModel
 from fusion.errors import ConfigError, UsageError
 from fusion.frames import Frame, Overflow, SensorSpec
@@ -145,8 +147,12 @@ class OusterSource(Source):
         self.info = load_metadata(self.metadata, sensor=name)
         self.lidar_port = LIDAR_PORT if lidar_port is None else lidar_port
         self.imu_port = IMU_PORT if imu_port is None else imu_port
+        if host is not None:
+            parse_sender(host)  # an IPv4 address (a ConfigError naming it otherwise)
         self.host = host
         self.bind = bind
+        self.udp: UdpPorts | None = None
+        """The live ports' receivers (kernel drops, foreign senders), once listening."""
         self.partial_scans = partial_scans
         self.speed = speed
         self.recv_buffer = recv_buffer
@@ -268,17 +274,17 @@ class OusterSource(Source):
     # -- live ----------------------------------------------------------------------------
 
     async def _live_frames(self) -> AsyncIterator[Frame]:
-        from adapters.lidar.ouster_udp import UdpPorts
-
         self.assembler = self._new_assembler()
-        try:
-            ports = UdpPorts(self.bind, (self.lidar_port, self.imu_port), self.recv_buffer)
-        except OSError as err:
-            raise SourceOpenError(
-                f"cannot listen on UDP {self.bind}:{self.lidar_port}/{self.imu_port}: {err}",
-                sensor=self.name,
-            ) from err
+        ports = UdpPorts(
+            self,
+            self.bind,
+            (self.lidar_port, self.imu_port),
+            (self.name, self.imu_name),
+            recv_buffer=self.recv_buffer,
+            sender=self.host,
+        )
         with ports:
+            self.udp = ports
             lidar_port, imu_port = ports.bound
             self._listening_ports = (lidar_port, imu_port)
             self._listening.set()
@@ -288,15 +294,6 @@ class OusterSource(Source):
                 for index, payload, address in received:
                     kind = "lidar" if index == 0 else "imu"
                     self._where = f"datagram from {address[0]}:{address[1]}: "
-                    if self.host is not None and address[0] != self.host:
-                        sensor = self.name if index == 0 else self.imu_name
-                        self.count_received(sensor=sensor)
-                        self.count_error(
-                            "foreign_sender",
-                            f"{self._where}not from the sensor {self.host}",
-                            sensor=sensor,
-                        )
-                        continue
                     for frame in self._datagram(kind, payload, now, decode=False):
                         if isinstance(frame, OusterScan):
                             for built in await self.run_blocking(self._scan_frames, [frame]):
@@ -390,6 +387,8 @@ class OusterSource(Source):
     def statistics(self) -> dict[str, Any]:
         stats = dict(super().statistics())
         stats.update(packets=self.assembler.accepted, missing_columns=self.missing_columns)
+        if self.udp is not None:
+            stats["udp"] = {r.sensor: r.statistics().as_dict() for r in self.udp.receivers}
         return stats
 
     def __repr__(self) -> str:

@@ -1,60 +1,74 @@
-"""Two plain UDP sockets (an Ouster's lidar and IMU ports) read on the event loop.
+"""An Ouster's two UDP ports (lidar and IMU) read on the event loop, every loss counted.
 
-Kept small and apart from :mod:`adapters.lidar.ouster` so the source can move
-to a shared receiver later without touching its decoding. One wait covers
-both sockets: it waits (at most ``poll`` seconds) for the lidar socket, then
-drains both without blocking, so an IMU datagram waits at most ``poll`` when
-the lidar is silent and one lidar packet period (under 2 ms) when it is not.
+Each port is an :class:`adapters.net.udp.UdpReceiver` counting into its own
+sensor's ledger (``<name>`` and ``<name>_imu``): the kernel's drops
+(``kernel_overflow``) and datagrams from anyone but the followed sender
+(``foreign_sender``: ``host`` when given, else the first one heard on that
+port). The datagrams they return are counted by the source as it decodes
+them. One wait covers both ports: it waits (at most ``poll`` seconds) for the
+lidar port, then drains both without blocking, so an IMU datagram waits at
+most ``poll`` when the lidar is silent and one lidar packet period (under
+2 ms) when it is not.
 """
 
 from __future__ import annotations
 
-import socket
 from types import TracebackType
 
 import anyio
 import anyio.lowlevel
 
-_MAX_DATAGRAM = 65535
-_DRAIN = 256  # datagrams per socket per round, so one flood cannot starve the other
+from adapters.net.udp import UdpReceiver
+from fusion.source import Source
 
-
-async def _wait_readable(sock: socket.socket) -> None:
-    wait = getattr(anyio, "wait_readable", None)  # anyio >= 4.7
-    if wait is None:  # pragma: no cover - older anyio
-        wait = anyio.wait_socket_readable
-    await wait(sock)
+_DRAIN = 256  # datagrams per port per round, so one flood cannot starve the other
 
 
 class UdpPorts:
-    """Non-blocking UDP sockets bound to ``host`` on ``ports`` (0: a free port)."""
+    """Receivers bound to ``bind`` on ``ports`` (0: a free port), one per sensor."""
 
-    def __init__(self, host: str, ports: tuple[int, ...], recv_buffer: int) -> None:
-        self.sockets: list[socket.socket] = []
+    def __init__(
+        self,
+        source: Source,
+        bind: str,
+        ports: tuple[int, ...],
+        sensors: tuple[str, ...],
+        *,
+        recv_buffer: int,
+        sender: str | None,
+    ) -> None:
+        self.receivers = [
+            UdpReceiver(
+                source,
+                host=bind,
+                port=port,
+                sender=sender,
+                recv_buffer=recv_buffer,
+                sensor=sensor,
+                counts_admitted=False,
+            )
+            for port, sensor in zip(ports, sensors, strict=True)
+        ]
         try:
-            for port in ports:
-                sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-                self.sockets.append(sock)
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, recv_buffer)
-                sock.bind((host, port))
-                sock.setblocking(False)
-        except OSError:
+            for receiver in self.receivers:
+                receiver.open()
+        except BaseException:
             self.close()
             raise
-        self.bound = tuple(int(s.getsockname()[1]) for s in self.sockets)
+        self.bound = tuple(r.port for r in self.receivers)
         """The ports actually bound, in the order given."""
 
     async def receive(self, poll: float = 0.05) -> list[tuple[int, bytes, tuple[str, int]]]:
-        """The next datagrams as ``(socket index, payload, (address, port))``; waits for one."""
+        """The next datagrams as ``(port index, payload, (address, port))``; waits for one."""
         while True:
             with anyio.move_on_after(poll):
-                await _wait_readable(self.sockets[0])
+                await self.receivers[0].wait_readable()
             got: list[tuple[int, bytes, tuple[str, int]]] = []
-            for index, sock in enumerate(self.sockets):
+            for index, receiver in enumerate(self.receivers):
                 for _ in range(_DRAIN):
                     try:
-                        payload, address = sock.recvfrom(_MAX_DATAGRAM)
-                    except (BlockingIOError, InterruptedError):
+                        payload, address, _arrival = receiver.receive_nowait()
+                    except anyio.WouldBlock:
                         break
                     got.append((index, payload, address))
             if got:
@@ -62,8 +76,9 @@ class UdpPorts:
             await anyio.lowlevel.checkpoint()
 
     def close(self) -> None:
-        for sock in self.sockets:
-            sock.close()
+        """Count the drops since the last datagram of each port and close them."""
+        for receiver in self.receivers:
+            receiver.close()
 
     def __enter__(self) -> UdpPorts:
         return self

@@ -75,4 +75,8 @@ async def test_live_udp_scans_and_imu_equal_the_capture_and_foreign_hosts_are_co
     assert (lidar.received, lidar.emitted, dict(lidar.lost)) == (321, 320, {"foreign_sender": 1})
     assert (imu.received, imu.emitted, dict(imu.lost)) == (51, 50, {"foreign_sender": 1})
     assert live.last_error is not None
-    assert live.last_error.startswith("datagram from 127.0.0.2:")
+    assert live.last_error.startswith("datagram of 48 bytes from 127.0.0.2:")
+    assert "not the configured sender 127.0.0.1" in live.last_error
+    udp = live.statistics()["udp"]  # one receiver per port, each in its sensor's ledger
+    assert (udp["lidar"]["foreign"], udp["lidar_imu"]["foreign"]) == (1, 1)
+    assert udp["lidar"]["datagrams"] == 321
