@@ -17,7 +17,6 @@ import datetime as dt
 import logging
 import os
 import re
-import socket
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from urllib.parse import urlsplit
 import anyio
 
 from adapters.errors import SourceOpenError
+from adapters.net.udp import UdpReceiver
 from adapters.nmea.decoder import GNSS_DTYPE, Event, Joined, LineSplitter, Loss, NmeaDecoder
 from fusion.clock import ClockModel
 from fusion.errors import ConfigError, SourceError
@@ -110,10 +110,16 @@ class NmeaSource(Source):
         """Why fixes were stamped on the fallback date (no RMC or ZDA dated them), if so."""
         self._listening = anyio.Event()
         self._bound_port: int | None = None
+        self.udp: UdpReceiver | None = None
+        """The ``udp://`` receiver (kernel drops, foreign senders), once listening."""
 
     def statistics(self) -> Mapping[str, Any]:
-        """Base counters plus the well-formed sentences read, by type."""
-        return {**super().statistics(), "sentences": dict(self.decoder.types)}
+        """Base counters plus the well-formed sentences read, by type (and, for
+        ``udp://``, the receiver's counters)."""
+        stats = {**super().statistics(), "sentences": dict(self.decoder.types)}
+        if self.udp is not None:
+            stats["udp"] = self.udp.statistics().as_dict()
+        return stats
 
     async def wait_listening(self) -> int:
         """Wait until a ``udp://`` source is bound; return its port (``udp://HOST:0`` picks one)."""
@@ -218,23 +224,17 @@ class NmeaSource(Source):
             device.close()
 
     async def _udp_batches(self, host: str, port: int) -> AsyncIterator[Batch]:
-        try:
-            sock = await anyio.create_udp_socket(
-                family=socket.AF_INET, local_host=host, local_port=port
-            )
-        except OSError as err:
-            raise SourceOpenError(
-                f"cannot listen on UDP {host}:{port}: {err}", sensor=self.name
-            ) from err
-        from anyio.abc import SocketAttribute
-
-        async with sock:
-            self._bound_port = sock.extra(SocketAttribute.local_port)
+        # The receiver counts foreign datagrams and kernel drops (one unit each: a
+        # datagram lost unread holds an unknown number of sentences); the sentences of
+        # the datagrams it returns are counted as they are decoded.
+        receiver = UdpReceiver(self, host=host, port=port, counts_admitted=False)
+        async with receiver:
+            self.udp = receiver
+            self._bound_port = receiver.port
             self._listening.set()
             while True:
-                payload, (peer, peer_port) = await sock.receive()
-                lines = payload.splitlines()
-                yield self._decode(lines, current_clock().now(), f"udp from {peer}:{peer_port}")
+                payload, (peer, peer_port), arrival = await receiver.receive()
+                yield self._decode(payload.splitlines(), arrival, f"udp from {peer}:{peer_port}")
 
     async def _tcp_batches(self, host: str, port: int) -> AsyncIterator[Batch]:
         try:

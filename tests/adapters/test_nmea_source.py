@@ -327,14 +327,21 @@ async def test_udp_datagrams_of_several_sentences() -> None:
 
     async def send() -> None:
         port = await source.wait_listening()
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        with (
+            socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock,
+            socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as other,
+        ):
             sock.sendto("\r\n".join(lines[:6]).encode(), ("127.0.0.1", port))
             sock.sendto(b"not nmea", ("127.0.0.1", port))
+            other.sendto("\r\n".join(lines).encode(), ("127.0.0.1", port))  # a second sender
             sock.sendto("\r\n".join(lines[6:]).encode(), ("127.0.0.1", port))
 
     got = await live(source, 2, send)
     assert [f.t - MIDNIGHT_1994_03_23 for f in got] == [0, 10**9]
-    assert source.ledgers()["gnss"].lost["undecodable"] == 1
+    ledger = source.ledgers()["gnss"]
+    assert ledger.lost["undecodable"] == 1
+    assert ledger.lost["foreign_sender"] == 1  # its datagram never reached the decoder
+    assert source.statistics()["udp"]["foreign"] == 1
 
 
 async def test_tcp_stream_from_a_receiver_that_serves_nmea() -> None:
