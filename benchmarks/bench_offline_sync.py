@@ -10,7 +10,7 @@ sensor; stamps jittered by up to 2 ms. Rows:
   touch, tolerance wider than half the camera period), where references share
   frames and the runs are resolved by the loop;
 * a whole recording (small payloads): ``sync_recording`` (stamps read from the
-  chunks, no payload built) against replaying every frame through ``Nearest``.
+  chunks, validated as the frame reader does) against replaying every frame through ``Nearest``.
 
 Run: .venv/bin/python benchmarks/bench_offline_sync.py [--seconds 3600]
 """

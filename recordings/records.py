@@ -138,6 +138,16 @@ class DecodedChunk:
         self._frames = frames
         self._columns = columns
 
+    @property
+    def columns(self) -> ColumnChunk | None:
+        """The column groups and their order (a ``COLUMNS`` chunk), or None."""
+        return self._columns
+
+    @property
+    def records(self) -> list[Frame]:
+        """Frames decoded from msgpack records: all of a ``CHUNK``, the rest of a ``COLUMNS``."""
+        return self._frames
+
     def frames(
         self,
         wanted: frozenset[str] | None = None,

@@ -202,9 +202,11 @@ def test_approximate_time_is_refused_with_the_reason(session: Path) -> None:
         sync_recording(session, ApproximateTime(["cam", "lidar"]))  # type: ignore[arg-type]
 
 
-def test_grouping_decodes_no_frame_and_payloads_only_for_the_groups_asked(
+def test_grouping_validates_each_chunk_once_and_payloads_only_for_the_groups_asked(
     session: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The stamps come through the frame reader's validation (each chunk decoded
+    once, payloads left as views); after that, only chunks near the groups asked."""
     from recordings.reader import Recording
 
     decoded: list[int] = []
@@ -216,7 +218,8 @@ def test_grouping_decodes_no_frame_and_payloads_only_for_the_groups_asked(
 
     monkeypatch.setattr(Recording, "decode_chunk", counting)
     with sync_recording(session, nearest()) as groups:
-        assert decoded == []  # stamps came from the raw chunks, no frame was built
+        assert sorted(decoded) == [c.index for c in groups.log.chunks]  # each once
+        decoded.clear()
         first = list(groups.groups(0, 2))
         with open_recording(session) as log:
             wanted = {i for i, c in enumerate(log.chunks) if c.t_start <= first[-1].t + 60 * MS}
