@@ -207,3 +207,21 @@ def test_the_errors_page_draws_the_same_tree() -> None:
     doc = inspect.getdoc(importlib.import_module("fusion.errors")) or ""
     tree = doc.split("::\n\n", 1)[1].split("\n\n", 1)[0]
     assert [line.removeprefix("    ") for line in tree.splitlines()] == drawing.splitlines()
+
+
+def test_no_bare_runtime_error_is_raised_by_the_packages() -> None:
+    """Misuse is a UsageError; a missing optional extra is the one RuntimeError left."""
+    import ast
+
+    raised = []
+    for package in ("fusion", "adapters", "recordings", "hyperframes"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                exc = (
+                    node.exc.func
+                    if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call)
+                    else None
+                )
+                if isinstance(exc, ast.Name) and exc.id == "RuntimeError":
+                    raised.append(path.relative_to(ROOT).as_posix())
+    assert sorted(raised) == ["recordings/export/rerun.py", "recordings/offline_sync.py"]
