@@ -13,7 +13,7 @@ their ledgers (unit: the datagram):
   counted too). :class:`DropCounter` turns the running totals into new
   drops, counted as ``kernel_overflow`` losses that never arrived
   (``arrived=False``). Where a platform has neither (macOS, Windows) the
-  receiver says so once at INFO and :attr:`UdpStatistics.drops_counted` is
+  first receiver of the process says so at INFO and :attr:`UdpStatistics.drops_counted` is
   ``False``: kernel drops are then invisible.
 * **other senders.** A stream follows one sender (:class:`SenderFilter`):
   the configured one (``sender="10.0.0.5"`` or ``"10.0.0.5:2368"``), or,
@@ -65,6 +65,7 @@ _MEMINFO_SIZE = 9 * 4
 _MAX_DATAGRAM = 65535
 _ANCILLARY = socket.CMSG_SPACE(4) if hasattr(socket, "CMSG_SPACE") else 0
 _LOGGED_SENDERS = 16  # foreign senders named in the log; the rest are only counted
+_PLATFORM_SAID = False
 DEFAULT_SENDER_TIMEOUT = 0.5
 """Seconds the followed sender must be silent before another one is followed."""
 
@@ -291,7 +292,9 @@ class UdpReceiver:
                 self.port,
                 self.recv_buffer,
             )
-        if not self.drops_counted:
+        global _PLATFORM_SAID
+        if not self.drops_counted and not _PLATFORM_SAID:
+            _PLATFORM_SAID = True  # once per process: it is the platform, not the socket
             log.info(
                 "%s: this platform (%s) does not report the kernel's UDP drops "
                 "(SO_RXQ_OVFL / SO_MEMINFO are Linux's): datagrams lost in a full socket "

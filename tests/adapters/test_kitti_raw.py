@@ -12,12 +12,15 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import anyio
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from PIL import Image
 
 from adapters.datasets import OXTS_FIELDS, KittiRawSource, kitti_raw_sources
@@ -366,3 +369,33 @@ async def test_a_bad_oxts_line_is_that_packets_counted_loss_naming_file_and_line
             assert ledger.lost == {}
     assert f"{bad}: " in str(source.last_error)
     assert says in str(source.last_error)
+
+
+OXTS_LINES = st.one_of(
+    st.just(OXTS_LINE),  # good
+    st.just(" ".join(OXTS_LINE.split()[:-1])),  # 29 numbers
+    st.just(OXTS_LINE + " 1"),  # 31 numbers
+    st.just("garbage"),
+    st.just(""),  # an empty file
+    st.just(OXTS_LINE.replace("0.035752", "nan", 1)),  # imu half not finite
+    st.just(OXTS_LINE.replace("49.015003823272", "-inf", 1)),  # gnss half not finite
+)
+
+
+@settings(max_examples=25, deadline=None)
+@given(lines=st.lists(OXTS_LINES, min_size=1, max_size=12))
+async def test_every_oxts_file_ends_as_a_frame_or_a_counted_loss(lines: list[str]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        oxts = Path(tmp) / "2011_09_26" / "2011_09_26_drive_0001_sync" / "oxts"
+        (oxts / "data").mkdir(parents=True)
+        write_stamps(
+            oxts / "timestamps.txt", [BASE + np.timedelta64(i, "s") for i in range(len(lines))]
+        )
+        for i, line in enumerate(lines):
+            (oxts / "data" / f"{i:010d}.txt").write_text(line + "\n")
+        source = KittiRawSource(oxts.parent)
+        frames = await collect(source)
+    for sensor in ("imu", "gnss"):
+        ledger = source.ledgers()[sensor]
+        assert ledger.received == len(lines) == ledger.emitted + ledger.lost_total
+        assert ledger.emitted == len([f for f in frames if f.sensor == sensor])

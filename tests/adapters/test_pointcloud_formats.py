@@ -271,3 +271,33 @@ async def test_bad_pcd_and_ply_files_cost_only_themselves_in_a_sequence(tmp_path
     ]:  # fmt: skip
         with pytest.raises(DecodeError, match=message):
             reader(folder / name)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    cuts=st.lists(st.integers(-40, 40), min_size=1, max_size=8),
+    data=st.sampled_from(["binary", "ascii"]),
+)
+async def test_pcd_files_longer_or_shorter_than_points_all_end_as_frames_or_losses(
+    cuts: list[int], data: DataKind
+) -> None:
+    """Bytes appended (> 0) read POINTS points with a warning; bytes cut (< 0) refuse the
+    file; either way each file is one unit of the ledger."""
+    import tempfile
+
+    cloud = from_xyz(np.arange(24, dtype=np.float32).reshape(8, 3))
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, cut in enumerate(cuts):
+            path = Path(tmp) / f"{i:03d}.pcd"
+            write_pcd(path, cloud, data=data)
+            raw = path.read_bytes()
+            last_line = raw.rstrip(b"\n").rsplit(b"\n", 1)[-1] + b"\n"
+            tail = last_line * cut if data == "ascii" else bytes(range(max(cut, 0)))
+            path.write_bytes(raw + tail if cut >= 0 else raw[:cut])
+        source = PointCloudFiles(tmp, rate_hz=10, name="p")
+        async with source:
+            frames = [f async for f in source.frames()]
+    ledger = source.ledgers()["p"]
+    assert ledger.received == len(cuts) == ledger.emitted + ledger.lost_total
+    assert all(len(f.data) == 8 for f in frames)
+    assert len(frames) >= sum(1 for c in cuts if c >= 0)
