@@ -30,7 +30,17 @@ every frame as its original message (ROS 1 bags converted to CDR), against
 in memory) with its rosbag2 MCAP writer, zstd chunks on both sides. Reported in MB/s of message bytes
 (the same bytes on both sides), best of the paired rounds, and their ratio.
 
-Run:  .venv/bin/python benchmarks/bench_bags.py [--seconds S] [--repeat N] [--export]
+Real bags (``--real``): every bag in ``../shared/data/real/bags/`` and
+``bags-rosbag2/``, the same three readers. rosbags alone opens each the way
+a rosbags user must: ``AnyReader`` with the type store BagSource picks
+(Humble for the bags that store no definitions), through a symlink without
+the ``.bag`` suffix for rosbag2 directories named ``*.bag`` (``AnyReader``
+takes them for ROS 1), and on the MCAP file itself for ``rosbag2_talker``
+(its directory reads 0 messages in rosbags: QoS mismatch). A bag rosbags
+cannot open at all (a service-event schema) has no ratio. Counts: frames plus
+counted losses for BagSource, messages for rosbags; they must agree.
+
+Run:  .venv/bin/python benchmarks/bench_bags.py [--seconds S] [--repeat N] [--export] [--real]
 """
 
 from __future__ import annotations
@@ -75,6 +85,37 @@ def _typestore(path: Path) -> Any:
     return get_typestore(Stores.ROS1_NOETIC if path.suffix == ".bag" else Stores.ROS2_HUMBLE)
 
 
+REAL = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "real"
+
+
+def real_bags() -> list[Path]:
+    """Every bag in ``shared/data/real/bags/`` and ``bags-rosbag2/``."""
+    out: list[Path] = []
+    for folder in ("bags", "bags-rosbag2"):
+        if (REAL / folder).is_dir():
+            out += sorted(p for p in (REAL / folder).iterdir() if p.suffix not in (".md", ".json"))
+    return out
+
+
+def rosbags_path(bag: Path, tmp: Path) -> Path | None:
+    """Where rosbags' ``AnyReader`` reads the same messages (see the module docstring)."""
+    from rosbags.highlevel import AnyReader
+
+    path = bag
+    if bag.is_dir() and bag.suffix == ".bag":
+        path = tmp / bag.stem
+        if not path.exists():
+            path.symlink_to(bag.resolve(), target_is_directory=True)
+    try:
+        with AnyReader([path], default_typestore=_typestore(path)) as reader:
+            if reader.message_count and not any(True for _ in reader.messages()):
+                mcaps = sorted(bag.glob("*.mcap")) if bag.is_dir() else []
+                return mcaps[0] if len(mcaps) == 1 else None
+    except Exception:  # rosbags cannot open it (a schema it cannot parse)
+        return None
+    return path
+
+
 def rosbags_alone(path: Path) -> int:
     """Open, read and deserialise every message with rosbags; the message count."""
     from rosbags.highlevel import AnyReader
@@ -97,7 +138,7 @@ def read_only(path: Path) -> int:
 
 
 def bag_source(path: Path) -> int:
-    """Every message of the bag as a frame through BagSource; the frame count."""
+    """Every message of the bag as a frame through BagSource; frames plus counted losses."""
 
     async def run() -> int:
         n = 0
@@ -105,7 +146,8 @@ def bag_source(path: Path) -> int:
         async with source:
             async for _ in source.frames():
                 n += 1
-        return n
+        lost = sum(s.lost.get("undecodable", 0) for s in source.ledgers().values())
+        return n + lost
 
     return anyio.run(run)
 
@@ -126,9 +168,14 @@ def _bag(tmp: Path, i: int, kind: str, seconds: float, topics: tuple[str, ...]) 
     return path
 
 
-def compare(path: Path, rounds: int) -> dict[str, Any]:
-    """Paired rounds of the three readers on one bag."""
-    fns = {"read": read_only, "rosbags": rosbags_alone, "ours": bag_source}
+def compare(path: Path, rounds: int, baseline: Path | None = None) -> dict[str, Any]:
+    """Paired rounds of the three readers on one bag (rosbags on ``baseline`` if given)."""
+    other = baseline or path
+    fns: dict[str, Callable[[Path], int]] = {
+        "read": lambda _p: read_only(other),
+        "rosbags": lambda _p: rosbags_alone(other),
+        "ours": bag_source,
+    }
     times: dict[str, list[float]] = {name: [] for name in fns}
     cpu: dict[str, list[float]] = {name: [] for name in fns}
     counts: dict[str, int] = {}
@@ -279,7 +326,11 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60.0, help="bag length (s)")
     parser.add_argument("--repeat", type=int, default=7, help="paired rounds per bag")
     parser.add_argument("--export", action="store_true", help="measure export throughput")
+    parser.add_argument("--real", action="store_true", help="the real bags in shared/data")
     args = parser.parse_args()
+    if args.real:
+        main_real(args.repeat)
+        return
     if args.export:
         main_export(args.seconds, args.repeat)
         return
@@ -324,6 +375,31 @@ def main_export(seconds: float, repeat: int) -> None:
         "MB/s: message bytes / best time of the rounds. ratio = our export time / rosbags "
         "write time (ours also reads and decompresses the .hfr and, for ROS 1, converts to "
         "CDR); read: share of our time that reading the .hfr alone takes."
+    )
+
+
+def main_real(repeat: int) -> None:
+    print(
+        f"{'bag':36} {'msgs':>6} {'read ms':>8} {'rosbags ms':>10} {'ours ms':>8} "
+        f"{'ratio':>6} {'cpu':>5} {'median':>6} {'range':>11}"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        for bag in real_bags():
+            baseline = rosbags_path(bag, Path(tmp))
+            if baseline is None:
+                n = bag_source(bag)
+                print(f"{bag.name:36} {n:6}  rosbags cannot open it: no ratio")
+                continue
+            res = compare(bag, repeat, baseline)
+            best = res["best"]
+            print(
+                f"{bag.name:36} {res['messages']:6} {best['read'] * 1e3:8.1f} "
+                f"{best['rosbags'] * 1e3:10.1f} {best['ours'] * 1e3:8.1f} {res['ratio']:6.2f} "
+                f"{res['cpu_ratio']:5.2f} {res['median']:6.2f} {res['low']:5.2f}-{res['high']:<5.2f}"
+            )
+    print(
+        "ms: best of the rounds (wall clock). ratio = BagSource best time / rosbags-alone best "
+        "time (<= 1.00: BagSource at least as fast); cpu: the same in process CPU time."
     )
 
 

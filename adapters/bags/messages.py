@@ -199,11 +199,23 @@ def _flatten_list(items: list[Any], key: str, out: dict[str, np.ndarray], depth:
     if not items or not hasattr(items[0], "__dataclass_fields__"):
         out[key] = np.asarray(items) if items else np.empty(0)
         return
-    parts = [message_to_arrays(item) for item in items]
+    stack_parts([message_to_arrays(item) for item in items], key, out)
+
+
+def stack_parts(parts: list[dict[str, np.ndarray]], key: str, out: dict[str, np.ndarray]) -> None:
+    """A sequence of messages, each already flat (``parts``), stacked field by field into ``out``.
+
+    Keys are the first element's; where the elements' arrays differ in shape
+    (ragged nested sequences) the element's index goes in the key instead.
+    """
     for name in parts[0]:
         column = [p.get(name) for p in parts]
-        if all(c is not None and c.shape == column[0].shape for c in column):  # type: ignore[union-attr]
-            out[f"{key}.{name}"] = np.stack(column)  # type: ignore[arg-type]
+        first = column[0]
+        assert first is not None
+        if all(c is not None and c.shape == first.shape for c in column):
+            # np.array stacks same-shape arrays of one dtype as np.stack does, 8x cheaper.
+            same = all(c.dtype == first.dtype for c in column)  # type: ignore[union-attr]
+            out[f"{key}.{name}"] = np.array(column) if same else np.stack(column)  # type: ignore[arg-type]
         else:  # ragged nested sequences: one entry per element
             for i, c in enumerate(column):
                 if c is not None:

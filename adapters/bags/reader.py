@@ -43,6 +43,8 @@ from pathlib import Path
 from typing import Any
 
 from adapters.bags.detect import bag_format, not_a_bag
+from adapters.bags.mcapchunks import chunk_messages, indexed
+from adapters.bags.ros1chunks import ChunkCache, ros1_messages, usable
 from adapters.errors import SourceOpenError
 from fusion.errors import ConfigError
 
@@ -127,6 +129,7 @@ class BagReader:
                     f"'{self.path}' is a ROS {'2' if self.is2 else '1'} bag"
                 )
         self._reader = _make_reader(self.path, self.is2)
+        self._chunk = ChunkCache()
         self._reader.open()
         try:
             self.connections: list[Any] = list(self._reader.connections)
@@ -303,20 +306,25 @@ class BagReader:
         :attr:`message_compression` says so.
         """
         conns = list(connections) or self.connections
-        storages = _storages(self._reader) if self.is2 else None
-        if not storages or not hasattr(self._reader.storage, "storages"):
-            yield from self._reader.messages(conns, start, stop)
+        if not self.is2:
+            if usable(self._reader):
+                yield from ros1_messages(self._reader, conns, start, stop, self._chunk)
+            else:
+                yield from self._reader.messages(conns, start, stop)
             return
-        # A rosbag2 directory: each storage file in turn (as rosbag2 does),
-        # its connections matched on topic and type, not on QoS.
+        # Each storage file in turn (as rosbag2 writes and reads them), its
+        # connections matched on topic and type, not on QoS.
         wanted = {(c.topic, c.msgtype): c for c in conns}
-        for storage in storages:
+        for storage in _storages(self._reader):
             connmap = {
                 s.id: wanted[(s.topic, s.msgtype)]
                 for s in storage.connections
                 if (s.topic, s.msgtype) in wanted
             }
             if not connmap:
+                continue
+            if indexed(storage):
+                yield from chunk_messages(storage, connmap, start, stop)
                 continue
             picked = [s for s in storage.connections if s.id in connmap]
             for conn, t, data in storage.messages(picked, start, stop):
@@ -354,6 +362,7 @@ class BagReader:
         """After a read error, drop the ROS 1 reader's cached chunk (it may be half-replaced)."""
         import io
 
+        self._chunk.forget()
         if isinstance(getattr(self._reader, "current_chunk", None), tuple):
             self._reader.current_chunk = (-1, io.BytesIO())
 

@@ -59,6 +59,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from adapters.bags.flatdecode import FlatDecoder, compile_flat
 from adapters.bags.messages import Decoder, decoder_info, header_stamp
 from adapters.bags.passthrough import MSGDEF, MSGTYPE, RAW, SERIALIZATION, message_definition
 from adapters.bags.rawdecode import RAW_ERRORS, Malformed, RawDecoder, raw_decoder, standard_layout
@@ -73,7 +74,7 @@ _BATCH_MESSAGES = 256
 _BATCH_BYTES = 8 << 20
 _MAX_REPORTS = 1000
 
-_Route = tuple[str, str, Decoder, RawDecoder | None]
+_Route = tuple[str, str, Decoder, RawDecoder | FlatDecoder | None]
 """``(sensor, topic, decoder, raw decoder or None)`` of one connection."""
 
 
@@ -224,6 +225,8 @@ class BagSource(Source):
         self._wanted = wanted
         self.raw_decoded: set[str] = set()
         """Topics decoded straight from their bytes (:mod:`adapters.bags.rawdecode`)."""
+        self.flat_decoded: set[str] = set()
+        """Generic topics decoded straight from their bytes (:mod:`adapters.bags.flatdecode`)."""
         specs = []
         for topic, sensor in wanted.items():
             info = listing[topic]
@@ -240,11 +243,15 @@ class BagSource(Source):
                 )
             )
             decoder = dec.make(decode_images)
-            raw = None
+            raw: RawDecoder | FlatDecoder | None = None
             if standard_layout(reader.typestore, reader.standard, info.msgtype):
                 raw = raw_decoder(info.msgtype, reader.is2, decode_images)
             if raw is not None:
                 self.raw_decoded.add(topic)
+            elif dec.name == "generic":
+                raw = compile_flat(info.msgtype, reader.typestore, reader.is2)
+                if raw is not None:
+                    self.flat_decoded.add(topic)
             for conn in reader.topics[topic].connections:
                 self._connections.append(conn)
                 self._routes[id(conn)] = (sensor, topic, decoder, raw)
@@ -316,16 +323,19 @@ class BagSource(Source):
         started = False
         base_clock = base_log = 0
         read: dict[str, int] = dict.fromkeys(self._wanted.values(), 0)
+        seqs = self._next_seq
+        ledgers = {name: self.ledger(name) for name in self._wanted.values()}
+        emitted: dict[str, int] = {}
         try:
             while True:
                 batch, counts = await self.run_blocking(self._read_batch, messages)
                 if not batch:
                     break
                 for sensor, n in counts.items():
-                    self.count_received(n, sensor=sensor)
+                    ledgers[sensor].receive(n)
                     read[sensor] += n
                 for sensor, stamp, log_time, data, meta in batch:
-                    if isinstance(data, DecodeError):
+                    if meta is None:  # data is the DecodeError
                         self._skip(sensor, data)
                         continue
                     # Unpaced, the batch's thread hop is this loop's checkpoint: one
@@ -336,8 +346,17 @@ class BagSource(Source):
                         await clock.sleep_until(
                             base_clock + int((log_time - base_log) / self.speed)
                         )
-                    yield self.make_frame(stamp, data, sensor=sensor, t_arrival=log_time, meta=meta)
+                    # make_frame, inlined: seq and the ledger's emitted count per sensor.
+                    seq = seqs.get(sensor, 0)
+                    seqs[sensor] = seq + 1
+                    emitted[sensor] = emitted.get(sensor, 0) + 1
+                    yield Frame(sensor, seq, stamp, data, stamp, log_time, meta)
+                for sensor, n in emitted.items():
+                    ledgers[sensor].emit(n, frames=n)
+                emitted.clear()
         finally:
+            for sensor, n in emitted.items():
+                ledgers[sensor].emit(n, frames=n)
             messages.close()
         if whole:
             self._check_counts(reader, read)
@@ -404,9 +423,9 @@ class BagSource(Source):
                 message = f"{conn.msgtype} message does not deserialise: {err}"
                 out.append((sensor, log_time, log_time, DecodeError(message), None))
             else:
-                meta = {"topic": topic, **meta}
+                meta = {"topic": topic, **meta} if meta else {"topic": topic}
                 if keep:
-                    meta[RAW] = bytes(raw)
+                    meta[RAW] = raw if type(raw) is bytes else bytes(raw)
                 if frame_id:
                     meta["frame_id"] = frame_id
                 if stamp is None:
