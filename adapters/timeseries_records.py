@@ -58,6 +58,7 @@ class _Held:
     record: Mapping[str, Any]
     weight: int
     origin: int  # which pack() call (unit) it came from
+    arrival: int | None = None  # when its unit arrived (the stamp when time_field is None)
 
 
 def decode_datagram(payload: bytes, fmt: str) -> list[Any]:
@@ -126,7 +127,7 @@ class RecordPacker:
                     ("bad_record", f"{what}: expected a mapping, got {type(record).__name__}")
                 )
                 continue
-            entries.append(_Held(record, 0, self._origin))
+            entries.append(_Held(record, 0, self._origin, arrival))
         if entries:
             entries[-1].weight = 1
             for reason, message in failures:
@@ -200,7 +201,7 @@ class RecordPacker:
                 rows, weights, origins = [], [], []
             for held in admitted:
                 try:
-                    rows.append(self._row(held.record, arrival))
+                    rows.append(self._row(held.record, held.arrival))
                 except (KeyError, TypeError, ValueError, OverflowError) as err:
                     self._lose(
                         held,

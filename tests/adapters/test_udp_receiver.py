@@ -133,3 +133,14 @@ async def test_a_configured_sender_keeps_every_other_datagram_out() -> None:
     udp = source.udp_statistics()
     assert udp is not None
     assert (udp.datagrams, udp.foreign, udp.sender) == (10, 10, None)
+
+
+async def test_arrival_stamps_are_each_datagrams_own_while_the_schema_is_learned() -> None:
+    datagrams = [json.dumps({"v": float(i)}).encode() for i in range(5)]
+    source = TimeSeriesSource.from_udp(0, name="a", time_field=None)
+    got = await collect_udp(source, datagrams)  # 5 < 8 records: decided after 0.5 s
+    assert [float(f.data["v"][0]) for f in got] == [0.0, 1.0, 2.0, 3.0, 4.0]
+    stamps = [f.t for f in got]
+    assert stamps == sorted(stamps)
+    assert len(set(stamps)) == 5  # each its own arrival, not the deciding one's
+    assert stamps[-1] - stamps[0] < 400 * MS  # sent 1 ms apart, not 0.5 s
