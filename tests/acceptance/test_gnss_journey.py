@@ -7,8 +7,11 @@ The reference for what was sent: the sender's own log, parsed by pynmea2.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
+import struct
+import termios
 import time
 import tty
 from pathlib import Path
@@ -19,6 +22,12 @@ import pytest
 from tests.acceptance.live_helpers import Recording, hyperframes, info_json, nmea_sender, sent_count
 
 pytestmark = pytest.mark.timeout(120)
+
+
+def unread(fd: int) -> int:
+    """Bytes written into the pty that its reader has not read yet."""
+    count: int = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+    return count
 
 
 def test_an_nmea_receiver_on_a_serial_port_records_and_exports_as_navsatfix(
@@ -38,7 +47,10 @@ def test_an_nmea_receiver_on_a_serial_port_records_and_exports_as_navsatfix(
         sender = nmea_sender(master, log, rate=10)
         time.sleep(3.0)
         sent = sent_count(sender.stop())
-        time.sleep(0.5)  # the last burst is read
+        deadline = time.monotonic() + 10
+        while unread(slave) and time.monotonic() < deadline:  # record reads the last burst
+            time.sleep(0.05)
+        time.sleep(0.3)
         code, _ = rec.stop(signal.SIGINT)
     finally:
         os.close(master)
