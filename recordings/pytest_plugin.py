@@ -20,13 +20,23 @@ Example::
         seqs = await hfr.run("tests/data/drive.hfr", consume, speed=1.0)
         assert seqs == list(range(300))
 
+A quiet run in a fresh project: an ``async def`` test that uses ``hfr`` or
+``hfr_clock`` runs without configuration (marked ``asyncio`` for pytest-asyncio
+in its strict mode, else ``anyio`` for anyio's own plugin), and pytest-asyncio's
+warning that ``asyncio_default_fixture_loop_scope`` is unset is silenced: these
+fixtures are plain function-scoped ones, which no loop scope changes. The one
+setting we cannot make for you: open3d installs ``dash``, whose pytest plugin
+warns on every run; add ``-p no:dash`` to your ``addopts`` (docs/recordings.md).
+
 This module imports only pytest at load time: the plugin is loaded in every
 test session of an environment where hyperframes is installed.
 """
 
 from __future__ import annotations
 
+import inspect
 import os
+import warnings
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -146,3 +156,34 @@ def hfr_clock() -> VirtualClock:
     from fusion.timing import VirtualClock
 
     return VirtualClock()
+
+
+OUR_FIXTURES = frozenset({"hfr", "hfr_clock"})
+
+LOOP_SCOPE_UNSET = r'The configuration option "asyncio_default_fixture_loop_scope" is unset'
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """Silence pytest-asyncio's loop-scope notice (our fixtures have no loop scope)."""
+    warnings.filterwarnings(
+        "ignore", message=LOOP_SCOPE_UNSET, category=pytest.PytestDeprecationWarning
+    )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: object) -> None:
+    """Mark an unmarked ``async def`` test that uses our fixtures for the async plugin
+    that is there, before that plugin decides whether to run it."""
+    if not (inspect.iscoroutinefunction(obj) and collector.funcnamefilter(name)):  # type: ignore[attr-defined]
+        return
+    if not OUR_FIXTURES & set(inspect.signature(obj).parameters):
+        return
+    marks = {m.name for m in getattr(obj, "pytestmark", [])}
+    if marks & {"asyncio", "anyio", "trio"}:
+        return
+    manager = collector.config.pluginmanager
+    if manager.has_plugin("asyncio"):
+        pytest.mark.asyncio(obj)
+    elif manager.has_plugin("anyio"):
+        pytest.mark.anyio(obj)

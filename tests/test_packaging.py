@@ -126,9 +126,16 @@ def test_the_installed_wheel_runs_the_demo_from_outside_the_checkout(
     assert version.stdout.startswith("hyperframes "), version.stderr
 
 
+@pytest.mark.parametrize("async_plugin", ["asyncio", "anyio"])
 def test_the_installed_pytest_plugin_gives_a_user_test_the_hfr_fixture(
-    installed: dict[str, str], tmp_path: Path
+    installed: dict[str, str], tmp_path: Path, async_plugin: str
 ) -> None:
+    """A fresh project with only the setting docs/recordings.md gives (``-p no:dash``):
+    the docs' async test passes under ``-W error``, with pytest-asyncio in its default
+    strict mode or with only anyio's plugin."""
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.pytest.ini_options]\naddopts = "-p no:dash"\n', encoding="utf-8"
+    )
     (tmp_path / "test_user.py").write_text(
         "from fusion import Frame\n"
         "import numpy as np\n\n"
@@ -147,8 +154,9 @@ def test_the_installed_pytest_plugin_gives_a_user_test_the_hfr_fixture(
             "-q",
             "-p",
             "no:cacheprovider",
-            "-o",
-            "asyncio_mode=auto",
+            "-W",
+            "error",
+            *(["-p", "no:asyncio"] if async_plugin == "anyio" else []),
             "test_user.py",
         ],
         cwd=tmp_path,
@@ -159,3 +167,4 @@ def test_the_installed_pytest_plugin_gives_a_user_test_the_hfr_fixture(
     )
     assert done.returncode == 0, done.stdout[-2000:]
     assert "1 passed" in done.stdout
+    assert "warning" not in done.stdout.lower()
