@@ -291,7 +291,7 @@ def _pyarrow() -> tuple[Any, Any]:
         import pyarrow.parquet as pq
     except ImportError as err:
         raise RuntimeError(
-            "writing Parquet needs pyarrow: pip install 'hyperframes[parquet]' "
-            "(or write a .hfr instead)"
+            "writing Parquet needs pyarrow: pip install '.[parquet]' in the hyperframes "
+            "clone, or pyarrow itself (or write a .hfr instead)"
         ) from err
     return pa, pq
