@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -228,7 +229,7 @@ def sensor_details(log: Any) -> dict[str, dict[str, Any]]:
     starts: dict[str, list[int]] = {}
     connections: dict[str, list[tuple[Any, int]]] = {}
     gaps: dict[str, list[int]] = {}
-    payload: dict[str, str] = {}
+    payload: dict[str, PayloadSizes] = {}
     for frame in log.frames():
         seqs.setdefault(frame.sensor, []).append(frame.seq)
         arrival = frame.t_arrival if frame.t_arrival is not None else frame.t
@@ -247,8 +248,10 @@ def sensor_details(log: Any) -> dict[str, dict[str, Any]]:
         elif not runs:
             runs.append((connection, 0))
         rows.append((frame.t_sensor, frame.t, arrival, measured))
-        if frame.sensor not in payload:
-            payload[frame.sensor] = describe_payload(frame.data)
+        sizes = payload.get(frame.sensor)
+        if sizes is None:
+            sizes = payload[frame.sensor] = PayloadSizes()
+        sizes.add(frame.data)
     out: dict[str, dict[str, Any]] = {}
     for name, rows in times.items():
         ends = {i for _, i in connections.get(name, [])} | set(starts.get(name, [])) | {len(rows)}
@@ -262,7 +265,7 @@ def sensor_details(log: Any) -> dict[str, dict[str, Any]]:
         lost = int(s[-1]) + 1 - len(s) if len(s) else 0
         out[name] = {
             "dropped": lost,
-            "payload": payload[name],
+            "payload": payload[name].describe(),
             "segments": 1 + len(starts.get(name, ())),
             "gaps_ns": gaps.get(name, []),
             **segmented_clock_fit(times[name], starts.get(name, [])),
@@ -408,6 +411,43 @@ def robust_slope(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.median(dy[keep] / dx[keep]))
 
 
+class PayloadSizes:
+    """The typical payload of a sensor over a whole recording, not its first frame
+    (a partial first sweep holds a few hundred points where sweeps hold thousands)."""
+
+    def __init__(self) -> None:
+        self.first: Any = None
+        self.counts: list[int] = []  # points of structured arrays, bytes of blobs
+        self.shapes: Counter[tuple[int, ...]] = Counter()
+
+    def add(self, data: Any) -> None:
+        if self.first is None:
+            self.first = data
+        shape = getattr(data, "shape", None)
+        if shape is not None and getattr(data.dtype, "names", None):
+            self.counts.append(len(data))
+        elif shape is not None:
+            self.shapes[tuple(shape)] += 1
+        elif isinstance(data, (bytes, bytearray, memoryview)):
+            self.counts.append(len(data))
+
+    def describe(self) -> str:
+        """``6 fields x 13,902 (median; 443-14,024)``, ``uint8 (480, 640, 3)``, ..."""
+        data = self.first
+        if self.counts:
+            n = np.asarray(self.counts)
+            median = int(np.median(n))
+            spread = "" if n.min() == n.max() else f" (median; {n.min():,}-{n.max():,})"
+            if getattr(data, "shape", None) is not None:
+                return f"{len(data.dtype.names)} fields x {median:,}{spread}"
+            return f"{median:,} bytes{spread}"
+        if self.shapes:
+            (shape, _), *others = self.shapes.most_common()
+            varies = f" (and {len(others)} other sizes)" if others else ""
+            return f"{data.dtype} {shape}{varies}"
+        return describe_payload(data)
+
+
 def describe_payload(data: Any) -> str:
     """Short: ``uint8 (48, 64, 3)``, ``6 fields x 2048``, ``dict of 2``, ``1206 bytes``."""
     shape = getattr(data, "shape", None)
@@ -512,7 +552,7 @@ def sensor_table(s: Any, deep: dict[str, dict[str, Any]] | None = None) -> Table
     table = Table(title="sensors")
     columns = ["sensor", "kind", "frames", "Hz", "nominal", "seconds"]
     if deep is not None:
-        columns += ["dropped", "payload", "clock fit", "delay ms p50/p99"]
+        columns += ["dropped", "segments", "gaps", "payload", "clock fit", "delay ms p50/p99"]
     for col in columns:
         table.add_column(col, justify="left" if col in ("sensor", "kind", "payload") else "right")
     for name, x in s.sensors.items():
@@ -535,6 +575,15 @@ def sensor_table(s: Any, deep: dict[str, dict[str, Any]] | None = None) -> Table
             delay = (
                 f"{d['delay_ms_p50']:.2f} / {d['delay_ms_p99']:.2f}" if "delay_ms_p50" in d else "-"
             )
-            row += [str(d.get("dropped", "-")), literal(d.get("payload", "-")), fit, delay]
+            gaps = d.get("gaps_ns") or []
+            gap_text = f"{len(gaps)} (max {max(gaps) / 1e9:.2f} s)" if gaps else "0"
+            row += [
+                str(d.get("dropped", "-")),
+                str(d.get("segments", "-")),
+                gap_text,
+                literal(d.get("payload", "-")),
+                fit,
+                delay,
+            ]
         table.add_row(*row)
     return table
