@@ -64,19 +64,21 @@ def stamp(msg: object) -> int:
 
 
 def test_a_real_csv_imu_round_trips_to_sensor_msgs_imu(tmp_path: Path) -> None:
-    with EUROC_IMU.open(newline="") as f:  # the reference
+    head = tmp_path / "imu0.csv"  # the first 10 s of the real log (keeps the test quick)
+    head.write_text("".join(EUROC_IMU.read_text().splitlines(keepends=True)[:2001]))
+    with head.open(newline="") as f:  # the reference
         rows = list(csv.reader(f))[1:]
     hfr = record_config(
         tmp_path,
-        f'type = "timeseries_csv"\nname = "imu"\nkind = "imu"\npath = "{EUROC_IMU}"\n'
+        f'type = "timeseries_csv"\nname = "imu"\nkind = "imu"\npath = "{head}"\n'
         'time_column = "#timestamp [ns]"\ntime_unit = "ns"',
     )
     report = export_recording(hfr, tmp_path / "imu.mcap", to="ros2", groups="none")
     assert report.complete
     msgtype, msgs = ros_messages(tmp_path / "imu.mcap")["/imu"]
     assert msgtype == "sensor_msgs/msg/Imu"
-    assert len(msgs) == len(rows) == 7999
-    for row, msg in zip(rows[::97], msgs[::97], strict=True):
+    assert len(msgs) == len(rows) == 2000
+    for row, msg in zip(rows[::7], msgs[::7], strict=True):
         assert stamp(msg) == int(row[0])
         gyro, accel = msg.angular_velocity, msg.linear_acceleration  # type: ignore[attr-defined]
         assert [gyro.x, gyro.y, gyro.z] == [float(v) for v in row[1:4]]
