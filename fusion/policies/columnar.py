@@ -166,13 +166,42 @@ class _Window:
     hi: Int64
 
 
+# Stamp arithmetic never wraps. Stamps span the whole int64 range and a
+# tolerance or window may be any non-negative int (the streaming policy does
+# the same sums in Python ints), so a bound ``r - b`` saturates at the int64
+# range, and a distance between two stamps (up to 2**64 - 1) is exact in
+# uint64.
+_U8 = np.dtype(np.uint64)
+_SPAN = _MAX - _MIN  # 2**64 - 1: the largest distance between two int64 stamps
+
+
 def _sub(a: Int64, b: int) -> Int64:
-    """``a - b`` saturating at the int64 range (hostile stamps must not wrap)."""
-    return np.maximum(a, _MIN + b) - b if b >= 0 else np.minimum(a, _MAX + b) - b
+    """``a - b`` for any int ``b``, saturating at the int64 range."""
+    if b >= 0:
+        if b > _SPAN:
+            return np.full_like(a, _MIN)
+        x = np.maximum(a, _MIN + b)  # so x - b >= MIN: exact in modular uint64
+        return (x.view(_U8) - np.uint64(b)).view(np.int64)
+    c = -b
+    if c > _SPAN:
+        return np.full_like(a, _MAX)
+    x = np.minimum(a, _MAX - c)
+    return (x.view(_U8) + np.uint64(c)).view(np.int64)
 
 
 def _add(a: Int64, b: int) -> Int64:
+    """``a + b`` for any int ``b``, saturating at the int64 range."""
     return _sub(a, -b)
+
+
+def _distance(hi: Int64, lo: Int64) -> np.ndarray[Any, np.dtype[np.uint64]]:
+    """``hi - lo`` where ``hi >= lo``, exact in uint64 (garbage elsewhere, to be masked)."""
+    return hi.view(_U8) - lo.view(_U8)
+
+
+def _within(d: np.ndarray[Any, np.dtype[np.uint64]], tol: int) -> np.ndarray[Any, Any]:
+    """``d <= tol`` for a uint64 distance and any non-negative int ``tol``."""
+    return np.ones(len(d), bool) if tol >= _SPAN else d <= np.uint64(tol)
 
 
 def _nearest(policy: Nearest, cols: dict[str, Int64]) -> GroupColumns:
@@ -189,11 +218,11 @@ def _nearest(policy: Nearest, cols: dict[str, Int64]) -> GroupColumns:
         else:
             prev = np.maximum(i - 1, 0)
             nxt = np.minimum(i, n - 1)
-            d_prev = refs - col[prev]
-            d_next = col[nxt] - refs
+            d_prev = _distance(refs, col[prev])  # valid where i > 0
+            d_next = _distance(col[nxt], refs)  # valid where i < n
             use_prev = (i > 0) & ((i >= n) | (d_prev <= d_next))
             nearest = np.where(use_prev, i - 1, i)
-            ok = np.where(use_prev, d_prev, d_next) <= tol
+            ok = _within(np.where(use_prev, d_prev, d_next), tol)
         lo = np.searchsorted(col, _sub(refs, tol), "left")
         hi = np.searchsorted(col, _add(refs, tol), "right")
         matched[s] = _Matched(col, tol, nearest, ok, lo, hi)

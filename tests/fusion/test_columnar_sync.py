@@ -106,6 +106,71 @@ def keys_of(cols: GroupColumns, order: list[str], seqs: dict[str, np.ndarray]) -
 
 streams = st.fixed_dictionaries({s: stream() for s in SENSORS})
 
+I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
+EDGES = [I64_MIN, I64_MIN + 1, -1, 0, 1, I64_MAX - 1, I64_MAX]
+
+
+@st.composite
+def wide_stream(draw: st.DrawFn) -> list[int]:
+    """Stamps over the whole int64 range: a small stream moved next to an extreme, or
+    raw values where the extremes and their neighbours are likely."""
+    if draw(st.booleans()):
+        small = draw(stream())
+        low, top = min(small, default=0), max(small, default=0)
+        base = draw(st.sampled_from([I64_MIN - low, I64_MAX - top, -top // 2]))
+        return [base + t for t in small]
+    value = st.sampled_from(EDGES) | st.integers(I64_MIN, I64_MAX)
+    return draw(st.lists(value, max_size=12))
+
+
+wide_streams = st.fixed_dictionaries({s: wide_stream() for s in SENSORS})
+# Tolerances and windows over every size: tiny, the int64 span, beyond it.
+wide = st.integers(0, 40) | st.sampled_from([1 << 62, I64_MAX, 1 << 63, (1 << 64) - 1, 1 << 70])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    data=st.data(),
+    per=wide_streams,
+    tol=wide,
+    window=st.none() | st.tuples(wide, wide),
+    optional=st.sets(st.sampled_from(["cam", "imu"])),
+)
+def test_nearest_on_the_whole_int64_range_equals_the_streaming_groups(
+    data: st.DataObject,
+    per: dict[str, list[int]],
+    tol: int,
+    window: tuple[int, int] | None,
+    optional: set[str],
+) -> None:
+    """No stamp arithmetic wraps: offline == streaming with stamps at the int64
+    extremes and tolerances up to and past the whole range."""
+    windows = {"imu": window} if window is not None else {}
+
+    def make() -> Nearest:
+        return Nearest("ref", SENSORS, tol, optional=optional, windows=windows)
+
+    frames = data.draw(interleaving(per))
+    assert offline(make(), per) == streamed(make(), frames)
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data(), per=wide_streams, optional=st.sets(st.sampled_from(SENSORS)))
+def test_exact_on_the_whole_int64_range_equals_the_streaming_groups(
+    data: st.DataObject, per: dict[str, list[int]], optional: set[str]
+) -> None:
+    frames = data.draw(interleaving(per))
+    expected = offline(ExactTime(SENSORS, optional=optional), per)
+    assert streamed(ExactTime(SENSORS, 10_000, optional), frames) == expected
+
+
+def test_a_group_at_the_int64_minimum_does_not_reach_the_maximum() -> None:
+    """The red team's case: 9.2e18 ns apart wrapped to -1 and passed a 20 ms tolerance."""
+    per = {"ref": [I64_MIN, 0], "cam": [I64_MAX]}
+    pol = Nearest("ref", ["ref", "cam"], 20_000_000)
+    frames = [Frame("ref", 0, I64_MIN), Frame("ref", 1, 0), Frame("cam", 0, I64_MAX)]
+    assert offline(pol, per) == streamed(Nearest("ref", ["ref", "cam"], 20_000_000), frames) == []
+
 
 @settings(max_examples=400, deadline=None)
 @given(
