@@ -55,7 +55,7 @@ from fusion.timing import current_clock
 log = logging.getLogger("hyperframes.lidar")
 
 LIDAR_PORT, IMU_PORT = 7502, 7503
-_BATCH = 128  # datagrams per worker-thread round trip when reading a capture
+_BATCH = 2048  # datagrams per worker-thread round trip when reading a capture (~30 scans)
 _MAX_METADATA = 4 * 1024 * 1024  # a sensor's metadata JSON is a few kB
 _SKIP_REASON = {  # capture records that hold no datagram -> ledger reason
     "not_udp": "unsupported_type",
@@ -109,6 +109,12 @@ class OusterSource(Source):
     that address). The metadata is the sensor's JSON (``ouster-cli source
     HOST save`` or the sensor's HTTP API), legacy or current layout.
 
+    ``decoder="numpy"`` (the default) decodes a scan's packets at once with
+    the byte layout ouster-sdk describes and checks
+    (:mod:`adapters.lidar.ouster_fast`; profiles it cannot read fall back to
+    ouster-sdk); ``decoder="ouster-sdk"`` batches every packet with ouster-sdk's
+    ``FrameBatcher``. Both give the same points.
+
     Frames of sensor ``name`` hold an :data:`OUSTER_DTYPE` array of one scan's
     valid returns; ``meta`` has ``partial``, ``packets``, ``valid_columns`` and
     ``missing_columns`` (``[start, stop)`` runs). Frames of ``<name>_imu``
@@ -132,6 +138,7 @@ class OusterSource(Source):
         bind: str = "0.0.0.0",
         name: str = "lidar",
         partial_scans: bool = True,
+        decoder: str = "numpy",
         speed: float | None = None,
         recv_buffer: int = 8 * 1024 * 1024,
         clock: ClockModel | None = None,
@@ -154,6 +161,9 @@ class OusterSource(Source):
         self.udp: UdpPorts | None = None
         """The live ports' receivers (kernel drops, foreign senders), once listening."""
         self.partial_scans = partial_scans
+        if decoder not in ("numpy", "ouster-sdk"):
+            raise ValueError(f"decoder must be 'numpy' or 'ouster-sdk', got {decoder!r}")
+        self.decoder = decoder
         self.speed = speed
         self.recv_buffer = recv_buffer
         self.imu_name = f"{name}_imu"
@@ -189,11 +199,13 @@ class OusterSource(Source):
                 ),
             )
         )
-        self.assembler = ScanAssembler(self.info, on_reject=self._rejected)
+        self.assembler = ScanAssembler(
+            self.info, on_reject=self._rejected, vendor=decoder == "ouster-sdk"
+        )
         self.missing_columns = 0
         """Columns of the column window that scans lacked (holes, not stream edges)."""
         self._points = PointMaker(self.info)
-        self._where = ""
+        self._at: int | tuple[str, int] = 0  # the datagram being read: byte offset or sender
         self._listening_ports: tuple[int, int] | None = None
         import anyio
 
@@ -201,11 +213,18 @@ class OusterSource(Source):
 
     def _new_assembler(self) -> ScanAssembler:
         if self.assembler.accepted or self.assembler.pending():
-            return ScanAssembler(self.info, on_reject=self._rejected)
+            vendor = self.decoder == "ouster-sdk"
+            return ScanAssembler(self.info, on_reject=self._rejected, vendor=vendor)
         return self.assembler  # still fresh
 
     def _rejected(self, reason: str, message: str, units: int) -> None:
-        self.count_error(reason, self._where + message, units=units)
+        self.count_error(reason, self._where() + message, units=units)
+
+    def _where(self) -> str:
+        """Where the datagram being read came from, for messages (built only for them)."""
+        if isinstance(self._at, tuple):
+            return f"datagram from {self._at[0]}:{self._at[1]}: "
+        return f"{self.pcap}: record at byte {self._at}: "
 
     async def wait_listening(self) -> tuple[int, int]:
         """Wait until the live sockets are bound; return ``(lidar_port, imu_port)``."""
@@ -255,17 +274,29 @@ class OusterSource(Source):
     def _pcap_batch(self, datagrams: Iterator[UdpDatagram]) -> list[Frame] | None:
         """Read up to _BATCH datagrams, assemble, decode (worker thread)."""
         out: list[Frame] = []
-        taken = 0
+        taken = lidar = 0
         last_t: int | None = None
-        for datagram in datagrams:
-            taken += 1
-            last_t = datagram.t_capture
-            self._where = f"{self.pcap}: record at byte {datagram.offset}: "
-            port = datagram.dst_port
-            kind = "lidar" if port == self.lidar_port else "imu" if port == self.imu_port else port
-            out += self._datagram(kind, datagram.payload, datagram.t_capture)
-            if taken >= _BATCH:
-                break
+        push, lidar_port, imu_port = self.assembler.push, self.lidar_port, self.imu_port
+        try:
+            for datagram in datagrams:
+                taken += 1
+                last_t = datagram.t_capture
+                self._at = datagram.offset
+                port = datagram.dst_port
+                if port == lidar_port:  # the hot path: counted received after the loop
+                    lidar += 1
+                    scans = push(datagram.payload, last_t)
+                    if scans:
+                        out += self._scan_frames(scans)
+                else:
+                    kind = "imu" if port == imu_port else port
+                    out += self._datagram(kind, datagram.payload, last_t)
+                if taken >= _BATCH:
+                    break
+        except MetadataMismatch as err:
+            raise DecodeError(f"{self.metadata}: {err}", sensor=self.name) from None
+        finally:
+            self.count_received(lidar)
         if taken == 0:
             out = self._scan_frames(self.assembler.flush(last_t), last=True)
             return out or None
@@ -293,7 +324,7 @@ class OusterSource(Source):
                 now = self.now()
                 for index, payload, address in received:
                     kind = "lidar" if index == 0 else "imu"
-                    self._where = f"datagram from {address[0]}:{address[1]}: "
+                    self._at = (address[0], address[1])
                     for frame in self._datagram(kind, payload, now, decode=False):
                         if isinstance(frame, OusterScan):
                             for built in await self.run_blocking(self._scan_frames, [frame]):
@@ -314,7 +345,7 @@ class OusterSource(Source):
             if len(payload) != size:
                 self.count_error(
                     "bad_length",
-                    f"{self._where}IMU packet of {len(payload)} bytes, expected {size}",
+                    f"{self._where()}IMU packet of {len(payload)} bytes, expected {size}",
                     sensor=self.imu_name,
                 )
                 return []
@@ -324,7 +355,7 @@ class OusterSource(Source):
         if kind != "lidar":
             self.count_error(
                 "wrong_port",
-                f"{self._where}datagram to port {kind}; lidar packets go to "
+                f"{self._where()}datagram to port {kind}; lidar packets go to "
                 f"{self.lidar_port}, IMU packets to {self.imu_port}",
             )
             return []
@@ -339,7 +370,8 @@ class OusterSource(Source):
         window = self.assembler.window
         cpp = int(self.info.format.columns_per_packet)
         for scan in scans:
-            holes = missing_columns(scan, window)
+            columns = self.assembler.columns_of(scan)
+            holes = missing_columns(columns.ids, self.assembler.columns, window)
             lost = 0
             for start, stop in holes:
                 # A stream joined mid-scan lacks the first scan's leading columns, and a
@@ -354,18 +386,16 @@ class OusterSource(Source):
                 self.missing_columns += lost
                 self.count_error(
                     "missing",
-                    f"{self.name}: scan {int(scan.frame.frame_id)} lacks {lost} columns "
+                    f"{self.name}: scan {scan.frame_id} lacks {lost} columns "
                     f"(about {-(-lost // cpp)} packets): {holes}",
                     units=0,
                 )
             partial = bool(holes)
-            if partial and not self.partial_scans:
-                self.count_error(
-                    "incomplete", f"{self.name}: partial scan dropped", units=scan.packets
-                )
+            if (partial and not self.partial_scans) or not len(columns.ids):
+                why = "partial scan dropped" if len(columns.ids) else "scan without a valid column"
+                self.count_error("incomplete", f"{self.name}: {why}", units=scan.packets)
                 continue
-            t_sensor, points = self._points(scan)
-            width = window[1] - window[0] + 1 if window[0] <= window[1] else 0
+            t_sensor, points = self._points(columns)
             frames.append(
                 self.make_frame(
                     t_sensor,
@@ -375,10 +405,9 @@ class OusterSource(Source):
                     meta={
                         "partial": partial,
                         "packets": scan.packets,
-                        "valid_columns": (width or self.assembler.columns)
-                        - sum(b - a for a, b in holes),
+                        "valid_columns": len(columns.ids),
                         "missing_columns": holes,
-                        "scan_id": int(scan.frame.frame_id),
+                        "scan_id": scan.frame_id,
                     },
                 )
             )
