@@ -1,18 +1,20 @@
-"""LiDAR decoding and file-reading throughput, each against a baseline in the same run.
+"""LiDAR decoding and file-reading throughput, each against a peer in the same run.
 
-Velodyne: packets/s and points/s of our vectorised decoder (SweepAssembler +
-RawSweep.decode, the path VelodyneSource runs) on the shipped real captures,
-against (a) a per-packet loop that decodes each packet with numpy and (b) a
-per-point pure-Python loop. Point-cloud files: Mpoints/s reading KITTI ``.bin``
-and PCD (binary, binary_compressed, ascii) files against ``np.fromfile`` of the
-same bytes and open3d's reader. KITTI camera PNGs: frames/s of the PyAV decoder
-we use against Pillow and OpenCV. Ouster: scans/s of ``OusterSource`` (capture read,
-batched, decoded, points array built) against ouster-sdk's own Python path
-(``open_source`` + ``XYZLut``) on the real OS-1-32 capture and on a 100-scan capture
-made from it, wall and CPU time. Captures: datagrams/s of our pcap/pcapng reader
-against dpkt's.
+Velodyne, every model: points/s of our decoder against velodyne_decoder (C++, the
+reference decoder on PyPI) on the same packets with the same calibration, interleaved,
+best of N: (a) in memory: our ``SweepAssembler.push_many`` + ``RawSweep.decode`` (the
+path ``VelodyneSource`` runs) against velodyne_decoder's ``StreamDecoder`` fed packet by
+packet and its ``ScanDecoder`` given every packet in one call (the faster of the two is
+the ratio's peer); (b) from the file: ``VelodyneSource(pcap=...)`` to the last frame
+against ``velodyne_decoder.read_pcap``. Wall and process CPU time both. Captures: the
+real ones in ../shared/data/lidar and tests/data/velodyne; models without a public
+capture on packets built to the manual (tests/adapters/velodyne_oracle.py).
+Point-cloud files: Mpoints/s reading KITTI ``.bin`` and PCD (binary,
+binary_compressed, ascii) files against ``np.fromfile`` of the same bytes and open3d's
+reader. KITTI camera PNGs: frames/s of the PyAV decoder we use against Pillow and
+OpenCV.
 
-Run:  .venv/bin/python benchmarks/bench_lidar.py [--repeat N]
+Run:  .venv/bin/python benchmarks/bench_lidar.py [--repeat N] [--velodyne-only]
 """
 
 from __future__ import annotations
@@ -20,32 +22,33 @@ from __future__ import annotations
 import argparse
 import math
 import struct
+import sys
 import tempfile
 import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import open3d as o3d
 
-from adapters.lidar import (
-    HDL_32E,
-    VLP_16,
-    XYZI_DTYPE,
-    SweepAssembler,
-    VelodyneModel,
-    read_pcd,
-    xyz,
-)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from adapters.lidar import XYZI_DTYPE, SweepAssembler, VelodyneModel, read_pcd, xyz
 from adapters.lidar.layouts import read_bin
 from adapters.lidar.pcap import read_udp
-from adapters.lidar.velodyne_packets import PACKET_DTYPE
+from adapters.lidar.velodyne_models import MODELS, get_model
 
-DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "lidar"
-CAPTURES = [
-    ("VLP-16", DATA / "vlp-16-test-90deg-1-50-frames.pcap", VLP_16),
-    ("HDL-32E", DATA / "monterey-first-100-packets.pcap", HDL_32E),
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / ".." / "shared" / "data" / "lidar"
+OURS_DATA = ROOT / "tests" / "data" / "velodyne"
+CAPTURES = [  # (name, pcap, model): the real captures
+    ("VLP-16", DATA / "vlp-16-test-90deg-1-50-frames.pcap", MODELS["VLP-16"]),
+    ("HDL-32E", DATA / "monterey-first-100-packets.pcap", MODELS["HDL-32E"]),
+    ("VLP-32C", OURS_DATA / "vlp32c_nebula.pcap", MODELS["VLP-32C"]),
+    ("VLS-128", OURS_DATA / "vls128_nebula.pcap", MODELS["VLS-128"]),
+    ("VLP-16 dual", OURS_DATA / "vlp16_dual_nebula.pcap", MODELS["VLP-16"]),
 ]
 
 
@@ -70,72 +73,169 @@ def interleaved_best(repeat: int, fns: dict[str, Callable[[], object]]) -> dict[
     return best
 
 
-def ours(packets: list[bytes], model: VelodyneModel) -> int:
+def interleaved_best_cpu(
+    repeat: int, fns: dict[str, Callable[[], object]]
+) -> dict[str, tuple[float, float]]:
+    """(best wall, best process CPU) seconds of each function, interleaved."""
+    best = dict.fromkeys(fns, (math.inf, math.inf))
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            wall, cpu = time.perf_counter(), time.process_time()
+            fn()
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            best[name] = (min(best[name][0], wall), min(best[name][1], cpu))
+    return best
+
+
+def ours(packets: list[bytes], model: VelodyneModel, batch: int = 512) -> int:
+    """Points of the whole stream through SweepAssembler + decode, in pcap-sized batches."""
     assembler = SweepAssembler(model)
-    sweeps = []
-    for payload in packets:
-        sweeps += assembler.push(payload)
-    sweeps += assembler.flush()
-    return sum(len(s.decode(model)) for s in sweeps)
-
-
-def per_packet_numpy(packets: list[bytes], model: VelodyneModel) -> int:
-    """Baseline (a): the obvious loop, one numpy decode per packet."""
-    tables = model.slot_tables()
     total = 0
-    for payload in packets:
-        packet = np.frombuffer(payload, PACKET_DTYPE)[0]
-        az = packet["blocks"]["azimuth"].astype(np.float64)
-        gap = np.append(np.diff(az), np.diff(az)[-1]) % 36000
-        dist = packet["blocks"]["returns"]["distance"].astype(np.float64) * 0.002
-        a = np.deg2rad((az[:, None] + gap[:, None] * tables["fraction"][None, :]) / 100)
-        horizontal = dist * tables["cos_el"][None, :]
-        x, y, z = horizontal * np.sin(a), horizontal * np.cos(a), dist * tables["sin_el"][None, :]
-        keep = dist > 0
-        total += len(np.stack([x[keep], y[keep], z[keep]], axis=1))
+    for i in range(0, len(packets), batch):
+        for sweep in assembler.push_many(packets[i : i + batch]):
+            total += len(sweep.decode(model))
+    return total + sum(len(s.decode(model)) for s in assembler.flush())
+
+
+def _vd_config(model: VelodyneModel, vd_model: Any) -> Any:
+    import velodyne_decoder as vd
+
+    calibration = vd.Calibration.from_string(model.calibration.to_yaml())
+    return vd.Config(model=vd_model, calibration=calibration, min_range=0, max_range=10_000)
+
+
+def vd_stream(packets: list[tuple[float, bytes]], config: Any) -> int:
+    """velodyne_decoder's streaming API, a packet a call (what a driver does)."""
+    import velodyne_decoder as vd
+
+    decoder, total = vd.StreamDecoder(config), 0
+    for stamp, payload in packets:
+        result = decoder.decode(stamp, payload, as_pcl_structs=True)
+        if result is not None:
+            total += len(result[1])
+    last = decoder.finish(as_pcl_structs=True)
+    return total + (len(last[1]) if last is not None else 0)
+
+
+def vd_scan(packets: Any, config: Any) -> int:
+    """velodyne_decoder's ScanDecoder: every (prebuilt) packet in one call."""
+    import velodyne_decoder as vd
+
+    return len(vd.ScanDecoder(config).decode(packets, as_pcl_structs=True)[1])
+
+
+def velodyne_cases() -> list[tuple[str, str, list[tuple[int, bytes]], VelodyneModel, Any]]:
+    """(model, where the packets come from, packets, our model, velodyne_decoder's model)."""
+    import velodyne_decoder as vd
+
+    from adapters.lidar import read_calibration
+    from tests.adapters.velodyne_oracle import (
+        HDL64_XML,
+        hdl64e_packets,
+        vls128_dual_from_single,
+        with_footer,
+    )
+
+    vd_models = {"VLP-16": vd.Model.VLP16, "HDL-32E": vd.Model.HDL32E,
+                 "VLP-32C": vd.Model.VLP32C, "VLS-128": vd.Model.AlphaPrime}  # fmt: skip
+    cases = []
+    for name, path, model in CAPTURES:
+        if not path.exists():
+            continue
+        packets = [(d.t_capture, d.payload) for d in read_udp(path, dst_port=2368)]
+        if name == "VLP-16":  # early firmware: give velodyne_decoder the byte it checks
+            packets = [(t, with_footer(p, product=0x22)) for t, p in packets]
+        cases.append((name, f"real: {path.name}", packets, model,
+                      vd_models[name.removesuffix(" dual")]))  # fmt: skip
+    vlp16 = next((c[2] for c in cases if c[0] == "VLP-16"), None)
+    if vlp16 is not None:
+        hires = [(t, with_footer(p, product=0x24)) for t, p in vlp16]
+        cases.append(("Puck-Hi-Res", "VLP-16 packets, product 0x24", hires,
+                      MODELS["Puck-Hi-Res"], vd.Model.PuckHiRes))  # fmt: skip
+    vls = next((c[2] for c in cases if c[0] == "VLS-128"), None)
+    if vls is not None:
+        first = int.from_bytes(vls[0][1][1200:1204], "little")
+        alpha = [(t, with_footer(p, stamp=first + round(i * 173.4))) for i, (t, p) in
+                 enumerate(vls)]  # fmt: skip
+        cases.append(("Alpha-Prime", "VLS-128 packets at 173.4 µs", alpha,
+                      MODELS["Alpha-Prime"], vd.Model.AlphaPrime))  # fmt: skip
+        cases.append(("VLS-128 dual", "built (velodyne_decoder's mock)",
+                      vls128_dual_from_single(vls[:300]), MODELS["VLS-128"],
+                      vd.Model.AlphaPrime))  # fmt: skip
+    calibration = read_calibration(HDL64_XML)
+    for s3, dual in [(False, False), (True, False), (True, True)]:
+        name = "HDL-64E-S3" if s3 else "HDL-64E-S2"
+        cases.append((name + (" dual" if dual else ""), "built to the manual, db.xml",
+                      hdl64e_packets(2000, s3=s3, dual=dual),
+                      get_model(name).with_calibration(calibration),
+                      vd.Model.HDL64E_S3 if s3 else vd.Model.HDL64E_S2))  # fmt: skip
+    return cases
+
+
+def _vd_file(path: Path, config: Any) -> int:
+    import velodyne_decoder as vd
+
+    return sum(len(cloud) for _stamp, cloud in vd.read_pcap(str(path), config, as_pcl_structs=True))
+
+
+async def _source_points(path: Path, calibration: Any) -> int:
+    from adapters import VelodyneSource
+
+    total = 0
+    async with VelodyneSource(pcap=path, calibration=calibration) as source:
+        async for frame in source.frames():
+            total += len(frame.data)
     return total
 
 
-def per_point_python(packets: list[bytes], model: VelodyneModel) -> int:
-    """Baseline (b): struct + math, a Python loop over every return."""
-    elevations = [math.radians(e) for e in model.elevations_deg]
-    block_us = model.block_period_us
-    out = []
-    for payload in packets:
-        azimuths = [struct.unpack_from("<H", payload, 100 * b + 2)[0] for b in range(12)]
-        for b in range(12):
-            gap = ((azimuths[b + 1] if b < 11 else azimuths[b]) - azimuths[b - (b == 11)]) % 36000
-            for slot in range(32):
-                dist, intensity = struct.unpack_from("<HB", payload, 100 * b + 4 + 3 * slot)
-                if not dist:
-                    continue
-                laser, firing = slot % model.lasers, slot // model.lasers
-                offset = firing * model.firing_period_us + laser * model.laser_period_us
-                a = math.radians((azimuths[b] + gap * offset / block_us) / 100)
-                r, w = dist * 0.002, elevations[laser]
-                out.append((r * math.cos(w) * math.sin(a), r * math.cos(w) * math.cos(a),
-                            r * math.sin(w), intensity))  # fmt: skip
-    return len(out)
-
-
 def velodyne_rows(repeat: int) -> list[str]:
+    """Every model, ours against velodyne_decoder in memory and from the file."""
+    import anyio
+    import velodyne_decoder as vd
+
+    sys.path.insert(0, str(ROOT / "tests" / "adapters"))
+    from lidar_testdata import write_pcap
+
     rows = []
-    for name, path, model in CAPTURES:
-        packets = [d.payload for d in read_udp(path, dst_port=2368)]
-        points = ours(packets, model)
-        t_ours = best_of(repeat, partial(ours, packets, model))
-        t_packet = best_of(max(1, repeat // 2), partial(per_packet_numpy, packets, model))
-        few = packets[:200]  # the per-point loop is slow: time a slice and scale
-        t_point = best_of(1, partial(per_point_python, few, model)) * len(packets) / len(few)
-        for label, seconds in [("ours (vectorised sweeps)", t_ours),
-                               ("baseline: per-packet numpy loop", t_packet),
-                               ("baseline: per-point Python loop", t_point)]:  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, where, packets, model, vd_model in velodyne_cases():
+            payloads = [p for _t, p in packets]
+            config = _vd_config(model, vd_model)
+            stream = [(t / 1e9, p) for t, p in packets]
+            prebuilt = [vd.VelodynePacket(t / 1e9, p) for t, p in packets]
+            points = ours(payloads, model)
+            assert points == vd_scan(prebuilt, config), name
+            memory = interleaved_best_cpu(repeat, {
+                "ours": partial(ours, payloads, model),
+                "vd stream": partial(vd_stream, stream, config),
+                "vd scan": partial(vd_scan, prebuilt, config),
+            })  # fmt: skip
+            path = Path(tmp) / "capture.pcap"
+            write_pcap(path, [(t, 2368, p) for t, p in packets])
+            calibration = model.calibration if name.startswith("HDL-64E") else None
+            file = interleaved_best_cpu(max(2, repeat // 2), {
+                "ours": partial(anyio.run, _source_points, path, calibration),
+                "vd": partial(_vd_file, path, config),
+            })  # fmt: skip
+            peer = min(memory["vd stream"][0], memory["vd scan"][0])
+            peer_cpu = min(memory["vd stream"][1], memory["vd scan"][1])
             rows.append(
-                f"| {name} | {label} | {len(packets) / seconds:,.0f} | "
-                f"{points / seconds / 1e6:,.2f} | {t_packet / seconds:,.1f}x | "
-                f"{t_point / seconds:,.0f}x |"
+                f"| {name} | {where} | {points:,} | {points / memory['ours'][0] / 1e6:,.1f} | "
+                f"{points / memory['vd stream'][0] / 1e6:,.1f} | "
+                f"{points / memory['vd scan'][0] / 1e6:,.1f} | "
+                f"**{peer / memory['ours'][0]:.2f}x** | {peer_cpu / memory['ours'][1]:.2f}x | "
+                f"{file['ours'][0] * 1e3:,.0f} | {file['vd'][0] * 1e3:,.0f} | "
+                f"**{file['vd'][0] / file['ours'][0]:.2f}x** | "
+                f"{file['vd'][1] / file['ours'][1]:.2f}x |"
             )
     return rows
+
+
+VELODYNE_HEADER = (
+    "| model | packets | points | ours Mpts/s | vd stream Mpts/s | vd scan Mpts/s | "
+    "in memory (wall) | (CPU) | ours file ms | vd file ms | from file (wall) | (CPU) |\n"
+    "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+)
 
 
 def _cloud(n: int, rng: np.random.Generator) -> np.ndarray:
@@ -399,12 +499,14 @@ def pcap_rows(repeat: int) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=5, help="best of N runs (default 5)")
+    parser.add_argument("--velodyne-only", action="store_true", help="the Velodyne table only")
     args = parser.parse_args()
-    print("| capture | decoder | packets/s | Mpoints/s | vs per-packet | vs per-point |")
-    print("|---|---|---:|---:|---:|---:|")
+    print(VELODYNE_HEADER)
     for row in velodyne_rows(args.repeat):
-        print(row)
+        print(row, flush=True)
     print()
+    if args.velodyne_only:
+        return
     print("| file | reader | Mpoints/s | time vs baseline | baseline |")
     print("|---|---|---:|---:|---|")
     for row in pointcloud_rows(args.repeat):

@@ -144,8 +144,8 @@ class _Tables:
 
     cos_v: np.ndarray
     sin_v: np.ndarray
-    cos_r: np.ndarray | None
-    sin_r: np.ndarray | None
+    unturn: np.ndarray | None
+    """exp(-i rot): multiplying cos + i sin of the azimuth by it subtracts the correction."""
     v_off: np.ndarray | None
     ring: np.ndarray
     time_ns: np.ndarray
@@ -180,8 +180,7 @@ def _tables(model: VelodyneModel, layout: PacketLayout) -> _Tables:
     tables = _Tables(
         cos_v=np.cos(vert).astype(f32),
         sin_v=np.sin(vert).astype(f32),
-        cos_r=np.cos(rot).astype(f32) if rot.any() else None,
-        sin_r=np.sin(rot).astype(f32) if rot.any() else None,
+        unturn=np.exp(-1j * rot).astype(np.complex64) if rot.any() else None,
         v_off=v_off.astype(f32) if v_off.any() else None,
         ring=cal.rings[laser],
         time_ns=layout.time_ns.astype(np.int32),
@@ -258,10 +257,9 @@ def decode_sweep(sweep: RawSweep, model: VelodyneModel) -> np.ndarray:
     step >>= _FIXED
     step += azimuth[:, :, None]
     turn = _TURN[kept(step)]
+    if tables.unturn is not None:  # azimuth - rotational correction, one complex product
+        turn *= place(tables.unturn)
     cos_a, sin_a = turn.real, turn.imag
-    if tables.cos_r is not None and tables.sin_r is not None:  # angle - rotational correction
-        cr, sr = place(tables.cos_r), place(tables.sin_r)
-        cos_a, sin_a = cos_a * cr + sin_a * sr, sin_a * cr - cos_a * sr
     r = distance.astype(np.float32)
     r *= np.float32(model.distance_resolution_m)
     out = np.empty(n, VELODYNE_DTYPE)
@@ -676,6 +674,7 @@ class SweepAssembler:
         if stop <= start:
             return
         groups, per = layout.groups, layout.blocks_per_group
+        full = groups * per  # the blocks of a whole packet (8 in a VLS-128 dual-return one)
         first_row, last_row = start // groups, (stop - 1) // groups
         current = self._current
         if current is None or current.layout is not layout or current.mode != mode:
@@ -685,7 +684,7 @@ class SweepAssembler:
             current = self._current = _Builder(layout, mode, partial=True)
         if not current.rows:
             current.first_block = (start % groups) * per
-        elif current.end_block < BLOCKS:  # this packet is already in the sweep (a cut split it)
+        elif current.end_block < full:  # this packet is already in the sweep (a cut split it)
             first_row += 1
         row = first_row
         while row <= last_row:
@@ -695,9 +694,9 @@ class SweepAssembler:
             current.rows += take
             row += take
             current.t_arrival = arrivals[row - 1]
-            current.end_block = ((stop - 1) % groups + 1) * per if row > last_row else BLOCKS
+            current.end_block = ((stop - 1) % groups + 1) * per if row > last_row else full
             if current.rows >= self.max_sweep_packets:
-                current.end_block = BLOCKS if row <= last_row else current.end_block
+                current.end_block = full if row <= last_row else current.end_block
                 current.partial = True
                 done.append(current.sweep())
                 self.long_sweeps += 1

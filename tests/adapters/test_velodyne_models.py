@@ -25,7 +25,7 @@ from velodyne_oracle import (
     with_footer,
 )
 
-from adapters.lidar import read_calibration
+from adapters.lidar import SweepAssembler, read_calibration
 from adapters.lidar.velodyne_models import BOTH, LAST, STRONGEST, ModelDetector, get_model
 
 vd = pytest.importorskip("velodyne_decoder", reason="oracle: pip install velodyne-decoder")
@@ -102,6 +102,29 @@ def test_each_model_decodes_as_velodyne_decoder_does(name: str) -> None:
     assert int(off.sum()) <= elsewhere + len(points) // 1000
     late = diff["t_ns"] > 200_000  # velodyne_decoder fixes VLS timing after a packet
     assert diff["time_us"][late].max() < 1.0
+    # the same sweeps whether packets come one at a time (live) or in batches (pcap)
+    whole = [
+        (s.first_block, s.end_block, s.partial, len(s.packets)) for s in sweeps(packets, model, 0)
+    ]
+    for batch in (1, 37):
+        assert [(s.first_block, s.end_block, s.partial, len(s.packets))
+                for s in sweeps(packets, model, batch)] == whole  # fmt: skip
+
+
+def sweeps(packets: Packets, model: Any, batch: int) -> list[Any]:
+    assembler = SweepAssembler(model)
+    payloads = [p for _t, p in packets]
+    out = []
+    if batch == 0:
+        out = assembler.push_many(payloads)
+    elif batch == 1:
+        for payload in payloads:
+            out += assembler.push(payload)
+    else:
+        for i in range(0, len(payloads), batch):
+            out += assembler.push_many(payloads[i : i + batch])
+    assert sum(s.units for s in out + assembler.flush()) == len(packets)
+    return out
 
 
 def test_dual_return_capture_keeps_both_echoes() -> None:
