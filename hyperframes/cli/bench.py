@@ -300,9 +300,8 @@ def quick_recording(m: ModuleType) -> list[Row]:
 
 
 def quick_lidar(m: ModuleType) -> list[Row]:
-    from functools import partial
-
     import importlib.util
+    from functools import partial
 
     if importlib.util.find_spec("velodyne_decoder") is None:
         return [Row("lidar", "Velodyne decode", "skipped: velodyne_decoder is not installed")]
