@@ -12,6 +12,8 @@ from typing import Any
 import anyio
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from lidar_testdata import write_pcap
 from ouster_testdata import (
     OUSTER_JSON,
@@ -356,3 +358,45 @@ async def test_packets_of_another_sensor_id_are_counted_then_the_mismatch_is_nam
     ):
         await decode_with(source)
     assert dict(source.ledgers()["lidar"].lost) == {"foreign_sender": 8}
+
+
+_KINDS = ("good", "truncated", "oversized", "noise", "imu", "short_imu", "other_port")
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(mix=st.lists(st.sampled_from(_KINDS), min_size=1, max_size=40))
+async def test_every_datagram_of_any_mix_ends_as_a_frame_or_a_counted_loss(
+    tmp_path: Path, mix: list[str]
+) -> None:
+    packets = lidar_packets()
+    noise = bytes(np.random.default_rng(len(mix)).integers(0, 256, 6464, dtype=np.uint8))
+    records = []
+    for i, kind in enumerate(mix):
+        t, good = packets[i % 64]
+        payload, port = {
+            "good": (good, 7502),
+            "truncated": (good[:100], 7502),
+            "oversized": (good + b"\0", 7502),
+            "noise": (noise, 7502),
+            "imu": (imu_packet(10**9 + i, (0.0, 0.0, 1.0), (0.0, 0.0, 0.0)), 7503),
+            "short_imu": (b"\0" * 47, 7503),
+            "other_port": (good, 9999),
+        }[kind]
+        records.append((t + i, port, payload))
+    write_pcap(tmp_path / "mix.pcap", records)
+    source = OusterSource(tmp_path / "mix.pcap", metadata=OUSTER_JSON)
+    raised = ""
+    try:
+        await decode_with(source)
+    except DecodeError as err:  # 8 misfits in a row: the metadata is not this stream's
+        raised = str(err)
+    assert not raised or "in a row do not match the metadata" in raised
+    lidar, imu = source.ledgers()["lidar"], source.ledgers()["lidar_imu"]
+    assert lidar.received == sum(k not in ("imu", "short_imu") for k in mix)
+    assert imu.received == sum(k in ("imu", "short_imu") for k in mix)
+    assert lidar.pending == source.assembler.pending()
+    assert imu.pending == 0
+    assert imu.emitted <= mix.count("imu")
+    assert lidar.emitted <= mix.count("good")

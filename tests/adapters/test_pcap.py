@@ -195,3 +195,25 @@ def test_a_cut_or_corrupted_pcapng_never_raises_and_keeps_what_came_before(
     path.write_bytes(bytes(corrupt))
     with PcapReader(path) as reader:
         assert len(list(reader)) <= 5  # any mix of records and skips, never an exception
+
+
+async def test_velodyne_and_ouster_sources_read_a_pcapng_as_its_pcap(tmp_path: Path) -> None:
+    from adapters import OusterSource, VelodyneSource
+
+    vlp16 = LIDAR_DATA / "vlp-16-test-90deg-1-50-frames.pcap"
+    ng = editcap(vlp16, tmp_path / "v.pcapng", "pcapng")
+
+    async def sweeps(path: Path) -> list[tuple[int, int, bytes]]:
+        async with VelodyneSource(pcap=path, model="VLP-16") as source:
+            return [(f.t_sensor, f.t_arrival or 0, f.data.tobytes()) async for f in source.frames()]
+
+    want = await sweeps(vlp16)
+    assert len(want) > 40
+    assert await sweeps(ng) == want
+    ouster = LIDAR_DATA / "ouster_OS-1-32-G_v2.1.1_1024x10.pcap"
+    meta = LIDAR_DATA / "ouster_OS-1-32-G_v2.1.1_1024x10.json"
+    ng = editcap(ouster, tmp_path / "o.pcapng", "pcapng")
+    for path in (ouster, ng):
+        async with OusterSource(path, metadata=meta) as source:
+            (scan,) = [f async for f in source.frames()]
+        assert len(scan.data) == 27310
