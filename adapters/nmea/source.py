@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 import anyio
 
 from adapters.errors import SourceOpenError
-from adapters.net.udp import UdpReceiver
+from adapters.net.udp import UdpReceiver, parse_sender
 from adapters.nmea.decoder import GNSS_DTYPE, Event, Joined, LineSplitter, Loss, NmeaDecoder
 from fusion.clock import ClockModel
 from fusion.errors import ConfigError, SourceError
@@ -56,6 +56,9 @@ class NmeaSource(Source):
     counted are described in :mod:`adapters.nmea.decoder`. ``date``
     (``"YYYY-MM-DD"``) dates fixes no sentence dates; ``speed`` paces a file
     at its fixes' own timing (``None``: as fast as they are consumed).
+    ``udp://`` receives through :class:`adapters.net.udp.UdpReceiver`:
+    ``sender`` (an IPv4 address, optionally ``:port``) is the only sender taken
+    (default: the first one heard), ``recv_buffer`` the socket's buffer.
     """
 
     _ledger_unit = "sentence"
@@ -70,6 +73,8 @@ class NmeaSource(Source):
         name: str = "gnss",
         date: str | dt.date | None = None,
         speed: float | None = None,
+        sender: str | None = None,
+        recv_buffer: int | None = None,
         clock: ClockModel | None = None,
         capacity: int = 64,
         overflow: Overflow | None = None,
@@ -110,6 +115,10 @@ class NmeaSource(Source):
         """Why fixes were stamped on the fallback date (no RMC or ZDA dated them), if so."""
         self._listening = anyio.Event()
         self._bound_port: int | None = None
+        if sender is not None:
+            parse_sender(sender)  # an IPv4 address (a ConfigError naming it otherwise)
+        self.sender = sender
+        self.recv_buffer = recv_buffer
         self.udp: UdpReceiver | None = None
         """The ``udp://`` receiver (kernel drops, foreign senders), once listening."""
 
@@ -227,7 +236,14 @@ class NmeaSource(Source):
         # The receiver counts foreign datagrams and kernel drops (one unit each: a
         # datagram lost unread holds an unknown number of sentences); the sentences of
         # the datagrams it returns are counted as they are decoded.
-        receiver = UdpReceiver(self, host=host, port=port, counts_admitted=False)
+        receiver = UdpReceiver(
+            self,
+            host=host,
+            port=port,
+            sender=self.sender,
+            recv_buffer=self.recv_buffer,
+            counts_admitted=False,
+        )
         async with receiver:
             self.udp = receiver
             self._bound_port = receiver.port

@@ -207,6 +207,7 @@ def build_source(cfg: Any, copied: set[str] | None = None) -> Any:
             lidar_port=cfg.lidar_port,
             imu_port=cfg.imu_port,
             host=cfg.host,
+            recv_buffer=cfg.recv_buffer,
             name=cfg.name,
             speed=cfg.speed,
             partial_scans=cfg.partial_scans,
@@ -274,6 +275,8 @@ def build_source(cfg: Any, copied: set[str] | None = None) -> Any:
             name=cfg.name,
             date=cfg.date,
             speed=cfg.speed,
+            sender=cfg.sender,
+            recv_buffer=cfg.recv_buffer,
         )
     if isinstance(cfg, BagConfig):
         from adapters.bags import BagSource

@@ -218,8 +218,10 @@ class OusterConfig(_SourceBase):
     """A capture (pcap or pcapng); without it the source listens live."""
     lidar_port: int = Field(7502, ge=0, le=65535)
     imu_port: int = Field(7503, ge=0, le=65535)
-    host: str | None = None
+    host: UdpSender = None
     """Live: keep only datagrams from this address (others count as foreign_sender)."""
+    recv_buffer: int = Field(8 * 1024 * 1024, gt=0)
+    """Live: each port's receive buffer in bytes (the effective size is logged)."""
     speed: float | None = Field(None, gt=0)
     partial_scans: bool = True
 
@@ -315,6 +317,10 @@ class NmeaConfig(_SourceBase):
     date: str | None = Field(None, pattern=r"^\d{4}-\d{2}-\d{2}$")
     """Dates fixes no RMC or ZDA sentence dates (``"2024-05-01"``)."""
     speed: float | None = Field(None, gt=0)
+    sender: UdpSender = None
+    """``udp://``: the only sender taken (``"10.0.0.5"`` or ``"10.0.0.5:10110"``)."""
+    recv_buffer: int | None = Field(None, gt=0)
+    """``udp://``: the socket's receive buffer in bytes (default: the system's)."""
 
     @model_validator(mode="after")
     def _one_input(self) -> NmeaConfig:

@@ -453,3 +453,29 @@ def test_info_and_replay_on_an_nmea_log(tmp_path: Path, capsys: pytest.CaptureFi
     assert "replayed 3 frames" in capsys.readouterr().out
     log.write_text("\n".join(session(3, 120.0)) + "\n")
     assert cli(["replay", str(log), "-r", "max"]) == 0
+
+
+async def test_a_configured_udp_sender_keeps_other_senders_out() -> None:
+    with pytest.raises(ConfigError, match="sender must be an IPv4 address"):
+        NmeaSource(url="udp://127.0.0.1:0", sender="gps.local")
+    source = NmeaSource(url="udp://127.0.0.1:0", sender="127.0.0.2", recv_buffer=65536)
+    lines = session(3, 0.0)
+    got: list[Frame] = []
+    with anyio.fail_after(10):
+        async with source, anyio.create_task_group() as tg:
+
+            async def consume() -> None:
+                async for frame in source.frames():
+                    got.append(frame)
+
+            tg.start_soon(consume)
+            port = await source.wait_listening()
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+                for _ in range(3):
+                    sock.sendto("\r\n".join(lines).encode(), ("127.0.0.1", port))
+            while source.ledgers()["gnss"].received < 3:  # noqa: ASYNC110
+                await anyio.sleep(0.01)
+            tg.cancel_scope.cancel()
+    assert got == []
+    assert source.ledgers()["gnss"].lost == {"foreign_sender": 3}
+    assert source.statistics()["udp"]["recv_buffer_requested"] == 65536
