@@ -26,6 +26,9 @@ from adapters.timeseries_records import RecordPacker
 
 REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "real" / "csv"
 EUROC_GT = REAL / "kimera_euroc_gt0_data.csv"
+TUM_FR1_XYZ = (
+    Path(__file__).resolve().parents[1] / "data" / "timeseries" / "tum_fr1_xyz_groundtruth_head.txt"
+)
 TUM_HEADER = "# timestamp tx ty tz qx qy qz qw"
 
 
@@ -49,7 +52,22 @@ def tum_from_euroc(path: Path, rows: int) -> list[str]:
     return lines
 
 
-async def test_a_tum_trajectory_names_all_eight_columns(tmp_path: Path) -> None:
+async def test_the_real_tum_ground_truth_names_all_eight_columns() -> None:
+    """TUM's own file: three # lines, the last one the header, as the issue's report read it."""
+    source = TimeSeriesSource.from_csv(TUM_FR1_XYZ, delimiter=" ", time_column="#", name="gt")
+    rows = await read_all(source)
+    assert rows.dtype.names == ("t", "tx", "ty", "tz", "qx", "qy", "qz", "qw")
+    reference = np.loadtxt(TUM_FR1_XYZ, comments="#")
+    assert len(rows) == len(reference) == 40
+    for i, name in enumerate(rows.dtype.names[1:], start=1):
+        np.testing.assert_array_equal(rows[name], reference[:, i])  # the 8th value kept
+    assert int(rows["t"][0]) == 1305031098_665900000  # exact to the ns
+    assert source.errors == {}
+    ledger = source.ledgers()["gt"]
+    assert (ledger.received, ledger.emitted, ledger.lost) == (40, 40, {})
+
+
+async def test_euroc_poses_as_a_tum_trajectory_name_all_eight_columns(tmp_path: Path) -> None:
     path = tmp_path / "groundtruth.txt"
     lines = tum_from_euroc(path, 200)
     source = TimeSeriesSource.from_csv(path, delimiter=" ", time_column="#", name="gt")
