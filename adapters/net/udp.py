@@ -146,6 +146,15 @@ class SenderFilter:
         self.changes += 1
         return True
 
+    def describe(self) -> str:
+        """Why a datagram from someone else is not the stream's, for messages."""
+        if self.configured:
+            port = "" if self.port is None else f":{self.port}"
+            return f"not the configured sender {self.host}{port}"
+        if self.followed is not None:
+            return f"the stream follows {self.followed[0]}:{self.followed[1]}"
+        return "not the followed sender"
+
 
 class DropCounter:
     """New kernel drops from the socket's running drop total (a wrapping uint32)."""
@@ -399,17 +408,9 @@ class UdpReceiver:
 
     def _count_foreign(self, address: Address, size: int) -> None:
         self.foreign += 1
-        followed = self.filter.followed
         message = (
             f"datagram of {size} bytes from {address[0]}:{address[1]} on UDP port {self.port}: "
-            + (
-                f"not the configured sender {self.filter.host}"
-                + (f":{self.filter.port}" if self.filter.port is not None else "")
-                if self.filter.configured
-                else f"the stream follows {followed[0]}:{followed[1]}"
-                if followed
-                else "not the followed sender"
-            )
+            f"{self.filter.describe()}"
         )
         self.source.count_error("foreign_sender", message, sensor=self.sensor)
         if address not in self._foreign_logged and len(self._foreign_logged) < _LOGGED_SENDERS:

@@ -2,8 +2,9 @@
 from a majority, values beyond the header counted, and the ledger's sum for any mix of
 good and bad rows, records and datagram contents (hypothesis).
 
-Real input: the EuRoC ground truth of ../shared/data/real/csv (a ``#timestamp`` header),
-and the same poses written as a TUM trajectory (``# timestamp tx ty tz qx qy qz qw``,
+Real input: the TUM RGB-D fr1/xyz ground truth (tests/data/timeseries, three ``#`` lines),
+the EuRoC ground truth of ../shared/data/real/csv (a ``#timestamp`` header), and the
+EuRoC poses written as a TUM trajectory (``# timestamp tx ty tz qx qy qz qw``,
 space-separated, seconds) the way the EuRoC-to-TUM converters write them; numpy's
 ``loadtxt`` (which skips ``#`` lines) is the reference reader.
 """
