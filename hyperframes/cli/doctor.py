@@ -63,6 +63,12 @@ def register(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--json", action="store_true", help="print one JSON document instead")
+    p.add_argument(
+        "--clean",
+        action="store_true",
+        help="remove what killed segment runs left in /dev/shm (blocks hf_<pid>_* of dead "
+        "processes, multiprocessing semaphores no process maps) and say what was removed",
+    )
     p.set_defaults(func=run)
 
 
@@ -71,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
 
     from hyperframes.cli.common import console_for
 
+    if args.clean:
+        return clean()
     checks = [*versions(), *packages(), *providers(), *decoders(), *tools()]
     bad = [c for c in checks if c.status == "error"]
     if args.json:
@@ -202,3 +210,14 @@ def tools() -> list[Check]:
             continue
         out.append(Check("tool", tool, "ok", f"{path}: {first[0] if first else '?'}"))
     return out
+
+
+def clean() -> int:
+    """``doctor --clean``: reclaim stale shared memory (hyperframes.segments.janitor)."""
+    from hyperframes.segments import janitor
+
+    removed = janitor.reclaim()
+    for name in removed:
+        print(f"removed {janitor.SHM / name}")
+    print(f"{len(removed)} stale shared-memory files removed")
+    return 0

@@ -14,6 +14,16 @@ numpy array of its results into it and returns only a small description
 fill its block stops there and its segment's remainder becomes a new
 segment. The parent copies the arrays out and frees the block.
 
+**Children die with their parent.** Each worker watches its parent
+(:func:`_watch_parent`): on Linux ``PR_SET_PDEATHSIG`` makes the kernel kill
+it with the parent (when the pool was made in the main thread, since the
+signal follows the thread that spawned it), and everywhere a thread checks
+``getppid()`` every 0.2 s and exits when the parent is gone. Blocks are
+named ``hf_<pid>_<n>`` and unlinked at exit; a janitor process outside the
+parent's process group removes them when the parent is killed, and stale
+ones of dead owners are reclaimed at the next start (and by ``hyperframes
+doctor --clean``); see :mod:`hyperframes.segments.janitor`.
+
 **Order.** Results are yielded in time order, a segment's as soon as every
 earlier one is done: identical to the serial run (same items, same values,
 same order), which :func:`run_serial` gives.
@@ -33,9 +43,16 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import ctypes
+import itertools
 import multiprocessing as mp
+import os
 import pickle
+import signal
 import statistics
+import subprocess
+import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -48,6 +65,7 @@ from typing import Any
 import numpy as np
 
 from fusion.errors import HyperframesError
+from hyperframes.segments import janitor
 from hyperframes.segments.jobs import Job
 
 __all__ = ["SegmentError", "SegmentStatistics", "run_segments", "run_serial"]
@@ -85,9 +103,31 @@ _began: Any = None
 _blocks: dict[str, SharedMemory] = {}
 
 
-def _init(progress: Any, stop: Any, began: Any) -> None:
+def _init(progress: Any, stop: Any, began: Any, parent: int, deathsig: bool) -> None:
     global _progress, _stop, _began
     _progress, _stop, _began = progress, stop, began
+    _watch_parent(parent, deathsig)
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _watch_parent(parent: int, deathsig: bool) -> None:
+    """Exit when process ``parent`` dies: at once by the kernel where it can
+    (Linux ``PR_SET_PDEATHSIG``), else within 0.2 s by a polling thread."""
+    if deathsig and sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # it died before the watch was set
+        os._exit(1)
+
+    def poll() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.2)
+        os._exit(1)
+
+    threading.Thread(target=poll, name="hf-parent-watch", daemon=True).start()
 
 
 @dataclass(slots=True)
@@ -228,21 +268,73 @@ def run_segments(
     progress = ctx.Array("q", [_NONE] * nblocks)
     stop = ctx.Array("q", [_MAX] * nblocks)
     began = ctx.Array("d", [0.0] * nblocks, lock=False)
-    shms = [SharedMemory(create=True, size=block_bytes) for _ in range(nblocks)]
-    pool = ProcessPoolExecutor(
-        processes, mp_context=ctx, initializer=_init, initargs=(progress, stop, began)
-    )
+    janitor.reclaim()  # what killed pools left behind
+    sweeper = _start_janitor()
+    shms: list[SharedMemory] = []
+    pool = None
     try:
+        shms = [_block(block_bytes) for _ in range(nblocks)]
+        deathsig = threading.current_thread() is threading.main_thread()
+        pool = ProcessPoolExecutor(
+            processes,
+            mp_context=ctx,
+            initializer=_init,
+            initargs=(progress, stop, began, os.getpid(), deathsig),
+        )
         yield from _drive(job, plan, pool, shms, progress, stop, began, straggle, stats)
     finally:
         with progress.get_lock():
             for i in range(nblocks):
                 stop[i] = _NONE  # running tasks stop at their next item
-        pool.shutdown(wait=True, cancel_futures=True)
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
         for shm in shms:
             shm.close()
             with contextlib.suppress(FileNotFoundError):
                 shm.unlink()
+        if sweeper is not None:
+            _stop_janitor(sweeper)
+
+
+_blocks_made = itertools.count()
+
+
+def _block(size: int) -> SharedMemory:
+    """A new block named ``hf_<pid>_<n>``; a leftover of a dead process that had our
+    pid is removed first."""
+    name = janitor.block_name(os.getpid(), next(_blocks_made))
+    try:
+        return SharedMemory(name, create=True, size=size)
+    except FileExistsError:
+        with contextlib.suppress(FileNotFoundError):
+            SharedMemory(name).unlink()
+        return SharedMemory(name, create=True, size=size)
+
+
+def _start_janitor() -> subprocess.Popen[bytes] | None:
+    """The janitor process (Linux ``/dev/shm`` only), in its own session."""
+    if not janitor.SHM.is_dir():
+        return None
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-I", "-S", janitor.__file__, str(os.getpid())],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # a kill of our process group spares it
+        )
+    except OSError:
+        return None
+
+
+def _stop_janitor(proc: subprocess.Popen[bytes]) -> None:
+    assert proc.stdin is not None
+    proc.stdin.close()  # EOF: it sweeps (nothing left by now) and exits
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 @dataclass(slots=True)

@@ -43,3 +43,9 @@ def same(a: list[tuple[int, Any]], b: list[tuple[int, Any]]) -> bool:
     return len(a) == len(b) and all(
         x[0] == y[0] and np.array_equal(x[1], y[1]) for x, y in zip(a, b, strict=True)
     )
+
+
+def very_slow_features(image: np.ndarray) -> np.ndarray:
+    """``features``, 100 ms slower a frame: a run that outlives a test's kill."""
+    time.sleep(0.1)
+    return features(image)
