@@ -1,4 +1,5 @@
-"""UDP losses, counted: real sender processes on loopback against ``TimeSeriesSource.from_udp``.
+"""UDP losses, counted: real sender processes on loopback against ``TimeSeriesSource.from_udp``
+and against ``hyperframes record`` (in a pseudo-terminal, then ``info --json``).
 
 A sender that outruns its receiver (a flood at loopback's top rate into a
 small receive buffer): the kernel's drops are in the ledger, matching what the
@@ -9,14 +10,25 @@ counted, none decoded.
 
 from __future__ import annotations
 
+import signal
 import sys
+import time
+from pathlib import Path
 
 import anyio
 import pytest
 
 from adapters.timeseries import TimeSeriesSource
 from fusion.frames import Frame
-from tests.acceptance.live_helpers import Sender, python_sender, sent_count, stopping
+from tests.acceptance.live_helpers import (
+    Recording,
+    Sender,
+    free_port,
+    info_json,
+    python_sender,
+    sent_count,
+    stopping,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -108,3 +120,37 @@ async def test_a_second_sender_on_the_port_is_counted_and_never_decoded() -> Non
     assert udp.sender is not None
     assert udp.sender.startswith("127.0.0.1:")
     assert "the stream follows 127.0.0.1:" in str(source.last_error)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SO_RXQ_OVFL is Linux's")
+def test_record_of_a_flood_stores_and_prints_the_kernels_drops(tmp_path: Path) -> None:
+    port = free_port()
+    config = tmp_path / "flood.toml"
+    config.write_text(
+        f"""
+[[sources]]
+type = "timeseries_udp"
+name = "imu"
+kind = "imu"
+port = {port}
+fields = ["v"]
+recv_buffer = 16384
+"""
+    )
+    out = tmp_path / "flood.hfr"
+    rec = Recording([str(config), "-o", str(out)], terminal=True)
+    rec.wait_for("recording to", timeout=60)
+    flood = python_sender("flood", str(port), "--seconds", "1")
+    with stopping(flood):
+        flood.proc.wait(timeout=30)
+        sent = sent_count(flood.stop())
+    time.sleep(1.0)  # the recorder reads what is left in the socket
+    code, _took = rec.stop(signal.SIGINT)
+    assert code == 0, rec.text[-3000:]
+    ledger = info_json(out)["ledger"]["imu"]
+    dropped = ledger["lost"]["kernel_overflow"]
+    assert ledger["unit"] == "datagram"
+    assert ledger["received"] == sent  # read + dropped by the kernel: every one sent
+    assert abs(dropped - (sent - ledger["emitted"])) <= 0.05 * (sent - ledger["emitted"])
+    assert dropped > sent // 2
+    assert f"kernel_overflow {dropped:,}" in rec.text
