@@ -158,6 +158,11 @@ class Source(ABC):
         """
         return f"{type(self).__name__} does not resize while decoding"
 
+    def expected_frames(self) -> int | None:
+        """How many frames ``frames()`` will yield, when the source knows (a file read
+        whole); ``None`` for a live or open-ended source. For progress bars only."""
+        return None
+
     def silence_timeout_s(self) -> float:
         """Seconds without a frame after which an operator should be told "no data".
 

@@ -23,7 +23,7 @@ few decoded chunks at a time.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -226,6 +226,7 @@ def sync_recording(
     *,
     start: int | None = None,
     end: int | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> OfflineGroups:
     """The groups ``policy`` forms over a recording's frames with ``start <= t < end``.
 
@@ -234,7 +235,8 @@ def sync_recording(
     ``push``/``drain`` give on the recording's frames, in recorded order, with
     no buffer overflowing (:mod:`fusion.policies.columnar` says when that
     holds). ``ApproximateTime`` is refused: it stays streaming. A path is
-    opened here and closed by :meth:`OfflineGroups.close`.
+    opened here and closed by :meth:`OfflineGroups.close`. ``progress(1)`` is
+    told per chunk read (for a progress bar).
     """
     if not isinstance(policy, (ExactTime, Nearest)):
         group_columns(policy, {})  # raises why this policy has no offline form
@@ -243,7 +245,7 @@ def sync_recording(
     log = open_recording(source) if not isinstance(source, Recording) else source
     try:
         chunks_before = len(log.select(policy.sensors, start, end))
-        raw = read_stamps(log, policy.sensors, start, end)
+        raw = read_stamps(log, policy.sensors, start, end, progress)
         stamps: dict[str, SensorStamps] = {}
         out_of_order: dict[str, int] = {}
         for s, st in raw.items():

@@ -31,7 +31,7 @@ import itertools
 import os
 import struct
 import threading
-from collections.abc import Generator, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -567,7 +567,9 @@ class Recording:
         for frames in self.chunk_frames(sensors, start, end):
             yield from frames
 
-    def verify(self, *, decode: bool = True) -> list[RecordingError]:
+    def verify(
+        self, *, decode: bool = True, progress: Callable[[int], None] | None = None
+    ) -> list[RecordingError]:
         """Check every chunk (CRC, decode, contents) and the whole; the damage found.
 
         With ``decode`` (the default) a chunk is decoded, every record's fields
@@ -575,10 +577,12 @@ class Recording:
         and first/last ``t`` per sensor, which ``summary()`` and ``info`` show),
         so a chunk that passes is one every command reads as its meta says.
         Across chunks, a ``(sensor, seq)`` pair met twice is reported. Without
-        ``decode`` only the CRCs are checked.
+        ``decode`` only the CRCs are checked. ``progress(1)`` is called per chunk.
         """
         seqs: dict[str, list[Any]] = {}
         for chunk in self.chunks:
+            if progress is not None:
+                progress(1)
             try:
                 if decode:
                     self._check_contents(chunk, seqs)

@@ -146,6 +146,12 @@ class Replay(Source):
             self.count_error("damaged", str(err), units=0)
         self._damage_seen = len(log.damage)
 
+    def expected_frames(self) -> int | None:
+        """The frames the chunk metas promise, for a whole pass without a time range."""
+        if self._start is not None or self._end is not None or self.loop:
+            return None
+        return sum(self._promised.values())
+
     def _count_shortfall(self) -> None:
         """After a whole pass: frames the chunk metas promised that never came."""
         if self._start is not None or self._end is not None:

@@ -29,7 +29,7 @@ find it again. Memory is 32 bytes per frame kept, plus one decoded chunk.
 from __future__ import annotations
 
 import collections
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,12 +74,16 @@ def read_stamps(
     sensors: Iterable[str],
     start: int | None = None,
     end: int | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> dict[str, SensorStamps]:
-    """Stamps of ``sensors`` with ``start <= t < end``, in recorded order, per sensor."""
+    """Stamps of ``sensors`` with ``start <= t < end``, in recorded order, per sensor
+    (``progress(1)`` per chunk read)."""
     names = list(dict.fromkeys(sensors))
     parts: dict[str, list[tuple[Int64, Int64, Int64, Int64]]] = {s: [] for s in names}
     position = {id(c): i for i, c in enumerate(log.chunks)}
     for chunk in log.select(names, start, end):
+        if progress is not None:
+            progress(1)
         try:
             table = _chunk_stamps(log.decode_chunk(chunk))
         except RecordingError as err:

@@ -38,6 +38,7 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from hyperframes.cli.common import console_for, error, literal, note, warn
     from hyperframes.cli.losses import loss_exit
+    from hyperframes.cli.progress import progress_bar
     from recordings import Recorder, open_recording
     from recordings.errors import RecordingError
 
@@ -51,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
         console.quiet = quiet
         return 2
     with log:
-        damage = log.verify()
+        with progress_bar(console, f"check {path.name}", len(log.chunks), unit="chunks") as step:
+            damage = log.verify(progress=step)
         summary = log.summary()
         console.print(
             literal(

@@ -25,6 +25,7 @@ how many frames were written of how many were read.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from rich.table import Table
@@ -96,6 +97,7 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from fusion.errors import HyperframesError
     from hyperframes.cli.common import console_for, error, literal, printable, warn
+    from hyperframes.cli.progress import progress_bar
     from recordings import open_recording
     from recordings.export import Target, export_recording
     from recordings.export.shapes import parse_types
@@ -108,20 +110,26 @@ def run(args: argparse.Namespace) -> int:
     try:
         types = parse_types(args.types)
         with open_recording(args.file) as log:
-            t0 = log.summary().t_start or 0
+            summary = log.summary()
+            t0 = summary.t_start or 0
+            total = sum(
+                s.count for n, s in summary.sensors.items() if sensors is None or n in sensors
+            )
         start = None if args.start is None else t0 + int(args.start * 1e9)
         end = None if args.end is None else t0 + int(args.end * 1e9)
-        report = export_recording(
-            args.file,
-            args.output,
-            to=target,
-            sensors=sensors,
-            start=start,
-            end=end,
-            groups=args.groups,
-            reencode=args.reencode,
-            types=types,
-        )
+        with progress_bar(console, f"export {Path(args.file).name}", total) as advance:
+            report = export_recording(
+                args.file,
+                args.output,
+                to=target,
+                sensors=sensors,
+                start=start,
+                end=end,
+                groups=args.groups,
+                reencode=args.reencode,
+                types=types,
+                progress=advance,
+            )
     except (OSError, HyperframesError, ValueError, RuntimeError) as err:
         error(console, err)
         return 2

@@ -18,6 +18,7 @@ import argparse
 import itertools
 import json
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -70,6 +71,7 @@ def recording_parts(path: Path) -> list[Path]:
 def run(args: argparse.Namespace) -> int:
     from hyperframes.cli.common import console_for, error, warn
     from hyperframes.cli.losses import ledger_table, print_losses
+    from hyperframes.cli.progress import progress_bar
     from recordings import open_recording
     from recordings.errors import RecordingError
     from recordings.open import is_bag
@@ -92,7 +94,11 @@ def run(args: argparse.Namespace) -> int:
         for part in parts:
             with open_recording(part, use_index=not args.scan) as log:
                 summary = log.summary()
-                deep = None if args.quick else sensor_details(log)
+                if args.quick:
+                    deep = None
+                else:
+                    with progress_bar(console, f"info {part.name}", summary.count) as advance:
+                        deep = sensor_details(log, advance)
                 video = {} if args.quick else video_details(log)
             for name, track in video.items():
                 assert deep is not None
@@ -222,15 +228,20 @@ def bag_stamp(ns: int | None, *, dated: bool) -> str:
     return f"{ns / 1e9:.6f} s (the recorder's own clock, not a date)"
 
 
-def sensor_details(log: Any) -> dict[str, dict[str, Any]]:
-    """Per sensor: seq gaps, payload description and the clock fit, from one pass."""
+def sensor_details(
+    log: Any, advance: Callable[[int], None] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Per sensor: seq gaps, payload description and the clock fit, from one pass
+    (``advance(n)`` is told every ``n`` frames read, for a progress bar)."""
     seqs: dict[str, list[int]] = {}
     times: dict[str, list[tuple[int, int, int, bool]]] = {}
     starts: dict[str, list[int]] = {}
     connections: dict[str, list[tuple[Any, int]]] = {}
     gaps: dict[str, list[int]] = {}
     payload: dict[str, PayloadSizes] = {}
-    for frame in log.frames():
+    for i, frame in enumerate(log.frames(), 1):
+        if advance is not None and i % PROGRESS_EVERY == 0:
+            advance(PROGRESS_EVERY)
         seqs.setdefault(frame.sensor, []).append(frame.seq)
         arrival = frame.t_arrival if frame.t_arrival is not None else frame.t
         rows = times.setdefault(frame.sensor, [])
@@ -272,6 +283,9 @@ def sensor_details(log: Any) -> dict[str, dict[str, Any]]:
         }
     return out
 
+
+PROGRESS_EVERY = 256
+"""Frames between two progress updates (a bar per frame would cost more than a frame)."""
 
 TAIL_FRAMES = 2
 """Frames at the end of a connection or segment left out of the skew fit: a demuxer

@@ -156,16 +156,25 @@ def run(args: argparse.Namespace) -> int:
     counts: Counter[str] = Counter()
 
     async def play_frames() -> None:
-        from rich.progress import BarColumn, Progress, TextColumn
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
 
         with Progress(
             TextColumn("replay"),
             BarColumn(),
-            TextColumn("{task.completed} frames"),
-            TextColumn("{task.description}"),
+            MofNCompleteColumn(),
+            TextColumn("frames"),
+            TimeRemainingColumn(),
+            TextColumn("{task.description}", markup=False),
             console=console,
+            transient=True,
         ) as progress:
-            task = progress.add_task(status(), total=None)
+            task = progress.add_task(status(), total=inner.expected_frames())
             async with source:
                 async for frame in source.frames():
                     counts[frame.sensor] += 1
@@ -200,7 +209,7 @@ def run(args: argparse.Namespace) -> int:
     if pipeline is None:
         from rich.table import Table
 
-        table = Table(title=literal(f"replayed {sum(counts.values())} frames from {args.file}"))
+        table = Table(title=literal(f"frames from {args.file}"))
         table.add_column("sensor")
         table.add_column("frames", justify="right")
         for spec in inner.specs:

@@ -128,6 +128,7 @@ def run(args: argparse.Namespace) -> int:
     from fusion.errors import HyperframesError
     from hyperframes.cli.common import console_for, error, literal, warn
     from hyperframes.cli.losses import loss_exit
+    from hyperframes.cli.progress import progress_bar
     from recordings import open_recording
     from recordings.offline_sync import sync_recording
 
@@ -141,7 +142,11 @@ def run(args: argparse.Namespace) -> int:
             start = None if args.start is None else t0 + round(args.start * 1e9)
             end = None if args.end is None else t0 + round(args.end * 1e9)
             began = time.perf_counter()
-            with sync_recording(log, policy, start=start, end=end) as groups:
+            chunks = len(log.select(policy.sensors, start, end))
+            with (
+                progress_bar(console, f"sync {args.file}", chunks, unit="chunks") as step,
+                sync_recording(log, policy, start=start, end=end, progress=step) as groups,
+            ):
                 took = time.perf_counter() - began
                 written = _write(groups, args.output) if args.output else None
             damage = list(log.damage)

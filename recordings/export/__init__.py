@@ -107,6 +107,7 @@ def export_recording(
     groups: str = "approximate",
     reencode: bool = False,
     types: Mapping[str, str] | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> ExportReport:
     """Export the recording at ``path`` to ``out``.
 
@@ -120,7 +121,8 @@ def export_recording(
     them again instead. Internal sensors (``cam#keyframes``) are never exported.
     ``types`` forces a sensor's message type in the MCAP profiles (``{"imu":
     "sensor_msgs/msg/Imu"}``; :mod:`recordings.export.shapes`), over the
-    ``export_type`` its spec was recorded with.
+    ``export_type`` its spec was recorded with. ``progress(n)`` is told every
+    ``n`` frames read (for a progress bar).
     """
     from recordings.export.shapes import shape_of_type
     from recordings.video.packets import video_sensors
@@ -159,6 +161,8 @@ def export_recording(
         def counted(it: Iterable[Frame]) -> Iterator[Frame]:
             for frame in it:
                 report.read[frame.sensor] += 1
+                if progress is not None:
+                    progress(1)
                 yield frame
 
         if to == "mp4":
