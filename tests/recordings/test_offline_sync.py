@@ -237,7 +237,7 @@ def test_parquet_without_pyarrow_says_how_to_get_it(
         sync_recording(session, nearest()) as groups,
         pytest.raises(
             RuntimeError,
-            match=r"writing Parquet needs pyarrow: pip install 'hyperframes\[parquet\]'",
+            match=r"writing Parquet needs pyarrow: pip install '\.\[parquet\]' in the",
         ),
     ):
         groups.to_parquet(tmp_path / "g.parquet")
