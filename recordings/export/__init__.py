@@ -191,7 +191,14 @@ def export_recording(
             elif name in encoded:
                 from recordings.video.playback import VideoReader
 
-                n, skipped = export_mp4(counted(VideoReader(log).frames([name], start, end)), out)
+                reader = VideoReader(log)
+                n, skipped = export_mp4(counted(reader.frames([name], start, end)), out)
+                # Packets the decoder lost were read too: each counted, by reason.
+                for reason, lost in reader.errors.items():
+                    report.read[name] += lost
+                    skipped[f"{reason} packet"] += lost
+                if reader.last_error:
+                    report.notes.append(f"{name}: last decode error: {reader.last_error}")
             else:
                 n, skipped = export_mp4(counted(frames()), out)
             report.written[name] = report.exported[name] = n

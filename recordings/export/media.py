@@ -175,6 +175,9 @@ def remux_mp4(
             if track is not None:
                 track.update(frame.meta)
                 data = track.annexb(data, key)
+                if not _is_annexb(data):
+                    skipped[f"not {codec} data (a damaged packet)"] += 1
+                    continue
             packet = av.Packet(data)
             packet.pts, packet.dts, packet.time_base = pts, dts, TIME_BASE
             packet.stream = stream
@@ -209,6 +212,11 @@ def _remux_stream(av: Any, container: Any, params: dict[str, Any], first_key: by
     container.start_encoding()  # the encoder makes the configuration the muxer stores
     recorded = bytes(params.get("extradata") or b"")
     made = bytes(stream.codec_context.extradata or b"")
+    if made != recorded and _decode_first(av, params, first_key, recorded) is None:
+        raise ValueError(
+            f"{codec} packets cannot be copied into an MP4: the track's first key frame "
+            "does not decode with its own recorded configuration (the packets are damaged)"
+        )
     if made != recorded and not _same_picture(av, params, first_key, recorded, made):
         raise ValueError(
             f"{codec} packets cannot be copied into an MP4 here: the muxer's codec "
@@ -217,24 +225,36 @@ def _remux_stream(av: Any, container: Any, params: dict[str, Any], first_key: by
     return stream
 
 
+def _is_annexb(data: bytes) -> bool:
+    """Whether ``data`` is Annex B NAL units: a start code first, every unit's
+    forbidden bit clear (random bytes fail at once; no decoding needed)."""
+    if not (data.startswith(b"\x00\x00\x01") or data.startswith(b"\x00\x00\x00\x01")):
+        return False
+    units = data.replace(b"\x00\x00\x00\x01", b"\x00\x00\x01").split(b"\x00\x00\x01")
+    return all(u and not u[0] & 0x80 for u in units[1:])
+
+
+def _decode_first(
+    av: Any, params: dict[str, Any], packet: bytes, extradata: bytes
+) -> list[bytes] | None:
+    """The planes of the picture ``packet`` decodes to with ``extradata``; None if none."""
+    ctx = av.CodecContext.create(str(params["codec"]), "r")
+    ctx.width, ctx.height = int(params["width"]), int(params["height"])
+    if extradata:
+        ctx.extradata = extradata
+    try:
+        decoded = [*ctx.decode(av.Packet(packet)), *ctx.decode(None)]
+    except (av.error.FFmpegError, ValueError):
+        return None
+    return [bytes(plane) for plane in decoded[0].planes] if decoded else None
+
+
 def _same_picture(
     av: Any, params: dict[str, Any], packet: bytes, recorded: bytes, made: bytes
 ) -> bool:
     """Whether ``packet`` decodes to the same picture with either codec configuration."""
-    pictures: list[list[bytes]] = []
-    for extradata in (recorded, made):
-        ctx = av.CodecContext.create(str(params["codec"]), "r")
-        ctx.width, ctx.height = int(params["width"]), int(params["height"])
-        if extradata:
-            ctx.extradata = extradata
-        try:
-            decoded = [*ctx.decode(av.Packet(packet)), *ctx.decode(None)]
-        except av.error.FFmpegError:
-            return False
-        if not decoded:
-            return False
-        pictures.append([bytes(plane) for plane in decoded[0].planes])
-    return pictures[0] == pictures[1]
+    a = _decode_first(av, params, packet, recorded)
+    return a is not None and a == _decode_first(av, params, packet, made)
 
 
 def _open_mp4(av: Any, path: str | os.PathLike[str], image: np.ndarray, crf: int) -> Any:
