@@ -9,7 +9,8 @@ streaming policy forms from the same frames. Nothing else is read until asked:
 
 * :meth:`OfflineGroups.table` and :meth:`~OfflineGroups.to_parquet` use only
   the stamps (a row per group: ``t``, and per sensor ``<sensor>_seq`` and
-  ``<sensor>_t``, null where missing; lists for window sensors);
+  ``<sensor>_t``, null where missing; lists for window sensors; when the
+  recording is dated, ``t_utc`` and ``<sensor>_t_utc`` as UTC timestamps);
 * :meth:`~OfflineGroups.groups` builds :class:`~fusion.FrameGroup` objects
   with payloads, decoding the chunks that hold their frames, each about once;
 * :meth:`~OfflineGroups.write_recording` writes those frames, group by group,
@@ -36,10 +37,12 @@ from fusion.policies.base import SyncPolicy
 from fusion.policies.columnar import GroupColumns, admitted, group_columns
 from fusion.policies.exact import ExactTime
 from fusion.policies.nearest import Nearest
-from recordings.reader import Recording, open_recording
+from recordings.reader import EPOCH_THRESHOLD_NS, Recording, open_recording
 from recordings.stamps import FrameFetcher, SensorStamps, read_stamps
 
 __all__ = ["OfflineGroups", "sync_recording"]
+
+Int64 = np.ndarray[Any, np.dtype[np.int64]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +123,11 @@ class OfflineGroups:
         """Write :meth:`table` as Parquet: one row per group; needs ``pyarrow``."""
         pa, pq = _pyarrow()
         table = self.table()
+        stamp = pa.timestamp("ns", tz="UTC")
         arrays: dict[str, Any] = {"t": pa.array(table["t"], pa.int64())}
+        group_utc = self._group_utc(table["t"])
+        if group_utc is not None:
+            arrays["t_utc"] = pa.array(group_utc, stamp)
         for s in self.columns.sensors:
             if s in self.columns.spans:
                 offsets = pa.array(table[f"{s}_offsets"], pa.int32())
@@ -130,12 +137,21 @@ class OfflineGroups:
                     arrays[f"{s}_{what}"] = pa.ListArray.from_arrays(
                         offsets, values, mask=pa.array(miss)
                     )
+                utc = self._utc(s, np.asarray(table[f"{s}_t"]))
+                if utc is not None:
+                    arrays[f"{s}_t_utc"] = pa.ListArray.from_arrays(
+                        offsets, pa.array(utc, stamp), mask=pa.array(miss)
+                    )
             else:
                 for what in ("seq", "t"):
                     col = table[f"{s}_{what}"]
                     arrays[f"{s}_{what}"] = pa.array(
                         np.ma.getdata(col), pa.int64(), mask=np.ma.getmaskarray(col)
                     )
+                col = table[f"{s}_t"]
+                utc = self._utc(s, np.ma.getdata(col))
+                if utc is not None:
+                    arrays[f"{s}_t_utc"] = pa.array(utc, stamp, mask=np.ma.getmaskarray(col))
         out = Path(path)
         pq.write_table(
             pa.table(arrays).replace_schema_metadata(
@@ -144,6 +160,37 @@ class OfflineGroups:
             out,
         )
         return out
+
+    def _utc(self, sensor: str, t: Int64) -> Int64 | None:
+        """UTC ns of ``sensor``'s times ``t``, or ``None`` if the sensor is not dated.
+
+        The rule of :meth:`RecordingSummary.to_utc`, per sensor: a sensor
+        :attr:`Recording.dated` converts with the recorded anchors (the latest
+        at or before each ``t``, the first for earlier ones); a sensor whose
+        every stamp is already Unix-epoch ns (a converted bag) is kept as it is.
+        """
+        clock = self.log.wall_clock
+        if clock is not None and sensor in self.log.dated:
+            anchors = clock.anchors
+            keys = np.array([a.reference_ns for a in anchors], np.int64)
+            offsets = np.array([a.offset_ns for a in anchors], np.int64)
+            which = np.maximum(np.searchsorted(keys, t, "right") - 1, 0)
+            utc: Int64 = t + offsets[which]
+            return utc
+        st = self.stamps.get(sensor)
+        if st is not None and len(st) and int(st.t.min()) > EPOCH_THRESHOLD_NS:
+            return t
+        return None
+
+    def _group_utc(self, t: Int64) -> Int64 | None:
+        """UTC of the groups' ``t``: the reference's dates (Nearest), or the dates
+        every sensor agrees on (ExactTime: ``t`` is a stamp they share)."""
+        if isinstance(self.policy, Nearest):
+            return self._utc(self.policy.reference, t)
+        dated = [self._utc(s, t) for s in self.columns.sensors]
+        if not dated or any(d is None for d in dated):
+            return None
+        return dated[0]
 
     # -- with payloads ------------------------------------------------------------
 

@@ -3,6 +3,7 @@ frames through the streaming policy; Parquet checked with pyarrow's reader."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -270,3 +271,75 @@ def test_memory_follows_the_stamps_not_the_payloads(tmp_path: Path) -> None:
     assert big_payload > 15 * small_payload
     assert big < big_payload / 4  # never the payloads at once
     assert big - small < 4 << 20  # a few chunks more (1 MiB each), not 22 MB more
+
+
+def _dated_session(path: Path) -> None:
+    """Three sensors stamped on the host monotonic clock (as a live pipeline aligns
+    them), ending now: the chunks' wall anchors date every one."""
+    rng = np.random.default_rng(11)
+    end = time.monotonic_ns()
+    events = []
+    for name, hz in {"cam": 30, "lidar": 10, "imu": 200}.items():
+        n = 2 * hz
+        t = end - 3_000 * MS + np.arange(n) * (1_000_000_000 // hz) + rng.integers(0, MS, n)
+        events += [(int(x), name, i) for i, x in enumerate(t)]
+    with Recorder(path, chunk_bytes=4096) as rec:
+        for t, name, i in sorted(events):
+            rec.write(Frame(name, i, t, np.full(3, i, np.float32)))
+
+
+def test_parquet_of_a_dated_recording_carries_utc_timestamps(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    from hyperframes.cli import main
+
+    path = tmp_path / "dated.hfr"
+    _dated_session(path)
+    with open_recording(path) as log:
+        summary = log.summary()
+    assert summary.dated == {"cam", "lidar", "imu"}
+    assert summary.wall_clock is not None
+    assert len(summary.wall_clock.anchors) > 2
+    with sync_recording(path, nearest()) as groups:
+        api = groups.to_parquet(tmp_path / "api.parquet")
+    cli = tmp_path / "cli.parquet"
+    args = ["--policy", "nearest", "--reference", "lidar", "--sensors", "lidar", "cam", "imu"]
+    args += ["--tolerance", "20ms", "--window", "imu=50ms:49ms", "-o", str(cli)]
+    assert main(["sync", str(path), *args, "-q"]) == 0
+    for out in (api, cli):
+        table = pq.read_table(out)
+        utc = pa.timestamp("ns", tz="UTC")
+        assert table.schema.field("t_utc").type == utc
+        assert table.schema.field("cam_t_utc").type == utc
+        assert table.schema.field("imu_t_utc").type == pa.list_(utc)
+        rows = table.to_pylist()
+        assert len(rows) > 10
+        raw = table.cast(
+            pa.schema(
+                [
+                    pa.field(
+                        f.name, pa.list_(pa.int64()) if pa.types.is_list(f.type) else pa.int64()
+                    )
+                    for f in table.schema
+                ]
+            )
+        ).to_pylist()
+        for row in raw:
+            assert row["t_utc"] == summary.to_utc(row["t"])
+            if row["cam_t"] is None:
+                assert row["cam_t_utc"] is None
+            else:
+                assert row["cam_t_utc"] == summary.wall_clock.to_utc(row["cam_t"])
+            assert row["imu_t_utc"] == [summary.wall_clock.to_utc(t) for t in row["imu_t"]]
+        # The dates are this run's: within a minute of now.
+        first = rows[0]["t_utc"]
+        assert abs(first.timestamp() - time.time()) < 60
+
+
+def test_parquet_of_an_undated_recording_has_no_utc_columns(session: Path, tmp_path: Path) -> None:
+    with open_recording(session) as log:
+        assert log.summary().utc_start is None
+    with sync_recording(session, nearest()) as groups:
+        out = groups.to_parquet(tmp_path / "g.parquet")
+    names = pq.read_table(out).schema.names
+    assert not [n for n in names if n.endswith("_utc")]
