@@ -152,13 +152,16 @@ class OfflineGroups:
                 utc = self._utc(s, np.ma.getdata(col))
                 if utc is not None:
                     arrays[f"{s}_t_utc"] = pa.array(utc, stamp, mask=np.ma.getmaskarray(col))
+        from recordings.outputs import safe_output
+
         out = Path(path)
-        pq.write_table(
-            pa.table(arrays).replace_schema_metadata(
-                {"hyperframes.sync": _describe(self.policy), "source": str(self.log.path)}
-            ),
-            out,
-        )
+        with safe_output(out, [self.log.path]) as staged:
+            pq.write_table(
+                pa.table(arrays).replace_schema_metadata(
+                    {"hyperframes.sync": _describe(self.policy), "source": str(self.log.path)}
+                ),
+                staged,
+            )
         return out
 
     def _utc(self, sensor: str, t: Int64) -> Int64 | None:
@@ -234,12 +237,16 @@ class OfflineGroups:
         keeps its spec. Frames no group used are not written, so replaying
         the file through the same policy gives the same groups.
         """
+        from recordings.outputs import safe_output
         from recordings.writer import Recorder
 
         meta = dict(recorder_options.pop("metadata", {}) or {})
         meta.update({"sync": _describe(self.policy), "source": str(self.log.path)})
         specs = [self.log.specs[s] for s in self.columns.sensors if s in self.log.specs]
-        with Recorder(path, sensors=specs, metadata=meta, **recorder_options) as rec:
+        with (
+            safe_output(path, [self.log.path]) as staged,
+            Recorder(staged, sensors=specs, metadata=meta, **recorder_options) as rec,
+        ):
             for group in self.groups():
                 for frame in group.members():
                     rec.write(frame)

@@ -6,13 +6,12 @@ of these into ``NAME.partial``, then renames it (see its module docstring).
 
 from __future__ import annotations
 
-import contextlib
 import os
-from pathlib import Path
 from typing import Any
 
 from recordings.format import RecordKind, crc32, pack_prelude, pack_trailer
 from recordings.layout import ChunkMeta
+from recordings.outputs import fsync_dir
 from recordings.writer import _pack
 
 __all__ = ["SnapshotFile", "fsync_dir"]
@@ -53,12 +52,3 @@ class SnapshotFile:
             meta["ledger"] = ledgers
         index = _pack(meta)
         self.emit([pack_prelude(RecordKind.INDEX, index, 0, crc32(b"")), index, pack_trailer(at)])
-
-
-def fsync_dir(folder: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)

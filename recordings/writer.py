@@ -214,6 +214,15 @@ class Recorder(Closeable):
     a replayed or bag recording whose ``t`` keeps its own stamps).
     A chunk closes at ``chunk_bytes`` raw bytes or once its frames span
     ``chunk_duration`` seconds of ``t`` (default 1 s; ``None``: size only).
+
+    ``atomic=True`` (what ``hyperframes record`` uses) writes each file as
+    ``NAME.partial`` and renames it to ``NAME`` once its index is written, so
+    nothing under the final name is ever half a file and an existing file of
+    that name stays as it was until then; a crash or a failed write leaves the
+    readable ``NAME.partial`` (``hyperframes check --repair`` salvages it).
+    ``inputs`` are files this recorder must never write (the session's own
+    inputs): a path, or a split part's, that is one of them is refused with
+    :class:`~recordings.outputs.OutputIsInput` (see :mod:`recordings.outputs`).
     """
 
     def __init__(
@@ -232,6 +241,8 @@ class Recorder(Closeable):
         split_seconds: float | None = None,
         durable: bool = False,
         wall_clock: bool = True,
+        atomic: bool = False,
+        inputs: Iterable[str | os.PathLike[str]] = (),
     ) -> None:
         if chunk_bytes < 1 or max_pending < 1:
             raise ConfigError("chunk_bytes and max_pending must be >= 1")
@@ -254,6 +265,9 @@ class Recorder(Closeable):
         self._split_ns = None if split_seconds is None else int(split_seconds * 1e9)
         self._durable = durable
         self._wall_clock = wall_clock
+        self._atomic = atomic
+        self._inputs = [Path(p) for p in inputs]
+        self._final: Path | None = None  # the name the open part gets once finished
         self._ledgers: dict[str, dict[str, Any]] = {}  # the footer's "ledger" (1.3)
 
         self._mutex = threading.Lock()
@@ -383,8 +397,11 @@ class Recorder(Closeable):
 
     def _check_open(self) -> None:
         if self._error is not None:
+            kept = ""
+            if self._atomic and self._paths and self._paths[-1] != self._final:
+                kept = f" (what it wrote so far is in '{self._paths[-1]}')"
             raise RecorderClosed(
-                f"recorder for '{self.path}' failed and accepts no more frames: {self._error}"
+                f"recorder for '{self.path}' failed and accepts no more frames: {self._error}{kept}"
             ) from self._error
         if self._closing:
             raise RecorderClosed(f"recorder for '{self.path}' is closed")
@@ -545,6 +562,13 @@ class Recorder(Closeable):
 
     def _open_part(self) -> None:
         path = part_path(self.path, self._part) if self._split else self.path
+        if self._inputs:
+            from recordings.outputs import refuse_overlap
+
+            refuse_overlap(path, self._inputs)
+        self._final = path
+        if self._atomic:
+            path = path.with_name(path.name + ".partial")
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         self._paths.append(path)
         with self._lock:
@@ -604,6 +628,13 @@ class Recorder(Closeable):
         os.fsync(self._fd)
         os.close(self._fd)
         self._fd = -1
+        if self._atomic and self._final is not None:
+            from recordings.outputs import fsync_dir, publish
+
+            publish(self._paths[-1], self._final)
+            self._paths[-1] = self._final
+            if self._durable:
+                fsync_dir(self._final.parent)
 
     def _emit(self, parts: list[bytes]) -> None:
         """Write ``parts`` back to back, retrying partial writes."""

@@ -13,7 +13,7 @@ import re
 import signal
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from hyperframes.cli.common import add_output_flags, configure_logging
 
@@ -53,8 +53,18 @@ class PlainHelpFormatter(argparse.RawDescriptionHelpFormatter):
         return plain(super()._expand_help(action))
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """A parser whose errors are one line (the option, what it takes, what was found),
+    like every other failure of a command, instead of a usage block and the message."""
+
+    def error(self, message: str) -> NoReturn:
+        from hyperframes.cli.common import printable
+
+        self.exit(2, f"{self.prog}: error: {printable(message)} (see '{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="hyperframes",
         description=(
             "Multi-sensor frame data: sync sensors on one clock, batch them through "
@@ -63,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Run 'hyperframes COMMAND --help' for a command's options.",
     )
     parser.add_argument("--version", action="version", version=f"hyperframes {_version()}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
     for name in COMMANDS:
         importlib.import_module(f"hyperframes.cli.{name}").register(sub)
     parser.formatter_class = PlainHelpFormatter
@@ -92,7 +102,10 @@ def _version() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as done:  # --help, --version, or an option refused in one line
+        return done.code if isinstance(done.code, int) else 2
     if args.command is None:
         parser.print_help()
         return 2

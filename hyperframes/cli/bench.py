@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 MS = 1_000_000
 
@@ -106,9 +107,9 @@ def load(name: str, path: Path) -> ModuleType:
 
 def run(args: argparse.Namespace) -> int:
     quiet = bool(getattr(args, "quiet", False))
-    console = Console(quiet=quiet)
-    if not console.is_terminal:
-        console = Console(width=220, quiet=quiet)  # logs and CI: one table row per line
+    console = Console(quiet=quiet, markup=False, highlight=False, emoji=False)  # literal
+    if not console.is_terminal:  # logs and CI: one table row per line
+        console = Console(width=220, quiet=quiet, markup=False, highlight=False, emoji=False)
     found = find_benchmarks(args.dir)
     if not found:
         where = args.dir or find_benchmarks_folder()
@@ -181,7 +182,7 @@ def table(rows: list[Row], seconds: float) -> Table:
     for col in ("benchmark", "measure", "value", "baseline ratio", "target", "met"):
         out.add_column(col, justify="right" if col in ("value", "baseline ratio") else "left")
     for r in rows:
-        met = "" if r.met is None else ("[green]yes[/]" if r.met else "[red]NO[/]")
+        met = Text("") if r.met is None else Text("yes", "green") if r.met else Text("NO", "red")
         out.add_row(r.benchmark, r.measure, r.value, r.ratio, r.target, met)
     return out
 

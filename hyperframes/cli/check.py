@@ -6,6 +6,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+BAG_SUFFIXES = (".mcap", ".bag", ".db3")
+"""Files ``check`` points to ``info`` for: the bags ``hyperframes info`` reads."""
+
 
 def register(sub: Any) -> None:
     from hyperframes.cli.losses import add_allow_loss
@@ -36,19 +39,32 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from fusion.errors import HyperframesError
     from hyperframes.cli.common import console_for, error, literal, note, warn
     from hyperframes.cli.losses import loss_exit
     from hyperframes.cli.progress import progress_bar
     from recordings import Recorder, open_recording
     from recordings.errors import RecordingError
+    from recordings.outputs import safe_output
 
     console = console_for(args)
     path = Path(args.file)
+    bag = path.is_dir() or path.suffix.lower() in BAG_SUFFIXES
     try:
+        if path.is_dir():
+            raise IsADirectoryError(f"{path} is a folder")
         log = open_recording(path)
     except (OSError, RecordingError) as err:
         quiet, console.quiet = console.quiet, False
-        note(console, "unreadable:", err, "red")
+        text = str(err) if isinstance(err, RecordingError) else f"{path}: {err.strerror or err}"
+        if isinstance(err, IsADirectoryError):
+            text = f"{path} is a folder"
+        if bag:
+            text += (
+                "; check verifies .hfr recordings: for a ROS bag or an MCAP file, "
+                f"'hyperframes info {path}' checks its index against its contents"
+            )
+        note(console, "unreadable:", text, "red")
         console.quiet = quiet
         return 2
     with log:
@@ -78,14 +94,18 @@ def run(args: argparse.Namespace) -> int:
             console.print("run again with --repair -o FIXED.hfr to salvage what is readable")
             return loss_exit(args, True)
         out = Path(args.output) if args.output else path.with_suffix(".repaired.hfr")
-        if out.resolve() == path.resolve():
-            error(console, "--repair must write a new file")
-            return 2
         kept = 0
-        with Recorder(out, sensors=log.specs.values(), metadata=log.metadata) as rec:
-            for frame in log.frames():
-                rec.write(frame)
-                kept += 1
+        try:
+            with (
+                safe_output(out, [path]) as staged,
+                Recorder(staged, sensors=log.specs.values(), metadata=log.metadata) as rec,
+            ):
+                for frame in log.frames():
+                    rec.write(frame)
+                    kept += 1
+        except (OSError, HyperframesError) as err:
+            error(console, f"--repair: {err}")
+            return 2
         lost = [e for e in log.damage if e not in damage]
         for problem in lost:
             note(console, "damaged:", problem, "red")

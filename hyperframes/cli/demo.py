@@ -32,6 +32,9 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from hyperframes.cli.common import printable, styled
+from hyperframes.cli.units import seconds_arg
+
 if TYPE_CHECKING:
     from hyperframes.demo.report import ReportData
     from hyperframes.demo.session import DemoResult
@@ -53,7 +56,10 @@ def register(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "--seconds", type=float, default=10.0, help="sensor time to simulate (default: 10)"
+        "--seconds",
+        type=seconds_arg("--seconds", maximum=86400.0),
+        default=10.0,
+        help="sensor time to simulate (default: 10)",
     )
     parser.add_argument(
         "--keep",
@@ -92,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.seconds >= 1.0:
         print(f"hyperframes demo: --seconds must be at least 1, got {args.seconds}")
         return 2
-    console = Console(quiet=args.quiet)
+    console = Console(quiet=args.quiet, markup=False, highlight=False, emoji=False)
     target = report_path(args)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="hyperframes-demo-") as tmp:
@@ -107,10 +113,11 @@ def run(args: argparse.Namespace) -> int:
         from hyperframes.demo.report import write_report
 
         written = write_report(report_data(result), target)
-        console.print(
-            f"report: [bold]{written}[/] (alignment, group spread, latency, throughput)",
-            soft_wrap=True,
-        )
+        line = styled("report:", "", "")
+        line.append(" ")
+        line.append(printable(written), style="bold")
+        line.append(" (alignment, group spread, latency, throughput)")
+        console.print(line, soft_wrap=True)
     frames = result.stats.hub.frames_in
     if not result.replay_ok:
         for problem in result.mismatches or ["the live run produced no groups"]:
@@ -225,12 +232,15 @@ def _summary(console: Console, result: DemoResult, kept: Path | None, wall: floa
     )
     if result.replay_ok:
         console.print(
-            f"[green]replay check passed[/]: {len(result.replay)} groups, same order, "
-            "same members, same model results"
+            styled(
+                "replay check passed:",
+                "green",
+                f"{len(result.replay)} groups, same order, same members, same model results",
+            )
         )
     else:
         problems = "; ".join(result.mismatches) or "no groups"
-        console.print(f"[red]replay check FAILED[/]: {problems}")
+        console.print(styled("replay check FAILED:", "red", problems))
     live_s = result.wall["live"]
     console.print(
         f"throughput: {hub.frames_in / live_s:,.0f} frames/s and {len(result.live) / live_s:,.0f} "

@@ -31,6 +31,7 @@ from typing import Any
 from rich.table import Table
 
 from hyperframes.cli.common import NamesAction
+from hyperframes.cli.units import seconds_arg
 
 
 def register(sub: Any) -> None:
@@ -63,8 +64,10 @@ def register(sub: Any) -> None:
         metavar="NAME",
         help="sensors to export (default: all)",
     )
-    p.add_argument("--start", type=float, help="seconds from the recording's start")
-    p.add_argument("--end", type=float, help="seconds from the recording's start")
+    p.add_argument(
+        "--start", type=seconds_arg("--start"), help="seconds from the recording's start"
+    )
+    p.add_argument("--end", type=seconds_arg("--end"), help="seconds from the recording's start")
     p.add_argument(
         "--groups",
         default="approximate",

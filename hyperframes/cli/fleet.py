@@ -6,10 +6,10 @@ import argparse
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
-from hyperframes.cli.common import console_for, error
+from hyperframes.cli.common import console_for, error, literal
+from hyperframes.cli.units import count_arg
 
 
 def register(sub: Any) -> None:
@@ -28,10 +28,14 @@ def register(sub: Any) -> None:
         help="Ray cluster address (ray://head:10001, or 'auto'); default: start a local Ray",
     )
     p.add_argument("--local", action="store_true", help="no Ray: the plain one-machine loop")
-    p.add_argument("--actors", type=int, help="inference actors (overrides fleet.actors)")
+    p.add_argument(
+        "--actors", type=count_arg("--actors"), help="inference actors (overrides fleet.actors)"
+    )
     p.add_argument("--overwrite", action="store_true", help="redo recordings already done")
     p.add_argument("--no-progress", action="store_true", help="hide Ray's progress bars")
-    p.add_argument("--num-cpus", type=int, help="CPUs of the local Ray (default: all)")
+    p.add_argument(
+        "--num-cpus", type=count_arg("--num-cpus"), help="CPUs of the local Ray (default: all)"
+    )
     p.set_defaults(func=run)
 
 
@@ -52,21 +56,22 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as err:
         error(console, err)
         return 2
+    # The console prints literally (markup off): styles go in Text objects.
     table = Table(title=f"fleet: {len(report.recordings)} recording(s) in {report.elapsed_s:.1f} s")
     for column in ("recording", "status", "groups", "parts", "results / error"):
         table.add_column(column, justify="right" if column in ("groups", "parts") else "left")
     for r in report.recordings:
         colour = {"written": "green", "skipped": "cyan"}.get(r.status, "red")
         table.add_row(
-            escape(r.path),
-            f"[{colour}]{r.status}[/{colour}]",
+            literal(r.path),
+            literal(r.status, colour),
             str(r.groups) if r.status == "written" else "",
             str(r.parts or ""),
-            escape(r.error or r.output),
+            literal(r.error or r.output),
         )
     console.print(table)
     if report.plan is not None:
-        console.print(f"resources: {report.plan.note}")
+        console.print(literal(f"resources: {report.plan.note}"), soft_wrap=True)
     return 0 if report.ok else 1
 
 

@@ -123,6 +123,18 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def reason(err: BaseException) -> str:
+    """Why a third-party reader failed, never empty: its message (or its type) and the
+    cause it chained, plus what the MCAP reader's terse words mean."""
+    text = str(err).strip() or type(err).__name__
+    cause = err.__cause__ or err.__context__
+    if cause is not None and str(cause).strip() not in text:
+        text += f" ({type(cause).__name__}: {str(cause).strip() or 'no message'})"
+    if "end magic" in text.lower():
+        text += " (the file is cut short, or is not MCAP: it does not end with the MCAP magic)"
+    return text
+
+
 def bag_info(args: argparse.Namespace, console: Any) -> int:
     """``info`` on an MCAP file or a ROS bag."""
     from adapters.bags.summary import read_bag_summary
@@ -135,7 +147,7 @@ def bag_info(args: argparse.Namespace, console: Any) -> int:
     try:
         info = read_bag_summary(path, ros_distro=args.ros_distro, check=not args.quick)
     except Exception as err:  # third-party readers raise many types; one line each
-        error(console, f"{args.file}: cannot read it as MCAP or a ROS bag: {err}")
+        error(console, f"{args.file}: cannot read it as MCAP or a ROS bag: {reason(err)}")
         return 2
     if args.json:
         print(json.dumps(bag_document(info), indent=2))

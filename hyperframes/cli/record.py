@@ -15,11 +15,13 @@ keeps recording that long after the trigger into the same snapshot.
 from __future__ import annotations
 
 import argparse
+import glob
 import time
 from pathlib import Path
 from typing import Any
 
 from hyperframes.cli.common import NamesAction
+from hyperframes.cli.units import duration_arg, seconds_arg, size_arg
 
 MS = 1_000_000
 
@@ -92,12 +94,13 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--max-size",
+        type=size_arg("--max-size"),
         metavar="SIZE",
         help="start a new numbered file at this size (e.g. 4GiB, 500MB)",
     )
     p.add_argument(
         "--max-duration",
-        type=float,
+        type=seconds_arg("--max-duration", above=True),
         metavar="S",
         help="start a new numbered file every S seconds of frame time",
     )
@@ -121,7 +124,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--duration",
-        type=float,
+        type=seconds_arg("--duration"),
         metavar="S",
         help="stop after S seconds (default: when the sources end, or Ctrl-C)",
     )
@@ -138,24 +141,27 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--snapshot",
+        type=duration_arg("--snapshot"),
         metavar="DURATION",
         help="black-box mode: keep DURATION (30s) in memory, write it on 's' or SIGUSR1",
     )
     p.add_argument(
         "--snapshot-after",
+        type=duration_arg("--snapshot-after"),
         default="0s",
         metavar="DURATION",
         help="with --snapshot: also keep what follows a trigger for DURATION (default 0s)",
     )
     p.add_argument(
         "--snapshot-max-size",
+        type=size_arg("--snapshot-max-size"),
         default="256MiB",
         metavar="SIZE",
         help="with --snapshot: memory bound of the ring (default 256MiB)",
     )
     p.add_argument(
         "--flush",
-        type=float,
+        type=seconds_arg("--flush", above=True, maximum=3600.0),
         default=1.0,
         metavar="S",
         help="flush interval: a crash loses at most this much (default 1 s)",
@@ -188,18 +194,30 @@ def parse_metadata(items: list[str]) -> dict[str, str]:
 
 def snapshot_options(args: argparse.Namespace, config: Any) -> dict[str, Any]:
     """``SnapshotRecorder`` arguments from ``--snapshot*``; late sensors get max_latency."""
-    from hyperframes.cli.units import parse_duration
-    from hyperframes.config import parse_size
-
     if args.max_size or args.max_duration:
         raise ValueError("--snapshot writes whole snapshots: drop --max-size/--max-duration")
     latency = config.pipeline.max_latency_ms
     return {
-        "keep": parse_duration(args.snapshot, what="--snapshot") / 1e9,
-        "post": parse_duration(args.snapshot_after, what="--snapshot-after") / 1e9,
-        "max_bytes": parse_size(args.snapshot_max_size),
+        "keep": args.snapshot / 1e9,
+        "post": args.snapshot_after / 1e9,
+        "max_bytes": args.snapshot_max_size,
         "settle": (latency or 0) / 1e3,
     }
+
+
+def session_inputs(config_file: str | None, config: Any) -> list[Path]:
+    """The files a session reads: its config and every source's file, capture or folder."""
+    found: list[Path] = [Path(config_file)] if config_file else []
+    for source in config.sources:
+        for key in ("path", "pcap", "url", "paths"):
+            value = getattr(source, key, None)
+            if not isinstance(value, str) or "://" in value:
+                continue
+            if key == "paths":  # a glob: the files it matches
+                found += [Path(p) for p in sorted(glob.glob(value))]
+            else:
+                found.append(Path(value))
+    return [p for p in found if p.exists()]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -211,8 +229,9 @@ def run(args: argparse.Namespace) -> int:
     from hyperframes.cli.info import sensor_table, summary_table
     from hyperframes.cli.losses import report_sources
     from hyperframes.cli.playback import PlaybackControl, keyboard
-    from hyperframes.config import build_pipeline, load_config, parse_size, validate_config
+    from hyperframes.config import build_pipeline, load_config, validate_config
     from recordings import open_recording
+    from recordings.outputs import refuse_overlap
 
     console = console_for(args)
     out = args.output or Path(time.strftime("session-%Y%m%d-%H%M%S.hfr"))
@@ -224,7 +243,7 @@ def run(args: argparse.Namespace) -> int:
         )
         options = {
             "compression_level": parse_compression(args.compression),
-            "split_bytes": parse_size(args.max_size) if args.max_size else None,
+            "split_bytes": args.max_size,
             "split_seconds": args.max_duration,
             "flush_interval": args.flush,
             # a virtual clock's times are not the host's: no wall-clock anchors
@@ -234,8 +253,14 @@ def run(args: argparse.Namespace) -> int:
                 **parse_metadata(args.metadata),
             },
         }
+        inputs = session_inputs(args.config, config)
         if args.snapshot:
             options["snapshot"] = snapshot_options(args, config)
+        else:  # never a part over an input (each is NAME.partial until whole)
+            options["inputs"] = inputs
+        refuse_overlap(out, inputs)
+        if args.metrics is not None:
+            refuse_overlap(args.metrics, [*inputs, out])
         pipeline = build_pipeline(
             config,
             recorder_path=out,
@@ -255,7 +280,7 @@ def run(args: argparse.Namespace) -> int:
         state = "recording PAUSED" if control.paused else "recording"
         if args.snapshot:
             return (
-                f"{state} the last {args.snapshot} in memory; 's' or SIGUSR1 writes "
+                f"{state} the last {args.snapshot / 1e9:g} s in memory; 's' or SIGUSR1 writes "
                 f"{out.stem}.NNNN{out.suffix} (space pauses/resumes, Ctrl-C stops)"
             )
         return f"{state} to {out} (space pauses/resumes, Ctrl-C stops)"

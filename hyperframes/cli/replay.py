@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from hyperframes.cli.common import NamesAction
+from hyperframes.cli.units import seconds_arg
 
 
 def register(sub: Any) -> None:
@@ -50,9 +51,15 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--loop", action="store_true", help="start again at the end (Ctrl-C stops)")
     p.add_argument(
-        "--start-offset", type=float, default=0.0, metavar="S", help="skip the first S seconds"
+        "--start-offset",
+        type=seconds_arg("--start-offset"),
+        default=0.0,
+        metavar="S",
+        help="skip the first S seconds",
     )
-    p.add_argument("--duration", type=float, metavar="S", help="play only S seconds")
+    p.add_argument(
+        "--duration", type=seconds_arg("--duration"), metavar="S", help="play only S seconds"
+    )
     p.add_argument(
         "--sensors", nargs="+", action=NamesAction, metavar="NAME", help="play only these sensors"
     )
@@ -143,7 +150,14 @@ def run(args: argparse.Namespace) -> int:
             from hyperframes.config import build_pipeline, load_config
 
             config = load_config(args.config)
-            pipeline = build_pipeline(config, sensors=[], extra_sources=[source])
+            inputs = [Path(args.file), args.config]
+            pipeline = build_pipeline(
+                config, sensors=[], extra_sources=[source], recorder_options={"inputs": inputs}
+            )
+        if args.metrics is not None:
+            from recordings.outputs import refuse_overlap
+
+            refuse_overlap(args.metrics, [args.file, args.config])
     except (HyperframesError, ValueError, OSError) as err:
         error(console, err)
         return 2

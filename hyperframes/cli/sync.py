@@ -25,6 +25,7 @@ from typing import Any
 from rich.table import Table
 
 from hyperframes.cli.common import NamesAction
+from hyperframes.cli.units import seconds_arg
 
 
 def register(sub: Any) -> None:
@@ -71,8 +72,10 @@ def register(sub: Any) -> None:
         metavar="NAME",
         help="sensors that may be missing from a group (A B or A,B)",
     )
-    p.add_argument("--start", type=float, help="seconds from the recording's start")
-    p.add_argument("--end", type=float, help="seconds from the recording's start")
+    p.add_argument(
+        "--start", type=seconds_arg("--start"), help="seconds from the recording's start"
+    )
+    p.add_argument("--end", type=seconds_arg("--end"), help="seconds from the recording's start")
     p.add_argument(
         "-o", "--output", type=Path, help="groups.parquet (a row per group) or grouped.hfr"
     )
@@ -86,9 +89,17 @@ def build_policy(args: argparse.Namespace, recorded: list[str]) -> Any:
     from hyperframes.cli.units import parse_duration
 
     sensors = args.sensors or recorded
-    unknown = [s for s in sensors if s not in recorded]
-    if unknown:
-        raise ValueError(f"--sensors: {', '.join(unknown)} not in the recording ({recorded})")
+    has = f"it has {', '.join(recorded) or 'no frames'}"
+    named = {"--sensors": sensors, "--optional": args.optional}
+    if args.reference:
+        named["--reference"] = [args.reference]
+    named["--tolerance"] = [i.rpartition("=")[0] for i in args.tolerance if "=" in i]
+    named["--window"] = [i.partition("=")[0] for i in args.window if "=" in i]
+    for option, names in named.items():
+        unknown = [n for n in names if n and n not in recorded]
+        if unknown:
+            verb = "is" if len(unknown) == 1 else "are"
+            raise ValueError(f"{option}: {', '.join(unknown)} {verb} not in the recording; {has}")
     if args.policy == "approximate":
         return ApproximateTime(sensors)
     if args.policy == "exact":
@@ -102,9 +113,9 @@ def build_policy(args: argparse.Namespace, recorded: list[str]) -> Any:
     for item in args.tolerance:
         name, sep, value = item.rpartition("=")
         if sep:
-            per[name] = parse_duration(value, what=f"--tolerance {item}")
+            per[name] = parse_duration(value, what=f"--tolerance {name}")
         else:
-            default = parse_duration(value, what=f"--tolerance {item}")
+            default = parse_duration(value, what="--tolerance")
     windows: dict[str, tuple[int, int]] = {}
     for item in args.window:
         name, sep, span = item.partition("=")
@@ -112,8 +123,8 @@ def build_policy(args: argparse.Namespace, recorded: list[str]) -> Any:
         if not sep or not colon or not name:
             raise ValueError(f"--window: expected SENSOR=BEFORE:AFTER, found {item!r}")
         windows[name] = (
-            parse_duration(before, what=f"--window {item}"),
-            parse_duration(after, what=f"--window {item}"),
+            parse_duration(before, what=f"--window {name} (before)"),
+            parse_duration(after, what=f"--window {name} (after)"),
         )
     sensors = list(dict.fromkeys([args.reference, *sensors]))
     matched = [s for s in sensors if s != args.reference and s not in windows]

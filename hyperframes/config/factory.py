@@ -389,6 +389,7 @@ def build_recorder(
         "split_seconds": cfg.split_duration_s,
         "flush_interval": cfg.flush_interval_s,
         "chunk_duration": cfg.chunk_duration_s,
+        "atomic": True,  # NAME.partial, renamed once whole (recordings.outputs)
     }
     video = dict(cfg.video)
     snapshot = overrides.get("snapshot")

@@ -574,29 +574,11 @@ class PipelineConfig(StrictModel):
 
 
 def parse_size(text: str) -> int:
-    """``"4GiB"``, ``"500MB"``, ``"1024"`` -> bytes."""
-    units = {
-        "": 1,
-        "b": 1,
-        "kb": 10**3,
-        "mb": 10**6,
-        "gb": 10**9,
-        "tb": 10**12,
-        "kib": 2**10,
-        "mib": 2**20,
-        "gib": 2**30,
-        "tib": 2**40,
-    }
-    raw = text.strip().lower().replace(" ", "")
-    number = raw.rstrip("kmgtib")
-    unit = raw[len(number) :]
-    try:
-        value = float(number)
-    except ValueError:
-        value = -1.0
-    if unit not in units or value < 0:
-        raise ValueError(f"expected a size like '4GiB' or '500MB', found {text!r}")
-    return int(value * units[unit])
+    """``"4GiB"``, ``"500MB"``, ``"1024"`` -> bytes (:func:`hyperframes.cli.units.parse_size`:
+    ``inf``, ``nan`` and out-of-range sizes are refused)."""
+    from hyperframes.cli.units import parse_size as strict
+
+    return strict(text)
 
 
 def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> PipelineConfig:

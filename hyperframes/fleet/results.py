@@ -21,7 +21,6 @@ the model failed on that group). :func:`read_results` reads it back.
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,6 +83,10 @@ def outputs_for(recordings: Sequence[str], folder: str) -> dict[str, str]:
             )
         seen[target] = rec
         out[rec] = target
+    from recordings.outputs import refuse_overlap
+
+    for target in out.values():  # a results file never replaces a recording of the run
+        refuse_overlap(target, recordings)
     return out
 
 
@@ -199,25 +202,22 @@ def write_results(
 ) -> None:
     """Write ``(t, info, results)`` rows as a results file: temp name, then rename."""
     from recordings import Recorder
+    from recordings.outputs import safe_output
 
-    os.makedirs(os.path.dirname(output) or ".", exist_ok=True)
-    tmp = f"{output}.tmp-{uuid.uuid4().hex[:8]}"
     specs = [SensorSpec(GROUP_SENSOR), *(SensorSpec(w) for w in workers)]
-    try:
-        with Recorder(tmp, sensors=specs, metadata=dict(metadata), flush_interval=None) as rec:
-            for i, (t, info, results) in enumerate(rows):
-                d = read_info(info)
-                meta = {"members": d["members"], "missing": d["missing"]}
-                rec.write(Frame(GROUP_SENSOR, i, t, None, meta=meta))
-                if results is None:
-                    continue
-                for name, frame in decode_results(results).items():
-                    rec.write(Frame(name, i, t, frame.data, meta=dict(frame.meta)))
-        os.replace(tmp, output)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    inputs = [metadata["input"]] if isinstance(metadata.get("input"), str) else []
+    with (
+        safe_output(output, inputs) as staged,
+        Recorder(staged, sensors=specs, metadata=dict(metadata), flush_interval=None) as rec,
+    ):
+        for i, (t, info, results) in enumerate(rows):
+            d = read_info(info)
+            meta = {"members": d["members"], "missing": d["missing"]}
+            rec.write(Frame(GROUP_SENSOR, i, t, None, meta=meta))
+            if results is None:
+                continue
+            for name, frame in decode_results(results).items():
+                rec.write(Frame(name, i, t, frame.data, meta=dict(frame.meta)))
 
 
 def read_results(path: str | os.PathLike[str]) -> list[ResultGroup]:

@@ -124,6 +124,30 @@ def export_recording(
     ``export_type`` its spec was recorded with. ``progress(n)`` is told every
     ``n`` frames read (for a progress bar).
     """
+    from recordings.outputs import refuse_overlap, safe_output
+
+    final = Path(out)
+    refuse_overlap(final, [path])
+    if to in ("ros2", "foxglove") and final.suffix != ".mcap" and final.exists():
+        raise FileExistsError(f"'{final}' exists; not overwriting a bag directory")
+    with safe_output(final, [path]) as staged:
+        report = _export(path, staged, to, sensors, start, end, groups, reencode, types)
+    report.out = final
+    return report
+
+
+def _export(
+    path: str | os.PathLike[str],
+    out: Path,
+    to: Target,
+    sensors: Sequence[str] | None,
+    start: int | None,
+    end: int | None,
+    groups: str,
+    reencode: bool,
+    types: Mapping[str, str] | None,
+) -> ExportReport:
+    """:func:`export_recording` writing to ``out`` (its staging path)."""
     from recordings.export.shapes import shape_of_type
     from recordings.video.packets import video_sensors
 
@@ -147,7 +171,7 @@ def export_recording(
             )
         kinds: dict[str, str] = {name: specs[name].kind for name in names}
         encoded = set(video_sensors(list(summary.sensors)))
-        report = ExportReport(Path(out), to)
+        report = ExportReport(out, to)
 
         wall = summary.wall_clock
         dated = summary.dated

@@ -269,13 +269,15 @@ def test_disk_full_while_recording_is_one_line_and_keeps_what_was_written(
     assert_clean(proc)
     assert proc.stderr.splitlines() == [
         f"hyperframes record: error: RecorderClosed: recorder for '{out}' failed and accepts no "
-        "more frames: [Errno 28] No space left on device; the disk is full: free space or write "
+        "more frames: [Errno 28] No space left on device (what it wrote so far is in "
+        f"'{out}.partial'); the disk is full: free space or write "
         "elsewhere (what was written so far is readable: run 'hyperframes check' on it)",
         "(run again with -v for the traceback)",
     ]
     from recordings import open_recording
 
-    with open_recording(out) as log:
+    assert not out.exists()  # never half a file under the final name
+    with open_recording(out.with_name(out.name + ".partial")) as log:
         frames = list(log.frames())
         assert len(log.chunks) >= 3
         assert len(frames) == sum(c.count for c in log.chunks)

@@ -101,7 +101,8 @@ def test_record_refuses_bad_options_with_a_clear_message(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
 ) -> None:
     assert main(["record", "-o", str(tmp_path / "x.hfr"), "--fast", *argv]) == 2
-    assert message in capsys.readouterr().out
+    said = capsys.readouterr()
+    assert message in said.out + said.err  # an option argparse refuses: its stderr line
 
 
 def test_info_json_has_dates_rates_drops_and_clock_fit(
@@ -205,14 +206,16 @@ def test_sigint_stops_a_recording_gracefully_with_its_footer(tmp_path: Path) -> 
         stderr=subprocess.PIPE,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
+    partial = out.with_name(out.name + ".partial")  # the name while recording
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and (not out.exists() or out.stat().st_size < 4096):
+    while time.monotonic() < deadline and (not partial.exists() or partial.stat().st_size < 4096):
         time.sleep(0.05)  # a real process on the real clock: wait until it is recording
     time.sleep(1.5)  # past the first flush interval
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 0, stderr.decode()
     assert b"SIGINT: stopping sources" in stderr
+    assert not partial.exists()  # renamed once whole
     with open_recording(out) as log:
         summary = log.summary()
     assert summary.indexed  # footer and index written

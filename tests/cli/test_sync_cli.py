@@ -81,7 +81,10 @@ def test_sync_with_windows_and_optional_writes_a_recording(session: Path, tmp_pa
         (["--policy", "approximate"], "ApproximateTime has no offline form"),
         (["--reference", "lidar", "--sensors", "lidar", "cam"], "--tolerance: no value for cam"),
         (["--reference", "lidar", "--tolerance", "20"], "expected a duration with a unit"),
-        (["--reference", "lidar", "--sensors", "radar"], "--sensors: radar not in the recording"),
+        (
+            ["--reference", "lidar", "--sensors", "radar"],
+            "--sensors: radar is not in the recording; it has ",
+        ),
         (["--reference", "lidar", "--tolerance", "1ms", "-o", "x.csv"], "write a .parquet or"),
     ],
 )

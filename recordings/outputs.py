@@ -1,0 +1,142 @@
+"""Writing an output without ever touching an input, and never half a file under its name.
+
+Theory of operation. Every file or folder a command writes goes through
+:func:`safe_output`:
+
+1. :func:`refuse_overlap` resolves the output (symlinks followed, ``..``
+   collapsed) and compares it with every input, by resolved path and, where
+   both exist, by ``(st_dev, st_ino)``, so a hard link to the input is the
+   input. An output inside an input folder (a bag directory) or a folder
+   output holding an input is refused too. The error names both paths.
+2. The output is written into a staging folder beside the final name
+   (``.NAME.XXXX.partial/NAME``: same file system, so the rename is atomic;
+   the writer sees the final file name, so a suffix that picks the format,
+   ``.mcap`` or a bag folder, still works).
+3. Only when the body finished without an exception is it published: a file
+   by ``os.replace`` onto the final path, a folder by ``os.replace`` when no
+   folder of that name exists, else file by file into it (each rename
+   atomic, the folder's other files kept). The staging folder is removed
+   either way.
+
+So a failed command leaves the old file (if any) as it was and nothing under
+the final name; a command killed with SIGKILL leaves at most a hidden
+``.partial`` folder beside it.
+
+:class:`~recordings.Recorder` has its own form of step 2 for a live
+recording (``atomic=True``: ``s.hfr.partial`` renamed at each finished part),
+because what a crashed live recorder wrote cannot be recorded again and must
+stay readable where the operator looks for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from fusion.errors import ConfigError
+
+__all__ = ["OutputIsInput", "fsync_dir", "publish", "refuse_overlap", "safe_output"]
+
+StrPath = str | os.PathLike[str]
+
+
+class OutputIsInput(ConfigError):
+    """An output path is (or links to, or lies inside) one of the command's inputs."""
+
+    def __init__(self, output: StrPath, input: StrPath, how: str) -> None:
+        self.output = str(output)
+        self.input = str(input)
+        super().__init__(
+            f"output '{self.output}' {how} the input '{self.input}'; "
+            "nothing was written: write somewhere else"
+        )
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _inside(child: Path, parent: Path) -> bool:
+    return child != parent and parent in child.parents
+
+
+def refuse_overlap(output: StrPath, inputs: Iterable[StrPath | None]) -> Path:
+    """The resolved ``output``; :class:`OutputIsInput` if it is, or overlaps, an input."""
+    out = Path(output)
+    final = out.resolve()
+    ident = _identity(final)
+    for item in inputs:
+        if item is None:
+            continue
+        source = Path(item)
+        resolved = source.resolve()
+        if final == resolved:
+            how = "is" if os.path.abspath(out) == os.path.abspath(source) else "links to"
+            raise OutputIsInput(out, source, how)
+        if ident is not None and ident == _identity(resolved):
+            raise OutputIsInput(out, source, "is a hard link to")
+        if resolved.is_dir() and _inside(final, resolved):
+            raise OutputIsInput(out, source, "lies inside")
+        if final.is_dir() and _inside(resolved, final):
+            raise OutputIsInput(out, source, "is a folder holding")
+    return final
+
+
+def publish(staged: Path, final: Path) -> None:
+    """Move ``staged`` (a file or a folder) to ``final``; a folder merges into an existing one."""
+    if staged.is_dir() and not staged.is_symlink():
+        if not final.exists():
+            os.replace(staged, final)
+            return
+        if not final.is_dir():
+            raise ConfigError(f"output '{final}' exists and is not a folder")
+        for entry in sorted(staged.rglob("*")):
+            if entry.is_dir():
+                continue
+            target = final / entry.relative_to(staged)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(entry, target)
+        return
+    if final.is_dir() and not final.is_symlink():
+        raise ConfigError(f"output '{final}' is a folder; give a file name")
+    os.replace(staged, final)
+
+
+def fsync_dir(folder: Path) -> None:
+    """Make a rename in ``folder`` durable (best effort: not every file system allows it)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+@contextmanager
+def safe_output(output: StrPath, inputs: Iterable[StrPath | None] = ()) -> Iterator[Path]:
+    """A staging path to write ``output`` to; published only if the body succeeds.
+
+    ``with safe_output("s.mcap", inputs=["s.hfr"]) as tmp: write(tmp)``.
+    Raises :class:`OutputIsInput` before anything is written when ``output``
+    is an input. The output's folder is created if missing. A symlinked
+    output is written where it points.
+    """
+    final = refuse_overlap(output, inputs)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=final.parent))
+    try:
+        staged = stage / final.name
+        yield staged
+        if staged.exists() or staged.is_symlink():
+            publish(staged, final)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
