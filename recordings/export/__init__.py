@@ -131,7 +131,7 @@ def export_recording(
     if to in ("ros2", "foxglove") and final.suffix != ".mcap" and final.exists():
         raise FileExistsError(f"'{final}' exists; not overwriting a bag directory")
     with safe_output(final, [path]) as staged:
-        report = _export(path, staged, to, sensors, start, end, groups, reencode, types)
+        report = _export(path, staged, to, sensors, start, end, groups, reencode, types, progress)
     report.out = final
     return report
 
@@ -146,6 +146,7 @@ def _export(
     groups: str,
     reencode: bool,
     types: Mapping[str, str] | None,
+    progress: Callable[[int], None] | None,
 ) -> ExportReport:
     """:func:`export_recording` writing to ``out`` (its staging path)."""
     from recordings.export.shapes import shape_of_type
