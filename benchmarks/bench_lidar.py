@@ -39,6 +39,7 @@ from adapters.lidar import XYZI_DTYPE, SweepAssembler, VelodyneModel, read_pcd, 
 from adapters.lidar.layouts import read_bin
 from adapters.lidar.pcap import read_udp
 from adapters.lidar.velodyne_models import MODELS, get_model
+from adapters.lidar.velodyne_packets import decode_sweeps
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / ".." / "shared" / "data" / "lidar"
@@ -88,13 +89,13 @@ def interleaved_best_cpu(
 
 
 def ours(packets: list[bytes], model: VelodyneModel, batch: int = 512) -> int:
-    """Points of the whole stream through SweepAssembler + decode, in pcap-sized batches."""
+    """Points of the whole stream through SweepAssembler + decode_sweeps, in pcap-sized
+    batches (what VelodyneSource does with a pcap)."""
     assembler = SweepAssembler(model)
     total = 0
     for i in range(0, len(packets), batch):
-        for sweep in assembler.push_many(packets[i : i + batch]):
-            total += len(sweep.decode(model))
-    return total + sum(len(s.decode(model)) for s in assembler.flush())
+        total += sum(map(len, decode_sweeps(assembler.push_many(packets[i : i + batch]), model)))
+    return total + sum(map(len, decode_sweeps(assembler.flush(), model)))
 
 
 def _vd_config(model: VelodyneModel, vd_model: Any) -> Any:

@@ -42,6 +42,7 @@ from adapters.lidar.velodyne_packets import (
     WRAP_PERIOD_NS,
     RawSweep,
     SweepAssembler,
+    decode_sweeps,
 )
 from adapters.net.udp import DEFAULT_SENDER_TIMEOUT, UdpReceiver
 from fusion.clock import ClockModel
@@ -358,12 +359,11 @@ class VelodyneSource(Source):
         return self._decode(sweeps)
 
     def _decode(self, sweeps: list[RawSweep]) -> list[tuple[RawSweep, Any]]:
-        assert self.model is not None or not sweeps
-        out = []
-        for raw in sweeps:
-            if self._wanted(raw):
-                out.append((raw, raw.decode(self.model)))  # type: ignore[arg-type]
-        return out
+        wanted = [raw for raw in sweeps if self._wanted(raw)]
+        if not wanted:
+            return []
+        assert self.model is not None
+        return list(zip(wanted, decode_sweeps(wanted, self.model), strict=True))
 
     def _nothing_decoded(self) -> None:
         """A pcap that gave no sweep: say what it held instead (and count it)."""

@@ -126,7 +126,7 @@ class RawSweep:
 
     def decode(self, model: VelodyneModel) -> np.ndarray:
         """All non-zero returns of the sweep as a :data:`VELODYNE_DTYPE` array, in
-        packet / block / slot order."""
+        packet / block / slot order (:func:`decode_sweeps` decodes several at once)."""
         return decode_sweep(self, model)
 
 
@@ -170,13 +170,20 @@ def _tables(model: VelodyneModel, layout: PacketLayout) -> _Tables:
     f32 = np.float32
     advanced = {}
     if cal.advanced:
-        for name in ("horiz_offset_m", "dist_correction_m", "dist_correction_x_m",
-                     "dist_correction_y_m", "focal_distance", "focal_slope"):  # fmt: skip
-            advanced[name] = cal.column(name)[laser].astype(f32)
-        advanced["min_intensity"] = cal.column("min_intensity", 0.0)[laser].astype(f32)
-        advanced["max_intensity"] = cal.column("max_intensity", 255.0)[laser].astype(f32)
+        dist = cal.column("dist_correction_m")
         x, y = cal.column("dist_correction_x_m"), cal.column("dist_correction_y_m")
-        advanced["two_point"] = ((x != 0) & (y != 0))[laser]
+        two_point = (x != 0) & (y != 0)
+        columns = {
+            "dist_correction_m": dist,
+            "horiz_offset_m": cal.column("horiz_offset_m"),
+            "gain_x": np.where(two_point, (x - dist) / (_FAR - _NEAR_X), 0.0),
+            "gain_y": np.where(two_point, (y - dist) / (_FAR - _NEAR_Y), 0.0),
+            "focal_term": (1 - cal.column("focal_distance") / 131.0) ** 2,
+            "focal_gain": 256.0 * cal.column("focal_slope"),
+            "min_intensity": cal.column("min_intensity", 0.0),
+            "max_intensity": cal.column("max_intensity", 255.0),
+        }
+        advanced = {name: values[laser].astype(f32) for name, values in columns.items()}
     tables = _Tables(
         cos_v=np.cos(vert).astype(f32),
         sin_v=np.sin(vert).astype(f32),
@@ -192,18 +199,50 @@ def _tables(model: VelodyneModel, layout: PacketLayout) -> _Tables:
 
 
 def decode_sweep(sweep: RawSweep, model: VelodyneModel) -> np.ndarray:
-    """Decode a sweep's returns into points (see the module docstring).
+    """Decode a sweep's returns into points (see the module docstring)."""
+    return decode_sweeps([sweep], model)[0]
 
-    Quantities that depend on the return's place in the packet are computed
-    over the dense ``(packets, 12, 32)`` grid with the per-place tables
-    broadcast (no gathers), then compacted once per field to the kept returns;
-    the azimuth's sine and cosine are gathered for kept returns only.
-    """
-    layout = sweep.layout
-    packets = np.ascontiguousarray(sweep.packets)
+
+_RUN_PACKETS = 96
+"""Sweeps are decoded together up to this many packets: enough to spread a pass's fixed
+cost (some eighty numpy calls) over small sweeps, few enough that its temporaries stay
+in the CPU's cache (one pass over a 512-packet batch is several times slower)."""
+
+
+def decode_sweeps(sweeps: Sequence[RawSweep], model: VelodyneModel) -> list[np.ndarray]:
+    """Decode several sweeps (a pcap batch's) together, in runs of one return mode and
+    at most ``_RUN_PACKETS`` packets. The same points as :func:`decode_sweep` on each."""
+    out: list[np.ndarray] = []
+    i = 0
+    while i < len(sweeps):
+        first, j = sweeps[i], i + 1
+        if first.layout.groups > 1:  # one-column packets interpolate across packets
+            size = len(first.packets)
+            while (j < len(sweeps) and sweeps[j].layout is first.layout
+                   and sweeps[j].mode == first.mode
+                   and size + len(sweeps[j].packets) <= _RUN_PACKETS):  # fmt: skip
+                size += len(sweeps[j].packets)
+                j += 1
+        out += _decode_run(sweeps[i:j], model)
+        i = j
+    return out
+
+
+def _decode_run(run: Sequence[RawSweep], model: VelodyneModel) -> list[np.ndarray]:
+    """The returns to keep are chosen on the ``(packets, 12, 32)`` grid; every
+    input (distance, per-place tables, per-block azimuth and gap) is then taken
+    at the kept returns only, and all arithmetic runs over the points, so the
+    cost follows the points, not the grid (dual-return and sparse packets)."""
+    layout = run[0].layout
+    sizes = np.array([len(s.packets) for s in run])
+    ends = np.cumsum(sizes)
+    starts = ends - sizes
+    packets = np.ascontiguousarray(
+        run[0].packets if len(run) == 1 else np.concatenate([s.packets for s in run])
+    )
     count = len(packets)
     if count == 0:
-        return np.empty(0, VELODYNE_DTYPE)
+        return [np.empty(0, VELODYNE_DTYPE) for _ in run]
     tables = _tables(model, layout)
     blocks = packets.reshape(-1).view(PACKET_DTYPE)["blocks"]  # (P, 12)
     returns = blocks["returns"]
@@ -223,97 +262,140 @@ def decode_sweep(sweep: RawSweep, model: VelodyneModel) -> np.ndarray:
     # interpolate across: such a gap is replaced by the packet's typical one.
     axis = 1 if gap.shape[1] > 1 else None
     if (gap > 2 * gap.min(axis=axis, keepdims=True) + 20).any():  # cheap test first
-        typical = np.median(gap, axis=axis, keepdims=True).astype(np.int32)
+        ordered: np.ndarray = np.sort(gap, axis=axis).reshape(gap.shape if axis else (1, -1))
+        middle = ordered.shape[1] // 2
+        typical = ordered[:, middle : middle + 1]  # the median of each packet's gaps
         gap = np.where(gap > 2 * typical + 20, typical, gap)
     block_gap = np.zeros((count, BLOCKS), np.int32)
     block_gap[:, : layout.used_blocks] = np.repeat(gap, per, axis=1)
 
     keep = distance != 0
-    keep[0, : sweep.first_block] = False
-    keep[-1, sweep.end_block :] = False
+    for sweep, start, end in zip(run, starts.tolist(), ends.tolist(), strict=True):
+        keep[start, : sweep.first_block] = False
+        keep[end - 1, sweep.end_block :] = False
     keep[:, layout.used_blocks :] = False
-    kind = None
+    same = None
     if layout.dual:
-        kind = np.empty((count, BLOCKS, SLOTS), np.uint8)
-        kind[:] = layout.block_return[None, :, None]
+        same = np.zeros((count, BLOCKS, SLOTS), bool)
         for last, strongest in layout.pairs:
-            same = distance[:, last] == distance[:, strongest]  # one echo: kept once
-            keep[:, last] &= ~same
-            kind[:, strongest][same] = BOTH
-    flat = keep.reshape(-1)
-    n = int(np.count_nonzero(flat))
+            one = distance[:, last] == distance[:, strongest]  # one echo: kept once
+            keep[:, last] &= ~one
+            same[:, strongest] = one
+    # Indices of the kept returns (intp: numpy converts any other index type on each use):
+    # in the grid, their packet, their block, their place in the packet (block * 32 + slot).
+    selected = np.flatnonzero(keep)
+    n = len(selected)
+    per_packet = keep.reshape(count, -1).sum(axis=1)
+    packet = np.repeat(np.arange(count), per_packet)
+    place = selected - packet * (BLOCKS * SLOTS)
+    block = selected >> 5
 
-    def kept(dense: np.ndarray) -> np.ndarray:
-        picked: np.ndarray = dense.reshape(-1)[flat]
-        return picked
-
-    def place(table: np.ndarray) -> np.ndarray:  # a per-place table at the kept returns
-        picked: np.ndarray = np.broadcast_to(table, keep.shape)[keep]
+    def at(table: np.ndarray) -> np.ndarray:
+        """A per-place (12 x 32) table at the kept returns: a gather from a tiny table
+        (cheaper than a boolean mask, which branches on every slot of the grid)."""
+        picked: np.ndarray = table.reshape(-1)[place]
         return picked
 
     # azimuth in 0.01°: the block's plus its share of the gap to the next column
-    step = block_gap[:, :, None] * tables.fraction
+    step = block_gap.reshape(-1)[block] * at(tables.fraction)
     step += 1 << (_FIXED - 1)
     step >>= _FIXED
-    step += azimuth[:, :, None]
-    turn = _TURN[kept(step)]
+    step += azimuth.reshape(-1)[block]
+    turn = _TURN[step]
     if tables.unturn is not None:  # azimuth - rotational correction, one complex product
-        turn *= place(tables.unturn)
+        turn *= at(tables.unturn)
     cos_a, sin_a = turn.real, turn.imag
-    r = distance.astype(np.float32)
+    raw = np.ascontiguousarray(distance).reshape(-1)[selected]
+    r = raw.astype(np.float32)
     r *= np.float32(model.distance_resolution_m)
     out = np.empty(n, VELODYNE_DTYPE)
+    intensity = np.ascontiguousarray(returns["intensity"]).reshape(-1)[selected]
     if tables.advanced:
-        _advanced(
-            out, kept(r), distance[keep], returns["intensity"][keep], cos_a, sin_a, tables, place
-        )
+        _advanced(out, r, raw, intensity, cos_a, sin_a, tables, at)
     else:
-        horizontal = kept(r * tables.cos_v)
+        horizontal = r * at(tables.cos_v)
         out["x"] = horizontal * sin_a
         out["y"] = horizontal * cos_a
-        r *= tables.sin_v
+        r *= at(tables.sin_v)
         if tables.v_off is not None:
-            r += tables.v_off
-        out["z"] = kept(r)
-        out["intensity"] = returns["intensity"][keep]
-    out["ring"] = place(tables.ring)
-    packet_t = (sweep.stamps_us.astype(np.int64) * 1000 - sweep.t_sensor).astype(np.int32)
-    out["t_offset"] = kept(packet_t[:, None, None] + tables.time_ns)
-    if kind is not None:
-        out["return"] = kept(kind)
+            r += at(tables.v_off)
+        out["z"] = r
+        out["intensity"] = intensity
+    out["ring"] = at(tables.ring)
+    packet_t = np.concatenate(
+        [s.stamps_us.astype(np.int64) * 1000 - s.t_sensor for s in run]
+    ).astype(np.int32)  # each packet's time from the start of its sweep
+    t = packet_t[packet]
+    t += at(tables.time_ns)
+    out["t_offset"] = t
+    if same is not None:
+        kind = at(np.broadcast_to(layout.block_return[:, None], (BLOCKS, SLOTS)).copy())
+        kind[same.reshape(-1)[selected]] = BOTH
+        out["return"] = kind
     else:
-        out["return"] = LAST if sweep.mode == RETURN_LAST else STRONGEST
-    return out
+        out["return"] = LAST if run[0].mode == RETURN_LAST else STRONGEST
+    if len(run) == 1:
+        return [out]
+    return np.split(out, np.cumsum(np.add.reduceat(per_packet, starts))[:-1])
 
 
 def _advanced(out: np.ndarray, r: np.ndarray, raw: np.ndarray, intensity: np.ndarray,
               cos_a: np.ndarray, sin_a: np.ndarray, tables: _Tables,
-              place: Callable[[np.ndarray], np.ndarray]) -> None:  # fmt: skip
+              at: Callable[[np.ndarray], np.ndarray]) -> None:  # fmt: skip
     """The HDL-64E's corrections: two-point distance, horizontal offset, intensity
-    (the HDL-64E S3 manual's formulas, as the ROS driver and velodyne_decoder apply them)."""
-    a = {name: place(values) for name, values in tables.advanced.items()}
-    cos_v, sin_v = place(tables.cos_v), place(tables.sin_v)
-    dist = a["dist_correction_m"]
-    corrected = r + dist
-    far, near_x, near_y = np.float32(25.04), np.float32(2.40), np.float32(1.93)
-    xy = corrected * cos_v
-    x_coeff = (np.abs(xy * sin_a) - near_x) / (far - near_x)
-    y_coeff = (np.abs(xy * cos_a) - near_y) / (far - near_y)
-    two_point = a["two_point"] & (r < far)
-    corr_x = np.where(two_point, x_coeff * dist + (1 - x_coeff) * a["dist_correction_x_m"], dist)
-    corr_y = np.where(two_point, y_coeff * dist + (1 - y_coeff) * a["dist_correction_y_m"], dist)
-    corr_z = (corr_x + corr_y) / 2
-    horiz = a["horiz_offset_m"]
-    out["x"] = (r + corr_x) * cos_v * sin_a - horiz * cos_a
-    out["y"] = (r + corr_y) * cos_v * cos_a + horiz * sin_a
-    z = (r + corr_z) * sin_v
+    (the HDL-64E S3 manual's formulas, as the ROS driver and velodyne_decoder apply them).
+
+    With ``d`` the far distance correction and ``xx = |(r + d) cos(v) sin(a)|``, the
+    x correction is ``d + (1 - (xx - 2.40) / (25.04 - 2.40)) (d_x - d)`` below 25.04 m:
+    ``d + (25.04 - xx) g_x`` with the per-laser ``g_x = (d_x - d) / (25.04 - 2.40)``
+    (0 without a two-point calibration); likewise y. In place, to spare temporaries.
+    """
+    a = tables.advanced
+    far = np.float32(_FAR)
+    dist, cos_v, sin_v = at(a["dist_correction_m"]), at(tables.cos_v), at(tables.sin_v)
+    xy = r + dist
+    xy *= cos_v
+    near = (r < far).astype(np.float32)
+    corrections = []
+    for trig, gain in ((sin_a, "gain_x"), (cos_a, "gain_y")):
+        c = xy * trig
+        np.abs(c, out=c)
+        np.subtract(far, c, out=c)
+        c *= at(a[gain])
+        c *= near
+        c += dist
+        corrections.append(c)
+    corr_x, corr_y = corrections
+    horiz = at(a["horiz_offset_m"])
+    x = corr_x + r
+    x *= cos_v
+    x *= sin_a
+    x -= horiz * cos_a
+    out["x"] = x
+    y = corr_y + r
+    y *= cos_v
+    y *= cos_a
+    y += horiz * sin_a
+    out["y"] = y
+    z = corr_x + corr_y
+    z *= np.float32(0.5)
+    z += r
+    z *= sin_v
     if tables.v_off is not None:
-        z += place(tables.v_off)
+        z += at(tables.v_off)
     out["z"] = z
-    focal = (1 - a["focal_distance"] / np.float32(131.0)) ** 2
-    raw_term = (1 - raw.astype(np.float32) / np.float32(65535.0)) ** 2
-    value = intensity + np.float32(256.0) * a["focal_slope"] * np.abs(focal - raw_term)
-    out["intensity"] = np.clip(value, a["min_intensity"], a["max_intensity"])
+    value = raw.astype(np.float32)
+    value *= np.float32(-1.0 / 65535.0)
+    value += 1
+    value *= value
+    value -= at(a["focal_term"])
+    np.abs(value, out=value)
+    value *= at(a["focal_gain"])
+    value += intensity
+    out["intensity"] = np.clip(value, at(a["min_intensity"]), at(a["max_intensity"]))
+
+
+_FAR, _NEAR_X, _NEAR_Y = 25.04, 2.40, 1.93  # m: the two-point calibration's points
 
 
 # -- assembling ----------------------------------------------------------------------------
@@ -507,7 +589,10 @@ class SweepAssembler:
                     )
         done: list[RawSweep] = []
         if good:
-            raw = np.frombuffer(b"".join(payloads[i] for i in good), np.uint8)
+            joined = b"".join(
+                payloads if len(good) == len(payloads) else [payloads[i] for i in good]
+            )
+            raw = np.frombuffer(joined, np.uint8)
             packets = raw.reshape(len(good), PACKET_SIZE)
             ok = self._validate(packets, good, problems)
             if not ok.all():

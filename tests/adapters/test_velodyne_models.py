@@ -27,6 +27,7 @@ from velodyne_oracle import (
 
 from adapters.lidar import SweepAssembler, read_calibration
 from adapters.lidar.velodyne_models import BOTH, LAST, STRONGEST, ModelDetector, get_model
+from adapters.lidar.velodyne_packets import decode_sweeps
 
 vd = pytest.importorskip("velodyne_decoder", reason="oracle: pip install velodyne-decoder")
 
@@ -172,3 +173,15 @@ def test_hdl64e_packets_built_to_the_manual_decode_as_velodyne_decoder_does(
     assert diff["time_us"].max() < 1.0
     if dual:
         assert set(np.unique(points["return"]).tolist()) == {STRONGEST, LAST, BOTH}
+
+
+@pytest.mark.parametrize("name", ["HDL-32E", "VLP-16 dual", "VLP-32C", "VLS-128 dual"])
+def test_decoding_sweeps_together_gives_each_sweep_its_own_points(name: str) -> None:
+    packets, model_name, _vd_model, _ = case(name)
+    model = get_model(model_name)
+    assembler = SweepAssembler(model)
+    found = assembler.push_many([p for _t, p in packets]) + assembler.flush()
+    together = decode_sweeps(found, model)
+    assert len(together) == len(found)
+    for sweep, points in zip(found, together, strict=True):
+        np.testing.assert_array_equal(points, sweep.decode(model))
