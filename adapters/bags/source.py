@@ -325,7 +325,10 @@ class BagSource(Source):
         read: dict[str, int] = dict.fromkeys(self._wanted.values(), 0)
         seqs = self._next_seq
         ledgers = {name: self.ledger(name) for name in self._wanted.values()}
-        emitted: dict[str, int] = {}
+        for name in ledgers:
+            seqs.setdefault(name, 0)
+        emitted = dict.fromkeys(ledgers, 0)
+        paced = self.speed is not None
         try:
             while True:
                 batch, counts = await self.run_blocking(self._read_batch, messages)
@@ -340,26 +343,31 @@ class BagSource(Source):
                         continue
                     # Unpaced, the batch's thread hop is this loop's checkpoint: one
                     # per message would cost more than decoding an IMU sample.
-                    if self.speed is not None:
+                    if paced:
+                        assert self.speed is not None
                         if not started:
                             base_clock, base_log, started = clock.now(), log_time, True
                         await clock.sleep_until(
                             base_clock + int((log_time - base_log) / self.speed)
                         )
                     # make_frame, inlined: seq and the ledger's emitted count per sensor.
-                    seq = seqs.get(sensor, 0)
+                    seq = seqs[sensor]
                     seqs[sensor] = seq + 1
-                    emitted[sensor] = emitted.get(sensor, 0) + 1
+                    emitted[sensor] += 1
                     yield Frame(sensor, seq, stamp, data, stamp, log_time, meta)
-                for sensor, n in emitted.items():
-                    ledgers[sensor].emit(n, frames=n)
-                emitted.clear()
+                self._flush_emitted(ledgers, emitted)
         finally:
-            for sensor, n in emitted.items():
-                ledgers[sensor].emit(n, frames=n)
+            self._flush_emitted(ledgers, emitted)
             messages.close()
         if whole:
             self._check_counts(reader, read)
+
+    @staticmethod
+    def _flush_emitted(ledgers: dict[str, Any], emitted: dict[str, int]) -> None:
+        for sensor, n in emitted.items():
+            if n:
+                ledgers[sensor].emit(n, frames=n)
+                emitted[sensor] = 0
 
     def _check_counts(self, reader: BagReader, read: dict[str, int]) -> None:
         """Messages the index promised per topic and that were never read: ``missing``."""
@@ -403,10 +411,13 @@ class BagSource(Source):
         reader = self._reader
         assert reader is not None
         compressed = reader.message_compression
+        append = out.append
+        left = _BATCH_MESSAGES
         for conn, log_time, raw in messages:
             sensor, topic, decoder, fast = routes[id(conn)]
             counts[sensor] = counts.get(sensor, 0) + 1
             size += len(raw)
+            left -= 1
             try:
                 if compressed:
                     raw = _decompress(raw, conn.msgtype)
@@ -418,10 +429,10 @@ class BagSource(Source):
                     except (Malformed, *RAW_ERRORS):
                         stamp, frame_id, data, meta = self._deserialize(raw, conn.msgtype, decoder)
             except DecodeError as err:
-                out.append((sensor, log_time, log_time, err, None))
+                append((sensor, log_time, log_time, err, None))
             except Exception as err:  # rosbags' deserialiser errors have no common base
                 message = f"{conn.msgtype} message does not deserialise: {err}"
-                out.append((sensor, log_time, log_time, DecodeError(message), None))
+                append((sensor, log_time, log_time, DecodeError(message), None))
             else:
                 meta = {"topic": topic, **meta} if meta else {"topic": topic}
                 if keep:
@@ -431,8 +442,8 @@ class BagSource(Source):
                 if stamp is None:
                     stamp = log_time
                     meta["stamp"] = "log_time"
-                out.append((sensor, stamp, log_time, data, meta))
-            if len(out) >= _BATCH_MESSAGES or size >= _BATCH_BYTES:
+                append((sensor, stamp, log_time, data, meta))
+            if not left or size >= _BATCH_BYTES:
                 break
         return out, counts
 
