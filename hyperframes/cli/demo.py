@@ -158,6 +158,8 @@ def _progress(console: Console, *, enabled: bool) -> Iterator[Any]:
 
 
 def _summary(console: Console, result: DemoResult, kept: Path | None, wall: float) -> None:
+    from hyperframes.demo.report import times_real_time
+
     stats = result.stats
     hub = stats.hub
     rows: list[tuple[str, ...]] = []
@@ -245,7 +247,8 @@ def _summary(console: Console, result: DemoResult, kept: Path | None, wall: floa
     console.print(
         f"throughput: {hub.frames_in / live_s:,.0f} frames/s and {len(result.live) / live_s:,.0f} "
         f"groups/s live; {result.virtual_end_ns / 1e9:.1f} s of sensor time in {live_s:.2f} s "
-        f"(x{result.virtual_end_ns / 1e9 / live_s:.0f} real time); whole demo {wall:.2f} s"
+        f"({times_real_time(result.virtual_end_ns / 1e9 / live_s)} real time); "
+        f"whole demo {wall:.2f} s"
     )
 
 

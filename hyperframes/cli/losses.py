@@ -102,7 +102,16 @@ def report_sources(console: Console, pipeline: Any) -> list[str]:
     from hyperframes.cli.common import error
 
     ledgers = pipeline.ledgers()
-    print_losses(console, ledgers)
+    hub = pipeline.hub.statistics().sensors
+    print_losses(
+        console,
+        {
+            name: SensorLedger(ledger, {"overflow": hub[name].dropped["overflow"]})
+            if name in hub and hub[name].dropped.get("overflow")
+            else ledger
+            for name, ledger in ledgers.items()
+        },
+    )
     silent: list[str] = []
     for source in pipeline.sources:
         for name, ledger in source.ledgers().items():

@@ -154,3 +154,63 @@ def test_importing_fusion_does_not_import_matplotlib() -> None:
         "assert 'matplotlib' not in sys.modules, 'matplotlib imported eagerly'"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+@pytest.mark.parametrize(
+    ("ratio", "text"), [(1.45, "x1.45"), (0.5, "x0.50"), (12.34, "x12.3"), (480.2, "x480")]
+)
+def test_real_time_factors_keep_their_digits(ratio: float, text: str) -> None:
+    from hyperframes.demo.report import times_real_time
+
+    assert times_real_time(ratio) == text
+
+
+def test_the_throughput_legend_covers_no_label() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    from matplotlib import pyplot as plt
+
+    from hyperframes.demo.report import _throughput
+
+    data = ReportData(
+        title="a run",
+        alignment={},
+        spread_ms=np.array([1.0]),
+        true_spread_ms=np.array([1.0]),
+        latency=(np.zeros(1), np.zeros(1)),
+        throughput={  # the demo's stages; a fast replay's long label ends at the bottom right
+            "H.264 encode": 900.0,
+            "camera decode (VideoSource)": 500.0,
+            "sync hub (frames in)": 3_000.0,
+            "model: detector": 40.0,
+            "recorder (frames)": 3_000.0,
+            "replay (frames)": 60_000.0,
+        },
+        realtime={
+            "H.264 encode": 30.0,
+            "camera decode (VideoSource)": 30.0,
+            "sync hub (frames in)": 240.0,
+            "model: detector": 27.6,
+            "recorder (frames)": 240.0,
+            "replay (frames)": 240.0,
+        },
+        tolerance_ms=5.0,
+        notes={"model: detector": "3 batches"},
+    )
+    fig, axes = plt.subplots(2, 2, figsize=(13, 8.5), dpi=100)  # write_report's grid
+    ax = axes[1][1]
+    try:
+        _throughput(ax, data)
+        fig.tight_layout(rect=(0, 0, 1, 0.93))
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+        legend = ax.get_legend().get_window_extent(renderer)
+        labels = [t for t in ax.texts if "real time" in t.get_text()]
+        shown = " | ".join(t.get_text() for t in labels)
+        assert "x1.45 real time" in shown  # model: 40/s against 27.6/s, not "x1"
+        assert "x250 real time" in shown
+        for text in labels:
+            assert not legend.overlaps(text.get_window_extent(renderer)), text.get_text()
+    finally:
+        plt.close(fig)
