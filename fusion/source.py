@@ -45,6 +45,13 @@ class Source(ABC):
     ) -> None:
         if spec is None and not specs:
             raise ConfigError("a Source needs a SensorSpec (spec=) or several (specs=)")
+        for given in (spec,) if spec is not None else tuple(specs):
+            if not isinstance(given, SensorSpec):
+                raise ConfigError(
+                    f"{type(self).__name__}: Source.__init__ takes a SensorSpec (spec=) or "
+                    f"several (specs=), got {type(given).__name__} {given!r}: pass "
+                    f"SensorSpec({given!r}) instead"
+                )
         self._specs: tuple[SensorSpec, ...] = (spec,) if spec is not None else tuple(specs)
         self._next_seq: dict[str, int] = {}
         self.errors: Counter[str] = Counter()

@@ -381,7 +381,50 @@ class PythonSourceConfig(_SourceBase):
             inspect.signature(cls).bind(**kwargs)
         except TypeError as err:
             raise ValueError(f"{self.class_}({', '.join(kwargs)}): {err}") from None
+        problems = option_type_problems(cls, self.options)
+        if problems:
+            raise ValueError(f"source {self.name!r} ({self.class_}): {'; '.join(problems)}")
         return self
+
+
+def option_type_problems(cls: Any, options: dict[str, Any]) -> list[str]:
+    """Each option whose value does not fit the annotation of ``cls.__init__``'s parameter,
+    as ``option 'count' expects int, found 'many' (str)``.
+
+    Checked with pydantic in strict mode (TOML values are typed: ``"5"`` is not an
+    ``int``; an ``int`` is a ``float``). A parameter without an annotation, or with
+    one pydantic cannot check (a class of the user's, a forward reference that does
+    not resolve) is left to the class.
+    """
+    import inspect
+    import typing
+
+    from pydantic import TypeAdapter
+    from pydantic import ValidationError as PydanticError
+
+    try:
+        hints = typing.get_type_hints(cls.__init__)
+        params = inspect.signature(cls).parameters
+    except Exception:  # an annotation that does not resolve: the class checks its own
+        return []
+    problems: list[str] = []
+    for key, value in options.items():
+        hint = hints.get(key)
+        param = params.get(key)
+        if hint is None or param is None or param.kind is param.VAR_KEYWORD:
+            continue
+        try:
+            adapter: TypeAdapter[Any] = TypeAdapter(hint)
+        except Exception:
+            continue
+        try:
+            adapter.validate_python(value, strict=True)
+        except PydanticError:
+            wanted = getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
+            problems.append(
+                f"option {key!r} expects {wanted}, found {value!r} ({type(value).__name__})"
+            )
+    return problems
 
 
 def load_class(spec: str) -> Any:

@@ -43,3 +43,13 @@ class Lossy(Source):
                 self.count_error("bad_length", f"{self.name}: datagram {i} has 3 bytes, want 8")
                 continue
             yield self.make_frame(i * 10_000_000, np.array([i], np.int64))
+
+
+class NameAsSpec(Source):
+    """A common slip: the sensor's name given where ``Source.__init__`` takes a SensorSpec."""
+
+    def __init__(self, *, name: str = "slip") -> None:
+        super().__init__(name)  # type: ignore[arg-type]
+
+    async def frames(self) -> AsyncIterator[Frame]:
+        yield self.make_frame(0, None)

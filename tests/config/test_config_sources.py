@@ -121,6 +121,16 @@ options = { count = 12, period_ms = 5 }
         ('class = "tests.config.config_sources:Ticker"\noptions = { cuont = 3 }', "cuont"),
         ('class = "pathlib:Path"', "is not a subclass of fusion.Source"),
         ('class = "not a class path"', "class"),
+        (
+            'class = "tests.config.config_sources:Ticker"\noptions = { count = "many" }',
+            "source 'tick' (tests.config.config_sources:Ticker): option 'count' expects int, "
+            "found 'many' (str)",
+        ),
+        (
+            'class = "tests.config.config_sources:Ticker"\n'
+            'options = { count = 3, period_ms = "5" }',
+            "option 'period_ms' expects float, found '5' (str)",
+        ),
     ],
 )
 def test_a_python_source_is_validated_like_the_rest(
@@ -236,3 +246,44 @@ def test_one_source_needs_no_sync_section_and_several_say_what_to_write(tmp_path
     assert "[sync] is missing" in message
     assert 'reference = "cam"' in message
     assert "found" not in message  # the whole file is not echoed back
+
+
+def test_a_python_class_that_gives_source_a_name_is_told_which_source(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """
+[sync]
+policy = "exact"
+sensors = ["slip"]
+
+[[sources]]
+type = "python"
+name = "slip"
+class = "tests.config.config_sources:NameAsSpec"
+""",
+    )
+    with pytest.raises(ConfigError) as info:
+        build_pipeline(load_config(path))
+    message = str(info.value)
+    assert message.startswith("source 'slip': tests.config.config_sources:NameAsSpec(...) failed")
+    assert "Source.__init__ takes a SensorSpec" in message
+    assert "got str 'slip'" in message
+
+
+def test_an_int_option_is_a_float(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """
+[sync]
+policy = "exact"
+sensors = ["tick"]
+
+[[sources]]
+type = "python"
+name = "tick"
+class = "tests.config.config_sources:Ticker"
+options = { count = 2, period_ms = 5 }
+""",
+    )
+    source = load_config(path).sources[0]
+    assert source.options == {"count": 2, "period_ms": 5}  # type: ignore[union-attr]
