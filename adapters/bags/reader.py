@@ -240,12 +240,22 @@ class BagReader:
                 continue
             key = (conn.msgtype, conn.msgdef.data)
             if key not in parsed:
+                too_big = _oversized(conn.msgdef.data)
                 try:
+                    if too_big:
+                        raise _Refused(too_big)  # before rosbags' parser spends seconds on it
                     parsed[key] = _parse_definition(conn.msgtype, conn.msgdef, self.standard)
+                    loop = _recursion(parsed[key])
+                    if loop:
+                        raise _Refused(f"its type is recursive ({loop}), which no message can be")
+                except _Refused as err:
+                    parsed[key] = err
                 except Exception as err:  # rosbags' parser raises several types
                     parsed[key] = err
             got = parsed[key]
-            if isinstance(got, Exception):
+            if isinstance(got, _Refused):
+                self.unreadable[conn.topic] = str(got)
+            elif isinstance(got, Exception):
                 self.unreadable[conn.topic] = f"its type definition does not parse ({_why(got)})"
             else:
                 typs.update(got)
@@ -378,6 +388,66 @@ class BagReader:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+MAX_DEFINITION_FIELDS = 2_000
+"""Field lines a stored type definition may have, its dependencies included
+(the largest real ones have a few hundred); more is refused before parsing."""
+MAX_DEFINITION_BYTES = 1 << 20
+
+
+class _Refused(ValueError):
+    """A stored type definition refused for what it is (its message says why)."""
+
+
+def _oversized(text: Any) -> str | None:
+    """Why a stored definition is too big to parse, or None."""
+    if not isinstance(text, str):
+        return None
+    if len(text) > MAX_DEFINITION_BYTES:
+        return f"its type definition is {len(text)} bytes, over the limit of {MAX_DEFINITION_BYTES}"
+    fields = sum(
+        1
+        for line in text.splitlines()
+        if (s := line.strip()) and not s.startswith(("#", "=", "MSG:", "IDL:"))
+    )
+    if fields > MAX_DEFINITION_FIELDS:
+        return f"its type definition has {fields} fields, over the limit of {MAX_DEFINITION_FIELDS}"
+    return None
+
+
+def _recursion(types: dict[str, Any]) -> str | None:
+    """``"a -> b -> a"`` when a type of ``types`` contains itself, else None."""
+
+    def refs(desc: Any) -> list[str]:
+        if isinstance(desc, str):
+            return [desc] if desc in types else []
+        if isinstance(desc, tuple):
+            return [r for d in desc for r in refs(d)]
+        return []
+
+    graph = {
+        name: [r for _, desc in fields for r in refs(desc)] for name, (_, fields) in types.items()
+    }
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+    path: list[str] = []
+
+    def visit(name: str) -> str | None:
+        state[name] = 1
+        path.append(name)
+        for nxt in graph.get(name, []):
+            if state.get(nxt) == 1:
+                return " -> ".join([*path[path.index(nxt) :], nxt])
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        path.pop()
+        state[name] = 2
+        return None
+
+    for name in graph:
+        if name not in state and (found := visit(name)):
+            return found
+    return None
 
 
 def _why(err: Exception) -> str:
