@@ -7,6 +7,12 @@ what validation costs the small-message read path.
   is opened (index and scan), summarised, read and verified; anything raised
   that is not a ``RecordingError`` is a crash.
 * **Peak memory** (tracemalloc) of reading each class, against its bound.
+* **Red-team corpus** (``tests/data/hostile/``, one README line per file):
+  offline sync on damaged recordings and on stamps at the int64 extremes
+  (``sync_*``), bags with hostile message definitions (``bag_*``) and
+  encoded video whose packets are garbage (``mp4_*``, exported to MP4 by
+  copy and by re-encoding). Each file's outcome, peak memory and CPU time;
+  anything raised that is not one of the project's errors is a crash.
 * **Resync**: ``info --quick`` (open with the scan path + summary, CPU time) on
   files of 1 and 4 MiB of false record starts; linear means the 4 MiB one takes
   at most about 4x.
@@ -117,6 +123,76 @@ def classes(tmp: Path) -> dict[str, tuple[Path, dict[str, Any], int]]:
             4 * MiB,
         ),
     }
+
+
+CORPUS = ROOT / "tests" / "data" / "hostile"
+
+
+def sweep_file(path: Path, tmp: Path) -> str:
+    """What one corpus file gives (raises only on a crash)."""
+    from fusion import Nearest
+
+    if path.name.startswith("sync_"):
+        from recordings.offline_sync import sync_recording
+
+        with open_recording(path) as log:
+            sensors = [n for n, x in log.summary().sensors.items() if x.count]
+            policy = Nearest("lidar", ["lidar", *(n for n in sensors if n != "lidar")], 20_000_000)
+            with sync_recording(log, policy) as groups:
+                n = sum(1 for _ in groups.groups())
+            return f"{n} groups, {len(log.damage)} damaged chunks reported"
+    if path.name.startswith("bag_"):
+        import anyio
+
+        from adapters import BagSource
+
+        async def read() -> str:
+            source = BagSource(path)
+            frames = 0
+            async with source:
+                async for _ in source.frames():
+                    frames += 1
+            return f"{frames} frames, {len(source.unsupported)} topics refused"
+
+        return anyio.run(read)
+    if path.name.startswith("mp4_"):
+        from recordings.export import export_recording
+
+        out = []
+        for reencode in (False, True):
+            try:
+                r = export_recording(
+                    path, tmp / "out.mp4", to="mp4", sensors=["cam"], reencode=reencode
+                )
+                out.append(f"{r.frames_written} written, {sum(r.skipped.values())} counted")
+            except ValueError as err:
+                out.append(f"refused: {err}")
+        return "; ".join(out)
+    return "not a corpus class"
+
+
+def corpus(tmp: Path) -> list[tuple[str, str, int, float, bool]]:
+    """``(file, outcome, peak bytes, CPU s, crashed)`` per corpus file."""
+    from fusion.errors import HyperframesError
+
+    rows = []
+    for path in sorted(CORPUS.iterdir()):
+        if path.suffix in (".py", ".md"):
+            continue
+        tracemalloc.start()
+        t0 = time.process_time()
+        crashed = False
+        try:
+            outcome = sweep_file(path, tmp)
+        except HyperframesError as err:
+            outcome = f"{type(err).__name__}: {err}"
+        except Exception as err:
+            outcome, crashed = f"CRASH {type(err).__name__}: {err}", True
+        finally:
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+        rows.append((path.name, outcome, peak, time.process_time() - t0, crashed))
+    return rows
 
 
 def mutate(rng: random.Random, tmp: Path, i: int) -> Path:
@@ -273,13 +349,15 @@ def quick() -> list[dict[str, Any]]:
                 pass
             except Exception:
                 crashes += 1
+        swept = corpus(tmp)
+        crashes += sum(1 for row in swept if row[4])
         t1 = min(info_quick(fake_preludes(tmp / "r1.hfr", MiB)) for _ in range(2))
         t4 = min(info_quick(fake_preludes(tmp / "r4.hfr", 4 * MiB)) for _ in range(2))
         checked, baseline = validation_cost(tmp, 3)["dict payloads (records), 100k"]
     cost = 1 - checked / baseline
     return [
         {
-            "measure": f"crashes on {len(paths)} hostile inputs",
+            "measure": f"crashes on {len(paths) + len(swept)} hostile inputs",
             "value": str(crashes),
             "ratio": "",
             "target": "0",
@@ -339,6 +417,12 @@ def main() -> None:
         )
         for line in crashes[:10]:
             print("  ", line)
+        print("\nred-team corpus (tests/data/hostile)")
+        for name, outcome, peak, cpu, crashed in corpus(tmp):
+            tried += 1
+            if crashed:
+                crashes.append(f"{name}: {outcome}")
+            print(f"  {name:26} {peak / MiB:6.1f} MiB {cpu:6.2f} s  {outcome[:90]}")
         small, large = fake_preludes(tmp / "r1.hfr", MiB), fake_preludes(tmp / "r4.hfr", 4 * MiB)
         t1 = min(info_quick(small) for _ in range(5))
         t4 = min(info_quick(large) for _ in range(5))
