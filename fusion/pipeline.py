@@ -16,7 +16,9 @@ Everything runs in one task group and every edge is bounded:
   batching on its own; worker ``name``'s result for a group lands in
   ``group.results[name]`` (the :class:`~fusion.WorkerError` when it failed on
   that group, so one bad frame never sinks the others);
-* *sinks* are callables (sync or async) given every finished group.
+* *sinks* are callables (sync or async) given every finished group; a sink
+  that is also a :class:`FrameTap` (a live view) gets every aligned frame as
+  the recorder does, grouped or not, from a ``publish`` that must not block.
 
 ``await pipeline.run()`` drives it to the end and returns the statistics;
 ``async with pipeline.open() as groups`` or ``async for group in pipeline``
@@ -69,6 +71,15 @@ class RecorderLike(Protocol):
         dropped: Mapping[str, Mapping[str, int]] | None = None,
     ) -> None:
         """Keep each sensor's input ledger with the recording (called before ``aclose``)."""
+
+
+@runtime_checkable
+class FrameTap(Protocol):
+    """A sink that also takes every frame after alignment (what the recorder records):
+    :class:`~recordings.export.live.FoxgloveServer`. ``publish`` is called on the event
+    loop for each frame, so it must return at once (queue, or drop and count)."""
+
+    def publish(self, frame: Frame) -> None: ...
 
 
 class SensorStage:
@@ -167,13 +178,17 @@ class Pipeline:
             raise ConfigError("a Pipeline needs at least one source")
         self.sources = list(sources)
         self.recorder = recorder
+        self._frame_taps: list[Callable[[Frame], None]] = []
+        for sink in sinks:
+            if isinstance(sink, FrameTap):
+                self._frame_taps.append(sink.publish)
         self.hub = SyncHub(
             policy,
             sensors,
             max_latency=max_latency,
             clock=clock,
             output_capacity=capacity,
-            tap=self._record if recorder is not None else None,
+            tap=self._tap,
         )
         self.recording_paused = False
         """While True the recorder skips frames (counted in ``frames_not_recorded``)."""
@@ -227,6 +242,20 @@ class Pipeline:
                     if inspect.isawaitable(result):
                         await result
         return self.statistics()
+
+    async def _tap(self, frame: Frame) -> None:
+        for publish in self._frame_taps:
+            publish(frame)
+        if self.recorder is not None:
+            await self._record(frame)
+
+    def add_sink(self, sink: Sink) -> None:
+        """Add ``sink`` before the run (a :class:`FrameTap` also gets every frame)."""
+        if self._used:
+            raise UsageError("add sinks before the pipeline runs")
+        self.sinks.append(sink)
+        if isinstance(sink, FrameTap):
+            self._frame_taps.append(sink.publish)
 
     async def _record(self, frame: Frame) -> None:
         if self.recording_paused:

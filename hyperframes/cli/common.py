@@ -11,6 +11,7 @@ instead of markup strings.
 from __future__ import annotations
 
 import argparse
+import inspect
 import logging
 import re
 import signal
@@ -329,8 +330,11 @@ async def drive(
                 if console.is_terminal or metrics is not None:
                     tg.start_soon(tick)
                 async with pipeline.open() as groups:
-                    async for _ in groups:
-                        pass
+                    async for group in groups:
+                        for sink in pipeline.sinks:  # a live view (--serve)
+                            result = sink(group)
+                            if inspect.isawaitable(result):
+                                await result
                 tg.cancel_scope.cancel()
             return show(final=True)
 

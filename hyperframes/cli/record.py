@@ -21,6 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from hyperframes.cli.common import NamesAction
+from hyperframes.cli.serve import (
+    add_serve_argument,
+    close_server,
+    open_server,
+    print_served,
+    serve_line,
+)
 from hyperframes.cli.units import duration_arg, seconds_arg, size_arg
 
 MS = 1_000_000
@@ -166,6 +173,7 @@ def register(sub: Any) -> None:
         metavar="S",
         help="flush interval: a crash loses at most this much (default 1 s)",
     )
+    add_serve_argument(p)
     p.set_defaults(func=run)
 
 
@@ -235,6 +243,7 @@ def run(args: argparse.Namespace) -> int:
 
     console = console_for(args)
     out = args.output or Path(time.strftime("session-%Y%m%d-%H%M%S.hfr"))
+    server = None
     try:
         config = (
             load_config(args.config)
@@ -261,6 +270,7 @@ def run(args: argparse.Namespace) -> int:
         refuse_overlap(out, inputs)
         if args.metrics is not None:
             refuse_overlap(args.metrics, [*inputs, out])
+        server = open_server(args.serve, (), dating=None if args.fast else "live")
         pipeline = build_pipeline(
             config,
             recorder_path=out,
@@ -269,8 +279,14 @@ def run(args: argparse.Namespace) -> int:
             recorder_options=options,
         )
     except (HyperframesError, ValueError, OSError) as err:
+        if server is not None:
+            server.close()
         error(console, err)
         return 2
+    if server is not None:
+        for spec in (spec for source in pipeline.sources for spec in source.specs):
+            server.declare(spec)
+        pipeline.add_sink(server)
 
     control = PlaybackControl(paused=args.start_paused)
     pipeline.recording_paused = control.paused
@@ -282,8 +298,8 @@ def run(args: argparse.Namespace) -> int:
             return (
                 f"{state} the last {args.snapshot / 1e9:g} s in memory; 's' or SIGUSR1 writes "
                 f"{out.stem}.NNNN{out.suffix} (space pauses/resumes, Ctrl-C stops)"
-            )
-        return f"{state} to {out} (space pauses/resumes, Ctrl-C stops)"
+            ) + serve_line(server)
+        return f"{state} to {out} (space pauses/resumes, Ctrl-C stops)" + serve_line(server)
 
     async def main() -> Any:
         async with anyio.create_task_group() as tg:
@@ -319,6 +335,8 @@ def run(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:  # a second Ctrl-C: the drain was cut short
             interrupted = True
             stats = pipeline.statistics()
+        finally:
+            close_server(server)
     assert pipeline.recorder is not None
     for path in pipeline.recorder.paths:
         with open_recording(path) as log:
@@ -337,6 +355,7 @@ def run(args: argparse.Namespace) -> int:
             f"{', '.join(str(p) for p in pipeline.recorder.paths)}"
             + (" (interrupted: frames still in flight were not drained)" if interrupted else "")
         )
+    print_served(server)
     failed = stats.hub.sources_failed
     for name, why in failed.items():
         error(console, f"source {name} failed: {why} (the other sensors kept recording)")

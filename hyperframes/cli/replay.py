@@ -17,6 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from hyperframes.cli.common import NamesAction
+from hyperframes.cli.serve import (
+    add_serve_argument,
+    close_server,
+    open_server,
+    print_served,
+    serve_line,
+)
 from hyperframes.cli.units import seconds_arg
 
 
@@ -87,6 +94,7 @@ def register(sub: Any) -> None:
         help="keep Prometheus-format metrics in FILE while running",
     )
     add_allow_loss(p)
+    add_serve_argument(p)
     p.set_defaults(func=run)
 
 
@@ -141,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
     from hyperframes.cli.playback import PacedSource, PlaybackControl, keyboard
 
     console = console_for(args)
+    server = None
     try:
         control = PlaybackControl(args.rate, paused=args.start_paused)
         inner = open_source(args)
@@ -158,14 +167,22 @@ def run(args: argparse.Namespace) -> int:
             from recordings.outputs import refuse_overlap
 
             refuse_overlap(args.metrics, [args.file, args.config])
+        server = open_server(args.serve, inner.specs, **recorded_dates(inner))
+        if server is not None and pipeline is not None:
+            pipeline.add_sink(server)
     except (HyperframesError, ValueError, OSError) as err:
+        if server is not None:
+            server.close()
         error(console, err)
         return 2
     for topic, reason in sorted(getattr(inner, "unsupported", {}).items()):
         warn(console, "not readable", f"{topic}: {reason}")
 
     def status() -> str:
-        return f"{args.file}: {control.describe()} (space pause, -> step, up/down rate)"
+        return (
+            f"{args.file}: {control.describe()} (space pause, -> step, up/down rate)"
+            + serve_line(server)
+        )
 
     counts: Counter[str] = Counter()
 
@@ -192,6 +209,8 @@ def run(args: argparse.Namespace) -> int:
             async with source:
                 async for frame in source.frames():
                     counts[frame.sensor] += 1
+                    if server is not None:
+                        server.publish(frame)
                     progress.update(task, advance=1, description=control.describe())
 
     async def main() -> Any:
@@ -216,6 +235,8 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         console.print("stopped")
         stats = None
+    finally:
+        close_server(server)
     played = sum(counts.values()) if pipeline is None else (stats.hub.frames_in if stats else 0)
     if played == 0:
         warn(console, "warning:", f"nothing replayed: {selection_text(args)} selects no frames")
@@ -232,10 +253,24 @@ def run(args: argparse.Namespace) -> int:
         print(f"replayed {sum(counts.values())} frames")
     elif stats is not None:
         print(f"replayed {stats.hub.frames_in} frames into {stats.groups_out} groups")
+    print_served(server)
     for reason, n in errors.items():
         warn(console, "skipped", f"{n} ({reason}): {inner.last_error}")
     lost = print_losses(console, inner.ledgers())
     return loss_exit(args, bool(errors) or lost > 0)
+
+
+def recorded_dates(source: Any) -> dict[str, Any]:
+    """How ``--serve`` dates a replay: by the recording's wall clock, as ``export`` does
+    (a bag's stamps are dates already; an undated recording keeps its stamps)."""
+    from recordings.replay import Replay
+
+    if not isinstance(source, Replay):
+        return {"dating": None}
+    summary = source.recording.summary()
+    if summary.wall_clock is None or not summary.dated:
+        return {"dating": None}
+    return {"dating": summary.wall_clock, "dated": summary.dated}
 
 
 def selection_text(args: argparse.Namespace) -> str:

@@ -2,7 +2,8 @@
 
 :func:`export_recording` is what ``hyperframes export`` runs. The writers
 (:class:`Ros2McapWriter`, :class:`FoxgloveMcapWriter`, :class:`RerunSink`)
-take frames and groups one at a time, so a live pipeline can feed them too.
+take frames and groups one at a time, so a live pipeline can feed them too;
+:class:`FoxgloveServer` serves the ``foxglove`` profile live over WebSocket.
 Third-party packages (``rosbags``, ``mcap``, ``foxglove-sdk``, ``rerun-sdk``,
 PyAV) are imported only by the writer that needs them.
 
@@ -37,6 +38,7 @@ __all__ = [
     "GROUP_TOPIC",
     "ExportReport",
     "FoxgloveMcapWriter",
+    "FoxgloveServer",
     "RerunSink",
     "Ros2McapWriter",
     "Target",
@@ -351,6 +353,10 @@ def __getattr__(name: str) -> Any:
         from recordings.export.foxglove import FoxgloveMcapWriter
 
         return FoxgloveMcapWriter
+    if name == "FoxgloveServer":
+        from recordings.export.live import FoxgloveServer
+
+        return FoxgloveServer
     if name == "RerunSink":
         from recordings.export.rerun import RerunSink
 

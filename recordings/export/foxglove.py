@@ -29,7 +29,10 @@ are written one message per row as the kind they fit: an IMU's rows as
 (``t`` when unknown), as in the ``ros2`` profile. Groups go to
 ``/hyperframes/groups`` as JSON (:data:`~recordings.export.groups.GROUP_JSON_SCHEMA`).
 The writer uses its own ``foxglove.Context``, so it never logs to (or
-receives from) channels a user opened on the SDK's global context.
+receives from) channels a user opened on the SDK's global context. Given a
+``context`` and no path it writes no file: its channels go to whatever that
+context feeds (the live WebSocket server, :mod:`recordings.export.live`), so a
+live view and an export carry the same channels, schemas and messages.
 """
 
 from __future__ import annotations
@@ -65,28 +68,35 @@ _NUMERIC |= {"i4": "Int32", "f4": "Float32", "f8": "Float64"}
 
 
 class FoxgloveMcapWriter:
-    """Writes frames and groups as Foxglove messages into one MCAP file."""
+    """Writes frames and groups as Foxglove messages into one MCAP file.
+
+    ``path=None`` with a ``context`` writes no file: the messages go to that
+    context's sinks (a WebSocket server) only.
+    """
 
     def __init__(
         self,
-        path: str | os.PathLike[str],
+        path: str | os.PathLike[str] | None,
         *,
         topic_prefix: str = "/",
         types: Mapping[str, str] | None = None,
+        context: Any = None,
     ) -> None:
         import foxglove
         from foxglove.mcap import MCAPWriteOptions
 
-        self.path = Path(path)
+        self.path = None if path is None else Path(path)
         self.prefix = topic_prefix
         self._fg = foxglove
-        self._context = foxglove.Context()
-        self._writer = foxglove.open_mcap(
-            self.path,
-            allow_overwrite=True,
-            context=self._context,
-            writer_options=MCAPWriteOptions(profile=""),
-        )
+        self._context = foxglove.Context() if context is None else context
+        self._writer = None
+        if self.path is not None:
+            self._writer = foxglove.open_mcap(
+                self.path,
+                allow_overwrite=True,
+                context=self._context,
+                writer_options=MCAPWriteOptions(profile=""),
+            )
         self._channels: dict[str, tuple[Any, str]] = {}
         self.sensors = SensorMap(topic_prefix, types)
         self.counts: Counter[str] = Counter()
@@ -113,6 +123,12 @@ class FoxgloveMcapWriter:
     def topic_for(self, sensor: str) -> str:
         """``/<sensor>``, or the original topic of a sensor that came from a bag."""
         return self.sensors.topic_for(sensor)
+
+    def unwatched(self, topic: str) -> bool:
+        """Whether ``topic``'s channel exists and no sink takes its messages (a live
+        server nobody subscribed to): encoding a frame for it would be wasted work."""
+        known = self._channels.get(topic)
+        return known is not None and not known[0].has_sinks()
 
     def _ros_channel(self, topic: str, msgtype: str, msgdef: str) -> Any:
         """A ROS 2 CDR channel with a ``ros2msg`` schema (Foxglove reads those natively)."""
@@ -376,7 +392,8 @@ class FoxgloveMcapWriter:
         """Finish the MCAP file (summary and indexes)."""
         if not self._closed:
             self._closed = True
-            self._writer.close()
+            if self._writer is not None:
+                self._writer.close()
 
     def __enter__(self) -> FoxgloveMcapWriter:
         return self

@@ -1,0 +1,73 @@
+"""``--serve [HOST:PORT]`` on ``record`` and ``replay``: a live view in Foxglove.
+
+The flag starts a :class:`~recordings.export.live.FoxgloveServer` (default
+``127.0.0.1:8765``); Foxglove connects to ``ws://HOST:PORT``. See
+docs/foxglove.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterable
+from typing import Any
+
+DEFAULT = "127.0.0.1:8765"
+
+
+def add_serve_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--serve",
+        nargs="?",
+        const=DEFAULT,
+        metavar="HOST:PORT",
+        help=f"live view: serve every sensor to Foxglove over WebSocket (default {DEFAULT})",
+    )
+
+
+def parse_serve(text: str) -> tuple[str, int]:
+    """``"0.0.0.0:9000"`` -> ``("0.0.0.0", 9000)``; ``":9000"`` or ``"9000"`` keep the host."""
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        host, port = "", text
+    host = host.strip("[]") or DEFAULT.partition(":")[0]
+    try:
+        number = int(port)
+    except ValueError:
+        raise ValueError(f"--serve: expected HOST:PORT, found {text!r}") from None
+    if not 0 <= number <= 65535:
+        raise ValueError(f"--serve: port {number} is not in 0..65535")
+    return host, number
+
+
+def open_server(
+    text: str | None, specs: Iterable[Any], *, dating: Any = "live", dated: Any = None
+) -> Any:
+    """A started :class:`FoxgloveServer` for ``--serve TEXT`` (``None`` without the flag)."""
+    if text is None:
+        return None
+    from recordings.export.live import FoxgloveServer
+
+    host, port = parse_serve(text)
+    return FoxgloveServer(host, port, sensors=specs, dating=dating, dated=dated).start()
+
+
+def serve_line(server: Any) -> str:
+    """``foxglove ws://...: N frames sent, M dropped`` for the live table's caption."""
+    return "" if server is None else " | " + server.statistics().describe()
+
+
+def close_server(server: Any) -> None:
+    """Stop the server now (Ctrl-C): clients are disconnected at once."""
+    if server is not None:
+        server.close()
+
+
+def print_served(server: Any) -> None:
+    """One line: what the server sent (and dropped)."""
+    if server is None:
+        return
+    stats = server.statistics()
+    line = f"served {sum(stats.frames.values())} frames ({stats.messages} messages) at {stats.url}"
+    if stats.dropped_total:
+        line += f"; {stats.dropped_total} dropped (encoder behind)"
+    print(line)

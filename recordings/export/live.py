@@ -1,0 +1,422 @@
+"""A live view: the ``foxglove`` export profile served over the Foxglove WebSocket protocol.
+
+Theory of operation. :class:`FoxgloveServer` starts ``foxglove-sdk``'s
+WebSocket server (``foxglove.start_server``, protocol
+``foxglove.websocket.v1``) on its own ``foxglove.Context`` and writes into that
+context with the export's own writer
+(:class:`~recordings.export.foxglove.FoxgloveMcapWriter` with no file), so
+every sensor is the channel, schema and message it is in a ``--profile
+foxglove`` MCAP export: ``foxglove.RawImage``/``CompressedImage``,
+``foxglove.PointCloud``, ``foxglove.LocationFix``, IMU JSON records, a bag's
+messages in ROS 2 CDR... Sync groups go to ``/hyperframes/groups`` (the
+export's JSON markers) and worker results to ``/hyperframes/results/<worker>``
+(JSON).
+
+Nothing here waits on a client. :meth:`FoxgloveServer.publish` only appends
+to a bounded queue (``backlog`` items); a thread takes items from it, dates
+them, encodes them and hands them to the SDK, which queues each message per
+client (``client_backlog`` messages) and never blocks either. When the thread
+falls behind, the oldest queued item is dropped and counted by sensor
+(:attr:`FoxgloveServerStatistics.dropped`); when a client stops reading, the
+SDK drops that client's oldest messages (foxglove-sdk 0.30 does this
+silently: no count is exposed, docs/foxglove.md). Frames of a channel no
+client subscribes to are not encoded at all (:attr:`~FoxgloveServerStatistics.unwatched`).
+
+Stamps are Unix-epoch ns, as in an export: ``dating="live"`` dates
+reference-clock times with a wall anchor (:func:`fusion.wallclock.sample_anchor`)
+taken at start and refreshed every second, as the recorder does per chunk; a
+:class:`~fusion.wallclock.WallClock` (a recording's, with its ``dated``
+sensors) dates a replay exactly as ``hyperframes export`` does; ``None``
+leaves stamps alone (a virtual clock's times are no dates).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from fusion.errors import UsageError
+from fusion.frames import Frame, FrameGroup, SensorSpec
+from fusion.wallclock import WallClock, sample_anchor
+from recordings.export.generic import json_value
+from recordings.export.kinds import is_internal
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+RESULTS_TOPIC = "/hyperframes/results/"
+"""Prefix of the worker-result topics (``/hyperframes/results/<worker>``)."""
+_ANCHOR_EVERY_S = 1.0
+_RESULT_MAX_VALUES = 65_536  # a bigger array goes out as its shape and dtype only
+
+Dating = Literal["live"] | WallClock | None
+
+
+@dataclass(frozen=True, slots=True)
+class FoxgloveServerStatistics:
+    """What the live view did so far."""
+
+    url: str
+    """``ws://HOST:PORT`` to connect Foxglove to."""
+    frames: Counter[str] = field(default_factory=Counter)
+    """Frames handed to the server (encoded for at least one subscriber), per sensor."""
+    messages: int = 0
+    """Messages logged to the server (a time series frame is one message per row)."""
+    groups: int = 0
+    """Sync-group markers (and worker results with them) logged."""
+    unwatched: int = 0
+    """Frames not encoded because no client subscribed to their channel."""
+    dropped: Counter[str] = field(default_factory=Counter)
+    """Frames (or ``"groups"``) dropped because the encoder fell behind, per sensor."""
+    skipped: Counter[tuple[str, str]] = field(default_factory=Counter)
+    """Frames with no Foxglove message, by ``(sensor, reason)`` (as in an export)."""
+
+    @property
+    def dropped_total(self) -> int:
+        return sum(self.dropped.values())
+
+    def describe(self) -> str:
+        """One line for a live table: the URL, frames sent and what was dropped."""
+        line = f"foxglove {self.url}: {sum(self.frames.values())} frames sent"
+        if self.dropped_total:
+            line += f", {self.dropped_total} dropped (encoder behind)"
+        return line
+
+
+class FoxgloveServer:
+    """A Foxglove WebSocket server fed by a pipeline: a sink (``sinks=[FoxgloveServer()]``).
+
+    ``server(group)`` publishes the group's frames (each frame once, even when
+    windows overlap), its marker and its worker results; :meth:`publish` sends
+    one frame (a replay without a pipeline). ``port=0`` picks a free port
+    (:attr:`port`). The server starts on :meth:`start` (or the first publish)
+    and stops on :meth:`close`; both are quick (the SDK runs it on its own
+    threads).
+    """
+
+    def __init__(
+        self,
+        host: str = DEFAULT_HOST,
+        port: int = DEFAULT_PORT,
+        *,
+        sensors: Iterable[SensorSpec] = (),
+        dating: Dating = "live",
+        dated: Iterable[str] | None = None,
+        types: Mapping[str, str] | None = None,
+        backlog: int = 256,
+        client_backlog: int = 128,
+        name: str = "hyperframes",
+    ) -> None:
+        if backlog < 1 or client_backlog < 1:
+            raise UsageError(
+                f"FoxgloveServer: backlog and client_backlog must be >= 1, "
+                f"got {backlog} and {client_backlog}"
+            )
+        self.host = host
+        self._port = port
+        self.name = name
+        self.backlog = backlog
+        self.client_backlog = client_backlog
+        self._dating = dating
+        self._dated = None if dated is None else frozenset(dated)
+        self._types = dict(types or {})
+        self._specs: dict[str, SensorSpec] = {s.name: s for s in sensors}
+        self._queue: deque[Frame | FrameGroup] = deque()
+        self._cond = threading.Condition()
+        self._last_seq: dict[str, int] = {}
+        self._messages = self._groups = self._unwatched = 0
+        self._frames: Counter[str] = Counter()
+        self._dropped: Counter[str] = Counter()
+        self._skipped: Counter[tuple[str, str]] = Counter()
+        self._server: Any = None
+        self._writer: Any = None
+        self._results: dict[str, Any] = {}
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self._error: BaseException | None = None
+        self._anchor_at = 0.0
+        self._wall: WallClock | None = dating if isinstance(dating, WallClock) else None
+
+    # -- lifetime ----------------------------------------------------------------
+
+    def start(self) -> FoxgloveServer:
+        """Bind and start serving (idempotent); raises ``OSError`` if the port is taken."""
+        if self._closed:
+            raise UsageError("FoxgloveServer is closed; make a new one")
+        if self._server is not None:
+            return self
+        import foxglove
+
+        from recordings.export.foxglove import FoxgloveMcapWriter
+
+        context = foxglove.Context()
+        try:
+            self._server = foxglove.start_server(
+                name=self.name,
+                host=self.host,
+                port=self._port,
+                context=context,
+                message_backlog_size=self.client_backlog,
+            )
+        except RuntimeError as err:  # the SDK reports a bind failure as RuntimeError
+            raise OSError(f"cannot serve Foxglove on {self.host}:{self._port}: {err}") from err
+        self._port = int(self._server.port)
+        self._writer = FoxgloveMcapWriter(None, context=context, types=self._types)
+        for spec in self._specs.values():
+            self._writer.declare(spec)
+        self._thread = threading.Thread(target=self._run, name="foxglove-live", daemon=True)
+        self._thread.start()
+        return self
+
+    @property
+    def port(self) -> int:
+        """The port served (the one picked when constructed with ``port=0``)."""
+        return self._port
+
+    @property
+    def url(self) -> str:
+        return f"ws://{self.host}:{self.port}"
+
+    def close(self) -> None:
+        """Stop the server: queued items are dropped (counted), clients disconnected."""
+        if self._closed:
+            return
+        with self._cond:
+            self._closed = True
+            for item in self._queue:
+                self._count_drop(item)
+            self._queue.clear()
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        if self._server is not None:
+            self._server.stop()
+        if self._writer is not None:
+            self._writer.close()
+
+    def __enter__(self) -> FoxgloveServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def aclose(self) -> None:
+        self.close()
+
+    # -- feeding (never blocks) -------------------------------------------------------
+
+    def declare(self, spec: SensorSpec) -> None:
+        """Know ``spec`` (its kind breaks payload ties; a bag's topic and type are kept)."""
+        self._specs[spec.name] = spec
+        if self._writer is not None:
+            with self._cond:
+                self._writer.declare(spec)
+
+    def publish(self, frame: Frame) -> None:
+        """Queue ``frame`` for the live view; the oldest queued item makes room (counted).
+
+        In a :class:`~fusion.Pipeline` this is its frame tap: every aligned frame,
+        grouped or not, as the recorder gets them."""
+        if is_internal(frame.sensor):
+            return
+        if frame.seq > self._last_seq.get(frame.sensor, -1):
+            self._last_seq[frame.sensor] = frame.seq
+        self._put(frame)
+
+    def __call__(self, group: FrameGroup) -> None:
+        """The sink: members not published yet (none under a pipeline's tap), then the
+        group marker and the worker results."""
+        for frame in group.members():
+            if frame.seq > self._last_seq.get(frame.sensor, -1):
+                self.publish(frame)
+        self._put(group)
+
+    def _put(self, item: Frame | FrameGroup) -> None:
+        if self._server is None:
+            self.start()
+        with self._cond:
+            if self._closed:
+                self._count_drop(item)
+                return
+            if len(self._queue) >= self.backlog:
+                self._count_drop(self._queue.popleft())
+            self._queue.append(item)
+            self._cond.notify()
+
+    def _count_drop(self, item: Frame | FrameGroup) -> None:
+        self._dropped["groups" if isinstance(item, FrameGroup) else item.sensor] += 1
+
+    # -- the encoder thread --------------------------------------------------------------
+
+    def _run(self) -> None:
+        writer = self._writer
+        while True:
+            with self._cond:
+                while not self._queue and not self._closed:
+                    self._cond.wait()
+                if self._closed:
+                    return
+                item = self._queue.popleft()
+            # Encoding runs outside the lock: publish() never waits for it.
+            try:
+                done = self._log_group(item) if isinstance(item, FrameGroup) else self._log(item)
+            except Exception as err:  # the live view must never take the pipeline down
+                done = _Done(error=err)
+            with self._cond:
+                if done.error is not None:
+                    self._error = done.error
+                    self._count_drop(item)
+                if done.sensor is not None:
+                    self._frames[done.sensor] += 1
+                self._messages += done.messages
+                self._unwatched += done.unwatched
+                self._groups += done.groups
+                if len(writer.skipped) != len(self._skipped) or done.skipped:
+                    self._skipped = Counter(writer.skipped)
+
+    def _date(self, t: int) -> int:
+        if self._dating == "live":
+            now = time.monotonic()
+            if self._wall is None or now - self._anchor_at >= _ANCHOR_EVERY_S:
+                self._wall = WallClock([sample_anchor()])
+                self._anchor_at = now
+        return t if self._wall is None else self._wall.to_utc(t)
+
+    def _dates(self, sensor: str) -> bool:
+        return self._dating is not None and (self._dated is None or sensor in self._dated)
+
+    def _dated_frame(self, frame: Frame) -> Frame:
+        if not self._dates(frame.sensor):
+            return frame
+        t_arrival = frame.t_arrival
+        return dataclasses.replace(
+            frame,
+            t=self._date(frame.t),
+            t_arrival=None if t_arrival is None else self._date(t_arrival),
+        )
+
+    def _log(self, frame: Frame) -> _Done:
+        writer = self._writer
+        if writer.unwatched(writer.topic_for(frame.sensor)):
+            return _Done(unwatched=1)
+        before = sum(writer.counts.values())
+        spec = self._specs.get(frame.sensor)
+        wrote = writer.write(self._dated_frame(frame), spec.kind if spec is not None else None)
+        if wrote and writer.unwatched(writer.topic_for(frame.sensor)):
+            return _Done(unwatched=1)  # the channel's first frame: advertised, seen by none
+        return _Done(
+            sensor=frame.sensor if wrote else None,
+            messages=sum(writer.counts.values()) - before,
+            skipped=not wrote,
+        )
+
+    def _log_group(self, group: FrameGroup) -> _Done:
+        members = {
+            name: [self._dated_frame(f) for f in item]
+            if isinstance(item, list)
+            else self._dated_frame(item)
+            for name, item in group.frames.items()
+            if not is_internal(name)
+        }
+        reference = next(iter(group.members()), None)
+        dated = reference is None or self._dates(reference.sensor)
+        t = self._date(group.t) if dated else group.t
+        marker = FrameGroup(t, members, group.missing)
+        messages = 0
+        if len(members) > 1:
+            self._writer.write_group(marker)
+            messages += 1
+        for worker, value in group.results.items():
+            messages += self._log_result(worker, t, value)
+        return _Done(messages=messages, groups=1)
+
+    def _log_result(self, worker: str, t: int, value: Any) -> int:
+        import foxglove
+
+        channel = self._results.get(worker)
+        if channel is None:
+            schema = foxglove.Schema(
+                name="hyperframes.WorkerResult",
+                encoding="jsonschema",
+                data=b'{"title": "hyperframes.WorkerResult", "type": "object"}',
+            )
+            channel = foxglove.Channel(
+                RESULTS_TOPIC + worker,
+                schema=schema,
+                message_encoding="json",
+                context=self._writer._context,
+            )
+            self._results[worker] = channel
+        if not channel.has_sinks():
+            return 0
+        record: dict[str, Any] = {
+            "timestamp": {"sec": t // 1_000_000_000, "nsec": t % 1_000_000_000},
+            "worker": worker,
+        }
+        record.update(result_json(value))
+        channel.log(record, log_time=t)
+        return 1
+
+    # -- observing ---------------------------------------------------------------------
+
+    def statistics(self) -> FoxgloveServerStatistics:
+        """A snapshot of the counters (safe to call from the event loop while serving)."""
+        with self._cond:
+            return FoxgloveServerStatistics(
+                url=self.url,
+                frames=Counter(self._frames),
+                messages=self._messages,
+                groups=self._groups,
+                unwatched=self._unwatched,
+                dropped=Counter(self._dropped),
+                skipped=Counter(self._skipped),
+            )
+
+    @property
+    def last_error(self) -> BaseException | None:
+        """The last error raised while encoding (the item was dropped and counted)."""
+        return self._error
+
+
+@dataclass(slots=True)
+class _Done:
+    """What encoding one queued item did (counted under the lock afterwards)."""
+
+    sensor: str | None = None
+    messages: int = 0
+    unwatched: int = 0
+    groups: int = 0
+    skipped: bool = False
+    error: BaseException | None = None
+
+
+def result_json(value: Any) -> dict[str, Any]:
+    """A worker's result as JSON fields: ``value`` (numbers, lists, dicts) or ``error``."""
+    if isinstance(value, BaseException):
+        return {"error": str(value)}
+    if isinstance(value, Mapping):
+        return {"value": {str(k): _jsonable(v) for k, v in value.items()}}
+    return {"value": _jsonable(value)}
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (np.ndarray, np.generic)):
+        arr = np.asarray(value)
+        if arr.dtype.kind not in "biuf":
+            return {"dtype": str(arr.dtype), "shape": list(arr.shape)}
+        if arr.size > _RESULT_MAX_VALUES:
+            return {"dtype": str(arr.dtype), "shape": list(arr.shape), "values": "omitted"}
+        return json_value(arr)
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return repr(value)

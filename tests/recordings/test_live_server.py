@@ -1,0 +1,125 @@
+"""FoxgloveServer in process: a pipeline sink whose every frame is sent, unwatched or
+dropped, and counted; a real WebSocket client gets what was sent, in order."""
+
+from __future__ import annotations
+
+import time
+
+import anyio
+import numpy as np
+import pytest
+
+from adapters import SensorTiming, SyntheticCamera, SyntheticImu, SyntheticLidar
+from fusion import Frame, Nearest, Pipeline, VirtualClock
+from fusion.errors import UsageError
+from fusion.frames import SensorSpec
+from recordings.export.live import FoxgloveServer, result_json
+from tests.interop.foxglove_client import Decoder, LiveClient, connect
+
+MS = 1_000_000
+
+
+def _settled(server: FoxgloveServer, published: int) -> None:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        s = server.statistics()
+        if sum(s.frames.values()) + s.unwatched + s.dropped_total >= published:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"never settled: {server.statistics()}")
+
+
+async def test_every_frame_is_sent_unwatched_or_dropped_and_the_client_gets_the_sent_ones() -> None:
+    server = FoxgloveServer(
+        port=0,
+        dating=None,
+        backlog=4,  # the encoder's queue: a burst overflows it
+        client_backlog=1024,  # the SDK's per-client queue: holds the whole burst
+        sensors=[SensorSpec("cam", "camera")],
+    )
+    rng = np.random.default_rng(0)
+    images = [rng.integers(0, 255, (120, 160, 3), np.uint8) for _ in range(300)]
+    got: list[int] = []
+    with server:
+        async with connect(server.url) as ws:
+            client = LiveClient(ws)
+            server.publish(Frame("cam", 0, 1_000, images[0]))  # advertises /cam
+            await client.wait_topics({"/cam"})
+            await client.subscribe({"/cam"})
+            decode = Decoder(client.topics()["/cam"])
+            seq = 1
+            while not got:  # until the subscription is live on the server
+                server.publish(Frame("cam", seq, 1_000 + seq, images[seq]))
+                seq += 1
+                with anyio.move_on_after(0.05):
+                    message = await client.receive()
+                    if message is not None:
+                        got.append(decode(message.payload).timestamp.nanos - 1_000)
+            for i in range(seq, len(images)):  # a burst: the encoder falls behind
+                server.publish(Frame("cam", i, 1_000 + i, images[i]))
+            _settled(server, len(images))
+            stats = server.statistics()
+            with anyio.move_on_after(2):
+                while len(got) < stats.frames["cam"]:
+                    message = await client.receive()
+                    if message is not None:
+                        decoded = decode(message.payload)
+                        i = decoded.timestamp.nanos - 1_000
+                        assert decoded.data == images[i].tobytes()
+                        got.append(i)
+    # each frame published was sent, unwatched (no subscriber yet) or dropped: counted
+    assert sum(stats.frames.values()) + stats.unwatched + stats.dropped_total == len(images)
+    assert got == sorted(set(got))  # in order, no duplicates
+    assert len(got) == stats.frames["cam"]  # every frame sent reached the reading client
+    assert server.statistics().url == server.url  # the port stays known after close
+
+
+async def test_a_pipeline_sink_sees_every_frame_and_group() -> None:
+    clock = VirtualClock()
+    server = FoxgloveServer(port=0, dating=None)
+    pipeline = Pipeline(
+        [
+            SyntheticLidar(duration_s=1.0, points=256, seed=1),
+            SyntheticCamera(
+                duration_s=1.0,
+                width=16,
+                height=12,
+                seed=2,
+                timing=SensorTiming(delay_ns=5 * MS, jitter_mean_ns=2 * MS),
+            ),
+            SyntheticImu(duration_s=1.0, seed=3),
+        ],
+        Nearest(
+            "lidar", ["lidar", "cam", "imu"], tolerance=20 * MS, windows={"imu": (50 * MS, 49 * MS)}
+        ),
+        max_latency=200 * MS,
+        sinks=[server],
+        clock=clock,
+    )
+    with server, anyio.fail_after(30):
+        async with clock.autojump():
+            stats = await pipeline.run()
+        _settled(server, stats.hub.frames_in)
+        live = server.statistics()
+    # nobody watched: every frame the hub took (grouped or not) was counted as unwatched
+    assert live.unwatched + sum(live.frames.values()) + live.dropped_total == stats.hub.frames_in
+    assert sum(live.frames.values()) <= 3  # only each channel's first frame was encoded
+    assert live.groups + live.dropped.get("groups", 0) == stats.groups_out == 10
+
+
+def test_worker_results_become_json_and_bad_sizes_are_refused() -> None:
+    assert result_json(np.arange(3)) == {"value": [0, 1, 2]}
+    assert result_json({"score": np.float32(0.5)}) == {"value": {"score": 0.5}}
+    assert result_json(ValueError("bad frame")) == {"error": "bad frame"}
+    big = result_json(np.zeros((300, 300)))
+    assert big == {"value": {"dtype": "float64", "shape": [300, 300], "values": "omitted"}}
+    with pytest.raises(UsageError, match="backlog and client_backlog must be >= 1"):
+        FoxgloveServer(backlog=0)
+
+
+def test_a_taken_port_is_an_os_error() -> None:
+    with (
+        FoxgloveServer(port=0) as first,
+        pytest.raises(OSError, match=f"cannot serve Foxglove on 127.0.0.1:{first.port}"),
+    ):
+        FoxgloveServer(port=first.port).start()
