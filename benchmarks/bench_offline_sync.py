@@ -10,9 +10,18 @@ sensor; stamps jittered by up to 2 ms. Rows:
   touch, tolerance wider than half the camera period), where references share
   frames and the runs are resolved by the loop;
 * a whole recording (small payloads): ``sync_recording`` (stamps read from the
-  chunks, validated as the frame reader does) against replaying every frame through ``Nearest``.
+  chunks, validated as the frame reader does) against replaying every frame through ``Nearest``;
+* against the tools users would pick instead (``--peers``, needs the ``bench``
+  extra: polars and pandas): 1 M and 10 M stamps of LiDAR 10 Hz (reference),
+  camera 30 Hz (nearest within 20 ms) and IMU 200 Hz (nearest within 2 ms),
+  ``group_columns`` against polars ``join_asof(strategy="nearest", tolerance=)``
+  and pandas ``merge_asof(direction="nearest", tolerance=)`` on the same
+  columns, already in each library's own frames; interleaved, best of
+  ``--repeat``, wall and process CPU time, and a check that the complete
+  groups are the same rows (a tie goes to the earlier frame in hyperframes,
+  so ties are kept out of the stamps).
 
-Run: .venv/bin/python benchmarks/bench_offline_sync.py [--seconds 3600]
+Run: .venv/bin/python benchmarks/bench_offline_sync.py [--seconds 3600] [--peers]
 """
 
 from __future__ import annotations
@@ -170,6 +179,105 @@ def quick() -> list[dict[str, object]]:
     ]
 
 
+PEER_RATES = {"lidar": 10, "cam": 30, "imu": 200}
+PEER_TOLERANCE = {"cam": 20 * MS, "imu": 2 * MS}
+
+
+def peer_stamps(total: int) -> dict[str, np.ndarray]:
+    """About ``total`` stamps of the three sensors, jittered; the reference's stamps are
+    odd and the others' even multiples of 2 ns plus 1 ns apart, so no reference is
+    exactly halfway between two frames (the libraries break ties differently)."""
+    rng = np.random.default_rng(7)
+    seconds = total // sum(PEER_RATES.values())
+    out = {}
+    for name, hz in PEER_RATES.items():
+        n = seconds * hz
+        t = np.arange(n, dtype=np.int64) * (1_000_000_000 // hz)
+        t = t + 4 * rng.integers(0, MS // 2, n)
+        out[name] = t + 1 if name == "lidar" else t + 2 * (name == "imu")
+    return out
+
+
+def timed(fn: Callable[[], object]) -> tuple[float, float, object]:
+    wall, cpu = time.perf_counter(), time.process_time()
+    out = fn()
+    return time.perf_counter() - wall, time.process_time() - cpu, out
+
+
+def peers_row(total: int, repeat: int) -> dict[str, object]:
+    """hyperframes, polars and pandas on the same stamps, interleaved; best wall and CPU."""
+    import pandas as pd
+    import polars as pl
+
+    stamps = peer_stamps(total)
+    n = sum(len(c) for c in stamps.values())
+    pol = Nearest("lidar", list(PEER_RATES), PEER_TOLERANCE)
+    pl_frames = {s: pl.DataFrame({"t": t, s: np.arange(len(t))}) for s, t in stamps.items()}
+    pd_frames = {s: pd.DataFrame({"t": t, s: np.arange(len(t))}) for s, t in stamps.items()}
+
+    def ours() -> tuple[np.ndarray, ...]:
+        cols = group_columns(pol, stamps)
+        return cols.t, cols.picks["cam"], cols.picks["imu"]
+
+    def polars() -> tuple[np.ndarray, ...]:
+        out = pl_frames["lidar"]
+        for s, tol in PEER_TOLERANCE.items():
+            out = out.join_asof(pl_frames[s], on="t", strategy="nearest", tolerance=tol)
+        out = out.drop_nulls()
+        return tuple(out.get_column(c).to_numpy() for c in ("t", "cam", "imu"))
+
+    def pandas() -> tuple[np.ndarray, ...]:
+        out = pd_frames["lidar"]
+        for s, tol in PEER_TOLERANCE.items():
+            out = pd.merge_asof(out, pd_frames[s], on="t", direction="nearest", tolerance=tol)
+        out = out.dropna()
+        return tuple(out[c].to_numpy(np.int64) for c in ("t", "cam", "imu"))
+
+    best: dict[str, tuple[float, float]] = {}
+    results: dict[str, tuple[np.ndarray, ...]] = {}
+    for _ in range(repeat):
+        for name, fn in (("hyperframes", ours), ("polars", polars), ("pandas", pandas)):
+            wall, cpu, out = timed(fn)
+            old = best.get(name, (float("inf"), float("inf")))
+            best[name] = (min(old[0], wall), min(old[1], cpu))
+            results[name] = out  # type: ignore[assignment]
+    same = all(
+        len(results[p]) == 3
+        and all(
+            np.array_equal(a, b) for a, b in zip(results["hyperframes"], results[p], strict=True)
+        )
+        for p in ("polars", "pandas")
+    )
+    return {"frames": n, "groups": len(results["hyperframes"][0]), "best": best, "same": same}
+
+
+def print_peers(repeat: int) -> None:
+    table = Table(title="offline grouping vs polars join_asof / pandas merge_asof (in memory)")
+    for col in ("stamps", "hyperframes", "polars", "pandas", "vs polars", "vs pandas", "same rows"):
+        table.add_column(col, justify="right")
+    for total in (1_000_000, 10_000_000):
+        row = peers_row(total, repeat)
+        n, best = row["frames"], row["best"]
+        assert isinstance(n, int)
+        assert isinstance(best, dict)
+
+        def cell(name: str, n: int = n, best: dict = best) -> str:
+            wall, cpu = best[name]
+            return f"{n / wall / 1e6:.1f} M/s ({wall * 1e3:.1f} ms, CPU {cpu * 1e3:.1f} ms)"
+
+        ours = best["hyperframes"]
+        table.add_row(
+            f"{n:,}",
+            cell("hyperframes"),
+            cell("polars"),
+            cell("pandas"),
+            f"{best['polars'][0] / ours[0]:.2f}x (CPU {best['polars'][1] / ours[1]:.2f}x)",
+            f"{best['pandas'][0] / ours[0]:.2f}x (CPU {best['pandas'][1] / ours[1]:.2f}x)",
+            str(row["same"]),
+        )
+    Console(width=200).print(table)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -177,7 +285,13 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=3600, help="sensor time (grouping rows)")
     parser.add_argument("--file-seconds", type=int, default=600, help="sensor time (recording row)")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument(
+        "--peers", action="store_true", help="only the polars / pandas rows (bench extra)"
+    )
     args = parser.parse_args()
+    if args.peers:
+        print_peers(args.repeat)
+        return
 
     table = Table(title="offline sync (3 sensors: cam 30 Hz, lidar 10 Hz ref, imu 200 Hz window)")
     for col in ("measure", "offline", "streaming Nearest", "ratio", "same groups"):

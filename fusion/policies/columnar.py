@@ -34,7 +34,9 @@ reach the same frame. With ``lo[k]``/``hi[k]`` the index range of frames
 within reach of reference ``k`` (monotone in ``k``), reference ``k`` is
 *independent* when ``hi[k - 1] <= lo[k]`` for every sensor: no earlier group
 can have taken a frame it could use, so its decision is the plain nearest
-or window search, done for all such references with ``searchsorted``. The
+or window search, done for all such references with ``searchsorted``
+(one search per matched sensor: two references further apart than twice its
+tolerance cannot share a frame, so only closer pairs search their overlap). The
 references that do share frames with a neighbour (a tolerance wider than half
 the reference period, a sensor slower than the reference, windows that
 touch) form runs, each resolved by a short loop over its references, starting
@@ -155,8 +157,8 @@ class _Matched:
     tol: int
     nearest: Int64
     ok: np.ndarray[Any, np.dtype[np.bool_]]
-    lo: Int64
-    hi: Int64
+    shares: np.ndarray[Any, np.dtype[np.bool_]]
+    """``shares[k - 1]``: reference ``k`` has a frame within reach that ``k - 1`` has too."""
 
 
 @dataclass(slots=True)
@@ -204,6 +206,28 @@ def _within(d: np.ndarray[Any, np.dtype[np.uint64]], tol: int) -> np.ndarray[Any
     return np.ones(len(d), bool) if tol >= _SPAN else d <= np.uint64(tol)
 
 
+def _shares(col: Int64, refs: Int64, tol: int) -> np.ndarray[Any, np.dtype[np.bool_]]:
+    """Where reference ``k`` (from 1) shares a frame of ``col`` within ``tol`` with ``k - 1``.
+
+    Some frame lies in both reaches iff one lies in ``[r[k] - tol, r[k - 1] + tol]``;
+    that interval is empty unless the two references are at most ``2 * tol``
+    apart, so only those few pairs are searched: the common case (tolerance
+    under half the reference period) costs one comparison per reference and no
+    binary search.
+    """
+    out = np.zeros(max(len(refs) - 1, 0), bool)
+    if len(refs) < 2 or len(col) == 0:
+        return out
+    first = _sub(refs[1:], tol)
+    last = _add(refs[:-1], tol)
+    near = np.flatnonzero(first <= last)
+    if len(near):
+        hi = np.searchsorted(col, last[near], "right")
+        lo = np.searchsorted(col, first[near], "left")
+        out[near] = hi > lo
+    return out
+
+
 def _nearest(policy: Nearest, cols: dict[str, Int64]) -> GroupColumns:
     refs = cols[policy.reference]
     m = len(refs)
@@ -223,9 +247,7 @@ def _nearest(policy: Nearest, cols: dict[str, Int64]) -> GroupColumns:
             use_prev = (i > 0) & ((i >= n) | (d_prev <= d_next))
             nearest = np.where(use_prev, i - 1, i)
             ok = _within(np.where(use_prev, d_prev, d_next), tol)
-        lo = np.searchsorted(col, _sub(refs, tol), "left")
-        hi = np.searchsorted(col, _add(refs, tol), "right")
-        matched[s] = _Matched(col, tol, nearest, ok, lo, hi)
+        matched[s] = _Matched(col, tol, nearest, ok, _shares(col, refs, tol))
     windows: dict[str, _Window] = {}
     for s, (before, after) in policy.windows.items():
         col = cols[s]
@@ -240,7 +262,10 @@ def _nearest(policy: Nearest, cols: dict[str, Int64]) -> GroupColumns:
     shared = np.zeros(m, bool)
     reach: list[_Matched | _Window] = [*matched.values(), *windows.values()]
     for x in reach:
-        shared[1:] |= x.hi[:-1] > x.lo[1:]
+        if isinstance(x, _Matched):
+            shared[1:] |= x.shares
+        else:
+            shared[1:] |= x.hi[:-1] > x.lo[1:]
     complete = np.ones(m, bool)
     for s in policy.sensors:
         if s == policy.reference or s in policy.optional:
