@@ -149,6 +149,10 @@ def remux_mp4(
     container = av.open(os.fspath(path), "w", format="mp4")
     track = VideoTrack() if codec in _ANNEXB_CODECS else None
     written = 0
+    # A key packet decodes alone: each one of a codec without Annex B framing to
+    # check (FFV1 records every frame as one) is decoded (cheaper than the encode
+    # --reencode adds), so garbage is counted, not copied.
+    check = _key_decoder(av, params) if track is None else None
     try:
         stream = _remux_stream(av, container, params, first_key)
         i = 0
@@ -177,6 +181,12 @@ def remux_mp4(
                 data = track.annexb(data, key)
                 if not _is_annexb(data):
                     skipped[f"not {codec} data (a damaged packet)"] += 1
+                    continue
+            elif check is not None and key:
+                try:
+                    check.decode(av.Packet(data))
+                except (av.error.FFmpegError, ValueError):
+                    skipped[f"does not decode as {codec} (a damaged packet)"] += 1
                     continue
             packet = av.Packet(data)
             packet.pts, packet.dts, packet.time_base = pts, dts, TIME_BASE
@@ -223,6 +233,20 @@ def _remux_stream(av: Any, container: Any, params: dict[str, Any], first_key: by
             "configuration does not decode them like the recorded one (use --reencode)"
         )
     return stream
+
+
+def _key_decoder(av: Any, params: dict[str, Any]) -> Any:
+    """A one-thread decoder of the recorded configuration (None if there is none)."""
+    codec = str(params["codec"])
+    try:
+        ctx = av.CodecContext.create(codec, "r")
+    except (av.error.FFmpegError, ValueError):
+        return None
+    ctx.width, ctx.height = int(params["width"]), int(params["height"])
+    ctx.thread_count = 1  # a picture per packet, at once
+    if params.get("extradata"):
+        ctx.extradata = bytes(params["extradata"])
+    return ctx
 
 
 def _is_annexb(data: bytes) -> bool:

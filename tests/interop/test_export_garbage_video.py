@@ -56,6 +56,18 @@ def test_garbage_h264_packets_are_each_counted_and_the_good_ones_copied(tmp_path
     assert demuxed(out) == N - len(bad)
 
 
+def test_garbage_ffv1_packets_are_found_by_decoding_and_counted(tmp_path: Path) -> None:
+    bad = {k for k in range(N) if k % 2}
+    path, packets = garbled(tmp_path, "ffv1", bad)
+    out = tmp_path / "cam.mp4"
+    report = export_recording(path, out, to="mp4", sensors=["cam"])
+    assert report.written["cam"] == N - len(bad)
+    assert report.skipped == {("cam", "does not decode as ffv1 (a damaged packet)"): len(bad)}
+    with av.open(str(out)) as container:
+        data = [bytes(p) for p in container.demux(video=0) if p.size]
+    assert data == [bytes(p.data) for p in packets if p.seq not in bad]
+
+
 def test_all_garbage_h264_exits_1_naming_the_reason(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
