@@ -437,7 +437,12 @@ class VelodyneSource(Source):
             self.hour_base_ns + raw.t_sensor,
             points,
             t_arrival=raw.t_arrival,
-            meta={"partial": raw.partial, "packets": len(raw.packets), "dual": raw.layout.dual},
+            meta={
+                "partial": raw.partial,
+                "packets": len(raw.packets),
+                "shared_first": raw.first_block > 0,  # that packet is counted in the sweep before
+                "dual": raw.layout.dual,
+            },
             units=raw.units,
         )
 

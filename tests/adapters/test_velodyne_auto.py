@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from lidar_testdata import LIDAR_DATA, MONTEREY, VLP16, data_packets, write_pcap
 
 from adapters import VelodyneSource
@@ -112,3 +115,39 @@ def test_the_detector_needs_the_cadence_to_name_an_early_vlp16() -> None:
         unknown.add(p[:1205] + b"\x23")
     assert unknown.evidence().model is None
     assert unknown.evidence().problem == "VLP-32A/B is not supported"
+
+
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(st.sampled_from(["good", "short", "flag", "mode", "junk"]), min_size=1,
+                max_size=120), st.booleans())  # fmt: skip
+def test_every_packet_ends_in_a_sweep_or_a_counted_loss(
+    tmp_path: Path, kinds: list[str], partial: bool
+) -> None:
+    good = data_packets(VLP16)[:120]
+    records = []
+    for (t, payload), kind in zip(good, kinds, strict=False):
+        if kind == "short":
+            payload = payload[:700]
+        elif kind == "flag":
+            payload = b"\x00\x00" + payload[2:]
+        elif kind == "mode":
+            payload = payload[:1204] + b"\x42" + payload[1205:]
+        elif kind == "junk":
+            payload = bytes(len(payload))
+        records.append((t, 2368, payload))
+    path = tmp_path / f"mix{len(records)}{partial}.pcap"
+    write_pcap(path, records)
+    source = VelodyneSource(pcap=path, model="VLP-16", partial_sweeps=partial)
+    try:
+        frames = anyio.run(collect, source)
+    except DecodeError:
+        frames = []  # nothing decodable: said, and still counted
+    ledger = source.ledgers()["lidar"]
+    assert ledger.received == len(records)
+    assert ledger.received == ledger.emitted + ledger.lost_total  # the source has ended
+    assert ledger.frames == len(frames)
+    assert ledger.emitted == sum(f.meta["packets"] for f in frames) - sum(
+        1 for f in frames if f.meta["shared_first"]
+    )
