@@ -127,6 +127,6 @@ async def test_the_velodyne_example_config_reads_the_real_capture(
     config = load_config(EXAMPLES / "velodyne_pcap.toml")
     with anyio.fail_after(60):
         stats = await build_pipeline(config).run()
-    assert stats.groups_out >= 50
+    assert stats.groups_out >= 15  # the repository's cut: the first 760 capture records
     assert stats.stages[1].groups_in == stats.groups_out
     assert stats.stages[0].failed == 0
