@@ -15,7 +15,9 @@ arranges (and :class:`~fusion.Pipeline` calls it): a source that can resize
 while it decodes (``VideoSource`` does it in the same swscale pass as the
 colour conversion, with the same filter) is asked to deliver frames at the
 model's size, so the full-size RGB image is never made. Frames of another
-size are resized here (a few ms per 720p frame in numpy, holding the GIL).
+size are resized here (the compiled kernel of :mod:`fusion.workers.resize`,
+under ``cv2.resize``'s cost, GIL released). ``worker.stream(source)`` (a
+``Source``, not its frames) asks the source first, as the ``Pipeline`` does.
 ``"nearest"`` is one ``np.take`` per frame with precomputed flat byte indices
 that also reorder ``HWC`` to ``CHW`` (0.08 ms for 1280x720 -> 224x224), but
 it aliases: use it only for a model trained that way.

@@ -26,11 +26,14 @@ round once), tested for shrinking, enlarging and odd sizes.
 How: the filter is separable, so a resize is two passes of a small gather
 and weighted sum along one axis each, with the taps (input indices and
 weights, at most ``ceil(scale) + 1`` per output pixel) precomputed per
-(input size, output size) in a :class:`Resampler`. The pass that shrinks most
-runs first, so the second works on the smaller image. For a 1280x720 frame
-to 224x224 this is a few milliseconds of numpy per frame: when the frames
-come from a ``VideoSource``, let its decoder do the resize in its swscale pass
-instead (see :func:`fusion.workers.preprocess.fuse_resize`).
+(input size, output size) in a :class:`Resampler`. C-contiguous ``uint8``
+images (what decoders give) go through one compiled loop nest
+(:mod:`fusion.workers.resize_kernel`, numba): 1280x720 to 224x224 costs less
+than ``cv2.resize`` with ``INTER_AREA`` (BENCHMARKS.md), and it releases the
+GIL. Other dtypes and strided views take two numpy passes, the one that
+shrinks most first (a few ms per 720p frame). When the frames come from a
+``VideoSource``, its decoder can do the resize in its swscale pass instead
+(see :func:`fusion.workers.preprocess.fuse_resize`).
 """
 
 from __future__ import annotations
@@ -177,6 +180,15 @@ class Resampler:
         if self.interpolation == "nearest":
             out[...] = image[self._rows[0][:, 0][:, None], self._cols[0][:, 0][None, :]]
             return out
+        if (
+            image.dtype == np.uint8
+            and out.dtype == np.uint8
+            and image.ndim == 3
+            and image.flags.c_contiguous
+            and out.flags.c_contiguous
+        ):
+            self._compiled(image, out)
+            return out
         (h, w), (oh, ow) = self.src, self.dst
         if h / oh >= w / ow:  # shrink the most first: the second pass sees the smaller image
             result = _pass(_pass(image, self._rows, 0), self._cols, 1)
@@ -188,6 +200,14 @@ class Resampler:
             np.clip(result, info.min, info.max, out=result)
         out[...] = result
         return out
+
+    def _compiled(self, image: np.ndarray[Any, Any], out: np.ndarray[Any, Any]) -> None:
+        """The compiled kernel (uint8 ``(H, W, C)``): rows, then columns, in one loop nest."""
+        from fusion.workers.resize_kernel import separable_u8
+
+        # One scratch row per call (not per resampler): threads may share a resampler.
+        tmp = np.empty(self.src[1] * image.shape[2], np.float32)
+        separable_u8(image, self._rows, self._cols, tmp, out)
 
 
 def _pass(image: np.ndarray[Any, Any], taps: _Taps, axis: int) -> np.ndarray[Any, Any]:

@@ -27,10 +27,12 @@ from typing import Any
 import numpy as np
 
 from fusion.errors import ConfigError
+from fusion.source import Source
 from fusion.timing import run_sync
 from fusion.workers.batcher import DynamicBatcher
 from fusion.workers.execution import ModelRunner, Postprocess, Preprocess
 from fusion.workers.gate import ChangeGate
+from fusion.workers.preprocess import fuse_resize
 from fusion.workers.results import WorkerCounters, WorkerResult, WorkerStatistics
 from fusion.workers.sessions import ModelSession, ModelSource, ProviderFailure, default_threads
 from fusion.workers.stream import StreamRun, StreamSettings
@@ -97,6 +99,8 @@ class BatchWorker:
             raise ConfigError(f"deadline must be >= 0 ns, got {deadline}")
         self._model_source = model
         self._preprocess = preprocess
+        self.resize_outcome: dict[str, str] = {}
+        """Per sensor, where the resize runs, when :meth:`stream` was given a Source."""
         self._postprocess = postprocess
         self._max_batch_arg = max_batch
         self._max_delay_arg = max_delay
@@ -214,13 +218,23 @@ class BatchWorker:
     # -- the stream -----------------------------------------------------------
 
     async def stream(
-        self, items: AsyncIterable[Any] | Iterable[Any], *, gate: ChangeGate | None = None
+        self,
+        items: AsyncIterable[Any] | Iterable[Any] | Source,
+        *,
+        gate: ChangeGate | None = None,
     ) -> AsyncIterator[WorkerResult]:
         """Run every item through the model; yield one :class:`WorkerResult` each, in order.
 
-        Close the generator (``contextlib.aclosing``) if you stop iterating early.
-        See :mod:`fusion.workers.stream` for how items flow.
+        ``items`` may be a :class:`~fusion.Source` itself (not yet reading): then
+        the worker asks it to resize while decoding for its preprocess
+        (:func:`~fusion.workers.preprocess.fuse_resize`; the outcome is in
+        :attr:`resize_outcome`) and streams its frames. Close the generator
+        (``contextlib.aclosing``) if you stop iterating early. See
+        :mod:`fusion.workers.stream` for how items flow.
         """
+        if isinstance(items, Source):
+            self.resize_outcome = fuse_resize([items], self._preprocess)
+            items = items.frames()
         await self.start()
         assert self._runner is not None
         settings = StreamSettings(

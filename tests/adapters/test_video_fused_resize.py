@@ -22,7 +22,7 @@ import pytest
 from adapters import VideoSource
 from adapters.video.synth import write_video
 from fusion import ExactTime, Frame, Pipeline
-from fusion.workers import BatchWorker
+from fusion.workers import BatchWorker, ImagePreprocess
 from fusion.workers.models import tiny_cnn
 from fusion.workers.preprocess import fuse_resize, group_input
 from fusion.workers.resize import Resampler
@@ -131,3 +131,32 @@ def test_fuse_resize_leaves_preprocesses_without_an_image_input_alone() -> None:
     source = VideoSource(CLIPS["yuv420p"], name="cam")
     assert fuse_resize([source], lambda items: np.zeros((len(items), 1))) == {}
     assert source.options.size is None
+
+
+async def stream_shapes(worker: BatchWorker, items: object) -> list[tuple[int, ...]]:
+    shapes: list[tuple[int, ...]] = []
+    with anyio.fail_after(60):
+        async for result in worker.stream(items):  # type: ignore[arg-type]
+            assert result.ok, result.error
+            shapes.append(result.item.data.shape)
+    return shapes
+
+
+async def test_worker_stream_of_a_source_moves_the_resize_into_its_decoder(
+    tmp_path: Path,
+) -> None:
+    clip = tmp_path / "clip.mp4"
+    write_video(clip, [i * 33 for i in range(6)], size=(160, 120))
+    worker = BatchWorker(
+        tiny_cnn(32), preprocess=ImagePreprocess((32, 32)), providers="cpu", max_batch=4, threads=1
+    )
+    async with VideoSource(clip, name="cam", threads=1) as source:
+        assert await stream_shapes(worker, source) == [(32, 32, 3)] * 6
+    assert worker.resize_outcome == {"cam": "32x32 area in the source's decoder"}
+    # Its frames, not the source: the preprocess resizes the full frames itself.
+    plain = BatchWorker(
+        tiny_cnn(32), preprocess=ImagePreprocess((32, 32)), providers="cpu", max_batch=4, threads=1
+    )
+    async with VideoSource(clip, name="cam", threads=1) as source:
+        assert await stream_shapes(plain, source.frames()) == [(120, 160, 3)] * 6
+    assert plain.resize_outcome == {}

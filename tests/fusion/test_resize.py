@@ -122,3 +122,15 @@ def test_resampler_refuses_another_input_size() -> None:
         Resampler((10, 10), (5, 5))(np.zeros((10, 11, 3), np.uint8))
     with pytest.raises(ValueError, match="interpolation must be one of area, bilinear, nearest"):
         ImagePreprocess(interpolation="cubic")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("interpolation", ["area", "bilinear"])
+def test_compiled_uint8_kernel_matches_the_numpy_passes(interpolation: str) -> None:
+    img = image(97, 131, seed=3)
+    resampler = Resampler(img.shape[:2], (40, 29), interpolation)  # type: ignore[arg-type]
+    compiled = resampler(img)  # C-contiguous uint8: the compiled kernel
+    wide = np.zeros((97, 262, 3), np.uint8)
+    wide[:, ::2] = img
+    view = wide[:, ::2]  # the same pixels, strided: the numpy passes
+    assert not view.flags.c_contiguous
+    close(compiled, resampler(view))
