@@ -38,7 +38,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 
@@ -46,6 +46,7 @@ from fusion.errors import UsageError
 from fusion.frames import Frame, FrameGroup, SensorSpec
 from fusion.wallclock import WallClock, sample_anchor
 from recordings.export.generic import json_value
+from recordings.export.groups import GROUP_TOPIC
 from recordings.export.kinds import is_internal
 
 DEFAULT_HOST = "127.0.0.1"
@@ -69,7 +70,9 @@ class FoxgloveServerStatistics:
     messages: int = 0
     """Messages logged to the server (a time series frame is one message per row)."""
     groups: int = 0
-    """Sync-group markers (and worker results with them) logged."""
+    """Groups taken from the pipeline (marker and results logged where subscribed)."""
+    clients: int = 0
+    """Clients subscribed to at least one channel now."""
     unwatched: int = 0
     """Frames not encoded because no client subscribed to their channel."""
     dropped: Counter[str] = field(default_factory=Counter)
@@ -83,7 +86,8 @@ class FoxgloveServerStatistics:
 
     def describe(self) -> str:
         """One line for a live table: the URL, frames sent and what was dropped."""
-        line = f"foxglove {self.url}: {sum(self.frames.values())} frames sent"
+        who = f"{self.clients} client{'' if self.clients == 1 else 's'}"
+        line = f"foxglove {self.url}: {who}, {sum(self.frames.values())} frames sent"
         if self.dropped_total:
             line += f", {self.dropped_total} dropped (encoder behind)"
         return line
@@ -142,6 +146,7 @@ class FoxgloveServer:
         self._error: BaseException | None = None
         self._anchor_at = 0.0
         self._wall: WallClock | None = dating if isinstance(dating, WallClock) else None
+        self._listener = _Subscriptions()
 
     # -- lifetime ----------------------------------------------------------------
 
@@ -163,6 +168,8 @@ class FoxgloveServer:
                 port=self._port,
                 context=context,
                 message_backlog_size=self.client_backlog,
+                # the listener implements the two callbacks it needs of the protocol
+                server_listener=cast(Any, self._listener),
             )
         except RuntimeError as err:  # the SDK reports a bind failure as RuntimeError
             raise OSError(f"cannot serve Foxglove on {self.host}:{self._port}: {err}") from err
@@ -329,9 +336,9 @@ class FoxgloveServer:
         t = self._date(group.t) if dated else group.t
         marker = FrameGroup(t, members, group.missing)
         messages = 0
-        if len(members) > 1:
+        if len(members) > 1 and not self._writer.unwatched(GROUP_TOPIC):
             self._writer.write_group(marker)
-            messages += 1
+            messages += 0 if self._writer.unwatched(GROUP_TOPIC) else 1
         for worker, value in group.results.items():
             messages += self._log_result(worker, t, value)
         return _Done(messages=messages, groups=1)
@@ -375,6 +382,7 @@ class FoxgloveServer:
                 groups=self._groups,
                 unwatched=self._unwatched,
                 dropped=Counter(self._dropped),
+                clients=self._listener.clients(),
                 skipped=Counter(self._skipped),
             )
 
@@ -382,6 +390,29 @@ class FoxgloveServer:
     def last_error(self) -> BaseException | None:
         """The last error raised while encoding (the item was dropped and counted)."""
         return self._error
+
+
+class _Subscriptions:
+    """The SDK's server listener: which client subscribed to which channel (SDK threads)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._subs: dict[int, set[int]] = {}
+
+    def on_subscribe(self, client: Any, channel: Any) -> None:
+        with self._lock:
+            self._subs.setdefault(client.id, set()).add(channel.id)
+
+    def on_unsubscribe(self, client: Any, channel: Any) -> None:
+        with self._lock:
+            subs = self._subs.get(client.id, set())
+            subs.discard(channel.id)
+            if not subs:
+                self._subs.pop(client.id, None)
+
+    def clients(self) -> int:
+        with self._lock:
+            return len(self._subs)
 
 
 @dataclass(slots=True)

@@ -4,13 +4,14 @@ dropped, and counted; a real WebSocket client gets what was sent, in order."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import anyio
 import numpy as np
 import pytest
 
 from adapters import SensorTiming, SyntheticCamera, SyntheticImu, SyntheticLidar
-from fusion import Frame, Nearest, Pipeline, VirtualClock
+from fusion import Frame, FrameGroup, Nearest, Pipeline, VirtualClock, WorkerError
 from fusion.errors import UsageError
 from fusion.frames import SensorSpec
 from recordings.export.live import FoxgloveServer, result_json
@@ -59,6 +60,8 @@ async def test_every_frame_is_sent_unwatched_or_dropped_and_the_client_gets_the_
                 server.publish(Frame("cam", i, 1_000 + i, images[i]))
             _settled(server, len(images))
             stats = server.statistics()
+            assert stats.clients == 1
+            assert stats.describe().startswith(f"foxglove {server.url}: 1 client, ")
             with anyio.move_on_after(2):
                 while len(got) < stats.frames["cam"]:
                     message = await client.receive()
@@ -103,7 +106,7 @@ async def test_a_pipeline_sink_sees_every_frame_and_group() -> None:
         live = server.statistics()
     # nobody watched: every frame the hub took (grouped or not) was counted as unwatched
     assert live.unwatched + sum(live.frames.values()) + live.dropped_total == stats.hub.frames_in
-    assert sum(live.frames.values()) <= 3  # only each channel's first frame was encoded
+    assert sum(live.frames.values()) == live.messages == live.clients == 0
     assert live.groups + live.dropped.get("groups", 0) == stats.groups_out == 10
 
 
@@ -123,3 +126,50 @@ def test_a_taken_port_is_an_os_error() -> None:
         pytest.raises(OSError, match=f"cannot serve Foxglove on 127.0.0.1:{first.port}"),
     ):
         FoxgloveServer(port=first.port).start()
+
+
+async def test_worker_results_and_groups_reach_a_client_as_the_pipeline_made_them() -> None:
+    from tests.fusion.test_pipeline import policy, sensors, workers
+
+    seen: list[FrameGroup] = []
+    server = FoxgloveServer(port=0, dating=None)
+    pipeline = Pipeline(
+        sensors(3.0),
+        policy(False),
+        max_latency=300 * MS,
+        workers=workers(),
+        sinks=[seen.append, server],
+    )
+    wanted = {"/hyperframes/groups", "/hyperframes/results/brightness"}
+    got: list[tuple[str, dict[str, Any]]] = []
+    with server, anyio.fail_after(60):
+        async with connect(server.url) as ws, anyio.create_task_group() as tg:
+            tg.start_soon(pipeline.run)
+            client = LiveClient(ws)
+            await client.wait_topics(wanted)
+            await client.subscribe(wanted)
+            decoders = {t: Decoder(client.topics()[t]) for t in wanted}
+            with anyio.move_on_after(30):
+                while len(seen) < 30 or len(got) < 20:  # the 3 s session's 30 groups
+                    message = await client.receive()
+                    if message is not None:
+                        got.append((message.topic, decoders[message.topic](message.payload)))
+    by_t = {g.t: g for g in seen}
+    results = [m for topic, m in got if topic.startswith("/hyperframes/results/")]
+    markers = [m for topic, m in got if topic == "/hyperframes/groups"]
+    assert len(results) >= 10
+    assert len(markers) >= 10
+    errors = 0
+    for record in results:
+        group = by_t[record["timestamp"]["sec"] * 1_000_000_000 + record["timestamp"]["nsec"]]
+        value = group.results["brightness"]
+        if isinstance(value, WorkerError):
+            assert record["error"] == str(value)
+            errors += 1
+        else:
+            assert record["value"] == value
+    assert errors >= 1  # every 7th sweep's model call fails: its error is served
+    for marker in markers:
+        group = by_t[marker["t"]]
+        members = [(f.sensor, f.seq, f.t) for f in group.members()]
+        assert [(m["sensor"], m["seq"], m["t"]) for m in marker["members"]] == members
