@@ -16,6 +16,10 @@ what validation costs the small-message read path.
 * **Resync**: ``info --quick`` (open with the scan path + summary, CPU time) on
   files of 1 and 4 MiB of false record starts; linear means the 4 MiB one takes
   at most about 4x.
+* **Command lines** (``tests/cli/hostile_corpus.py``, issue 26): every case run
+  as a user runs it (a subprocess in the corpus folder): exit code, one error
+  line naming what it is about, no traceback, the input's hash unchanged, wall
+  time and the child's peak RSS.
 * **Validation cost**: the same files read with the checks on (this code) and
   with them replaced by the unchecked decode they replaced (the baseline, in
   the same run, interleaved), for IMU arrays (columnar chunks) and for small
@@ -380,6 +384,50 @@ def quick() -> list[dict[str, Any]]:
     ]
 
 
+def cli_sweep(tmp: Path) -> list[str]:
+    """Each command-line case as a subprocess; prints a row per case, returns the failures."""
+    import hashlib
+    import os
+    import subprocess
+
+    from tests.cli.hostile_corpus import build
+
+    folder = tmp / "cli"
+    folder.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
+    failures: list[str] = []
+    print(f"\n{'command-line case':42} exit  lines  wall s  peak MiB  verdict")
+    for case in build(folder):
+        guard = folder / case.guard if case.guard else None
+        before = hashlib.sha256(guard.read_bytes()).hexdigest() if guard else None
+        t0 = time.perf_counter()
+        child = subprocess.Popen(
+            [sys.executable, "-m", "hyperframes", *case.argv],
+            cwd=folder,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        out = child.stdout.read() if child.stdout is not None else ""
+        _, status, usage = os.wait4(child.pid, 0)  # this child's own peak RSS
+        child.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.perf_counter() - t0
+        peak = usage.ru_maxrss / 1024
+        done = subprocess.CompletedProcess(child.args, child.returncode, out, "")
+        text = done.stdout + done.stderr
+        said = [ln for ln in text.splitlines() if case.words in ln]
+        kept = guard is None or hashlib.sha256(guard.read_bytes()).hexdigest() == before
+        ok = done.returncode == case.code and len(said) == 1 and "Traceback" not in text and kept
+        if not ok:
+            failures.append(f"{case.name}: exit {done.returncode}: {text.strip()[-200:]}")
+        print(
+            f"{case.name:42} {done.returncode:4}  {len(text.splitlines()):5}  {wall:6.2f}  "
+            f"{peak:8.0f}  {'ok' if ok else 'FAILED'}"
+        )
+    return failures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mutations", type=int, default=2000)
@@ -423,6 +471,10 @@ def main() -> None:
             if crashed:
                 crashes.append(f"{name}: {outcome}")
             print(f"  {name:26} {peak / MiB:6.1f} MiB {cpu:6.2f} s  {outcome[:90]}")
+        failed = cli_sweep(tmp)
+        print(f"command-line cases failed: {len(failed)}")
+        for line in failed:
+            print("  ", line)
         small, large = fake_preludes(tmp / "r1.hfr", MiB), fake_preludes(tmp / "r4.hfr", 4 * MiB)
         t1 = min(info_quick(small) for _ in range(5))
         t4 = min(info_quick(large) for _ in range(5))
