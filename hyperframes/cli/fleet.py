@@ -80,7 +80,12 @@ def _execute(config: Any, args: argparse.Namespace, console: Console) -> Any:
 
     overwrite = True if args.overwrite else None
     if args.local:
-        return run_local(config, overwrite=overwrite)
+        from hyperframes.cli.progress import progress_bar
+        from hyperframes.fleet.config import expand_recordings
+
+        total = len(expand_recordings(config.absolute().fleet.recordings))
+        with progress_bar(console, "fleet --local", total, unit="recordings") as advance:
+            return run_local(config, overwrite=overwrite, on_done=lambda _: advance(1))
     init: dict[str, Any] = {"include_dashboard": False}
     if args.address is None and args.num_cpus is not None:
         init["num_cpus"] = args.num_cpus
