@@ -10,6 +10,7 @@ reading: the recording must still be complete. Ctrl-C stops the server.
 from __future__ import annotations
 
 import asyncio
+import base64
 import dataclasses
 import os
 import re
@@ -157,6 +158,23 @@ def _recorded_frames(path: Path, dated: bool = True) -> tuple[dict[str, list[Fra
     return frames, summary.wall_clock
 
 
+def _export(path: Path, out: Path) -> dict[str, Any]:
+    """``hyperframes export --profile foxglove``'s schemas and messages, read with ``mcap``."""
+    from mcap.reader import make_reader
+
+    from recordings.export import export_recording
+
+    assert export_recording(path, out, to="foxglove", groups="none").complete
+    schemas: dict[str, tuple[str, str, bytes]] = {}
+    messages: dict[tuple[str, int], bytes] = {}
+    with out.open("rb") as f:
+        for schema, channel, message in make_reader(f).iter_messages():
+            assert schema is not None
+            schemas[channel.topic] = (schema.name, schema.encoding, schema.data)
+            messages[(channel.topic, message.log_time)] = message.data
+    return {"schemas": schemas, "messages": messages}
+
+
 def _stamp(message: Any) -> int:
     if isinstance(message, dict):
         return int(message["timestamp"]["sec"]) * 1_000_000_000 + int(message["timestamp"]["nsec"])
@@ -267,4 +285,13 @@ def test_replay_serves_the_recording_with_its_own_dates(
     ]
     matched = _check(session, frames, wall.to_utc, 0)  # the export's dates, exactly
     assert sum(matched.values()) >= 50
+    # The live view and the file agree: same schemas, byte-identical messages.
+    exported = _export(path, tmp_path / "live.fox.mcap")
+    for topic, channel in session.channels.items():
+        schema = exported["schemas"][topic]
+        assert (channel["schemaName"], channel["schemaEncoding"]) == schema[:2]
+        data = schema[2] if channel["schemaEncoding"] != "protobuf" else base64.b64encode(schema[2])
+        assert channel["schema"].encode() == data
+    for message in session.received:
+        assert exported["messages"][(message.topic, message.log_time)] == message.payload
     assert "/hyperframes/groups" not in session.channels  # no pipeline: no groups
