@@ -259,6 +259,8 @@ def test_the_cli_runs_the_local_loop_and_lists_each_recording(
     assert main(["fleet", str(run), "--local"]) == 0
     out = capsys.readouterr().out
     assert out.count("written") == 2
+    assert "[green]" not in out  # every line prints literally: styles are not markup text
+    assert "[/" not in out
     assert (tmp_path / "out" / "drive-b.results.hfr").exists()
 
 
