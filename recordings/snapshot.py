@@ -170,7 +170,8 @@ class SnapshotRecorder(Closeable):
     trigger; ``pre`` defaults to ``keep``. ``settle`` is how much further the
     newest frame must be past the window before it is written, for sensors
     that arrive late (a pipeline's ``max_latency``). ``trigger_on(group) ->
-    bool`` is the predicate :meth:`observe` applies.
+    bool`` is the predicate :meth:`observe` applies. ``inputs`` are files a snapshot
+    must never replace (:func:`recordings.outputs.refuse_overlap`: that snapshot fails).
     """
 
     def __init__(
@@ -190,6 +191,7 @@ class SnapshotRecorder(Closeable):
         settle: float = 0.0,
         durable: bool = True,
         wall_clock: bool = True,
+        inputs: Iterable[str | os.PathLike[str]] = (),
     ) -> None:
         if keep <= 0 or post < 0 or settle < 0 or (pre is not None and pre < 0):
             raise ConfigError(f"keep must be > 0, pre and post >= 0 (got {keep}, {pre}, {post})")
@@ -214,6 +216,7 @@ class SnapshotRecorder(Closeable):
         self._metadata = dict(metadata or {})
         self._ledgers: dict[str, dict[str, Any]] = {}
         self._wall_clock = wall_clock  # anchors like every recording (see Recorder)
+        self._inputs = [Path(p) for p in inputs]  # never a snapshot over one of these
         self._failures: list[str] = []
 
         self._lock = threading.Lock()
@@ -451,6 +454,10 @@ class SnapshotRecorder(Closeable):
         self, req: SnapshotRequest, number: int, specs: list[dict[str, Any]]
     ) -> Path:
         final = snapshot_path(self.path, number)
+        if self._inputs:
+            from recordings.outputs import refuse_overlap
+
+            refuse_overlap(final, self._inputs)
         partial = final.with_name(final.name + ".partial")
         fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         written = False

@@ -263,10 +263,9 @@ def run(args: argparse.Namespace) -> int:
             },
         }
         inputs = session_inputs(args.config, config)
+        options["inputs"] = inputs  # never a part or snapshot over an input
         if args.snapshot:
             options["snapshot"] = snapshot_options(args, config)
-        else:  # never a part over an input (each is NAME.partial until whole)
-            options["inputs"] = inputs
         refuse_overlap(out, inputs)
         if args.metrics is not None:
             refuse_overlap(args.metrics, [*inputs, out])

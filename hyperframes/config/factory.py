@@ -405,6 +405,7 @@ def build_recorder(
             metadata={**cfg.metadata, **overrides.get("metadata", {})},
             compression_level=overrides.get("compression_level") or cfg.compression_level,
             wall_clock=overrides.get("wall_clock") is not False,
+            inputs=overrides.get("inputs") or (),
             **snapshot,
         )
     for key, value in overrides.items():

@@ -19,6 +19,7 @@ from adapters import SyntheticCamera, SyntheticImu, SyntheticLidar
 from fusion import BatchWorker, Frame, FrameGroup, Nearest, Pipeline, VirtualClock
 from fusion.workers.models import scale_model
 from recordings import open_recording
+from recordings.errors import RecordingError
 from recordings.snapshot import SnapshotRecorder
 from tests.recordings.helpers import digest, make_frames
 
@@ -267,3 +268,20 @@ def test_bad_bounds_are_refused(tmp_path: Path) -> None:
         SnapshotRecorder(tmp_path / "x.hfr", max_bytes=100, chunk_bytes=100)
     with pytest.raises(ValueError, match="keep must be > 0"):
         SnapshotRecorder(tmp_path / "x.hfr", keep=0)
+
+
+def test_a_snapshot_never_replaces_an_input(tmp_path: Path) -> None:
+    source = tmp_path / "bb.0000.hfr"  # what the first snapshot would be called
+    source.write_bytes(b"the session this one replays")
+    (tmp_path / "alias.hfr").symlink_to(source.name)
+    rec = SnapshotRecorder(tmp_path / "bb.hfr", keep=1.0, inputs=[tmp_path / "alias.hfr"])
+    for f in make_frames(50):
+        rec.write(f)
+    request = rec.trigger("key")
+    rec.close()
+    with pytest.raises(RecordingError, match="links to the input"):
+        request.wait(5)
+    assert source.read_bytes() == b"the session this one replays"
+    (failure,) = rec.statistics().failures
+    assert failure.startswith(f"snapshot {source} was not written: output ")
+    assert not (tmp_path / "bb.0000.hfr.partial").exists()
