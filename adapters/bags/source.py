@@ -70,7 +70,7 @@ from fusion.frames import Frame, SensorSpec
 from fusion.source import Source
 from fusion.timing import current_clock
 
-_BATCH_MESSAGES = 256
+_BATCH_MESSAGES = 2048
 _BATCH_BYTES = 8 << 20
 _MAX_REPORTS = 1000
 
@@ -170,6 +170,8 @@ class BagSource(Source):
         """Every loss and warning's message, in order (the first 1000)."""
         self.lost_messages = 0
         """Messages in damaged chunks, skipped (an estimate from the chunk index)."""
+        self._ahead: dict[str, int] = dict.fromkeys(self._wanted.values(), 0)
+        """The next ``seq`` per sensor of the reading thread (ahead of what was yielded)."""
         self.speed = speed
         self.start = start
         self.end = end
@@ -228,6 +230,9 @@ class BagSource(Source):
         self.flat_decoded: set[str] = set()
         """Generic topics decoded straight from their bytes (:mod:`adapters.bags.flatdecode`)."""
         specs = []
+        # One decoder pair per type, shared by its topics: a generated decoder is
+        # a compile() each (a bag of eight String topics paid for eight).
+        made: dict[str, tuple[Decoder, RawDecoder | FlatDecoder | None, bool]] = {}
         for topic, sensor in wanted.items():
             info = listing[topic]
             dec = decoder_info(info.msgtype)
@@ -242,20 +247,33 @@ class BagSource(Source):
                     meta=self._spec_meta(reader, topic, info.msgtype),
                 )
             )
-            decoder = dec.make(decode_images)
-            raw: RawDecoder | FlatDecoder | None = None
-            if standard_layout(reader.typestore, reader.standard, info.msgtype):
-                raw = raw_decoder(info.msgtype, reader.is2, decode_images)
-            if raw is not None:
+            if info.msgtype not in made:
+                made[info.msgtype] = self._decoders(reader, info.msgtype, decode_images)
+            decoder, raw, standard = made[info.msgtype]
+            if standard:
                 self.raw_decoded.add(topic)
-            elif dec.name == "generic":
-                raw = compile_flat(info.msgtype, reader.typestore, reader.is2)
-                if raw is not None:
-                    self.flat_decoded.add(topic)
+            elif raw is not None:
+                self.flat_decoded.add(topic)
             for conn in reader.topics[topic].connections:
                 self._connections.append(conn)
                 self._routes[id(conn)] = (sensor, topic, decoder, raw)
         return tuple(specs)
+
+    @staticmethod
+    def _decoders(
+        reader: BagReader, msgtype: str, decode_images: bool
+    ) -> tuple[Decoder, RawDecoder | FlatDecoder | None, bool]:
+        """The type's decoder of rosbags' objects, its decoder from bytes if it has one,
+        and whether that is a standard type's (:mod:`adapters.bags.rawdecode`)."""
+        dec = decoder_info(msgtype)
+        raw: RawDecoder | FlatDecoder | None = None
+        if standard_layout(reader.typestore, reader.standard, msgtype):
+            raw = raw_decoder(msgtype, reader.is2, decode_images)
+        if raw is not None:
+            return dec.make(decode_images), raw, True
+        if dec.name == "generic":
+            raw = compile_flat(msgtype, reader.typestore, reader.is2)
+        return dec.make(decode_images), raw, False
 
     def _spec_meta(self, reader: BagReader, topic: str, msgtype: str) -> dict[str, Any]:
         meta: dict[str, Any] = {"topic": topic, MSGTYPE: msgtype, "bag": str(self.path)}
@@ -323,10 +341,13 @@ class BagSource(Source):
         started = False
         base_clock = base_log = 0
         read: dict[str, int] = dict.fromkeys(self._wanted.values(), 0)
-        seqs = self._next_seq
         ledgers = {name: self.ledger(name) for name in self._wanted.values()}
+        seqs = self._next_seq
         for name in ledgers:
             seqs.setdefault(name, 0)
+        # The worker thread numbers and builds the frames (it runs only while this
+        # loop awaits it); seq and the ledger's emitted count follow what was yielded.
+        self._ahead = dict(seqs)
         emitted = dict.fromkeys(ledgers, 0)
         paced = self.speed is not None
         try:
@@ -337,24 +358,24 @@ class BagSource(Source):
                 for sensor, n in counts.items():
                     ledgers[sensor].receive(n)
                     read[sensor] += n
-                for sensor, stamp, log_time, data, meta in batch:
-                    if meta is None:  # data is the DecodeError
-                        self._skip(sensor, data)
+                for item in batch:
+                    if isinstance(item, tuple):  # (sensor, seq, DecodeError)
+                        self._skip(*item)
                         continue
                     # Unpaced, the batch's thread hop is this loop's checkpoint: one
-                    # per message would cost more than decoding an IMU sample.
+                    # per message would cost more than decoding a small message.
                     if paced:
                         assert self.speed is not None
+                        assert item.t_arrival is not None
                         if not started:
-                            base_clock, base_log, started = clock.now(), log_time, True
+                            base_clock, base_log, started = clock.now(), item.t_arrival, True
                         await clock.sleep_until(
-                            base_clock + int((log_time - base_log) / self.speed)
+                            base_clock + int((item.t_arrival - base_log) / self.speed)
                         )
-                    # make_frame, inlined: seq and the ledger's emitted count per sensor.
-                    seq = seqs[sensor]
-                    seqs[sensor] = seq + 1
+                    sensor = item.sensor
+                    seqs[sensor] = item.seq + 1
                     emitted[sensor] += 1
-                    yield Frame(sensor, seq, stamp, data, stamp, log_time, meta)
+                    yield item
                 self._flush_emitted(ledgers, emitted)
         finally:
             self._flush_emitted(ledgers, emitted)
@@ -395,16 +416,19 @@ class BagSource(Source):
 
     def _read_batch(
         self, messages: Iterator[tuple[Any, int, bytes]]
-    ) -> tuple[list[tuple[Any, ...]], dict[str, int]]:
-        """Read and decode the next batch (runs in a worker thread).
+    ) -> tuple[list[Frame | tuple[str, int, DecodeError]], dict[str, int]]:
+        """Read, decode and build the next batch of frames (runs in a worker thread).
 
-        Returns the batch and how many messages of each sensor it read.
-        Standard types are decoded from their bytes (:mod:`adapters.bags.rawdecode`);
+        Returns the batch (a frame, or ``(sensor, seq, DecodeError)`` for a
+        message that does not decode) and how many messages of each sensor it
+        read; every message takes the next ``seq`` of its sensor. Standard
+        types are decoded from their bytes (:mod:`adapters.bags.rawdecode`);
         every other type, and bytes the raw decoder cannot parse, go through
         rosbags' ``deserialize`` and the type's decoder.
         """
-        out: list[tuple[Any, ...]] = []
-        counts: dict[str, int] = {}
+        out: list[Frame | tuple[str, int, DecodeError]] = []
+        ahead = self._ahead
+        before = dict(ahead)
         size = 0
         routes = self._routes
         keep = self.keep_messages
@@ -415,7 +439,8 @@ class BagSource(Source):
         left = _BATCH_MESSAGES
         for conn, log_time, raw in messages:
             sensor, topic, decoder, fast = routes[id(conn)]
-            counts[sensor] = counts.get(sensor, 0) + 1
+            seq = ahead[sensor]
+            ahead[sensor] = seq + 1
             size += len(raw)
             left -= 1
             try:
@@ -428,24 +453,28 @@ class BagSource(Source):
                         stamp, frame_id, data, meta = fast(raw)
                     except (Malformed, *RAW_ERRORS):
                         stamp, frame_id, data, meta = self._deserialize(raw, conn.msgtype, decoder)
-            except DecodeError as err:
-                append((sensor, log_time, log_time, err, None))
             except Exception as err:  # rosbags' deserialiser errors have no common base
-                message = f"{conn.msgtype} message does not deserialise: {err}"
-                append((sensor, log_time, log_time, DecodeError(message), None))
+                if not isinstance(err, DecodeError):
+                    err = DecodeError(f"{conn.msgtype} message does not deserialise: {err}")
+                append((sensor, seq, err))
             else:
-                meta = {"topic": topic, **meta} if meta else {"topic": topic}
                 if keep:
-                    meta[RAW] = raw if type(raw) is bytes else bytes(raw)
+                    if type(raw) is not bytes:
+                        raw = bytes(raw)
+                    meta = (
+                        {"topic": topic, **meta, RAW: raw} if meta else {"topic": topic, RAW: raw}
+                    )
+                else:
+                    meta = {"topic": topic, **meta} if meta else {"topic": topic}
                 if frame_id:
                     meta["frame_id"] = frame_id
                 if stamp is None:
                     stamp = log_time
                     meta["stamp"] = "log_time"
-                append((sensor, stamp, log_time, data, meta))
+                append(Frame(sensor, seq, stamp, data, stamp, log_time, meta))
             if not left or size >= _BATCH_BYTES:
                 break
-        return out, counts
+        return out, {name: n - before[name] for name, n in ahead.items() if n != before[name]}
 
     def _deserialize(
         self, raw: bytes, msgtype: str, decoder: Decoder
@@ -471,8 +500,7 @@ class BagSource(Source):
         if len(self.reports) < _MAX_REPORTS:
             self.reports.append(message)
 
-    def _skip(self, sensor: str, err: DecodeError) -> None:
-        seq = self._next_seq.get(sensor, 0)
+    def _skip(self, sensor: str, seq: int, err: DecodeError) -> None:
         self._next_seq[sensor] = seq + 1
         err.sensor, err.seq = sensor, seq
         self.count_error("undecodable", str(err), sensor=sensor)

@@ -22,6 +22,7 @@ from recordings import Recorder, open_recording, open_source
 from tests.interop.bagdata import TYPES, Builder, write_bag
 
 KINDS = ["mcap", "sqlite3", "ros1"]
+REAL_BAGS = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "real" / "bags"
 TOPICS = {t: t.strip("/").replace("/", "_") for t in TYPES}
 
 
@@ -286,3 +287,41 @@ def test_replay_command_reads_a_bag_directly(
     assert "replayed 110 frames" in out
     assert cli(["replay", str(mcap_file), "--topic", "/nope", "--fast"]) == 2
     assert "has no topic '/nope'" in " ".join(capsys.readouterr().out.split())
+
+
+async def test_stopping_inside_a_batch_leaves_seq_and_ledger_at_what_was_yielded() -> None:
+    """Frames are built in batches of thousands in the reading thread: a consumer that
+    stops part-way sees ``seq`` and the ledger where its last frame left them, and a
+    second pass numbers on from there (the real 5-file bag of 6074 small messages)."""
+    bag = REAL_BAGS
+    source = BagSource(bag / "rosbag2_wbag")
+    first: list[Frame] = []
+    async with source:
+        frames = source.frames()
+        async for frame in frames:
+            first.append(frame)
+            if len(first) == 3000:
+                break
+        await frames.aclose()  # type: ignore[attr-defined]
+        stats = source.ledgers()
+        assert sum(s.emitted for s in stats.values()) == 3000
+        assert sum(s.frames for s in stats.values()) == 3000
+        assert sum(source.statistics()["frames"].values()) == 3000
+        # Each sensor numbered from 0 without a gap, in log-time order.
+        for name in {f.sensor for f in first}:
+            seqs = [f.seq for f in first if f.sensor == name]
+            assert seqs == list(range(len(seqs)))
+        assert [f.t_arrival for f in first] == sorted(f.t_arrival for f in first)
+        last = {f.sensor: f.seq for f in first}
+        again = [f async for f in source.frames()]
+    assert len(again) == 6074
+    for name, seq in last.items():
+        assert next(f.seq for f in again if f.sensor == name) == seq + 1
+    assert sum(s.emitted for s in source.ledgers().values()) == 3000 + 6074
+    # The independent reference: rosbags' log times of the same messages.
+    from rosbags.highlevel import AnyReader
+
+    with AnyReader([bag / "rosbag2_wbag"]) as reader:
+        times = sorted(t for _, t, _ in reader.messages())
+    assert [f.t_arrival for f in first] == times[:3000]
+    assert sorted(f.t_arrival for f in again) == times
