@@ -41,6 +41,7 @@ from recordings.columns import (
 )
 from recordings.format import BLOB_ALIGN, EXT_COLUMN, EXT_NDARRAY, Compression, RecordKind
 from recordings.layout import ChunkMeta, SealedChunk, _dtype_to_wire, _int64
+from recordings.stamp_block import stamp_table
 
 _ARRAY_HEADER = 0xDD  # msgpack "array 32" marker, prefixed at seal time
 
@@ -141,6 +142,10 @@ class ChunkBuilder:
     _last: dict[str, ColumnGroup] = field(default_factory=dict)
     _order: bytearray = field(default_factory=bytearray)
     _nrecords: int = 0
+    stamp_blocks: bool = True
+    """Seal each chunk with its stamp block (format 1.4; see :mod:`recordings.stamp_block`)."""
+    _rec_stamps: list[tuple[int, int, int, int | None]] = field(default_factory=list)
+    """``(sensor index, seq, t, t_arrival)`` of each msgpack record, in order (1.4)."""
     _count: int = 0
     _size: int = BLOB_ALIGN + 5
     _t0: int = 0
@@ -285,6 +290,8 @@ class ChunkBuilder:
         elif t > r[1]:
             r[1] = t
         self._records += packed
+        if self.stamp_blocks:
+            self._rec_stamps.append((sidx, frame.seq, t, ta))
         if self._nrecords == 0:
             self._t0 = self._t1 = t
         else:
@@ -333,6 +340,15 @@ class ChunkBuilder:
         )
         if len(meta.ranges) != len(meta.sensors):
             raise AssertionError("a registered sensor has no frames")  # pragma: no cover
+        stamps = None
+        if self.stamp_blocks:
+            stamps = stamp_table(
+                self._count,
+                np.frombuffer(self._order, np.uint8),
+                [(g.index, self._sensors[g.sensor], g.ints, g.width) for g in groups],
+                self._rec_stamps,
+            )
+        self._rec_stamps = []
         self.index += 1
         self._records = bytearray()
         self._blob = _Blob(self.capacity)
@@ -346,7 +362,7 @@ class ChunkBuilder:
         self._nrecords = 0
         self._count = 0
         self._size = BLOB_ALIGN + 5
-        return SealedChunk(parts, meta)
+        return SealedChunk(parts, meta, stamps)
 
     def _seal_columns(self, groups: list[ColumnGroup]) -> tuple[bytearray, int, int, int]:
         """``(raw, records_size, t_start, t_end)`` of a columnar chunk (see FORMAT.md).

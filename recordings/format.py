@@ -37,7 +37,7 @@ SYNC = b"HFR"
 VERSION_MAJOR = 1
 """Bumped for changes an older reader cannot read; such a reader refuses the file."""
 
-VERSION_MINOR = 3
+VERSION_MINOR = 4
 """Bumped for additions (new meta keys, new record kinds) an older reader can skip."""
 
 PREAMBLE = struct.Struct("<8sHHI")

@@ -52,6 +52,10 @@ class ChunkMeta:
     wall: tuple[int, int] | None = None
     """``(reference ns, UTC ns)`` read together when the chunk was sealed (1.2; see
     :mod:`fusion.wallclock`); ``None`` when the writer recorded no wall clock."""
+    stamps: bytes | None = None
+    """The chunk's stamp block (1.4, key ``st``): its frames' sensor, ``seq``, ``t``
+    and ``t_arrival`` outside the payload, one zstd frame (see
+    :mod:`recordings.stamp_block`); ``None`` in older files."""
 
     def to_msgpack(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -71,6 +75,8 @@ class ChunkMeta:
             d["k"] = int(self.kind)
         if self.wall is not None:
             d["w"] = list(self.wall)
+        if self.stamps is not None:
+            d["st"] = self.stamps
         return d
 
     @classmethod
@@ -129,6 +135,7 @@ class ChunkMeta:
             stored_size=stored_size,
             kind=stated,
             wall=_wall(d.get("w")),
+            stamps=_stamp_block(d.get("st")),
         )
 
     def count_of(self, sensor: str) -> int:
@@ -153,6 +160,8 @@ class SealedChunk:
 
     parts: list[bytes | bytearray | memoryview]
     meta: ChunkMeta
+    stamps: bytes | None = None
+    """The stamp block, uncompressed (1.4): the writer compresses it into ``meta.stamps``."""
 
     @property
     def raw(self) -> bytearray:
@@ -246,3 +255,12 @@ def _wall(value: Any) -> tuple[int, int] | None:
     if isinstance(value, list) and len(value) == 2 and all(type(v) is int for v in value):
         return (value[0], value[1])
     return None
+
+
+def _stamp_block(v: Any) -> bytes | None:
+    """The ``st`` key: bytes or absent (checked in full only when read)."""
+    if v is None:
+        return None
+    if not isinstance(v, bytes):
+        raise TypeError(f"chunk meta 'st' is a {type(v).__name__}, not bytes")
+    return v

@@ -58,7 +58,7 @@ class OfflineSyncStatistics:
     groups_dropped: int
     """References (ExactTime: stamps) whose group lacked a required sensor."""
     chunks_read: int
-    """Chunks decompressed to read the stamps."""
+    """Chunks decompressed to read the stamps (those without a 1.4 stamp block)."""
 
 
 class OfflineGroups:
@@ -298,7 +298,7 @@ def sync_recording(
     owns = not isinstance(source, Recording)
     log = open_recording(source) if not isinstance(source, Recording) else source
     try:
-        chunks_before = len(log.select(policy.sensors, start, end))
+        chunks_before = sum(1 for c in log.select(policy.sensors, start, end) if c.stamps is None)
         raw = read_stamps(log, policy.sensors, start, end, progress)
         stamps: dict[str, SensorStamps] = {}
         out_of_order: dict[str, int] = {}

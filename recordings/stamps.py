@@ -1,13 +1,21 @@
 """A recording's stamps as numpy columns, read with the frame reader's own validation.
 
-Theory of operation. The chunk meta in the footer index says which sensors a
-chunk holds, how many frames of each and their time range, but not the
-stamps themselves: those live inside the compressed payload. So
-:func:`read_stamps` decodes every chunk that holds a wanted sensor (the
-others are skipped on their meta alone) with :meth:`Recording.decode_chunk`,
+Theory of operation. Since format 1.4 a chunk's meta carries a stamp block
+(:mod:`recordings.stamp_block`): its frames' sensor, ``seq``, ``t`` and
+``t_arrival`` outside the payload, checked against the meta's counts and
+ranges, and read from the footer index without touching the payload. The
+payload's CRC and records are then checked only when a group's frames are
+read (``hyperframes check`` verifies every chunk). Older files, and a block
+that does not agree with its meta, take the path below.
+
+Without a block, the chunk meta says which sensors a chunk holds, how many
+frames of each and their time range, but not the stamps themselves: those
+live inside the compressed payload. So :func:`read_stamps` decodes every
+chunk that holds a wanted sensor (the others are skipped on their meta
+alone) with :meth:`Recording.decode_chunk`,
 the same call the frame reader makes: CRC, limits, decode budget, and every
 record's and column's checks (``t`` inside the chunk's range, int64 fields,
-meta maps, counts, the order column). One code path, so a chunk yields
+meta maps, counts, the order column). One code path, so such a chunk yields
 stamps exactly when it yields frames: a chunk the reader rejects is reported
 in :attr:`Recording.damage` with the reader's words (those ``check``
 prints) and skipped (raised with ``strict``), and no group ever names a
@@ -37,8 +45,10 @@ import numpy as np
 
 from fusion.frames import Frame
 from recordings.errors import RecordingError
+from recordings.layout import ChunkMeta
 from recordings.reader import Recording
 from recordings.records import DecodedChunk
+from recordings.stamp_block import decode_block
 
 __all__ = ["FrameFetcher", "SensorStamps", "read_stamps"]
 
@@ -85,7 +95,9 @@ def read_stamps(
         if progress is not None:
             progress(1)
         try:
-            table = _chunk_stamps(log.decode_chunk(chunk))
+            table = _block_stamps(chunk, log)
+            if table is None:
+                table = _chunk_stamps(log.decode_chunk(chunk))
         except RecordingError as err:
             log._report(err)
             if log.strict:
@@ -116,6 +128,18 @@ def read_stamps(
             t = seq = col = rank = np.empty(0, np.int64)
         out[sensor] = SensorStamps(sensor, t, seq, col, rank)
     return out
+
+
+def _block_stamps(chunk: ChunkMeta, log: Recording) -> dict[str, tuple[Int64, Int64]] | None:
+    """``{sensor: (t, seq)}`` from the chunk's stamp block (1.4), or ``None`` to read
+    the payload instead: no block, or one that does not agree with the meta."""
+    if chunk.stamps is None:
+        return None
+    try:
+        block = decode_block(chunk, log.limits.max_chunk_bytes)
+    except ValueError:
+        return None
+    return {name: block.of(k) for k, name in enumerate(chunk.sensors)}
 
 
 def _chunk_stamps(decoded: DecodedChunk) -> dict[str, tuple[Int64, Int64]]:

@@ -133,6 +133,8 @@ def encode_chunk(sealed: SealedChunk, level: int) -> tuple[ChunkMeta, list[bytes
         payload = [bytes(p) for p in parts]
         stored = raw_size
         meta = _replace_compression(meta, Compression.NONE)
+    if sealed.stamps is not None:
+        meta = dataclasses.replace(meta, stamps=cctx.compress(sealed.stamps))
     meta_bytes = _pack(meta.to_msgpack())
     prelude = pack_prelude(meta.kind, meta_bytes, stored, crc32(*payload))
     out = [prelude, meta_bytes, *payload]
@@ -206,6 +208,11 @@ class Recorder(Closeable):
     spans that much frame time, checked at chunk boundaries. ``durable=True``
     fsyncs every chunk (survives power loss, not just a process crash).
 
+    ``stamp_blocks=True`` (the default, format 1.4) stores every chunk's stamps
+    in its meta as well (``recordings/FORMAT.md``: stamp block), so that
+    ``sync`` and seeking never decompress a payload; ``False`` writes chunks
+    as 1.3 did (stamps only inside the payload).
+
     ``wall_clock=True`` (the default) stores the wall clock against the
     reference clock: a :class:`~fusion.wallclock.WallAnchor` (UTC ns at
     ``time.monotonic_ns``) in the header and one more with every chunk, so a
@@ -243,6 +250,7 @@ class Recorder(Closeable):
         wall_clock: bool = True,
         atomic: bool = False,
         inputs: Iterable[str | os.PathLike[str]] = (),
+        stamp_blocks: bool = True,
     ) -> None:
         if chunk_bytes < 1 or max_pending < 1:
             raise ConfigError("chunk_bytes and max_pending must be >= 1")
@@ -274,7 +282,9 @@ class Recorder(Closeable):
         self._lock = threading.Condition(self._mutex)
         self._room = threading.Semaphore(max_pending)
         self._builder = ChunkBuilder(
-            capacity=chunk_bytes, on_new_sensor=_spec_declarer(self._seen, self._specs)
+            capacity=chunk_bytes,
+            on_new_sensor=_spec_declarer(self._seen, self._specs),
+            stamp_blocks=stamp_blocks,
         )
         self._opened_at = 0.0  # monotonic time of the open chunk's first frame
         self._jobs: collections.deque[Future[tuple[ChunkMeta, list[bytes], int]] | None] = (

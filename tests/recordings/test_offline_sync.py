@@ -203,11 +203,11 @@ def test_approximate_time_is_refused_with_the_reason(session: Path) -> None:
         sync_recording(session, ApproximateTime(["cam", "lidar"]))  # type: ignore[arg-type]
 
 
-def test_grouping_validates_each_chunk_once_and_payloads_only_for_the_groups_asked(
+def test_grouping_reads_no_payload_and_payloads_only_for_the_groups_asked(
     session: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The stamps come through the frame reader's validation (each chunk decoded
-    once, payloads left as views); after that, only chunks near the groups asked."""
+    """The stamps come from the chunks' stamp blocks (1.4: no chunk decoded);
+    after that, only chunks near the groups asked are decoded."""
     from recordings.reader import Recording
 
     decoded: list[int] = []
@@ -219,7 +219,8 @@ def test_grouping_validates_each_chunk_once_and_payloads_only_for_the_groups_ask
 
     monkeypatch.setattr(Recording, "decode_chunk", counting)
     with sync_recording(session, nearest()) as groups:
-        assert sorted(decoded) == [c.index for c in groups.log.chunks]  # each once
+        assert decoded == []  # every stamp from the blocks, no payload read
+        assert groups.statistics.chunks_read == 0
         decoded.clear()
         first = list(groups.groups(0, 2))
         with open_recording(session) as log:

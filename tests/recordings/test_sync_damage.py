@@ -30,9 +30,14 @@ SENSORS = ("lidar", "imu", "cam")
 
 @pytest.fixture(scope="module")
 def clean(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """LiDAR dicts (records), IMU rows (columns), camera bytes; chunks of 0.5 s, 4 s."""
+    """LiDAR dicts (records), IMU rows (columns), camera bytes; chunks of 0.5 s, 4 s.
+
+    Without stamp blocks (as before 1.4): the stamps come from the payloads,
+    through the frame reader's validation, which is what these cases damage.
+    A 1.4 file's stamps come from its blocks, so payload damage shows when
+    frames are read (tests/recordings/test_stamp_block.py)."""
     path = tmp_path_factory.mktemp("sync_damage") / "clean.hfr"
-    with Recorder(path, chunk_duration=0.5) as rec:
+    with Recorder(path, chunk_duration=0.5, stamp_blocks=False) as rec:
         for i in range(40):
             t = i * 100 * MS
             rec.write(Frame("lidar", i, t, {"x": np.arange(3.0) + i}, meta={"i": i}))

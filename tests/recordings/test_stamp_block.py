@@ -1,0 +1,117 @@
+"""Format 1.4: every chunk carries its frames' stamps outside the payload."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zstandard
+
+from fusion import Frame, Nearest
+from recordings import Recorder, open_recording
+from recordings.offline_sync import sync_recording
+from recordings.stamp_block import ROW_BYTES, decode_block
+from recordings.stamps import read_stamps
+
+MS = 1_000_000
+SENSORS = ("cam", "imu", "lidar")
+
+
+def write_mixed(path: Path) -> list[Frame]:
+    """Columns (IMU rows, small images), records (dicts, bytes), t_arrival on some."""
+    rng = np.random.default_rng(3)
+    frames = []
+    for i in range(1500):
+        s = SENSORS[i % 3]
+        data: object
+        if s == "imu":
+            data = rng.normal(size=6)
+        elif s == "cam":
+            data = rng.integers(0, 255, (30, 40), np.uint8)
+        else:
+            data = {"k": i} if i % 2 else b"sweep"
+        t = i * MS + int(rng.integers(0, MS // 2))
+        frames.append(Frame(s, i // 3, t, data, t_arrival=t + 7 if i % 4 else None))
+    with Recorder(path, chunk_bytes=16 << 10) as rec:
+        for f in frames:
+            rec.write(f)
+    return frames
+
+
+def test_every_chunk_has_a_block_equal_to_its_frames(tmp_path: Path) -> None:
+    path = tmp_path / "mixed.hfr"
+    frames = write_mixed(path)
+    with open_recording(path) as log:
+        assert log.version == (1, 4)
+        assert len(log.chunks) > 5
+        assert {c.kind for c in log.chunks} == {4}
+        rows = []
+        for c in log.chunks:
+            block = decode_block(c, 1 << 30)
+            names = [c.sensors[k] for k in block.sensor.tolist()]
+            arrival = [
+                a if h else None for a, h in zip(block.arrival, block.has_arrival, strict=True)
+            ]
+            rows += zip(names, block.seq.tolist(), block.t.tolist(), arrival, strict=True)
+        stored = [(f.sensor, f.seq, f.t, f.t_arrival) for f in log.frames()]
+    assert rows == stored == [(f.sensor, f.seq, f.t, f.t_arrival) for f in frames]
+
+
+def test_stamps_and_groups_come_without_reading_a_payload(tmp_path: Path) -> None:
+    """Every payload overwritten with garbage: the frames are lost, the stamps are not."""
+    path = tmp_path / "mixed.hfr"
+    frames = write_mixed(path)
+    with open_recording(path) as log:
+        policy = Nearest("lidar", list(SENSORS), {"cam": 2 * MS, "imu": 2 * MS})
+        with sync_recording(log, policy) as groups:
+            expected_groups = (groups.columns.t.tolist(), len(groups))
+    data = bytearray(path.read_bytes())
+    with open_recording(path) as log:
+        chunks = list(log.chunks)
+    for i, c in enumerate(chunks):
+        nxt = chunks[i + 1].offset if i + 1 < len(chunks) else _index_offset(data)
+        data[nxt - c.stored_size : nxt] = b"\xa5" * c.stored_size
+    path.write_bytes(bytes(data))
+    with open_recording(path) as log:
+        assert not list(log.frames())  # no payload reads back ...
+    with open_recording(path) as log:
+        stamps = read_stamps(log, SENSORS)
+        assert not log.damage  # ... and reading the stamps never touched one
+        for s in SENSORS:
+            assert stamps[s].t.tolist() == [f.t for f in frames if f.sensor == s]
+            assert stamps[s].seq.tolist() == [f.seq for f in frames if f.sensor == s]
+        with sync_recording(log, policy) as groups:
+            assert (groups.columns.t.tolist(), len(groups)) == expected_groups
+            assert groups.statistics.chunks_read == 0
+
+
+def _index_offset(data: bytearray) -> int:
+    return int.from_bytes(data[-20:-12], "little")
+
+
+def test_a_block_that_disagrees_with_its_meta_is_not_used(tmp_path: Path) -> None:
+    path = tmp_path / "mixed.hfr"
+    write_mixed(path)
+    with open_recording(path) as log:
+        meta = log.chunks[0]
+    good = zstandard.ZstdDecompressor().decompress(meta.stamps or b"")
+    assert len(good) == ROW_BYTES * meta.count
+    n = meta.count
+    cctx = zstandard.ZstdCompressor(write_content_size=True)
+    bad_sensor = bytearray(good)
+    bad_sensor[0:4] = (99).to_bytes(4, "little")
+    bad_t = bytearray(good)
+    bad_t[12 * n : 12 * n + 8] = (123).to_bytes(8, "little", signed=True)  # first t's delta
+    cases = {
+        b"not zstd": "not a zstd frame",
+        cctx.compress(good[:-1]): "declares",
+        cctx.compress(bytes(bad_sensor)): "names a sensor",
+        cctx.compress(bytes(bad_t)): "time ranges",
+    }
+    for block, message in cases.items():
+        with pytest.raises(ValueError, match=message):
+            decode_block(dataclasses.replace(meta, stamps=block), 1 << 30)
+    with pytest.raises(ValueError, match="would be"):
+        decode_block(meta, ROW_BYTES * n - 1)  # the reader's limit holds for blocks too
