@@ -132,6 +132,26 @@ def cost_us(make: type[ClockModel] | object, pairs: list[tuple[int, int]], repea
     return best / len(pairs) * 1e6
 
 
+def steady_cost_us(pairs: list[tuple[int, int]], window_s: float) -> tuple[float, float]:
+    """(wall, CPU) µs per frame of ``OnlineClock`` over one ``window_s`` of sensor time
+    after a first, untimed one: the window is full, so every frame also slides it out."""
+    model = OnlineClock(window_ns=int(window_s * S))
+    observe, align = model.observe, model.align
+    t0 = pairs[0][0]
+    warm = next(i for i, (ts, _) in enumerate(pairs) if ts - t0 >= window_s * S)
+    end = next((i for i, (ts, _) in enumerate(pairs) if ts - t0 >= 2 * window_s * S), len(pairs))
+    for ts, ta in pairs[:warm]:
+        observe(ts, ta)
+        align(ts)
+    timed = pairs[warm:end]
+    start, cpu = time.perf_counter(), time.process_time()
+    for ts, ta in timed:
+        observe(ts, ta)
+        align(ts)
+    n = len(timed)
+    return (time.perf_counter() - start) / n * 1e6, (time.process_time() - cpu) / n * 1e6
+
+
 def errors(model: ClockModel, frames: list[Frame], min_delay: int) -> np.ndarray:
     out = np.empty(len(frames), np.int64)
     for i, f in enumerate(frames):
@@ -217,8 +237,12 @@ def main() -> None:
     verdict = "meets" if costs["OnlineClock"] < 5 else "MISSES"
     console.print(f"OnlineClock {verdict} the 5 µs target ({costs['OnlineClock']:.2f} µs).")
 
-    # Cost against the rate: the same session length at 100 Hz and 1 kHz (the 20 s
-    # window holds its 4096-point cap at 1 kHz), rounds interleaved, best of each.
+    # Cost against the rate: 100 Hz and 1 kHz, rounds interleaved, best of each. Two
+    # measures: the whole session (the first 20 s window fills without sliding: at
+    # 100 Hz that is a third of a 60 s session's frames, at 1 kHz the 4096-point cap
+    # fills in 4 s, so this measure mixes cheap warm-up frames into 100 Hz only), and
+    # the steady state: a 20 s window timed after a first 20 s window (the 4096-point
+    # cap holds at 1 kHz).
     by_rate = {
         rate: [
             (f.t_sensor, f.t_arrival)
@@ -226,22 +250,32 @@ def main() -> None:
                 dataclasses.replace(
                     HEADLINE, jitter_mean_ns=min(HEADLINE.jitter_mean_ns, S // rate)
                 ),
-                args.seconds / 2,
+                max(args.seconds, 40.0),
                 rate=rate,
             )
         ]
         for rate in (100, 1000)
     }
     rounds: dict[int, list[float]] = {100: [], 1000: []}
+    steady: dict[int, list[tuple[float, float]]] = {100: [], 1000: []}
     for _ in range(args.repeat):
         for rate, rate_pairs in by_rate.items():
             rounds[rate].append(cost_us(OnlineClock, rate_pairs, 1))
+            steady[rate].append(steady_cost_us(rate_pairs, 20.0))
     ratio = min(rounds[1000]) / min(rounds[100])
     console.print(
-        f"OnlineClock per frame at 100 Hz {min(rounds[100]):.2f} µs "
+        f"OnlineClock per frame, whole session: at 100 Hz {min(rounds[100]):.2f} µs "
         f"({min(rounds[100]):.2f}-{max(rounds[100]):.2f}), at 1 kHz {min(rounds[1000]):.2f} µs "
-        f"({min(rounds[1000]):.2f}-{max(rounds[1000]):.2f}): 1 kHz / 100 Hz = {ratio:.2f} "
-        f"({'meets' if ratio <= 1.3 else 'MISSES'} the 1.3 target)"
+        f"({min(rounds[1000]):.2f}-{max(rounds[1000]):.2f}): 1 kHz / 100 Hz = {ratio:.2f}"
+    )
+    wall = {r: min(w for w, _ in v) for r, v in steady.items()}
+    cpu = {r: min(c for _, c in v) for r, v in steady.items()}
+    ratio_s, ratio_c = wall[1000] / wall[100], cpu[1000] / cpu[100]
+    console.print(
+        f"OnlineClock per frame, steady state (a 20 s window after a full one): at 100 Hz "
+        f"{wall[100]:.2f} µs wall / {cpu[100]:.2f} CPU, at 1 kHz {wall[1000]:.2f} / "
+        f"{cpu[1000]:.2f}: 1 kHz / 100 Hz = {ratio_s:.2f} wall, {ratio_c:.2f} CPU "
+        f"({'meets' if max(ratio_s, ratio_c) <= 1.3 else 'MISSES'} the 1.3 target)"
     )
 
     acc = Table(title="alignment error vs true capture + min delay (p99, µs; 3 seeds, worst)")
