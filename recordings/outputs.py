@@ -6,8 +6,10 @@ Theory of operation. Every file or folder a command writes goes through
 1. :func:`refuse_overlap` resolves the output (symlinks followed, ``..``
    collapsed) and compares it with every input, by resolved path and, where
    both exist, by ``(st_dev, st_ino)``, so a hard link to the input is the
-   input. An output inside an input folder (a bag directory) or a folder
-   output holding an input is refused too. The error names both paths.
+   input. An output inside an input folder (a bag directory) is refused too;
+   a folder output may hold an input, but no file merged into it may replace
+   one (checked for every file before the first is moved). The error names
+   both paths.
 2. The output is written into a staging folder beside the final name
    (``.NAME.XXXX.partial/NAME``: same file system, so the rename is atomic;
    the writer sees the final file name, so a suffix that picks the format,
@@ -86,23 +88,27 @@ def refuse_overlap(output: StrPath, inputs: Iterable[StrPath | None]) -> Path:
             raise OutputIsInput(out, source, "is a hard link to")
         if resolved.is_dir() and _inside(final, resolved):
             raise OutputIsInput(out, source, "lies inside")
-        if final.is_dir() and _inside(resolved, final):
-            raise OutputIsInput(out, source, "is a folder holding")
     return final
 
 
-def publish(staged: Path, final: Path) -> None:
-    """Move ``staged`` (a file or a folder) to ``final``; a folder merges into an existing one."""
+def publish(staged: Path, final: Path, inputs: Iterable[StrPath | None] = ()) -> None:
+    """Move ``staged`` (a file or a folder) to ``final``; a folder merges into an existing
+    one, each file renamed into place, none of them over one of ``inputs``."""
     if staged.is_dir() and not staged.is_symlink():
         if not final.exists():
             os.replace(staged, final)
             return
         if not final.is_dir():
             raise ConfigError(f"output '{final}' exists and is not a folder")
-        for entry in sorted(staged.rglob("*")):
-            if entry.is_dir():
-                continue
-            target = final / entry.relative_to(staged)
+        sources = list(inputs)
+        moves = [
+            (entry, final / entry.relative_to(staged))
+            for entry in sorted(staged.rglob("*"))
+            if not entry.is_dir()
+        ]
+        for _, target in moves:  # all checked before the first is moved
+            refuse_overlap(target, sources)
+        for entry, target in moves:
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(entry, target)
         return
@@ -130,6 +136,7 @@ def safe_output(output: StrPath, inputs: Iterable[StrPath | None] = ()) -> Itera
     is an input. The output's folder is created if missing. A symlinked
     output is written where it points.
     """
+    inputs = list(inputs)
     final = refuse_overlap(output, inputs)
     final.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=final.parent))
@@ -137,6 +144,6 @@ def safe_output(output: StrPath, inputs: Iterable[StrPath | None] = ()) -> Itera
         staged = stage / final.name
         yield staged
         if staged.exists() or staged.is_symlink():
-            publish(staged, final)
+            publish(staged, final, inputs)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
