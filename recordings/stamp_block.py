@@ -27,6 +27,7 @@ ends reached. A block that fails is not used: the caller reads the payload
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -41,6 +42,7 @@ ROW_BYTES = 29
 """Bytes per frame of an uncompressed block."""
 _GENERIC = 255  # the order column's value for a frame from the msgpack records
 Int64 = np.ndarray[Any, np.dtype[np.int64]]
+_local = threading.local()  # one decompressor per thread
 
 
 def _delta(v: Int64) -> Int64:
@@ -91,7 +93,7 @@ def stamp_table(
 class StampBlock:
     """A decoded, checked block: parallel columns in recorded order."""
 
-    __slots__ = ("arrival", "has_arrival", "sensor", "seq", "t")
+    __slots__ = ("_by_sensor", "arrival", "has_arrival", "sensor", "seq", "t")
 
     def __init__(
         self,
@@ -106,11 +108,11 @@ class StampBlock:
         self.t = t
         self.arrival = arrival
         self.has_arrival = has_arrival
+        self._by_sensor: list[tuple[Int64, Int64]] = []
 
     def of(self, k: int) -> tuple[Int64, Int64]:
         """``(t, seq)`` of the meta's sensor ``k``, in recorded order."""
-        mask = self.sensor == k
-        return self.t[mask], self.seq[mask]
+        return self._by_sensor[k]
 
 
 def decode_block(meta: ChunkMeta, max_bytes: int) -> StampBlock:
@@ -128,8 +130,11 @@ def decode_block(meta: ChunkMeta, max_bytes: int) -> StampBlock:
         raise ValueError(f"stamp block of {meta.describe()} is not a zstd frame: {err}") from err
     if declared != size:
         raise ValueError(f"stamp block of {meta.describe()} declares {declared}, not {size} bytes")
+    dctx = getattr(_local, "dctx", None)
+    if dctx is None:
+        dctx = _local.dctx = zstandard.ZstdDecompressor()
     try:
-        raw = zstandard.ZstdDecompressor().decompress(block, max_output_size=size)
+        raw = dctx.decompress(block, max_output_size=size)
     except zstandard.ZstdError as err:
         raise ValueError(f"stamp block of {meta.describe()} does not decompress: {err}") from err
     if len(raw) != size:
@@ -143,9 +148,15 @@ def decode_block(meta: ChunkMeta, max_bytes: int) -> StampBlock:
     counts = np.bincount(sensor, minlength=len(meta.sensors)) if n else np.zeros(0, np.int64)
     if tuple(counts.tolist()) != tuple(meta.counts):
         raise ValueError(f"stamp block of {meta.describe()} does not match its counts")
-    t = cols[1].astype(np.int64, copy=False)
+    t = cols[1]
+    out = StampBlock(sensor, cols[0], t, cols[2], has.view(np.bool_))
+    if len(meta.sensors) == 1:
+        out._by_sensor = [(t, cols[0])]
+    else:
+        masks = [sensor == k for k in range(len(meta.sensors))]
+        out._by_sensor = [(t[m], cols[0][m]) for m in masks]
     for k, (lo, hi) in enumerate(meta.ranges):
-        tk = t[sensor == k]
+        tk = out.of(k)[0]
         if len(tk) and (int(tk.min()) != lo or int(tk.max()) != hi):
             raise ValueError(f"stamp block of {meta.describe()} does not match its time ranges")
-    return StampBlock(sensor, cols[0], t, cols[2], has.astype(bool))
+    return out
