@@ -64,10 +64,13 @@ def chunk_messages(
         ordered = True
         last = -1
         while pos + 9 <= end:
-            op, length = _RECORD.unpack_from(buf, pos)
+            if buf[pos] == _OP_MESSAGE and pos + 31 <= end:  # one unpack for a message
+                _, length, cid, _, log_time = unpack(buf, pos)
+            else:
+                _, length = _RECORD.unpack_from(buf, pos)
+                cid = -1
             body = pos + 9
-            if op == _OP_MESSAGE and length >= 22:
-                _, _, cid, _, log_time = unpack(buf, pos)
+            if cid >= 0 and length >= 22:
                 conn = channels.get(cid)
                 if conn is not None and lo <= log_time < hi:
                     out.append((conn, log_time, buf[body + 22 : body + length]))

@@ -351,10 +351,9 @@ class BagSource(Source):
         emitted = dict.fromkeys(ledgers, 0)
         paced = self.speed is not None
         try:
-            while True:
-                batch, counts = await self.run_blocking(self._read_batch, messages)
-                if not batch:
-                    break
+            ended = False
+            while not ended:
+                batch, counts, ended = await self.run_blocking(self._read_batch, messages)
                 for sensor, n in counts.items():
                     ledgers[sensor].receive(n)
                     read[sensor] += n
@@ -416,12 +415,13 @@ class BagSource(Source):
 
     def _read_batch(
         self, messages: Iterator[tuple[Any, int, bytes]]
-    ) -> tuple[list[Frame | tuple[str, int, DecodeError]], dict[str, int]]:
+    ) -> tuple[list[Frame | tuple[str, int, DecodeError]], dict[str, int], bool]:
         """Read, decode and build the next batch of frames (runs in a worker thread).
 
         Returns the batch (a frame, or ``(sensor, seq, DecodeError)`` for a
-        message that does not decode) and how many messages of each sensor it
-        read; every message takes the next ``seq`` of its sensor. Standard
+        message that does not decode), how many messages of each sensor it
+        read, and whether the messages ended (no need to ask again); every
+        message takes the next ``seq`` of its sensor. Standard
         types are decoded from their bytes (:mod:`adapters.bags.rawdecode`);
         every other type, and bytes the raw decoder cannot parse, go through
         rosbags' ``deserialize`` and the type's decoder.
@@ -437,6 +437,7 @@ class BagSource(Source):
         compressed = reader.message_compression
         append = out.append
         left = _BATCH_MESSAGES
+        ended = False
         for conn, log_time, raw in messages:
             sensor, topic, decoder, fast = routes[id(conn)]
             seq = ahead[sensor]
@@ -474,7 +475,13 @@ class BagSource(Source):
                 append(Frame(sensor, seq, stamp, data, stamp, log_time, meta))
             if not left or size >= _BATCH_BYTES:
                 break
-        return out, {name: n - before[name] for name, n in ahead.items() if n != before[name]}
+        else:
+            ended = True
+        return (
+            out,
+            {name: n - before[name] for name, n in ahead.items() if n != before[name]},
+            ended,
+        )
 
     def _deserialize(
         self, raw: bytes, msgtype: str, decoder: Decoder
