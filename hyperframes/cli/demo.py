@@ -100,6 +100,14 @@ def run(args: argparse.Namespace) -> int:
         return 2
     console = Console(quiet=args.quiet, markup=False, highlight=False, emoji=False)
     target = report_path(args)
+    if target is not None and args.keep is not None:
+        from recordings.outputs import OutputIsInput, refuse_overlap
+
+        try:  # the report must not replace the recording it reports on
+            refuse_overlap(target, [args.keep])
+        except OutputIsInput as err:
+            print(f"hyperframes demo: error: {err}")
+            return 2
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="hyperframes-demo-") as tmp:
         recording = args.keep or Path(tmp) / "demo.hfr"
@@ -111,8 +119,11 @@ def run(args: argparse.Namespace) -> int:
     written = None
     if target is not None:
         from hyperframes.demo.report import write_report
+        from recordings.outputs import safe_output
 
-        written = write_report(report_data(result), target)
+        with safe_output(target, [args.keep]) as staged:  # a whole PNG or the old one
+            write_report(report_data(result), staged)
+        written = target
         line = styled("report:", "", "")
         line.append(" ")
         line.append(printable(written), style="bold")

@@ -393,7 +393,9 @@ async def run_session(
         _policy(),
         max_latency=MAX_LATENCY_NS,
         workers=_workers(),
-        recorder=Recorder(recording, sensors=specs, metadata={"made_by": "hyperframes demo"}),
+        recorder=Recorder(
+            recording, sensors=specs, metadata={"made_by": "hyperframes demo"}, atomic=True
+        ),
         clock=clock,
     )
     live: list[GroupRecord] = []

@@ -259,3 +259,12 @@ def test_a_finished_record_replaces_the_old_file_whole(tmp_path: Path) -> None:
         if name.startswith("s.0"):
             with open_recording(tmp_path / name) as log:
                 assert log.indexed
+
+
+def test_the_demo_report_never_replaces_the_kept_recording(tmp_path: Path) -> None:
+    kept = tmp_path / "k.hfr"
+    kept.write_bytes(b"a kept session")
+    code, text = in_process(["demo", "--keep", "k.hfr", "--report", "k.hfr"], tmp_path)
+    assert code == 2, text
+    assert "output 'k.hfr' is the input 'k.hfr'" in text
+    assert kept.read_bytes() == b"a kept session"
