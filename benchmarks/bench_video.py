@@ -29,6 +29,7 @@ Needs the ffmpeg CLI (``apt-get install -y ffmpeg``) and OpenCV
     .venv/bin/python benchmarks/bench_video.py                # 20 s clip
     .venv/bin/python benchmarks/bench_video.py --seconds 8 --memory-minutes 3
     .venv/bin/python benchmarks/bench_video.py --only-rotated --seconds 10
+    .venv/bin/python benchmarks/bench_video.py --one-thread --seconds 5 --repeats 3
 """
 
 from __future__ import annotations
@@ -66,7 +67,9 @@ def need_ffmpeg() -> str:
     return path
 
 
-def make_clip(ffmpeg: str, path: Path, seconds: float, size: str, preset: str) -> None:
+def make_clip(
+    ffmpeg: str, path: Path, seconds: float, size: str, preset: str, codec: str = "libx264"
+) -> None:
     subprocess.run(
         [
             ffmpeg,
@@ -80,7 +83,7 @@ def make_clip(ffmpeg: str, path: Path, seconds: float, size: str, preset: str) -
             "-t",
             str(seconds),
             "-c:v",
-            "libx264",
+            codec,
             "-preset",
             preset,
             "-pix_fmt",
@@ -217,6 +220,53 @@ def source_run(path: Path, pixel_format: str, rotate: str = "auto") -> Callable[
     return lambda: anyio.run(consume)
 
 
+def one_thread(ffmpeg: str, tmp: Path, seconds: float, repeats: int) -> None:
+    """1080p H.264 and HEVC, one decoding thread: VideoSource rgb24 against a plain PyAV
+    loop (``thread_count = 1``, ``to_ndarray("rgb24")``), rounds interleaved; wall and
+    process CPU (all threads) per frame, per-round ratio of frames/s."""
+
+    def plain(path: Path) -> int:
+        n = 0
+        with av.open(str(path)) as c:
+            stream = c.streams.video[0]
+            stream.thread_count = 1
+            for f in c.decode(stream):
+                f.to_ndarray(format="rgb24")
+                n += 1
+        return n
+
+    async def ours(path: Path) -> int:
+        n = 0
+        async with VideoSource(path, pixel_format="rgb24", threads=1) as src:
+            async for _ in src.frames():
+                n += 1
+        return n
+
+    for codec in ("libx264", "libx265"):
+        clip = tmp / f"{codec}.mp4"
+        make_clip(ffmpeg, clip, seconds, "1920x1080", "veryfast", codec)
+        runs: dict[str, list[tuple[float, float]]] = {"plain": [], "source": []}
+        for _ in range(repeats):
+            for name, fn in (
+                ("plain", lambda c=clip: plain(c)),
+                ("source", lambda c=clip: anyio.run(ours, c)),
+            ):
+                t0, c0 = time.perf_counter(), time.process_time()
+                n = fn()
+                runs[name].append((n / (time.perf_counter() - t0), (time.process_time() - c0) / n))
+        ratios = sorted(s[0] / p[0] for s, p in zip(runs["source"], runs["plain"], strict=True))
+        cpu = {k: min(c for _, c in v) for k, v in runs.items()}
+        fps = {k: max(f for f, _ in v) for k, v in runs.items()}
+        console.print(
+            f"{codec} 1080p one thread: plain PyAV {fps['plain']:.1f} frames/s "
+            f"({cpu['plain'] * 1e3:.2f} ms CPU/frame), VideoSource {fps['source']:.1f} "
+            f"({cpu['source'] * 1e3:.2f} ms CPU/frame); per-round VideoSource / plain "
+            f"median {ratios[len(ratios) // 2]:.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f}), "
+            f"CPU per frame plain / VideoSource {cpu['plain'] / cpu['source']:.2f}x "
+            f"(goal >= 0.95x)"
+        )
+
+
 def rss_mb() -> float:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
@@ -242,8 +292,15 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="ffmpeg -threads N")
     ap.add_argument("--memory-minutes", type=float, default=10.0, help="video for the RSS check")
     ap.add_argument("--only-rotated", action="store_true", help="just the rotated 1080p clip")
+    ap.add_argument(
+        "--one-thread", action="store_true", help="just 1080p H.264 + HEVC, one decoding thread"
+    )
     args = ap.parse_args()
     ffmpeg = need_ffmpeg()
+    if args.one_thread:
+        with tempfile.TemporaryDirectory() as tmp:
+            one_thread(ffmpeg, Path(tmp), args.seconds, args.repeats)
+        return 0
     if args.only_rotated:
         with tempfile.TemporaryDirectory() as tmp:
             rotated(ffmpeg, Path(tmp), args.seconds, args.repeats, args.threads)
