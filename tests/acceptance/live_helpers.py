@@ -51,6 +51,20 @@ def free_port(kind: int = socket.SOCK_DGRAM) -> int:
         return port
 
 
+def wait_udp_bound(port: int, timeout: float = 60.0) -> None:
+    """Wait until some process has a UDP socket bound to ``port`` (Linux ``/proc/net/udp``):
+    a sender started before the receiver binds loses what it sends first."""
+    want = f":{port:04X}"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for table in ("/proc/net/udp", "/proc/net/udp6"):
+            with contextlib.suppress(OSError), open(table) as f:
+                if any(line.split()[1].endswith(want) for line in list(f)[1:]):
+                    return
+        time.sleep(0.05)
+    raise AssertionError(f"nothing bound UDP port {port} within {timeout} s")
+
+
 @dataclass
 class Sender:
     """A sender process and the wall-clock span it ran."""

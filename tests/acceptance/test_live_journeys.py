@@ -30,6 +30,7 @@ from tests.acceptance.live_helpers import (
     python_sender,
     sent_count,
     stopping,
+    wait_udp_bound,
 )
 
 pytestmark = pytest.mark.timeout(120)
@@ -178,7 +179,8 @@ clock = "online"
     )
     out = tmp_path / "tcp.hfr"
     rec = Recording([str(config), "-o", str(out)], terminal=False)
-    time.sleep(1.0)  # the camera is not there yet: the source retries, quietly
+    wait_udp_bound(lidar_port)  # the recorder is up (a loaded machine starts it slowly) ...
+    time.sleep(1.0)  # ... and the camera is not there yet: the source retries, quietly
     first = time.time_ns()
     cam = ffmpeg_sender(f"tcp://127.0.0.1:{cam_port}?listen=1")
     lidar = python_sender("pcap", str(lidar_port), str(VLP16), "--loops", "2")
