@@ -12,20 +12,11 @@ import signal
 import time
 from pathlib import Path
 
-import pyte
-
 from recordings import open_recording
 from tests.acceptance.live_helpers import Recording, free_port, python_sender, sent_count
+from tests.terminal import screen
 
 COLUMNS, LINES = 160, 60
-
-
-def screen_of(output: bytes) -> list[str]:
-    """The final screen of a terminal that received ``output``."""
-    screen = pyte.Screen(COLUMNS, LINES)
-    stream = pyte.ByteStream(screen)
-    stream.feed(output.replace(b"\n", b"\r\n"))
-    return [line.rstrip() for line in screen.display]
 
 
 def test_the_screen_keeps_warnings_names_silence_and_the_exit_tells(tmp_path: Path) -> None:
@@ -69,7 +60,7 @@ clock = "online"
     finally:
         if rec.proc.poll() is None:
             rec.proc.kill()
-    lines = screen_of(bytes(rec.output))
+    lines = screen(bytes(rec.output), COLUMNS, LINES).splitlines()
     text = "\n".join(lines)
     # The camera's connection error is a WARNING that stays on the screen, above the
     # table, with its reason.

@@ -10,15 +10,14 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pyte
 import pytest
 
 from fusion import Frame
 from recordings import Recorder
+from tests.terminal import plain, run_in_terminal, screen
 
 REPO = Path(__file__).resolve().parents[2]
 FRAMES = 6_000
-ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
 @pytest.fixture(scope="module")
@@ -31,35 +30,6 @@ def drive(tmp_path_factory: pytest.TempPathFactory) -> Path:
             if i % 10 == 0:
                 rec.write(Frame("lidar", i // 10, i * 5_000_000, rng.standard_normal(3000)))
     return path
-
-
-def in_terminal(*args: str, cwd: Path) -> tuple[int, bytes]:
-    import pty
-
-    master, slave = pty.openpty()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "hyperframes", *args],
-        stdin=slave, stdout=slave, stderr=slave, cwd=cwd, close_fds=True,
-        env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "160", "LINES": "50"},
-    )  # fmt: skip
-    os.close(slave)
-    out = bytearray()
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        out += chunk
-    os.close(master)
-    return proc.wait(timeout=120), bytes(out)
-
-
-def screen(output: bytes) -> str:
-    s = pyte.Screen(160, 200)
-    pyte.ByteStream(s).feed(output.replace(b"\n", b"\r\n"))
-    return "\n".join(line.rstrip() for line in s.display)
 
 
 @pytest.mark.parametrize(
@@ -77,9 +47,9 @@ def test_a_terminal_sees_the_bar_a_pipe_does_not(
     drive: Path, tmp_path: Path, command: list[str], unit: str, final: str
 ) -> None:
     args = [command[0], str(drive), *command[1:]]
-    code, raw = in_terminal(*args, cwd=tmp_path)
+    code, raw = run_in_terminal(*args, cwd=tmp_path)
     assert code == 0, raw.decode(errors="replace")[-2000:]
-    text = ANSI.sub("", raw.decode(errors="replace"))
+    text = plain(raw)
     # The bar was drawn: a position out of the total, in its unit.
     bar = re.compile(rf"\d+/(\d+) {unit}")
     totals = {int(m.group(1)) for m in bar.finditer(text)}

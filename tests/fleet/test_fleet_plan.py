@@ -314,32 +314,13 @@ def test_an_actor_whose_model_cannot_load_fails_its_groups_not_the_fleet(tmp_pat
 
 
 def test_the_local_loop_shows_progress_in_a_terminal(drives: list[Path], tmp_path: Path) -> None:
-    import os
-    import pty
     import re
-    import subprocess
-    import sys
+
+    from tests.terminal import plain, run_in_terminal
 
     run = write_run_file(tmp_path / "RUN.toml", drives[1:], tmp_path / "out")
-    master, slave = pty.openpty()
-    root = Path(__file__).resolve().parents[2]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "hyperframes", "fleet", str(run), "--local"],
-        stdin=slave, stdout=slave, stderr=slave, close_fds=True,
-        env={**os.environ, "PYTHONPATH": str(root), "COLUMNS": "160"},
-    )  # fmt: skip
-    os.close(slave)
-    out = bytearray()
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        out += chunk
-    os.close(master)
-    assert proc.wait(timeout=120) == 0
-    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.decode(errors="replace"))
+    code, raw = run_in_terminal("fleet", str(run), "--local", cwd=tmp_path)
+    text = plain(raw)
+    assert code == 0, text[-2000:]
     assert re.search(r"\d/2 recordings", text), text[-2000:]
     assert text.count("written") == 2
