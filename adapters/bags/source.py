@@ -9,10 +9,10 @@ the bag, else from the default type store of ``ros_distro`` (the newest ROS 2
 LTS release rosbags ships, by default). Each mapped topic becomes one sensor.
 
 Messages come out in log-time order, the order the bag recorder received
-them. They are read and decoded in a worker thread in batches of a few hundred
-messages or a few MB, so the event loop only builds frames. The standard
-sensor types (``Image``, ``CompressedImage``, ``PointCloud2``, ``Imu``,
-``NavSatFix``) are decoded straight from their bytes
+them. They are read, decoded and made frames in a worker thread, in batches of
+up to 2048 messages or 8 MB, so the event loop only hands frames on (one thread
+hop per batch). The standard sensor types (``Image``, ``CompressedImage``,
+``PointCloud2``, ``Imu``, ``NavSatFix``) are decoded straight from their bytes
 (:mod:`adapters.bags.rawdecode`) when the bag defines them the standard way;
 every other type is deserialised by rosbags and then decoded
 (:mod:`adapters.bags.messages`). That makes an import of a sensor bag cheaper
