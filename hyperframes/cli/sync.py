@@ -137,7 +137,7 @@ def build_policy(args: argparse.Namespace, recorded: list[str]) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     from fusion.errors import HyperframesError
-    from hyperframes.cli.common import console_for, error, literal, warn
+    from hyperframes.cli.common import console_for, error, literal, note, warn
     from hyperframes.cli.losses import loss_exit
     from hyperframes.cli.progress import progress_bar
     from recordings import open_recording
@@ -181,8 +181,15 @@ def run(args: argparse.Namespace) -> int:
     frames = sum(stats.frames.values())
     print(  # the final result: shown with -q too
         f"{stats.groups} groups, {stats.groups_dropped} dropped as incomplete; "
-        f"{frames} stamps from {stats.chunks_read} chunks in {took * 1e3:.0f} ms"
+        f"{frames} stamps in {took * 1e3:.0f} ms ({stats.chunks_read} chunks decompressed)"
     )
+    if stats.chunks_read:
+        note(
+            console,
+            "slow path:",
+            f"{stats.chunks_read} chunks have no stamp block (written before format 1.4); "
+            f"'hyperframes check {args.file} --reindex -o NEW.hfr' upgrades the file",
+        )
     if written is not None:
         print(f"wrote {stats.groups} groups to {written}")
     for problem in damage:

@@ -115,3 +115,44 @@ def test_a_block_that_disagrees_with_its_meta_is_not_used(tmp_path: Path) -> Non
             decode_block(dataclasses.replace(meta, stamps=block), 1 << 30)
     with pytest.raises(ValueError, match="would be"):
         decode_block(meta, ROW_BYTES * n - 1)  # the reader's limit holds for blocks too
+
+
+def test_check_reindex_upgrades_an_older_file_keeping_every_record(tmp_path: Path) -> None:
+    from hyperframes.cli import main
+
+    old = tmp_path / "old.hfr"
+    with Recorder(old, stamp_blocks=False, metadata={"site": "lab"}, chunk_bytes=4096) as rec:
+        rng = np.random.default_rng(4)
+        for i in range(600):
+            s = SENSORS[i % 3]
+            data = rng.normal(size=6) if s == "imu" else {"i": i}
+            rec.write(Frame(s, i, i * MS, data, t_arrival=i * MS + 3, meta={"k": i}))
+    new = tmp_path / "new.hfr"
+    assert main(["check", str(old), "--reindex", "-o", str(new), "-q"]) == 0
+    with open_recording(old) as a, open_recording(new) as b:
+        assert all(c.stamps is None for c in a.chunks)
+        assert b.version == (1, 4)
+        assert len(b.chunks) == len(a.chunks) > 1
+        assert all(c.stamps is not None for c in b.chunks)
+        assert b.metadata == a.metadata
+        assert b.wall_clock is not None
+        assert a.wall_clock is not None
+        assert b.wall_clock.anchors == a.wall_clock.anchors  # the header and chunks kept
+        assert [c.raw_size for c in b.chunks] == [c.raw_size for c in a.chunks]
+        assert not b.verify()
+        for x, y in zip(b.frames(), a.frames(), strict=True):
+            assert (x.sensor, x.seq, x.t, x.t_arrival, x.meta) == (
+                y.sensor,
+                y.seq,
+                y.t,
+                y.t_arrival,
+                y.meta,
+            )
+            assert repr(x.data) == repr(y.data)
+        policy = Nearest("lidar", list(SENSORS), {"cam": 2 * MS, "imu": 2 * MS})
+        with sync_recording(a, policy) as ga, sync_recording(b, policy) as gb:
+            assert gb.statistics.chunks_read == 0 < ga.statistics.chunks_read
+            assert gb.columns.t.tolist() == ga.columns.t.tolist()
+            assert [g.keys for g in gb.groups()] == [g.keys for g in ga.groups()]
+    assert main(["check", str(new), "-q"]) == 0
+    assert main(["check", str(old), "--reindex", "-q"]) == 2  # no -o: never in place
