@@ -238,6 +238,13 @@ class BagReader:
             if conn.msgdef.format == MessageDefinitionFormat.NONE:
                 from_store.add(conn.topic)
                 continue
+            if self._standard_digest(conn):
+                # ROS 1 names a definition by its MD5: the distribution's own type,
+                # taken as is instead of parsing its text again (most of opening a
+                # small bag).
+                _add_closure(conn.msgtype, self.standard.fielddefs, typs)
+                defined.add(conn.topic)
+                continue
             key = (conn.msgtype, conn.msgdef.data)
             if key not in parsed:
                 too_big = _oversized(conn.msgdef.data)
@@ -295,6 +302,16 @@ class BagReader:
         else:
             source = "the bag"
         return store, source
+
+    def _standard_digest(self, conn: Any) -> bool:
+        """Whether a ROS 1 connection's definition MD5 is the standard type's of that name."""
+        digest = getattr(conn, "digest", None)
+        if self.is2 or not digest or conn.msgtype not in self.standard.fielddefs:
+            return False
+        try:
+            return bool(self.standard.generate_msgdef(conn.msgtype, ros_version=1)[1] == digest)
+        except Exception:  # rosbags cannot write that type's definition: parse the text
+            return False
 
     def deserialize(self, raw: bytes | memoryview, msgtype: str) -> Any:
         """A message object of ``msgtype`` from its serialised bytes (rosbags' deserialiser)."""
