@@ -325,3 +325,24 @@ async def test_stopping_inside_a_batch_leaves_seq_and_ledger_at_what_was_yielded
         times = sorted(t for _, t, _ in reader.messages())
     assert [f.t_arrival for f in first] == times[:3000]
     assert sorted(f.t_arrival for f in again) == times
+
+
+@pytest.mark.parametrize(
+    "name", ["fiducials_aruco_images.bag", "robot_localization_test2.bag", "embag_test.bag"]
+)
+def test_ros1_standard_md5_types_equal_the_parsed_definitions(name: str) -> None:
+    """A ROS 1 type whose MD5 is the standard one is taken from the store unparsed: the
+    fields are exactly what rosbags' parser reads from the bag's own text."""
+    from rosbags.typesys import get_types_from_msg
+
+    from adapters.bags.reader import BagReader
+
+    reader = BagReader(REAL_BAGS / name)
+    try:
+        assert any(reader._standard_digest(conn) for conn in reader.connections)
+        for conn in reader.connections:
+            parsed = get_types_from_msg(conn.msgdef.data, conn.msgtype)
+            for typename, (consts, fields) in parsed.items():
+                assert reader.typestore.fielddefs[typename] == (consts, fields), typename
+    finally:
+        reader.close()
