@@ -133,17 +133,14 @@ def measure(receiver: list[str], port: int, rate: float, warmup: float, seconds:
             proc.wait()
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rate", type=float, default=1000.0)
-    parser.add_argument("--warmup", type=float, default=3.0)
-    parser.add_argument("--seconds", type=float, default=10.0)
-    parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
+def rounds(
+    rate: float, warmup: float, seconds: float, repeat: int
+) -> tuple[list[float], list[float]]:
+    """CPU seconds per frame of ``hyperframes record`` and of the plain peer, per round."""
     ours: list[float] = []
     peer: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
-        for i in range(args.repeat):
+        for i in range(repeat):
             port = free_port()
             config = Path(tmp) / "imu.toml"
             config.write_text(
@@ -153,10 +150,35 @@ def main() -> int:
             )
             out = Path(tmp) / f"r{i}.hfr"
             record = [sys.executable, "-m", "hyperframes", "record", str(config), "-o", str(out)]
-            ours.append(measure(record, port, args.rate, args.warmup, args.seconds))
+            ours.append(measure(record, port, rate, warmup, seconds))
             port = free_port()
             plain = [sys.executable, "-c", PEER, str(port), str(Path(tmp) / f"p{i}.mcap")]
-            peer.append(measure(plain, port, args.rate, args.warmup, args.seconds))
+            peer.append(measure(plain, port, rate, warmup, seconds))
+    return ours, peer
+
+
+def quick() -> list[dict[str, object]]:
+    """``hyperframes bench`` rows: one 3 s round at 1 kHz."""
+    ours, peer = rounds(1000.0, 1.5, 3.0, 1)
+    return [
+        {
+            "measure": "live record, 1 kHz UDP IMU (CPU per frame)",
+            "value": f"{ours[0] * 1e6:.0f} us",
+            "ratio": f"{ours[0] / peer[0]:.2f}x plain receiver",
+            "target": "<= 60 us",
+            "met": ours[0] * 1e6 <= 60,
+        }
+    ]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rate", type=float, default=1000.0)
+    parser.add_argument("--warmup", type=float, default=3.0)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    ours, peer = rounds(args.rate, args.warmup, args.seconds, args.repeat)
     best, best_peer = min(ours), min(peer)
     print(
         json.dumps(
