@@ -359,16 +359,20 @@ class Pipeline:
         for worker in self.workers.values():
             await worker.aclose()
         if self.recorder is not None:
-            # Only a full channel's drops happen before the recorder's tap; the
-            # policy's drops are recorded frames that joined no group.
-            hub = self.hub.statistics()
-            overflow = {
-                n: {"overflow": s.dropped["overflow"]}
-                for n, s in hub.sensors.items()
-                if s.dropped.get("overflow")
-            }
-            self.recorder.record_ledgers(self.ledgers(), overflow)
+            self.recorder.record_ledgers(self.ledgers(), self.channel_drops())
             await self.recorder.aclose()
+
+    def channel_drops(self) -> dict[str, dict[str, int]]:
+        """Per sensor, the frames a full channel dropped after the source made them.
+
+        Only these are lost to the recording: the recorder taps the hub before the
+        policy, whose own drops are recorded frames that joined no group.
+        """
+        return {
+            name: {"overflow": s.dropped["overflow"]}
+            for name, s in self.hub.statistics().sensors.items()
+            if s.dropped.get("overflow")
+        }
 
     def ledgers(self) -> dict[str, LedgerStatistics]:
         """Every source's ledgers, by sensor."""

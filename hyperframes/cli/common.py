@@ -225,10 +225,12 @@ def clock_text(estimate: Any) -> str:
     return text
 
 
-def silence_notes(pipeline: Pipeline, now: int, started: int) -> dict[str, str]:
+def silence_notes(
+    pipeline: Pipeline, sensors: Mapping[str, Any], now: int, started: int
+) -> dict[str, str]:
     """``no data for 12.3 s`` (with the source's last error) for each sensor that has sent
-    nothing for longer than its source's :meth:`~fusion.Source.silence_timeout_s`."""
-    sensors = pipeline.hub.statistics().sensors
+    nothing for longer than its source's :meth:`~fusion.Source.silence_timeout_s`;
+    ``sensors`` is the hub's per-sensor statistics already taken for the table."""
     notes: dict[str, str] = {}
     for source in pipeline.sources:
         limit_ns = int(source.silence_timeout_s() * 1e9)
@@ -353,7 +355,7 @@ def _refresh(
 ) -> PipelineStatistics:
     """Show the pipeline's statistics now (and keep the metrics file current)."""
     stats = pipeline.statistics()
-    silence = silence_notes(pipeline, current_clock().now(), started)
+    silence = silence_notes(pipeline, stats.hub.sensors, current_clock().now(), started)
     table = live_table(stats, title, status() if status else "", silence=silence)
     live.update(table, refresh=final)
     if metrics is not None:

@@ -101,15 +101,12 @@ def report_sources(console: Console, pipeline: Any) -> list[str]:
     the caller exits non-zero when there are any."""
     from hyperframes.cli.common import error
 
-    ledgers = pipeline.ledgers()
-    hub = pipeline.hub.statistics().sensors
+    drops = pipeline.channel_drops()
     print_losses(
         console,
         {
-            name: SensorLedger(ledger, {"overflow": hub[name].dropped["overflow"]})
-            if name in hub and hub[name].dropped.get("overflow")
-            else ledger
-            for name, ledger in ledgers.items()
+            name: SensorLedger(ledger, drops[name]) if name in drops else ledger
+            for name, ledger in pipeline.ledgers().items()
         },
     )
     silent: list[str] = []

@@ -96,7 +96,8 @@ def test_a_silent_sensor_is_named_in_its_row(tmp_path: Path) -> None:
 
     with use_clock(clock):
         anyio.run(main)
-        notes = silence_notes(pipeline, clock.now() + 5_000_000_000, 0)
+        sensors = pipeline.statistics().hub.sensors
+        notes = silence_notes(pipeline, sensors, clock.now() + 5_000_000_000, 0)
     assert notes["ticker"].startswith("no data for 5.0")
     console = Console(width=160, record=True)
     console.print(live_table(pipeline.statistics(), "record", silence=notes))
