@@ -1,4 +1,5 @@
-"""A command run in a pseudo-terminal, and the screen a person would see of it."""
+"""``hyperframes`` run as a process: in a pipe, or in a pseudo-terminal with the screen a
+person would see of it."""
 
 from __future__ import annotations
 
@@ -13,6 +14,21 @@ import pyte
 
 ROOT = Path(__file__).resolve().parent.parent
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def run_piped(
+    *args: str,
+    cwd: Path | None = None,
+    columns: int = 200,
+    timeout: float = 120,
+    check: bool = False,
+) -> subprocess.CompletedProcess[str]:
+    """``python -m hyperframes ARGS`` with stdout and stderr captured (not a terminal)."""
+    return subprocess.run(
+        [sys.executable, "-m", "hyperframes", *args],
+        cwd=cwd, capture_output=True, text=True, timeout=timeout, check=check,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": str(columns)},
+    )  # fmt: skip
 
 
 def run_in_terminal(

@@ -3,29 +3,20 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 
 from fusion import Frame
 from recordings import Recorder, open_recording
+from tests.terminal import run_piped
 
-REPO = Path(__file__).resolve().parents[2]
 POINT = np.dtype([("x", "f4"), ("y", "f4"), ("z", "f4"), ("intensity", "f4"), ("ring", "u2")])
 
 
 def info(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "hyperframes", "info", *args],
-        env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "250"},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
+    return run_piped("info", *args, columns=250, timeout=60, check=True)
 
 
 def test_the_payload_is_the_typical_one_not_the_first(tmp_path: Path) -> None:

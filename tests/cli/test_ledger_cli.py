@@ -8,9 +8,6 @@ carries it, and ``record`` fails when a sensor made nothing of what it got.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import anyio
@@ -20,21 +17,9 @@ from fusion import ExactTime, Frame, Pipeline
 from fusion.metrics import parse_prometheus, prometheus_text
 from recordings import Recorder, open_recording
 from tests.config.config_sources import Lossy, Ticker
+from tests.terminal import run_piped
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "200"}
-    return subprocess.run(
-        [sys.executable, "-m", "hyperframes", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=90,
-        check=False,
-    )
 
 
 def record_lossy(path: Path) -> Pipeline:
@@ -69,11 +54,11 @@ def test_the_recording_keeps_each_sensors_ledger(tmp_path: Path) -> None:
 def test_info_shows_what_was_lost_while_recording(tmp_path: Path) -> None:
     path = tmp_path / "lossy.hfr"
     record_lossy(path)
-    shown = cli("info", str(path), cwd=tmp_path)
+    shown = run_piped("info", str(path), cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
     assert "input ledger (while recording)" in shown.stdout
     assert "lossy: lost 10 of 40 datagrams (bad_length 10)" in shown.stdout
-    doc = json.loads(cli("info", "--json", str(path), cwd=tmp_path).stdout)
+    doc = json.loads(run_piped("info", "--json", str(path), cwd=tmp_path).stdout)
     assert doc["ledger"]["lossy"]["lost"] == {"bad_length": 10}
     assert doc["ledger"]["lossy"]["received"] == 40
     assert doc["ledger"]["ticker"]["lost_total"] == 0
@@ -85,7 +70,7 @@ def test_a_file_written_without_a_pipeline_has_no_ledger(tmp_path: Path) -> None
         rec.write(Frame("imu", 0, 0, np.zeros(6)))
     with open_recording(path) as log:
         assert log.summary().ledgers == {}
-    doc = json.loads(cli("info", "--json", str(path), cwd=tmp_path).stdout)
+    doc = json.loads(run_piped("info", "--json", str(path), cwd=tmp_path).stdout)
     assert doc["ledger"] is None
 
 
@@ -110,7 +95,7 @@ tolerance_ms = 20
 
 def test_record_fails_when_a_sensor_made_nothing_of_its_input(tmp_path: Path) -> None:
     out = tmp_path / "none.hfr"
-    done = cli("record", str(write_config(tmp_path, 1)), "-o", str(out), cwd=REPO)
+    done = run_piped("record", str(write_config(tmp_path, 1)), "-o", str(out), cwd=REPO)
     assert done.returncode == 1, done.stdout + done.stderr
     text = done.stdout + done.stderr
     assert "lossy received 12 datagrams and produced no frame (bad_length 12)" in text
@@ -122,7 +107,7 @@ def test_record_fails_when_a_sensor_made_nothing_of_its_input(tmp_path: Path) ->
 
 def test_record_with_some_losses_says_so_and_succeeds(tmp_path: Path) -> None:
     out = tmp_path / "some.hfr"
-    done = cli("record", str(write_config(tmp_path, 3)), "-o", str(out), cwd=REPO)
+    done = run_piped("record", str(write_config(tmp_path, 3)), "-o", str(out), cwd=REPO)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "lossy: lost 4 of 12 datagrams (bad_length 4)" in done.stdout + done.stderr
     assert "recorded 8 frames" in done.stdout

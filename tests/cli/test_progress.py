@@ -3,10 +3,7 @@ in a pipe, and print their final line once."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,9 +11,8 @@ import pytest
 
 from fusion import Frame
 from recordings import Recorder
-from tests.terminal import plain, run_in_terminal, screen
+from tests.terminal import plain, run_in_terminal, run_piped, screen
 
-REPO = Path(__file__).resolve().parents[2]
 FRAMES = 6_000
 
 
@@ -59,10 +55,6 @@ def test_a_terminal_sees_the_bar_a_pipe_does_not(
     assert not bar.search(shown)  # transient: the final screen holds the result only
     if command[0] == "replay":
         assert shown.count("replayed") == 1  # the final line, once
-    piped = subprocess.run(
-        [sys.executable, "-m", "hyperframes", *args],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )  # fmt: skip
+    piped = run_piped(*args, cwd=tmp_path)
     assert piped.returncode == 0, piped.stderr
     assert not bar.search(piped.stdout + piped.stderr)

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import anyio
@@ -12,8 +9,7 @@ import numpy as np
 
 from fusion import Frame
 from recordings import Recorder, Replay, open_recording
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.terminal import run_piped
 
 
 def damaged_recording(path: Path) -> int:
@@ -47,23 +43,12 @@ def test_frames_in_a_damaged_chunk_are_lost_by_reason(tmp_path: Path) -> None:
     assert replay.errors["damaged"] >= 1
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "hyperframes", *args],
-        env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "200"},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-
-
 def test_replay_exits_1_on_loss_unless_allowed(tmp_path: Path) -> None:
     path = tmp_path / "d.hfr"
     lost = damaged_recording(path)
-    done = run("replay", str(path), "--rate", "max")
+    done = run_piped("replay", str(path), "--rate", "max")
     assert done.returncode == 1, done.stdout + done.stderr
     assert f"imu: lost {lost} of 200 frames (damaged {lost})" in done.stdout + done.stderr
-    allowed = run("replay", str(path), "--rate", "max", "--allow-loss")
+    allowed = run_piped("replay", str(path), "--rate", "max", "--allow-loss")
     assert allowed.returncode == 0, allowed.stdout + allowed.stderr
     assert f"imu: lost {lost} of 200 frames" in allowed.stdout + allowed.stderr
