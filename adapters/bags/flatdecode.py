@@ -240,13 +240,20 @@ class _Gen:
             return
         self.elements(key, sub, str(count), depth)
 
+    @staticmethod
+    def _is_string(sub: Any) -> bool:
+        return int(sub[0]) == 1 and sub[1][0] == "string"
+
     def sequence(self, key: str, sub: Any, depth: int) -> None:
         self.flush()
         self._align(4)
         c = f"c{self.tmp}"
         self.tmp += 1
         numeric = self._elem_size(sub)
-        minimum = numeric[1] if numeric else 5 if int(sub[0]) == 1 and sub[1][0] == "string" else 1
+        # The fewest bytes an element takes: a string is its u32 length, plus the NUL
+        # that CDR counts and ROS 1 does not write (an empty ROS 1 string is 4 bytes).
+        string_min = 5 if self.cdr else 4
+        minimum = numeric[1] if numeric else string_min if self._is_string(sub) else 1
         self.lines.append(f"  {c} = _u32(raw, pos)[0]")
         self.lines.append("  pos += 4")
         self.lines.append(

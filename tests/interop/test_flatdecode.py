@@ -66,6 +66,29 @@ def test_generated_decoders_equal_rosbags_then_decode_generic(
                 decode(raw[: len(raw) // 2] if cdr else raw[:-1])
 
 
+@pytest.mark.parametrize("cdr", [False, True])
+@pytest.mark.parametrize("value", [[""], ["", "a"], [], ["abc", ""]])
+def test_a_sequence_of_empty_strings_decodes(cdr: bool, value: list[str]) -> None:
+    """hypothesis found it: an empty ROS 1 string is 4 bytes (no NUL), so a sequence of
+    them is shorter than CDR's 5-byte minimum per string."""
+    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+    store = get_typestore(Stores.EMPTY)
+    store.register(get_types_from_msg("int8 f1\nstring[] f0", "hfstr/msg/Top"))
+    msg = store.types["hfstr/msg/Top"](f0=value, f1=7)
+    raw = bytes(
+        store.serialize_cdr(msg, "hfstr/msg/Top")
+        if cdr
+        else store.serialize_ros1(msg, "hfstr/msg/Top")
+    )
+    decode = compile_flat("hfstr/msg/Top", store, cdr)
+    assert decode is not None
+    _, _, want = reference(store, raw, "hfstr/msg/Top", cdr)
+    _, _, got, meta = decode(raw)
+    assert meta == {}
+    assert_same(got, want, "Top")
+
+
 def real_bags() -> list[Path]:
     out: list[Path] = []
     for folder in ("bags", "bags-rosbag2"):
