@@ -168,12 +168,17 @@ def _spec_declarer(
     return declare
 
 
-def _writer_main(ref: weakref.ReferenceType[Recorder], cond: threading.Condition) -> None:
+def _writer_main(
+    ref: weakref.ReferenceType[Recorder], cond: threading.Condition, finished: threading.Event
+) -> None:
     """The writer thread: writes chunks in order and fires the flush timer.
 
     It holds its recorder only while working, never while waiting, so a
     recorder nobody references any more is collected (and closed by its
-    ``__del__``) instead of being kept alive by its own thread.
+    ``__del__``) instead of being kept alive by its own thread. When this
+    thread's own ``del rec`` was the last reference, ``__del__`` has closed the
+    recorder here and set ``finished``: the thread ends instead of waiting
+    for work that will never come.
     """
     while True:
         with cond:
@@ -183,6 +188,8 @@ def _writer_main(ref: weakref.ReferenceType[Recorder], cond: threading.Condition
             action, arg = rec._poll()
             if action == "wait":
                 del rec
+                if finished.is_set():
+                    return
                 cond.wait(arg)
                 continue
         if not rec._work(action, arg):
@@ -311,11 +318,12 @@ class Recorder(Closeable):
         self._open_part()  # fail here, in the caller, if the path is not writable
         nworkers = workers if workers is not None else min(2, os.cpu_count() or 1)
         self._pool = ThreadPoolExecutor(max(1, nworkers), thread_name_prefix="hfr-compress")
+        self._finished = threading.Event()
         # The thread gets a weak reference: an abandoned recorder is collected,
         # and __del__ closes it (with a ResourceWarning).
         self._thread = threading.Thread(
             target=_writer_main,
-            args=(weakref.ref(self), self._lock),
+            args=(weakref.ref(self), self._lock, self._finished),
             name="hfr-writer",
             daemon=True,
         )
@@ -569,6 +577,7 @@ class Recorder(Closeable):
             self._work("finish", None)
         self._pool.shutdown(wait=False)
         self._closed = True
+        self._finished.set()
 
     def _open_part(self) -> None:
         path = part_path(self.path, self._part) if self._split else self.path
