@@ -62,7 +62,7 @@ $(STAMP): pyproject.toml $(VENV)/bin/python | system-deps
 	@touch $@
 
 $(STAMP_TEST): pyproject.toml $(VENV)/bin/python | system-deps
-	$(PY) -m pip install -q -e '.[test,dev,bench,rerun,ray]'
+	$(PY) -m pip install -q -e '.[test,dev,bench,rerun,ray,ros2]'
 	@# ouster-sdk (OusterSource's decoder) pins rosbags==0.9.23, psutil<6 and click<8.1.8
 	@# for tools we do not use, against our rosbags>=0.11; its core needs only numpy.
 	$(PY) -m pip install -q --no-deps 'ouster-sdk>=1.0.1,<1.1'

@@ -8,7 +8,9 @@ import inspect
 
 import pytest
 
-PACKAGES = ["fusion", "adapters", "adapters.video", "recordings", "recordings.video"]
+PACKAGES = [
+    "fusion", "adapters", "adapters.ros2", "adapters.video", "recordings", "recordings.video"
+]  # fmt: skip
 
 
 def _isort_style(name: str) -> tuple[int, str]:

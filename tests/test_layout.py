@@ -21,7 +21,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 FLOORS = {"fusion": 1, "adapters": 2, "recordings": 3, "hyperframes": 4}
-HEAVY = ("onnxruntime", "onnx", "av", "open3d", "matplotlib", "ray", "rosbags", "mcap", "cv2")
+HEAVY = (
+    "onnxruntime", "onnx", "av", "open3d", "matplotlib", "ray", "rosbags", "mcap", "cv2",
+    "cyclonedds",
+)  # fmt: skip
 
 
 def module_name(path: Path) -> str:
@@ -96,6 +99,7 @@ def loaded_after(statement: str) -> list[str]:
 
 def test_importing_the_library_loads_no_heavy_library() -> None:
     assert loaded_after("import fusion, adapters, recordings") == []
+    assert loaded_after("import adapters.ros2") == []
 
 
 def test_the_heavy_library_loads_when_its_feature_is_first_used() -> None:

@@ -59,10 +59,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from adapters.bags.flatdecode import FlatDecoder, compile_flat
-from adapters.bags.messages import Decoder, decoder_info, header_stamp
-from adapters.bags.passthrough import MSGDEF, MSGTYPE, RAW, SERIALIZATION, message_definition
-from adapters.bags.rawdecode import RAW_ERRORS, Malformed, RawDecoder, raw_decoder, standard_layout
+from adapters.bags.convert import MessageConverter, message_frame
+from adapters.bags.messages import decoder_info
+from adapters.bags.passthrough import MSGDEF, MSGTYPE, SERIALIZATION, message_definition
 from adapters.bags.reader import BagReader, decompress_message, read_resilient
 from adapters.errors import DecodeError, SourceOpenError
 from fusion.errors import ConfigError, UsageError
@@ -74,8 +73,8 @@ _BATCH_MESSAGES = 2048
 _BATCH_BYTES = 8 << 20
 _MAX_REPORTS = 1000
 
-_Route = tuple[str, str, Decoder, RawDecoder | FlatDecoder | None]
-"""``(sensor, topic, decoder, raw decoder or None)`` of one connection."""
+_Route = tuple[str, str, MessageConverter]
+"""``(sensor, topic, converter)`` of one connection."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,9 +229,9 @@ class BagSource(Source):
         self.flat_decoded: set[str] = set()
         """Generic topics decoded straight from their bytes (:mod:`adapters.bags.flatdecode`)."""
         specs = []
-        # One decoder pair per type, shared by its topics: a generated decoder is
+        # One converter per type, shared by its topics: a generated decoder is
         # a compile() each (a bag of eight String topics paid for eight).
-        made: dict[str, tuple[Decoder, RawDecoder | FlatDecoder | None, bool]] = {}
+        made: dict[str, MessageConverter] = {}
         for topic, sensor in wanted.items():
             info = listing[topic]
             dec = decoder_info(info.msgtype)
@@ -248,32 +247,23 @@ class BagSource(Source):
                 )
             )
             if info.msgtype not in made:
-                made[info.msgtype] = self._decoders(reader, info.msgtype, decode_images)
-            decoder, raw, standard = made[info.msgtype]
-            if standard:
+                made[info.msgtype] = MessageConverter(
+                    reader.typestore,
+                    reader.standard,
+                    info.msgtype,
+                    cdr=reader.is2,
+                    decode_images=decode_images,
+                    deserialize=reader.deserialize,
+                )
+            converter = made[info.msgtype]
+            if converter.standard:
                 self.raw_decoded.add(topic)
-            elif raw is not None:
+            elif converter.fast is not None:
                 self.flat_decoded.add(topic)
             for conn in reader.topics[topic].connections:
                 self._connections.append(conn)
-                self._routes[id(conn)] = (sensor, topic, decoder, raw)
+                self._routes[id(conn)] = (sensor, topic, converter)
         return tuple(specs)
-
-    @staticmethod
-    def _decoders(
-        reader: BagReader, msgtype: str, decode_images: bool
-    ) -> tuple[Decoder, RawDecoder | FlatDecoder | None, bool]:
-        """The type's decoder of rosbags' objects, its decoder from bytes if it has one,
-        and whether that is a standard type's (:mod:`adapters.bags.rawdecode`)."""
-        dec = decoder_info(msgtype)
-        raw: RawDecoder | FlatDecoder | None = None
-        if standard_layout(reader.typestore, reader.standard, msgtype):
-            raw = raw_decoder(msgtype, reader.is2, decode_images)
-        if raw is not None:
-            return dec.make(decode_images), raw, True
-        if dec.name == "generic":
-            raw = compile_flat(msgtype, reader.typestore, reader.is2)
-        return dec.make(decode_images), raw, False
 
     def _spec_meta(self, reader: BagReader, topic: str, msgtype: str) -> dict[str, Any]:
         meta: dict[str, Any] = {"topic": topic, MSGTYPE: msgtype, "bag": str(self.path)}
@@ -439,7 +429,7 @@ class BagSource(Source):
         left = _BATCH_MESSAGES
         ended = False
         for conn, log_time, raw in messages:
-            sensor, topic, decoder, fast = routes[id(conn)]
+            sensor, topic, convert = routes[id(conn)]
             seq = ahead[sensor]
             ahead[sensor] = seq + 1
             size += len(raw)
@@ -447,32 +437,22 @@ class BagSource(Source):
             try:
                 if compressed:
                     raw = _decompress(raw, conn.msgtype)
-                if fast is None:
-                    stamp, frame_id, data, meta = self._deserialize(raw, conn.msgtype, decoder)
-                else:
-                    try:
-                        stamp, frame_id, data, meta = fast(raw)
-                    except (Malformed, *RAW_ERRORS):
-                        stamp, frame_id, data, meta = self._deserialize(raw, conn.msgtype, decoder)
-            except Exception as err:  # rosbags' deserialiser errors have no common base
-                if not isinstance(err, DecodeError):
-                    err = DecodeError(f"{conn.msgtype} message does not deserialise: {err}")
+                converted = convert(raw)
+            except DecodeError as err:
                 append((sensor, seq, err))
             else:
-                if keep:
-                    if type(raw) is not bytes:
-                        raw = bytes(raw)
-                    meta = (
-                        {"topic": topic, **meta, RAW: raw} if meta else {"topic": topic, RAW: raw}
+                append(
+                    message_frame(
+                        sensor,
+                        seq,
+                        topic,
+                        converted,
+                        raw,
+                        log_time,
+                        keep=keep,
+                        received_name="log_time",
                     )
-                else:
-                    meta = {"topic": topic, **meta} if meta else {"topic": topic}
-                if frame_id:
-                    meta["frame_id"] = frame_id
-                if stamp is None:
-                    stamp = log_time
-                    meta["stamp"] = "log_time"
-                append(Frame(sensor, seq, stamp, data, stamp, log_time, meta))
+                )
             if not left or size >= _BATCH_BYTES:
                 break
         else:
@@ -482,16 +462,6 @@ class BagSource(Source):
             {name: n - before[name] for name, n in ahead.items() if n != before[name]},
             ended,
         )
-
-    def _deserialize(
-        self, raw: bytes, msgtype: str, decoder: Decoder
-    ) -> tuple[int | None, str | None, Any, dict[str, Any]]:
-        """rosbags' deserialise, then the type's decoder: ``(stamp, frame_id, data, meta)``."""
-        assert self._reader is not None
-        msg = self._reader.deserialize(raw, msgtype)
-        data, meta = decoder(msg)
-        frame_id = getattr(getattr(msg, "header", None), "frame_id", None)
-        return header_stamp(msg), frame_id, data, meta
 
     def count_error(
         self,

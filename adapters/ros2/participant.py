@@ -1,0 +1,240 @@
+"""A DDS domain participant that speaks to ROS 2 nodes, and the Cyclone DDS config it runs on.
+
+Theory of operation. One :class:`Participant` is one DDS ``DomainParticipant``
+in ``domain_id`` (ROS 2's ``ROS_DOMAIN_ID``, 0 by default). Readers and
+writers are made from a ROS 2 topic name, a message class from
+:func:`~adapters.ros2.idltypes.message_class` and a
+:class:`~adapters.ros2.qos.TopicQos`; the DDS names come from
+:mod:`adapters.ros2.names`, so a ROS 2 node on the same domain matches them.
+
+Where it talks is Cyclone DDS's configuration (XML): ``config`` (an XML
+string, or a ``file://`` URI) or, when it is ``None``, the ``CYCLONEDDS_URI``
+environment variable, as for any Cyclone DDS program (rmw_cyclonedds
+included), else Cyclone's defaults (the first multicast-capable interface,
+SPDP multicast). :func:`loopback_config` builds the config the tests use and
+a robot on one machine can use too: the loopback interface only, multicast
+off, discovery by unicast to an explicit peer list.
+
+A Cyclone domain is configured once per process: the first participant of a
+``domain_id`` with a ``config`` creates that domain, later ones share it, and
+asking for a different config of a domain already open is a
+:class:`~fusion.errors.UsageError`. The domain is deleted with its last
+participant.
+
+``cyclonedds`` is imported when a participant opens, not when this module is.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+from xml.sax.saxutils import quoteattr
+
+from adapters.errors import SourceOpenError
+from adapters.ros2.names import dds_topic_name, ros_topic_name, ros_type_name
+from adapters.ros2.qos import TopicQos, type_hash_from_user_data
+from fusion.errors import UsageError
+
+_lock = threading.Lock()
+_domains: dict[int, list[Any]] = {}
+"""``domain_id -> [config, cyclonedds Domain, participants open]`` of this process."""
+
+
+def loopback_config(
+    peers: Sequence[str] = ("127.0.0.1",),
+    *,
+    interface: str = "127.0.0.1",
+    max_participants: int = 32,
+) -> str:
+    """Cyclone DDS XML: one interface (loopback by default), no multicast, unicast peers.
+
+    Discovery (SPDP) goes by unicast to each of ``peers`` on the ports of
+    participant indices 0 to ``max_participants - 1`` (Cyclone's
+    ``MaxAutoParticipantIndex``): that many participants per host and domain
+    find each other. A ROS 2 node takes part with the same XML in its
+    ``CYCLONEDDS_URI`` (rmw_cyclonedds) or, with Fast DDS, an equivalent
+    initial-peers profile on ``127.0.0.1``.
+    """
+    if not peers:
+        raise ValueError("loopback_config needs at least one peer address")
+    if not 1 <= max_participants <= 120:
+        raise ValueError(f"max_participants must be 1..120, got {max_participants}")
+    peer_xml = "".join(f"<Peer address={quoteattr(p)}/>" for p in peers)
+    return (
+        '<CycloneDDS><Domain id="any">'
+        f"<General><Interfaces><NetworkInterface address={quoteattr(interface)}/></Interfaces>"
+        "<AllowMulticast>false</AllowMulticast></General>"
+        "<Discovery><ParticipantIndex>auto</ParticipantIndex>"
+        f"<MaxAutoParticipantIndex>{max_participants - 1}</MaxAutoParticipantIndex>"
+        f"<Peers>{peer_xml}</Peers></Discovery>"
+        "</Domain></CycloneDDS>"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Publication:
+    """A writer some participant of the domain announced (the DDS graph's ``DCPSPublication``)."""
+
+    topic: str
+    """The ROS 2 topic name (``/imu/data``)."""
+    msgtype: str | None
+    """The ROS 2 type (``sensor_msgs/msg/Imu``); ``None`` if the DDS type is not ROS 2's."""
+    dds_type: str
+    """The DDS type name as announced (``sensor_msgs::msg::dds_::Imu_``)."""
+    type_hash: str | None
+    """``RIHS01_...`` from the writer's ``USER_DATA`` (Iron and later), if it sent one."""
+    key: str
+    """The writer's GUID."""
+
+
+class Participant:
+    """One DDS domain participant for ROS 2 topics (see the module docstring).
+
+    ``Participant(domain_id=0, config=None)``; ``config`` is Cyclone XML or a
+    ``file://`` URI (``None``: ``CYCLONEDDS_URI`` or Cyclone's defaults).
+    Close it (or use ``with``) to leave the domain.
+    """
+
+    def __init__(self, domain_id: int = 0, config: str | None = None) -> None:
+        if not isinstance(domain_id, int) or not 0 <= domain_id <= 232:
+            raise ValueError(f"DDS domain id must be 0..232, got {domain_id!r}")
+        self.domain_id = domain_id
+        self.config = config
+        self._topics: dict[str, Any] = {}
+        self._publications: Any = None
+        self.dds: Any = None
+        """The ``cyclonedds.domain.DomainParticipant``."""
+        try:
+            from cyclonedds.core import DDSException
+            from cyclonedds.domain import Domain, DomainParticipant
+        except ImportError as err:  # pragma: no cover - a dependency of hyperframes
+            raise SourceOpenError(
+                "ROS 2 topics need the 'cyclonedds' package (pip install cyclonedds)"
+            ) from err
+        with _lock:
+            entry = _domains.get(domain_id)
+            if entry is not None and config is not None and entry[0] != config:
+                raise UsageError(
+                    f"DDS domain {domain_id} is already open in this process with another "
+                    "Cyclone config; one process configures a domain once"
+                )
+            try:
+                if entry is None and config is not None:
+                    entry = [config, Domain(domain_id, config), 0]
+                    _domains[domain_id] = entry
+                self.dds = DomainParticipant(domain_id)
+            except DDSException as err:
+                raise SourceOpenError(
+                    f"cannot join DDS domain {domain_id}: {err}"
+                    + (" (check the Cyclone DDS config)" if config or entry else "")
+                ) from err
+            if entry is not None:
+                entry[2] += 1
+            self._entry = entry
+
+    def _topic(self, topic: str, cls: type) -> Any:
+        from cyclonedds.topic import Topic
+
+        name = dds_topic_name(topic)
+        found = self._topics.get(name)
+        if found is None:
+            found = self._topics[name] = Topic(self._live(), name, cls)
+        elif found.data_type is not cls:
+            raise UsageError(
+                f"topic {topic!r} is open here with type {found.data_type.__name__}, "
+                f"not {cls.__name__}"
+            )
+        return found
+
+    def reader(self, topic: str, cls: type, qos: TopicQos, type_hash: str | None = None) -> Any:
+        """A ``cyclonedds`` ``DataReader`` of ROS 2 ``topic`` with message class ``cls``."""
+        from cyclonedds.sub import DataReader
+
+        return DataReader(self._live(), self._topic(topic, cls), qos=qos.reader_qos(type_hash))
+
+    def writer(self, topic: str, cls: type, qos: TopicQos, type_hash: str | None = None) -> Any:
+        """A ``cyclonedds`` ``DataWriter`` of ROS 2 ``topic``; ``type_hash`` goes in its
+        ``USER_DATA`` as Iron and later ROS 2 nodes expect."""
+        from cyclonedds.pub import DataWriter
+
+        return DataWriter(self._live(), self._topic(topic, cls), qos=qos.writer_qos(type_hash))
+
+    def publications(self) -> list[Publication]:
+        """The ROS 2 writers discovered so far in the domain (ours included), newest state.
+
+        Non-blocking: discovery runs in Cyclone's threads; ask again later for
+        writers that have not been heard of yet.
+        """
+        from cyclonedds.builtin import BuiltinDataReader, BuiltinTopicDcpsPublication
+        from cyclonedds.core import InstanceState, ReadCondition, SampleState, ViewState
+
+        if self._publications is None:
+            self._publications = BuiltinDataReader(self._live(), BuiltinTopicDcpsPublication)
+            self._alive = ReadCondition(
+                self._publications, SampleState.Any | ViewState.Any | InstanceState.Alive
+            )
+        out = []
+        for sample in self._publications.read(N=4096, condition=self._alive):
+            topic = ros_topic_name(sample.topic_name)
+            if topic is None:
+                continue
+            user_data = _user_data(sample.qos)
+            out.append(
+                Publication(
+                    topic,
+                    ros_type_name(sample.type_name),
+                    sample.type_name,
+                    type_hash_from_user_data(user_data),
+                    str(sample.key),
+                )
+            )
+        return out
+
+    def _live(self) -> Any:
+        if self.dds is None:
+            raise UsageError(f"the DDS participant of domain {self.domain_id} is closed")
+        return self.dds
+
+    def close(self) -> None:
+        """Leave the domain: delete the participant and everything made from it."""
+        if self.dds is None:
+            return
+        dds, self.dds = self.dds, None
+        self._topics.clear()
+        self._publications = None
+        with _lock:
+            _delete(dds)
+            entry = self._entry
+            if entry is not None:
+                entry[2] -= 1
+                if entry[2] <= 0 and _domains.get(self.domain_id) is entry:
+                    del _domains[self.domain_id]
+                    _delete(entry[1])
+
+    def __enter__(self) -> Participant:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if getattr(self, "dds", None) is not None:
+            self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.dds is None else "open"
+        return f"Participant(domain_id={self.domain_id}, {state})"
+
+
+def _delete(entity: Any) -> None:
+    """Delete a cyclonedds entity now (its ``__del__`` does it once; later calls do nothing)."""
+    entity.__del__()
+
+
+def _user_data(qos: Any) -> bytes | None:
+    """The ``USER_DATA`` bytes of a discovered endpoint's QoS, if set."""
+    policy = next((p for p in qos or () if getattr(p, "__scope__", None) == "Userdata"), None)
+    data = getattr(policy, "data", None)
+    return bytes(data) if data else None
