@@ -34,6 +34,7 @@ from typing import Any
 
 from adapters.errors import DecodeError, SourceOpenError
 from adapters.lidar.ouster_packets import (
+    DECODERS,
     IMU_FIELDS,
     OUSTER_DTYPE,
     MetadataMismatch,
@@ -109,11 +110,14 @@ class OusterSource(Source):
     that address). The metadata is the sensor's JSON (``ouster-cli source
     HOST save`` or the sensor's HTTP API), legacy or current layout.
 
-    ``decoder="numpy"`` (the default) decodes a scan's packets at once with
-    the byte layout ouster-sdk describes and checks
+    ``decoder="numba"`` (the default) decodes a scan's packets at once, straight
+    into its point array, with compiled kernels (:mod:`adapters.lidar.ouster_kernel`)
+    at the byte layout ouster-sdk describes and checks
     (:mod:`adapters.lidar.ouster_fast`; profiles it cannot read fall back to
-    ouster-sdk); ``decoder="ouster-sdk"`` batches every packet with ouster-sdk's
-    ``FrameBatcher``. Both give the same points.
+    ouster-sdk); ``decoder="numpy"`` does the same with numpy views (no JIT:
+    nothing to compile or load on the first scan, 2-4x slower a scan);
+    ``decoder="ouster-sdk"`` batches every packet with ouster-sdk's
+    ``FrameBatcher``. All give the same points.
 
     Frames of sensor ``name`` hold an :data:`OUSTER_DTYPE` array of one scan's
     valid returns; ``meta`` has ``partial``, ``packets``, ``valid_columns`` and
@@ -138,7 +142,7 @@ class OusterSource(Source):
         bind: str = "0.0.0.0",
         name: str = "lidar",
         partial_scans: bool = True,
-        decoder: str = "numpy",
+        decoder: str = "numba",
         speed: float | None = None,
         recv_buffer: int = 8 * 1024 * 1024,
         clock: ClockModel | None = None,
@@ -161,8 +165,8 @@ class OusterSource(Source):
         self.udp: UdpPorts | None = None
         """The live ports' receivers (kernel drops, foreign senders), once listening."""
         self.partial_scans = partial_scans
-        if decoder not in ("numpy", "ouster-sdk"):
-            raise ValueError(f"decoder must be 'numpy' or 'ouster-sdk', got {decoder!r}")
+        if decoder not in DECODERS:
+            raise ConfigError(f"decoder must be one of {', '.join(DECODERS)}; got {decoder!r}")
         self.decoder = decoder
         self.speed = speed
         self.recv_buffer = recv_buffer
@@ -199,9 +203,7 @@ class OusterSource(Source):
                 ),
             )
         )
-        self.assembler = ScanAssembler(
-            self.info, on_reject=self._rejected, vendor=decoder == "ouster-sdk"
-        )
+        self.assembler = ScanAssembler(self.info, on_reject=self._rejected, decoder=decoder)
         self.missing_columns = 0
         """Columns of the column window that scans lacked (holes, not stream edges)."""
         self._points = PointMaker(self.info)
@@ -213,8 +215,7 @@ class OusterSource(Source):
 
     def _new_assembler(self) -> ScanAssembler:
         if self.assembler.accepted or self.assembler.pending():
-            vendor = self.decoder == "ouster-sdk"
-            return ScanAssembler(self.info, on_reject=self._rejected, vendor=vendor)
+            return ScanAssembler(self.info, on_reject=self._rejected, decoder=self.decoder)
         return self.assembler  # still fresh
 
     def _rejected(self, reason: str, message: str, units: int) -> None:
@@ -370,8 +371,8 @@ class OusterSource(Source):
         window = self.assembler.window
         cpp = int(self.info.format.columns_per_packet)
         for scan in scans:
-            columns = self.assembler.columns_of(scan)
-            holes = missing_columns(columns.ids, self.assembler.columns, window)
+            decoded = self.assembler.decode(scan, self._points)
+            holes = missing_columns(decoded.ids, self.assembler.columns, window)
             lost = 0
             for start, stop in holes:
                 # A stream joined mid-scan lacks the first scan's leading columns, and a
@@ -391,21 +392,20 @@ class OusterSource(Source):
                     units=0,
                 )
             partial = bool(holes)
-            if (partial and not self.partial_scans) or not len(columns.ids):
-                why = "partial scan dropped" if len(columns.ids) else "scan without a valid column"
+            if (partial and not self.partial_scans) or decoded.points is None:
+                why = "partial scan dropped" if len(decoded.ids) else "scan without a valid column"
                 self.count_error("incomplete", f"{self.name}: {why}", units=scan.packets)
                 continue
-            t_sensor, points = self._points(columns)
             frames.append(
                 self.make_frame(
-                    t_sensor,
-                    points,
+                    decoded.t_sensor,
+                    decoded.points,
                     t_arrival=scan.t_arrival,
                     units=scan.packets,
                     meta={
                         "partial": partial,
                         "packets": scan.packets,
-                        "valid_columns": len(columns.ids),
+                        "valid_columns": len(decoded.ids),
                         "missing_columns": holes,
                         "scan_id": scan.frame_id,
                     },

@@ -54,8 +54,9 @@ class PacketLayout:
         self.fields: dict[str, tuple[int, int, np.dtype[Any], int]] = {}
         """name -> (offset in a column of pixel 0, pixel stride, word type, value mask)."""
         self.fields_stride: dict[int, int] = {}
-        self._ts = self._mid = self._status = self.frame_id_at = 0  # column header offsets
-        self._status_word: np.dtype[Any] = np.dtype("<u4")
+        self.stamp_at = self.id_at = self.status_at = self.frame_id_at = 0
+        """Offsets in a column of its timestamp, measurement id, status; of the frame id."""
+        self.status_word: np.dtype[Any] = np.dtype("<u4")
         self.usable = False
         try:
             self._learn(pf)
@@ -97,12 +98,12 @@ class PacketLayout:
             if at < 0:
                 raise ValueError(f"{setter} writes nothing")
             found.append(at - self.first_col)
-        self._ts, self._mid, self._status = found
+        self.stamp_at, self.id_at, self.status_at = found
         packet = self._packet()
         pf.set_frame_id(packet, 0x5A)
         self.frame_id_at = _find(blank, bytes(packet.buf))
         # the status word is 32 bits at a column's end (LEGACY) or 16 in its header
-        self._status_word = np.dtype("<u2") if self._status < 12 else np.dtype("<u4")
+        self.status_word = np.dtype("<u2") if self.status_at < 12 else np.dtype("<u4")
 
     def _agrees(self, pf: Any) -> bool:
         """Whether numpy reads a random packet as ouster-sdk does."""
@@ -127,22 +128,27 @@ class PacketLayout:
     # -- reading: zero-copy strided views of packets' bytes, (packets * columns, ...) ---
 
     def _view(self, data: bytes, at: int, word: np.dtype[Any], beams: bool) -> np.ndarray:
+        view = self.packed(data, at, word, beams)
+        return view.reshape(view.shape[0] * self.columns, *view.shape[2:])
+
+    def packed(self, data: bytes, at: int, word: np.dtype[Any], beams: bool) -> np.ndarray:
+        """The ``(packets, columns[, beams])`` view of the words at ``at`` in each column
+        (a column header word, or with ``beams`` a pixel field's): no copy, unmasked."""
         packets = len(data) // self.size
         shape: tuple[int, ...] = (packets, self.columns)
         strides: tuple[int, ...] = (self.size, self.col_size)
         if beams:
             shape, strides = (*shape, self.beams), (*strides, self.fields_stride[at])
-        view = np.ndarray(shape, word, buffer=data, offset=self.first_col + at, strides=strides)
-        return view.reshape(packets * self.columns, *shape[2:])
+        return np.ndarray(shape, word, buffer=data, offset=self.first_col + at, strides=strides)
 
     def stamps(self, data: bytes) -> np.ndarray:
-        return self._view(data, self._ts, np.dtype("<u8"), False)
+        return self._view(data, self.stamp_at, np.dtype("<u8"), False)
 
     def ids(self, data: bytes) -> np.ndarray:
-        return self._view(data, self._mid, np.dtype("<u2"), False)
+        return self._view(data, self.id_at, np.dtype("<u2"), False)
 
     def status(self, data: bytes) -> np.ndarray:
-        return self._view(data, self._status, self._status_word, False)
+        return self._view(data, self.status_at, self.status_word, False)
 
     def field(self, data: bytes, name: str, columns: np.ndarray | None = None) -> np.ndarray:
         """``(n_columns, beams)`` values of a pixel field (of ``columns`` only, if given)."""
@@ -157,11 +163,11 @@ class PacketLayout:
 
     def last_id(self, payload: bytes) -> int:
         """The measurement id of a packet's last column."""
-        at = self.first_col + (self.columns - 1) * self.col_size + self._mid
+        at = self.first_col + (self.columns - 1) * self.col_size + self.id_at
         return int(struct.unpack_from("<H", payload, at)[0])
 
     def first_id(self, payload: bytes) -> int:
-        return int(struct.unpack_from("<H", payload, self.first_col + self._mid)[0])
+        return int(struct.unpack_from("<H", payload, self.first_col + self.id_at)[0])
 
 
 class Columns:

@@ -31,7 +31,7 @@ import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -70,10 +70,22 @@ IMU_FIELDS = ("ax", "ay", "az", "gx", "gy", "gz")
 _G = 9.80665  # the sensor reports acceleration in g ...
 _DEG = math.pi / 180.0  # ... and angular velocity in deg/s
 _MISMATCH_AFTER = 8  # this many misfits in a row: the metadata is not this stream's
+DECODERS = ("numba", "numpy", "ouster-sdk")
+"""``OusterSource(decoder=)``: compiled whole-scan (the default), numpy whole-scan, or
+ouster-sdk's ``FrameBatcher`` packet by packet; all give the same points."""
 
 
 class MetadataMismatch(Exception):
     """The packets do not fit the metadata (raised by :meth:`ScanAssembler.push`)."""
+
+
+class Decoded(NamedTuple):
+    """A decoded scan: its valid columns' ids (ascending), its time, its point array."""
+
+    ids: np.ndarray
+    t_sensor: int
+    points: np.ndarray | None
+    """None when the scan has no valid column (then ``t_sensor`` is 0)."""
 
 
 @dataclass
@@ -105,17 +117,21 @@ class ScanAssembler:
     Where :class:`~adapters.lidar.ouster_fast.PacketLayout` reads the profile
     (LEGACY, RNG19_RFL8_SIG16_NIR16 and its dual form), packets are kept as
     bytes per scan (a scan ends at its window's last column or at the first
-    packet of another scan) and decoded at once; otherwise ouster-sdk's
-    ``FrameBatcher`` batches them (``vendor=True`` forces that path).
+    packet of another scan) and decoded at once, by the compiled kernels of
+    :mod:`adapters.lidar.ouster_kernel` (``decoder="numba"``) or numpy views
+    (``"numpy"``); otherwise, or with ``decoder="ouster-sdk"``, ouster-sdk's
+    ``FrameBatcher`` batches them.
     """
 
     def __init__(
-        self, info: Any, *, on_reject: Callable[[str, str, int], None], vendor: bool = False
+        self, info: Any, *, on_reject: Callable[[str, str, int], None], decoder: str = "numba"
     ) -> None:
         from ouster.sdk import core
 
         from adapters.lidar.ouster_fast import PacketLayout
 
+        if decoder not in DECODERS:
+            raise ValueError(f"decoder must be one of {', '.join(DECODERS)}; got {decoder!r}")
         self._core = core
         self.info = info
         self.format = core.PacketFormat(info)
@@ -125,9 +141,17 @@ class ScanAssembler:
         lo, hi = info.format.column_window
         self.window = (int(lo), int(hi))
         self._on_reject = on_reject
-        layout = None if vendor else PacketLayout(info)
+        layout = None if decoder == "ouster-sdk" else PacketLayout(info)
         self.layout = layout if layout is not None and layout.usable else None
-        """The numpy layout, or None: ouster-sdk batches packet by packet."""
+        """The packets' byte layout, or None: ouster-sdk batches packet by packet."""
+        self._views: Any = None  # the compiled path: an ouster_kernel.ScanViews
+        if self.layout is not None and decoder == "numba":
+            from adapters.lidar import ouster_kernel
+
+            self._views = ouster_kernel.ScanViews(self.layout)
+            ouster_kernel.warm(self._views, OUSTER_DTYPE)  # numba's cache, or a compile
+        self.decoder = decoder if self.layout is not None else "ouster-sdk"
+        """The decoder in use: ``decoder``, or ouster-sdk for a profile the others cannot read."""
         self._check_ids = str(info.format.udp_profile_lidar) != "LEGACY"  # ids in the header
         self._batcher = core.FrameBatcher(info)
         self._batcher.set_max_cache_size(1)  # a scan ends at the first packet of the next
@@ -277,12 +301,18 @@ class ScanAssembler:
         """Packets held in the scan in progress."""
         return len(self._payloads) + sum(self._counts.values())
 
-    def columns_of(self, scan: OusterScan) -> Columns:
-        """Decode a scan's valid columns (in a worker thread: this is the CPU work)."""
+    def decode(self, scan: OusterScan, points: PointMaker) -> Decoded:
+        """Decode a scan into ``points``' array (in a worker thread: this is the CPU work)."""
         if isinstance(scan.raw, list):
+            if self._views is not None:
+                return points.from_packets(self._views, scan.raw)
             assert self.layout is not None
-            return decode_packets(self.layout, scan.raw, self.columns)
-        return frame_columns(scan.raw)
+            columns = decode_packets(self.layout, scan.raw, self.columns)
+        else:
+            columns = frame_columns(scan.raw)
+        if not len(columns.ids):
+            return Decoded(columns.ids, 0, None)
+        return Decoded(columns.ids, *points(columns))
 
 
 def missing_columns(ids: np.ndarray, width: int, window: tuple[int, int]) -> list[list[int]]:
@@ -309,6 +339,7 @@ class PointMaker:
 
         lut = core.XYZLut(info)
         beams, width = int(info.format.pixels_per_column), int(info.format.columns_per_frame)
+        self._width = width
         # XYZLut's tables, (beams * columns, 3) row-major, made column-major: one column's
         # beams side by side, so a scan's columns are one gather
         # beams side by side, so a scan's columns are one gather; float32 like the output
@@ -324,6 +355,24 @@ class PointMaker:
         self._ring = np.empty(len(order), np.uint16)
         self._ring[order] = np.arange(len(order), dtype=np.uint16)
         self._beam = np.arange(len(order), dtype=np.uint16)
+
+    def from_packets(self, views: Any, payloads: list[bytes]) -> Decoded:
+        """A scan decoded from its packets by the compiled kernels (``views``: an
+        :class:`~adapters.lidar.ouster_kernel.ScanViews` of their layout)."""
+        from adapters.lidar.ouster_kernel import fill, select
+
+        mid, status, stamps, rng, *fields = views(b"".join(payloads))
+        slot = np.empty(self._width, np.int64)
+        ids = np.empty(self._width, np.int64)
+        n_cols, n_points = select(mid, status, rng, views.masks[0], slot, ids)
+        if not n_cols:
+            return Decoded(ids[:0], 0, None)
+        out = np.empty(n_points, OUSTER_DTYPE)
+        t0 = fill(
+            slot, ids, n_cols, stamps, rng, *fields, views.masks,
+            self._direction, self._offset, self._ring, out,
+        )  # fmt: skip
+        return Decoded(ids[:n_cols], int(t0), out)
 
     def __call__(self, columns: Columns) -> tuple[int, np.ndarray]:
         """``(t_sensor, points)`` of a scan with at least one valid column."""
