@@ -8,12 +8,13 @@ same machine load:
 * **serve, no client**: the server runs, nobody subscribes (frames are not encoded);
 * **serve, reading client**: a WebSocket client subscribes to every channel and reads;
 * **serve, stalled client**: a client subscribes to every channel and never reads
-  (``max_queue=1``: it stops reading the socket), so the kernel buffers and then the
-  SDK's per-client queue fill.
+  (``max_queue=1``: it stops reading the socket), so the kernel buffers and then its
+  outbox fill (the live view's relay drops its oldest messages and counts them).
 
 Reported per run: frames recorded and their rate against the nominal rate (a slowed
 pipeline records fewer frames or drops them: ``lost`` is the recording's ledger, hub
-overflow included), the live view's own drops, messages the reading client got, and
+overflow included), the live view's own drops (encoder behind; messages dropped for a
+slow client), messages the reading client got, and
 the record process's CPU time (user + system, all threads; ``RUSAGE_CHILDREN``).
 
     PYTHONPATH=$PWD python benchmarks/bench_live_view.py [--duration 8]
@@ -103,12 +104,14 @@ def run(mode: str, duration: float, tmp: Path) -> dict[str, object]:
         rates[name] = s.count / (nominal * span) if span > 0 else 0.0
     lost = sum(ledger.lost_total for ledger in summary.ledgers.values())
     dropped = re.search(r"(\d+) dropped \(encoder behind\)", stdout)
+    slow = re.search(r"(\d+) messages dropped for slow clients", stdout)
     return {
         "mode": mode,
         "frames": summary.count,
         "rate_vs_nominal": min(rates.values()),
         "lost": lost,
         "live_dropped": int(dropped[1]) if dropped else 0,
+        "client_dropped": int(slow[1]) if slow else 0,
         "client_messages": got,
         "cpu_s": cpu,
         "rc": proc.returncode,
@@ -144,12 +147,13 @@ def main() -> None:
         ]
     print(
         f"{'run':<12} {'frames':>7} {'min rate/nominal':>17} {'lost':>5} {'live dropped':>13} "
-        f"{'client msgs':>12} {'cpu s':>7} {'rc':>3}"
+        f"{'slow dropped':>13} {'client msgs':>12} {'cpu s':>7} {'rc':>3}"
     )
     for r in rows:
         print(
             f"{r['mode']!s:<12} {r['frames']:>7} {r['rate_vs_nominal']:>17.3f} {r['lost']:>5} "
-            f"{r['live_dropped']:>13} {r['client_messages']:>12} {r['cpu_s']:>7.2f} {r['rc']:>3}"
+            f"{r['live_dropped']:>13} {r['client_dropped']:>13} {r['client_messages']:>12} "
+            f"{r['cpu_s']:>7.2f} {r['rc']:>3}"
         )
 
 

@@ -52,7 +52,7 @@ def open_server(
 
 
 def serve_line(server: Any) -> str:
-    """``foxglove ws://...: N frames sent, M dropped`` for the live table's caption."""
+    """``foxglove ws://...: N frames sent, M dropped ...`` for the live table's caption."""
     return "" if server is None else " | " + server.statistics().describe()
 
 
@@ -63,11 +63,10 @@ def close_server(server: Any) -> None:
 
 
 def print_served(server: Any) -> None:
-    """One line: what the server sent (and dropped)."""
+    """One line: what the server sent, and what it dropped (encoder behind, slow clients)."""
     if server is None:
         return
     stats = server.statistics()
     line = f"served {sum(stats.frames.values())} frames ({stats.messages} messages) at {stats.url}"
-    if stats.dropped_total:
-        line += f"; {stats.dropped_total} dropped (encoder behind)"
-    print(line)
+    drops = stats.drops()
+    print(f"{line}; {drops}" if drops else line)

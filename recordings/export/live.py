@@ -15,12 +15,15 @@ export's JSON markers) and worker results to ``/hyperframes/results/<worker>``
 Nothing here waits on a client. :meth:`FoxgloveServer.publish` only appends
 to a bounded queue (``backlog`` items); a thread takes items from it, dates
 them, encodes them and hands them to the SDK, which queues each message per
-client (``client_backlog`` messages) and never blocks either. When the thread
-falls behind, the oldest queued item is dropped and counted by sensor
-(:attr:`FoxgloveServerStatistics.dropped`); when a client stops reading, the
-SDK drops that client's oldest messages (foxglove-sdk 0.30 does this
-silently: no count is exposed, docs/foxglove.md). Frames of a channel no
-client subscribes to are not encoded at all (:attr:`~FoxgloveServerStatistics.unwatched`).
+client and never blocks either. When the thread falls behind, the oldest
+queued item is dropped and counted by sensor
+(:attr:`FoxgloveServerStatistics.dropped`). The SDK listens on a private
+loopback port behind a :class:`~recordings.export.live_relay.Relay`, which
+holds each client's outbox (``client_backlog`` messages, ``client_backlog_bytes``):
+when a client stops reading, its oldest messages are dropped and counted per
+client (:attr:`FoxgloveServerStatistics.traffic`; the SDK itself drops them
+without a count). Frames of a channel no client subscribes to are not encoded
+at all (:attr:`~FoxgloveServerStatistics.unwatched`).
 
 Stamps are Unix-epoch ns, as in an export: ``dating="live"`` dates
 reference-clock times with a wall anchor (:func:`fusion.wallclock.sample_anchor`)
@@ -48,6 +51,7 @@ from fusion.wallclock import WallClock, sample_anchor
 from recordings.export.generic import json_value
 from recordings.export.groups import GROUP_TOPIC
 from recordings.export.kinds import is_internal
+from recordings.export.live_relay import ClientTraffic, Relay
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -55,6 +59,7 @@ RESULTS_TOPIC = "/hyperframes/results/"
 """Prefix of the worker-result topics (``/hyperframes/results/<worker>``)."""
 _ANCHOR_EVERY_S = 1.0
 _RESULT_MAX_VALUES = 65_536  # a bigger array goes out as its shape and dtype only
+_SDK_BACKLOG = 1024  # the SDK's queue towards the relay, drained by a loopback read
 
 Dating = Literal["live"] | WallClock | None
 
@@ -79,18 +84,39 @@ class FoxgloveServerStatistics:
     """Frames (or ``"groups"``) dropped because the encoder fell behind, per sensor."""
     skipped: Counter[tuple[str, str]] = field(default_factory=Counter)
     """Frames with no Foxglove message, by ``(sensor, reason)`` (as in an export)."""
+    traffic: tuple[ClientTraffic, ...] = ()
+    """Every client since the start (connected or not): messages sent to it and dropped
+    because it read too slowly."""
 
     @property
     def dropped_total(self) -> int:
         return sum(self.dropped.values())
 
+    @property
+    def client_dropped_total(self) -> int:
+        """Messages dropped for slow clients, all clients together."""
+        return sum(c.dropped for c in self.traffic)
+
+    def drops(self) -> str:
+        """``K dropped (encoder behind); D messages dropped for slow clients (ADDR: D)``, or ''."""
+        parts = []
+        if self.dropped_total:
+            parts.append(f"{self.dropped_total} dropped (encoder behind)")
+        slow = [c for c in self.traffic if c.dropped or not c.exact]
+        if slow:
+            bound = "" if all(c.exact for c in slow) else "at least "
+            who = ", ".join(c.describe() for c in slow)
+            parts.append(
+                f"{bound}{self.client_dropped_total} messages dropped for slow clients ({who})"
+            )
+        return "; ".join(parts)
+
     def describe(self) -> str:
         """One line for a live table: the URL, frames sent and what was dropped."""
         who = f"{self.clients} client{'' if self.clients == 1 else 's'}"
         line = f"foxglove {self.url}: {who}, {sum(self.frames.values())} frames sent"
-        if self.dropped_total:
-            line += f", {self.dropped_total} dropped (encoder behind)"
-        return line
+        drops = self.drops()
+        return f"{line}, {drops}" if drops else line
 
 
 class FoxgloveServer:
@@ -115,18 +141,21 @@ class FoxgloveServer:
         types: Mapping[str, str] | None = None,
         backlog: int = 256,
         client_backlog: int = 128,
+        client_backlog_bytes: int = 64 << 20,
         name: str = "hyperframes",
     ) -> None:
-        if backlog < 1 or client_backlog < 1:
+        if backlog < 1 or client_backlog < 1 or client_backlog_bytes < 1:
             raise UsageError(
-                f"FoxgloveServer: backlog and client_backlog must be >= 1, "
-                f"got {backlog} and {client_backlog}"
+                f"FoxgloveServer: backlog and client_backlog must be >= 1 (and "
+                f"client_backlog_bytes), got {backlog}, {client_backlog} and {client_backlog_bytes}"
             )
         self.host = host
         self._port = port
         self.name = name
         self.backlog = backlog
         self.client_backlog = client_backlog
+        self.client_backlog_bytes = client_backlog_bytes
+        self._relay: Relay | None = None
         self._dating = dating
         self._dated = None if dated is None else frozenset(dated)
         self._types = dict(types or {})
@@ -162,18 +191,32 @@ class FoxgloveServer:
 
         context = foxglove.Context()
         try:
+            relay = Relay(
+                self.host,
+                self._port,
+                ("127.0.0.1", 0),
+                backlog=self.client_backlog,
+                backlog_bytes=self.client_backlog_bytes,
+            )
+        except OSError as err:
+            raise OSError(f"cannot serve Foxglove on {self.host}:{self._port}: {err}") from err
+        try:  # the SDK's server, private, behind the relay that counts per client
             self._server = foxglove.start_server(
                 name=self.name,
-                host=self.host,
-                port=self._port,
+                host="127.0.0.1",
+                port=0,
                 context=context,
-                message_backlog_size=self.client_backlog,
+                message_backlog_size=_SDK_BACKLOG,
                 # the listener implements the two callbacks it needs of the protocol
                 server_listener=cast(Any, self._listener),
             )
         except RuntimeError as err:  # the SDK reports a bind failure as RuntimeError
-            raise OSError(f"cannot serve Foxglove on {self.host}:{self._port}: {err}") from err
-        self._port = int(self._server.port)
+            relay.close()
+            raise OSError(f"cannot start the Foxglove server: {err}") from err
+        relay.upstream = ("127.0.0.1", int(self._server.port))
+        relay.start()
+        self._relay = relay
+        self._port = relay.port
         self._writer = FoxgloveMcapWriter(None, context=context, types=self._types)
         for spec in self._specs.values():
             self._writer.declare(spec)
@@ -204,6 +247,8 @@ class FoxgloveServer:
             self._thread.join(timeout=5)
         if self._server is not None:
             self._server.stop()
+        if self._relay is not None:
+            self._relay.close()
         if self._writer is not None:
             self._writer.close()
 
@@ -384,6 +429,7 @@ class FoxgloveServer:
                 dropped=Counter(self._dropped),
                 clients=self._listener.clients(),
                 skipped=Counter(self._skipped),
+                traffic=() if self._relay is None else self._relay.traffic(),
             )
 
     @property

@@ -10,10 +10,11 @@ import anyio
 import numpy as np
 import pytest
 
-from adapters import SensorTiming, SyntheticCamera, SyntheticImu, SyntheticLidar
+from adapters import SensorTiming, SyntheticCamera, SyntheticImu, SyntheticLidar, synthetic_timeline
 from fusion import Frame, FrameGroup, Nearest, Pipeline, VirtualClock, WorkerError
 from fusion.errors import UsageError
 from fusion.frames import SensorSpec
+from hyperframes.cli.serve import print_served
 from recordings.export.live import FoxgloveServer, result_json
 from tests.interop.foxglove_client import Decoder, LiveClient, connect
 
@@ -28,6 +29,11 @@ def _settled(server: FoxgloveServer, published: int) -> None:
             return
         time.sleep(0.01)
     raise AssertionError(f"never settled: {server.statistics()}")
+
+
+def _address(ws: Any) -> str:
+    host, port = ws.local_address[:2]
+    return f"{host}:{port}"
 
 
 async def test_every_frame_is_sent_unwatched_or_dropped_and_the_client_gets_the_sent_ones() -> None:
@@ -182,3 +188,87 @@ async def test_worker_results_and_groups_reach_a_client_as_the_pipeline_made_the
         group = by_t[marker["t"]]
         members = [(f.sensor, f.seq, f.t) for f in group.members()]
         assert [(m["sensor"], m["seq"], m["t"]) for m in marker["members"]] == members
+
+
+async def test_a_client_that_stops_reading_loses_counted_messages_and_slows_nothing(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A real-time pipeline serves two real clients: one reads everything, one subscribes
+    and stops reading. The pipeline keeps its rate; the stalled client's drops are counted
+    (received = sent + dropped + queued), the reading client loses nothing."""
+    duration = 2.5
+    server = FoxgloveServer(port=0, dating=None, client_backlog=16)
+
+    def kinds(seconds: float) -> list[Any]:
+        return [
+            SyntheticCamera(duration_s=seconds, width=320, height=240, seed=1),  # 230 kB frames
+            SyntheticLidar(duration_s=seconds, points=2048, seed=2),
+            SyntheticImu(duration_s=seconds, seed=3),
+        ]
+
+    pipeline = Pipeline(
+        kinds(duration), Nearest("lidar", ["lidar", "cam"], tolerance=20 * MS), sinks=[server]
+    )
+    topics = {"/cam", "/lidar", "/imu"}
+    got: list[str] = []
+    with server, anyio.fail_after(60):
+        # the channels exist before anyone connects (a client meets a running server)
+        firsts = {f.sensor: f for f in reversed(synthetic_timeline(kinds(0.1)))}
+        for frame in firsts.values():
+            server.publish(frame)
+        _settled(server, 3)
+        async with (
+            connect(server.url) as reading_ws,
+            connect(server.url, max_queue=1, close_timeout=0.2) as stalled_ws,
+            anyio.create_task_group() as tg,
+        ):
+            reading, stalled = LiveClient(reading_ws), LiveClient(stalled_ws)
+            for client in (reading, stalled):
+                await client.wait_topics(topics)
+                await client.subscribe(topics)
+
+            want: list[int] = []  # how many the reader must get, once known
+            enough = anyio.Event()
+
+            async def read_all() -> None:
+                while True:
+                    message = await reading.receive()
+                    if message is not None:
+                        got.append(message.topic)
+                    if want and len(got) >= want[0]:
+                        enough.set()
+
+            tg.start_soon(read_all)
+            stats = await pipeline.run()  # the stalled client never reads again
+            _settled(server, 3 + stats.hub.frames_in)
+            live = server.statistics()
+            by_address = {c.address: c for c in live.traffic}
+            late = by_address[_address(reading_ws)]
+            want.append(late.received)
+            if len(got) >= late.received:
+                enough.set()
+            with anyio.move_on_after(10):  # what was queued for the reader arrives
+                await enough.wait()
+            tg.cancel_scope.cancel()
+        stuck = by_address[_address(stalled_ws)]
+    # the pipeline kept its rate: every frame on time, none lost to a full channel
+    assert stats.elapsed_s < duration + 1.5, stats.elapsed_s
+    assert pipeline.channel_drops() == {}
+    assert stats.hub.frames_in >= 0.95 * duration * (30 + 10 + 200)
+    # the stalled client: its drops are counted, every message it was sent accounted for
+    assert stuck.exact
+    assert stuck.dropped > 0
+    assert stuck.received == stuck.sent + stuck.dropped + stuck.queued
+    assert stuck.queued <= 16 + 1  # its outbox, and the one message being written
+    assert stuck.received >= 0.9 * live.messages - 3
+    # the reading client lost nothing and got every message sent to it
+    assert late.dropped == 0
+    assert late.received == late.sent == len(got)
+    assert live.client_dropped_total == stuck.dropped
+    assert f"{stuck.address}: {stuck.dropped} dropped" in live.describe()  # the live screen
+    print_served(server)  # the final summary line of record/replay --serve
+    lost = f"{stuck.dropped} messages dropped for slow clients ({stuck.describe()})"
+    assert capsys.readouterr().out == (
+        f"served {sum(live.frames.values())} frames ({live.messages} messages) at {server.url}; "
+        f"{lost}\n"
+    )
