@@ -414,12 +414,13 @@ def ouster_rows(repeat: int) -> list[str]:
         source.close()
         return n
 
-    async def ours(path: Path, decoder: str = "numpy") -> int:
+    async def ours(path: Path, decoder: str = "numba") -> int:
         async with OusterSource(path, metadata=OUSTER_JSON, decoder=decoder) as source:
             return sum([1 async for frame in source.frames() if frame.sensor == "lidar"])
 
     runs: dict[str, Callable[[Path], object]] = {
         "OusterSource": ours,
+        "OusterSource(decoder='numpy')": partial(ours, decoder="numpy"),
         "OusterSource(decoder='ouster-sdk')": partial(ours, decoder="ouster-sdk"),
         "ouster-sdk open_source + XYZLut": sdk,
         "ouster-sdk + the same point array": partial(sdk, points=True),

@@ -45,7 +45,7 @@ from adapters.lidar.ouster_packets import (
     missing_columns,
 )
 from adapters.lidar.ouster_udp import UdpPorts
-from adapters.lidar.pcap import PcapReader, UdpDatagram
+from adapters.lidar.pcap import PcapReader
 from adapters.net.udp import parse_sender
 from fusion.clock import ClockModel
 from fusion.errors import ConfigError, UsageError
@@ -56,6 +56,7 @@ from fusion.timing import current_clock
 log = logging.getLogger("hyperframes.lidar")
 
 LIDAR_PORT, IMU_PORT = 7502, 7503
+Datagram = tuple[int, int, int, bytes, int]  # PcapReader.tuples(): t, ports, payload, offset
 _BATCH = 2048  # datagrams per worker-thread round trip when reading a capture (~30 scans)
 _MAX_METADATA = 4 * 1024 * 1024  # a sensor's metadata JSON is a few kB
 _SKIP_REASON = {  # capture records that hold no datagram -> ledger reason
@@ -244,7 +245,7 @@ class OusterSource(Source):
         assert self.pcap is not None
         self.assembler = self._new_assembler()
         reader = await self.run_blocking(self._open_pcap, self.pcap)
-        datagrams = iter(reader)
+        datagrams = reader.tuples()
         clock = current_clock()
         start: tuple[int, int] | None = None
         try:
@@ -272,26 +273,23 @@ class OusterSource(Source):
             f"{self.pcap}: record at byte {offset}: {reason.replace('_', ' ')}",
         )
 
-    def _pcap_batch(self, datagrams: Iterator[UdpDatagram]) -> list[Frame] | None:
+    def _pcap_batch(self, datagrams: Iterator[Datagram]) -> list[Frame] | None:
         """Read up to _BATCH datagrams, assemble, decode (worker thread)."""
         out: list[Frame] = []
         taken = lidar = 0
         last_t: int | None = None
         push, lidar_port, imu_port = self.assembler.push, self.lidar_port, self.imu_port
         try:
-            for datagram in datagrams:
+            for last_t, _src, port, payload, self._at in datagrams:
                 taken += 1
-                last_t = datagram.t_capture
-                self._at = datagram.offset
-                port = datagram.dst_port
                 if port == lidar_port:  # the hot path: counted received after the loop
                     lidar += 1
-                    scans = push(datagram.payload, last_t)
+                    scans = push(payload, last_t)
                     if scans:
                         out += self._scan_frames(scans)
                 else:
                     kind = "imu" if port == imu_port else port
-                    out += self._datagram(kind, datagram.payload, last_t)
+                    out += self._datagram(kind, payload, last_t)
                 if taken >= _BATCH:
                     break
         except MetadataMismatch as err:

@@ -57,6 +57,7 @@ class PacketLayout:
         self.stamp_at = self.id_at = self.status_at = self.frame_id_at = 0
         """Offsets in a column of its timestamp, measurement id, status; of the frame id."""
         self.status_word: np.dtype[Any] = np.dtype("<u4")
+        self._header: tuple[Any, int, int, int] | None = None
         self.usable = False
         try:
             self._learn(pf)
@@ -158,16 +159,17 @@ class PacketLayout:
             values = values[columns]
         return values & word.type(mask) if mask != (1 << (8 * word.itemsize)) - 1 else values
 
+    def header(self, payload: bytes) -> tuple[int, int, int]:
+        """``(first column's id, last column's id, frame id)`` of a packet of the right size."""
+        if self._header is None:
+            at = self.first_col + self.id_at
+            last = at + (self.columns - 1) * self.col_size
+            self._header = (struct.Struct("<H").unpack_from, at, last, self.frame_id_at)
+        unpack, first, last, frame = self._header
+        return unpack(payload, first)[0], unpack(payload, last)[0], unpack(payload, frame)[0]
+
     def frame_id(self, payload: bytes) -> int:
         return int(struct.unpack_from("<H", payload, self.frame_id_at)[0])
-
-    def last_id(self, payload: bytes) -> int:
-        """The measurement id of a packet's last column."""
-        at = self.first_col + (self.columns - 1) * self.col_size + self.id_at
-        return int(struct.unpack_from("<H", payload, at)[0])
-
-    def first_id(self, payload: bytes) -> int:
-        return int(struct.unpack_from("<H", payload, self.first_col + self.id_at)[0])
 
 
 class Columns:

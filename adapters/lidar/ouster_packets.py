@@ -196,7 +196,7 @@ class ScanAssembler:
                 )
                 return True
         if self.layout is not None:
-            top = max(self.layout.first_id(payload), self.layout.last_id(payload))
+            top = max(self.layout.header(payload)[:2])
         else:
             buf = np.frombuffer(payload, np.uint8)
             top = int(self.format.packet_header(self._core.ColHeader.MEASUREMENT_ID, buf).max())
@@ -213,11 +213,26 @@ class ScanAssembler:
 
     def push(self, payload: bytes, t_arrival: int | None) -> list[OusterScan]:
         """Add one lidar datagram; return the scans it finished (usually none)."""
+        layout = self.layout
+        if layout is not None and not self._check_ids and len(payload) == self.packet_size:
+            # the usual LEGACY packet, checked here at once (the same checks as _misfit)
+            first, last, frame_id = layout.header(payload)
+            if first < self.columns and last < self.columns:
+                self.accepted += 1
+                if self._misfits:
+                    self._misfits.clear()
+                return self._batch(payload, t_arrival, frame_id, last)
         if self._misfit(payload):
             return []
-        if self.layout is None:
+        if layout is None:
             return self._push_vendor(payload, t_arrival)
-        frame_id = self.layout.frame_id(payload)
+        _, last, frame_id = layout.header(payload)
+        return self._batch(payload, t_arrival, frame_id, last)
+
+    def _batch(
+        self, payload: bytes, t_arrival: int | None, frame_id: int, last: int
+    ) -> list[OusterScan]:
+        """Keep an accepted packet in its scan; return the scans that ended."""
         done: list[OusterScan] = []
         if frame_id != self._frame_id:
             if frame_id == self._done_id:
@@ -227,7 +242,7 @@ class ScanAssembler:
             self._frame_id = frame_id
         self._payloads.append(payload)
         lo, hi = self.window
-        if lo <= hi and self.layout.last_id(payload) == hi:
+        if lo <= hi and last == hi:
             done += self._finish(t_arrival)
         return done
 
