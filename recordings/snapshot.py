@@ -66,6 +66,7 @@ from fusion.timing import run_sync
 from fusion.wallclock import sample_anchor
 from recordings.builder import ChunkBuilder
 from recordings.closing import Closeable
+from recordings.effort import AUTO, AutoEffort, Level, check_level
 from recordings.errors import RecorderClosed, RecordingError
 from recordings.format import RecordKind, crc32, pack_preamble, pack_prelude
 from recordings.layout import ChunkMeta
@@ -186,7 +187,7 @@ class SnapshotRecorder(Closeable):
         chunk_seconds: float | None = None,
         sensors: Iterable[SensorSpec] = (),
         metadata: Mapping[str, Any] | None = None,
-        compression_level: int = 3,
+        compression_level: Level = AUTO,
         trigger_on: Callable[[FrameGroup], bool] | None = None,
         settle: float = 0.0,
         durable: bool = True,
@@ -211,7 +212,8 @@ class SnapshotRecorder(Closeable):
         self.chunk_ns = round((chunk_seconds if chunk_seconds is not None else keep / 30) * S)
         self.trigger_on = trigger_on
         self._durable = durable
-        self._level = compression_level
+        level = check_level(compression_level)
+        self._level: int | AutoEffort = AutoEffort() if level == AUTO else level
         self._specs: dict[str, SensorSpec] = {s.name: s for s in sensors}
         self._metadata = dict(metadata or {})
         self._ledgers: dict[str, dict[str, Any]] = {}

@@ -52,6 +52,7 @@ from fusion.timing import run_sync
 from fusion.wallclock import sample_anchor
 from recordings.builder import ChunkBuilder
 from recordings.closing import Closeable
+from recordings.effort import AUTO, HIGH, AutoEffort, Level, check_level
 from recordings.errors import RecorderClosed, RecordingError
 from recordings.format import (
     DEFAULT_CHUNK_BYTES,
@@ -107,34 +108,56 @@ def _pack(obj: Any) -> bytes:
     return packed
 
 
-def encode_chunk(sealed: SealedChunk, level: int) -> tuple[ChunkMeta, list[bytes], int]:
+def _compressor(level: int) -> zstandard.ZstdCompressor:
+    """The calling thread's compressor for ``level`` (each pool thread keeps its own)."""
+    cctxs: dict[int, zstandard.ZstdCompressor] | None = getattr(_local, "cctxs", None)
+    if cctxs is None:
+        cctxs = _local.cctxs = {}
+    cctx = cctxs.get(level)
+    if cctx is None:
+        cctx = cctxs[level] = zstandard.ZstdCompressor(level=level, write_content_size=True)
+    return cctx
+
+
+def _compressed_size(level: int, data: bytes) -> int:
+    return len(_compressor(level).compress(data))
+
+
+def encode_chunk(
+    sealed: SealedChunk, level: int | AutoEffort
+) -> tuple[ChunkMeta, list[bytes], int]:
     """Compress a sealed chunk into a record: ``(meta, [prelude, meta, *payload], length)``.
 
-    Runs in the compression pool; each thread keeps its own compressor. The
-    chunk's parts go through one zstd frame (content size declared) without
-    being joined first, and the compressed pieces go to ``writev`` as they are.
+    Runs in the compression pool. ``level`` is a zstd level or the recorder's
+    :class:`~recordings.effort.AutoEffort`, which picks one per chunk or says to
+    store it as is (:mod:`recordings.effort`). A chunk that zstd does not make
+    smaller is stored as is too; stored parts go to ``writev`` without a copy.
     """
-    cctx = getattr(_local, "cctx", None)
-    if cctx is None or _local.level != level:
-        cctx = _local.cctx = zstandard.ZstdCompressor(level=level, write_content_size=True)
-        _local.level = level
     parts = sealed.parts
     raw_size = sealed.meta.raw_size
+    chosen = level if isinstance(level, int) else level.level(parts, raw_size, _compressed_size)
     payload: list[Any]
-    if len(parts) == 1:
-        payload = [cctx.compress(parts[0])]
-    else:
-        stream = cctx.compressobj(size=raw_size)
-        payload = [piece for p in parts if (piece := stream.compress(p))]
-        payload.append(stream.flush())
-    stored = sum(len(p) for p in payload)
     meta = sealed.meta
-    if stored >= raw_size:  # incompressible: store it as is
-        payload = [bytes(p) for p in parts]
-        stored = raw_size
+    if chosen is None:
+        payload, stored = list(parts), raw_size
+    else:
+        cctx = _compressor(chosen)
+        if len(parts) == 1:
+            payload = [cctx.compress(parts[0])]
+        else:
+            stream = cctx.compressobj(size=raw_size)
+            payload = [piece for p in parts if (piece := stream.compress(p))]
+            payload.append(stream.flush())
+        stored = sum(len(p) for p in payload)
+        if stored >= raw_size:  # incompressible: store it as is
+            payload, stored = list(parts), raw_size
+            chosen = None
+    if chosen is None:
         meta = _replace_compression(meta, Compression.NONE)
     if sealed.stamps is not None:
-        meta = dataclasses.replace(meta, stamps=cctx.compress(sealed.stamps))
+        # Stamps are small and regular: the search pays there (level 3 under "auto").
+        stamp_level = level if isinstance(level, int) else HIGH
+        meta = dataclasses.replace(meta, stamps=_compressor(stamp_level).compress(sealed.stamps))
     meta_bytes = _pack(meta.to_msgpack())
     prelude = pack_prelude(meta.kind, meta_bytes, stored, crc32(*payload))
     out = [prelude, meta_bytes, *payload]
@@ -248,7 +271,7 @@ class Recorder(Closeable):
         chunk_bytes: int = DEFAULT_CHUNK_BYTES,
         chunk_duration: float | None = DEFAULT_CHUNK_DURATION,
         flush_interval: float | None = DEFAULT_FLUSH_INTERVAL,
-        compression_level: int = 3,
+        compression_level: Level = AUTO,
         workers: int | None = None,
         max_pending: int = 4,
         split_bytes: int | None = None,
@@ -274,7 +297,8 @@ class Recorder(Closeable):
         self._specs: dict[str, SensorSpec] = {s.name: s for s in sensors}
         self._seen: set[str] = set()  # sensors with a frame in the file
         self._metadata = dict(metadata or {})
-        self._level = compression_level
+        level = check_level(compression_level)
+        self._level: int | AutoEffort = AutoEffort() if level == AUTO else level
         self._split = split_bytes is not None or split_seconds is not None
         self._split_bytes = split_bytes
         self._split_ns = None if split_seconds is None else int(split_seconds * 1e9)

@@ -113,9 +113,10 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--compression",
-        default="zstd:3",
-        metavar="zstd[:LEVEL]",
-        help="chunk compression (default zstd:3; zstd:1 is fastest)",
+        default=None,
+        metavar="auto|zstd[:LEVEL]",
+        help="chunk compression (default: the config's, else auto: zstd 3, 1 or none per "
+        "chunk, whichever pays; zstd:1 is fastest)",
     )
     p.add_argument(
         "--metadata",
@@ -177,7 +178,9 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def parse_compression(text: str) -> int:
+def parse_compression(text: str) -> int | str:
+    if text == "auto":
+        return text
     name, _, level = text.partition(":")
     if name != "zstd":
         raise ValueError(f"--compression: only zstd is supported, found {text!r} (try zstd:1)")
@@ -251,7 +254,9 @@ def run(args: argparse.Namespace) -> int:
             else validate_config(SYNTHETIC, source="<built-in synthetic session>")
         )
         options = {
-            "compression_level": parse_compression(args.compression),
+            "compression_level": None
+            if args.compression is None
+            else parse_compression(args.compression),
             "split_bytes": args.max_size,
             "split_seconds": args.max_duration,
             "flush_interval": args.flush,

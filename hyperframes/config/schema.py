@@ -540,7 +540,8 @@ class WorkerConfig(StrictModel):
 
 class RecorderConfig(StrictModel):
     path: str | None = None
-    compression_level: int = Field(3, ge=-7, le=22)
+    compression_level: Literal["auto"] | Annotated[int, Field(ge=-7, le=22)] = "auto"
+    """``"auto"``: zstd 3, 1 or none per chunk, whichever pays (``recordings.effort``)."""
     split_size: str | None = None
     split_duration_s: float | None = Field(None, gt=0)
     flush_interval_s: float = Field(1.0, gt=0)
