@@ -272,14 +272,20 @@ def _zstd_size(payloads: list[bytes]) -> int:
 
 
 def print_table(rows: list[tuple[str, str, dict[str, float]]]) -> None:
-    head = f"{'session':8} {'writer':13} {'write MB/s':>10} {'write fr/s':>11} {'read MB/s':>10} {'read fr/s':>11} {'ratio':>6} {'1s window ms':>12}"
+    head = (
+        f"{'session':8} {'writer':13} {'write MB/s':>10} {'write fr/s':>11} {'read MB/s':>10} "
+        f"{'read fr/s':>11} {'ratio':>6} {'1s window ms':>12} {'write CPU s/GB':>14} "
+        f"{'read CPU s/GB':>13} {'file MB':>9}"
+    )
     print(head)
     print("-" * len(head))
     for session, tool, r in rows:
         print(
             f"{session:8} {tool:13} {r['raw_mb'] / r['write']:10.0f} {r['frames'] / r['write']:11.0f} "
             f"{r['raw_mb'] / r['read']:10.0f} {r['frames'] / r['read']:11.0f} "
-            f"{r['raw_mb'] * 1e6 / r['size']:6.2f} {r['window'] * 1e3:12.2f}"
+            f"{r['raw_mb'] * 1e6 / r['size']:6.2f} {r['window'] * 1e3:12.2f} "
+            f"{r['write_cpu'] / r['raw_mb'] * 1e3:14.2f} {r['read_cpu'] / r['raw_mb'] * 1e3:13.2f} "
+            f"{r['size'] / 1e6:9.2f}"
         )
     print()
     print(
@@ -301,6 +307,12 @@ def print_table(rows: list[tuple[str, str, dict[str, float]]]) -> None:
         print(
             f"  {session:8} {'; '.join(cells)}; window {m['window'] / h['window']:5.2f}x; "
             f"size {m['size'] / h['size']:6.4f}x"
+        )
+        per_gb = h["write_cpu"] / m["write_cpu"]  # the same bytes: CPU per GB, hfr / mcap
+        print(
+            f"  {session:8} write CPU per GB, hfr / mcap: {per_gb:4.2f}x "
+            f"({'met' if per_gb <= 0.67 else 'NOT met'}: goal <= 0.67x); "
+            f"file {h['size'] / m['size']:6.4f}x mcap's"
         )
 
 
@@ -340,7 +352,8 @@ def main() -> None:
     global REPEAT
     REPEAT = args.repeat
     print(
-        f"cpus: {os.cpu_count()}, zstd level 3, chunks of {CHUNK >> 20} MiB, best of {REPEAT}, "
+        f"cpus: {os.cpu_count()}, mcap zstd level 3 (its default), hfr compression_level "
+        f"'auto' (its default), chunks of {CHUNK >> 20} MiB, best of {REPEAT}, "
         f"load {_load()}"
     )
     with tempfile.TemporaryDirectory(dir=args.dir) as d:

@@ -297,6 +297,11 @@ def quick_recording(m: ModuleType) -> list[Row]:
                 rows.append(Row("recording", f"{session}: {label}", f"{value:,.1f} {unit}",
                                 f"{ratio:.{digits}f}x mcap", f">= {target:g}x mcap",
                                 ratio >= target))  # fmt: skip
+            if session != "small":  # issue 29: CPU per GB written, hfr's over mcap's
+                cpu = h["write_cpu"] / mc["write_cpu"]
+                rows.append(Row("recording", f"{session}: write CPU per GB",
+                                f"{h['write_cpu'] / h['raw_mb'] * 1e3:.2f} s/GB",
+                                f"{cpu:.2f}x mcap's", "<= 0.67x mcap's", cpu <= 0.67))  # fmt: skip
     return rows
 
 
