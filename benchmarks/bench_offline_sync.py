@@ -14,12 +14,15 @@ sensor; stamps jittered by up to 2 ms. Rows:
 * against the tools users would pick instead (``--peers``, needs the ``bench``
   extra: polars and pandas): 1 M and 10 M stamps of LiDAR 10 Hz (reference),
   camera 30 Hz (nearest within 20 ms) and IMU 200 Hz (nearest within 2 ms),
-  ``group_columns`` against polars ``join_asof(strategy="nearest", tolerance=)``
-  and pandas ``merge_asof(direction="nearest", tolerance=)`` on the same
-  columns, already in each library's own frames; interleaved, best of
-  ``--repeat``, wall and process CPU time, and a check that the complete
-  groups are the same rows (a tie goes to the earlier frame in hyperframes,
-  so ties are kept out of the stamps).
+  ``group_columns`` (the compiled merge kernel, and its numpy form) against
+  polars ``join_asof(strategy="nearest", tolerance=)`` and pandas
+  ``merge_asof(direction="nearest", tolerance=)`` on the same columns,
+  already in each library's own frames; interleaved, best of ``--repeat``,
+  wall and process CPU time, and a check that the complete groups are the
+  same rows (a tie goes to the earlier frame in hyperframes, so ties are kept
+  out of the stamps). The kernel's one-time cost (numba's import and the
+  machine code loaded from its cache, or compiled with the cache cold) is
+  measured apart, before the timed runs.
 
 Run: .venv/bin/python benchmarks/bench_offline_sync.py [--seconds 3600] [--peers]
 """
@@ -27,6 +30,9 @@ Run: .venv/bin/python benchmarks/bench_offline_sync.py [--seconds 3600] [--peers
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import sys
 import tempfile
 import time
 import tracemalloc
@@ -43,6 +49,7 @@ from recordings import Recorder, open_recording
 from recordings.offline_sync import sync_recording
 
 MS = 1_000_000
+ROOT = Path(__file__).resolve().parents[1]
 RATES = {"cam": 30, "lidar": 10, "imu": 200}
 
 
@@ -101,7 +108,8 @@ def grouping_row(stamps, make, repeat: int) -> tuple[float, float, bool]:
     n = sum(len(c) for c in stamps.values())
     frames = as_frames(stamps)
     t_stream, stream_groups = best_of(lambda: streaming(frames, make), max(1, repeat // 3))
-    t_cols, cols = best_of(lambda: group_columns(make(), stamps), repeat)
+    group_columns(make(), {s: t[:100] for s, t in stamps.items()}, compiled=True)  # JIT warm
+    t_cols, cols = best_of(lambda: group_columns(make(), stamps, compiled=True), repeat)
     same = offline_keys(stamps, cols) == stream_groups
     return n / t_cols, n / t_stream, same
 
@@ -216,7 +224,11 @@ def peers_row(total: int, repeat: int) -> dict[str, object]:
     pd_frames = {s: pd.DataFrame({"t": t, s: np.arange(len(t))}) for s, t in stamps.items()}
 
     def ours() -> tuple[np.ndarray, ...]:
-        cols = group_columns(pol, stamps)
+        cols = group_columns(pol, stamps, compiled=True)
+        return cols.t, cols.picks["cam"], cols.picks["imu"]
+
+    def ours_numpy() -> tuple[np.ndarray, ...]:
+        cols = group_columns(pol, stamps, compiled=False)
         return cols.t, cols.picks["cam"], cols.picks["imu"]
 
     def polars() -> tuple[np.ndarray, ...]:
@@ -236,7 +248,13 @@ def peers_row(total: int, repeat: int) -> dict[str, object]:
     best: dict[str, tuple[float, float]] = {}
     results: dict[str, tuple[np.ndarray, ...]] = {}
     for _ in range(repeat):
-        for name, fn in (("hyperframes", ours), ("polars", polars), ("pandas", pandas)):
+        runs = (
+            ("hyperframes", ours),
+            ("numpy", ours_numpy),
+            ("polars", polars),
+            ("pandas", pandas),
+        )
+        for name, fn in runs:
             wall, cpu, out = timed(fn)
             old = best.get(name, (float("inf"), float("inf")))
             best[name] = (min(old[0], wall), min(old[1], cpu))
@@ -246,14 +264,53 @@ def peers_row(total: int, repeat: int) -> dict[str, object]:
         and all(
             np.array_equal(a, b) for a, b in zip(results["hyperframes"], results[p], strict=True)
         )
-        for p in ("polars", "pandas")
+        for p in ("numpy", "polars", "pandas")
     )
     return {"frames": n, "groups": len(results["hyperframes"][0]), "best": best, "same": same}
 
 
+def kernel_load() -> dict[str, float]:
+    """Seconds of the kernel's first call in a fresh process: cache cold (numba
+    compiles) and then warm (loads the cached code); numba's import apart."""
+    code = (
+        "import time; t0 = time.perf_counter(); import numba; t1 = time.perf_counter()\n"
+        "import numpy as np; from fusion import Nearest\n"
+        "from fusion.policies.columnar import group_columns\n"
+        "t = np.arange(1000, dtype=np.int64); t2 = time.perf_counter()\n"
+        "group_columns(Nearest('a', ['a', 'b'], 3), {'a': t[::10], 'b': t}, compiled=True)\n"
+        "print(t1 - t0, time.perf_counter() - t2)\n"
+    )
+    out: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache, "PYTHONPATH": str(ROOT)}
+        for what in ("cold", "warm"):
+            res = subprocess.run(
+                [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+            )
+            imp, first = map(float, res.stdout.split())
+            out["import numba"] = imp
+            out[f"first call, {what} cache"] = first
+    return out
+
+
 def print_peers(repeat: int) -> None:
+    print(f"load average before: {os.getloadavg()}")
+    load = kernel_load()
+    group_columns(
+        Nearest("a", ["a", "b"], 3), {"a": np.arange(9), "b": np.arange(9)}, compiled=True
+    )
+    print(", ".join(f"{k} {v:.2f} s" for k, v in load.items()))
     table = Table(title="offline grouping vs polars join_asof / pandas merge_asof (in memory)")
-    for col in ("stamps", "hyperframes", "polars", "pandas", "vs polars", "vs pandas", "same rows"):
+    for col in (
+        "stamps",
+        "hyperframes",
+        "numpy form",
+        "polars",
+        "pandas",
+        "vs polars",
+        "vs pandas",
+        "same rows",
+    ):
         table.add_column(col, justify="right")
     for total in (1_000_000, 10_000_000):
         row = peers_row(total, repeat)
@@ -269,13 +326,15 @@ def print_peers(repeat: int) -> None:
         table.add_row(
             f"{n:,}",
             cell("hyperframes"),
+            cell("numpy"),
             cell("polars"),
             cell("pandas"),
             f"{best['polars'][0] / ours[0]:.2f}x (CPU {best['polars'][1] / ours[1]:.2f}x)",
             f"{best['pandas'][0] / ours[0]:.2f}x (CPU {best['pandas'][1] / ours[1]:.2f}x)",
             str(row["same"]),
         )
-    Console(width=200).print(table)
+    Console(width=240).print(table)
+    print(f"load average after: {os.getloadavg()}")
 
 
 def main() -> None:
