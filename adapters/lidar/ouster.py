@@ -56,7 +56,6 @@ from fusion.timing import current_clock
 log = logging.getLogger("hyperframes.lidar")
 
 LIDAR_PORT, IMU_PORT = 7502, 7503
-Datagram = tuple[int, int, int, bytes, int]  # PcapReader.tuples(): t, ports, payload, offset
 _BATCH = 2048  # datagrams per worker-thread round trip when reading a capture (~30 scans)
 _MAX_METADATA = 4 * 1024 * 1024  # a sensor's metadata JSON is a few kB
 _SKIP_REASON = {  # capture records that hold no datagram -> ledger reason
@@ -68,6 +67,18 @@ _SKIP_REASON = {  # capture records that hold no datagram -> ledger reason
     "oversized_record": "bad_length",
     "truncated_file": "bad_length",
 }
+
+
+class _Capture:
+    """The capture being read: its reader and datagrams, opened by the first batch."""
+
+    def __init__(self) -> None:
+        self.reader: PcapReader | None = None
+        self.datagrams: Iterator[tuple[int, int, int, bytes, int]] | None = None
+
+    def close(self) -> None:
+        if self.reader is not None:
+            self.reader.close()
 
 
 def load_metadata(path: str | Path, *, sensor: str = "lidar") -> Any:
@@ -244,15 +255,13 @@ class OusterSource(Source):
     async def _pcap_frames(self) -> AsyncIterator[Frame]:
         assert self.pcap is not None
         self.assembler = self._new_assembler()
-        reader = await self.run_blocking(self._open_pcap, self.pcap)
-        datagrams = reader.tuples()
+        capture = _Capture()
         clock = current_clock()
         start: tuple[int, int] | None = None
         try:
-            while True:
-                batch = await self.run_blocking(self._pcap_batch, datagrams)
-                if batch is None:
-                    return
+            done = False
+            while not done:  # one worker-thread round trip a batch (the first opens the file)
+                batch, done = await self.run_blocking(self._pcap_batch, capture)
                 for frame in batch:
                     if self.speed is not None and frame.t_arrival is not None:
                         if start is None:
@@ -261,7 +270,7 @@ class OusterSource(Source):
                         await clock.sleep_until(due)
                     yield frame
         finally:
-            reader.close()
+            capture.close()
 
     def _open_pcap(self, path: Path) -> PcapReader:
         return PcapReader(path, on_skip=self._skipped_record)
@@ -273,33 +282,36 @@ class OusterSource(Source):
             f"{self.pcap}: record at byte {offset}: {reason.replace('_', ' ')}",
         )
 
-    def _pcap_batch(self, datagrams: Iterator[Datagram]) -> list[Frame] | None:
-        """Read up to _BATCH datagrams, assemble, decode (worker thread)."""
+    def _pcap_batch(self, capture: _Capture) -> tuple[list[Frame], bool]:
+        """Read up to _BATCH datagrams, assemble, decode (worker thread); ``(frames, the
+        capture's end)``. The first call opens the capture; the last flushes the scan
+        in progress."""
+        if capture.datagrams is None:
+            assert self.pcap is not None
+            capture.reader = self._open_pcap(self.pcap)
+            capture.datagrams = capture.reader.tuples()
         out: list[Frame] = []
         taken = lidar = 0
-        last_t: int | None = None
         push, lidar_port, imu_port = self.assembler.push, self.lidar_port, self.imu_port
         try:
-            for last_t, _src, port, payload, self._at in datagrams:
+            for t, _src, port, payload, self._at in capture.datagrams:
                 taken += 1
                 if port == lidar_port:  # the hot path: counted received after the loop
                     lidar += 1
-                    scans = push(payload, last_t)
+                    scans = push(payload, t)
                     if scans:
                         out += self._scan_frames(scans)
                 else:
                     kind = "imu" if port == imu_port else port
-                    out += self._datagram(kind, payload, last_t)
+                    out += self._datagram(kind, payload, t)
                 if taken >= _BATCH:
-                    break
+                    return out, False
         except MetadataMismatch as err:
             raise DecodeError(f"{self.metadata}: {err}", sensor=self.name) from None
         finally:
             self.count_received(lidar)
-        if taken == 0:
-            out = self._scan_frames(self.assembler.flush(last_t), last=True)
-            return out or None
-        return out
+        # the end: the scan in progress (no packet finished it, so no arrival time)
+        return out + self._scan_frames(self.assembler.flush(None), last=True), True
 
     # -- live ----------------------------------------------------------------------------
 

@@ -332,10 +332,12 @@ class ScanAssembler:
 
 def missing_columns(ids: np.ndarray, width: int, window: tuple[int, int]) -> list[list[int]]:
     """The ``[start, stop)`` runs of columns of the column window not in ``ids``."""
+    lo, hi = window
+    if lo <= hi and len(ids) == hi - lo + 1 and len(ids) and ids[0] == lo and ids[-1] == hi:
+        return []  # the usual scan: every column of the window (ids are ascending, unique)
     valid = np.zeros(width, bool)
     valid[ids] = True
     wanted = np.zeros_like(valid)
-    lo, hi = window
     if lo <= hi:
         wanted[lo : hi + 1] = True
     else:  # a window that wraps past the last column

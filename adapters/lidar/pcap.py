@@ -53,6 +53,9 @@ SKIP_REASONS = {
 _MAX_RECORD = 256 * 1024  # larger than any snaplen we accept; guards a corrupt length
 _BLOCK = 1 << 20
 _UDP_HEAD = struct.Struct(">HHH")
+# an Ethernet frame's ethertype, then IPv4's version/IHL, flags and fragment bytes,
+# protocol, then UDP's ports and length (42 bytes), read at once
+_PLAIN_UDP = struct.Struct(">12x2sB5xBBxB10xHHH")
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +140,7 @@ class PcapReader:
             yield from self._pcapng()
             return
         record = struct.Struct(self._endian + "IIII").unpack_from
-        udp_head = _UDP_HEAD.unpack_from
+        plain = _PLAIN_UDP.unpack_from
         offset = 24
         link = self.linktype
         tick = self._tick_ns
@@ -172,17 +175,17 @@ class PcapReader:
                     return
             self.records += 1
             pos = end
-            if (  # the usual record: Ethernet, IPv4 without options, UDP, not a fragment
-                ethernet
-                and incl_len >= 42
-                and buf[start + 12] == 8
-                and buf[start + 13] == 0
-                and buf[start + 14] == 0x45
-                and buf[start + 23] == 17
-                and not (buf[start + 20] & 0x3F or buf[start + 21])
-            ):
-                src, dst, length = udp_head(buf, start + 34)
-                if 8 <= length <= incl_len - 34:
+            if ethernet and incl_len >= 42:  # the usual record: Ethernet, IPv4, UDP
+                ethertype, version_ihl, flags, fragment, protocol, src, dst, length = plain(
+                    buf, start
+                )
+                if (
+                    ethertype == b"\x08\x00"
+                    and version_ihl == 0x45  # IPv4 without options
+                    and protocol == 17
+                    and not (flags & 0x3F or fragment)  # not a fragment
+                    and 8 <= length <= incl_len - 34
+                ):
                     yield (
                         sec * 1_000_000_000 + frac * tick,
                         src,
