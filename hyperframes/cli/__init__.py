@@ -28,6 +28,7 @@ COMMANDS = (
     "sync",
     "bench",
     "fleet",
+    "segments",
     "doctor",
 )
 
