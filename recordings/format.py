@@ -37,7 +37,7 @@ SYNC = b"HFR"
 VERSION_MAJOR = 1
 """Bumped for changes an older reader cannot read; such a reader refuses the file."""
 
-VERSION_MINOR = 4
+VERSION_MINOR = 5
 """Bumped for additions (new meta keys, new record kinds) an older reader can skip."""
 
 PREAMBLE = struct.Struct("<8sHHI")
@@ -56,6 +56,9 @@ class RecordKind(IntEnum):
     """The footer index: every chunk's meta and offset, written by ``close()``."""
     COLUMNS = 4
     """A chunk whose small arrays are stored as columns (format 1.1, ``recordings/columns.py``)."""
+    STAMPS = 5
+    """Every frame's stamps as columns, between the INDEX and the trailer (format 1.5,
+    ``recordings/stamp_index.py``)."""
 
 
 CHUNK_KINDS = frozenset({RecordKind.CHUNK, RecordKind.COLUMNS})

@@ -68,6 +68,7 @@ from recordings.parser import (
     parse_specs,
 )
 from recordings.records import DecodedChunk, decode_chunk, decompress_chunk
+from recordings.stamp_index import StampChecker, StampIndex, read_stamp_index
 
 DATED_BEFORE_NS = 120 * 10**9
 DATED_AFTER_NS = 30 * 10**9
@@ -190,32 +191,111 @@ class Recording:
         """Chunks decoded ahead of the one being read, in a thread pool (0: none)."""
         self._pool: ThreadPoolExecutor | None = None
         self.strict = strict
-        self.damage: list[RecordingError] = []
-        """Every problem found: at open, and in chunks as they are read."""
+        self._damage: list[RecordingError] = []
         self._damaged_offsets: set[int | str] = set()
         self._resync_work = 0
         self._resync_spent = False
-        self.specs: dict[str, SensorSpec] = {}
+        self._specs: dict[str, SensorSpec] = {}
         self.metadata: dict[str, Any] = {}
-        self.ledgers: dict[str, SensorLedger] = {}
-        """Each sensor's input ledger as recorded (format 1.3; empty without a footer)."""
+        self._ledgers: dict[str, SensorLedger] = {}
         self._header_wall: WallAnchor | None = None
-        self.chunks: list[ChunkMeta] = []
-        self.indexed = False
+        self._chunks: list[ChunkMeta] = []
+        self._indexed = False
+        self._use_index = use_index
+        self._body = PREAMBLE.size  # where the records after the header start
+        self._loaded = False
+        self._loading = threading.Lock()
+        self._stamp_index: StampIndex | str | None = None
+        self._max_end: list[int] = []
+        self._min_start_from: list[int] = []
         self._fd = os.open(self.path, os.O_RDONLY)
         try:
             self.size = os.fstat(self._fd).st_size
-            self._open(use_index)
+            self._open()
         except BaseException:
             os.close(self._fd)
             raise
-        self._max_end = list(itertools.accumulate((c.t_end for c in self.chunks), max))
-        mins = list(itertools.accumulate((c.t_start for c in reversed(self.chunks)), min))
-        self._min_start_from = mins[::-1]
+
+    # -- the chunk list, found on first use --------------------------------
+    #
+    # Opening reads the preamble and the header only; the footer index (or the
+    # scan) is read the first time anything needs the chunks, so a reader that
+    # only wants the stamps (:meth:`stamp_index`) never decodes the index.
+
+    def _load(self) -> None:
+        if self._loaded:
+            return
+        with self._loading:
+            if self._loaded:
+                return
+            closed = self._fd < 0
+            if closed:  # closed before anything asked: read the chunk list now
+                self._fd = os.open(self.path, os.O_RDONLY)
+            try:
+                if self._use_index and self._read_index():
+                    self._indexed = True
+                else:
+                    self._scan(self._body)
+            finally:
+                if closed:
+                    os.close(self._fd)
+                    self._fd = -1
+            self._max_end = list(itertools.accumulate((c.t_end for c in self._chunks), max))
+            mins = list(itertools.accumulate((c.t_start for c in reversed(self._chunks)), min))
+            self._min_start_from = mins[::-1]
+            self._loaded = True
+
+    @property
+    def chunks(self) -> list[ChunkMeta]:
+        """Every chunk found, in file order (from the footer index, or by scanning)."""
+        self._load()
+        return self._chunks
+
+    @property
+    def indexed(self) -> bool:
+        """The chunks came from a valid footer index (the writer closed the file)."""
+        self._load()
+        return self._indexed
+
+    @property
+    def damage(self) -> list[RecordingError]:
+        """Every problem found: at open, and in chunks as they are read."""
+        self._load()
+        return self._damage
+
+    @property
+    def specs(self) -> dict[str, SensorSpec]:
+        """Sensor specs: the header's, the footer's and those chunks declared."""
+        self._load()
+        return self._specs
+
+    @property
+    def ledgers(self) -> dict[str, SensorLedger]:
+        """Each sensor's input ledger as recorded (format 1.3; empty without a footer)."""
+        self._load()
+        return self._ledgers
+
+    def stamp_index(self) -> StampIndex | None:
+        """The footer stamp index (format 1.5; :mod:`recordings.stamp_index`), read
+        without the chunk list; ``None`` when the file has none or it does not check
+        out (:attr:`stamp_index_problem` says why)."""
+        if self._stamp_index is None:
+            if not self._use_index or self._fd < 0:
+                self._stamp_index = "the footer is not used"
+            else:
+                self._stamp_index = read_stamp_index(
+                    self._fd, self.size, self.limits.max_chunk_bytes
+                )
+        return None if isinstance(self._stamp_index, str) else self._stamp_index
+
+    @property
+    def stamp_index_problem(self) -> str | None:
+        """Why :meth:`stamp_index` gave ``None`` (after it was called)."""
+        return self._stamp_index if isinstance(self._stamp_index, str) else None
 
     # -- opening ----------------------------------------------------------
 
-    def _open(self, use_index: bool) -> None:
+    def _open(self) -> None:
         head = os.pread(self._fd, PREAMBLE.size, 0)
         self.version = unpack_preamble(head, path=str(self.path))
         offset = PREAMBLE.size
@@ -226,16 +306,12 @@ class Recording:
             if rec.kind == RecordKind.HEADER and isinstance(rec.meta, dict):
                 specs, metadata = header_contents(rec.meta)
                 for spec in specs:
-                    self.specs.setdefault(spec.name, spec)
+                    self._specs.setdefault(spec.name, spec)
                 self.metadata = metadata or {}
                 self._header_wall = WallAnchor.from_wire(rec.meta.get("wall"))
-                offset = rec.end
+                self._body = rec.end
             else:
                 self._report(CorruptChunk("the first record is not a header", **self._at(offset)))
-        if use_index and self._read_index():
-            self.indexed = True
-            return
-        self._scan(offset)
 
     def _read_index(self) -> bool:
         if self.size < PREAMBLE.size + TRAILER.size:
@@ -268,11 +344,11 @@ class Recording:
         if isinstance(chunks, RecordingError):
             self._report(chunks)
             return False
-        self.chunks = chunks
+        self._chunks = chunks
         self._take_specs(meta.get("sensors"))
         if "ledger" in meta:
             try:
-                self.ledgers = parse_ledgers(meta["ledger"])
+                self._ledgers = parse_ledgers(meta["ledger"])
             except ValueError as err:
                 self._report(CorruptChunk(f"{err}; ignoring it", **self._at(index_offset)))
         for c in chunks:
@@ -301,7 +377,7 @@ class Recording:
                 if isinstance(chunk, RecordingError):
                     self._report(chunk)
                 else:
-                    self.chunks.append(chunk)
+                    self._chunks.append(chunk)
                     self._take_specs(chunk.new_specs)
             elif rec.kind == RecordKind.INDEX:
                 return  # what follows is the trailer
@@ -387,7 +463,7 @@ class Recording:
 
     def _take_specs(self, specs: Any) -> None:
         for spec in parse_specs(specs):
-            self.specs.setdefault(spec.name, spec)
+            self._specs.setdefault(spec.name, spec)
 
     def _at(self, offset: int) -> dict[str, Any]:
         return {"path": str(self.path), "offset": offset}
@@ -397,7 +473,7 @@ class Recording:
         if key in self._damaged_offsets:
             return
         self._damaged_offsets.add(key)
-        self.damage.append(err)
+        self._damage.append(err)
 
     # -- reading ----------------------------------------------------------
 
@@ -449,7 +525,7 @@ class Recording:
         end: int | None = None,
     ) -> list[ChunkMeta]:
         """Chunks that may hold frames of ``sensors`` with ``start <= t < end``."""
-        lo, hi = 0, len(self.chunks)
+        lo, hi = 0, len(self.chunks)  # loads the chunk list and the bisection keys
         if start is not None:
             lo = bisect.bisect_left(self._max_end, start)
         if end is not None:
@@ -576,16 +652,27 @@ class Recording:
         checked, and what its meta claims compared with what it holds (frames
         and first/last ``t`` per sensor, which ``summary()`` and ``info`` show),
         so a chunk that passes is one every command reads as its meta says.
-        Across chunks, a ``(sensor, seq)`` pair met twice is reported. Without
-        ``decode`` only the CRCs are checked. ``progress(1)`` is called per chunk.
+        Across chunks, a ``(sensor, seq)`` pair met twice is reported, and the
+        stamp index (1.5), when present, is compared with every chunk's frames.
+        Without ``decode`` only the CRCs are checked. ``progress(1)`` is called
+        per chunk.
         """
         seqs: dict[str, list[Any]] = {}
-        for chunk in self.chunks:
+        table = StampChecker(self.stamp_index(), len(self.chunks)) if decode else None
+        if table is not None and table.problem:
+            self._report(RecordingError(table.problem, path=str(self.path)))
+        for ci, chunk in enumerate(self.chunks):
             if progress is not None:
                 progress(1)
             try:
                 if decode:
-                    self._check_contents(chunk, seqs)
+                    found = self._check_contents(chunk, seqs)
+                    problem = table.compare(ci, found) if table is not None else None
+                    if problem:
+                        raise CorruptChunk(
+                            f"the stamp index does not match {chunk.describe()}: {problem}",
+                            **self._at(chunk.offset),
+                        )
                 else:
                     self._check_crc(chunk)
             except RecordingError as err:
@@ -594,7 +681,10 @@ class Recording:
             self._check_unique(name, parts)
         return list(self.damage)
 
-    def _check_contents(self, chunk: ChunkMeta, seqs: dict[str, list[Any]]) -> None:
+    def _check_contents(
+        self, chunk: ChunkMeta, seqs: dict[str, list[Any]]
+    ) -> dict[str, tuple[list[int], list[int]]]:
+        """Check ``chunk`` against its meta; its frames' ``(t, seq)`` lists per sensor."""
         found: dict[str, list[int]] = {}
         seen: dict[str, list[int]] = {}
         for f in self.decode_chunk(chunk).frames():
@@ -611,6 +701,7 @@ class Recording:
                 )
         for name, values in seen.items():
             seqs.setdefault(name, []).append(np.asarray(values, np.int64))
+        return {name: (ts, seen[name]) for name, ts in found.items()}
 
     def _check_unique(self, name: str, parts: list[Any]) -> None:
         s = np.sort(np.concatenate(parts))

@@ -1,13 +1,15 @@
-"""Upgrade a recording to format 1.4: the same records, each chunk with a stamp block.
+"""Upgrade a recording to format 1.5: the same records, stamp blocks and a stamp index.
 
 Theory of operation. Files before 1.4 keep their stamps only inside the
-compressed payloads, so ``sync`` has to decompress every chunk.
+compressed payloads, so ``sync`` has to decompress every chunk; files before
+1.5 have no footer stamp index, so it parses every chunk meta.
 :func:`reindex` writes a copy in which every chunk meta (and the footer
-index) also carries the chunk's stamp block (``recordings/FORMAT.md``). It
-changes nothing else: the HEADER record and every payload are copied byte
-for byte (so wall-clock anchors, specs, metadata and compression stay), the
-footer keeps the source's sensors and input ledger, and only the chunk
-metas, their CRCs and the index are new. Each chunk is decoded once, through
+index) also carries the chunk's stamp block, and the footer is followed by
+the stamp index (``recordings/FORMAT.md``). It changes nothing else: the
+HEADER record and every payload are copied byte for byte (so wall-clock
+anchors, specs, metadata and compression stay), the footer keeps the
+source's sensors and input ledger, and only the chunk metas, their CRCs,
+the index and the stamp index are new. Each chunk is decoded once, through
 the frame reader's own validation, to read its frames' stamps; a recording
 with any damage is refused (``hyperframes check --repair`` first), so the
 copy never claims stamps a reader would reject.
@@ -35,6 +37,7 @@ from recordings.format import (
 )
 from recordings.reader import Recording
 from recordings.stamp_block import stamp_table
+from recordings.stamp_index import StampIndexWriter
 
 __all__ = ["reindex"]
 
@@ -42,7 +45,7 @@ _PREAMBLE_BYTES = 16
 
 
 def reindex(log: Recording, out: str | os.PathLike[str]) -> int:
-    """Write ``log`` to ``out`` as format 1.4 (stamp blocks); returns the chunk count.
+    """Write ``log`` to ``out`` as format 1.5 (stamp blocks and index); returns the chunk count.
 
     ``log`` must have been closed by its writer (a footer index) and be free
     of damage; ``RecordingError`` says otherwise.
@@ -52,6 +55,7 @@ def reindex(log: Recording, out: str | os.PathLike[str]) -> int:
     if log.verify():
         raise RecordingError(f"{log.path}: damaged; run check --repair first")
     cctx = zstandard.ZstdCompressor(write_content_size=True)
+    table = StampIndexWriter()
     fd = os.open(log.path, os.O_RDONLY)
     try:
         header = _record(fd, _PREAMBLE_BYTES)
@@ -71,11 +75,15 @@ def reindex(log: Recording, out: str | os.PathLike[str]) -> int:
                 payload = record[PRELUDE.size + meta_len :]
                 frames = list(log.decode_chunk(chunk).frames())
                 index = {name: i for i, name in enumerate(chunk.sensors)}
-                raw = stamp_table(
-                    len(frames),
-                    np.full(len(frames), 255, np.uint8),
-                    [],
-                    [(index[fr.sensor], fr.seq, fr.t, fr.t_arrival) for fr in frames],
+                rows = [(index[fr.sensor], fr.seq, fr.t, fr.t_arrival) for fr in frames]
+                raw = stamp_table(len(frames), np.full(len(frames), 255, np.uint8), [], rows)
+                table.add(
+                    chunk.sensors,
+                    np.array([r[0] for r in rows], np.int64),
+                    np.array([r[1] for r in rows], np.int64),
+                    np.array([r[2] for r in rows], np.int64),
+                    np.array([0 if r[3] is None else r[3] for r in rows], np.int64),
+                    np.array([r[3] is not None for r in rows], np.uint8),
                 )
                 meta = dataclasses.replace(chunk, stamps=cctx.compress(raw))
                 meta_bytes = msgpack.packb(meta.to_msgpack(), use_bin_type=True)
@@ -91,6 +99,8 @@ def reindex(log: Recording, out: str | os.PathLike[str]) -> int:
             packed = msgpack.packb(index_meta, use_bin_type=True)
             f.write(pack_prelude(RecordKind.INDEX, packed, 0, 0))
             f.write(packed)
+            for piece in table.record() or []:
+                f.write(piece)
             f.write(pack_trailer(at))
             f.flush()
             os.fsync(f.fileno())

@@ -1,6 +1,9 @@
 """A recording's stamps as numpy columns, read with the frame reader's own validation.
 
-Theory of operation. Since format 1.4 a chunk's meta carries a stamp block
+Theory of operation. Since format 1.5 a closed file ends with a stamp index
+(:mod:`recordings.stamp_index`): every frame's stamps as columns, read with
+one read and no chunk meta parsed; :func:`read_stamps` takes them from there
+when the file has a usable one. Since format 1.4 a chunk's meta carries a stamp block
 (:mod:`recordings.stamp_block`): its frames' sensor, ``seq``, ``t`` and
 ``t_arrival`` outside the payload, checked against the meta's counts and
 ranges, and read from the footer index without touching the payload. The
@@ -44,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from fusion.frames import Frame
-from recordings.errors import RecordingError
+from recordings.errors import CorruptChunk, RecordingError
 from recordings.layout import ChunkMeta
 from recordings.reader import Recording
 from recordings.records import DecodedChunk
@@ -89,6 +92,9 @@ def read_stamps(
     """Stamps of ``sensors`` with ``start <= t < end``, in recorded order, per sensor
     (``progress(1)`` per chunk read)."""
     names = list(dict.fromkeys(sensors))
+    index = log.stamp_index()
+    if index is not None:
+        return {s: _window(SensorStamps(s, *index.of(s)), start, end) for s in names}
     parts: dict[str, list[tuple[Int64, Int64, Int64, Int64]]] = {s: [] for s in names}
     position = {id(c): i for i, c in enumerate(log.chunks)}
     for chunk in log.select(names, start, end):
@@ -128,6 +134,17 @@ def read_stamps(
             t = seq = col = rank = np.empty(0, np.int64)
         out[sensor] = SensorStamps(sensor, t, seq, col, rank)
     return out
+
+
+def _window(st: SensorStamps, start: int | None, end: int | None) -> SensorStamps:
+    if start is None and end is None:
+        return st
+    keep = np.ones(len(st), bool)
+    if start is not None:
+        keep &= st.t >= start
+    if end is not None:
+        keep &= st.t < end
+    return st.take(keep)
 
 
 def _block_stamps(chunk: ChunkMeta, log: Recording) -> dict[str, tuple[Int64, Int64]] | None:
@@ -202,13 +219,35 @@ class FrameFetcher:
     def frame(self, sensor: str, row: int) -> Frame:
         """The frame at ``row`` of ``stamps[sensor]``."""
         st = self.stamps[sensor]
-        return self._chunk(int(st.chunk[row]))[sensor][int(st.rank[row])]
+        return self._take(sensor, int(st.chunk[row]), int(st.rank[row]), row)
 
     def frames(self, sensor: str, lo: int, hi: int) -> list[Frame]:
         """The frames at rows ``lo..hi-1`` of ``stamps[sensor]``, in order."""
         st = self.stamps[sensor]
         chunks, ranks = st.chunk[lo:hi].tolist(), st.rank[lo:hi].tolist()
-        return [self._chunk(c)[sensor][k] for c, k in zip(chunks, ranks, strict=True)]
+        return [
+            self._take(sensor, c, k, lo + j)
+            for j, (c, k) in enumerate(zip(chunks, ranks, strict=True))
+        ]
+
+    def _take(self, sensor: str, ci: int, rank: int, row: int) -> Frame:
+        """The frame a stamp row names, checked against the stamp: stamps read from
+        blocks or the stamp index were not read from the payload, so a file whose
+        stamps and payload disagree fails here, naming the chunk, not later."""
+        st = self.stamps[sensor]
+        chunks = self.log.chunks
+        got = self._chunk(ci)[sensor] if 0 <= ci < len(chunks) else []
+        if rank < len(got):
+            frame = got[rank]
+            if frame.t == int(st.t[row]) and frame.seq == int(st.seq[row]):
+                return frame
+        where = chunks[ci].describe() if 0 <= ci < len(chunks) else f"chunk {ci}"
+        raise CorruptChunk(
+            f"the stamps of {sensor!r} seq {int(st.seq[row])} (t {int(st.t[row])} ns) do not "
+            f"match frame {rank} of that sensor in {where}",
+            path=str(self.log.path),
+            offset=chunks[ci].offset if 0 <= ci < len(chunks) else None,
+        )
 
     def _chunk(self, ci: int) -> dict[str, list[Frame]]:
         got = self._lru.get(ci)
@@ -216,7 +255,7 @@ class FrameFetcher:
             self._lru.move_to_end(ci)
             return got
         chunk = self.log.chunks[ci]
-        by_sensor: dict[str, list[Frame]] = {}
+        by_sensor: dict[str, list[Frame]] = {sensor: [] for sensor in self._wanted}
         for frame in self.log.decode_chunk(chunk).frames(self._wanted):
             lst = by_sensor.get(frame.sensor)
             if lst is None:

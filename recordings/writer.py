@@ -20,7 +20,7 @@ thread, the event loop stays free) until one is written; memory stays bounded
 by ``(max_pending + 1) * chunk_bytes``.
 
 ``close()`` seals the last chunk, waits for every chunk to reach the file,
-then appends the footer index and the trailer. A recorder whose writer
+then appends the footer index, the stamp index (1.5) and the trailer. A recorder whose writer
 failed (disk full, say) refuses further frames with :class:`RecorderClosed`
 saying why, and ``close()`` raises the original error.
 """
@@ -67,6 +67,8 @@ from recordings.format import (
 )
 from recordings.layout import ChunkMeta, SealedChunk
 from recordings.ledgers import ledger_entries
+from recordings.stamp_block import ROW_BYTES, decode_block
+from recordings.stamp_index import StampIndexWriter
 
 _local = threading.local()
 
@@ -626,6 +628,7 @@ class Recorder(Closeable):
             head["wall"] = sample_anchor().as_list()
         header = _pack(head)
         self._index = []
+        self._stamp_index = StampIndexWriter(self._level)
         self._part_bytes = 0
         self._part_t0 = None
         self._emit(
@@ -640,6 +643,7 @@ class Recorder(Closeable):
         if self._durable:
             os.fsync(self._fd)
         self._index.append(entry)
+        self._add_stamps(meta)
         with self._lock:
             self._chunks_written += 1
             self._raw_written += meta.raw_size
@@ -652,6 +656,15 @@ class Recorder(Closeable):
             self._part += 1
             self._open_part()
 
+    def _add_stamps(self, meta: ChunkMeta) -> None:
+        """The chunk's block, into the part's footer stamp index (1.5)."""
+        table = self._stamp_index
+        if meta.stamps is None or table.chunks < 0:
+            table.skip_chunk()
+            return
+        block = decode_block(meta, max(1, ROW_BYTES * meta.count))
+        table.add(meta.sensors, block.sensor, block.seq, block.t, block.arrival, block.has_arrival)
+
     def _finish_part(self) -> None:
         index_offset = self._part_bytes
         with self._lock:
@@ -661,10 +674,12 @@ class Recorder(Closeable):
         if ledgers:
             index_meta["ledger"] = ledgers
         index = _pack(index_meta)
+        stamps = self._stamp_index.record() or []  # between the INDEX and the trailer
         self._emit(
             [
                 pack_prelude(RecordKind.INDEX, index, 0, crc32(b"")),
                 index,
+                *stamps,
                 pack_trailer(index_offset),
             ]
         )

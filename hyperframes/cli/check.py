@@ -31,8 +31,9 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--reindex",
         action="store_true",
-        help="copy a sound file to -o NEW in format 1.4 (a stamp block per chunk: "
-        "sync and seeking then read no payload); records and payloads are kept as they are",
+        help="copy a sound file to -o NEW in format 1.5 (a stamp block per chunk and a stamp "
+        "index: sync and seeking then read no payload and no chunk meta); records and "
+        "payloads are kept as they are",
     )
     p.add_argument(
         "-o",
@@ -125,7 +126,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _reindex(args: argparse.Namespace, log: Any, path: Path, console: Any) -> int:
-    """``check --reindex -o NEW``: the sound file ``log`` copied with stamp blocks."""
+    """``check --reindex -o NEW``: the sound file ``log`` copied with stamp blocks and
+    a stamp index."""
     from fusion.errors import HyperframesError
     from hyperframes.cli.common import error, literal
     from recordings.outputs import safe_output
@@ -142,7 +144,9 @@ def _reindex(args: argparse.Namespace, log: Any, path: Path, console: Any) -> in
         error(console, f"--reindex: {err}")
         return 2
     console.print(
-        literal(f"reindexed: wrote {out} (format 1.4, {n} chunks with stamp blocks)"),
+        literal(
+            f"reindexed: wrote {out} (format 1.5: {n} chunks with stamp blocks, a stamp index)"
+        ),
         soft_wrap=True,
     )
     return 0

@@ -183,12 +183,20 @@ def run(args: argparse.Namespace) -> int:
         f"{stats.groups} groups, {stats.groups_dropped} dropped as incomplete; "
         f"{frames} stamps in {took * 1e3:.0f} ms ({stats.chunks_read} chunks decompressed)"
     )
+    upgrade = f"'hyperframes check {args.file} --reindex -o NEW.hfr' upgrades the file"
     if stats.chunks_read:
         note(
             console,
             "slow path:",
             f"{stats.chunks_read} chunks have no stamp block (written before format 1.4); "
-            f"'hyperframes check {args.file} --reindex -o NEW.hfr' upgrades the file",
+            + upgrade,
+        )
+    elif not stats.stamp_index and frames:
+        note(
+            console,
+            "slow path:",
+            "the stamps came from every chunk's meta: the file has no stamp index "
+            "(written before format 1.5); " + upgrade,
         )
     if written is not None:
         print(f"wrote {stats.groups} groups to {written}")

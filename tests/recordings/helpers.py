@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import struct
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from fusion.frames import Frame
+from recordings.format import PRELUDE, TRAILER, RecordKind
 
 
 def payload(sensor: str, seq: int) -> Any:
@@ -70,3 +73,18 @@ def same_frame(a: Frame, b: Frame) -> bool:
         b.t_arrival,
         b.meta,
     ) and digest(a.data) == digest(b.data)
+
+
+def stamp_record_span(data: bytes) -> tuple[int, int]:
+    """``(start, end)`` of the STAMPS record: after the INDEX, before the trailer."""
+    index_offset = struct.unpack_from("<Q", data, len(data) - TRAILER.size)[0]
+    _, kind, meta_len, payload_len, _, _ = PRELUDE.unpack_from(data, index_offset)
+    assert kind == RecordKind.INDEX
+    return index_offset + PRELUDE.size + meta_len + payload_len, len(data) - TRAILER.size
+
+
+def without_stamp_index(path: Path) -> None:
+    """Rewrite ``path`` as a 1.4 writer left it: no STAMPS record."""
+    data = path.read_bytes()
+    a, b = stamp_record_span(data)
+    path.write_bytes(data[:a] + data[b:])

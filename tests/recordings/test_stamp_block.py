@@ -14,6 +14,7 @@ from recordings import Recorder, open_recording
 from recordings.offline_sync import sync_recording
 from recordings.stamp_block import ROW_BYTES, decode_block
 from recordings.stamps import read_stamps
+from tests.recordings.helpers import without_stamp_index
 
 MS = 1_000_000
 SENSORS = ("cam", "imu", "lidar")
@@ -44,7 +45,7 @@ def test_every_chunk_has_a_block_equal_to_its_frames(tmp_path: Path) -> None:
     path = tmp_path / "mixed.hfr"
     frames = write_mixed(path)
     with open_recording(path) as log:
-        assert log.version == (1, 4)
+        assert log.version == (1, 5)
         assert len(log.chunks) > 5
         assert {c.kind for c in log.chunks} == {4}
         rows = []
@@ -59,10 +60,15 @@ def test_every_chunk_has_a_block_equal_to_its_frames(tmp_path: Path) -> None:
     assert rows == stored == [(f.sensor, f.seq, f.t, f.t_arrival) for f in frames]
 
 
-def test_stamps_and_groups_come_without_reading_a_payload(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stamp_index", [True, False], ids=["1.5", "1.4 (blocks only)"])
+def test_stamps_and_groups_come_without_reading_a_payload(
+    tmp_path: Path, stamp_index: bool
+) -> None:
     """Every payload overwritten with garbage: the frames are lost, the stamps are not."""
     path = tmp_path / "mixed.hfr"
     frames = write_mixed(path)
+    if not stamp_index:
+        without_stamp_index(path)
     with open_recording(path) as log:
         policy = Nearest("lidar", list(SENSORS), {"cam": 2 * MS, "imu": 2 * MS})
         with sync_recording(log, policy) as groups:
@@ -85,6 +91,7 @@ def test_stamps_and_groups_come_without_reading_a_payload(tmp_path: Path) -> Non
         with sync_recording(log, policy) as groups:
             assert (groups.columns.t.tolist(), len(groups)) == expected_groups
             assert groups.statistics.chunks_read == 0
+            assert groups.statistics.stamp_index == stamp_index
 
 
 def _index_offset(data: bytearray) -> int:
@@ -131,7 +138,9 @@ def test_check_reindex_upgrades_an_older_file_keeping_every_record(tmp_path: Pat
     assert main(["check", str(old), "--reindex", "-o", str(new), "-q"]) == 0
     with open_recording(old) as a, open_recording(new) as b:
         assert all(c.stamps is None for c in a.chunks)
-        assert b.version == (1, 4)
+        assert b.version == (1, 5)
+        assert a.stamp_index() is None
+        assert b.stamp_index() is not None  # the 1.5 stamp index too
         assert len(b.chunks) == len(a.chunks) > 1
         assert all(c.stamps is not None for c in b.chunks)
         assert b.metadata == a.metadata
@@ -152,6 +161,8 @@ def test_check_reindex_upgrades_an_older_file_keeping_every_record(tmp_path: Pat
         policy = Nearest("lidar", list(SENSORS), {"cam": 2 * MS, "imu": 2 * MS})
         with sync_recording(a, policy) as ga, sync_recording(b, policy) as gb:
             assert gb.statistics.chunks_read == 0 < ga.statistics.chunks_read
+            assert gb.statistics.stamp_index
+            assert not ga.statistics.stamp_index
             assert gb.columns.t.tolist() == ga.columns.t.tolist()
             assert [g.keys for g in gb.groups()] == [g.keys for g in ga.groups()]
     assert main(["check", str(new), "-q"]) == 0

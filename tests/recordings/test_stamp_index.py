@@ -1,0 +1,325 @@
+"""Format 1.5: the footer stamp index, every frame's stamps in one record after the INDEX."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import msgpack
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fusion import Nearest
+from recordings import Recorder, open_recording, read_stream
+from recordings.errors import CorruptChunk
+from recordings.format import PRELUDE, TRAILER, RecordKind, crc32, pack_prelude, pack_trailer
+from recordings.offline_sync import sync_recording
+from recordings.stamp_index import StampIndexWriter, read_stamp_index
+from recordings.stamps import read_stamps
+from tests.recordings.helpers import stamp_record_span, without_stamp_index
+from tests.recordings.test_stamp_block import SENSORS, write_mixed
+
+MS = 1_000_000
+POLICY = Nearest("lidar", list(SENSORS), {"cam": 2 * MS, "imu": 2 * MS})
+
+
+def groups_of(path: Path, **open_options: bool) -> tuple[list[int], list[object]]:
+    with open_recording(path, **open_options) as log, sync_recording(log, POLICY) as g:
+        return g.columns.t.tolist(), [grp.keys for grp in g.groups()]
+
+
+def test_the_index_holds_every_frames_stamps_as_the_payload_does(tmp_path: Path) -> None:
+    path = tmp_path / "mixed.hfr"
+    frames = write_mixed(path)
+    with open_recording(path) as log:
+        index = log.stamp_index()
+        assert index is not None, log.stamp_index_problem
+        assert set(index.sensors) == set(SENSORS)
+        assert index.chunks == len(log.chunks) > 5
+        stored = list(log.frames())  # the payloads: the independent reference
+    for s in SENSORS:
+        t, seq, chunk, rank = index.of(s)
+        mine = [f for f in stored if f.sensor == s]
+        assert t.tolist() == [f.t for f in mine] == [f.t for f in frames if f.sensor == s]
+        assert seq.tolist() == [f.seq for f in mine]
+        arrival, has = index.arrivals(s)
+        assert [a if h else None for a, h in zip(arrival.tolist(), has, strict=True)] == [
+            f.t_arrival for f in mine
+        ]
+        assert (np.diff(chunk) >= 0).all()
+        for c in np.unique(chunk).tolist():  # rank counts the sensor's frames per chunk
+            assert rank[chunk == c].tolist() == list(range(int((chunk == c).sum())))
+
+
+def test_stamps_come_from_the_index_without_decoding_the_footer(tmp_path: Path) -> None:
+    """The INDEX record's meta garbled (its CRC fails): stamps still come from the stamp
+    index, the chunks from a scan, and the groups' frames match their stamps."""
+    path = tmp_path / "mixed.hfr"
+    write_mixed(path)
+    expected = groups_of(path)
+    data = bytearray(path.read_bytes())
+    index_offset = struct.unpack_from("<Q", data, len(data) - TRAILER.size)[0]
+    data[index_offset + PRELUDE.size + 5] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with open_recording(path) as log:
+        assert log.stamp_index() is not None
+        assert not log.indexed  # the chunk list was scanned
+    assert groups_of(path) == expected
+
+
+def test_older_readers_paths_ignore_the_record(tmp_path: Path) -> None:
+    """Scanning and streaming stop at the INDEX, as a 1.4 reader does; every frame reads."""
+    path = tmp_path / "mixed.hfr"
+    frames = write_mixed(path)
+    keys = [(f.sensor, f.seq, f.t) for f in frames]
+    with open_recording(path, use_index=False) as log:
+        assert [(f.sensor, f.seq, f.t) for f in log.frames()] == keys
+        assert not log.damage
+        assert log.stamp_index() is None  # the footer is not used at all
+    with path.open("rb") as f:
+        stream = read_stream(f)
+        assert [(x.sensor, x.seq, x.t) for x in stream.frames()] == keys
+        assert not stream.damage
+
+
+def test_groups_are_the_same_from_the_index_the_blocks_and_the_payloads(tmp_path: Path) -> None:
+    path = tmp_path / "mixed.hfr"
+    write_mixed(path)
+    from_index = groups_of(path)
+    with open_recording(path) as log, sync_recording(log, POLICY) as g:
+        assert g.statistics.stamp_index
+        assert g.statistics.chunks_read == 0
+    without_stamp_index(path)
+    with open_recording(path) as log, sync_recording(log, POLICY) as g:
+        assert not g.statistics.stamp_index  # the chunks' blocks
+        assert g.statistics.chunks_read == 0
+    assert groups_of(path) == from_index
+    assert groups_of(path, use_index=False) == from_index  # blocks of the scanned chunks
+
+
+def _forged(path: Path, meta: object, columns: list[bytes]) -> None:
+    """Replace the STAMPS record with one whose CRCs are right and contents are not."""
+    data = path.read_bytes()
+    a, b = stamp_record_span(data)
+    meta_bytes = msgpack.packb(meta, use_bin_type=True)
+    record = pack_prelude(RecordKind.STAMPS, meta_bytes, sum(map(len, columns)), crc32(*columns))
+    path.write_bytes(data[:a] + record + meta_bytes + b"".join(columns) + data[b:])
+
+
+def _columns(sensor: list[int], chunk: list[int], n_extra: int = 0) -> list[bytes]:
+    import zstandard
+
+    n = len(sensor)
+    z = zstandard.ZstdCompressor(write_content_size=True).compress
+    return [
+        z(np.array(sensor, "<u4").tobytes()),
+        z(np.array(chunk, "<u4").tobytes()),
+        z(np.ones(n + n_extra, "<i8").tobytes()),
+        z(np.ones(n, "<i8").tobytes()),
+        z(np.zeros(n, "<i8").tobytes()),
+        z(np.zeros(n, "u1").tobytes()),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("case", "reason"),
+    [
+        ("crc", "fails its CRC"),
+        ("sensor", "names a sensor or chunk"),
+        ("chunk order", "names a sensor or chunk"),
+        ("size", "wrong size"),
+        ("meta", "malformed"),
+        ("over limit", "over the reader's limit"),
+    ],
+)
+def test_an_index_that_does_not_check_out_is_not_used(
+    tmp_path: Path, case: str, reason: str
+) -> None:
+    path = tmp_path / "mixed.hfr"
+    write_mixed(path)
+    expected = groups_of(path)
+    limit = 1 << 30
+    forged = {
+        "sensor": _columns([0, 1], [0, 0]),
+        "chunk order": _columns([0, 0], [1, 0]),
+        "size": _columns([0, 0], [0, 0], 1),
+    }
+    if case == "crc":
+        data = bytearray(path.read_bytes())
+        data[stamp_record_span(data)[1] - 3] ^= 0x01
+        path.write_bytes(bytes(data))
+    elif case in forged:
+        cols = forged[case]
+        _forged(path, {"n": 2, "s": ["cam"], "chunks": 9, "z": [len(c) for c in cols]}, cols)
+    elif case == "meta":
+        _forged(path, {"n": -1, "s": ["cam"], "chunks": 9, "z": [1]}, [b"x"])
+    else:
+        limit = 10
+    with open_recording(path, max_chunk_bytes=limit) as log:
+        assert log.stamp_index() is None
+        assert reason in (log.stamp_index_problem or "")
+    assert groups_of(path) == expected  # the chunks' blocks instead
+
+
+def test_a_fetched_frame_that_does_not_match_its_stamp_is_refused(tmp_path: Path) -> None:
+    """A well-formed index that lies (every imu seq shifted) fails when a payload is read."""
+    path = tmp_path / "mixed.hfr"
+    write_mixed(path)
+    with open_recording(path) as log:
+        index = log.stamp_index()
+        assert index is not None
+        sensor, chunk = index.sensor.copy(), index.chunk.copy()
+        names, nchunks = list(index.sensors), index.chunks
+        seq_d, t_d, arr_d = (d.copy() for d in index._deltas)
+        has = index.has_arrival.copy()
+    k = names.index("imu")
+    seq_d[np.flatnonzero(sensor == k)[0]] += 1000  # every imu seq now 1000 too high
+    import zstandard
+
+    z = zstandard.ZstdCompressor(write_content_size=True).compress
+    cols = [z(np.ascontiguousarray(c).tobytes()) for c in (sensor, chunk, seq_d, t_d, arr_d, has)]
+    meta = {"n": len(sensor), "s": names, "chunks": nchunks, "z": [len(c) for c in cols]}
+    _forged(path, meta, cols)
+    with open_recording(path) as log, sync_recording(log, POLICY) as g:
+        assert g.statistics.stamp_index
+        with pytest.raises(CorruptChunk, match=r"stamps of 'imu' seq \d+ .* do not match frame"):
+            list(g.groups())
+
+
+def test_a_recording_closed_before_its_chunks_were_asked_for_still_summarises(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "mixed.hfr"
+    frames = write_mixed(path)
+    log = open_recording(path)
+    assert log.stamp_index() is not None
+    log.close()
+    assert log.summary().count == len(frames)
+
+
+def test_a_real_bag_recorded_has_an_index_equal_to_rosbags_log_of_it(tmp_path: Path) -> None:
+    """A real drive (IMU + odometry): per topic, the index's frames are as many as
+    rosbags reads from the bag, and their stamps are those of the frames stored."""
+    import anyio
+    from rosbags.highlevel import AnyReader
+
+    from adapters import BagSource
+
+    bag = Path(__file__).parents[2] / "../shared/data/real/bags/robot_localization_test2.bag"
+    out = tmp_path / "drive.hfr"
+
+    async def record() -> BagSource:
+        source = BagSource(bag)
+        with Recorder(out, sensors=source.specs, chunk_bytes=64 << 10) as rec:
+            async with source:
+                async for frame in source.frames():
+                    rec.write(frame)
+        return source
+
+    source = anyio.run(record)
+    with AnyReader([bag]) as reader:
+        counts: dict[str, int] = {}
+        for connection, _, _ in reader.messages():
+            counts[connection.topic] = counts.get(connection.topic, 0) + 1
+    with open_recording(out) as log:
+        index = log.stamp_index()
+        assert index is not None
+        stamps = read_stamps(log, index.sensors)
+        stored = list(log.frames())
+        topics = {s.name: s.meta["topic"] for s in source.specs}
+    assert {topics[s]: len(stamps[s]) for s in index.sensors} == counts
+    for s in index.sensors:
+        assert stamps[s].t.tolist() == [f.t for f in stored if f.sensor == s]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.lists(
+            st.tuples(
+                st.integers(0, 3),
+                st.integers(-(2**63), 2**63 - 1),
+                st.integers(-(2**63), 2**63 - 1),
+                st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1)),
+            ),
+            max_size=12,
+        ),
+        max_size=6,
+    )
+)
+def test_writer_and_reader_round_trip_any_stamps(
+    tmp_path_factory: pytest.TempPathFactory,
+    chunks: list[list[tuple[int, int, int, int | None]]],
+) -> None:
+    """Any int64 values (delta coding wraps), any sensor mix per chunk, empty chunks."""
+    names = ("a", "b", "c", "d")
+    w = StampIndexWriter()
+    for rows in chunks:
+        present = tuple(dict.fromkeys(names[r[0]] for r in rows))
+        local = [present.index(names[r[0]]) for r in rows]
+        w.add(
+            present,
+            np.array(local, np.int64),
+            np.array([r[1] for r in rows], np.int64),
+            np.array([r[2] for r in rows], np.int64),
+            np.array([r[3] or 0 for r in rows], np.int64),
+            np.array([r[3] is not None for r in rows], np.uint8),
+        )
+    record = w.record()
+    assert record is not None
+    path = tmp_path_factory.mktemp("rt") / "t.bin"
+    index_meta = b"\x80"  # an empty map stands in for the INDEX
+    body = b"\0" * 16 + pack_prelude(RecordKind.INDEX, index_meta, 0, 0) + index_meta
+    trailer = pack_trailer(16)
+    path.write_bytes(body + b"".join(record) + trailer)
+    import os
+
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        got = read_stamp_index(fd, os.fstat(fd).st_size, 1 << 30)
+    finally:
+        os.close(fd)
+    assert not isinstance(got, str), got
+    for name in names:
+        want = [(ci, r) for ci, rows in enumerate(chunks) for r in rows if names[r[0]] == name]
+        t, seq, chunk, _ = got.of(name)
+        arrival, has = got.arrivals(name)
+        assert t.tolist() == [r[2] for _, r in want]
+        assert seq.tolist() == [r[1] for _, r in want]
+        assert chunk.tolist() == [ci for ci, _ in want]
+        assert [a if h else None for a, h in zip(arrival.tolist(), has, strict=True)] == [
+            r[3] for _, r in want
+        ]
+
+
+def test_check_compares_the_index_with_every_chunk(tmp_path: Path) -> None:
+    from hyperframes.cli import main
+
+    path = tmp_path / "mixed.hfr"
+    write_mixed(path)
+    assert main(["check", str(path), "-q"]) == 0
+    with open_recording(path) as log:
+        index = log.stamp_index()
+        assert index is not None
+        cols = [index.sensor, index.chunk, *(d.copy() for d in index._deltas), index.has_arrival]
+        names, nchunks = list(index.sensors), index.chunks
+    same = np.flatnonzero(cols[0] == cols[0][5])
+    cols[3][5] += 1  # one frame's t one ns off: its delta, and the next one's back
+    cols[3][same[same > 5][0]] -= 1
+    import zstandard
+
+    z = zstandard.ZstdCompressor(write_content_size=True).compress
+    packed = [z(np.ascontiguousarray(c).tobytes()) for c in cols]
+    _forged(
+        path,
+        {"n": len(cols[0]), "s": names, "chunks": nchunks, "z": [len(c) for c in packed]},
+        packed,
+    )
+    with open_recording(path) as log:
+        damage = [str(e) for e in log.verify()]
+    assert len(damage) == 1
+    assert "the stamp index does not match chunk 0" in damage[0]
+    assert "frame" in damage[0]
+    assert main(["check", str(path), "-q"]) == 1
