@@ -19,9 +19,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fusion.source import Source
+if TYPE_CHECKING:  # ``is_bag`` alone (``info``) loads no async machinery
+    from fusion.source import Source
 
 BAG_SUFFIXES = (".bag", ".mcap", ".db3")
 """Suffixes bags usually have; :func:`is_bag` decides by content, not by these."""

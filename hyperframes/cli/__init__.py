@@ -64,7 +64,14 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {printable(message)} (see '{self.prog} --help')\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or of command ``only`` alone.
+
+    Each command's module is imported to register it, and some import what
+    their command needs at the top (numpy, rich's live views); ``main`` builds
+    just the named command's parser, so ``hyperframes sync FILE`` does not pay
+    for ``demo``'s or ``record``'s imports (``python -X importtime`` shows it).
+    """
     parser = OneLineParser(
         prog="hyperframes",
         description=(
@@ -73,9 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         epilog="Run 'hyperframes COMMAND --help' for a command's options.",
     )
-    parser.add_argument("--version", action="version", version=f"hyperframes {_version()}")
+    parser.add_argument("--version", action=_VersionAction, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
-    for name in COMMANDS:
+    for name in COMMANDS if only is None else (only,):
         importlib.import_module(f"hyperframes.cli.{name}").register(sub)
     parser.formatter_class = PlainHelpFormatter
     for command in sub.choices.values():
@@ -92,6 +99,17 @@ def _plain_everywhere(parser: argparse.ArgumentParser) -> None:
                 _plain_everywhere(child)
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: the distribution's version, looked up only when asked
+    (``importlib.metadata`` costs a command that never prints it ~20 ms)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> NoReturn:
+        parser.exit(0, f"hyperframes {_version()}\n")
+
+
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -102,9 +120,11 @@ def _version() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    first = args_list[0] if args_list else None
+    parser = build_parser(first if first in COMMANDS else None)
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(args_list)
     except SystemExit as done:  # --help, --version, or an option refused in one line
         return done.code if isinstance(done.code, int) else 2
     if args.command is None:

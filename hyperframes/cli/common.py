@@ -19,16 +19,16 @@ import sys
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import anyio
 from rich.console import Console
-from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from fusion.pipeline import Pipeline, PipelineStatistics
-from fusion.timing import current_clock
+if TYPE_CHECKING:  # the pipeline and anyio load only for the commands that run one
+    from rich.live import Live
+
+    from fusion.pipeline import Pipeline, PipelineStatistics
 
 MS = 1_000_000
 T = TypeVar("T")
@@ -125,6 +125,8 @@ async def run_until_signalled(pipeline: Pipeline, body: Callable[[], Awaitable[T
     recorder writes its index. A second signal cancels the draining too (the
     recorder still closes its file): an operator pressing Ctrl-C twice means it.
     """
+    import anyio
+
     result: T
 
     async with anyio.create_task_group() as tg:
@@ -312,6 +314,11 @@ async def drive(
     The table refreshes on a timer, not per group, so it stays current while a
     live source is connecting or silent.
     """
+    import anyio
+    from rich.live import Live
+
+    from fusion.timing import current_clock
+
     live = Live(
         console=console, refresh_per_second=4, transient=False, auto_refresh=console.is_terminal
     )
@@ -354,6 +361,8 @@ def _refresh(
     final: bool = False,
 ) -> PipelineStatistics:
     """Show the pipeline's statistics now (and keep the metrics file current)."""
+    from fusion.timing import current_clock
+
     stats = pipeline.statistics()
     silence = silence_notes(pipeline, stats.hub.sensors, current_clock().now(), started)
     table = live_table(stats, title, status() if status else "", silence=silence)

@@ -77,11 +77,10 @@ def run(args: argparse.Namespace) -> int:
     from recordings.open import is_bag
 
     console = console_for(args)
-    if is_bag(args.file) or str(args.file).lower().endswith(".mcap"):
+    hfr = _starts_like_a_recording(args.file)  # then no bag or NMEA reader is imported
+    if not hfr and (is_bag(args.file) or str(args.file).lower().endswith(".mcap")):
         return bag_info(args, console)
-    from adapters.nmea.source import looks_like_nmea
-
-    if looks_like_nmea(args.file):
+    if not hfr and _nmea(args.file):
         from hyperframes.cli.nmeainfo import nmea_info
 
         return nmea_info(args, console)
@@ -121,6 +120,23 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(documents[0] if len(documents) == 1 else {"parts": documents}, indent=2))
     return 0
+
+
+def _nmea(path: str) -> bool:
+    from adapters.nmea.source import looks_like_nmea
+
+    return looks_like_nmea(path)
+
+
+def _starts_like_a_recording(path: str) -> bool:
+    """``path`` is a file that begins with the ``.hfr`` magic bytes."""
+    from recordings.format import MAGIC
+
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(MAGIC)) == MAGIC
+    except OSError:
+        return False
 
 
 def reason(err: BaseException) -> str:
