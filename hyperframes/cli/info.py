@@ -71,7 +71,6 @@ def recording_parts(path: Path) -> list[Path]:
 def run(args: argparse.Namespace) -> int:
     from hyperframes.cli.common import console_for, error, warn
     from hyperframes.cli.losses import ledger_table, print_losses
-    from hyperframes.cli.progress import progress_bar
     from recordings import open_recording
     from recordings.errors import RecordingError
     from recordings.open import is_bag
@@ -96,6 +95,8 @@ def run(args: argparse.Namespace) -> int:
                 if args.quick:
                     deep = None
                 else:
+                    from hyperframes.cli.progress import progress_bar
+
                     with progress_bar(console, f"info {part.name}", summary.count) as advance:
                         deep = sensor_details(log, advance)
                 video = {} if args.quick else video_details(log)
