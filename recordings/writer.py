@@ -628,7 +628,7 @@ class Recorder(Closeable):
             head["wall"] = sample_anchor().as_list()
         header = _pack(head)
         self._index = []
-        self._stamp_index = StampIndexWriter(self._level)
+        self._stamp_index = StampIndexWriter()  # small: the default level
         self._part_bytes = 0
         self._part_t0 = None
         self._emit(
