@@ -106,9 +106,8 @@ class FoxgloveServerStatistics:
         if slow:
             bound = "" if all(c.exact for c in slow) else "at least "
             who = ", ".join(c.describe() for c in slow)
-            parts.append(
-                f"{bound}{self.client_dropped_total} messages dropped for slow clients ({who})"
-            )
+            total = sum(c.at_least for c in slow)
+            parts.append(f"{bound}{total} messages dropped for slow clients ({who})")
         return "; ".join(parts)
 
     def describe(self) -> str:

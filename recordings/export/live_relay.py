@@ -68,10 +68,18 @@ class ClientTraffic:
     exact: bool = True
     """False if the SDK's own queue towards the relay also overflowed (uncounted by the SDK):
     then ``dropped`` is a lower bound."""
+    via: str = ""
+    """The relay's own ``host:port`` towards the SDK: the address the SDK's log lines name."""
+
+    @property
+    def at_least(self) -> int:
+        """``dropped``, plus the one message the SDK's overflow record proves when not exact."""
+        return self.dropped if self.exact else self.dropped + 1
 
     def describe(self) -> str:
+        """``ADDR: N dropped`` (``ADDR: at least N dropped`` when not exact)."""
         bound = "" if self.exact else " at least"
-        return f"{self.address}:{bound} {self.dropped} dropped"
+        return f"{self.address}:{bound} {self.at_least} dropped"
 
 
 class _Link:
@@ -114,6 +122,7 @@ class _Link:
                 queued,
                 self.connected,
                 self.exact,
+                self.upstream_address,
             )
 
     def shutdown(self) -> None:
@@ -332,7 +341,8 @@ class Relay:
             link.finish(linger)
         for link in links:
             link.join(2)
-        self._thread.join(2)
+        if self._thread.is_alive():
+            self._thread.join(2)
         self._watch.uninstall()
 
 

@@ -272,3 +272,25 @@ async def test_a_client_that_stops_reading_loses_counted_messages_and_slows_noth
         f"served {sum(live.frames.values())} frames ({live.messages} messages) at {server.url}; "
         f"{lost}\n"
     )
+
+
+async def test_an_sdk_overflow_record_for_a_client_makes_its_count_a_lower_bound() -> None:
+    """foxglove-sdk's only trace of its own drops is ``outbox for client ADDR full`` (INFO,
+    send_lossy.rs, through pyo3-log): for the relay's address towards the SDK, that client's
+    count is no longer exact, and the screen says 'at least'."""
+    import logging
+
+    from recordings.export.live_relay import SDK_DROP_LOGGER
+
+    with FoxgloveServer(port=0, dating=None) as server:
+        async with connect(server.url) as ws:
+            await LiveClient(ws).wait_topics(set())  # connected: the relay has its link
+            (client,) = server.statistics().traffic
+            assert client.exact
+            logging.getLogger(SDK_DROP_LOGGER).info("outbox for client 127.0.0.1:1 full")
+            assert server.statistics().traffic[0].exact  # another client's record
+            logging.getLogger(SDK_DROP_LOGGER).info("outbox for client %s full", client.via)
+            (client,) = server.statistics().traffic
+            assert not client.exact
+            line = server.statistics().describe()
+            assert f"at least 1 messages dropped for slow clients ({client.address}: at" in line
