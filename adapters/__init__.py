@@ -1,4 +1,5 @@
-"""Sources of frames: video, LiDAR, time series, GNSS (NMEA), ROS bags, KITTI drives, synthetic.
+"""Sources of frames: video, LiDAR, time series, GNSS (NMEA), ROS bags and live ROS 2 topics,
+KITTI drives, synthetic.
 
 Every source here is a :class:`~fusion.Source` (re-exported as
 ``adapters.Source``: the base class lives in the core); the errors they raise,
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from adapters.interpolation import interpolate, slerp
     from adapters.lidar import OusterSource, PointCloudFiles, VelodyneSource
     from adapters.nmea import NmeaSource
+    from adapters.ros2 import Ros2Source
     from adapters.synthetic import (
         SensorTiming,
         SyntheticCamera,
@@ -41,6 +43,7 @@ __all__ = [
     "NmeaSource",
     "OusterSource",
     "PointCloudFiles",
+    "Ros2Source",
     "SensorTimeout",
     "SensorTiming",
     "Source",
@@ -77,6 +80,7 @@ __getattr__, __dir__ = lazy_exports(
         "NmeaSource": "adapters.nmea.source",
         "OusterSource": "adapters.lidar.ouster",
         "PointCloudFiles": "adapters.lidar.pointcloud_files",
+        "Ros2Source": "adapters.ros2.source",
         "SensorTimeout": "adapters.errors",
         "SourceOpenError": "adapters.errors",
         "TimeSeriesSource": "adapters.timeseries",

@@ -179,6 +179,12 @@ class Source(ABC):
         rate = self.spec.rate_hz
         return max(1.0, 5.0 / rate) if rate else 2.0
 
+    def idle_reason(self, sensor: str) -> str | None:
+        """Why ``sensor`` sends nothing, when the source knows (a ROS 2 topic that no
+        publisher serves: ``"no publisher"``); the live table then shows ``<reason> for
+        12.3 s`` instead of ``no data for 12.3 s``. ``None`` (the default): it does not know."""
+        return None
+
     def statistics(self) -> Mapping[str, Any]:
         """Frames produced per sensor, errors by reason and each sensor's ledger."""
         return {

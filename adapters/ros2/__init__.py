@@ -11,6 +11,7 @@ store into a Cyclone DDS type that carries the serialised CDR bytes.
 ``docs/ros2.md`` says which ROS 2 distributions and middlewares this
 interoperates with.
 
+:class:`~adapters.ros2.source.Ros2Source` subscribes to topics with them.
 ``cyclonedds`` is imported only when a participant opens or a type is built.
 """
 
@@ -23,7 +24,7 @@ from adapters.ros2.idltypes import (
     unpad_cdr,
 )
 from adapters.ros2.names import dds_topic_name, dds_type_name, ros_topic_name, ros_type_name
-from adapters.ros2.participant import Participant, Publication, loopback_config
+from adapters.ros2.participant import Participant, Publication, loopback_config, wait_matched
 from adapters.ros2.qos import (
     DEFAULT,
     SENSOR_DATA,
@@ -31,6 +32,7 @@ from adapters.ros2.qos import (
     type_hash_from_user_data,
     type_hash_user_data,
 )
+from adapters.ros2.source import Ros2Source
 from fusion._exports import rewrite_module
 
 __all__ = [
@@ -38,6 +40,7 @@ __all__ = [
     "SENSOR_DATA",
     "Participant",
     "Publication",
+    "Ros2Source",
     "TopicQos",
     "UnsupportedType",
     "dds_topic_name",
@@ -52,6 +55,7 @@ __all__ = [
     "type_hash_from_user_data",
     "type_hash_user_data",
     "unpad_cdr",
+    "wait_matched",
 ]
 
 rewrite_module(globals(), __name__)

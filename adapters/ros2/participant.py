@@ -27,6 +27,7 @@ participant.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -226,6 +227,41 @@ class Participant:
     def __repr__(self) -> str:
         state = "closed" if self.dds is None else "open"
         return f"Participant(domain_id={self.domain_id}, {state})"
+
+
+def wait_matched(endpoint: Any, count: int = 1, timeout_s: float = 10.0) -> bool:
+    """Block until a ``DataWriter`` has ``count`` matched readers (a ``DataReader``:
+    ``count`` matched writers), at most ``timeout_s``; whether it happened.
+
+    A DDS wait set on the endpoint's matched status, not a poll: what a
+    publisher calls before its first sample when a late reader must not miss
+    it (a volatile topic keeps nothing for readers that match later).
+    """
+    from cyclonedds.core import DDSStatus, WaitSet
+    from cyclonedds.pub import DataWriter
+
+    writer = isinstance(endpoint, DataWriter)
+    status = (
+        endpoint.get_publication_matched_status
+        if writer
+        else (endpoint.get_subscription_matched_status)
+    )
+    endpoint.set_status_mask(
+        DDSStatus.PublicationMatched if writer else DDSStatus.SubscriptionMatched
+    )
+    waitset = WaitSet(endpoint.participant)
+    waitset.attach(endpoint)
+    deadline = time.monotonic() + timeout_s
+    try:
+        while status().current_count < count:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            waitset.wait(int(min(left, 0.5) * 1e9))
+        return True
+    finally:
+        waitset.detach(endpoint)
+        _delete(waitset)
 
 
 def _delete(entity: Any) -> None:

@@ -246,6 +246,9 @@ def silence_notes(
             text = f"no data for {quiet / 1e9:.1f} s"
             if last is None:
                 text = f"no data yet ({quiet / 1e9:.1f} s)"
+            reason = source.idle_reason(spec.name)
+            if reason:
+                text = f"{reason} for {quiet / 1e9:.1f} s"
             if source.last_error:
                 text += f": {source.last_error}"
             notes[spec.name] = text

@@ -117,7 +117,7 @@ def report_sources(console: Console, pipeline: Any) -> list[str]:
             if ledger.received:
                 message = silent_message(name, ledger, source.last_error)
             else:
-                why = source.last_error or "nothing arrived"
+                why = source.idle_reason(name) or source.last_error or "nothing arrived"
                 message = f"{name} produced no frame for the whole run: {why}"
             error(console, message)
             silent.append(message)

@@ -28,6 +28,7 @@ from hyperframes.config.schema import (
     PythonSourceConfig,
     RecorderConfig,
     ReplayConfig,
+    Ros2Config,
     StageConfig,
     SyncConfig,
     SyntheticConfig,
@@ -78,7 +79,7 @@ def build_pipeline(
         for spec in source.specs:
             # a KITTI drive's, a bag's or an Ouster's (lidar + imu) clock/capacity keys
             # apply to each of its sensors
-            multi = (KittiRawConfig, BagConfig, PythonSourceConfig, OusterConfig)
+            multi = (KittiRawConfig, BagConfig, PythonSourceConfig, OusterConfig, Ros2Config)
             if spec.name != cfg.name and not isinstance(cfg, multi):
                 continue
             meta = spec.meta
@@ -282,6 +283,20 @@ def build_source(cfg: Any, copied: set[str] | None = None) -> Any:
         from adapters.bags import BagSource
 
         return BagSource(cfg.path, cfg.topics, speed=cfg.speed, decode_images=cfg.decode_images)
+    if isinstance(cfg, Ros2Config):
+        from adapters.ros2 import Ros2Source, TopicQos, loopback_config
+
+        return Ros2Source(
+            cfg.topics,
+            domain_id=cfg.domain_id,
+            config=loopback_config() if cfg.loopback else cfg.config,
+            qos={t: TopicQos(q.reliability, q.durability, q.depth) for t, q in cfg.qos.items()},
+            types=cfg.types,
+            ros_distro=cfg.ros_distro,
+            discover_s=cfg.discover_s,
+            decode_images=cfg.decode_images,
+            gap_s=cfg.gap_s,
+        )
     if isinstance(cfg, PythonSourceConfig):
         from fusion.source import Source
 

@@ -356,6 +356,51 @@ class BagConfig(_SourceBase):
         return []
 
 
+class Ros2QosConfig(StrictModel):
+    """A ROS 2 topic's QoS (keys not given keep the sensor-data profile's)."""
+
+    reliability: Literal["best_effort", "reliable"] = "best_effort"
+    durability: Literal["volatile", "transient_local"] = "volatile"
+    depth: int = Field(5, ge=1)
+
+
+class Ros2Config(_SourceBase):
+    """Live ROS 2 topics over DDS (:class:`adapters.Ros2Source`), one sensor per topic.
+
+    ``topics`` maps topic -> sensor name (``{ "/imu/data" = "imu" }``);
+    ``types`` gives a topic's ROS 2 type when no publisher may announce it at
+    start; ``qos`` a topic's QoS table; ``config`` a Cyclone DDS XML config
+    (or ``file://`` URI; default ``CYCLONEDDS_URI``); ``loopback = true``
+    keeps DDS on 127.0.0.1 (multicast off, unicast discovery).
+    ``name`` names the source only (default ``"ros2"``)."""
+
+    type: Literal["ros2"]
+    name: str = Field("ros2", min_length=1)
+    topics: dict[str, str] | list[str] = Field(min_length=1)
+    domain_id: int = Field(0, ge=0, le=232)
+    types: dict[str, str] = Field(default_factory=dict)
+    qos: dict[str, Ros2QosConfig] = Field(default_factory=dict)
+    config: str | None = None
+    loopback: bool = False
+    ros_distro: str | None = None
+    discover_s: float = Field(5.0, ge=0)
+    decode_images: bool = True
+    gap_s: float = Field(1.0, gt=0)
+
+    @model_validator(mode="after")
+    def _one_config(self) -> Ros2Config:
+        if self.loopback and self.config is not None:
+            raise ValueError("give 'config' or 'loopback = true', not both")
+        return self
+
+    def sensor_names(self) -> list[str]:
+        if isinstance(self.topics, dict):
+            return list(self.topics.values())
+        from adapters.bags.source import sensor_name
+
+        return [sensor_name(t) for t in self.topics]
+
+
 class PythonSourceConfig(_SourceBase):
     """A user's own :class:`fusion.Source` subclass, built as ``Class(**options)``.
 
@@ -474,6 +519,7 @@ SourceConfig = Annotated[
     | TimeSeriesUdpConfig
     | NmeaConfig
     | BagConfig
+    | Ros2Config
     | PythonSourceConfig
     | ReplayConfig
     | KittiRawConfig,
@@ -578,7 +624,8 @@ class PipelineConfig(StrictModel):
             return raw
         sources = [s for s in raw.get("sources") or () if isinstance(s, dict)]
         names = [s.get("name") for s in sources]
-        simple = len(names) == 1 and sources[0].get("type") not in ("bag", "kitti_raw", "python")
+        multi = ("bag", "ros2", "kitti_raw", "python")  # sources of several sensors
+        simple = len(names) == 1 and sources[0].get("type") not in multi
         if simple and isinstance(names[0], str):
             return {**raw, "sync": {"policy": "nearest", "reference": names[0]}}
         first = names[0] if names and isinstance(names[0], str) else "SENSOR"
@@ -598,7 +645,7 @@ class PipelineConfig(StrictModel):
             n for s in self.sources if isinstance(s, KittiRawConfig) for n in s.sensor_names()
         }
         for s in self.sources:
-            if isinstance(s, (BagConfig, OusterConfig)):
+            if isinstance(s, (BagConfig, OusterConfig, Ros2Config)):
                 known |= set(s.sensor_names())
         wanted = set(self.sync.sensors or ()) | set(self.sync.optional) | set(self.sync.windows_ms)
         wanted |= {self.sync.reference} if self.sync.reference else set()

@@ -1,0 +1,531 @@
+"""``Ros2Source``: live ROS 2 topics as a source of frames, over DDS, without a ROS install.
+
+Theory of operation. The source joins DDS domain ``domain_id`` as one
+:class:`~adapters.ros2.participant.Participant` and makes one data reader per
+topic, with the topic's QoS (:data:`~adapters.ros2.qos.SENSOR_DATA` unless
+told otherwise) and a message type built from rosbags' type store of
+``ros_distro`` (:func:`~adapters.ros2.idltypes.message_class`). Each topic's
+type is given in ``types`` or read from the DDS graph: the publications a
+ROS 2 node announces carry their DDS type name (``sensor_msgs::msg::dds_::Imu_``),
+which names the ROS 2 type. A topic whose type cannot be learnt, or that the
+type store does not define, is refused when the source opens, the topic named.
+
+A worker thread waits on all readers at once (a DDS wait set, 100 ms at a
+time so a stop is never late) and takes what arrived. Each sample's bytes,
+kept raw by the type, are decoded by the same
+:class:`~adapters.bags.convert.MessageConverter` that
+:class:`~adapters.BagSource` uses and made a frame by the same
+:func:`~adapters.bags.convert.message_frame`, so a live message is exactly
+the frame the same message gives from a bag:
+
+* ``t_sensor`` (and ``t``, which the sensor's clock model then aligns) is the
+  message's ``header.stamp``; a message without a header takes its receive
+  time and ``meta["stamp"]`` says ``"receive_time"``;
+* ``t_arrival`` is the receive time on the runtime clock (host monotonic);
+* ``meta["ros_message"]`` keeps the message's CDR bytes, and each sensor's
+  spec the type's name and definition, for a lossless export.
+
+The ledger's unit is the **message**. Every sample taken is a frame or a loss
+of its topic's sensor: ``undecodable`` (bytes rosbags cannot deserialise, an
+image whose size does not match its pixels...; the message takes its
+``seq``). What DDS itself reports is counted too: ``dds_rejected``, samples
+that found the reader's queue of ``depth`` full while hyperframes was behind
+(lost from a best-effort reader; a reliable writer sends them again, so only
+best-effort readers count them), and ``dds_lost``, samples DDS knows were
+sent and never arrived (sequence gaps). A payload that is not valid CDR for
+the type never reaches the source: Cyclone DDS checks and drops it on
+receipt (see :mod:`adapters.ros2.idltypes`).
+
+A publisher that goes away is a warning (``publisher_lost``), not an end:
+the reader waits for the next one, the silence shows as ``no publisher for
+N s`` on the live table (:meth:`Ros2Source.idle_reason`) and the first frame
+after it carries the gap (``meta["gap_ns"]``, :class:`~fusion.continuity.StreamWatch`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from adapters.bags.convert import MessageConverter, message_frame
+from adapters.bags.messages import decoder_info
+from adapters.bags.passthrough import MSGDEF, MSGTYPE, SERIALIZATION, message_definition
+from adapters.bags.reader import default_ros_distro, type_store
+from adapters.bags.source import sensor_name
+from adapters.errors import DecodeError, SourceOpenError
+from adapters.ros2.idltypes import UnsupportedType, message_class, sample_bytes
+from adapters.ros2.names import check_topic, dds_type_name
+from adapters.ros2.participant import Participant, Publication
+from adapters.ros2.qos import SENSOR_DATA, TopicQos
+from fusion.clock import ClockModel
+from fusion.continuity import StreamWatch
+from fusion.errors import ConfigError, UsageError
+from fusion.frames import Frame, SensorSpec
+from fusion.source import Source
+from fusion.timing import Clock, current_clock
+
+log = logging.getLogger("hyperframes.ros2")
+
+_WAIT_NS = 100_000_000  # one wait of the reading thread: how late a stop can be
+_TAKE = 256  # samples taken from one reader per round
+_MAX_REPORTS = 1000
+
+
+@dataclass(slots=True)
+class _Route:
+    """One topic: its sensor, reader and converter, and what DDS said about it."""
+
+    topic: str
+    sensor: str
+    msgtype: str
+    qos: TopicQos
+    converter: MessageConverter
+    reader: Any = None
+    publishers: int = 0
+    """Writers matched now (the reader's ``SUBSCRIPTION_MATCHED`` status)."""
+    hashes: set[str] = field(default_factory=set)
+    """Type hashes of publishers already checked against ours."""
+
+
+@dataclass(slots=True)
+class _Round:
+    """What one wait of the reading thread brought (handed to the event loop)."""
+
+    items: list[Frame | tuple[str, int, DecodeError]] = field(default_factory=list)
+    received: dict[str, int] = field(default_factory=dict)
+    events: list[tuple[str, str, str, int]] = field(default_factory=list)
+    """``(sensor, reason, message, units lost)``; ``units == 0`` is a warning."""
+    joined: bool = False
+    """A publisher matched a reader: check its type hash."""
+
+
+class Ros2Source(Source):
+    """Frames of live ROS 2 topics over DDS (see the module docstring).
+
+    ``Ros2Source({"/imu/data": "imu", "/velodyne_points": "lidar"})`` maps
+    topics to sensor names (a list names sensors after the topics).
+    ``domain_id`` is ROS 2's ``ROS_DOMAIN_ID``; ``config`` a Cyclone DDS XML
+    config or ``file://`` URI (``None``: ``CYCLONEDDS_URI`` or Cyclone's
+    defaults; :func:`~adapters.ros2.loopback_config` for one machine).
+    ``qos`` maps a topic to a :class:`~adapters.ros2.TopicQos` or a table of
+    its keys (default :data:`~adapters.ros2.SENSOR_DATA`, which matches every
+    publisher). ``types`` maps a topic to its ROS 2 type
+    (``"sensor_msgs/msg/Imu"``); topics not listed are looked up in the DDS
+    graph for up to ``discover_s`` seconds. ``ros_distro`` picks rosbags'
+    type store (default: the newest LTS it has). ``gap_s`` is the silence
+    reported as a gap on the next frame.
+    """
+
+    _ledger_unit = "message"
+
+    def __init__(
+        self,
+        topics: Mapping[str, str] | Sequence[str],
+        *,
+        domain_id: int = 0,
+        config: str | None = None,
+        qos: Mapping[str, TopicQos | Mapping[str, Any]] | None = None,
+        types: Mapping[str, str] | None = None,
+        ros_distro: str | None = None,
+        discover_s: float = 5.0,
+        decode_images: bool = True,
+        keep_messages: bool = True,
+        capacity: int = 64,
+        overflow: str = "drop_oldest",
+        gap_s: float = 1.0,
+        clock: ClockModel | None = None,
+    ) -> None:
+        wanted = _topics(topics)
+        profiles = _profiles(qos or {}, wanted)
+        given = dict(types or {})
+        stray = sorted(set(given) - set(wanted))
+        if stray:
+            raise ConfigError(f"types names topics that are not read: {', '.join(stray)}")
+        if not discover_s >= 0:
+            raise ConfigError(f"discover_s must be >= 0, got {discover_s}")
+        if not gap_s > 0:
+            raise ConfigError(f"gap_s must be > 0, got {gap_s}")
+        self.ros_distro = ros_distro or default_ros_distro()
+        """The ROS distribution whose message definitions are used."""
+        try:
+            store = type_store(self.ros_distro)
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
+        self._store = store
+        self.keep_messages = keep_messages
+        self.domain_id = domain_id
+        self.participant = Participant(domain_id, config)
+        """The DDS participant (closed with the source)."""
+        try:
+            found = self._discover(wanted, given, discover_s)
+            self._routes = [
+                self._route(topic, sensor, found[topic], profiles[topic], decode_images)
+                for topic, sensor in wanted.items()
+            ]
+            specs = tuple(self._spec(r, capacity, overflow, clock) for r in self._routes)
+            self._open_readers()
+        except BaseException:
+            self.participant.close()
+            raise
+        super().__init__(specs=specs)
+        self.reports: list[str] = []
+        """Every loss and warning's message, in order (the first 1000)."""
+        self._gap_ns = int(gap_s * 1e9)
+        self.watches = {r.sensor: StreamWatch(r.sensor, self._gap_ns, log) for r in self._routes}
+        """Gaps and restarts per sensor, seen in the frames' stamps and arrivals."""
+        self._ahead = {r.sensor: 0 for r in self._routes}
+        self._lock = threading.Lock()
+
+    # -- opening ------------------------------------------------------------------------
+
+    def _discover(
+        self, wanted: Mapping[str, str], given: Mapping[str, str], discover_s: float
+    ) -> dict[str, str]:
+        """Each topic's ROS 2 type: given, else announced by its publishers in the graph."""
+        found = dict(given)
+        missing = [t for t in wanted if t not in found]
+        deadline = time.monotonic() + discover_s
+        seen: dict[str, set[str]] = {}
+        while missing:
+            for pub in self.participant.publications():
+                if pub.topic in missing:
+                    seen.setdefault(pub.topic, set()).add(pub.msgtype or pub.dds_type)
+            for topic in list(missing):
+                kinds = seen.get(topic)
+                if not kinds:
+                    continue
+                if len(kinds) > 1:
+                    raise SourceOpenError(
+                        f"ROS 2 topic {topic!r} is published with several types "
+                        f"({', '.join(sorted(kinds))}); give its type in types"
+                    )
+                (kind,) = kinds
+                if "::" in kind:
+                    raise SourceOpenError(
+                        f"ROS 2 topic {topic!r} has DDS type {kind!r}, which is not a ROS 2 "
+                        "message type name (pkg::msg::dds_::Type_)"
+                    )
+                found[topic] = kind
+                missing.remove(topic)
+            if not missing or time.monotonic() >= deadline:
+                break
+            time.sleep(0.05)
+        if missing:
+            example = f'types = {{ "{missing[0]}" = "sensor_msgs/msg/Imu" }}'
+            raise SourceOpenError(
+                f"no publisher of ROS 2 topic{'s' if len(missing) > 1 else ''} "
+                f"{', '.join(map(repr, missing))} announced its type within {discover_s:g} s "
+                f"on DDS domain {self.domain_id}; give the type ({example})"
+            )
+        return found
+
+    def _route(
+        self, topic: str, sensor: str, msgtype: str, qos: TopicQos, decode_images: bool
+    ) -> _Route:
+        store = self._store
+        try:
+            dds_type_name(msgtype)
+        except ValueError as err:
+            raise SourceOpenError(f"ROS 2 topic {topic!r}: {err}") from None
+        if msgtype not in store.fielddefs:
+            raise SourceOpenError(
+                f"ROS 2 topic {topic!r} has type {msgtype}, which ROS 2 {self.ros_distro}'s "
+                "standard messages do not define; it cannot be read"
+            )
+        try:
+            message_class(store, msgtype)
+        except UnsupportedType as err:
+            raise SourceOpenError(f"ROS 2 topic {topic!r} cannot be read: {err}") from None
+        converter = MessageConverter(
+            store,
+            store,
+            msgtype,
+            cdr=True,
+            decode_images=decode_images,
+            deserialize=store.deserialize_cdr,
+        )
+        return _Route(topic, sensor, msgtype, qos, converter)
+
+    def _spec(
+        self, route: _Route, capacity: int, overflow: Any, clock: ClockModel | None
+    ) -> SensorSpec:
+        meta: dict[str, Any] = {
+            "topic": route.topic,
+            MSGTYPE: route.msgtype,
+            "ros2": {
+                "domain_id": self.domain_id,
+                "qos": route.qos.describe(),
+                "ros_distro": self.ros_distro,
+            },
+        }
+        if self.keep_messages:
+            meta[MSGDEF] = message_definition(self._store, route.msgtype, True)
+            meta[SERIALIZATION] = "cdr"
+        return SensorSpec(
+            route.sensor,
+            kind=decoder_info(route.msgtype).kind,
+            capacity=capacity,
+            overflow=overflow,
+            clock=clock,
+            meta=meta,
+        )
+
+    def _open_readers(self) -> None:
+        from cyclonedds.core import (
+            GuardCondition,
+            InstanceState,
+            ReadCondition,
+            SampleState,
+            ViewState,
+            WaitSet,
+        )
+
+        dds = self.participant.dds
+        self._waitset = WaitSet(dds)
+        self._wake = GuardCondition(dds)
+        self._waitset.attach(self._wake)
+        self._conditions = []
+        mask = SampleState.Any | ViewState.Any | InstanceState.Any
+        for route in self._routes:
+            cls = message_class(self._store, route.msgtype)
+            digest = self._store.hash_rihs01(route.msgtype)
+            route.reader = self.participant.reader(route.topic, cls, route.qos, type_hash=digest)
+            condition = ReadCondition(route.reader, mask)
+            self._waitset.attach(condition)
+            self._conditions.append(condition)
+
+    # -- frames -------------------------------------------------------------------------
+
+    async def frames(self) -> AsyncIterator[Frame]:
+        """Yield each topic's messages as frames as they arrive, until cancelled."""
+        if self.participant.dds is None:
+            raise UsageError("this Ros2Source is closed")
+        clock = current_clock()
+        ledgers = {r.sensor: self.ledger(r.sensor) for r in self._routes}
+        seqs = self._next_seq
+        for name in ledgers:
+            seqs.setdefault(name, 0)
+        self._ahead = dict(seqs)
+        self._check_hashes()
+        while True:
+            got = await self.run_blocking(self._take_round, clock)
+            for sensor, n in got.received.items():
+                ledgers[sensor].receive(n)
+            for sensor, reason, message, units in got.events:
+                self.count_error(reason, message, units=units, sensor=sensor, arrived=False)
+            if got.joined:
+                self._check_hashes()
+            for item in got.items:
+                if isinstance(item, tuple):
+                    self._skip(*item)
+                    continue
+                self.watches[item.sensor].check(item)
+                seqs[item.sensor] = item.seq + 1
+                ledgers[item.sensor].emit(1)
+                yield item
+
+    def _take_round(self, clock: Clock) -> _Round:
+        """Wait (at most 100 ms) and take what every reader has (runs in a worker thread)."""
+        out = _Round()
+        with self._lock:
+            if self.participant.dds is None:
+                return out
+            self._waitset.wait(_WAIT_NS)
+            for route in self._routes:
+                self._statuses(route, out)
+                samples = route.reader.take(N=_TAKE)
+                if not samples:
+                    continue
+                now = clock.now()
+                n = 0
+                for sample in samples:
+                    info = getattr(sample, "sample_info", None)
+                    if info is None or not info.valid_data:
+                        continue  # a writer's dispose or unregister: no message
+                    n += 1
+                    out.items.append(self._convert(route, sample_bytes(sample), now))
+                if n:
+                    out.received[route.sensor] = out.received.get(route.sensor, 0) + n
+        return out
+
+    def _convert(self, route: _Route, raw: bytes, now: int) -> Frame | tuple[str, int, DecodeError]:
+        seq = self._ahead[route.sensor]
+        self._ahead[route.sensor] = seq + 1
+        try:
+            converted = route.converter(raw)
+        except DecodeError as err:
+            return route.sensor, seq, err
+        return message_frame(
+            route.sensor,
+            seq,
+            route.topic,
+            converted,
+            raw,
+            now,
+            keep=self.keep_messages,
+            received_name="receive_time",
+        )
+
+    def _statuses(self, route: _Route, out: _Round) -> None:
+        """What DDS counted on ``route``'s reader since the last round."""
+        reader, sensor, topic = route.reader, route.sensor, route.topic
+        lost = reader.get_sample_lost_status().total_count_change
+        if lost > 0:
+            out.events.append(
+                (sensor, "dds_lost", f"ROS 2 topic {topic!r}: DDS lost {lost} samples", lost)
+            )
+        if route.qos.reliability == "best_effort":
+            rejected = reader.get_sample_rejected_status().total_count_change
+            if rejected > 0:
+                out.events.append(
+                    (
+                        sensor,
+                        "dds_rejected",
+                        f"ROS 2 topic {topic!r}: {rejected} samples found the queue of "
+                        f"{route.qos.depth} full and were dropped (the pipeline fell behind)",
+                        rejected,
+                    )
+                )
+        matched = reader.get_subscription_matched_status()
+        count = int(matched.current_count)
+        if count < route.publishers:
+            out.events.append(
+                (
+                    sensor,
+                    "publisher_lost",
+                    f"ROS 2 topic {topic!r}: a publisher went away "
+                    f"({count} left{'; waiting for one' if not count else ''})",
+                    0,
+                )
+            )
+        elif count > route.publishers:
+            out.joined = True
+        route.publishers = count
+
+    def _check_hashes(self) -> None:
+        """Warn about a publisher whose type hash is not this distribution's (Iron+ send one)."""
+        pubs: list[Publication] = self.participant.publications()
+        for route in self._routes:
+            ours = self._store.hash_rihs01(route.msgtype)
+            for pub in pubs:
+                if pub.topic != route.topic or not pub.type_hash or pub.type_hash == ours:
+                    continue
+                if pub.type_hash in route.hashes:
+                    continue
+                route.hashes.add(pub.type_hash)
+                self.count_error(
+                    "type_hash_mismatch",
+                    f"ROS 2 topic {route.topic!r}: a publisher's {route.msgtype} has type hash "
+                    f"{pub.type_hash}, not ROS 2 {self.ros_distro}'s {ours}: its definition "
+                    "differs (another ROS 2 distribution?); set ros_distro to the robot's",
+                    units=0,
+                    sensor=route.sensor,
+                )
+
+    def _skip(self, sensor: str, seq: int, err: DecodeError) -> None:
+        route = next(r for r in self._routes if r.sensor == sensor)
+        self._next_seq[sensor] = seq + 1
+        err.sensor, err.seq = sensor, seq
+        self.count_error("undecodable", f"ROS 2 topic {route.topic!r}: {err}", sensor=sensor)
+
+    def count_error(
+        self,
+        reason: str,
+        message: str,
+        *,
+        units: int = 1,
+        sensor: str | None = None,
+        arrived: bool = True,
+    ) -> None:
+        """:meth:`Source.count_error`, the message also kept in :attr:`reports` and logged."""
+        super().count_error(reason, message, units=units, sensor=sensor, arrived=arrived)
+        log.warning("%s", message)
+        if len(self.reports) < _MAX_REPORTS:
+            self.reports.append(message)
+
+    # -- state --------------------------------------------------------------------------
+
+    def idle_reason(self, sensor: str) -> str | None:
+        """``"no publisher"`` while no writer of ``sensor``'s topic is matched."""
+        for route in self._routes:
+            if route.sensor == sensor:
+                return "no publisher" if route.publishers == 0 else None
+        return None
+
+    def publishers(self) -> dict[str, int]:
+        """Writers matched now, per topic."""
+        return {r.topic: r.publishers for r in self._routes}
+
+    def statistics(self) -> Mapping[str, Any]:
+        return {
+            **super().statistics(),
+            "publishers": self.publishers(),
+            "gaps": {name: w.as_dict() for name, w in self.watches.items()},
+        }
+
+    # -- lifetime -----------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Leave the DDS domain (sync). Frames already yielded stay valid."""
+        participant = getattr(self, "participant", None)
+        if participant is not None and participant.dds is not None:
+            wake = getattr(self, "_wake", None)
+            if wake is not None:
+                wake.set(True)
+            with self._lock:
+                participant.close()
+        self._closed = True
+
+    async def aclose(self) -> None:
+        self.close()
+        await super().aclose()
+
+    def __del__(self) -> None:
+        participant = getattr(self, "participant", None)
+        if participant is not None and participant.dds is not None and not self._closed:
+            self._warn_unclosed()
+
+    def __repr__(self) -> str:
+        names = ", ".join(f"{r.topic}={r.sensor}" for r in self._routes)
+        return f"Ros2Source(domain {self.domain_id}: {names})"
+
+
+def _topics(topics: Mapping[str, str] | Sequence[str]) -> dict[str, str]:
+    if isinstance(topics, str):
+        raise ConfigError("topics must be a list of topics or a topic -> sensor mapping")
+    wanted = dict(topics) if isinstance(topics, Mapping) else {t: sensor_name(t) for t in topics}
+    if not wanted:
+        raise ConfigError("a ROS 2 source needs at least one topic")
+    for topic in wanted:
+        try:
+            check_topic(topic)
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
+    names = list(wanted.values())
+    if len(set(names)) != len(names):
+        raise ConfigError(f"two topics map to the same sensor name: {wanted}")
+    return wanted
+
+
+def _profiles(
+    qos: Mapping[str, TopicQos | Mapping[str, Any]], wanted: Mapping[str, str]
+) -> dict[str, TopicQos]:
+    stray = sorted(set(qos) - set(wanted))
+    if stray:
+        raise ConfigError(f"qos names topics that are not read: {', '.join(stray)}")
+    out = {}
+    for topic in wanted:
+        given = qos.get(topic)
+        try:
+            out[topic] = (
+                given
+                if isinstance(given, TopicQos)
+                else TopicQos.from_mapping(given or {}, SENSOR_DATA)
+            )
+        except ValueError as err:
+            raise ConfigError(f"qos of ROS 2 topic {topic!r}: {err}") from None
+    return out
