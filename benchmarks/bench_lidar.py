@@ -38,8 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from adapters.lidar import XYZI_DTYPE, SweepAssembler, VelodyneModel, read_pcd, xyz
 from adapters.lidar.layouts import read_bin
 from adapters.lidar.pcap import read_udp
+from adapters.lidar.velodyne_decode import decode_sweeps
 from adapters.lidar.velodyne_models import MODELS, get_model
-from adapters.lidar.velodyne_packets import decode_sweeps
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / ".." / "shared" / "data" / "lidar"

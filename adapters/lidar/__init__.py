@@ -12,6 +12,8 @@ from adapters.lidar.pointcloud_files import PointCloudFiles
 from adapters.lidar.points import VELODYNE_DTYPE, XYZI_DTYPE, from_xyz, xyz
 from adapters.lidar.processing import BoxCrop, RangeCrop, RemoveOutliers, VoxelDownsample
 from adapters.lidar.velodyne import VelodyneSource
+from adapters.lidar.velodyne_assembler import SweepAssembler
+from adapters.lidar.velodyne_decode import RawSweep
 from adapters.lidar.velodyne_models import (
     ALPHA_PRIME,
     HDL_32E,
@@ -24,7 +26,7 @@ from adapters.lidar.velodyne_models import (
     VLS_128,
     VelodyneModel,
 )
-from adapters.lidar.velodyne_packets import WRAP_PERIOD_NS, RawSweep, SweepAssembler
+from adapters.lidar.velodyne_packets import WRAP_PERIOD_NS
 from fusion._exports import rewrite_module
 
 __all__ = [

@@ -29,6 +29,8 @@ from adapters.errors import DecodeError, SourceOpenError
 from adapters.lidar.calibration import Calibration, read_calibration
 from adapters.lidar.pcap import PcapReader, UdpDatagram
 from adapters.lidar.points import VELODYNE_DTYPE
+from adapters.lidar.velodyne_assembler import SweepAssembler
+from adapters.lidar.velodyne_decode import RawSweep, decode_sweeps
 from adapters.lidar.velodyne_models import (
     Evidence,
     ModelDetector,
@@ -37,13 +39,7 @@ from adapters.lidar.velodyne_models import (
     get_model,
     needs_calibration,
 )
-from adapters.lidar.velodyne_packets import (
-    PACKET_SIZE,
-    WRAP_PERIOD_NS,
-    RawSweep,
-    SweepAssembler,
-    decode_sweeps,
-)
+from adapters.lidar.velodyne_packets import PACKET_SIZE, WRAP_PERIOD_NS
 from adapters.net.udp import DEFAULT_SENDER_TIMEOUT, UdpReceiver
 from fusion.clock import ClockModel
 from fusion.continuity import StreamWatch

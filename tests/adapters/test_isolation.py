@@ -22,8 +22,8 @@ from lidar_testdata import VLP16, data_packets, write_pcap
 
 from adapters import SyntheticImu
 from adapters.lidar.velodyne import VelodyneSource
+from adapters.lidar.velodyne_assembler import SweepAssembler
 from adapters.lidar.velodyne_models import get_model
-from adapters.lidar.velodyne_packets import SweepAssembler
 from adapters.timeseries import REBASE_AFTER, TimeSeriesSource
 from fusion import Nearest, Pipeline, VirtualClock
 from fusion.frames import Frame, SensorSpec

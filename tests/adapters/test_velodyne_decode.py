@@ -9,7 +9,7 @@ from lidar_testdata import MONTEREY, VLP16, expected, pcap_stats
 
 from adapters.lidar import HDL_32E, VLP_16, PcapReader, SweepAssembler, VelodyneModel
 from adapters.lidar.pcap import read_udp
-from adapters.lidar.velodyne_packets import RawSweep
+from adapters.lidar.velodyne_decode import RawSweep
 
 
 def sweeps(path: object, model: VelodyneModel, cut_angle: float = 0.0) -> list[RawSweep]:
