@@ -14,7 +14,7 @@ binary_compressed, ascii) files against ``np.fromfile`` of the same bytes and op
 reader. KITTI camera PNGs: frames/s of the PyAV decoder we use against Pillow and
 OpenCV.
 
-Run:  .venv/bin/python benchmarks/bench_lidar.py [--repeat N] [--velodyne-only]
+Run:  .venv/bin/python benchmarks/bench_lidar.py [--repeat N] [--velodyne-only] [--model NAME]
 """
 
 from __future__ import annotations
@@ -189,7 +189,7 @@ async def _source_points(path: Path, calibration: Any) -> int:
     return total
 
 
-def velodyne_rows(repeat: int) -> list[str]:
+def velodyne_rows(repeat: int, models: set[str] | None = None) -> list[str]:
     """Every model, ours against velodyne_decoder in memory and from the file."""
     import anyio
     import velodyne_decoder as vd
@@ -200,6 +200,8 @@ def velodyne_rows(repeat: int) -> list[str]:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, where, packets, model, vd_model in velodyne_cases():
+            if models and name not in models:
+                continue
             payloads = [p for _t, p in packets]
             config = _vd_config(model, vd_model)
             stream = [(t / 1e9, p) for t, p in packets]
@@ -502,9 +504,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=5, help="best of N runs (default 5)")
     parser.add_argument("--velodyne-only", action="store_true", help="the Velodyne table only")
+    parser.add_argument("--model", action="append", help="Velodyne rows of this case only")
     args = parser.parse_args()
     print(VELODYNE_HEADER)
-    for row in velodyne_rows(args.repeat):
+    for row in velodyne_rows(args.repeat, set(args.model or ())):
         print(row, flush=True)
     print()
     if args.velodyne_only:

@@ -48,6 +48,35 @@ from fusion.errors import ConfigError
 _HEADERS = struct.Struct("<" + "HH96x" * BLOCKS + "IBB")
 
 
+@dataclass(frozen=True, slots=True)
+class _Headers:
+    """The header fields of a batch of packets, as strided views of its bytes."""
+
+    flags: np.ndarray
+    """``(P, 12)`` uint16: each block's flag."""
+    azimuth: np.ndarray
+    """``(P, 12)`` uint16: each block's azimuth (0.01°)."""
+    ts: np.ndarray
+    """``(P,)`` uint32: µs past the hour."""
+    mode: np.ndarray
+    """``(P,)`` uint8: the return-mode byte."""
+    dual: np.ndarray
+    """``(P,)`` bool: dual-return packets (the HDL-64E's: block 2 repeats block 0's azimuth)."""
+
+    @staticmethod
+    def of(packets: np.ndarray, hdl64e: bool) -> _Headers:
+        words = np.ascontiguousarray(packets).view("<u2")  # (P, 603)
+        azimuth = words[:, 1:600:50]
+        mode = packets[:, 1204]
+        ts = words[:, 600].astype(np.uint32) | (words[:, 601].astype(np.uint32) << 16)
+        dual = (azimuth[:, 0] == azimuth[:, 2]) if hdl64e else (mode == RETURN_DUAL)
+        return _Headers(words[:, 0:600:50], azimuth, ts, mode, dual)
+
+    def rows(self, keep: np.ndarray) -> _Headers:
+        return _Headers(self.flags[keep], self.azimuth[keep], self.ts[keep], self.mode[keep],
+                        self.dual[keep])  # fmt: skip
+
+
 @dataclass(slots=True)
 class _Builder:
     """The sweep in progress: row ranges of batch arrays, not yet joined."""
@@ -227,50 +256,48 @@ class SweepAssembler:
         if arrivals is None:
             arrivals = [None] * len(payloads)
         problems: list[tuple[int, str, str]] = []
-        good = [i for i, p in enumerate(payloads) if len(p) == PACKET_SIZE]
-        if len(good) < len(payloads):
+        good: list[int] | None = None  # None: every payload has the right length
+        if set(map(len, payloads)) - {PACKET_SIZE}:
+            good = [i for i, p in enumerate(payloads) if len(p) == PACKET_SIZE]
             for i, p in enumerate(payloads):
                 if len(p) != PACKET_SIZE:
                     problems.append(
                         (i, "bad_length", f"expected {PACKET_SIZE} bytes, got {len(p)}")
                     )
         done: list[RawSweep] = []
-        if good:
-            joined = b"".join(
-                payloads if len(good) == len(payloads) else [payloads[i] for i in good]
-            )
-            raw = np.frombuffer(joined, np.uint8)
-            packets = raw.reshape(len(good), PACKET_SIZE)
-            ok = self._validate(packets, good, problems)
-            if not ok.all():
-                packets = packets[ok]
-                good = [g for g, k in zip(good, ok.tolist(), strict=True) if k]
-            if len(good):
-                done = self._assemble(packets, [arrivals[i] for i in good])
+        if good is None or good:
+            joined = b"".join(payloads if good is None else [payloads[i] for i in good])
+            packets = np.frombuffer(joined, np.uint8).reshape(-1, PACKET_SIZE)
+            headers = _Headers.of(packets, self._hdl64e)
+            ok = self._validate(headers, good, problems)
+            if ok is not None:
+                packets, headers = packets[ok], headers.rows(ok)
+                where = range(len(payloads)) if good is None else good
+                good = [g for g, k in zip(where, ok.tolist(), strict=True) if k]
+            if len(packets):
+                kept = arrivals if good is None else [arrivals[i] for i in good]
+                done = self._assemble(packets, headers, list(kept))
         for i, reason, message in sorted(problems):
             self._reject(reason, f"packet {base + i}: {message}", base + i)
         return done
 
-    def _validate(self, packets: np.ndarray, where: list[int],
-                  problems: list[tuple[int, str, str]]) -> np.ndarray:  # fmt: skip
-        """Mask of the packets to keep; the others are added to ``problems``."""
-        words = packets[:, :1200].reshape(-1, BLOCKS, 50, 2)
-        flags = words[:, :, 0, 0].astype(np.int64) | (words[:, :, 0, 1].astype(np.int64) << 8)
-        azimuth = words[:, :, 1, 0].astype(np.int64) | (words[:, :, 1, 1].astype(np.int64) << 8)
-        footer = np.ascontiguousarray(packets[:, 1200:1204]).view("<u4")[:, 0]
-        mode = packets[:, 1204]
-        dual = (azimuth[:, 0] == azimuth[:, 2]) if self._hdl64e else (mode == RETURN_DUAL)
-        kind = dual.astype(np.intp)
+    def _validate(self, headers: _Headers, where: list[int] | None,
+                  problems: list[tuple[int, str, str]]) -> np.ndarray | None:  # fmt: skip
+        """None when every packet is good, else the mask of the packets to keep; the
+        others are added to ``problems``."""
+        flags, azimuth, footer, mode = headers.flags, headers.azimuth, headers.ts, headers.mode
+        kind = headers.dual.view(np.int8)
         used = self._used[kind]
-        bad_flag = ((flags != self._flags[kind]) & used).any(axis=1)
-        bad_azimuth = ((azimuth > 36000) & used).any(axis=1)
-        bad_stamp = footer >= HOUR_US
-        bad_mode = np.zeros_like(bad_stamp) if self._hdl64e else ~MODE_OK[mode]
-        ok: np.ndarray = ~(bad_flag | bad_azimuth | bad_stamp | bad_mode)
-        if ok.all():
-            return ok
-        for row in np.flatnonzero(~ok).tolist():
-            i = where[row]
+        bad_flag = np.any((flags != self._flags[kind]) & used, axis=1)
+        bad_azimuth = np.any((azimuth > 36000) & used, axis=1)
+        bad_stamp = np.asarray(footer >= HOUR_US)
+        bad = bad_flag | bad_azimuth | bad_stamp
+        if not self._hdl64e:
+            bad |= ~MODE_OK[mode]
+        if not bad.any():
+            return None
+        for row in np.flatnonzero(bad).tolist():
+            i = row if where is None else where[row]
             if bad_flag[row]:
                 b = int(np.flatnonzero((flags[row] != self._flags[kind[row]]) & used[row])[0])
                 want = int(self._flags[kind[row], b])
@@ -304,19 +331,22 @@ class SweepAssembler:
                         "(expected 0x37 strongest, 0x38 last or 0x39 dual)",
                     )
                 )
+        ok: np.ndarray = ~bad
         return ok
 
-    def _assemble(self, packets: np.ndarray, arrivals: list[int | None]) -> list[RawSweep]:
+    def _assemble(self, packets: np.ndarray, headers: _Headers,
+                  arrivals: list[int | None]) -> list[RawSweep]:  # fmt: skip
         n = len(packets)
         self.accepted += n
         if n == 1:
             self.product_ids[int(packets[0, 1205])] += 1
         else:
-            products, counts = np.unique(packets[:, 1205], return_counts=True)
-            self.product_ids.update(dict(zip(products.tolist(), counts.tolist(), strict=True)))
-        words = packets[:, :1200].reshape(n, BLOCKS, 50, 2)
-        azimuth = words[:, :, 1, 0].astype(np.int64) | (words[:, :, 1, 1].astype(np.int64) << 8)
-        ts = np.ascontiguousarray(packets[:, 1200:1204]).view("<u4")[:, 0].astype(np.int64)
+            counts = np.bincount(packets[:, 1205], minlength=256)
+            products = np.flatnonzero(counts)
+            self.product_ids.update(dict(zip(products.tolist(), counts[products].tolist(),
+                                             strict=True)))  # fmt: skip
+        azimuth = headers.azimuth
+        ts = headers.ts.astype(np.int64)
         # Unwrap the hour: a stamp far below the previous one means the hour rolled over.
         previous = np.empty(n, np.int64)
         previous[0] = ts[0] if self._last_ts is None else self._last_ts
@@ -324,8 +354,8 @@ class SweepAssembler:
         hours = self._hours + np.cumsum(ts < previous - HOUR_US // 2)
         stamps = hours * HOUR_US + ts
         self._hours, self._last_ts = int(hours[-1]), int(ts[-1])
-        mode = packets[:, 1204].astype(np.int64)
-        dual = (azimuth[:, 0] == azimuth[:, 2]) if self._hdl64e else (mode == RETURN_DUAL)
+        mode = headers.mode.astype(np.int64)
+        dual = headers.dual
         if self._hdl64e:
             mode = np.where(dual, RETURN_DUAL, RETURN_STRONGEST)
         self.dual_packets += int(dual.sum())
@@ -364,7 +394,8 @@ class SweepAssembler:
         """Cut packets of one layout into sweeps, appending finished ones to ``done``."""
         per = layout.blocks_per_group
         groups = layout.groups
-        shifted = azimuth[:, 0 : layout.used_blocks : per].reshape(-1) - self.cut
+        shifted = azimuth[:, 0 : layout.used_blocks : per].reshape(-1).astype(np.int64)
+        shifted -= self.cut
         shifted[shifted < 0] += 36000  # 36000 stays 36000 when cut is 0, as VeloView sees it
         previous = np.empty_like(shifted)
         previous[1:] = shifted[:-1]
