@@ -10,8 +10,11 @@ STAMP_TEST := $(VENV)/.installed-test
 demo: $(STAMP)
 	$(VENV)/bin/hyperframes demo
 
+# Two passes (tests/conftest.py): two workers for the bulk, then the tests that
+# time live rates or share machine-wide resources, alone.
 test: $(STAMP_TEST)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadfile -m "not serial"
+	$(PY) -m pytest -q -m serial
 	$(MAKE) --no-print-directory lint typecheck
 	$(VENV)/bin/hyperframes demo --quiet
 

@@ -1,9 +1,46 @@
-"""Suite-wide settings. Hypothesis runs without per-example deadlines: CI machines are
-shared and slow, and timing is what benchmarks measure, never tests."""
+"""Suite-wide settings.
 
+Hypothesis runs without per-example deadlines: CI machines are shared and slow,
+and timing is what benchmarks measure, never tests.
+
+``make test`` runs the suite in two passes: everything not marked ``serial`` on
+two pytest-xdist workers, then the ``serial`` tests alone. A test is serial when
+it measures something the other worker's load would change (a real sender's
+rate, frames kept at a live rate, Ctrl-C within a second) or when it shares a
+machine-wide resource with other tests (``/dev/shm`` blocks the janitor cleans,
+fixed UDP ports). Whole files are marked here, by path, so a new test in such a
+file is serial too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
     "hyperframes", deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile("hyperframes")
+
+_TESTS = Path(__file__).resolve().parent
+SERIAL = (
+    "acceptance/",  # real senders at real rates, terminals, Ctrl-C and SIGTERM timings
+    "test_recipes.py",  # recipe 1 records live senders on the example config's fixed ports
+    "test_examples.py",  # live_velodyne.py asserts sweeps kept at the capture's rate
+    "segments/test_orphans.py",  # the shared-memory janitor sees every process's blocks
+    "interop/test_foxglove_live.py",  # rates kept while a client stalls
+    "recordings/test_live_server.py",  # a real-time pipeline's rate with a stalled client
+    "adapters/test_video_live.py",  # live streams from ffmpeg at their rate
+    "adapters/ros2/",  # DDS publishers at a bag's rate, killed and restarted
+    "cli/test_snapshot_cli.py",  # the last N seconds of a live run
+)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        relative = item.path.resolve().relative_to(_TESTS).as_posix()
+        if relative.startswith(SERIAL):
+            item.add_marker(pytest.mark.serial)
