@@ -46,6 +46,7 @@ a set depends on the whole history of the queues, so it stays streaming.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -116,8 +117,9 @@ def group_columns(
 
     ``compiled`` chooses how ``Nearest`` is computed, never what: ``True``
     runs the compiled merge kernel (:mod:`fusion.policies.nearest_kernel`,
-    3-8x faster; the first use in a process imports numba and loads or
-    compiles the kernel, ~0.5 s), ``False`` the numpy form; ``None`` the
+    3-7x faster; the first use in a process imports numba and loads the
+    kernel from numba's cache, ~0.5 s on a quiet machine, or compiles it, a
+    few seconds), ``False`` the numpy form; ``None`` the
     kernel once it is loaded in this process or when the input is large
     enough to pay for loading it, else numpy.
     """
@@ -129,15 +131,18 @@ def group_columns(
     if not isinstance(policy, (ExactTime, Nearest)):
         raise TypeError(f"expected ExactTime or Nearest, got {type(policy).__name__}")
     cols = {s: np.asarray(stamps.get(s, np.empty(0, np.int64)), np.int64) for s in policy.sensors}
-    fast = isinstance(policy, Nearest) and _use_kernel(compiled, cols)
+    if isinstance(policy, Nearest) and _use_kernel(compiled, cols):
+        return _nearest_compiled(policy, cols)  # checks the order in its first pass
     for s, t in cols.items():
-        if not _strictly_increasing(t, fast):
-            raise ValueError(f"stamps of {s!r} are not strictly increasing; filter with admitted()")
+        if len(t) > 1 and not bool(np.all(t[1:] > t[:-1])):
+            raise _unsorted(s)
     if isinstance(policy, ExactTime):
         return _exact(policy, cols)
-    if fast:
-        return _nearest_compiled(policy, cols)
     return _nearest(policy, cols)
+
+
+def _unsorted(sensor: str) -> ValueError:
+    return ValueError(f"stamps of {sensor!r} are not strictly increasing; filter with admitted()")
 
 
 # Loading the kernel (numba's import, then the cached machine code) costs
@@ -149,32 +154,27 @@ _KERNEL_FROM = 1 << 26
 def _use_kernel(compiled: bool | None, cols: Mapping[str, Int64]) -> bool:
     if compiled is not None:
         return compiled
-    from fusion.policies import nearest_kernel
-
-    return nearest_kernel.loaded() or sum(len(t) for t in cols.values()) >= _KERNEL_FROM
-
-
-def _strictly_increasing(t: Int64, compiled: bool) -> bool:
-    if len(t) < 2:
+    kernel = sys.modules.get("fusion.policies.nearest_kernel")  # loaded without importing numba
+    if kernel is not None and kernel.loaded():
         return True
-    if compiled:
-        from fusion.policies.nearest_kernel import first_unsorted
-
-        return first_unsorted(t) < 0
-    return bool(np.all(t[1:] > t[:-1]))
+    return sum(len(t) for t in cols.values()) >= _KERNEL_FROM
 
 
 def _nearest_compiled(policy: Nearest, cols: dict[str, Int64]) -> GroupColumns:
     """``Nearest`` by the merge kernel: the same columns as :func:`_nearest`."""
-    from fusion.policies.nearest_kernel import nearest_groups
+    from fusion.policies.nearest_kernel import Unsorted, nearest_groups
 
     matched = list(policy.tolerance)
     windows = list(policy.windows)
-    t, ref, picks, spans = nearest_groups(
-        cols[policy.reference],
-        [(cols[s], policy.tolerance[s], s not in policy.optional) for s in matched],
-        [(cols[s], b, a, s not in policy.optional) for s, (b, a) in policy.windows.items()],
-    )
+    try:
+        t, ref, picks, spans = nearest_groups(
+            cols[policy.reference],
+            [(cols[s], policy.tolerance[s], s not in policy.optional) for s in matched],
+            [(cols[s], b, a, s not in policy.optional) for s, (b, a) in policy.windows.items()],
+        )
+    except Unsorted as err:
+        bad = {[policy.reference, *matched, *windows][i] for i in err.columns}
+        raise _unsorted(next(s for s in policy.sensors if s in bad)) from None
     return GroupColumns(
         sensors=policy.sensors,
         t=t,

@@ -32,192 +32,221 @@ stamps is taken only where it is non-negative, in uint64 (exact up to
 order-preserving unsigned key ``t - MIN``), and tolerances and windows
 arrive clamped to ``2**64 - 1``, which every distance is within.
 
-numba is imported on first use (``import fusion`` stays light), and the
-compiled code is cached on disk next to this module when that is writable, so
-a later process loads it (~0.1 s after numba's own ~0.35 s import) instead of
+This module imports numba; :mod:`fusion.policies.columnar` imports it only
+when the kernel is wanted (``import fusion`` stays light). The compiled code
+is cached on disk next to this module when that is writable, so a later
+process loads it (~0.1 s after numba's own ~0.35 s import) instead of
 compiling (~3 s).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
+import numba
 import numpy as np
 
 Int64 = np.ndarray[Any, np.dtype[np.int64]]
 _SPAN = (1 << 64) - 1
-_kernels: dict[str, Callable[..., Any]] = {}
+_SIGN = np.uint64(1 << 63)
+_TOP_KEY = np.uint64(_SPAN)
+_T_MIN = np.int64(-(1 << 63))
+_T_MAX = np.int64((1 << 63) - 1)
+# Module-level functions and constants, not a closure: numba keys its disk
+# cache on a closure's cell contents, and a cell holding another compiled
+# function never matches, so every process would compile again.
+_jit = numba.njit(nogil=True, cache=True, boundscheck=False)
+_used = False
 
 
-def _compile() -> dict[str, Callable[..., Any]]:
-    import numba
-
-    sign = np.uint64(1 << 63)
-    top_key = np.uint64(_SPAN)
-    t_min = np.int64(-(1 << 63))
-    t_max = np.int64((1 << 63) - 1)
-    jit = numba.njit(nogil=True, cache=True, boundscheck=False)
-
-    @jit
-    def first_unsorted(col: Any) -> int:  # pragma: no cover - compiled
-        n = len(col)
-        start = 1
-        while start < n:  # in blocks, so the comparisons vectorise
-            stop = min(start + 4096, n)
-            here = col[start:stop]
-            prev = col[start - 1 : stop - 1]
-            bad = 0
+@_jit
+def first_unsorted(col: Any) -> int:  # pragma: no cover - compiled
+    n = len(col)
+    start = 1
+    while start < n:  # in blocks, so the comparisons vectorise
+        stop = min(start + 4096, n)
+        here = col[start:stop]
+        prev = col[start - 1 : stop - 1]
+        bad = 0
+        for i in range(stop - start):
+            bad += here[i] <= prev[i]
+        if bad:
             for i in range(stop - start):
-                bad += here[i] <= prev[i]
-            if bad:
-                for i in range(stop - start):
-                    if here[i] <= prev[i]:
-                        return start + i
-            start = stop
-        return -1
+                if here[i] <= prev[i]:
+                    return start + i
+        start = stop
+    return -1
 
-    @jit
-    def below(col: Any, i: int, b: Any) -> int:  # pragma: no cover - compiled
-        """The first index from ``i`` whose stamp is at or after ``b``."""
-        n = len(col)
-        # A data-dependent loop exit per frame costs a misprediction per
-        # reference; striding, then counting the last few, costs one.
-        while i + 8 < n and col[i + 7] < b:
-            i += 8
-        if i + 8 <= n:
+
+@_jit
+def below(col: Any, i: int, b: Any) -> int:  # pragma: no cover - compiled
+    """The first index from ``i`` whose stamp is at or after ``b``."""
+    n = len(col)
+    # A data-dependent loop exit per frame costs a misprediction per
+    # reference; striding, then counting the last few, costs one.
+    while i + 8 < n and col[i + 7] < b:
+        i += 8
+    if i + 8 <= n:
+        c = 0
+        for q in range(8):
+            c += col[i + q] < b
+        return i + c
+    while i < n and col[i] < b:
+        i += 1
+    return i
+
+
+@_jit
+def through(col: Any, i: int, b: Any) -> int:  # pragma: no cover - compiled
+    """The first index from ``i`` whose stamp is after ``b``."""
+    n = len(col)
+    while i + 8 < n and col[i + 7] <= b:
+        i += 8
+    if i + 8 <= n:
+        c = 0
+        for q in range(8):
+            c += col[i + q] <= b
+        return i + c
+    while i < n and col[i] <= b:
+        i += 1
+    return i
+
+
+@_jit
+def matched_pass(refs: Any, col: Any, tol: Any, out: Any) -> None:  # pragma: no cover
+    """``out[k]``: the frame nearest ``refs[k]`` if within ``tol``, else ``-1 - nearest``."""
+    n = len(col)
+    if n == 0:
+        out[:] = -1  # nearest "0", beyond tolerance: never offered
+        return
+    i = 0
+    for k in range(len(refs)):
+        r = refs[k]
+        i = below(col, i, r)
+        if i == 0:
             c = 0
-            for q in range(8):
-                c += col[i + q] < b
-            return i + c
-        while i < n and col[i] < b:
-            i += 1
-        return i
+            d = np.uint64(col[0]) - np.uint64(r)
+        else:
+            c = i - 1
+            d = np.uint64(r) - np.uint64(col[i - 1])
+            if i < n:
+                d_next = np.uint64(col[i]) - np.uint64(r)
+                c = i if d_next < d else c  # the earlier wins a tie
+                d = d_next if d_next < d else d
+        out[k] = c if d <= tol else -1 - c
 
-    @jit
-    def through(col: Any, i: int, b: Any) -> int:  # pragma: no cover - compiled
-        """The first index from ``i`` whose stamp is after ``b``."""
-        n = len(col)
-        while i + 8 < n and col[i + 7] <= b:
-            i += 8
-        if i + 8 <= n:
-            c = 0
-            for q in range(8):
-                c += col[i + q] <= b
-            return i + c
-        while i < n and col[i] <= b:
-            i += 1
-        return i
 
-    @jit
-    def matched_pass(refs: Any, col: Any, tol: Any, out: Any) -> None:  # pragma: no cover
-        """``out[k]``: the frame nearest ``refs[k]`` if within ``tol``, else ``-1 - nearest``."""
-        n = len(col)
-        i = 0
-        for k in range(len(refs)):
-            r = refs[k]
-            i = below(col, i, r)
-            if i == 0:
-                c = 0
-                d = np.uint64(col[0]) - np.uint64(r)
-            else:
-                c = i - 1
-                d = np.uint64(r) - np.uint64(col[i - 1])
-                if i < n:
-                    d_next = np.uint64(col[i]) - np.uint64(r)
-                    c = i if d_next < d else c  # the earlier wins a tie
-                    d = d_next if d_next < d else d
-            out[k] = c if d <= tol else -1 - c
+@_jit
+def window_pass(  # pragma: no cover - compiled
+    refs: Any, col: Any, before: Any, after: Any, lo: Any, hi: Any
+) -> None:
+    """``lo[k]``/``hi[k]``: the frames in ``[refs[k] - before, refs[k] + after]``."""
+    i = 0
+    h = 0
+    for k in range(len(refs)):
+        r = refs[k]
+        key = np.uint64(r) ^ _SIGN  # r - MIN, exact
+        low = _T_MIN if before >= key else np.int64((key - before) ^ _SIGN)
+        high = _T_MAX if after >= _TOP_KEY - key else np.int64((key + after) ^ _SIGN)
+        i = below(col, i, low)
+        h = through(col, max(h, i), high)
+        lo[k] = i
+        hi[k] = h
 
-    @jit
-    def window_pass(  # pragma: no cover - compiled
-        refs: Any, col: Any, before: Any, after: Any, lo: Any, hi: Any
-    ) -> None:
-        """``lo[k]``/``hi[k]``: the frames in ``[refs[k] - before, refs[k] + after]``."""
-        i = 0
-        h = 0
-        for k in range(len(refs)):
-            r = refs[k]
-            key = np.uint64(r) ^ sign  # r - MIN, exact
-            low = t_min if before >= key else np.int64((key - before) ^ sign)
-            high = t_max if after >= top_key - key else np.int64((key + after) ^ sign)
-            i = below(col, i, low)
-            h = through(col, max(h, i), high)
-            lo[k] = i
-            hi[k] = h
 
-    @jit
-    def resolve(  # pragma: no cover - compiled
-        refs: Any,
-        cols: Any,
-        required: Any,
-        tol: Any,
-        pick: Any,
-        lo: Any,
-        hi: Any,
-        out_t: Any,
-        out_ref: Any,
-    ) -> int:
-        """The cuts, in order; the groups written in place (row ``g`` from reference ``k >= g``)."""
-        n_m = len(pick)
-        n_w = len(lo)
-        cut = np.full(n_m + n_w, -1, np.int64)  # matched sensors first, as in ``cols``
-        took = np.empty(n_m + n_w, np.int64)  # the last frame the group takes, -1: none
-        start = np.empty(max(n_w, 1), np.int64)
-        g = 0
-        for k in range(len(refs)):
-            complete = True
+@_jit
+def resolve(  # pragma: no cover - compiled
+    refs: Any,
+    cols: Any,
+    required: Any,
+    tol: Any,
+    pick: Any,
+    lo: Any,
+    hi: Any,
+    out_t: Any,
+    out_ref: Any,
+) -> int:
+    """The cuts, in order; the groups written in place (row ``g`` from reference ``k >= g``)."""
+    n_m = len(pick)
+    n_w = len(lo)
+    cut = np.full(n_m + n_w, -1, np.int64)  # matched sensors first, as in ``cols``
+    took = np.empty(n_m + n_w, np.int64)  # the last frame the group takes, -1: none
+    start = np.empty(max(n_w, 1), np.int64)
+    g = 0
+    for k in range(len(refs)):
+        complete = True
+        for j in range(n_m):
+            c = pick[j, k]
+            first = cut[j] + 1
+            # Taken: the nearest (``c``; ``-1 - c`` beyond tolerance) is not after the cut.
+            if 0 <= c < first or -1 - cut[j] <= c < 0:
+                col = cols[j]
+                c = -1
+                if first < len(col) and np.uint64(col[first]) - np.uint64(refs[k]) <= tol[j]:
+                    c = first  # at or after r: the nearest left
+            elif c < 0:
+                c = -1
+            took[j] = c
+            if c < 0 and required[j]:
+                complete = False
+        for w in range(n_w):
+            s = max(lo[w, k], cut[n_m + w] + 1)
+            start[w] = s
+            took[n_m + w] = hi[w, k] - 1 if s < hi[w, k] else -1
+            if s >= hi[w, k] and required[n_m + w]:
+                complete = False
+        if complete:
+            out_t[g] = refs[k]
+            out_ref[g] = k
             for j in range(n_m):
-                c = pick[j, k]
-                first = cut[j] + 1
-                # Taken: the nearest (``c``; ``-1 - c`` beyond tolerance) is not after the cut.
-                if 0 <= c < first or -1 - cut[j] <= c < 0:
-                    col = cols[j]
-                    c = -1
-                    if first < len(col) and np.uint64(col[first]) - np.uint64(refs[k]) <= tol[j]:
-                        c = first  # at or after r: the nearest left
-                elif c < 0:
-                    c = -1
-                took[j] = c
-                if c < 0 and required[j]:
-                    complete = False
+                pick[j, g] = took[j]
             for w in range(n_w):
-                s = max(lo[w, k], cut[n_m + w] + 1)
-                start[w] = s
-                took[n_m + w] = hi[w, k] - 1 if s < hi[w, k] else -1
-                if s >= hi[w, k] and required[n_m + w]:
-                    complete = False
-            if complete:
-                out_t[g] = refs[k]
-                out_ref[g] = k
-                for j in range(n_m):
-                    pick[j, g] = took[j]
-                for w in range(n_w):
-                    hi[w, g] = max(hi[w, k], start[w])
-                    lo[w, g] = start[w]
-                for j in range(n_m + n_w):
-                    if took[j] >= 0:
-                        cut[j] = took[j]
-                g += 1
-        return g
+                hi[w, g] = max(hi[w, k], start[w])
+                lo[w, g] = start[w]
+            for j in range(n_m + n_w):
+                if took[j] >= 0:
+                    cut[j] = took[j]
+            g += 1
+    return g
 
-    return {
-        "first_unsorted": first_unsorted,
-        "matched_pass": matched_pass,
-        "window_pass": window_pass,
-        "resolve": resolve,
-    }
+
+@_jit
+def nearest_columns(  # pragma: no cover - compiled
+    refs: Any,
+    cols: Any,
+    required: Any,
+    tol: Any,
+    before: Any,
+    after: Any,
+    pick: Any,
+    lo: Any,
+    hi: Any,
+    out_t: Any,
+    out_ref: Any,
+    unsorted: Any,
+) -> int:
+    """The whole computation, one entry (so one cached library to load):
+    the columns checked (``unsorted[0]`` the references, ``[1 + j]``
+    column ``j``; -1 returned if any is set), each sensor's pass, the cuts."""
+    unsorted[0] = first_unsorted(refs) >= 0
+    for j in range(len(cols)):
+        unsorted[1 + j] = first_unsorted(cols[j]) >= 0
+    for j in range(len(unsorted)):
+        if unsorted[j]:
+            return -1
+    n_m = len(pick)
+    for j in range(len(cols)):
+        if j < n_m:
+            matched_pass(refs, cols[j], tol[j], pick[j])
+        else:
+            window_pass(refs, cols[j], before[j], after[j], lo[j - n_m], hi[j - n_m])
+    return resolve(refs, cols, required, tol, pick, lo, hi, out_t, out_ref)
 
 
 def loaded() -> bool:
-    """Whether the kernels are loaded in this process (numba imported, code compiled or read)."""
-    return bool(_kernels)
-
-
-def _get(name: str) -> Callable[..., Any]:
-    if not _kernels:
-        _kernels.update(_compile())
-    return _kernels[name]
+    """Whether the kernel has run in this process (its machine code compiled or read)."""
+    return _used
 
 
 def _frozen(a: Int64) -> Int64:
@@ -227,9 +256,13 @@ def _frozen(a: Int64) -> Int64:
     return v
 
 
-def first_unsorted(col: Int64) -> int:
-    """Index of the first stamp of ``col`` not after its predecessor; -1: strictly increasing."""
-    return int(_get("first_unsorted")(_frozen(col)))
+class Unsorted(ValueError):
+    """Stamps that are not strictly increasing; ``columns``: their positions
+    (0 the references, then the sensors in the order given)."""
+
+    def __init__(self, columns: list[int]) -> None:
+        super().__init__(f"columns {columns} are not strictly increasing")
+        self.columns = columns
 
 
 def nearest_groups(
@@ -245,37 +278,38 @@ def nearest_groups(
     groups' times, their reference indices, per matched sensor the picked
     index (-1: missing) and per window sensor the ``[lo, hi)`` ranges (empty
     where missing), each with a row per complete group, in the order given.
+    Raises :class:`Unsorted` for columns that are not strictly increasing.
     """
     refs = _frozen(refs)
     m = len(refs)
     n_m, n_w = len(matched), len(windows)
+    if n_m + n_w == 0:  # the references alone: every one a group
+        if m > 1 and not bool(np.all(refs[1:] > refs[:-1])):
+            raise Unsorted([0])
+        return refs.copy(), np.arange(m, dtype=np.int64), [], []
+    cols = tuple(_frozen(c) for c in [x[0] for x in matched] + [x[0] for x in windows])
+    # Tolerances (matched) and windows clamped to the span every distance is within.
+    tol = np.array([min(int(t), _SPAN) for _, t, _ in matched] + [0] * n_w, np.uint64)
+    before = np.array([0] * n_m + [min(int(b), _SPAN) for _, b, _, _ in windows], np.uint64)
+    after = np.array([0] * n_m + [min(int(a), _SPAN) for _, _, a, _ in windows], np.uint64)
+    required = np.array([r for *_, r in matched] + [r for *_, r in windows], bool)
     # A row per sensor, filled by its pass, then compacted in place by the
     # resolution (group g is written from reference k >= g, already read).
     pick = np.empty((n_m, m), np.int64)
     lo = np.empty((n_w, m), np.int64)
     hi = np.empty((n_w, m), np.int64)
-    cols: list[Int64] = []
-    tol = np.zeros(n_m + n_w, np.uint64)
-    for j, (col, t, _) in enumerate(matched):
-        cols.append(_frozen(col))
-        tol[j] = min(int(t), _SPAN)
-        if len(col):
-            _get("matched_pass")(refs, cols[j], tol[j], pick[j])
-        else:
-            pick[j] = -1  # nearest "0", beyond tolerance: never offered
-    for j, (col, b, a, _) in enumerate(windows):
-        cols.append(_frozen(col))
-        before, after = np.uint64(min(int(b), _SPAN)), np.uint64(min(int(a), _SPAN))
-        _get("window_pass")(refs, cols[-1], before, after, lo[j], hi[j])
     out_t = np.empty(m, np.int64)
     out_ref = np.empty(m, np.int64)
-    if n_m + n_w == 0:
-        g = m
-        out_t[:] = refs
-        out_ref[:] = np.arange(m)
-    else:
-        required = np.array([r for *_, r in matched] + [r for *_, r in windows], bool)
-        g = int(_get("resolve")(refs, tuple(cols), required, tol, pick, lo, hi, out_t, out_ref))
+    unsorted = np.zeros(1 + n_m + n_w, bool)
+    global _used
+    _used = True
+    g = int(
+        nearest_columns(
+            refs, cols, required, tol, before, after, pick, lo, hi, out_t, out_ref, unsorted
+        )
+    )
+    if g < 0:
+        raise Unsorted(np.flatnonzero(unsorted).tolist())
     picks = [pick[j, :g] for j in range(n_m)]
     spans = [(lo[j, :g], hi[j, :g]) for j in range(n_w)]
     return out_t[:g], out_ref[:g], picks, spans
