@@ -118,8 +118,8 @@ def group_columns(
     ``compiled`` chooses how ``Nearest`` is computed, never what: ``True``
     runs the compiled merge kernel (:mod:`fusion.policies.nearest_kernel`,
     3-7x faster; the first use in a process imports numba and loads the
-    kernel from numba's cache, ~0.5 s on a quiet machine, or compiles it, a
-    few seconds), ``False`` the numpy form; ``None`` the
+    kernel from numba's cache, ~0.5 s of CPU, or compiles it, ~3 s, the
+    first time ever), ``False`` the numpy form; ``None`` the
     kernel once it is loaded in this process or when the input is large
     enough to pay for loading it, else numpy.
     """
@@ -145,10 +145,12 @@ def _unsorted(sensor: str) -> ValueError:
     return ValueError(f"stamps of {sensor!r} are not strictly increasing; filter with admitted()")
 
 
-# Loading the kernel (numba's import, then the cached machine code) costs
-# ~0.5 s once per process; the kernel saves ~5-10 ns a stamp over numpy, so
-# a single call pays for it from about this many stamps.
-_KERNEL_FROM = 1 << 26
+# Loading the kernel costs ~0.5 s of CPU once per process (numba's import
+# ~0.33 s, the machine code read from numba's cache ~0.16 s; compiling it
+# the very first time ~3 s), and it saves ~4.7 ns of CPU a stamp over numpy
+# (bench_offline_sync --peers at 10 M), so a single call pays for loading it
+# from about this many stamps.
+_KERNEL_FROM = 100_000_000
 
 
 def _use_kernel(compiled: bool | None, cols: Mapping[str, Int64]) -> bool:
