@@ -19,11 +19,11 @@ level 3. The chunks up to the next probe are
   than level 1 does;
 * compressed at level 1 otherwise.
 
-The probe costs about 2 % of compressing the bytes it speaks for. Its verdict holds
-until the next probe, so a change of content costs at most :data:`PROBE_EVERY` bytes
-compressed at the wrong level; a wrong "store as is" costs at most that much
-compression, never data. The policy is shared by the recorder's compression threads
-without a lock: a race only moves a probe by a chunk.
+The probe costs about 1 % of compressing the bytes it speaks for at level 1. Its
+verdict holds until the next probe, so a change of content costs at most
+:data:`PROBE_EVERY` bytes compressed at the wrong level; a wrong "store as is" costs
+at most that much compression, never data. The policy is shared by the recorder's
+compression threads without a lock: a race only moves a probe by a chunk.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ LOW: Final = 1
 HIGH: Final = 3
 """Level for payloads whose repeats pay for the search (zstd's own default)."""
 
-PROBE_EVERY: Final = 8 * 1024 * 1024
+PROBE_EVERY: Final = 16 * 1024 * 1024
 """Raw bytes between two probes."""
 
 PROBE_SLICES: Final = 4
