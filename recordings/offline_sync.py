@@ -321,13 +321,13 @@ def sync_recording(
     owns = not isinstance(source, Recording)
     log = open_recording(source) if not isinstance(source, Recording) else source
     try:
+        raw = read_stamps(log, policy.sensors, start, end, progress)
         from_index = log.stamp_index() is not None
         chunks_before = (
             0
             if from_index
             else sum(1 for c in log.select(policy.sensors, start, end) if c.stamps is None)
         )
-        raw = read_stamps(log, policy.sensors, start, end, progress)
         stamps: dict[str, SensorStamps] = {}
         out_of_order: dict[str, int] = {}
         for s, st in raw.items():

@@ -288,6 +288,12 @@ class Recording:
                 )
         return None if isinstance(self._stamp_index, str) else self._stamp_index
 
+    def drop_stamp_index(
+        self, why: str = "a sensor's stamp index columns do not check out"
+    ) -> None:
+        """Stop using the stamp index (:meth:`stamp_index` gives ``None`` from now on)."""
+        self._stamp_index = why
+
     @property
     def stamp_index_problem(self) -> str | None:
         """Why :meth:`stamp_index` gave ``None`` (after it was called)."""

@@ -36,7 +36,7 @@ import zstandard
 
 from recordings.layout import ChunkMeta
 
-__all__ = ["ROW_BYTES", "StampBlock", "decode_block", "stamp_table"]
+__all__ = ["ROW_BYTES", "StampBlock", "decode_block", "raw_block", "stamp_table"]
 
 ROW_BYTES = 29
 """Bytes per frame of an uncompressed block."""
@@ -113,6 +113,19 @@ class StampBlock:
     def of(self, k: int) -> tuple[Int64, Int64]:
         """``(t, seq)`` of the meta's sensor ``k``, in recorded order."""
         return self._by_sensor[k]
+
+
+def raw_block(meta: ChunkMeta) -> tuple[np.ndarray[Any, Any], Int64, Int64, Int64, Any]:
+    """``(sensor, seq, t, t_arrival, has_arrival)`` of a block this process just wrote:
+    decompressed without :func:`decode_block`'s checks (the writer's own stamp index)."""
+    n = meta.count
+    dctx = getattr(_local, "dctx", None)
+    if dctx is None:
+        dctx = _local.dctx = zstandard.ZstdDecompressor()
+    buf = memoryview(dctx.decompress(meta.stamps or b"", max_output_size=ROW_BYTES * n))
+    cols = [np.cumsum(np.frombuffer(buf, "<i8", n, 4 * n + 8 * n * k)) for k in range(3)]
+    sensor = np.frombuffer(buf, "<u4", n, 0)
+    return sensor, cols[0], cols[1], cols[2], np.frombuffer(buf, np.uint8, n, 28 * n)
 
 
 def decode_block(meta: ChunkMeta, max_bytes: int) -> StampBlock:

@@ -6,44 +6,51 @@ but it still parses every chunk meta of the footer index in Python and
 decompresses one small block per chunk: on a 3 GB file of 1,500 chunks that
 per-chunk work is the whole cost. The 1.5 writer also appends, after the
 INDEX record and before the trailer, one STAMPS record holding the stamps of
-the whole file as columns::
+the whole file, sensor by sensor, as columns::
 
-    payload := z(sensor:<u4[n]) z(chunk:<u4[n]) z(seq:<i8[n]) z(t:<i8[n])
-               z(t_arrival:<i8[n]) z(has_arrival:u1[n])
-    meta    := {"n": rows, "s": [sensor names], "chunks": chunk count,
-                "z": [stored length of each of the six zstd frames]}
+    meta    := {"s": [sensor names], "c": [frames per sensor], "chunks": chunk count,
+                "z": per sensor, per column, the stored lengths of its zstd frames}
+    payload := for each sensor, for each column: its frames, back to back
+    columns := runs:<u4[2r]  seq:<i8[c]  t:<i8[c]  t_arrival:<i8[c]  has_arrival:u1[c]
 
-one zstd frame per column (streamed: content size not declared), rows in file order (chunk by
-chunk, recorded order inside a chunk), ``sensor`` an index into ``s``,
-``chunk`` the chunk's position in the footer index. ``seq``, ``t`` and
-``t_arrival`` are delta-coded *per sensor*: each row stores its value minus
-the previous row's of the same sensor (0 before a sensor's first row),
-modulo 2**64, so regular streams become constants zstd packs to nothing.
+A sensor's rows are its frames in recorded order. ``runs`` says which chunk
+each row is in, as ``r`` pairs ``(chunk, count)``: ``count`` rows (at least
+1) in the chunk at that position in the footer index, chunks increasing, the
+counts adding up to ``c``. ``seq``, ``t`` and ``t_arrival`` are delta-coded
+(``d[0] = v[0]``, ``d[i] = v[i] - v[i-1]``, modulo 2**64), so regular
+streams become constants zstd packs to nothing. A column is one or more zstd
+frames (content size set) whose contents, joined, are exactly its values.
+The writer compresses a frame at level 3 only when that shrinks it at least
+3x, else at zstd's fastest level (jittered ``t`` deltas hardly compress and
+decode several times slower than they copy).
 
-It sits after the INDEX so a reader finds it from the trailer and the
-INDEX's 24-byte prelude alone, without decoding the index: one read, six
-decompressions and ``numpy.frombuffer``. Readers before 1.5 never look there
-(the indexed path jumps to the INDEX, scanning and streaming stop at it).
+Sensor-major, so a reader takes a sensor's stamps as whole columns (no
+masking), decodes only the sensors it wants, and leaves ``t_arrival`` packed
+until asked. The record sits after the INDEX so a reader finds it from the
+trailer and the INDEX's 24-byte prelude alone, without decoding the index.
+Readers before 1.5 never look there (the indexed path jumps to the INDEX,
+scanning and streaming stop at it).
 
-:func:`read_stamp_index` checks what it takes: the record ends exactly at
-the trailer, its CRCs, every column's size (exactly ``n`` rows, at most the
-reader's chunk limit), sensor indices inside ``s``, chunk positions inside
-``chunks`` and never decreasing, ``has_arrival`` 0 or 1. Anything else
-returns ``None`` with the reason, and the caller uses the chunks' own stamp
-blocks, then the payloads. Like blocks, the table does not verify payloads:
-:class:`~recordings.stamps.FrameFetcher` checks each frame it fetches
-against its stamp, and ``hyperframes check`` compares the table with every
-decoded chunk.
+:func:`read_stamp_index` checks what it takes: the trailer, the record ends
+exactly there, its CRCs, the meta's shape (lengths adding up to the payload),
+and, as each sensor is decoded, that every column holds exactly ``c`` values
+(at most the reader's chunk limit in all), chunk positions inside ``chunks``
+and never decreasing, ``has_arrival`` 0 or 1. A sensor that fails raises
+``ValueError`` (:func:`~recordings.stamps.read_stamps` then uses the chunks'
+own blocks, then the payloads). Like blocks, the index does not verify
+payloads: :class:`~recordings.stamps.FrameFetcher` checks each frame it
+fetches against its stamp, and ``hyperframes check`` compares the index with
+every decoded chunk.
 
-The writer builds the table when it closes a file from the chunks' blocks,
-one chunk at a time through six streaming compressors, so its memory is one
-block, not the session's stamps.
+The writer builds the index chunk by chunk from the blocks it writes,
+buffering at most :data:`FRAME_BYTES` per sensor and column before it
+compresses them into a frame, so its memory is bounded, not the session's
+stamps.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Any
 
 import msgpack
@@ -63,23 +70,31 @@ from recordings.format import (
 __all__ = ["StampChecker", "StampIndex", "StampIndexWriter", "read_stamp_index"]
 
 Int64 = np.ndarray[Any, np.dtype[np.int64]]
-_DTYPES = ("<u4", "<u4", "<i8", "<i8", "<i8", "u1")
-ROW_BYTES = sum(np.dtype(d).itemsize for d in _DTYPES)
-"""Bytes per frame of the decompressed table (33)."""
-_MAX_META = 1 << 20  # names of every sensor and six lengths: far below this
+_DTYPES = ("<u4", "<i8", "<i8", "<i8", "u1")  # runs, seq, t, t_arrival, has_arrival
+ROW_BYTES = 33
+"""Most bytes per frame of the decompressed columns (a run of one frame: 8 + 25)."""
+FRAME_BYTES = 256 << 10
+"""Raw bytes of one sensor's column the writer buffers before compressing a frame."""
+_MAX_META = 16 << 20  # names and frame lengths of every sensor: far below this
+
+
+class _Column:
+    __slots__ = ("buf", "frames")
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+        self.frames: list[bytes] = []
 
 
 class StampIndexWriter:
     """Builds a STAMPS record chunk by chunk (what a writer calls as chunks are written)."""
 
     def __init__(self, level: int = 3) -> None:
-        # One compressor per column: streams of one compressor share its context.
-        self._cctx = [zstandard.ZstdCompressor(level=level) for _ in _DTYPES]
-        self._streams = [c.compressobj() for c in self._cctx]
-        self._out: list[list[bytes]] = [[] for _ in _DTYPES]
-        self._names: dict[str, int] = {}
-        self._last: dict[int, tuple[int, int, int]] = {}  # per sensor: seq, t, t_arrival
-        self.rows = 0
+        self._cctx = zstandard.ZstdCompressor(level=level, write_content_size=True)
+        self._fast = zstandard.ZstdCompressor(level=-100, write_content_size=True)
+        self._cols: dict[str, list[_Column]] = {}  # per sensor, per column
+        self._last: dict[str, Int64] = {}  # per sensor: last seq, t, t_arrival
+        self._count: dict[str, int] = {}
         self.chunks = 0
 
     def add(
@@ -92,34 +107,43 @@ class StampIndexWriter:
         has: np.ndarray[Any, Any],
     ) -> None:
         """The next chunk's stamps, in recorded order (``sensor`` indexes ``sensors``)."""
-        ids = np.array([self._names.setdefault(s, len(self._names)) for s in sensors], "<u4")
-        gid = ids[np.asarray(sensor, np.int64)] if len(sensor) else np.empty(0, "<u4")
-        cols = [np.array(c, np.int64) for c in (seq, t, arrival)]
-        deltas = [c.copy() for c in cols]
-        for g in np.unique(gid).tolist():
-            where = np.flatnonzero(gid == g)
-            prev = self._last.get(g, (0, 0, 0))
-            for k in range(3):
-                v = cols[k][where]
-                d = deltas[k]
-                d[where[1:]] = v[1:] - v[:-1]  # int64 wraps: the reader's sum undoes it
-                d[where[:1]] = v[:1] - np.array(prev[k : k + 1], np.int64)  # arrays wrap
-            self._last[g] = (
-                int(cols[0][where[-1]]),
-                int(cols[1][where[-1]]),
-                int(cols[2][where[-1]]),
-            )
-        chunk = np.full(len(gid), self.chunks, "<u4")
-        parts = (gid, chunk, *deltas, np.asarray(has, np.uint8))
-        for i, (part, dtype) in enumerate(zip(parts, _DTYPES, strict=True)):
-            piece = self._streams[i].compress(np.ascontiguousarray(part, dtype).tobytes())
-            if piece:
-                self._out[i].append(piece)
-        self.rows += len(gid)
+        if self.chunks < 0:
+            return
+        values = np.stack([np.asarray(c, np.int64) for c in (seq, t, arrival)])
+        has = np.asarray(has, np.uint8)
+        sensor = np.asarray(sensor)
+        for k, name in enumerate(sensors):
+            where = sensor == k if len(sensors) > 1 else slice(None)
+            v = values[:, where]
+            if not v.shape[1]:
+                continue
+            cols = self._cols.get(name)
+            if cols is None:
+                cols = self._cols[name] = [_Column() for _ in _DTYPES]
+                self._last[name] = np.zeros(3, np.int64)
+                self._count[name] = 0
+            d = np.empty_like(v)
+            d[:, 1:] = v[:, 1:] - v[:, :-1]  # int64 wraps: the reader's sum undoes it
+            d[:, 0] = v[:, 0] - self._last[name]
+            self._last[name] = v[:, -1].copy()
+            n = v.shape[1]
+            self._count[name] += n
+            parts = (np.array([self.chunks, n], "<u4"), d[0], d[1], d[2], has[where])
+            for col, part, dtype in zip(cols, parts, _DTYPES, strict=True):
+                col.buf += np.ascontiguousarray(part, dtype).tobytes()
+                if len(col.buf) >= FRAME_BYTES:
+                    col.frames.append(self._compress(col.buf))
+                    col.buf.clear()
         self.chunks += 1
 
+    def _compress(self, raw: bytearray) -> bytes:
+        packed: bytes = self._cctx.compress(bytes(raw))
+        if 3 * len(packed) > len(raw):  # hardly compresses: decode speed matters more
+            packed = self._fast.compress(bytes(raw))
+        return packed
+
     def skip_chunk(self) -> None:
-        """A chunk without usable stamps: the table cannot describe the file."""
+        """A chunk without usable stamps: the index cannot describe the file."""
         self.chunks = -1
 
     def record(self) -> list[bytes] | None:
@@ -127,16 +151,23 @@ class StampIndexWriter:
         no stamp block (``Recorder(stamp_blocks=False)``)."""
         if self.chunks < 0:
             return None
-        # Streamed frames cannot declare their content size; the reader bounds them by ``n``.
-        frames = [
-            b"".join([*out, s.flush()]) for out, s in zip(self._out, self._streams, strict=True)
-        ]
+        frames: list[bytes] = []
+        lengths: list[list[list[int]]] = []
+        for cols in self._cols.values():
+            per_sensor = []
+            for col in cols:
+                if col.buf:
+                    col.frames.append(self._compress(col.buf))
+                    col.buf.clear()
+                per_sensor.append([len(f) for f in col.frames])
+                frames += col.frames
+            lengths.append(per_sensor)
         meta = msgpack.packb(
             {
-                "n": self.rows,
-                "s": list(self._names),
+                "s": list(self._cols),
+                "c": list(self._count.values()),
                 "chunks": self.chunks,
-                "z": [len(f) for f in frames],
+                "z": lengths,
             },
             use_bin_type=True,
         )
@@ -147,53 +178,118 @@ class StampIndexWriter:
         ]
 
 
-@dataclass(frozen=True, slots=True)
 class StampIndex:
-    """The decoded table: parallel columns in file order."""
+    """The checked record; each sensor's columns are decoded when first asked for."""
 
-    sensors: tuple[str, ...]
-    """Sensor names; :attr:`sensor` indexes them."""
-    chunks: int
-    """Chunks the table describes (the footer index's chunk count)."""
-    sensor: np.ndarray[Any, Any]
-    chunk: np.ndarray[Any, Any]
-    _deltas: tuple[Int64, Int64, Int64]
-    has_arrival: np.ndarray[Any, Any]
+    def __init__(
+        self,
+        sensors: tuple[str, ...],
+        counts: tuple[int, ...],
+        chunks: int,
+        payload: memoryview,
+        spans: list[list[list[tuple[int, int]]]],
+    ) -> None:
+        self.sensors = sensors
+        """Sensor names, in the record's order."""
+        self.counts = counts
+        """Frames per sensor, parallel to :attr:`sensors`."""
+        self.chunks = chunks
+        """Chunks the index describes (the footer index's chunk count)."""
+        self._payload = payload
+        self._spans = spans  # per sensor, per column: (start, length) of each frame
 
     def __len__(self) -> int:
-        return len(self.sensor)
+        return sum(self.counts)
 
     def __repr__(self) -> str:
         return (
             f"StampIndex({len(self)} frames of {', '.join(self.sensors)} in {self.chunks} chunks)"
         )
 
+    def _column(self, k: int, j: int) -> np.ndarray[Any, Any]:
+        dtype = np.dtype(_DTYPES[j])
+        spans = self._spans[k][j]
+        if j == 0:  # runs: as many as the frames declare, an even number of u4, checked above
+            want = sum(_declared(self._payload[a : a + b]) for a, b in spans)
+            if want % 8 or want > 8 * self.counts[k]:
+                raise ValueError(f"a stamp index column of {self.sensors[k]!r} has the wrong size")
+        else:
+            want = self.counts[k] * dtype.itemsize
+        parts = []
+        got = 0
+        for start, length in self._spans[k][j]:
+            frame = self._payload[start : start + length]
+            try:
+                size = zstandard.frame_content_size(frame)
+                if not 0 <= size <= want - got:
+                    raise ValueError(
+                        f"a stamp index frame of {self.sensors[k]!r} has the wrong size"
+                    )
+                raw = _dctx().decompress(frame, max_output_size=size)
+            except zstandard.ZstdError as err:
+                raise ValueError(f"a stamp index frame of {self.sensors[k]!r}: {err}") from err
+            got += len(raw)
+            parts.append(raw)
+        if got != want:
+            raise ValueError(f"a stamp index column of {self.sensors[k]!r} has the wrong size")
+        return np.frombuffer(parts[0] if len(parts) == 1 else b"".join(parts), dtype)
+
     def of(self, name: str) -> tuple[Int64, Int64, Int64, Int64]:
         """``(t, seq, chunk, rank)`` of sensor ``name``'s frames, in recorded order;
-        ``rank`` is a frame's position among that sensor's frames of its chunk."""
+        ``rank`` is a frame's position among that sensor's frames of its chunk.
+        ``ValueError`` when that sensor's columns do not check out."""
         if name not in self.sensors:
             e = np.empty(0, np.int64)
             return e, e, e, e
-        if len(self.sensors) == 1:
-            seq_d, t_d, chunk = self._deltas[0], self._deltas[1], self.chunk
-        else:
-            where = self.sensor == self.sensors.index(name)
-            seq_d, t_d, chunk = self._deltas[0][where], self._deltas[1][where], self.chunk[where]
-        chunk = chunk.astype(np.int64)
-        rank = np.arange(len(chunk), dtype=np.int64)
-        if len(chunk):
-            first = np.flatnonzero(np.diff(chunk, prepend=-1))  # each chunk's first row
-            rank -= np.repeat(first, np.diff(np.append(first, len(chunk))))
-        return np.cumsum(t_d), np.cumsum(seq_d), chunk, rank
+        k = self.sensors.index(name)
+        runs = self._column(k, 0).reshape(-1, 2).astype(np.int64)
+        ids, counts = runs[:, 0], runs[:, 1]
+        n = self.counts[k]
+        if len(runs) and (
+            int(ids[-1]) >= self.chunks
+            or bool(np.any(ids[1:] <= ids[:-1]))
+            or int(counts.min()) < 1
+            or int(counts.sum()) != n
+        ):
+            raise ValueError(f"the stamp index names a chunk {name!r} is not in")
+        if not len(runs) and n:
+            raise ValueError(f"a stamp index column of {name!r} has the wrong size")
+        chunk = np.repeat(ids, counts)
+        first = np.cumsum(counts) - counts  # each run's first row
+        seq = np.cumsum(self._column(k, 1).view(np.int64))
+        t = np.cumsum(self._column(k, 2).view(np.int64))
+        rank = np.arange(n, dtype=np.int64) - np.repeat(first, counts)
+        return t, seq, chunk, rank
 
     def arrivals(self, name: str) -> tuple[Int64, np.ndarray[Any, Any]]:
         """``(t_arrival, has_arrival)`` of sensor ``name``'s frames (0 where absent)."""
-        where = self.sensor == (self.sensors.index(name) if name in self.sensors else -1)
-        return np.cumsum(self._deltas[2][where]), self.has_arrival[where].astype(bool)
+        if name not in self.sensors:
+            return np.empty(0, np.int64), np.empty(0, bool)
+        k = self.sensors.index(name)
+        has = self._column(k, 4)
+        if len(has) and int(has.max()) > 1:
+            raise ValueError(f"the stamp index has a has_arrival of {name!r} that is not 0 or 1")
+        return np.cumsum(self._column(k, 3).view(np.int64)), has.astype(bool)
+
+
+_decompressors: list[zstandard.ZstdDecompressor] = []
+
+
+def _declared(frame: memoryview) -> int:
+    try:
+        return max(0, zstandard.frame_content_size(frame))
+    except zstandard.ZstdError:
+        return 0
+
+
+def _dctx() -> zstandard.ZstdDecompressor:
+    if not _decompressors:
+        _decompressors.append(zstandard.ZstdDecompressor())
+    return _decompressors[0]
 
 
 def read_stamp_index(fd: int, size: int, max_bytes: int) -> StampIndex | str:
-    """The file's STAMPS record, decoded and checked, or the reason it cannot be used."""
+    """The file's STAMPS record, checked, or the reason it cannot be used."""
     if size < 16 + TRAILER.size + 2 * PRELUDE.size:
         return "the file is too short for a stamp index"
     trailer = os.pread(fd, TRAILER.size, size - TRAILER.size)
@@ -215,7 +311,7 @@ def read_stamp_index(fd: int, size: int, max_bytes: int) -> StampIndex | str:
         return "the record after the footer index is not a stamp index"
     if at + PRELUDE.size + meta_len + payload_len != end:
         return "the stamp index does not end at the trailer"
-    if payload_len > max_bytes + 4096:  # six zstd frames never exceed their data by much
+    if payload_len > max_bytes + 4096:  # zstd frames never exceed their data by much
         return f"the stamp index of {payload_len} bytes is over the reader's limit"
     data = os.pread(fd, end - at, at)
     if len(data) != end - at:
@@ -226,57 +322,43 @@ def read_stamp_index(fd: int, size: int, max_bytes: int) -> StampIndex | str:
         return "the stamp index fails its CRC"
     try:
         meta = msgpack.unpackb(meta_bytes, raw=False)
-        n, names, chunks, lengths = meta["n"], meta["s"], meta["chunks"], meta["z"]
+        names, counts, chunks, lengths = meta["s"], meta["c"], meta["chunks"], meta["z"]
     except Exception as err:  # msgpack raises many types on garbage
         return f"the stamp index meta does not decode ({err})"
-    if not (
-        type(n) is int
-        and type(chunks) is int
-        and n >= 0
-        and 0 <= chunks < 1 << 32
-        and isinstance(names, list)
+    shaped = (
+        isinstance(names, list)
         and all(type(s) is str for s in names)
         and len(set(names)) == len(names)
+        and isinstance(counts, list)
+        and len(counts) == len(names)
+        and all(type(c) is int and c >= 0 for c in counts)
+        and type(chunks) is int
+        and 0 <= chunks < 1 << 32
         and isinstance(lengths, list)
-        and len(lengths) == len(_DTYPES)
-        and all(type(x) is int and x >= 0 for x in lengths)
-        and sum(lengths) == len(payload)
-    ):
-        return "the stamp index meta is malformed"
-    if n * ROW_BYTES > max_bytes:
-        return f"the stamp index of {n} frames is over the reader's limit"
-    cols = []
-    dctx = zstandard.ZstdDecompressor()
-    pos = 0
-    for length, dtype in zip(lengths, _DTYPES, strict=True):
-        frame = payload[pos : pos + length]
-        pos += length
-        want = n * np.dtype(dtype).itemsize
-        try:
-            if zstandard.frame_content_size(frame) not in (want, -1):
-                return "a stamp index column declares the wrong size"
-            raw = dctx.decompress(frame, max_output_size=want)
-        except zstandard.ZstdError as err:
-            return f"a stamp index column does not decompress ({err})"
-        if len(raw) != want:
-            return "a stamp index column has the wrong size"
-        cols.append(np.frombuffer(raw, dtype))
-    sensor, chunk, seq, t, arrival, has = cols
-    if n and (
-        int(sensor.max()) >= len(names)
-        or int(chunk[-1]) >= chunks
-        or int(has.max()) > 1
-        or bool(np.any(chunk[1:] < chunk[:-1]))
-    ):
-        return "the stamp index names a sensor or chunk it does not have"
-    return StampIndex(
-        tuple(names),
-        chunks,
-        sensor,
-        chunk,
-        (seq.view(np.int64), t.view(np.int64), arrival.view(np.int64)),
-        has,
+        and len(lengths) == len(names)
+        and all(isinstance(cols, list) and len(cols) == len(_DTYPES) for cols in lengths)
+        and all(
+            isinstance(col, list) and all(type(x) is int and x > 0 for x in col)
+            for cols in lengths
+            for col in cols
+        )
     )
+    if not shaped or sum(x for cols in lengths for col in cols for x in col) != len(payload):
+        return "the stamp index meta is malformed"
+    if sum(counts) * ROW_BYTES > max_bytes:
+        return f"the stamp index of {sum(counts)} frames is over the reader's limit"
+    spans: list[list[list[tuple[int, int]]]] = []
+    pos = 0
+    for cols in lengths:
+        per_sensor = []
+        for col in cols:
+            frames = []
+            for x in col:
+                frames.append((pos, x))
+                pos += x
+            per_sensor.append(frames)
+        spans.append(per_sensor)
+    return StampIndex(tuple(names), tuple(counts), chunks, payload, spans)
 
 
 class StampChecker:
@@ -291,9 +373,12 @@ class StampChecker:
         if index.chunks != chunks:
             self.problem = f"the stamp index describes {index.chunks} chunks; the file has {chunks}"
             return
-        for name in index.sensors:
-            t, seq, chunk, _ = index.of(name)
-            self._rows[name] = (t, seq, chunk)
+        try:
+            for name in index.sensors:
+                t, seq, chunk, _ = index.of(name)
+                self._rows[name] = (t, seq, chunk)
+        except ValueError as err:
+            self.problem = str(err)
 
     def compare(self, ci: int, found: dict[str, tuple[list[int], list[int]]]) -> str | None:
         """What differs between the index's rows of chunk ``ci`` and ``found``

@@ -94,7 +94,10 @@ def read_stamps(
     names = list(dict.fromkeys(sensors))
     index = log.stamp_index()
     if index is not None:
-        return {s: _window(SensorStamps(s, *index.of(s)), start, end) for s in names}
+        try:
+            return {s: _window(SensorStamps(s, *index.of(s)), start, end) for s in names}
+        except ValueError:  # a sensor's columns do not check out: the blocks instead
+            log.drop_stamp_index()
     parts: dict[str, list[tuple[Int64, Int64, Int64, Int64]]] = {s: [] for s in names}
     position = {id(c): i for i, c in enumerate(log.chunks)}
     for chunk in log.select(names, start, end):

@@ -67,7 +67,7 @@ from recordings.format import (
 )
 from recordings.layout import ChunkMeta, SealedChunk
 from recordings.ledgers import ledger_entries
-from recordings.stamp_block import ROW_BYTES, decode_block
+from recordings.stamp_block import raw_block
 from recordings.stamp_index import StampIndexWriter
 
 _local = threading.local()
@@ -662,8 +662,8 @@ class Recorder(Closeable):
         if meta.stamps is None or table.chunks < 0:
             table.skip_chunk()
             return
-        block = decode_block(meta, max(1, ROW_BYTES * meta.count))
-        table.add(meta.sensors, block.sensor, block.seq, block.t, block.arrival, block.has_arrival)
+        sensor, seq, t, arrival, has = raw_block(meta)
+        table.add(meta.sensors, sensor, seq, t, arrival, has)
 
     def _finish_part(self) -> None:
         index_offset = self._part_bytes

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import msgpack
 import numpy as np
 import pytest
+import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,12 +19,14 @@ from recordings import Recorder, open_recording, read_stream
 from recordings.errors import CorruptChunk
 from recordings.format import PRELUDE, TRAILER, RecordKind, crc32, pack_prelude, pack_trailer
 from recordings.offline_sync import sync_recording
+from recordings.stamp_block import decode_block
 from recordings.stamp_index import StampIndexWriter, read_stamp_index
 from recordings.stamps import read_stamps
 from tests.recordings.helpers import stamp_record_span, without_stamp_index
 from tests.recordings.test_stamp_block import SENSORS, write_mixed
 
 MS = 1_000_000
+Int64 = np.ndarray[Any, np.dtype[np.int64]]
 POLICY = Nearest("lidar", list(SENSORS), {"cam": 2 * MS, "imu": 2 * MS})
 
 
@@ -99,37 +104,67 @@ def test_groups_are_the_same_from_the_index_the_blocks_and_the_payloads(tmp_path
     assert groups_of(path, use_index=False) == from_index  # blocks of the scanned chunks
 
 
-def _forged(path: Path, meta: object, columns: list[bytes]) -> None:
-    """Replace the STAMPS record with one whose CRCs are right and contents are not."""
+def _replace_record(path: Path, meta: object, frames: list[bytes]) -> None:
+    """Replace the STAMPS record with one whose CRCs are right, whatever it holds."""
     data = path.read_bytes()
     a, b = stamp_record_span(data)
     meta_bytes = msgpack.packb(meta, use_bin_type=True)
-    record = pack_prelude(RecordKind.STAMPS, meta_bytes, sum(map(len, columns)), crc32(*columns))
-    path.write_bytes(data[:a] + record + meta_bytes + b"".join(columns) + data[b:])
+    record = pack_prelude(RecordKind.STAMPS, meta_bytes, sum(map(len, frames)), crc32(*frames))
+    path.write_bytes(data[:a] + record + meta_bytes + b"".join(frames) + data[b:])
 
 
-def _columns(sensor: list[int], chunk: list[int], n_extra: int = 0) -> list[bytes]:
-    import zstandard
+def forge_index(path: Path, edit: Callable[[str, Int64, Int64], None] | None = None) -> None:
+    """Rewrite the stamp index from the chunks' own blocks, ``edit(sensor, seq, t)``
+    changing each chunk's columns in place first: a well-formed index that may lie."""
+    writer = StampIndexWriter()
+    with open_recording(path) as log:
+        for c in log.chunks:
+            block = decode_block(c, 1 << 30)
+            seq, t = block.seq.copy(), block.t.copy()
+            if edit is not None:
+                for k, name in enumerate(c.sensors):
+                    where = block.sensor == k
+                    s_seq, s_t = seq[where], t[where]
+                    edit(name, s_seq, s_t)
+                    seq[where], t[where] = s_seq, s_t
+            writer.add(c.sensors, block.sensor, seq, t, block.arrival, block.has_arrival)
+    record = writer.record()
+    assert record is not None
+    data = path.read_bytes()
+    a, b = stamp_record_span(data)
+    path.write_bytes(data[:a] + b"".join(record) + data[b:])
 
-    n = len(sensor)
-    z = zstandard.ZstdCompressor(write_content_size=True).compress
-    return [
-        z(np.array(sensor, "<u4").tobytes()),
-        z(np.array(chunk, "<u4").tobytes()),
-        z(np.ones(n + n_extra, "<i8").tobytes()),
-        z(np.ones(n, "<i8").tobytes()),
-        z(np.zeros(n, "<i8").tobytes()),
-        z(np.zeros(n, "u1").tobytes()),
+
+def _z(values: object, dtype: str) -> bytes:
+    raw = np.asarray(values, dtype).tobytes()
+    return zstandard.ZstdCompressor(write_content_size=True).compress(raw)
+
+
+def _one_sensor(
+    runs: list[tuple[int, int]], has: int = 0, extra: int = 0
+) -> tuple[object, list[bytes]]:
+    """A STAMPS record of one sensor ``cam`` in runs ``(chunk, count)`` of 9 chunks."""
+    n = sum(c for _, c in runs)
+    frames = [
+        _z(runs, "<u4"),
+        _z(np.ones(n + extra), "<i8"),
+        _z(np.ones(n), "<i8"),
+        _z(np.zeros(n), "<i8"),
+        _z([has] * n, "u1"),
     ]
+    meta = {"s": ["cam"], "c": [n], "chunks": 9, "z": [[[len(f)] for f in frames]]}
+    return meta, frames
 
 
 @pytest.mark.parametrize(
     ("case", "reason"),
     [
         ("crc", "fails its CRC"),
-        ("sensor", "names a sensor or chunk"),
-        ("chunk order", "names a sensor or chunk"),
+        ("chunk", "names a chunk"),
+        ("chunk order", "names a chunk"),
+        ("run", "names a chunk"),
         ("size", "wrong size"),
+        ("has_arrival", "not 0 or 1"),
         ("meta", "malformed"),
         ("over limit", "over the reader's limit"),
     ],
@@ -142,24 +177,33 @@ def test_an_index_that_does_not_check_out_is_not_used(
     expected = groups_of(path)
     limit = 1 << 30
     forged = {
-        "sensor": _columns([0, 1], [0, 0]),
-        "chunk order": _columns([0, 0], [1, 0]),
-        "size": _columns([0, 0], [0, 0], 1),
+        "chunk": _one_sensor([(0, 1), (9, 1)]),
+        "chunk order": _one_sensor([(1, 1), (0, 1)]),
+        "run": _one_sensor([(0, 0), (1, 2)]),
+        "size": _one_sensor([(0, 2)], extra=1),
+        "has_arrival": _one_sensor([(0, 2)], has=2),
+        "meta": ({"s": ["cam"], "c": [-1], "chunks": 9, "z": [[[1]] * 5]}, [b"x"]),
     }
     if case == "crc":
         data = bytearray(path.read_bytes())
         data[stamp_record_span(data)[1] - 3] ^= 0x01
         path.write_bytes(bytes(data))
     elif case in forged:
-        cols = forged[case]
-        _forged(path, {"n": 2, "s": ["cam"], "chunks": 9, "z": [len(c) for c in cols]}, cols)
-    elif case == "meta":
-        _forged(path, {"n": -1, "s": ["cam"], "chunks": 9, "z": [1]}, [b"x"])
+        _replace_record(path, *forged[case])
     else:
         limit = 10
     with open_recording(path, max_chunk_bytes=limit) as log:
-        assert log.stamp_index() is None
-        assert reason in (log.stamp_index_problem or "")
+        index = log.stamp_index()
+        if case == "has_arrival":  # only t_arrival is wrong: grouping never reads it
+            assert index is not None
+            with pytest.raises(ValueError, match=reason):
+                index.arrivals("cam")
+            return
+        if index is not None:  # the shape checked out: the sensor's columns do not
+            with pytest.raises(ValueError, match=reason):
+                index.of("cam")
+        else:
+            assert reason in (log.stamp_index_problem or "")
     assert groups_of(path) == expected  # the chunks' blocks instead
 
 
@@ -167,21 +211,12 @@ def test_a_fetched_frame_that_does_not_match_its_stamp_is_refused(tmp_path: Path
     """A well-formed index that lies (every imu seq shifted) fails when a payload is read."""
     path = tmp_path / "mixed.hfr"
     write_mixed(path)
-    with open_recording(path) as log:
-        index = log.stamp_index()
-        assert index is not None
-        sensor, chunk = index.sensor.copy(), index.chunk.copy()
-        names, nchunks = list(index.sensors), index.chunks
-        seq_d, t_d, arr_d = (d.copy() for d in index._deltas)
-        has = index.has_arrival.copy()
-    k = names.index("imu")
-    seq_d[np.flatnonzero(sensor == k)[0]] += 1000  # every imu seq now 1000 too high
-    import zstandard
 
-    z = zstandard.ZstdCompressor(write_content_size=True).compress
-    cols = [z(np.ascontiguousarray(c).tobytes()) for c in (sensor, chunk, seq_d, t_d, arr_d, has)]
-    meta = {"n": len(sensor), "s": names, "chunks": nchunks, "z": [len(c) for c in cols]}
-    _forged(path, meta, cols)
+    def shift(sensor: str, seq: Int64, t: Int64) -> None:
+        if sensor == "imu":
+            seq += 1000
+
+    forge_index(path, shift)
     with open_recording(path) as log, sync_recording(log, POLICY) as g:
         assert g.statistics.stamp_index
         with pytest.raises(CorruptChunk, match=r"stamps of 'imu' seq \d+ .* do not match frame"):
@@ -300,26 +335,19 @@ def test_check_compares_the_index_with_every_chunk(tmp_path: Path) -> None:
     path = tmp_path / "mixed.hfr"
     write_mixed(path)
     assert main(["check", str(path), "-q"]) == 0
-    with open_recording(path) as log:
-        index = log.stamp_index()
-        assert index is not None
-        cols = [index.sensor, index.chunk, *(d.copy() for d in index._deltas), index.has_arrival]
-        names, nchunks = list(index.sensors), index.chunks
-    same = np.flatnonzero(cols[0] == cols[0][5])
-    cols[3][5] += 1  # one frame's t one ns off: its delta, and the next one's back
-    cols[3][same[same > 5][0]] -= 1
-    import zstandard
+    forge_index(path)  # the same stamps: still sound
+    assert main(["check", str(path), "-q"]) == 0
+    first = [True]
 
-    z = zstandard.ZstdCompressor(write_content_size=True).compress
-    packed = [z(np.ascontiguousarray(c).tobytes()) for c in cols]
-    _forged(
-        path,
-        {"n": len(cols[0]), "s": names, "chunks": nchunks, "z": [len(c) for c in packed]},
-        packed,
-    )
+    def nudge(sensor: str, seq: Int64, t: Int64) -> None:
+        if first[0] and sensor == "cam" and len(t):
+            t[0] += 1  # one frame's t one ns off, in the first chunk only
+            first[0] = False
+
+    forge_index(path, nudge)
     with open_recording(path) as log:
         damage = [str(e) for e in log.verify()]
     assert len(damage) == 1
     assert "the stamp index does not match chunk 0" in damage[0]
-    assert "frame" in damage[0]
+    assert "'cam' frame 0 has (t, seq)" in damage[0]
     assert main(["check", str(path), "-q"]) == 1
