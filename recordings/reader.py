@@ -199,6 +199,8 @@ class Recording:
         self.metadata: dict[str, Any] = {}
         self._ledgers: dict[str, SensorLedger] = {}
         self._header_wall: WallAnchor | None = None
+        self._dated: frozenset[str] | None = None
+        self._wall: tuple[WallClock | None] | None = None
         self._chunks: list[ChunkMeta] = []
         self._indexed = False
         self._use_index = use_index
@@ -779,6 +781,8 @@ class Recording:
         frames written with made-up times (tests, a virtual clock) do not fit
         either: those are not dated, and exports leave their stamps alone.
         """
+        if self._dated is not None:  # the chunk list never changes once read
+            return self._dated
         fits: dict[str, bool] = {}
         for c in self.chunks:
             for name, (lo, hi) in zip(c.sensors, c.ranges, strict=True):
@@ -786,7 +790,8 @@ class Recording:
                     c.wall[0] - DATED_BEFORE_NS <= lo and hi <= c.wall[0] + DATED_AFTER_NS
                 )
                 fits[name] = fits.get(name, True) and ok
-        return frozenset(name for name, ok in fits.items() if ok)
+        self._dated = frozenset(name for name, ok in fits.items() if ok)
+        return self._dated
 
     @property
     def wall_clock(self) -> WallClock | None:
@@ -795,10 +800,12 @@ class Recording:
         ``log.wall_clock.to_utc(frame.t)`` dates a frame (``t`` and ``t_arrival``
         are on the reference clock; ``t_sensor`` is on the sensor's own).
         """
-        anchors = [WallAnchor(*c.wall) for c in self.chunks if c.wall is not None]
-        if self._header_wall is not None:
-            anchors.append(self._header_wall)
-        return WallClock(anchors) if anchors else None
+        if self._wall is None:  # built once: the chunk list never changes once read
+            anchors = [WallAnchor(*c.wall) for c in self.chunks if c.wall is not None]
+            if self._header_wall is not None:
+                anchors.append(self._header_wall)
+            self._wall = (WallClock(anchors) if anchors else None,)
+        return self._wall[0]
 
     # -- lifetime ---------------------------------------------------------
 
