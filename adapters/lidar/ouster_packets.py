@@ -1,23 +1,29 @@
-"""Ouster packets to scans and IMU samples, sans-I/O, decoded by ouster-sdk.
+"""Ouster packets to scans and IMU samples, sans-I/O, at the layout ouster-sdk describes.
 
 Theory of operation. An Ouster sensor sends one UDP datagram per
 ``columns_per_packet`` columns of a scan (the *lidar packets*, port 7502) and
 one per IMU measurement (port 7503). Their layout depends on the sensor, the
 firmware and the UDP profile (``LEGACY``, ``RNG19_RFL8_SIG16_NIR16``,
 ``RNG15_RFL8_NIR8``, dual returns...), all of which the metadata JSON says,
-so the bytes are decoded by the vendor's library, ouster-sdk:
-:class:`ouster.sdk.core.FrameBatcher` fills a ``LidarFrame`` packet by packet
-and says when one is done, :class:`~ouster.sdk.core.XYZLut` turns ranges into
-points. This module adds what a hyperframes source needs around it:
+and the vendor's library, ouster-sdk, knows: its ``PacketFormat`` gives the
+byte layout (:class:`~adapters.lidar.ouster_fast.PacketLayout` learns it and
+checks it against ouster-sdk's own readers), its ``XYZLut`` the beam
+geometry. A scan's packets are kept as bytes and decoded at once by the
+compiled kernels of :mod:`adapters.lidar.ouster_kernel` (the default: measured
+faster than ouster-sdk's own path, and equal to it point for point, see
+BENCHMARKS.md) or numpy views; a profile whose layout does not check out is
+batched packet by packet by ouster-sdk's ``FrameBatcher``. This module adds
+what a hyperframes source needs around it:
 
 * every datagram is checked first (size, sensor id, column numbers) against
   the metadata, and a bad one is reported through ``on_reject(reason,
-  message, units)`` and never reaches the batcher;
+  message, units)`` and never reaches a scan;
 * :meth:`ScanAssembler.push` returns each finished scan as an
-  :class:`OusterScan` (its ``LidarFrame``, arrival time and packet count),
-  :meth:`ScanAssembler.flush` the one in progress at the end;
-* :func:`scan_points` makes the scan's point array (:data:`OUSTER_DTYPE`):
-  the valid returns of its valid columns, in firing order;
+  :class:`OusterScan` (its packets or ``LidarFrame``, arrival time and packet
+  count), :meth:`ScanAssembler.flush` the one in progress at the end;
+* :meth:`ScanAssembler.decode` makes the scan's point array
+  (:data:`OUSTER_DTYPE`): the valid returns of its valid columns, in firing
+  order;
 * :func:`imu_sample` decodes an IMU packet into SI units.
 
 A scan's time is that of its first valid column (``t_sensor``, ns on the

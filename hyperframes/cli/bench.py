@@ -325,7 +325,19 @@ def quick_lidar(m: ModuleType) -> list[Row]:
         rows.append(Row("lidar", f"{name} Velodyne decode", f"{points / best['ours'] / 1e6:,.1f} "
                         "Mpoints/s", f"{ratio:.2f}x velodyne_decoder", ">= 1.0x velodyne_decoder",
                         ratio >= 1.0))  # fmt: skip
-    return rows
+    return rows + quick_ouster(m)
+
+
+def quick_ouster(m: ModuleType) -> list[Row]:
+    """OusterSource against ouster-sdk's open_source + XYZLut on 100 scans (issue 27)."""
+    import importlib.util
+
+    if importlib.util.find_spec("ouster") is None:
+        return [Row("lidar", "Ouster decode", "skipped: ouster-sdk is not installed")]
+    rate, wall, cpu = m.ouster_quick()
+    return [Row("lidar", "Ouster decode (100 scans)", f"{rate:,.0f} scans/s",
+                f"{wall:.2f}x ouster-sdk (CPU {cpu:.2f}x)", ">= 1.0x ouster-sdk",
+                wall >= 1.0)]  # fmt: skip
 
 
 def quick_video(m: ModuleType) -> list[Row]:
