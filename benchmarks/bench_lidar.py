@@ -118,6 +118,14 @@ def vd_stream(packets: list[tuple[float, bytes]], config: Any) -> int:
     return total + (len(last[1]) if last is not None else 0)
 
 
+def vd_packets(packets: list[tuple[int, bytes]]) -> list[Any]:
+    """velodyne_decoder's packet objects (built outside the timing, as its ScanDecoder
+    wants them)."""
+    import velodyne_decoder as vd
+
+    return [vd.VelodynePacket(t / 1e9, p) for t, p in packets]
+
+
 def vd_scan(packets: Any, config: Any) -> int:
     """velodyne_decoder's ScanDecoder: every (prebuilt) packet in one call."""
     import velodyne_decoder as vd
@@ -192,7 +200,6 @@ async def _source_points(path: Path, calibration: Any) -> int:
 def velodyne_rows(repeat: int, models: set[str] | None = None) -> list[str]:
     """Every model, ours against velodyne_decoder in memory and from the file."""
     import anyio
-    import velodyne_decoder as vd
 
     sys.path.insert(0, str(ROOT / "tests" / "adapters"))
     from lidar_testdata import write_pcap
@@ -205,7 +212,7 @@ def velodyne_rows(repeat: int, models: set[str] | None = None) -> list[str]:
             payloads = [p for _t, p in packets]
             config = _vd_config(model, vd_model)
             stream = [(t / 1e9, p) for t, p in packets]
-            prebuilt = [vd.VelodynePacket(t / 1e9, p) for t, p in packets]
+            prebuilt = vd_packets(packets)
             points = ours(payloads, model)
             assert points == vd_scan(prebuilt, config), name
             memory = interleaved_best_cpu(repeat, {
@@ -216,10 +223,12 @@ def velodyne_rows(repeat: int, models: set[str] | None = None) -> list[str]:
             path = Path(tmp) / "capture.pcap"
             write_pcap(path, [(t, 2368, p) for t, p in packets])
             calibration = model.calibration if name.startswith("HDL-64E") else None
-            file = interleaved_best_cpu(max(2, repeat // 2), {
+            readers = {
                 "ours": partial(anyio.run, _source_points, path, calibration),
                 "vd": partial(_vd_file, path, config),
-            })  # fmt: skip
+            }
+            assert readers["ours"]() == readers["vd"](), name  # also warms both up
+            file = interleaved_best_cpu(repeat, readers)
             peer = min(memory["vd stream"][0], memory["vd scan"][0])
             peer_cpu = min(memory["vd stream"][1], memory["vd scan"][1])
             rows.append(
@@ -232,6 +241,36 @@ def velodyne_rows(repeat: int, models: set[str] | None = None) -> list[str]:
                 f"{file['vd'][1] / file['ours'][1]:.2f}x |"
             )
     return rows
+
+
+_FIRST_DECODE = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from adapters.lidar import VLP_16, SweepAssembler
+from adapters.lidar.pcap import read_udp
+packets = [d.payload for d in read_udp(sys.argv[2], dst_port=2368)][:100]
+sweeps = SweepAssembler(VLP_16).push_many(packets)
+start = time.perf_counter()
+sweeps[0].decode(VLP_16)
+print(time.perf_counter() - start)
+"""
+
+
+def first_decode_s() -> tuple[float, float]:
+    """Seconds of a fresh process's first decode (numba's import and the kernel): with
+    an empty numba cache (the compile), then with the cache that run wrote (a load)."""
+    import os
+    import subprocess
+
+    capture = str(CAPTURES[0][1])
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache}
+        runs = [
+            float(subprocess.run([sys.executable, "-c", _FIRST_DECODE, str(ROOT), capture],
+                                 env=env, check=True, capture_output=True, text=True).stdout)
+            for _ in range(2)
+        ]  # fmt: skip
+    return runs[0], runs[1]
 
 
 VELODYNE_HEADER = (
@@ -572,6 +611,12 @@ def main() -> None:
     print(VELODYNE_HEADER)
     for row in velodyne_rows(args.repeat, set(args.model or ())):
         print(row, flush=True)
+    print()
+    compile_s, cached_s = first_decode_s()
+    print(
+        f"first decode in a fresh process: {compile_s:.2f} s compiling the kernel, "
+        f"{cached_s:.2f} s loading it from numba's cache (numba's import included)"
+    )
     print()
     if args.velodyne_only:
         return

@@ -52,7 +52,22 @@ U = np.uint64
 
 
 @numba.njit(nogil=True, cache=True, boundscheck=False)
-def gaps_of_sweep(packets: Any, first: int, end: int, out: Any) -> None:  # pragma: no cover
+def upper_median(values: Any, n: int, scratch: Any) -> Any:  # pragma: no cover - compiled
+    """``np.sort(values[:n])[n // 2]`` by insertion sort into ``scratch``: ``n`` is a
+    packet's columns or a sweep's packets, and np.sort would add seconds to the compile."""
+    for i in range(n):
+        v = values[i]
+        j = i
+        while j > 0 and scratch[j - 1] > v:
+            scratch[j] = scratch[j - 1]
+            j -= 1
+        scratch[j] = v
+    return scratch[n // 2]
+
+
+@numba.njit(nogil=True, cache=True, boundscheck=False)
+def gaps_of_sweep(packets: Any, first: int, end: int, out: Any,
+                  scratch: Any) -> None:  # fmt: skip  # pragma: no cover
     """One-column packets (VLS-128 dual return): the gap to the next packet's azimuth,
     the last packet reusing the one before; jumps replaced by the sweep's median."""
     count = end - first
@@ -66,7 +81,7 @@ def gaps_of_sweep(packets: Any, first: int, end: int, out: Any) -> None:  # prag
         out[p] = (np.int64(b) - np.int64(a)) % 36000
     low = out[:count].min()
     if (out[:count] > 2 * low + 20).any():
-        typical = np.sort(out[:count])[count // 2]
+        typical = upper_median(out, count, scratch)
         for p in range(count):
             if out[p] > 2 * typical + 20:
                 out[p] = typical
@@ -85,14 +100,16 @@ def decode(packets: Any, stamps: Any, sweeps: Any, ints: Any, blocks: Any, itab:
     for s in range(sweeps.shape[0]):
         longest = max(longest, sweeps[s, 1] - sweeps[s, 0])
     chain = np.zeros(longest, np.int64)
+    scratch = np.zeros(max(longest, 12), np.int64)
     packet_t = np.int64(0)
+    chosen = np.zeros(32, np.int64)  # a block's kept slots (bit 8: the twin's echo too)
     k = 0
     for s in range(sweeps.shape[0]):
         first, end = sweeps[s, 0], sweeps[s, 1]
         first_block, end_block, t_sensor = sweeps[s, 2], sweeps[s, 3], sweeps[s, 4]
         start = k
         if groups == 1:
-            gaps_of_sweep(packets, first, end, chain)
+            gaps_of_sweep(packets, first, end, chain, scratch)
         for p in range(first, end):
             row = packets[p]
             lo = first_block if p == first else 0
@@ -113,7 +130,7 @@ def decode(packets: Any, stamps: Any, sweeps: Any, ints: Any, blocks: Any, itab:
                 for c in range(groups):
                     jump |= gap[c] > 2 * low + 20
                 if jump:  # a limited field of view's edge: the packet's median gap
-                    typical = np.sort(gap[:groups])[groups // 2]
+                    typical = upper_median(gap, groups, scratch)
                     for c in range(groups):
                         if gap[c] > 2 * typical + 20:
                             gap[c] = typical
@@ -128,22 +145,31 @@ def decode(packets: Any, stamps: Any, sweeps: Any, ints: Any, blocks: Any, itab:
                 base = U(b * 100 + 4)
                 azimuth = np.int64(row[U(b * 100 + 2)] | (row[U(b * 100 + 3)] << 8))
                 gap_b = block_gap[b]
-                partner, is_last, kind_b = blocks[1, b], blocks[2, b], blocks[0, b]
-                twin = U(partner * 100 + 4) if partner >= 0 else base
-                for slot in range(32):
+                partner, is_last, kind_b = blocks[1, b], blocks[2, b] == 1, blocks[0, b]
+                # The slots to keep, listed without a branch: whether a return is zero
+                # (or, in dual-return packets, the echo its twin block repeats) follows
+                # the scene, so a branch on it mispredicts for a quarter of the slots.
+                kept = 0
+                if partner >= 0:
+                    twin = U(partner * 100 + 4)
+                    for slot in range(32):
+                        at = base + U(3 * slot)
+                        other = twin + U(3 * slot)
+                        raw = row[at] | (row[at + U(1)] << 8)
+                        same = raw == (row[other] | (row[other + U(1)] << 8))
+                        chosen[U(kept)] = slot | (np.int64(same) << 8)
+                        # one echo: kept once, as the strongest (``return`` BOTH)
+                        kept += (raw != 0) & ~(same & is_last)
+                else:
+                    for slot in range(32):
+                        at = base + U(3 * slot)
+                        chosen[U(kept)] = slot
+                        kept += (row[at] | row[at + U(1)]) != 0
+                for i in range(kept):
+                    slot = chosen[U(i)] & 255
                     at = base + U(3 * slot)
                     raw = row[at] | (row[at + U(1)] << 8)
-                    if raw == 0:
-                        continue
-                    kind = single_return
-                    if dual:
-                        kind = kind_b
-                        if partner >= 0:
-                            other = twin + U(3 * slot)
-                            if raw == (row[other] | (row[other + U(1)] << 8)):
-                                if is_last:
-                                    continue  # one echo: kept once, as the strongest
-                                kind = BOTH
+                    kind = single_return if not dual else (BOTH if chosen[U(i)] > 255 else kind_b)
                     place = U(b * 32 + slot)
                     step = (gap_b * itab[0, place] + _HALF) >> FIXED
                     step += azimuth
