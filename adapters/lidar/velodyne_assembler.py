@@ -63,15 +63,6 @@ class _Headers:
     dual: np.ndarray
     """``(P,)`` bool: dual-return packets (the HDL-64E's: block 2 repeats block 0's azimuth)."""
 
-    @staticmethod
-    def of(packets: np.ndarray, hdl64e: bool) -> _Headers:
-        words = np.ascontiguousarray(packets).view("<u2")  # (P, 603)
-        azimuth = words[:, 1:600:50]
-        mode = packets[:, 1204]
-        ts = words[:, 600].astype(np.uint32) | (words[:, 601].astype(np.uint32) << 16)
-        dual = (azimuth[:, 0] == azimuth[:, 2]) if hdl64e else (mode == RETURN_DUAL)
-        return _Headers(words[:, 0:600:50], azimuth, ts, mode, dual)
-
     def rows(self, keep: np.ndarray) -> _Headers:
         return _Headers(self.flags[keep], self.azimuth[keep], self.ts[keep], self.mode[keep],
                         self.dual[keep])  # fmt: skip
@@ -161,9 +152,7 @@ class SweepAssembler:
             expected[i][: lay.used_blocks] = lay.flags
         self._flags = np.stack(expected)  # (2, 12): single, dual
         self._flag_tuples = (self._single.flags, self._dual.flags)
-        self._used = np.stack(
-            [np.arange(BLOCKS) < lay.used_blocks for lay in (self._single, self._dual)]
-        )
+        self._used_blocks = np.array([self._single.used_blocks, self._dual.used_blocks])
         self._hours = 0
         self._last_ts: int | None = None
         self._last_stamp: int | None = None
@@ -268,8 +257,7 @@ class SweepAssembler:
         if good is None or good:
             joined = b"".join(payloads if good is None else [payloads[i] for i in good])
             packets = np.frombuffer(joined, np.uint8).reshape(-1, PACKET_SIZE)
-            headers = _Headers.of(packets, self._hdl64e)
-            ok = self._validate(headers, good, problems)
+            ok, headers = self._check(packets, good, problems)
             if ok is not None:
                 packets, headers = packets[ok], headers.rows(ok)
                 where = range(len(payloads)) if good is None else good
@@ -281,26 +269,30 @@ class SweepAssembler:
             self._reject(reason, f"packet {base + i}: {message}", base + i)
         return done
 
-    def _validate(self, headers: _Headers, where: list[int] | None,
-                  problems: list[tuple[int, str, str]]) -> np.ndarray | None:  # fmt: skip
-        """None when every packet is good, else the mask of the packets to keep; the
-        others are added to ``problems``."""
+    def _check(
+        self, packets: np.ndarray, where: list[int] | None, problems: list[tuple[int, str, str]]
+    ) -> tuple[np.ndarray | None, _Headers]:
+        """The batch's headers, and None when every packet is good, else the mask of
+        the packets to keep (the others are added to ``problems``)."""
+        from adapters.lidar.velodyne_kernel import check  # numba: imported on first use
+
+        n = len(packets)
+        codes, blocks = np.empty(n, np.int8), np.empty(n, np.int64)
+        stamps, dual = np.empty(n, np.int64), np.empty(n, np.bool_)
+        bad_count = check(packets, self._flags, self._used_blocks, MODE_OK, self._hdl64e, codes,
+                          blocks, stamps, dual)  # fmt: skip
+        words = packets.view("<u2")  # (P, 603): flags and azimuths as strided views
+        headers = _Headers(words[:, 0:600:50], words[:, 1:600:50], stamps,
+                                           packets[:, 1204], dual)  # fmt: skip
+        if not bad_count:
+            return None, headers
         flags, azimuth, footer, mode = headers.flags, headers.azimuth, headers.ts, headers.mode
-        kind = headers.dual.view(np.int8)
-        used = self._used[kind]
-        bad_flag = np.any((flags != self._flags[kind]) & used, axis=1)
-        bad_azimuth = np.any((azimuth > 36000) & used, axis=1)
-        bad_stamp = np.asarray(footer >= HOUR_US)
-        bad = bad_flag | bad_azimuth | bad_stamp
-        if not self._hdl64e:
-            bad |= ~MODE_OK[mode]
-        if not bad.any():
-            return None
+        bad = codes != 0
         for row in np.flatnonzero(bad).tolist():
             i = row if where is None else where[row]
-            if bad_flag[row]:
-                b = int(np.flatnonzero((flags[row] != self._flags[kind[row]]) & used[row])[0])
-                want = int(self._flags[kind[row], b])
+            b = int(blocks[row])
+            if codes[row] == 1:
+                want = int(self._flags[int(dual[row]), b])
                 problems.append(
                     (
                         i,
@@ -309,12 +301,11 @@ class SweepAssembler:
                         f"expected 0x{want:04X} (bytes {want & 0xFF:02X} {want >> 8:02X})",
                     )
                 )
-            elif bad_azimuth[row]:
-                b = int(np.flatnonzero(azimuth[row] > 36000)[0])
+            elif codes[row] == 2:
                 problems.append(
                     (i, "bad_azimuth", f"block {b} azimuth {int(azimuth[row, b])} is above 36000")
                 )
-            elif bad_stamp[row]:
+            elif codes[row] == 3:
                 problems.append(
                     (
                         i,
@@ -331,8 +322,7 @@ class SweepAssembler:
                         "(expected 0x37 strongest, 0x38 last or 0x39 dual)",
                     )
                 )
-        ok: np.ndarray = ~bad
-        return ok
+        return ~bad, headers
 
     def _assemble(self, packets: np.ndarray, headers: _Headers,
                   arrivals: list[int | None]) -> list[RawSweep]:  # fmt: skip

@@ -214,3 +214,46 @@ def decode(packets: Any, stamps: Any, sweeps: Any, ints: Any, blocks: Any, itab:
                     k += 1
         counts[s] = k - start
     return k
+
+
+_HOUR_US = 3_600_000_000
+
+
+@numba.njit(nogil=True, cache=True, boundscheck=False)
+def check(packets: Any, expected: Any, used: Any, mode_ok: Any, hdl64e: bool, codes: Any,
+          where: Any, stamps: Any, dual: Any) -> int:  # fmt: skip  # pragma: no cover
+    """The SweepAssembler's checks of a batch in one pass: each packet's ``dual`` flag
+    and timestamp, and in ``codes`` 0 (good) or what is wrong first: 1 a block flag,
+    2 an azimuth above 36000, 3 a timestamp past the hour, 4 an unknown return mode
+    (not on the HDL-64E, which has none), the block in ``where``. Returns the bad count."""
+    bad = 0
+    for p in range(packets.shape[0]):
+        row = packets[p]
+        mode = row[U(1204)]
+        is_dual = ((row[U(2)] == row[U(202)]) & (row[U(3)] == row[U(203)])) if hdl64e \
+            else mode == 0x39  # fmt: skip
+        dual[p] = is_dual
+        stamp = np.int64(row[U(1200)]) | (np.int64(row[U(1201)]) << 8) | \
+            (np.int64(row[U(1202)]) << 16) | (np.int64(row[U(1203)]) << 24)  # fmt: skip
+        stamps[p] = stamp
+        kind = 1 if is_dual else 0
+        code, block = 0, 0
+        for b in range(used[kind]):
+            at = U(b * 100)
+            if (row[at] | (row[at + U(1)] << 8)) != expected[kind, b]:
+                code, block = 1, b
+                break
+        if code == 0:
+            for b in range(used[kind]):
+                at = U(b * 100 + 2)
+                if (row[at] | (row[at + U(1)] << 8)) > 36000:
+                    code, block = 2, b
+                    break
+        if code == 0 and stamp >= _HOUR_US:
+            code = 3
+        if code == 0 and not hdl64e and not mode_ok[mode]:
+            code = 4
+        codes[p] = code
+        where[p] = block
+        bad += code != 0
+    return bad
