@@ -9,7 +9,7 @@ sensor a pointer that only moves forward, each column read once front to back.
 
 Two steps, each a compiled loop:
 
-1. **One pass per sensor** (:func:`_matched_pass`, :func:`_window_pass`), the
+1. **One pass per sensor** (``_matched_pass``, ``_window_pass``), the
    decision of the policy for a reference no earlier group took anything
    from: a matched sensor's pointer moves to its first frame at or after the
    reference ``r``, and the nearest of it and the one before (the earlier
@@ -17,11 +17,12 @@ Two steps, each a compiled loop:
    move to its first frame at or after ``r - before`` and its first after
    ``r + after``. The pointers stride over a fast sensor's frames eight at a
    time and count the last few without a branch per frame.
-2. **The cuts** (:func:`_resolve`), one pass over the references with every
+2. **The cuts** (``_resolve``), one pass over the references with every
    sensor: the definition in :mod:`fusion.policies.columnar`. Where a
    sensor's offer is at or before its cut (an earlier group took it) the
    offer moves to the first frame after the cut, which is then the nearest
-   left; a window starts after the cut. A group is written when every
+   left (no offer stays none: the frames left are no nearer); a window
+   starts after the cut. A group is written when every
    required sensor offers something, and the cuts move to what it took. So
    references that share frames need no separate treatment, and nothing runs
    in Python per frame.
@@ -61,7 +62,7 @@ _used = False
 
 
 @_jit
-def first_unsorted(col: Any) -> int:  # pragma: no cover - compiled
+def _first_unsorted(col: Any) -> int:  # pragma: no cover - compiled
     n = len(col)
     start = 1
     while start < n:  # in blocks, so the comparisons vectorise
@@ -80,7 +81,7 @@ def first_unsorted(col: Any) -> int:  # pragma: no cover - compiled
 
 
 @_jit
-def below(col: Any, i: int, b: Any) -> int:  # pragma: no cover - compiled
+def _below(col: Any, i: int, b: Any) -> int:  # pragma: no cover - compiled
     """The first index from ``i`` whose stamp is at or after ``b``."""
     n = len(col)
     # A data-dependent loop exit per frame costs a misprediction per
@@ -98,7 +99,7 @@ def below(col: Any, i: int, b: Any) -> int:  # pragma: no cover - compiled
 
 
 @_jit
-def through(col: Any, i: int, b: Any) -> int:  # pragma: no cover - compiled
+def _through(col: Any, i: int, b: Any) -> int:  # pragma: no cover - compiled
     """The first index from ``i`` whose stamp is after ``b``."""
     n = len(col)
     while i + 8 < n and col[i + 7] <= b:
@@ -114,16 +115,16 @@ def through(col: Any, i: int, b: Any) -> int:  # pragma: no cover - compiled
 
 
 @_jit
-def matched_pass(refs: Any, col: Any, tol: Any, out: Any) -> None:  # pragma: no cover
-    """``out[k]``: the frame nearest ``refs[k]`` if within ``tol``, else ``-1 - nearest``."""
+def _matched_pass(refs: Any, col: Any, tol: Any, out: Any) -> None:  # pragma: no cover
+    """``out[k]``: the frame nearest ``refs[k]`` if within ``tol``, else -1."""
     n = len(col)
     if n == 0:
-        out[:] = -1  # nearest "0", beyond tolerance: never offered
+        out[:] = -1
         return
     i = 0
     for k in range(len(refs)):
         r = refs[k]
-        i = below(col, i, r)
+        i = _below(col, i, r)
         if i == 0:
             c = 0
             d = np.uint64(col[0]) - np.uint64(r)
@@ -134,11 +135,11 @@ def matched_pass(refs: Any, col: Any, tol: Any, out: Any) -> None:  # pragma: no
                 d_next = np.uint64(col[i]) - np.uint64(r)
                 c = i if d_next < d else c  # the earlier wins a tie
                 d = d_next if d_next < d else d
-        out[k] = c if d <= tol else -1 - c
+        out[k] = c if d <= tol else -1
 
 
 @_jit
-def window_pass(  # pragma: no cover - compiled
+def _window_pass(  # pragma: no cover - compiled
     refs: Any, col: Any, before: Any, after: Any, lo: Any, hi: Any
 ) -> None:
     """``lo[k]``/``hi[k]``: the frames in ``[refs[k] - before, refs[k] + after]``."""
@@ -149,14 +150,14 @@ def window_pass(  # pragma: no cover - compiled
         key = np.uint64(r) ^ _SIGN  # r - MIN, exact
         low = _T_MIN if before >= key else np.int64((key - before) ^ _SIGN)
         high = _T_MAX if after >= _TOP_KEY - key else np.int64((key + after) ^ _SIGN)
-        i = below(col, i, low)
-        h = through(col, max(h, i), high)
+        i = _below(col, i, low)
+        h = _through(col, max(h, i), high)
         lo[k] = i
         hi[k] = h
 
 
 @_jit
-def resolve(  # pragma: no cover - compiled
+def _resolve(  # pragma: no cover - compiled
     refs: Any,
     cols: Any,
     required: Any,
@@ -179,14 +180,13 @@ def resolve(  # pragma: no cover - compiled
         for j in range(n_m):
             c = pick[j, k]
             first = cut[j] + 1
-            # Taken: the nearest (``c``; ``-1 - c`` beyond tolerance) is not after the cut.
-            if 0 <= c < first or -1 - cut[j] <= c < 0:
+            if c < 0:  # nothing within tolerance, so nothing after the cut either
+                c = -1
+            elif c < first:  # the nearest was taken: the first frame left is at or after r
                 col = cols[j]
                 c = -1
                 if first < len(col) and np.uint64(col[first]) - np.uint64(refs[k]) <= tol[j]:
-                    c = first  # at or after r: the nearest left
-            elif c < 0:
-                c = -1
+                    c = first
             took[j] = c
             if c < 0 and required[j]:
                 complete = False
@@ -212,7 +212,7 @@ def resolve(  # pragma: no cover - compiled
 
 
 @_jit
-def nearest_columns(  # pragma: no cover - compiled
+def _nearest_columns(  # pragma: no cover - compiled
     refs: Any,
     cols: Any,
     required: Any,
@@ -229,19 +229,19 @@ def nearest_columns(  # pragma: no cover - compiled
     """The whole computation, one entry (so one cached library to load):
     the columns checked (``unsorted[0]`` the references, ``[1 + j]``
     column ``j``; -1 returned if any is set), each sensor's pass, the cuts."""
-    unsorted[0] = first_unsorted(refs) >= 0
+    unsorted[0] = _first_unsorted(refs) >= 0
     for j in range(len(cols)):
-        unsorted[1 + j] = first_unsorted(cols[j]) >= 0
+        unsorted[1 + j] = _first_unsorted(cols[j]) >= 0
     for j in range(len(unsorted)):
         if unsorted[j]:
             return -1
     n_m = len(pick)
     for j in range(len(cols)):
         if j < n_m:
-            matched_pass(refs, cols[j], tol[j], pick[j])
+            _matched_pass(refs, cols[j], tol[j], pick[j])
         else:
-            window_pass(refs, cols[j], before[j], after[j], lo[j - n_m], hi[j - n_m])
-    return resolve(refs, cols, required, tol, pick, lo, hi, out_t, out_ref)
+            _window_pass(refs, cols[j], before[j], after[j], lo[j - n_m], hi[j - n_m])
+    return _resolve(refs, cols, required, tol, pick, lo, hi, out_t, out_ref)
 
 
 def loaded() -> bool:
@@ -304,7 +304,7 @@ def nearest_groups(
     global _used
     _used = True
     g = int(
-        nearest_columns(
+        _nearest_columns(
             refs, cols, required, tol, before, after, pick, lo, hi, out_t, out_ref, unsorted
         )
     )
