@@ -99,14 +99,14 @@ class _Blob:
         """The bytes so far (a view: valid until the next append)."""
         return self._buf.data[self.FRONT : self.FRONT + self._len]
 
-    def with_front(self, front: list[bytes | bytearray], size: int) -> memoryview | None:
+    def with_front(self, front: list[Any], size: int) -> memoryview | None:
         """``front`` (``size`` bytes) written just before the arrays, and the whole as one
         view; ``None`` when it does not fit in the room kept in front."""
         if size > self.FRONT:
             return None
         at = self.FRONT - size
         for part in front:
-            n = len(part)
+            n = memoryview(part).nbytes
             self._buf[at : at + n] = np.frombuffer(part, np.uint8)
             at += n
         return self._buf.data[self.FRONT - size : self.FRONT + self._len]
@@ -364,14 +364,16 @@ class ChunkBuilder:
         self._size = BLOB_ALIGN + 5
         return SealedChunk(parts, meta, stamps)
 
-    def _seal_columns(self, groups: list[ColumnGroup]) -> tuple[bytearray, int, int, int]:
+    def _seal_columns(self, groups: list[ColumnGroup]) -> tuple[memoryview, int, int, int]:
         """``(raw, records_size, t_start, t_end)`` of a columnar chunk (see FORMAT.md).
 
         The blob is ``columns pad record-arrays``: the columns sit next to the
         head, where they compress best (after megabytes of noisy images they
         cost zstd three times as much), and the records' arrays keep the
         offsets they got in ``add()``, counted from where they now start.
-        The raw buffer is joined once, so payload bytes are copied once here.
+        The head and columns are written just before the record arrays (the room
+        :class:`_Blob` keeps in front), so the arrays are not copied again; only a
+        head over that room (tens of thousands of column rows) joins the whole once.
         """
         t0, t1 = (self._t0, self._t1) if self._nrecords else (1 << 63, -(1 << 63))
         remap = np.full(256, GENERIC, np.uint8)
@@ -424,7 +426,14 @@ class ChunkBuilder:
         head.append(self._records)
         records_size = sum(len(h) for h in head)
         head.append(bytes(-records_size % BLOB_ALIGN))
-        return bytearray().join(head + blob), records_size, t0, t1
+        # The head and columns go into the room kept in front of the record arrays, so
+        # the arrays are not copied again (a column chunk of camera frames and IMU rows
+        # was joined into a new buffer: a second copy of every payload byte).
+        front = head + blob[:-1]
+        whole = self._blob.with_front(front, sum(memoryview(p).nbytes for p in front))
+        if whole is None:
+            whole = memoryview(bytearray().join(head + blob))
+        return whole, records_size, t0, t1
 
     def _default(self, obj: Any) -> Any:
         if isinstance(obj, np.ndarray):

@@ -91,6 +91,27 @@ def test_column_payloads_are_read_only_views_of_one_stack() -> None:
     assert back[1].meta == {}
 
 
+@pytest.mark.parametrize("rows", [20, 3000])
+def test_column_head_in_front_of_the_arrays_or_joined(rows: int) -> None:
+    """A column head that fits the room kept in front of the record arrays is written
+    there (no second copy of the arrays); 3,000 rows (about 200 KB of columns) do not
+    fit and are joined: both give the same frames back."""
+    frames: list[Frame] = []
+    for i in range(rows):
+        frames.append(Frame("imu", i, i * 1000, np.arange(6.0) + i, t_arrival=i * 1000 + 5))
+        if i % 10 == 0:
+            frames.append(Frame("cam", i, i * 1000, np.full((64, 64, 3), i % 256, np.uint8)))
+    builder = ChunkBuilder()
+    for f in frames:
+        builder.add(f)
+    sealed = builder.seal()
+    assert sealed.meta.kind == RecordKind.COLUMNS
+    meta, parts, _ = encode_chunk(sealed, 3)
+    back = list(decode_chunk(decompress_chunk(b"".join(parts[2:]), meta), meta).frames())
+    assert len(back) == len(frames)
+    assert all(same_frame(a, b) for a, b in zip(frames, back, strict=True))
+
+
 def test_a_chunk_without_small_arrays_keeps_the_1_0_layout() -> None:
     decoded = seal([Frame("a", 0, 0, b"bytes"), Frame("a", 1, 1, np.zeros(5000))])
     assert decoded.meta.kind == RecordKind.CHUNK
