@@ -36,7 +36,7 @@ from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType, TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -67,8 +67,10 @@ from recordings.parser import (
     parse_record_head,
     parse_specs,
 )
-from recordings.records import DecodedChunk, decode_chunk, decompress_chunk
 from recordings.stamp_index import StampChecker, StampIndex, read_stamp_index
+
+if TYPE_CHECKING:  # the decoder (msgpack records, columns) loads with the first chunk read
+    from recordings.records import DecodedChunk
 
 DATED_BEFORE_NS = 120 * 10**9
 DATED_AFTER_NS = 30 * 10**9
@@ -491,6 +493,8 @@ class Recording:
 
     def decode_chunk(self, chunk: ChunkMeta) -> DecodedChunk:
         """``chunk`` read, verified, decompressed and decoded; raises if damaged."""
+        from recordings.records import decode_chunk
+
         return decode_chunk(
             self.raw_chunk(chunk),
             chunk,
@@ -524,6 +528,8 @@ class Recording:
                 f"{chunk.describe()} fails its CRC: its stored bytes changed",
                 **self._at(chunk.offset),
             )
+        from recordings.records import decompress_chunk
+
         return decompress_chunk(payload, chunk, limits=self.limits, where=where)
 
     def select(

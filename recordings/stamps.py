@@ -42,7 +42,7 @@ from __future__ import annotations
 import collections
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -50,8 +50,10 @@ from fusion.frames import Frame
 from recordings.errors import CorruptChunk, RecordingError
 from recordings.layout import ChunkMeta
 from recordings.reader import Recording
-from recordings.records import DecodedChunk
 from recordings.stamp_block import decode_block
+
+if TYPE_CHECKING:
+    from recordings.records import DecodedChunk
 
 __all__ = ["FrameFetcher", "SensorStamps", "read_stamps"]
 

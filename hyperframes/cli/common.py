@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 if TYPE_CHECKING:  # the pipeline and anyio load only for the commands that run one
     from rich.live import Live
+    from rich.table import Table
 
     from fusion.pipeline import Pipeline, PipelineStatistics
 
@@ -169,6 +169,8 @@ def live_table(
     cell while it sends nothing (see :func:`silence_notes`).
     """
     silence = silence or {}
+    from rich.table import Table
+
     table = Table(title=literal(title), caption=literal(extra) if extra else None)
     for col in ("sensor", "frames", "lost", "dropped", "lag ms", "clock"):
         table.add_column(col, justify="left" if col in ("sensor", "clock") else "right")

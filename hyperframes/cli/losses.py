@@ -9,14 +9,16 @@ final lines, ``info``'s table and the ``--json`` documents use the same words.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.table import Table
 
 from fusion.ledger import LedgerStatistics
 from hyperframes.cli.common import literal, warn
 from recordings.ledgers import SensorLedger
+
+if TYPE_CHECKING:  # rich's tables load when one is printed
+    from rich.table import Table
 
 Ledger = LedgerStatistics | SensorLedger
 
@@ -56,6 +58,8 @@ def print_losses(console: Console, ledgers: Mapping[str, Ledger]) -> int:
 
 def ledger_table(ledgers: Mapping[str, Ledger], title: str = "input ledger") -> Table:
     """Per sensor: what its source received, made frames of, and lost by reason."""
+    from rich.table import Table
+
     table = Table(title=title)
     for col in ("sensor", "unit", "received", "frames", "lost", "reasons"):
         table.add_column(col, justify="left" if col in ("sensor", "unit", "reasons") else "right")

@@ -10,33 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    ProgressColumn,
-    Task,
-    TextColumn,
-    TimeRemainingColumn,
-)
-from rich.text import Text
+if TYPE_CHECKING:  # rich.progress loads only when a bar is shown (a terminal)
+    from rich.console import Console
 
 Advance = Callable[[int], None]
 """``advance(n)``: ``n`` more units done."""
-
-
-class RateColumn(ProgressColumn):
-    """``12,345 frames/s`` (blank until rich has a speed estimate)."""
-
-    def __init__(self, unit: str) -> None:
-        super().__init__()
-        self.unit = unit
-
-    def render(self, task: Task) -> Text:
-        speed = task.finished_speed or task.speed
-        return Text("" if speed is None else f"{speed:,.0f} {self.unit}/s")
 
 
 def _nothing(n: int = 1) -> None:
@@ -51,6 +31,28 @@ def progress_bar(
     if not console.is_terminal or console.quiet:
         yield _nothing
         return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        ProgressColumn,
+        Task,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+    from rich.text import Text
+
+    class RateColumn(ProgressColumn):
+        """``12,345 frames/s`` (blank until rich has a speed estimate)."""
+
+        def __init__(self, unit: str) -> None:
+            super().__init__()
+            self.unit = unit
+
+        def render(self, task: Task) -> Text:
+            speed = task.finished_speed or task.speed
+            return Text("" if speed is None else f"{speed:,.0f} {self.unit}/s")
+
     columns: list[ProgressColumn] = [
         TextColumn(label, markup=False),
         BarColumn(),

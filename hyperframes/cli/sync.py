@@ -22,8 +22,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rich.table import Table
-
 from hyperframes.cli.common import NamesAction
 from hyperframes.cli.units import seconds_arg
 
@@ -137,7 +135,7 @@ def build_policy(args: argparse.Namespace, recorded: list[str]) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     from fusion.errors import HyperframesError
-    from hyperframes.cli.common import console_for, error, literal, note, warn
+    from hyperframes.cli.common import console_for, error, note, warn
     from hyperframes.cli.losses import loss_exit
     from hyperframes.cli.progress import progress_bar
     from recordings import open_recording
@@ -165,19 +163,8 @@ def run(args: argparse.Namespace) -> int:
         error(console, err)
         return 2
     stats = groups.statistics
-    table = Table(title=literal(f"{args.policy} groups of {args.file}"))
-    table.add_column("sensor")
-    table.add_column("stamps", justify="right")
-    table.add_column("out of order", justify="right")
-    table.add_column("missing in groups", justify="right")
-    for s in policy.sensors:
-        table.add_row(
-            literal(s),
-            str(stats.frames.get(s, 0)),
-            str(stats.out_of_order.get(s, 0)),
-            str(int(groups.columns.missing(s).sum())),
-        )
-    console.print(table)
+    if not console.quiet:
+        _print_table(console, args, policy, groups)
     frames = sum(stats.frames.values())
     print(  # the final result: shown with -q too
         f"{stats.groups} groups, {stats.groups_dropped} dropped as incomplete; "
@@ -205,6 +192,29 @@ def run(args: argparse.Namespace) -> int:
     if not stats.groups:
         return 1
     return loss_exit(args, bool(damage))
+
+
+def _print_table(console: Any, args: argparse.Namespace, policy: Any, groups: Any) -> None:
+    """Stamps, out-of-order drops and misses per sensor (not with ``-q``: rich's tables
+    cost the command an import)."""
+    from rich.table import Table
+
+    from hyperframes.cli.common import literal
+
+    stats = groups.statistics
+    table = Table(title=literal(f"{args.policy} groups of {args.file}"))
+    table.add_column("sensor")
+    table.add_column("stamps", justify="right")
+    table.add_column("out of order", justify="right")
+    table.add_column("missing in groups", justify="right")
+    for s in policy.sensors:
+        table.add_row(
+            literal(s),
+            str(stats.frames.get(s, 0)),
+            str(stats.out_of_order.get(s, 0)),
+            str(int(groups.columns.missing(s).sum())),
+        )
+    console.print(table)
 
 
 def _write(groups: Any, out: Path) -> Path:
