@@ -10,11 +10,15 @@ A thin layer over anyio memory object streams. What it adds:
   :meth:`ChannelSender.statistics`.
 
 ``on_drop(item, reason)`` lets the owner attribute a drop (to a sensor, say).
+
+Batches: :meth:`ChannelSender.send_many` and :meth:`ChannelReceiver.receive_batch`
+move a burst with one checkpoint instead of one per item (a 1 kHz UDP sensor
+drained per wakeup), with the same overflow policy per item.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType, TracebackType
 from typing import Any, Generic, Self, TypeVar
@@ -193,6 +197,29 @@ class ChannelSender(_ChannelEnd, Generic[T]):
             state.high_water = depth
         return True
 
+    async def send_many(self, items: Sequence[T]) -> int:
+        """Queue ``items`` in order, with one checkpoint for the lot; returns how many
+        the channel accepted.
+
+        Item by item the same as :meth:`send` (``block`` waits for room for an
+        item that does not fit; the drop policies never wait), but the loop is
+        entered once per batch, not once per item. With ``drop_newest`` the
+        refused items are the batch's tail (nothing is received in between).
+        Cancelled while waiting for room: the items before the waiting one are queued.
+        """
+        accepted = 0
+        waited = False
+        for item in items:
+            try:
+                ok = self.send_nowait(item)
+            except anyio.WouldBlock:
+                ok = await self.send(item)
+                waited = True
+            accepted += ok
+        if not waited:
+            await anyio.lowlevel.checkpoint()
+        return accepted
+
     def clone(self) -> ChannelSender[T]:
         """Another sender on the same channel; the receiver ends when all are closed."""
         return ChannelSender(self._stream.clone(), self._evict_from, self._state)
@@ -219,6 +246,21 @@ class ChannelReceiver(_ChannelEnd, Generic[T]):
         item = await self._stream.receive()
         self._state.received += 1
         return item
+
+    async def receive_batch(self, limit: int) -> list[T]:
+        """The next item and every item queued behind it (at most ``limit``), taken with
+        one wait: a consumer that keeps up pays one trip through the event loop per
+        burst, not per item. Raises :class:`anyio.EndOfStream` once all senders closed
+        and nothing is left."""
+        items = [await self._stream.receive()]
+        take = self._stream.receive_nowait
+        try:
+            while len(items) < limit:
+                items.append(take())
+        except (anyio.WouldBlock, anyio.EndOfStream):
+            pass
+        self._state.received += len(items)
+        return items
 
     def __aiter__(self) -> ChannelReceiver[T]:
         return self

@@ -22,8 +22,19 @@ leave in the order the policy made them.
 clock time. The hub remembers when it received frames; once a frame with time
 ``t`` was received ``max_latency`` ago, ``policy.expire(t + 1)`` resolves every
 group up to ``t`` (emitted with ``missing`` when only optional sensors lack,
-dropped and counted otherwise). Because that reads the runtime clock, a
+dropped and counted otherwise), at most ``max_latency / 32`` late: the deadline
+task wakes at most once per such tick, so a 1 kHz sensor does not cost a timer
+per frame. Because that reads the runtime clock, a
 :class:`~fusion.VirtualClock` tests it without sleeping.
+
+Frames move in batches: a source's :meth:`~fusion.Source.frame_batches` (every
+datagram of a UDP burst; one frame each by default) goes into its channel with
+one checkpoint, and a pump takes every frame queued in its channel at once,
+aligns them, taps them as one list (``tap_batch``), pushes them in order and
+sends their groups together. Per frame nothing changes (order, seq, clock
+alignment, overflow policy); per burst the event loop is entered once, not
+once per frame (a 1 kHz sensor). A deadline resolves after a pump's batch, and
+a frame taken into a batch guards the deadline until it is pushed.
 
 When every source has ended, the hub drains the policy and closes its output.
 Cancelling the hub cancels the sources, closes them and the output.
@@ -41,6 +52,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import TaskStatus
 
 from fusion.channels import ChannelReceiver, ChannelSender, ChannelStatistics, open_channel
@@ -56,6 +68,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("hyperframes.hub")
 
 _LATENCY_SAMPLES = 8192
+_PUMP_BATCH = 64  # most frames a pump takes from its channel per wakeup
+_DEADLINE_TICKS = 32  # the deadline task wakes at most every max_latency / this
 LATENCY_BUCKETS_NS = (10_000, 100_000, 1_000_000, 10_000_000, 100_000_000, 1_000_000_000)
 """Upper bounds (ns, inclusive) of the added-latency histogram's buckets; one more
 bucket holds everything above the last."""
@@ -148,6 +162,8 @@ class SyncHub:
     waits for a silent sensor; ``None`` waits for data (offline replay).
     ``tap`` is awaited with every frame after alignment, before the policy sees
     it (a recorder's ``send``): it records what arrived, matched or not.
+    ``tap_batch`` instead takes each batch of aligned frames as one list (a
+    recorder's ``send_many``), before the policy sees any of them.
     """
 
     def __init__(
@@ -159,6 +175,7 @@ class SyncHub:
         clock: Clock | None = None,
         output_capacity: int = 64,
         tap: Callable[[Frame], Awaitable[None]] | None = None,
+        tap_batch: Callable[[list[Frame]], Awaitable[None]] | None = None,
     ) -> None:
         if max_latency is not None and max_latency <= 0:
             raise ConfigError(f"max_latency must be > 0 ns or None, got {max_latency}")
@@ -172,7 +189,7 @@ class SyncHub:
         self.groups: ChannelReceiver[FrameGroup] = groups
         """Groups in emission order; ends when the hub has drained."""
         self._channels: dict[str, ChannelSender[Frame]] = {}
-        self._emit_lock = anyio.Lock()
+        self._emit_lock = anyio.Lock(fast_acquire=True)  # no checkpoint when free
         self._received: deque[tuple[int, int]] = deque()  # (receive time, t), t increasing
         self._received_changed = anyio.Event()
         self._queues: list[deque[Frame]] = []
@@ -185,6 +202,7 @@ class SyncHub:
         self._expired_groups = 0
         self._started = False
         self._tap = tap
+        self._tap_batch = tap_batch
         self._sources_scope: anyio.CancelScope | None = None
         self._stopping = False
 
@@ -285,16 +303,11 @@ class SyncHub:
         had ended, and the other sources go on (isolation at the boundary).
         """
         try:
-            async with send, aclosing(source.frames()) as frames:  # type: ignore[type-var]
-                async for frame in frames:
-                    queued.append(frame)
-                    try:
-                        accepted = await send.send(frame)
-                    except BaseException:
-                        queued.pop()
-                        raise
-                    if not accepted:
-                        queued.pop()
+            batches = getattr(source, "frame_batches", None)
+            stream = batches() if batches is not None else _singles(source.frames())
+            async with send, aclosing(stream) as frames:  # type: ignore[type-var]
+                async for batch in frames:
+                    await self._hand_over(batch, send, queued)
         except Exception as err:
             why = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
             self._failed[source.name] = why
@@ -309,6 +322,33 @@ class SyncHub:
             with anyio.CancelScope(shield=True):
                 await source.aclose()
 
+    @staticmethod
+    async def _hand_over(
+        batch: list[Frame], send: ChannelSender[Frame], queued: deque[Frame]
+    ) -> None:
+        """Queue ``batch`` in the source's channel in order, one checkpoint for the lot.
+
+        The drop policies never wait (a ``drop_newest`` refusal leaves ``queued``
+        again); ``block`` waits for room for each frame that does not fit. The
+        checkpoint comes after the frames are queued, so cancelling there loses none.
+        """
+        waited = False
+        for frame in batch:
+            queued.append(frame)
+            try:
+                accepted = send.send_nowait(frame)
+            except anyio.WouldBlock:
+                waited = True
+                try:
+                    accepted = await send.send(frame)
+                except BaseException:
+                    queued.pop()
+                    raise
+            if not accepted:
+                queued.pop()
+        if not waited:
+            await anyio.lowlevel.checkpoint()
+
     async def _pump(
         self, receive: ChannelReceiver[Frame], clock: Clock, queued: deque[Frame]
     ) -> None:
@@ -316,35 +356,48 @@ class SyncHub:
         sensors = self._sensors
         received = self._received
         track = self.max_latency is not None
+        tap, tap_batch = self._tap, self._tap_batch
         with receive:
-            async for frame in receive:
-                if queued:
-                    queued.popleft()
+            while True:
+                try:
+                    batch = await receive.receive_batch(_PUMP_BATCH)
+                except anyio.EndOfStream:
+                    return
                 now = clock.now()
-                state = sensors.get(frame.sensor)
-                if state is None:
-                    state = sensors[frame.sensor] = _SensorState(None)
-                state.frames_in += 1
-                self._frames_in += 1
-                model = state.model
-                if frame.meta and frame.meta.get("segment_start"):
-                    state.segments += 1
-                    restart = getattr(model, "restart", None)
-                    if restart is not None:
-                        restart()
-                if model is not None:
-                    if frame.t_arrival is not None:
-                        model.observe(frame.t_sensor, frame.t_arrival)
-                    frame.t = model.align(frame.t_sensor)
-                state.last_t = frame.t
-                state.last_received = now
-                if self._tap is not None:
-                    await self._tap(frame)
-                if track and (not received or frame.t > received[-1][1]):
-                    received.append((now, frame.t))
-                    if len(received) == 1:
-                        self._received_changed.set()
-                groups = policy.push(frame)
+                for frame in batch:
+                    state = sensors.get(frame.sensor)
+                    if state is None:
+                        state = sensors[frame.sensor] = _SensorState(None)
+                    state.frames_in += 1
+                    model = state.model
+                    if frame.meta and frame.meta.get("segment_start"):
+                        state.segments += 1
+                        restart = getattr(model, "restart", None)
+                        if restart is not None:
+                            restart()
+                    if model is not None:
+                        if frame.t_arrival is not None:
+                            model.observe(frame.t_sensor, frame.t_arrival)
+                        frame.t = model.align(frame.t_sensor)
+                    state.last_t = frame.t
+                    state.last_received = now
+                self._frames_in += len(batch)
+                if tap_batch is not None:
+                    await tap_batch(batch)
+                elif tap is not None:
+                    for frame in batch:
+                        await tap(frame)
+                groups: list[FrameGroup] = []
+                for frame in batch:
+                    if queued:  # pushed now: no longer guards the deadline
+                        queued.popleft()
+                    if track and (not received or frame.t > received[-1][1]):
+                        received.append((now, frame.t))
+                        if len(received) == 1:
+                            self._received_changed.set()
+                    made = policy.push(frame)
+                    if made:
+                        groups += made
                 if groups:
                     async with self._emit_lock:
                         await self._send_all(groups, now, clock)
@@ -353,13 +406,17 @@ class SyncHub:
 
     async def _run_deadlines(self, clock: Clock, max_latency: int) -> None:
         received = self._received
+        # Wake at most once per tick: a 1 kHz sensor's deadlines are resolved a few
+        # at a time (each at most a tick late), not with a timer per frame.
+        tick = max_latency // _DEADLINE_TICKS
+        woke = -(2**63)
         while True:
             if not received:
                 self._received_changed = anyio.Event()
                 await self._received_changed.wait()
                 continue
-            await clock.sleep_until(received[0][0] + max_latency)
-            now = clock.now()
+            await clock.sleep_until(max(received[0][0] + max_latency, woke + tick))
+            now = woke = clock.now()
             while received and received[0][0] + max_latency <= now:
                 self._deadline_target = max(self._deadline_target, received.popleft()[1] + 1)
             await self._apply_deadline(clock)
@@ -384,12 +441,14 @@ class SyncHub:
             await self._send_all(groups, None, clock)
 
     async def _send_all(self, groups: list[FrameGroup], since: int | None, clock: Clock) -> None:
-        for group in groups:
-            await self._send_groups.send(group)
-            if since is not None:
-                latency = clock.now() - since
-                self._latencies.append(latency)
-                self._latency_counts[bisect_left(LATENCY_BUCKETS_NS, latency)] += 1
+        if not groups:
+            return
+        await self._send_groups.send_many(groups)
+        if since is not None:
+            latency = clock.now() - since
+            bucket = bisect_left(LATENCY_BUCKETS_NS, latency)
+            self._latencies.extend([latency] * len(groups))
+            self._latency_counts[bucket] += len(groups)
 
     # -- observing -------------------------------------------------------------------
 
@@ -434,6 +493,13 @@ class SyncHub:
             latency=_summarise(self._latencies, self._latency_counts),
             sources_failed=MappingProxyType(dict(self._failed)),
         )
+
+
+async def _singles(frames: AsyncIterator[Frame]) -> AsyncIterator[list[Frame]]:
+    """A batch of one per frame, for a source without ``frame_batches``."""
+    async with aclosing(frames):  # type: ignore[type-var]
+        async for frame in frames:
+            yield [frame]
 
 
 def _summarise(samples: deque[int], counts: list[int]) -> LatencySummary | None:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import inspect
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass, field
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
     from fusion.source import Source
     from fusion.workers import BatchWorker, WorkerStatistics
 
+_OUT_BATCH = 64  # most groups the output takes per wakeup
 Stage = Callable[[FrameGroup], FrameGroup | None]
 Sink = Callable[[FrameGroup], Any]
 
@@ -188,7 +190,7 @@ class Pipeline:
             max_latency=max_latency,
             clock=clock,
             output_capacity=capacity,
-            tap=self._tap,
+            tap_batch=self._tap_batch,
         )
         self.recording_paused = False
         """While True the recorder skips frames (counted in ``frames_not_recorded``)."""
@@ -244,10 +246,25 @@ class Pipeline:
         return self.statistics()
 
     async def _tap(self, frame: Frame) -> None:
+        await self._tap_batch([frame])
+
+    async def _tap_batch(self, frames: list[Frame]) -> None:
+        """The hub's aligned frames, a batch at a time: live views, then the recorder
+        (its ``send_many`` when it has one: one checkpoint per batch)."""
         for publish in self._frame_taps:
-            publish(frame)
-        if self.recorder is not None:
-            await self._record(frame)
+            for frame in frames:
+                publish(frame)
+        if self.recorder is None:
+            return
+        if self.recording_paused:
+            self.frames_not_recorded += len(frames)
+            return
+        send_many = getattr(self.recorder, "send_many", None)
+        if send_many is not None:
+            await send_many(frames)
+        else:
+            for frame in frames:
+                await self.recorder.send(frame)
 
     def add_sink(self, sink: Sink) -> None:
         """Add ``sink`` before the run (a :class:`FrameTap` also gets every frame)."""
@@ -256,13 +273,6 @@ class Pipeline:
         self.sinks.append(sink)
         if isinstance(sink, FrameTap):
             self._frame_taps.append(sink.publish)
-
-    async def _record(self, frame: Frame) -> None:
-        if self.recording_paused:
-            self.frames_not_recorded += 1
-            return
-        assert self.recorder is not None
-        await self.recorder.send(frame)
 
     def stop(self) -> None:
         """Stop gracefully: sources end, in-flight frames drain, the recorder closes."""
@@ -401,16 +411,25 @@ class Pipeline:
 
 
 class _Counted:
-    """The pipeline's output: the last channel, counting groups as they leave."""
+    """The pipeline's output: the last channel, counting groups as they leave.
+
+    It takes every group queued at once (one wait per burst) and hands them out
+    one by one without waiting in between.
+    """
 
     def __init__(self, pipeline: Pipeline, receiver: ChannelReceiver[FrameGroup]) -> None:
         self._pipeline = pipeline
         self._receiver = receiver
+        self._ready: deque[FrameGroup] = deque()
 
     def __aiter__(self) -> _Counted:
         return self
 
     async def __anext__(self) -> FrameGroup:
-        group = await self._receiver.__anext__()
+        if not self._ready:
+            try:
+                self._ready.extend(await self._receiver.receive_batch(_OUT_BATCH))
+            except anyio.EndOfStream:
+                raise StopAsyncIteration from None
         self._pipeline._groups_out += 1
-        return group
+        return self._ready.popleft()

@@ -14,6 +14,8 @@ generator :meth:`Source.frames`. Rules every source follows:
   it arrives, then a frame (``make_frame(..., units=n)``) or a loss
   (``count_error(reason, ..., units=n)``). A source that never calls
   ``count_received`` counts one unit per frame and per error;
+* :meth:`Source.frame_batches` hands the hub frames in lists (one frame per list
+  unless the source overrides it to pass a burst at once);
 * cancellation is honest: ``frames()`` stops at the next checkpoint and
   :meth:`Source.aclose` releases devices and files.
 
@@ -27,6 +29,7 @@ import warnings
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import aclosing
 from typing import Any, TypeVar
 
 from fusion.errors import ConfigError
@@ -79,6 +82,18 @@ class Source(ABC):
     @abstractmethod
     def frames(self) -> AsyncIterator[Frame]:
         """Yield frames in arrival order until the source ends or is cancelled."""
+
+    async def frame_batches(self) -> AsyncIterator[list[Frame]]:
+        """:meth:`frames` in lists, as they came: what the hub reads.
+
+        A list of one per frame by default. A source that receives many units
+        at once (a UDP socket drained per wakeup) overrides it to hand over a
+        burst as one list, so the burst costs one trip through the event loop
+        instead of one per frame; the frames, their order and seq are the same.
+        """
+        async with aclosing(self.frames()) as frames:  # type: ignore[type-var]
+            async for frame in frames:
+                yield [frame]
 
     def make_frame(
         self,

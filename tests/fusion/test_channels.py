@@ -95,3 +95,67 @@ def test_counters_always_balance(capacity: int, overflow: str, ops: list[bool]) 
         assert stats.depth + stats.received + stats.dropped_total == offered
     send.close()
     receive.close()
+
+
+@given(
+    capacity=st.integers(1, 8),
+    overflow=st.sampled_from(["drop_oldest", "drop_newest"]),
+    batches=st.lists(st.integers(0, 12), max_size=20),
+    takes=st.lists(st.integers(1, 10), max_size=20),
+)
+def test_a_batch_moves_as_its_items_would_one_by_one(
+    capacity: int, overflow: str, batches: list[int], takes: list[int]
+) -> None:
+    """send_many == send item by item (same items kept, same drops, same counters);
+    receive_batch takes what is queued, in order, at most its limit."""
+
+    async def run() -> None:
+        one, one_rx = open_channel(capacity, overflow)  # type: ignore[arg-type]
+        many, many_rx = open_channel(capacity, overflow)  # type: ignore[arg-type]
+        n = 0
+        for size, limit in zip(batches, [*takes, *[1] * len(batches)], strict=False):
+            items = list(range(n, n + size))
+            n += size
+            accepted = await many.send_many(items)
+            assert accepted == sum([await one.send(i) for i in items])
+            if overflow == "drop_newest":  # refused items are the batch's tail
+                assert many.statistics().dropped.get("overflow", 0) >= size - accepted
+            expected: list[int] = []
+            for _ in range(limit):
+                try:
+                    expected.append(one_rx.receive_nowait())
+                except anyio.WouldBlock:
+                    break
+            if expected:
+                assert await many_rx.receive_batch(limit) == expected
+            else:
+                with pytest.raises(anyio.WouldBlock):
+                    many_rx.receive_nowait()
+            assert many.statistics() == one.statistics()
+        for end in (one, one_rx, many, many_rx):
+            end.close()
+
+    anyio.run(run)
+
+
+async def test_send_many_waits_for_room_with_block_and_receive_batch_ends_at_the_end() -> None:
+    send, receive = open_channel(3, "block", name="edge")
+    got: list[list[int]] = []
+
+    async def consume() -> None:
+        with receive:
+            while True:
+                try:
+                    got.append(await receive.receive_batch(4))
+                except anyio.EndOfStream:
+                    return
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(consume)
+        async with send:
+            for start in range(0, 100, 10):
+                assert await send.send_many(list(range(start, start + 10))) == 10
+    assert [i for batch in got for i in batch] == list(range(100))
+    assert all(1 <= len(batch) <= 4 for batch in got)
+    stats = send.statistics()
+    assert (stats.sent, stats.received, stats.dropped_total, stats.high_water) == (100, 100, 0, 3)

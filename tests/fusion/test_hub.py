@@ -194,3 +194,65 @@ class TestSyncHub:
         assert endless.closed
         with pytest.raises(anyio.ClosedResourceError):
             await hub.groups.receive()
+
+
+class BurstSource(ListSource):
+    """The same stamps as a :class:`ListSource`, handed over ``burst`` frames at a time."""
+
+    def __init__(self, spec: SensorSpec, stamps: Iterable[int], *, burst: int, gap: int) -> None:
+        super().__init__(spec, stamps, gap=gap)
+        self.burst = burst
+
+    async def frame_batches(self) -> AsyncIterator[list[Frame]]:
+        from fusion import current_clock
+
+        clock = current_clock()
+        batch: list[Frame] = []
+        for t in self.stamps:
+            batch.append(self.make_frame(t, None, t_arrival=clock.now()))
+            if len(batch) == self.burst:
+                await clock.sleep_until(clock.now() + self.gap)
+                yield batch
+                batch = []
+        if batch:
+            yield batch
+
+
+@pytest.mark.parametrize("overflow", ["block", "drop_oldest"])
+async def test_bursts_make_the_groups_single_frames_make(overflow: str) -> None:
+    """A source handing over bursts (a drained UDP socket) through the batch path: the
+    same groups, frames, seq and counters as one frame at a time; the recorder's
+    batch tap sees every frame once, in order."""
+
+    async def run(burst: bool) -> tuple[list[tuple[int, tuple[int, ...]]], list[int], int]:
+        clock = VirtualClock()
+        spec = SensorSpec("imu", capacity=256, overflow=overflow)  # type: ignore[arg-type]
+        stamps = [i * MS for i in range(200)]
+        ref = ListSource(SensorSpec("ref"), [i * 10 * MS for i in range(20)], gap=10 * MS)
+        imu: Source = ListSource(spec, stamps, gap=MS)
+        if burst:
+            imu = BurstSource(spec, stamps, burst=7, gap=7 * MS)
+        tapped: list[int] = []
+
+        async def tap_batch(frames: list[Frame]) -> None:
+            tapped.extend(f.t for f in frames if f.sensor == "imu")
+            await anyio.lowlevel.checkpoint()
+
+        hub = SyncHub(
+            Nearest("ref", ["ref", "imu"], tolerance=MS, windows={"imu": (5 * MS, 4 * MS)}),
+            clock=clock,
+            tap_batch=tap_batch,
+        )
+        with anyio.fail_after(10):
+            async with clock.autojump():
+                groups = await collect(hub, [ref, imu])
+        shape = [
+            (g.t, tuple(f.seq for f in g.frames["imu"]))  # type: ignore[union-attr]
+            for g in groups
+        ]
+        return shape, tapped, hub.statistics().frames_in
+
+    single, bursts = await run(False), await run(True)
+    assert bursts == single
+    assert bursts[1] == [i * MS for i in range(200)]
+    assert bursts[2] == 220

@@ -116,3 +116,25 @@ def test_a_class_without_close_cannot_be_made() -> None:
 
     with pytest.raises(TypeError, match="abstract"):
         Unfinished()  # type: ignore[abstract]
+
+
+async def test_send_many_records_what_send_records_one_frame_at_a_time(tmp_path: Path) -> None:
+    """The hub's batch tap: a batch recorded with ``send_many`` (chunks sealed on the
+    way, as the 1 ms chunk limit makes them) reads back frame for frame as ``send``."""
+    batch = [
+        Frame("imu", i, i * MS, np.array([(i * MS, float(i))], [("t", "<i8"), ("ax", "<f8")]))
+        for i in range(300)
+    ]
+    read: list[list[tuple[int, int, float]]] = []
+    for name in ("one", "many"):
+        path = tmp_path / f"{name}.hfr"
+        async with Recorder(path, chunk_duration=0.001) as rec:
+            if name == "one":
+                for frame in batch:
+                    await rec.send(frame)
+            else:
+                for start in range(0, 300, 64):
+                    await rec.send_many(batch[start : start + 64])
+        with open_recording(path) as log:
+            read.append([(f.seq, f.t, float(f.data["ax"][0])) for f in log.frames()])
+    assert read[0] == read[1] == [(i, i * MS, float(i)) for i in range(300)]
