@@ -97,6 +97,8 @@ class RecordPacker:
         self._held_keys: frozenset[Any] = frozenset()
         self._held_missing: list[str] = []
         self._origin = 0
+        self._keys: frozenset[Any] = frozenset()  # the fast path's field set ...
+        self._keys_for: np.dtype[Any] | None = None  # ... for this dtype
         if isinstance(fields, np.dtype):
             self.dtype = np.dtype([("t", "<i8"), *((n, fields[n]) for n in fields.names or ())])
         elif fields is not None:
@@ -116,6 +118,11 @@ class RecordPacker:
 
         ``what`` names the unit in messages ("datagram from 10.0.0.5:5000").
         """
+        if len(records) == 1 and self.dtype is not None and not self._held:
+            fast = self._pack_one(records[0])
+            if fast is not None:
+                self._origin += 1
+                return fast
         self._origin += 1
         failures: list[tuple[str, str]] = []
         entries: list[_Held] = []
@@ -155,6 +162,30 @@ class RecordPacker:
             entries, self._learning = self._learning, []
             self.dtype = _majority_dtype([e.record for e in entries], self.time_field)
         return self._rows(entries, source, arrival)
+
+    def _pack_one(self, record: Any) -> Rows | None:
+        """The steady state of a live stream, without the general path's bookkeeping:
+        one plain dict with exactly the schema's fields and values that fit. ``None``
+        for anything else (the general path then decides, counts and explains)."""
+        dtype = self.dtype
+        assert dtype is not None
+        if type(record) is not dict or record.keys() != self._schema_keys(dtype):
+            return None
+        names = dtype.names or ()
+        try:
+            t = to_ns(record[self.time_field], self.scale) if self.time_field is not None else None
+            if t is None:
+                return None
+            return np.array([(t, *[record[n] for n in names[1:]])], dtype), np.ones(1, np.int64)
+        except (KeyError, TypeError, ValueError, OverflowError):
+            return None
+
+    def _schema_keys(self, dtype: np.dtype[Any]) -> frozenset[Any]:
+        if self._keys_for is not dtype:
+            names = (dtype.names or ())[1:]
+            self._keys = frozenset((*names, self.time_field))
+            self._keys_for = dtype
+        return self._keys
 
     @property
     def learning_since(self) -> int | None:

@@ -264,6 +264,7 @@ def build_source(cfg: Any, copied: set[str] | None = None) -> Any:
             sender=cfg.sender,
             sender_timeout=cfg.sender_timeout_s,
             recv_buffer=cfg.recv_buffer,
+            gather=cfg.gather_ms / 1e3,
         )
     if isinstance(cfg, NmeaConfig):
         from adapters.nmea import NmeaSource

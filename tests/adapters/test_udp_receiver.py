@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import json
 import socket
+import sys
+import time
+from contextlib import aclosing
 
 import anyio
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from adapters.net.udp import DropCounter, SenderFilter, parse_sender
+from adapters.net.udp import DropCounter, SenderFilter, UdpReceiver, parse_sender
 from adapters.timeseries import TimeSeriesSource
 from fusion.errors import ConfigError
 from fusion.frames import Frame
@@ -144,3 +147,82 @@ async def test_arrival_stamps_are_each_datagrams_own_while_the_schema_is_learned
     assert stamps == sorted(stamps)
     assert len(set(stamps)) == 5  # each its own arrival, not the deciding one's
     assert stamps[-1] - stamps[0] < 400 * MS  # sent 1 ms apart, not 0.5 s
+
+
+linux_only = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="kernel receive stamps are Linux's"
+)
+
+
+@linux_only
+async def test_a_datagram_that_waited_in_the_queue_keeps_its_kernel_arrival_time() -> None:
+    owner = TimeSeriesSource.from_udp(0, name="imu")
+    async with UdpReceiver(owner) as rx:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as tx:
+            sent_at = []
+            for i in range(5):
+                sent_at.append(time.monotonic_ns())
+                tx.sendto(b"%d" % i, ("127.0.0.1", rx.port))
+            await anyio.sleep(0.1)  # the datagrams wait in the socket: the subject here
+            got = await rx.receive_many(64)
+    assert [payload for payload, _, _ in got] == [b"0", b"1", b"2", b"3", b"4"]
+    arrivals = [arrival for _, _, arrival in got]
+    assert arrivals == sorted(arrivals)
+    for sent, arrival in zip(sent_at, arrivals, strict=True):
+        assert sent <= arrival < sent + 50 * MS  # received then, not read 100 ms later
+    assert owner.ledgers()["imu"].received == 5
+
+
+@linux_only
+async def test_a_fast_stream_gathers_between_drains_and_keeps_every_datagram_in_order() -> None:
+    owner = TimeSeriesSource.from_udp(0, name="imu")
+    batches: list[list[tuple[bytes, object, int]]] = []
+    async with UdpReceiver(owner, gather=0.02) as rx:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as tx:
+
+            async def send() -> None:
+                for i in range(40):
+                    tx.sendto(b"%d" % i, ("127.0.0.1", rx.port))
+                    await anyio.sleep(0.001)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(send)
+                with anyio.fail_after(10):
+                    while sum(map(len, batches)) < 40:
+                        batches.append(await rx.receive_many(64))
+    payloads = [p for batch in batches for p, _, _ in batch]
+    assert payloads == [b"%d" % i for i in range(40)]
+    assert len(batches) < 20  # gathered: far fewer wakeups than datagrams
+    arrivals = [a for batch in batches for _, _, a in batch]
+    assert arrivals == sorted(arrivals)
+    assert len(set(arrivals)) == 40  # each its own time, not its batch's
+    ledger = owner.ledgers()["imu"]
+    assert ledger.received == 40
+
+
+async def test_a_burst_reaches_the_hub_as_one_list_with_every_seq_in_order() -> None:
+    source = TimeSeriesSource.from_udp(0, name="imu", fields=["ax"])
+    frames: list[list[Frame]] = []
+    async with anyio.create_task_group() as tg:
+
+        async def read() -> None:
+            async with aclosing(source.frame_batches()) as batches:  # type: ignore[type-var]
+                async for batch in batches:
+                    frames.append(batch)
+
+        tg.start_soon(read)
+        port = await source.wait_listening()
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as tx:
+            for i in range(30):  # all queued before the source's next drain
+                tx.sendto(json.dumps({"t": i * MS, "ax": float(i)}).encode(), ("127.0.0.1", port))
+        with anyio.fail_after(10):
+            while sum(map(len, frames)) < 30:  # noqa: ASYNC110
+                await anyio.sleep(0.01)
+        tg.cancel_scope.cancel()
+    flat = [f for batch in frames for f in batch]
+    assert [f.seq for f in flat] == list(range(30))
+    assert [f.t_sensor for f in flat] == [i * MS for i in range(30)]
+    assert [float(f.data["ax"][0]) for f in flat] == [float(i) for i in range(30)]
+    assert max(map(len, frames)) > 1  # a burst moved as one list
+    ledger = source.ledgers()["imu"]
+    assert (ledger.received, ledger.emitted, ledger.lost) == (30, 30, {})
