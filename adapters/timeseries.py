@@ -92,7 +92,7 @@ class Batch(NamedTuple):
 Producer = Callable[[], AsyncIterator[Batch | list[Batch]]]
 """Yields a Batch, or a list of them that arrived together (a UDP burst): the list's
 frames leave :meth:`TimeSeriesSource.frame_batches` as one list."""
-DEFAULT_GATHER = 0.005
+DEFAULT_GATHER = 0.010
 """Seconds a fast UDP stream gathers in the socket between drains (``from_udp(gather=)``)."""
 _DRAIN = 64
 """Most datagrams a UDP source takes per wakeup (the hub's channel holds 256)."""
@@ -339,8 +339,8 @@ class TimeSeriesSource(Source):
         skipped; ``max_time_jump`` (default 60 s) bounds how far ahead of the
         recent stamps a sample may be (see the module docstring). Every datagram
         queued is taken per wakeup, and a fast stream is let gather for ``gather``
-        seconds (5 ms) after each drain, each datagram keeping its kernel receive
-        time: a 1 kHz sensor costs a wakeup per 5 ms, not per datagram
+        seconds (10 ms) after each drain, each datagram keeping its kernel receive
+        time: a 1 kHz sensor costs a wakeup per 10 ms, not per datagram
         (``gather=0``: read each as soon as it is readable).
         """
         if format not in ("jsonl", "msgpack"):

@@ -441,9 +441,12 @@ class SyncHub:
             await self._send_all(groups, None, clock)
 
     async def _send_all(self, groups: list[FrameGroup], since: int | None, clock: Clock) -> None:
-        if not groups:
-            return
-        await self._send_groups.send_many(groups)
+        out = self._send_groups
+        for group in groups:  # the pump yields per batch: no checkpoint while there is room
+            try:
+                out.send_nowait(group)
+            except anyio.WouldBlock:
+                await out.send(group)
         if since is not None:
             latency = clock.now() - since
             bucket = bisect_left(LATENCY_BUCKETS_NS, latency)

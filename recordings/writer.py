@@ -392,9 +392,9 @@ class Recorder(Closeable):
             await run_sync(self._seal, True)
 
     async def send_many(self, frames: Sequence[Frame]) -> None:
-        """Record ``frames`` in order (async), one checkpoint for the lot (the hub's
-        batches: a burst of a 1 kHz sensor); waits off the loop when a chunk is full."""
-        await anyio.lowlevel.checkpoint()
+        """Record ``frames`` in order (async): the hub's batches, a burst of a 1 kHz
+        sensor. Unlike :meth:`send` it yields only when it waits off the loop for a
+        full chunk (the hub's pump yields for each batch anyway)."""
         add = self._add
         for frame in frames:
             if add(frame) and not self._seal(block=False):

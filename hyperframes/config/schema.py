@@ -302,7 +302,7 @@ class TimeSeriesUdpConfig(_SourceBase):
     """Seconds of silence after which another sender is followed (without ``sender``)."""
     recv_buffer: int | None = Field(None, gt=0)
     """The socket's receive buffer in bytes (default: the system's)."""
-    gather_ms: float = Field(5.0, ge=0, le=1000)
+    gather_ms: float = Field(10.0, ge=0, le=1000)
     """A fast stream gathers this long in the socket between reads (kernel-stamped):
     one wakeup per gather instead of one per datagram; 0 reads each at once."""
 
