@@ -7,7 +7,7 @@ There repeats are rare and the whole gain is entropy coding, so level 3 spends t
 level 1's CPU for about 1 % of the size (174 MB of noisy camera frames and LiDAR
 sweeps: 0.49 against 0.24 CPU-s, 152.9 against 154.7 MB). On structured payloads
 (real LiDAR packets, point cloud files, bags) the search pays: level 3 is 4-9 %
-smaller. Already-compressed payloads (video packets, JPEGs) gain nothing at any level.
+smaller. Already-compressed payloads (video packets) gain nothing at any level.
 
 How. :class:`AutoEffort` probes a chunk every :data:`PROBE_EVERY` raw bytes: a
 64 KiB sample (four 16 KiB slices spread over the chunk) compressed at level 1 and
