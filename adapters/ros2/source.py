@@ -73,6 +73,7 @@ log = logging.getLogger("hyperframes.ros2")
 _WAIT_NS = 100_000_000  # one wait of the reading thread: how late a stop can be
 _TAKE = 256  # samples taken from one reader per round
 _MAX_REPORTS = 1000
+_LOGGED = 10  # warnings logged per reason before only every 1000th is
 
 
 @dataclass(slots=True)
@@ -311,7 +312,7 @@ class Ros2Source(Source):
             seqs.setdefault(name, 0)
         self._ahead = dict(seqs)
         self._check_hashes()
-        while True:
+        while self.participant.dds is not None:  # closed (aclose from elsewhere): the end
             got = await self.run_blocking(self._take_round, clock)
             for sensor, n in got.received.items():
                 ledgers[sensor].receive(n)
@@ -443,7 +444,9 @@ class Ros2Source(Source):
     ) -> None:
         """:meth:`Source.count_error`, the message also kept in :attr:`reports` and logged."""
         super().count_error(reason, message, units=units, sensor=sensor, arrived=arrived)
-        log.warning("%s", message)
+        seen = self.errors[reason]
+        if seen <= _LOGGED or seen % 1000 == 0:  # a flood of bad messages is not a log flood
+            log.warning("%s%s", message, f" ({seen} so far)" if seen > _LOGGED else "")
         if len(self.reports) < _MAX_REPORTS:
             self.reports.append(message)
 

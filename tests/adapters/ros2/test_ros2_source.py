@@ -195,3 +195,25 @@ async def test_a_topic_without_publisher_says_so_and_waits() -> None:
         assert source.idle_reason("gps") == "no publisher"
         assert source.publishers() == {"/gps/fix": 0}
     assert source.ledgers()["gps"].received == 0
+
+
+async def test_closing_the_source_ends_its_frames_at_once() -> None:
+    source = Ros2Source(
+        {"/imu": "imu"},
+        domain_id=free_domain(),
+        config=loopback_config(),
+        types={"/imu": "sensor_msgs/msg/Imu"},
+    )
+    got: list[Frame] = []
+
+    async def consume() -> None:
+        async for frame in source.frames():
+            got.append(frame)
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(consume)
+            await anyio.wait_all_tasks_blocked()
+            await source.aclose()  # the reading thread wakes; frames() ends, not cancelled
+    assert got == []
+    assert source.participant.dds is None
