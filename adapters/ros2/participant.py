@@ -155,12 +155,21 @@ class Participant:
 
         return DataReader(self._live(), self._topic(topic, cls), qos=qos.reader_qos(type_hash))
 
-    def writer(self, topic: str, cls: type, qos: TopicQos, type_hash: str | None = None) -> Any:
+    def writer(
+        self,
+        topic: str,
+        cls: type,
+        qos: TopicQos,
+        type_hash: str | None = None,
+        max_blocking_ns: int | None = None,
+    ) -> Any:
         """A ``cyclonedds`` ``DataWriter`` of ROS 2 ``topic``; ``type_hash`` goes in its
-        ``USER_DATA`` as Iron and later ROS 2 nodes expect."""
+        ``USER_DATA`` as Iron and later ROS 2 nodes expect; ``max_blocking_ns`` bounds a
+        reliable ``write``'s wait for a slow reader (:meth:`TopicQos.writer_qos`)."""
         from cyclonedds.pub import DataWriter
 
-        return DataWriter(self._live(), self._topic(topic, cls), qos=qos.writer_qos(type_hash))
+        writer_qos = qos.writer_qos(type_hash, max_blocking_ns)
+        return DataWriter(self._live(), self._topic(topic, cls), qos=writer_qos)
 
     def publications(self) -> list[Publication]:
         """The ROS 2 writers discovered so far in the domain (ours included), newest state.

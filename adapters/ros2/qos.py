@@ -98,12 +98,15 @@ class TopicQos:
             ),
         )
 
-    def writer_qos(self, type_hash: str | None = None) -> Any:
-        """The ``cyclonedds.core.Qos`` of a data writer with this profile, as rmw_cyclonedds'."""
+    def writer_qos(self, type_hash: str | None = None, max_blocking_ns: int | None = None) -> Any:
+        """The ``cyclonedds.core.Qos`` of a data writer with this profile, as rmw_cyclonedds'.
+
+        ``max_blocking_ns`` bounds how long a reliable writer's ``write`` waits for a
+        slow reader (rmw_cyclonedds: forever); ``None`` keeps rmw's infinity."""
         from cyclonedds.core import Policy, Qos
 
         policies = [
-            *self._common(Policy, type_hash),
+            *self._common(Policy, type_hash, max_blocking_ns),
             Policy.History.KeepLast(self.depth),
             Policy.WriterDataLifecycle(autodispose=False),
         ]
@@ -119,12 +122,15 @@ class TopicQos:
             )
         return Qos(*policies)
 
-    def _common(self, policy: Any, type_hash: str | None) -> list[Any]:
+    def _common(
+        self, policy: Any, type_hash: str | None, max_blocking_ns: int | None = None
+    ) -> list[Any]:
         infinity = 0x7FFFFFFFFFFFFFFF  # DDS_INFINITY: rmw_cyclonedds' reliable writers wait on
+        blocking = infinity if max_blocking_ns is None else max_blocking_ns
         out = [
             policy.Reliability.BestEffort
             if self.reliability == "best_effort"
-            else policy.Reliability.Reliable(max_blocking_time=infinity),
+            else policy.Reliability.Reliable(max_blocking_time=blocking),
             policy.Durability.Volatile
             if self.durability == "volatile"
             else policy.Durability.TransientLocal,

@@ -102,40 +102,22 @@ def ros2_typestore() -> Any:
     return store
 
 
-class Ros2McapWriter:
-    """Writes frames and groups as ROS 2 messages into one MCAP file (or bag directory).
+class Ros2Messages:
+    """Frames and groups as ROS 2 messages, to whatever output a subclass writes them.
 
-    ``declare(spec)`` tells it a sensor's spec (what makes a bag's frames go
-    out as their original messages); ``write(frame)`` returns whether it wrote
-    the frame; frames it cannot map are counted in :attr:`skipped` by
-    ``(sensor, reason)``.
+    The encoding of the ``ros2`` profile, shared by the MCAP writer
+    (:class:`Ros2McapWriter`) and the live DDS publisher
+    (:class:`~recordings.export.ros2_publisher.Ros2Publisher`): a subclass
+    implements :meth:`_channel` (a topic with its type, opened once) and
+    :meth:`_add` (one serialised message on it). ``declare(spec)`` tells it a
+    sensor's spec (what makes a bag's frames go out as their original
+    messages); ``write(frame)`` returns whether it wrote the frame; frames it
+    cannot map are counted in :attr:`skipped` by ``(sensor, reason)``.
     """
 
-    def __init__(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        topic_prefix: str = "/",
-        types: Mapping[str, str] | None = None,
-    ) -> None:
-        from mcap.writer import CompressionType, Writer
-
-        target = Path(path)
-        self.bag_dir: Path | None = None
-        if target.suffix != ".mcap":
-            if target.exists():
-                raise FileExistsError(f"'{target}' exists; not overwriting a bag directory")
-            target.mkdir(parents=True)
-            self.bag_dir = target
-            target = target / f"{target.name}.mcap"
-        self.path = target
+    def __init__(self, *, topic_prefix: str = "/", types: Mapping[str, str] | None = None) -> None:
         self.prefix = topic_prefix
         self.store = ros2_typestore()
-        self._stream = open(target, "wb")  # noqa: SIM115 - closed in close()
-        self._mcap = Writer(self._stream, compression=CompressionType.ZSTD)
-        self._mcap.start(profile="ros2", library="hyperframes")
-        self._schemas: dict[tuple[str, str], int] = {}
-        self._channels: dict[str, tuple[int, str, str]] = {}  # topic -> (id, type, hash)
         self.sensors = SensorMap(topic_prefix, types)
         self._records: dict[str, RecordLayout] = {}
         self.counts: Counter[str] = Counter()
@@ -148,36 +130,26 @@ class Ros2McapWriter:
         """Sensors written with a type made for them (``record`` payloads), and that type."""
         self.notes = self.sensors.notes
         """Things the export could not do as asked, one line each."""
-        self._t_min = 2**63 - 1
-        self._t_max = 0
-        self._closed = False
 
-    # -- channels -----------------------------------------------------------------------
+    # -- output (a subclass's) ------------------------------------------------------------
 
     def _channel(
-        self, topic: str, msgtype: str, msgdef: str | None = None, type_hash: str | None = None
-    ) -> int:
-        known = self._channels.get(topic)
-        if known is not None:
-            if known[1] != msgtype:
-                raise ValueError(f"topic {topic} already carries {known[1]}, not {msgtype}")
-            return known[0]
-        if msgdef is None:
-            msgdef, _ = self.store.generate_msgdef(msgtype, ros_version=2)
-        if type_hash is None:
-            type_hash = self.store.hash_rihs01(msgtype)
-        schema = self._schemas.get((msgtype, msgdef))
-        if schema is None:
-            schema = self._mcap.register_schema(msgtype, "ros2msg", msgdef.encode())
-            self._schemas[(msgtype, msgdef)] = schema
-        channel = self._mcap.register_channel(
-            topic,
-            "cdr",
-            schema,
-            {"offered_qos_profiles": "[]", "topic_type_hash": type_hash},
-        )
-        self._channels[topic] = (channel, msgtype, type_hash)
-        return channel
+        self,
+        topic: str,
+        msgtype: str,
+        msgdef: str | None = None,
+        type_hash: str | None = None,
+        store: Any = None,
+    ) -> Any:
+        """The output's handle of ``topic`` carrying ``msgtype`` (defined in ``store``, else
+        in :attr:`store`), opened on first use."""
+        raise NotImplementedError
+
+    def _add(self, channel: Any, topic: str, data: bytes, log_time: int, seq: int) -> None:
+        """Write one message's CDR ``data`` on ``channel`` and count it."""
+        raise NotImplementedError
+
+    # -- sensors ------------------------------------------------------------------------
 
     def declare(self, spec: SensorSpec) -> None:
         """Know ``spec``: a sensor from a bag keeps its topic and its messages' type."""
@@ -204,7 +176,7 @@ class Ros2McapWriter:
             if data is None:
                 return False
             topic = self.topic_for(frame.sensor)
-            channel = self._channel(topic, ptype.name, ptype.msgdef, ptype.type_hash)
+            channel = self._channel(topic, ptype.name, ptype.msgdef, ptype.type_hash, ptype.store)
             self._add(channel, topic, data, log_time, frame.seq)
             self.frames[frame.sensor] += 1
             return True
@@ -299,12 +271,6 @@ class Ros2McapWriter:
         channel = self._channel(topic, msgtype)
         data = self.store.serialize_cdr(msg, msgtype)
         self._add(channel, topic, bytes(data), log_time, seq)
-
-    def _add(self, channel: int, topic: str, data: bytes, log_time: int, seq: int) -> None:
-        self._mcap.add_message(channel, log_time, data, log_time, seq & 0xFFFFFFFF)
-        self.counts[topic] += 1
-        self._t_min = min(self._t_min, log_time)
-        self._t_max = max(self._t_max, log_time)
 
     def _header(self, t: int, frame_id: str) -> Any:
         T = self.store.types
@@ -414,6 +380,75 @@ class Ros2McapWriter:
         layout = T["std_msgs/msg/MultiArrayLayout"](dim=dims, data_offset=0)
         flat = np.concatenate(parts) if parts else np.empty(0)
         return T[TYPES["series"]](layout=layout, data=flat)
+
+
+class Ros2McapWriter(Ros2Messages):
+    """Writes frames and groups as ROS 2 messages into one MCAP file (or bag directory)
+    (see :class:`Ros2Messages`)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        topic_prefix: str = "/",
+        types: Mapping[str, str] | None = None,
+    ) -> None:
+        from mcap.writer import CompressionType, Writer
+
+        super().__init__(topic_prefix=topic_prefix, types=types)
+        target = Path(path)
+        self.bag_dir: Path | None = None
+        if target.suffix != ".mcap":
+            if target.exists():
+                raise FileExistsError(f"'{target}' exists; not overwriting a bag directory")
+            target.mkdir(parents=True)
+            self.bag_dir = target
+            target = target / f"{target.name}.mcap"
+        self.path = target
+        self._stream = open(target, "wb")  # noqa: SIM115 - closed in close()
+        self._mcap = Writer(self._stream, compression=CompressionType.ZSTD)
+        self._mcap.start(profile="ros2", library="hyperframes")
+        self._schemas: dict[tuple[str, str], int] = {}
+        self._channels: dict[str, tuple[int, str, str]] = {}  # topic -> (id, type, hash)
+        self._t_min = 2**63 - 1
+        self._t_max = 0
+        self._closed = False
+
+    def _channel(
+        self,
+        topic: str,
+        msgtype: str,
+        msgdef: str | None = None,
+        type_hash: str | None = None,
+        store: Any = None,
+    ) -> int:
+        known = self._channels.get(topic)
+        if known is not None:
+            if known[1] != msgtype:
+                raise ValueError(f"topic {topic} already carries {known[1]}, not {msgtype}")
+            return known[0]
+        if msgdef is None:
+            msgdef, _ = self.store.generate_msgdef(msgtype, ros_version=2)
+        if type_hash is None:
+            type_hash = self.store.hash_rihs01(msgtype)
+        schema = self._schemas.get((msgtype, msgdef))
+        if schema is None:
+            schema = self._mcap.register_schema(msgtype, "ros2msg", msgdef.encode())
+            self._schemas[(msgtype, msgdef)] = schema
+        channel = self._mcap.register_channel(
+            topic,
+            "cdr",
+            schema,
+            {"offered_qos_profiles": "[]", "topic_type_hash": type_hash},
+        )
+        self._channels[topic] = (channel, msgtype, type_hash)
+        return channel
+
+    def _add(self, channel: Any, topic: str, data: bytes, log_time: int, seq: int) -> None:
+        self._mcap.add_message(channel, log_time, data, log_time, seq & 0xFFFFFFFF)
+        self.counts[topic] += 1
+        self._t_min = min(self._t_min, log_time)
+        self._t_max = max(self._t_max, log_time)
 
     # -- closing ------------------------------------------------------------------------
 
