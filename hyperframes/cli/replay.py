@@ -7,6 +7,9 @@ that pipeline's sync policy, stages and workers instead of the config's own
 sources. In a terminal, space pauses, the right arrow steps one frame while
 paused, and up/down change the rate. ``--fast`` keeps the recorded timing on a
 virtual clock, so deadlines behave exactly as they did live, without waiting.
+``--serve`` shows it live in Foxglove; ``--to-ros2`` publishes it as ROS 2
+topics over DDS (``--ros2-domain``, ``--ros2-qos``), each sensor at the
+recording's pace with its dated stamps.
 """
 
 from __future__ import annotations
@@ -23,6 +26,13 @@ from hyperframes.cli.serve import (
     open_server,
     print_served,
     serve_line,
+)
+from hyperframes.cli.to_ros2 import (
+    add_ros2_arguments,
+    close_publisher,
+    open_publisher,
+    print_published,
+    publisher_line,
 )
 from hyperframes.cli.units import seconds_arg
 
@@ -95,6 +105,7 @@ def register(sub: Any) -> None:
     )
     add_allow_loss(p)
     add_serve_argument(p)
+    add_ros2_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -149,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
     from hyperframes.cli.playback import PacedSource, PlaybackControl, keyboard
 
     console = console_for(args)
-    server = None
+    server = publisher = None
     try:
         control = PlaybackControl(args.rate, paused=args.start_paused)
         inner = open_source(args)
@@ -170,9 +181,13 @@ def run(args: argparse.Namespace) -> int:
         server = open_server(args.serve, inner.specs, **recorded_dates(inner))
         if server is not None and pipeline is not None:
             pipeline.add_sink(server)
+        publisher = open_publisher(args, inner.specs, **recorded_dates(inner))
+        if publisher is not None and pipeline is not None:
+            pipeline.add_sink(publisher)
     except (HyperframesError, ValueError, OSError) as err:
         if server is not None:
             server.close()
+        close_publisher(publisher, flush=False)
         error(console, err)
         return 2
     for topic, reason in sorted(getattr(inner, "unsupported", {}).items()):
@@ -182,6 +197,7 @@ def run(args: argparse.Namespace) -> int:
         return (
             f"{args.file}: {control.describe()} (space pause, -> step, up/down rate)"
             + serve_line(server)
+            + publisher_line(publisher)
         )
 
     counts: Counter[str] = Counter()
@@ -211,6 +227,8 @@ def run(args: argparse.Namespace) -> int:
                     counts[frame.sensor] += 1
                     if server is not None:
                         server.publish(frame)
+                    if publisher is not None:
+                        publisher.publish(frame)
                     progress.update(task, advance=1, description=control.describe())
 
     async def main() -> Any:
@@ -229,14 +247,17 @@ def run(args: argparse.Namespace) -> int:
 
     if args.fast and control.rate is None:
         control.rate = 1.0  # --fast keeps the recorded timing, virtually
+    stopped = True
     try:
         with keyboard(control, enabled=console.is_terminal and not args.fast):
             stats = anyio.run(fast if args.fast else main)
+        stopped = False
     except KeyboardInterrupt:
         console.print("stopped")
         stats = None
     finally:
         close_server(server)
+        close_publisher(publisher, flush=not stopped)
     played = sum(counts.values()) if pipeline is None else (stats.hub.frames_in if stats else 0)
     if played == 0:
         warn(console, "warning:", f"nothing replayed: {selection_text(args)} selects no frames")
@@ -254,6 +275,7 @@ def run(args: argparse.Namespace) -> int:
     elif stats is not None:
         print(f"replayed {stats.hub.frames_in} frames into {stats.groups_out} groups")
     print_served(server)
+    print_published(publisher)
     for reason, n in errors.items():
         warn(console, "skipped", f"{n} ({reason}): {inner.last_error}")
     lost = print_losses(console, inner.ledgers())

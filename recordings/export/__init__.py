@@ -3,7 +3,8 @@
 :func:`export_recording` is what ``hyperframes export`` runs. The writers
 (:class:`Ros2McapWriter`, :class:`FoxgloveMcapWriter`, :class:`RerunSink`)
 take frames and groups one at a time, so a live pipeline can feed them too;
-:class:`FoxgloveServer` serves the ``foxglove`` profile live over WebSocket.
+:class:`FoxgloveServer` serves the ``foxglove`` profile live over WebSocket;
+:class:`Ros2Publisher` publishes the ``ros2`` profile live as ROS 2 topics over DDS.
 Third-party packages (``rosbags``, ``mcap``, ``foxglove-sdk``, ``rerun-sdk``,
 PyAV) are imported only by the writer that needs them.
 
@@ -41,6 +42,7 @@ __all__ = [
     "FoxgloveServer",
     "RerunSink",
     "Ros2McapWriter",
+    "Ros2Publisher",
     "Target",
     "export_mp4",
     "export_pcd",
@@ -357,6 +359,10 @@ def __getattr__(name: str) -> Any:
         from recordings.export.live import FoxgloveServer
 
         return FoxgloveServer
+    if name == "Ros2Publisher":
+        from recordings.export.ros2_publisher import Ros2Publisher
+
+        return Ros2Publisher
     if name == "RerunSink":
         from recordings.export.rerun import RerunSink
 

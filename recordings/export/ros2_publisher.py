@@ -1,0 +1,577 @@
+"""Publish to ROS 2 over DDS: the ``ros2`` export profile as live topics a robot's tools see.
+
+Theory of operation. :class:`Ros2Publisher` is a pipeline sink and frame tap
+(``sinks=[Ros2Publisher()]``), the DDS twin of the Foxglove live view
+(:class:`~recordings.export.live.FoxgloveServer`). Every frame becomes the
+message it is in a ``--profile ros2`` MCAP export, encoded by the same
+:class:`~recordings.export.ros2.Ros2Messages`: ``sensor_msgs/msg/Image``,
+``CompressedImage``, ``PointCloud2``, ``Imu``, ``NavSatFix``,
+``nav_msgs/msg/Odometry``... on ``/<sensor>``, and a frame that came from a
+bag as its original message on its original topic, the same CDR bytes. Sync
+groups go to ``/hyperframes/groups`` as the export's
+``diagnostic_msgs/msg/DiagnosticArray`` and worker results to
+``/hyperframes/results/<worker>`` as ``std_msgs/msg/String`` holding the Foxglove
+results topic's JSON (:func:`~recordings.export.live.result_json`): standard
+types, so ``ros2 topic echo`` and rviz need no custom package.
+
+Each topic is a DDS writer made with :mod:`adapters.ros2` (the ros2/design
+names ``rt/<topic>`` and ``pkg::msg::dds_::Type_``, a QoS profile built as
+rmw_cyclonedds builds it, the RIHS01 type hash in ``USER_DATA``), writing the
+CDR bytes as they are (:func:`~adapters.ros2.raw_sample`).
+
+Nothing here waits on a subscriber. :meth:`Ros2Publisher.publish` only appends
+to a bounded queue (``backlog`` items); one thread takes items from it, dates
+them, encodes them and writes them. When the thread falls behind the oldest
+queued item is dropped and counted by sensor; a reliable write that a slow
+subscriber holds up longer than ``max_blocking_s`` fails and is counted by
+topic; a message for a volatile topic no subscriber matches is not encoded and
+is counted as unmatched. Every frame published ends in exactly one of
+:class:`Ros2PublisherStatistics`' counters.
+
+Stamps are dated as the live view dates them (``dating="live"``: the host's
+wall clock, which is ROS time on a robot without ``use_sim_time``; a
+recording's :class:`~fusion.wallclock.WallClock` for its ``dated`` sensors
+on replay; ``None``: left alone). A bag's original messages keep their own
+header stamps, byte for byte.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from adapters.ros2.qos import DEFAULT, TopicQos
+from fusion.errors import UsageError
+from fusion.frames import Frame, FrameGroup, SensorSpec
+from fusion.wallclock import WallClock, sample_anchor
+from recordings.export.groups import GROUP_TOPIC
+from recordings.export.kinds import is_internal
+from recordings.export.ros2 import Ros2Messages
+
+RESULTS_TOPIC = "/hyperframes/results/"
+"""Prefix of the worker-result topics (``/hyperframes/results/<worker>``)."""
+RESULT_TYPE = "std_msgs/msg/String"
+_ANCHOR_EVERY_S = 1.0
+_BAD_TOKEN = re.compile(r"[^A-Za-z0-9_]")
+
+
+@dataclass(frozen=True, slots=True)
+class Ros2PublisherStatistics:
+    """What the publisher did so far."""
+
+    domain_id: int
+    frames: Counter[str] = field(default_factory=Counter)
+    """Frames published (written on a topic some subscriber matched), per sensor."""
+    published: Counter[str] = field(default_factory=Counter)
+    """Messages written, per ROS 2 topic (a time series frame is one message per row)."""
+    groups: int = 0
+    """Groups taken from the pipeline (marker and results published where matched)."""
+    unmatched: Counter[str] = field(default_factory=Counter)
+    """Frames, group markers and results sent to nobody (their volatile topic had no
+    subscriber, so they were not encoded), per topic."""
+    dropped: Counter[str] = field(default_factory=Counter)
+    """Frames (or ``"groups"``) dropped because the publisher thread fell behind, per sensor."""
+    failed: Counter[tuple[str, str]] = field(default_factory=Counter)
+    """Messages DDS did not take, by ``(topic, reason)`` (a slow reliable subscriber's
+    timeout, a payload the type refuses)."""
+    skipped: Counter[tuple[str, str]] = field(default_factory=Counter)
+    """Frames with no ROS 2 message, by ``(sensor, reason)`` (as in an export)."""
+    subscribers: dict[str, int] = field(default_factory=dict)
+    """Subscribers matched now, per topic opened."""
+
+    @property
+    def dropped_total(self) -> int:
+        return sum(self.dropped.values())
+
+    def losses(self) -> str:
+        """``K dropped (publisher behind), F not taken by DDS (...)``, or ''."""
+        parts = []
+        if self.dropped_total:
+            parts.append(f"{self.dropped_total} dropped (publisher behind)")
+        if self.failed:
+            why = "; ".join(f"{t}: {n} {r}" for (t, r), n in sorted(self.failed.items()))
+            parts.append(f"{sum(self.failed.values())} not taken by DDS ({why})")
+        return ", ".join(parts)
+
+    def describe(self) -> str:
+        """One line: domain, frames and messages published, what went nowhere or was lost."""
+        line = (
+            f"ros2 domain {self.domain_id}: {sum(self.frames.values())} frames published "
+            f"({sum(self.published.values())} messages on {len(self.published)} topics)"
+        )
+        if self.unmatched:
+            line += f", {sum(self.unmatched.values())} unmatched (no subscriber)"
+        losses = self.losses()
+        return f"{line}, {losses}" if losses else line
+
+
+class Ros2Publisher:
+    """Frames, sync groups and worker results as ROS 2 topics over DDS (module docstring).
+
+    ``Ros2Publisher(domain_id=0, config=None, qos=DEFAULT)``: ``config`` is a
+    Cyclone DDS XML config (``None``: ``CYCLONEDDS_URI``, as for a ROS 2 node
+    with rmw_cyclonedds; :func:`~adapters.ros2.loopback_config` for one
+    machine); ``qos`` every topic's profile (ROS 2's default: reliable,
+    volatile, keep last 10, which best-effort and reliable subscribers both
+    match). ``subscribers=N`` makes each new topic wait up to
+    ``match_timeout_s`` for N subscribers before its first message (a
+    volatile topic keeps nothing for readers that join later). Use it as a
+    context manager or :meth:`close` it.
+    """
+
+    def __init__(
+        self,
+        domain_id: int = 0,
+        *,
+        config: str | None = None,
+        qos: TopicQos = DEFAULT,
+        sensors: Iterable[SensorSpec] = (),
+        dating: str | WallClock | None = "live",
+        dated: Iterable[str] | None = None,
+        types: Mapping[str, str] | None = None,
+        topic_prefix: str = "/",
+        backlog: int = 256,
+        subscribers: int = 0,
+        match_timeout_s: float = 10.0,
+        max_blocking_s: float = 0.1,
+    ) -> None:
+        if backlog < 1 or subscribers < 0 or max_blocking_s < 0:
+            raise UsageError(
+                f"Ros2Publisher: backlog must be >= 1, subscribers and max_blocking_s >= 0; "
+                f"got {backlog}, {subscribers} and {max_blocking_s}"
+            )
+        if dating not in ("live", None) and not isinstance(dating, WallClock):
+            raise UsageError(
+                f"Ros2Publisher: dating must be 'live', a WallClock or None: {dating!r}"
+            )
+        self.domain_id = domain_id
+        self.config = config
+        self.qos = qos
+        self.backlog = backlog
+        self.subscribers = subscribers
+        self.match_timeout_s = match_timeout_s
+        self.max_blocking_ns = int(max_blocking_s * 1e9)
+        self._types = dict(types or {})
+        self._prefix = topic_prefix
+        self._specs: dict[str, SensorSpec] = {s.name: s for s in sensors}
+        self._dating = dating
+        self._dated = None if dated is None else frozenset(dated)
+        self._wall: WallClock | None = dating if isinstance(dating, WallClock) else None
+        self._anchor_at = 0.0
+        self._queue: deque[Frame | FrameGroup] = deque()
+        self._cond = threading.Condition()
+        self._busy = False
+        self._last_seq: dict[str, int] = {}
+        self._frames: Counter[str] = Counter()
+        self._dropped: Counter[str] = Counter()
+        self._groups = 0
+        self._encoder: _DdsMessages | None = None
+        self._participant: Any = None
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self._error: BaseException | None = None
+
+    # -- lifetime ----------------------------------------------------------------
+
+    def start(self) -> Ros2Publisher:
+        """Join the DDS domain and start the publisher thread (idempotent)."""
+        if self._closed:
+            raise UsageError("Ros2Publisher is closed; make a new one")
+        if self._participant is not None:
+            return self
+        from adapters.ros2.participant import Participant
+
+        self._participant = Participant(self.domain_id, self.config)
+        self._encoder = _DdsMessages(self, topic_prefix=self._prefix, types=self._types)
+        for spec in self._specs.values():
+            self._encoder.declare(spec)
+        self._thread = threading.Thread(target=self._run, name="ros2-publisher", daemon=True)
+        self._thread.start()
+        return self
+
+    def flush(self, timeout_s: float = 10.0) -> bool:
+        """Wait (at most ``timeout_s``) until every queued item is written and every
+        reliable subscriber acknowledged it; whether it happened in time."""
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while (self._queue or self._busy) and not self._closed:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
+        encoder = self._encoder
+        if encoder is None:
+            return True
+        return encoder.wait_for_acks(max(0.0, deadline - time.monotonic()))
+
+    def close(self) -> None:
+        """Stop: queued items are dropped (counted); :meth:`flush` first to send them."""
+        if self._closed:
+            return
+        with self._cond:
+            self._closed = True
+            for item in self._queue:
+                self._count_drop(item)
+            self._queue.clear()
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        if self._encoder is not None:
+            self._encoder.close()
+        if self._participant is not None:
+            self._participant.close()
+
+    def __enter__(self) -> Ros2Publisher:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def aclose(self) -> None:
+        self.close()
+
+    # -- feeding (never blocks) -------------------------------------------------------
+
+    def declare(self, spec: SensorSpec) -> None:
+        """Know ``spec`` (its kind breaks payload ties; a bag's topic and type are kept)."""
+        with self._cond:
+            self._specs[spec.name] = spec
+            if self._encoder is not None:
+                self._encoder.declare(spec)
+
+    def publish(self, frame: Frame) -> None:
+        """Queue ``frame``; the oldest queued item makes room (counted). In a
+        :class:`~fusion.Pipeline` this is its frame tap: every aligned frame, grouped or not."""
+        if is_internal(frame.sensor):
+            return
+        if frame.seq > self._last_seq.get(frame.sensor, -1):
+            self._last_seq[frame.sensor] = frame.seq
+        self._put(frame)
+
+    def __call__(self, group: FrameGroup) -> None:
+        """The sink: members not published yet (none under a pipeline's tap), then the
+        group marker and the worker results."""
+        for frame in group.members():
+            if frame.seq > self._last_seq.get(frame.sensor, -1):
+                self.publish(frame)
+        self._put(group)
+
+    def _put(self, item: Frame | FrameGroup) -> None:
+        if self._participant is None:
+            self.start()
+        with self._cond:
+            if self._closed:
+                self._count_drop(item)
+                return
+            if len(self._queue) >= self.backlog:
+                self._count_drop(self._queue.popleft())
+            self._queue.append(item)
+            self._cond.notify_all()
+
+    def _count_drop(self, item: Frame | FrameGroup) -> None:
+        self._dropped["groups" if isinstance(item, FrameGroup) else item.sensor] += 1
+
+    # -- the publisher thread --------------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue and not self._closed:
+                    self._cond.wait()
+                if self._closed:
+                    return
+                item = self._queue.popleft()
+                self._busy = True
+            # Encoding and writing run outside the lock: publish() never waits for them.
+            try:
+                if isinstance(item, FrameGroup):
+                    self._write_group(item)
+                    sensor = None
+                else:
+                    sensor = self._write_frame(item)
+            except Exception as err:  # publishing must never take the pipeline down
+                sensor = None
+                with self._cond:
+                    self._error = err
+                    self._count_drop(item)
+            with self._cond:
+                if sensor is not None:
+                    self._frames[sensor] += 1
+                if isinstance(item, FrameGroup):
+                    self._groups += 1
+                self._busy = False
+                self._cond.notify_all()
+
+    def _date(self, t: int) -> int:
+        if self._dating == "live":
+            now = time.monotonic()
+            if self._wall is None or now - self._anchor_at >= _ANCHOR_EVERY_S:
+                self._wall = WallClock([sample_anchor()])
+                self._anchor_at = now
+        return t if self._wall is None else self._wall.to_utc(t)
+
+    def _dates(self, sensor: str) -> bool:
+        return self._dating is not None and (self._dated is None or sensor in self._dated)
+
+    def _dated_frame(self, frame: Frame) -> Frame:
+        if not self._dates(frame.sensor):
+            return frame
+        t_arrival = frame.t_arrival
+        return dataclasses.replace(
+            frame,
+            t=self._date(frame.t),
+            t_arrival=None if t_arrival is None else self._date(t_arrival),
+        )
+
+    def _write_frame(self, frame: Frame) -> str | None:
+        """Publish one frame; its sensor when some subscriber got it."""
+        encoder = self._encoder
+        assert encoder is not None
+        topic = encoder.topic_for(frame.sensor)
+        if encoder.unmatched_topic(topic):
+            encoder.count_unmatched(topic)
+            return None
+        sent, missed = encoder.sent, encoder.missed
+        spec = self._specs.get(frame.sensor)
+        wrote = encoder.write(self._dated_frame(frame), spec.kind if spec is not None else None)
+        if wrote and encoder.sent > sent:
+            return frame.sensor
+        if encoder.missed > missed:
+            encoder.count_unmatched(topic)
+        return None
+
+    def _write_group(self, group: FrameGroup) -> None:
+        encoder = self._encoder
+        assert encoder is not None
+        members = {
+            name: [self._dated_frame(f) for f in item]
+            if isinstance(item, list)
+            else self._dated_frame(item)
+            for name, item in group.frames.items()
+            if not is_internal(name)
+        }
+        reference = next(iter(group.members()), None)
+        dated = reference is None or self._dates(reference.sensor)
+        t = self._date(group.t) if dated else group.t
+        if len(members) > 1:
+            if encoder.unmatched_topic(GROUP_TOPIC):
+                encoder.count_unmatched(GROUP_TOPIC)
+            else:
+                missed = encoder.missed
+                encoder.write_group(FrameGroup(t, members, group.missing))
+                if encoder.missed > missed:
+                    encoder.count_unmatched(GROUP_TOPIC)
+        for worker, value in group.results.items():
+            encoder.write_result(worker, t, value)
+
+    # -- observing ---------------------------------------------------------------------
+
+    def statistics(self) -> Ros2PublisherStatistics:
+        """A snapshot of the counters (safe to call from the event loop while publishing)."""
+        encoder = self._encoder
+        with self._cond:
+            if encoder is None:
+                return Ros2PublisherStatistics(self.domain_id, dropped=Counter(self._dropped))
+            with encoder.lock:
+                return Ros2PublisherStatistics(
+                    self.domain_id,
+                    frames=Counter(self._frames),
+                    published=Counter(encoder.counts),
+                    groups=self._groups,
+                    unmatched=Counter(encoder.unmatched),
+                    dropped=Counter(self._dropped),
+                    failed=Counter(encoder.failed),
+                    skipped=Counter(encoder.skipped),
+                    subscribers=encoder.matched(),
+                )
+
+    @property
+    def last_error(self) -> BaseException | None:
+        """The last error raised while publishing (the item was dropped and counted)."""
+        return self._error
+
+    def wait_subscribers(self, topic: str, count: int = 1, timeout_s: float = 10.0) -> bool:
+        """Block until ``topic`` (opened already) has ``count`` matched subscribers, at most
+        ``timeout_s``; whether it happened. A DDS wait set, not a poll."""
+        from adapters.ros2.participant import wait_matched
+
+        encoder = self._encoder
+        writer = None if encoder is None else encoder.writers.get(topic)
+        if writer is None:
+            raise UsageError(
+                f"Ros2Publisher: topic {topic!r} is not open (opened: {self.topics()})"
+            )
+        return wait_matched(writer.dds, count, timeout_s)
+
+    def topics(self) -> dict[str, str]:
+        """ROS 2 topic -> type of every topic opened so far."""
+        encoder = self._encoder
+        if encoder is None:
+            return {}
+        with encoder.lock:
+            return {topic: w.msgtype for topic, w in encoder.writers.items()}
+
+
+@dataclass(slots=True)
+class _Writer:
+    """One DDS writer: the ROS 2 topic, its type and the message class that carries CDR."""
+
+    topic: str
+    msgtype: str
+    cls: type
+    dds: Any
+
+
+class _DdsMessages(Ros2Messages):
+    """The ``ros2`` profile's encoding, each topic a DDS writer (runs on the publisher thread)."""
+
+    def __init__(self, owner: Ros2Publisher, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.owner = owner
+        self.lock = threading.Lock()
+        self.writers: dict[str, _Writer] = {}
+        self.unmatched: Counter[str] = Counter()
+        self.failed: Counter[tuple[str, str]] = Counter()
+        self.sent = 0
+        """Messages written for at least one matched subscriber, all topics."""
+        self.missed = 0
+        """Messages not written: their volatile topic had no subscriber."""
+        self.renamed: dict[str, str] = {}
+        self._final: dict[str, int] | None = None
+
+    def unmatched_topic(self, topic: str) -> bool:
+        """Whether ``topic`` is open, volatile and matched by no subscriber (skip encoding)."""
+        if self.owner.qos.durability != "volatile":
+            return False
+        writer = self.writers.get(self.renamed.get(topic, topic))
+        return writer is not None and not _matched(writer.dds)
+
+    def _channel(
+        self,
+        topic: str,
+        msgtype: str,
+        msgdef: str | None = None,
+        type_hash: str | None = None,
+        store: Any = None,
+    ) -> _Writer:
+        name = self.renamed.get(topic) or self._ros_name(topic)
+        known = self.writers.get(name)
+        if known is not None:
+            if known.msgtype != msgtype:
+                raise ValueError(f"topic {name} already carries {known.msgtype}, not {msgtype}")
+            return known
+        from adapters.ros2.idltypes import message_class
+        from adapters.ros2.participant import wait_matched
+
+        store = self.store if store is None else store
+        cls = message_class(store, msgtype)
+        if type_hash is None:
+            type_hash = store.hash_rihs01(msgtype)
+        owner = self.owner
+        dds = owner._participant.writer(
+            name, cls, owner.qos, type_hash, max_blocking_ns=owner.max_blocking_ns
+        )
+        writer = _Writer(name, msgtype, cls, dds)
+        with self.lock:
+            self.writers[name] = writer
+        if owner.subscribers:
+            wait_matched(dds, owner.subscribers, owner.match_timeout_s)
+        return writer
+
+    def _ros_name(self, topic: str) -> str:
+        """``topic`` as a valid ROS 2 name (``/cam-0`` -> ``/cam_0``), noted when changed."""
+        tokens = [_BAD_TOKEN.sub("_", t) or "_" for t in topic.strip("/").split("/")]
+        name = "/" + "/".join("_" + t if t[0].isdigit() else t for t in tokens)
+        if name != topic:
+            self.notes.append(f"topic {topic!r} is published as {name!r} (a valid ROS 2 name)")
+        self.renamed[topic] = name
+        return name
+
+    def _add(self, channel: Any, topic: str, data: bytes, log_time: int, seq: int) -> None:
+        from cyclonedds.core import DDSException
+
+        from adapters.ros2.idltypes import raw_sample
+
+        writer: _Writer = channel
+        if self.owner.qos.durability == "volatile" and not _matched(writer.dds):
+            self.missed += 1
+            return
+        try:
+            writer.dds.write(raw_sample(writer.cls, data))
+        except DDSException as err:
+            reason = (
+                f"write timed out after {self.owner.max_blocking_ns / 1e6:g} ms (slow subscriber)"
+                if err.code == DDSException.DDS_RETCODE_TIMEOUT
+                else f"refused: {err}"
+            )
+            with self.lock:
+                self.failed[(writer.topic, reason)] += 1
+            return
+        with self.lock:
+            self.counts[writer.topic] += 1
+            self.sent += 1
+
+    def count_unmatched(self, topic: str) -> None:
+        """One frame, marker or result that went to no subscriber on ``topic``."""
+        with self.lock:
+            self.unmatched[self.renamed.get(topic, topic)] += 1
+
+    def write_result(self, worker: str, t: int, value: Any) -> None:
+        """A worker's result as ``std_msgs/msg/String`` JSON on its results topic."""
+        from recordings.export.live import result_json
+
+        topic = RESULTS_TOPIC + worker
+        if self.unmatched_topic(topic):
+            self.count_unmatched(topic)
+            return
+        record: dict[str, Any] = {
+            "timestamp": {"sec": t // 1_000_000_000, "nsec": t % 1_000_000_000},
+            "worker": worker,
+        }
+        record.update(result_json(value))
+        msg = self.store.types[RESULT_TYPE](data=json.dumps(record))
+        missed = self.missed
+        self._emit(topic, RESULT_TYPE, msg, t, 0)
+        if self.missed > missed:
+            self.count_unmatched(topic)
+
+    def matched(self) -> dict[str, int]:
+        """Subscribers matched now (when closed: at the close), per topic."""
+        if self._final is not None:
+            return dict(self._final)
+        return {
+            topic: w.dds.get_publication_matched_status().current_count
+            for topic, w in self.writers.items()
+        }
+
+    def close(self) -> None:
+        """Keep the last matched counts: the writers go with the participant."""
+        with self.lock:
+            self._final = self.matched()
+
+    def wait_for_acks(self, timeout_s: float) -> bool:
+        """Whether every reliable subscriber acknowledged every message (at most ``timeout_s``)."""
+        if self.owner.qos.reliability != "reliable":
+            return True
+        deadline = time.monotonic() + timeout_s
+        with self.lock:
+            writers = list(self.writers.values())
+        for writer in writers:
+            left = max(0, int((deadline - time.monotonic()) * 1e9))
+            try:
+                if not writer.dds.wait_for_acks(left):
+                    return False
+            except AttributeError:  # cyclonedds 11.0's wait_for_acks fails so on a timeout
+                return False
+        return True
+
+
+def _matched(dds: Any) -> bool:
+    return bool(dds.get_publication_matched_status().current_count)
