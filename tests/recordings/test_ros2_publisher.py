@@ -26,6 +26,7 @@ import pytest
 from adapters import BagSource
 from adapters.ros2 import loopback_config
 from fusion import Frame, FrameGroup, Pipeline, WorkerError
+from fusion.errors import UsageError
 from fusion.frames import SensorSpec
 from recordings import Recorder, open_recording
 from recordings.export.ros2_publisher import Ros2Publisher
@@ -368,3 +369,35 @@ def test_an_absent_or_stalled_subscriber_never_blocks_publish(tmp_path: Path) ->
     accounted = stats.frames["cam"] + stats.unmatched["/cam"] + stats.dropped["cam"] + failed
     assert accounted == 208
     assert "dropped (publisher behind)" in stats.describe()
+
+
+def test_ros2_options_parse_strictly_and_need_to_ros2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from adapters.ros2 import DEFAULT, SENSOR_DATA, TopicQos
+    from hyperframes.cli import main
+    from hyperframes.cli.to_ros2 import parse_qos
+
+    assert parse_qos("default") == DEFAULT
+    assert parse_qos("sensor_data") == SENSOR_DATA
+    assert parse_qos("best_effort,depth=3") == TopicQos("best_effort", "volatile", 3)
+    assert parse_qos("sensor_data,reliable,transient_local") == TopicQos(
+        "reliable", "transient_local", 5
+    )
+    with pytest.raises(ValueError, match="unknown item 'fast'"):
+        parse_qos("reliable,fast")
+    with pytest.raises(ValueError, match="depth must be an integer"):
+        parse_qos("depth=x")
+    with pytest.raises(ValueError, match="depth must be an integer >= 1"):
+        parse_qos("depth=0")
+    path = tmp_path / "s.hfr"
+    with Recorder(path) as rec:
+        rec.write(Frame("imu", 0, 0, np.zeros(3, np.float32)))
+    assert main(["replay", str(path), "--ros2-domain", "3", "-q"]) == 2
+    out = capsys.readouterr()
+    assert "--ros2-domain applies with --to-ros2" in out.out + out.err
+    assert main(["replay", str(path), "--to-ros2", "--ros2-domain", "300"]) == 2
+    out = capsys.readouterr()
+    assert "expected a DDS domain id 0..232, found 300" in out.out + out.err
+    with pytest.raises(UsageError, match="backlog must be >= 1"):
+        Ros2Publisher(backlog=0)
