@@ -155,6 +155,6 @@ def print_published(publisher: Any) -> None:
     """One line: what was published, what went to no subscriber, what was lost."""
     if publisher is not None:
         stats = publisher.statistics()
-        print(f"published {stats.describe().removeprefix('ros2 ')}")
+        print(stats.describe())
         for (sensor, reason), n in sorted(stats.skipped.items()):
             print(f"not published: {sensor}: {n} frames ({reason})")

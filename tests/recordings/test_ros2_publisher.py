@@ -277,8 +277,7 @@ def test_replay_to_ros2_republishes_bag_messages_byte_for_byte(tmp_path: Path) -
         subscriber.stop()
     got = Counter((t, cdr) for t, _, cdr in samples)
     assert got == Counter(sent), done.stdout  # byte for byte, none lost or added
-    assert "published domain" in done.stdout
-    assert "13 frames published (13 messages on 7 topics)" in done.stdout
+    assert f"ros2 domain {domain}: 13 frames published (13 messages on 7 topics)" in done.stdout
 
 
 def _hand_written() -> set[str]:
@@ -317,10 +316,12 @@ def test_replay_to_ros2_paces_a_live_recording_and_dates_its_stamps(tmp_path: Pa
     for frame, msg in zip(frames, msgs, strict=True):
         assert _stamp(msg) == wall.to_utc(frame.t)  # the recording's date, as export gives it
         assert msg.linear_acceleration.x == float(frame.data["accel"][0])
-    recorded = (frames[-1].t - frames[0].t) / 1e9
-    received = (samples[-1][1] - samples[0][1]) / 1e9
-    assert recorded > 0.45
-    assert abs(received - recorded) < 0.25
+    # the recording's pace, from the 10th sample on (the first ones may wait in the queue
+    # while the topic waits for its subscriber); at 'max' they would come within milliseconds
+    recorded = (frames[-1].t - frames[10].t) / 1e9
+    received = (samples[-1][1] - samples[10][1]) / 1e9
+    assert recorded > 0.25
+    assert 0.8 * recorded < received < recorded + 1.0  # slack for a busy machine
 
 
 def test_an_absent_or_stalled_subscriber_never_blocks_publish(tmp_path: Path) -> None:
