@@ -338,7 +338,12 @@ class Ros2Source(Source):
             self._waitset.wait(_WAIT_NS)
             for route in self._routes:
                 self._statuses(route, out)
-                samples = route.reader.take(N=_TAKE)
+                try:
+                    samples = route.reader.take(N=_TAKE)
+                except Exception as err:  # the binding's; the samples stay for the next round
+                    message = f"ROS 2 topic {route.topic!r}: taking samples failed: {err}"
+                    out.events.append((route.sensor, "dds_take_failed", message, 0))
+                    continue
                 if not samples:
                     continue
                 now = clock.now()

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from adapters import BagSource, SourceOpenError
-from adapters.bags.passthrough import RAW
+from adapters.bags.passthrough import RAW, passthrough_type
 from adapters.bags.reader import type_store
 from adapters.ros2 import (
     Participant,
@@ -114,6 +114,13 @@ async def test_every_sensor_type_live_is_the_frame_the_bag_gives() -> None:
     assert stats["image"].lost == stats["compressed"].lost == {"undecodable": 2}
     assert sorted(r.split(": ", 1)[1] for r in reports) == sorted(bag_reports)
     assert next(f for f in live if f.sensor == "jpeg").data.shape == (960, 1280, 3)
+    for spec in source.specs:  # what an export needs to write each message back as it came
+        exported = passthrough_type(spec.meta)
+        assert exported is not None
+        assert exported.name == spec.meta["msgtype"]
+        for frame in (f for f in live if f.sensor == spec.name):
+            assert exported.to_cdr(frame.meta[RAW]) == frame.meta[RAW]
+            exported.store.deserialize_cdr(frame.meta[RAW], exported.name)
     spec = {s.name: s for s in source.specs}["imu"]
     assert spec.kind == "imu"
     assert spec.meta["msgtype"] == "sensor_msgs/msg/Imu"
