@@ -158,3 +158,5 @@ def print_published(publisher: Any) -> None:
         print(stats.describe())
         for (sensor, reason), n in sorted(stats.skipped.items()):
             print(f"not published: {sensor}: {n} frames ({reason})")
+        for note in stats.notes:
+            print(f"note: {note}")

@@ -80,11 +80,14 @@ class Ros2PublisherStatistics:
     """Frames (or ``"groups"``) dropped because the publisher thread fell behind, per sensor."""
     failed: Counter[tuple[str, str]] = field(default_factory=Counter)
     """Messages DDS did not take, by ``(topic, reason)`` (a slow reliable subscriber's
-    timeout, a payload the type refuses)."""
+    timeout, a payload the type refuses); items that raised while being published, by
+    ``(sensor or "groups", "cannot publish: ...")`` (a type with no DDS form)."""
     skipped: Counter[tuple[str, str]] = field(default_factory=Counter)
     """Frames with no ROS 2 message, by ``(sensor, reason)`` (as in an export)."""
     subscribers: dict[str, int] = field(default_factory=dict)
     """Subscribers matched now, per topic opened."""
+    notes: tuple[str, ...] = ()
+    """Things not done as asked, one line each (a sensor published under another name)."""
 
     @property
     def dropped_total(self) -> int:
@@ -108,6 +111,8 @@ class Ros2PublisherStatistics:
         )
         if self.unmatched:
             line += f", {sum(self.unmatched.values())} unmatched (no subscriber)"
+        if self.skipped:
+            line += f", {sum(self.skipped.values())} skipped (no ROS 2 message)"
         losses = self.losses()
         return f"{line}, {losses}" if losses else line
 
@@ -171,6 +176,8 @@ class Ros2Publisher:
         self._last_seq: dict[str, int] = {}
         self._frames: Counter[str] = Counter()
         self._dropped: Counter[str] = Counter()
+        self._failed: Counter[tuple[str, str]] = Counter()
+        self._skipped: Counter[tuple[str, str]] = Counter()
         self._groups = 0
         self._encoder: _DdsMessages | None = None
         self._participant: Any = None
@@ -298,14 +305,19 @@ class Ros2Publisher:
                     sensor = self._write_frame(item)
             except Exception as err:  # publishing must never take the pipeline down
                 sensor = None
+                what = "groups" if isinstance(item, FrameGroup) else item.sensor
                 with self._cond:
                     self._error = err
-                    self._count_drop(item)
+                    self._failed[(what, f"cannot publish: {err}")] += 1
+            encoder = self._encoder
+            assert encoder is not None
             with self._cond:
                 if sensor is not None:
                     self._frames[sensor] += 1
                 if isinstance(item, FrameGroup):
                     self._groups += 1
+                if encoder.skipped.total() != self._skipped.total():
+                    self._skipped = Counter(encoder.skipped)  # read here, never while it changes
                 self._busy = False
                 self._cond.notify_all()
 
@@ -387,9 +399,10 @@ class Ros2Publisher:
                     groups=self._groups,
                     unmatched=Counter(encoder.unmatched),
                     dropped=Counter(self._dropped),
-                    failed=Counter(encoder.failed),
-                    skipped=Counter(encoder.skipped),
+                    failed=Counter(encoder.failed) + self._failed,
+                    skipped=Counter(self._skipped),
                     subscribers=encoder.matched(),
+                    notes=tuple(encoder.notes),
                 )
 
     @property

@@ -402,3 +402,20 @@ def test_ros2_options_parse_strictly_and_need_to_ros2(
     assert "expected a DDS domain id 0..232, found 300" in out.out + out.err
     with pytest.raises(UsageError, match="backlog must be >= 1"):
         Ros2Publisher(backlog=0)
+
+
+def test_what_has_no_ros2_message_or_name_is_counted_or_noted() -> None:
+    """A payload with no ROS 2 message is skipped with its reason, a sensor name that is no
+    ROS 2 name token is published under a valid one and noted, each topic with its type."""
+    with Ros2Publisher(free_domain(), config=loopback_config(), dating=None) as ros:
+        ros.publish(Frame("blob", 0, 0, b"abc"))  # bytes of no known format
+        ros.publish(Frame("cam-0", 0, 0, np.zeros((4, 4, 3), np.uint8)))
+        ros.publish(Frame("cube", 0, 0, np.zeros((2, 2, 2, 2))))
+        assert ros.flush(10)
+        stats = ros.statistics()
+        topics = ros.topics()
+    assert stats.skipped == {("blob", "bytes with unknown meta['format'] ''"): 1}
+    assert topics == {"/cam_0": "sensor_msgs/msg/Image", "/cube": "std_msgs/msg/Float64MultiArray"}
+    assert stats.notes == ("topic '/cam-0' is published as '/cam_0' (a valid ROS 2 name)",)
+    assert stats.unmatched == {"/cam_0": 1, "/cube": 1}
+    assert stats.describe().endswith("2 unmatched (no subscriber), 1 skipped (no ROS 2 message)")
