@@ -30,7 +30,7 @@ from adapters.lidar.calibration import Calibration, read_calibration
 from adapters.lidar.pcap import PcapReader, UdpDatagram
 from adapters.lidar.points import VELODYNE_DTYPE
 from adapters.lidar.velodyne_assembler import SweepAssembler
-from adapters.lidar.velodyne_decode import RawSweep, decode_sweeps
+from adapters.lidar.velodyne_decode import RawSweep, decode_sweeps, warm
 from adapters.lidar.velodyne_models import (
     Evidence,
     ModelDetector,
@@ -405,6 +405,7 @@ class VelodyneSource(Source):
             sender_timeout=self.sender_timeout,
             counts_admitted=False,  # counted by _take, as the packets they are
         )
+        await self.run_blocking(warm)  # the kernels' compile (first run) before we listen
         async with receiver:
             self.udp = receiver
             self._bound_port = receiver.port

@@ -171,6 +171,30 @@ def _tables(model: VelodyneModel, layout: PacketLayout) -> _Tables:
     return tables
 
 
+def _read_only(packets: np.ndarray) -> np.ndarray:
+    """Packets as the kernels always see them: numba compiles a read-only array (a
+    batch's bytes) and a writeable one (sweeps joined) as two signatures."""
+    if packets.flags.writeable:
+        packets = packets.view()
+        packets.flags.writeable = False
+    return packets
+
+
+def warm() -> None:
+    """Compile the kernels now (or load them from numba's cache): a live source calls this
+    before it listens, so its first sweep does not wait seconds for the compiler."""
+    from adapters.lidar.velodyne_kernel import check, decode
+
+    packets = _read_only(np.zeros((0, BLOCKS * 100 + 6), np.uint8))
+    i8, none = np.int64, np.zeros(0, np.int64)
+    check(packets, np.zeros((2, BLOCKS), i8), np.zeros(2, i8), np.zeros(256, np.bool_), False,
+          np.zeros(0, np.int8), none, none, np.zeros(0, np.bool_))  # fmt: skip
+    decode(packets, none, np.zeros((0, 5), i8), np.zeros(8, i8), np.zeros((3, BLOCKS), i8),
+           np.zeros((3, BLOCKS * SLOTS), np.int32),
+           np.zeros((len(FLOAT_ROWS), BLOCKS * SLOTS), np.float32), _TURN,
+           np.zeros(2, np.float32), none, np.zeros(0, VELODYNE_DTYPE))  # fmt: skip
+
+
 def decode_sweep(sweep: RawSweep, model: VelodyneModel) -> np.ndarray:
     """Decode a sweep's returns into points (see the module docstring)."""
     return decode_sweeps([sweep], model)[0]
@@ -198,7 +222,7 @@ def _decode_run(run: Sequence[RawSweep], model: VelodyneModel) -> list[np.ndarra
     else:
         packets = np.concatenate([s.packets for s in run])
         stamps = np.concatenate([s.stamps_us for s in run])
-    packets = np.ascontiguousarray(packets, np.uint8)
+    packets = _read_only(np.ascontiguousarray(packets, np.uint8))
     stamps = np.ascontiguousarray(stamps, np.int64)
     sizes = [len(s.packets) for s in run]
     bounds = np.empty((len(run), 5), np.int64)

@@ -140,3 +140,27 @@ def test_cut_angle_moves_where_sweeps_start() -> None:
         points = sweep.decode(VLP_16)
         first = float(np.degrees(np.arctan2(points["x"][0], points["y"][0])) % 360)
         assert 89.999 <= first < 90.81  # a block spans 0.8° at this rotation rate
+
+
+def test_every_path_runs_the_one_compiled_signature_warm_made() -> None:
+    """A packet at a time (live), batches, sweeps joined across batches, several sweeps
+    at once: the kernels see the same argument types, so a process compiles (or loads)
+    each once, and a live source's warm() before it listens covers every later sweep."""
+    from adapters.lidar.velodyne_decode import decode_sweeps, warm
+    from adapters.lidar.velodyne_kernel import check, decode
+
+    warm()
+    payloads = [d.payload for d in read_udp(str(VLP16), dst_port=2368)][:300]
+    one = SweepAssembler(VLP_16)
+    singles = [s for p in payloads for s in one.push(p)]
+    batched = SweepAssembler(VLP_16)
+    joined = [
+        s for i in range(0, len(payloads), 37) for s in batched.push_many(payloads[i : i + 37])
+    ]
+    assert any(len(s.packets) > 37 for s in joined)  # a sweep spanning batches: bytes joined
+    together = decode_sweeps(joined, VLP_16)
+    for a, b, points in zip(singles, joined, together, strict=True):
+        np.testing.assert_array_equal(a.decode(VLP_16), points)
+        np.testing.assert_array_equal(b.decode(VLP_16), points)
+    assert len(decode.signatures) == 1
+    assert len(check.signatures) == 1
