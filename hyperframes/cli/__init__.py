@@ -107,7 +107,8 @@ class _VersionAction(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
 
     def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> NoReturn:
-        parser.exit(0, f"hyperframes {_version()}\n")
+        print(f"hyperframes {_version()}")  # stdout, as argparse's own version action
+        parser.exit(0)
 
 
 def _version() -> str:
