@@ -28,6 +28,13 @@ from hyperframes.cli.serve import (
     print_served,
     serve_line,
 )
+from hyperframes.cli.to_ros2 import (
+    add_ros2_arguments,
+    close_publisher,
+    open_publisher,
+    print_published,
+    publisher_line,
+)
 from hyperframes.cli.units import duration_arg, seconds_arg, size_arg
 
 MS = 1_000_000
@@ -175,6 +182,7 @@ def register(sub: Any) -> None:
         help="flush interval: a crash loses at most this much (default 1 s)",
     )
     add_serve_argument(p)
+    add_ros2_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -246,7 +254,7 @@ def run(args: argparse.Namespace) -> int:
 
     console = console_for(args)
     out = args.output or Path(time.strftime("session-%Y%m%d-%H%M%S.hfr"))
-    server = None
+    server = publisher = None
     try:
         config = (
             load_config(args.config)
@@ -275,6 +283,7 @@ def run(args: argparse.Namespace) -> int:
         if args.metrics is not None:
             refuse_overlap(args.metrics, [*inputs, out])
         server = open_server(args.serve, (), dating=None if args.fast else "live")
+        publisher = open_publisher(args, (), dating=None if args.fast else "live")
         pipeline = build_pipeline(
             config,
             recorder_path=out,
@@ -285,12 +294,14 @@ def run(args: argparse.Namespace) -> int:
     except (HyperframesError, ValueError, OSError) as err:
         if server is not None:
             server.close()
+        close_publisher(publisher, flush=False)
         error(console, err)
         return 2
-    if server is not None:
-        for spec in (spec for source in pipeline.sources for spec in source.specs):
-            server.declare(spec)
-        pipeline.add_sink(server)
+    for sink in (server, publisher):
+        if sink is not None:
+            for spec in (spec for source in pipeline.sources for spec in source.specs):
+                sink.declare(spec)
+            pipeline.add_sink(sink)
 
     control = PlaybackControl(paused=args.start_paused)
     pipeline.recording_paused = control.paused
@@ -300,10 +311,18 @@ def run(args: argparse.Namespace) -> int:
         state = "recording PAUSED" if control.paused else "recording"
         if args.snapshot:
             return (
-                f"{state} the last {args.snapshot / 1e9:g} s in memory; 's' or SIGUSR1 writes "
-                f"{out.stem}.NNNN{out.suffix} (space pauses/resumes, Ctrl-C stops)"
-            ) + serve_line(server)
-        return f"{state} to {out} (space pauses/resumes, Ctrl-C stops)" + serve_line(server)
+                (
+                    f"{state} the last {args.snapshot / 1e9:g} s in memory; 's' or SIGUSR1 writes "
+                    f"{out.stem}.NNNN{out.suffix} (space pauses/resumes, Ctrl-C stops)"
+                )
+                + serve_line(server)
+                + publisher_line(publisher)
+            )
+        return (
+            f"{state} to {out} (space pauses/resumes, Ctrl-C stops)"
+            + serve_line(server)
+            + publisher_line(publisher)
+        )
 
     async def main() -> Any:
         async with anyio.create_task_group() as tg:
@@ -341,6 +360,7 @@ def run(args: argparse.Namespace) -> int:
             stats = pipeline.statistics()
         finally:
             close_server(server)
+            close_publisher(publisher, flush=not interrupted)
     assert pipeline.recorder is not None
     for path in pipeline.recorder.paths:
         with open_recording(path) as log:
@@ -360,6 +380,7 @@ def run(args: argparse.Namespace) -> int:
             + (" (interrupted: frames still in flight were not drained)" if interrupted else "")
         )
     print_served(server)
+    print_published(publisher)
     failed = stats.hub.sources_failed
     for name, why in failed.items():
         error(console, f"source {name} failed: {why} (the other sensors kept recording)")

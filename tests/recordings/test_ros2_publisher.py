@@ -419,3 +419,55 @@ def test_what_has_no_ros2_message_or_name_is_counted_or_noted() -> None:
     assert stats.notes == ("topic '/cam-0' is published as '/cam_0' (a valid ROS 2 name)",)
     assert stats.unmatched == {"/cam_0": 1, "/cube": 1}
     assert stats.describe().endswith("2 unmatched (no subscriber), 1 skipped (no ROS 2 message)")
+
+
+def test_record_to_ros2_publishes_the_live_frames_and_groups_it_records(tmp_path: Path) -> None:
+    """``hyperframes record --to-ros2`` (the built-in camera, LiDAR and IMU, 1 s): the
+    subscriber gets every recorded frame, stamped with its wall-clock date, and a group
+    marker per LiDAR sweep naming recorded frames."""
+    out = tmp_path / "live.hfr"
+    domain = free_domain()
+    topics = {
+        "/cam": "sensor_msgs/msg/Image",
+        "/lidar": "sensor_msgs/msg/PointCloud2",
+        "/imu": "sensor_msgs/msg/Imu",
+        "/hyperframes/groups": "diagnostic_msgs/msg/DiagnosticArray",
+    }
+    subscriber = Subscriber(domain, topics, tmp_path / "got.bin")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "CYCLONEDDS_URI": loopback_config()}
+    cmd = [sys.executable, "-m", "hyperframes", "record", "--duration", "1", "-o", str(out)]
+    cmd += ["--to-ros2", "--ros2-domain", str(domain), "--ros2-subscribers", "1"]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+        samples = subscriber.samples()
+    finally:
+        subscriber.stop()
+    with open_recording(out) as log:
+        frames = list(log.frames())
+        wall = log.wall_clock
+        assert wall is not None
+    store = _humble()
+    got: dict[str, list[Any]] = {}
+    for topic, _, cdr in samples:
+        got.setdefault(topic, []).append(store.deserialize_cdr(cdr, topics[topic]))
+    recorded: dict[str, list[Frame]] = {}
+    for frame in frames:
+        recorded.setdefault(frame.sensor, []).append(frame)
+    for sensor in ("cam", "lidar", "imu"):
+        msgs = got[f"/{sensor}"]
+        assert len(msgs) == len(recorded[sensor]) > 0, sensor
+        for frame, msg in zip(recorded[sensor], msgs, strict=True):
+            assert abs(_stamp(msg) - wall.to_utc(frame.t)) < MS  # the frame's date
+    by_seq = {(f.sensor, f.seq): f for f in frames}
+    markers = got["/hyperframes/groups"]
+    assert len(markers) >= len(recorded["lidar"]) - 1  # one per sweep (the last may be cut)
+    for msg in markers:
+        values = {kv.key: kv.value for kv in msg.status[0].values}
+        assert values["lidar"]  # the reference
+        for sensor in ("cam", "lidar", "imu"):
+            for item in values.get(sensor, "").split():
+                seq, _, t = item.partition("@")
+                # a recorded frame, named by its seq and its header stamp (dated)
+                assert abs(int(t) - wall.to_utc(by_seq[(sensor, int(seq))].t)) < MS
+    assert f"ros2 domain {domain}: {len(frames)} frames published" in done.stdout
