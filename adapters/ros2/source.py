@@ -73,6 +73,7 @@ log = logging.getLogger("hyperframes.ros2")
 _WAIT_NS = 100_000_000  # one wait of the reading thread: how late a stop can be
 _TAKE = 256  # samples taken from one reader per round
 _MAX_REPORTS = 1000
+_CHECK_NS = 2_000_000_000  # how often the graph is read while a topic has no publisher
 _LOGGED = 10  # warnings logged per reason before only every 1000th is
 
 
@@ -312,14 +313,17 @@ class Ros2Source(Source):
             seqs.setdefault(name, 0)
         self._ahead = dict(seqs)
         self._check_hashes()
+        checked = clock.now()
         while self.participant.dds is not None:  # closed (aclose from elsewhere): the end
             got = await self.run_blocking(self._take_round, clock)
+            idle = any(r.publishers == 0 for r in self._routes)
+            if got.joined or (idle and clock.now() - checked > _CHECK_NS):
+                checked = clock.now()  # a publisher DDS will not match is only in the graph
+                self._check_hashes()
             for sensor, n in got.received.items():
                 ledgers[sensor].receive(n)
             for sensor, reason, message, units in got.events:
                 self.count_error(reason, message, units=units, sensor=sensor, arrived=False)
-            if got.joined:
-                self._check_hashes()
             for item in got.items:
                 if isinstance(item, tuple):
                     self._skip(*item)
@@ -413,12 +417,25 @@ class Ros2Source(Source):
         route.publishers = count
 
     def _check_hashes(self) -> None:
-        """Warn about a publisher whose type hash is not this distribution's (Iron+ send one)."""
+        """Warn about a publisher of another type (DDS does not match it) and one whose type
+        hash is not this distribution's (Iron and later send one), once each."""
         pubs: list[Publication] = self.participant.publications()
         for route in self._routes:
             ours = self._store.hash_rihs01(route.msgtype)
             for pub in pubs:
-                if pub.topic != route.topic or not pub.type_hash or pub.type_hash == ours:
+                if pub.topic != route.topic:
+                    continue
+                if pub.dds_type != dds_type_name(route.msgtype) and pub.key not in route.hashes:
+                    route.hashes.add(pub.key)  # DDS will not match it: say why it is ignored
+                    self.count_error(
+                        "type_mismatch",
+                        f"ROS 2 topic {route.topic!r}: a publisher sends "
+                        f"{pub.msgtype or pub.dds_type}, not {route.msgtype}; it is not read",
+                        units=0,
+                        sensor=route.sensor,
+                    )
+                    continue
+                if not pub.type_hash or pub.type_hash == ours:
                     continue
                 if pub.type_hash in route.hashes:
                     continue

@@ -25,6 +25,7 @@ from adapters.ros2 import (
 )
 from fusion.frames import Frame
 from tests.adapters.ros2.ros2_helpers import (
+    DRIVE_BAG,
     JPEG_BAG,
     TYPES_BAG,
     Publisher,
@@ -224,3 +225,62 @@ async def test_closing_the_source_ends_its_frames_at_once() -> None:
             await source.aclose()  # the reading thread wakes; frames() ends, not cancelled
     assert got == []
     assert source.participant.dds is None
+
+
+async def test_a_publisher_of_another_definition_warns_and_is_read() -> None:
+    """Its type hash (in USER_DATA) is not the distribution's: one warning; the DDS type
+    name is the same, so its messages still come."""
+    domain = free_domain()
+    config = loopback_config()
+    store = type_store("jazzy")
+    qos = TopicQos("reliable", "volatile", 10)
+    types = {"/imu": "sensor_msgs/msg/Imu"}
+    source = Ros2Source(
+        {"/imu": "imu"}, domain_id=domain, config=config, qos={"/imu": qos}, types=types
+    )
+    imu = message_class(store, "sensor_msgs/msg/Imu")
+    t = store.types
+    header = t["std_msgs/msg/Header"](t["builtin_interfaces/msg/Time"](3, 4), "imu")
+    v3, cov = t["geometry_msgs/msg/Vector3"](0.0, 0.0, 9.8), np.zeros(9)
+    q = t["geometry_msgs/msg/Quaternion"](0.0, 0.0, 0.0, 1.0)
+    value = t["sensor_msgs/msg/Imu"](header, q, cov, v3, cov, v3, cov)
+    cdr = bytes(store.serialize_cdr(value, "sensor_msgs/msg/Imu"))
+    async with source:
+        with Participant(domain, config) as pub:
+            writer = pub.writer("/imu", imu, qos, type_hash="RIHS01_" + "00" * 32)
+            assert await anyio.to_thread.run_sync(wait_matched, writer, 1, 20.0)
+            writer.write(raw_sample(imu, cdr))
+            (frame,) = await _take(source, 1)
+    assert frame.t_sensor == 3_000_000_004
+    assert source.errors["type_hash_mismatch"] == 1
+    assert "has type hash RIHS01_0000" in source.reports[0]
+    assert "another ROS 2 distribution?" in source.reports[0]
+
+
+async def test_a_publisher_of_another_type_is_named_and_not_read() -> None:
+    """The config says Imu, the robot publishes Odometry on the topic: DDS does not match
+    the two, and the source says so instead of only 'no publisher'."""
+    domain = free_domain()
+    topic = "/jackal_velocity_controller/odom"
+    pub = Publisher(domain, DRIVE_BAG, [topic], "--subscribers", "0", "--hold-s", "20")
+    try:
+        source = Ros2Source(
+            {topic: "odom"},
+            domain_id=domain,
+            config=loopback_config(),
+            types={topic: "sensor_msgs/msg/Imu"},
+        )
+        async with source, anyio.create_task_group() as tg:
+            tg.start_soon(_take, source, 1)
+            with anyio.fail_after(20):  # the graph is read every 2 s while no one matches
+                while not source.errors["type_mismatch"]:  # noqa: ASYNC110 - a count, no event
+                    await anyio.sleep(0.05)
+            tg.cancel_scope.cancel()
+    finally:
+        pub.kill()
+    assert source.idle_reason("odom") == "no publisher"
+    assert source.reports == [
+        f"ROS 2 topic {topic!r}: a publisher sends nav_msgs/msg/Odometry, "
+        "not sensor_msgs/msg/Imu; it is not read"
+    ]
+    assert source.ledgers()["odom"].received == 0
