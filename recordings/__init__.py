@@ -32,10 +32,11 @@ if TYPE_CHECKING:
     from recordings.limits import ReadLimits
     from recordings.offline_sync import OfflineGroups, sync_recording
     from recordings.open import is_bag, open_source
-    from recordings.reader import Recording, RecordingSummary, SensorSummary, open_recording
+    from recordings.reader import Recording, open_recording
     from recordings.replay import Replay
     from recordings.snapshot import SnapshotRecorder
     from recordings.stream import RecordingStream, read_stream
+    from recordings.summary import RecordingSummary, SensorSummary
     from recordings.video import VideoReader, VideoRecorder, VideoReplay
     from recordings.writer import Recorder, RecorderStatistics
 
@@ -79,9 +80,9 @@ _HOMES = {
     "Recording": "recordings.reader",
     "RecordingError": "recordings.errors",
     "RecordingStream": "recordings.stream",
-    "RecordingSummary": "recordings.reader",
+    "RecordingSummary": "recordings.summary",
     "Replay": "recordings.replay",
-    "SensorSummary": "recordings.reader",
+    "SensorSummary": "recordings.summary",
     "SnapshotRecorder": "recordings.snapshot",
     "TruncatedRecording": "recordings.errors",
     "UnsupportedVersion": "recordings.errors",

@@ -38,8 +38,9 @@ from fusion.policies.base import SyncPolicy
 from fusion.policies.columnar import GroupColumns, admitted, group_columns
 from fusion.policies.exact import ExactTime
 from fusion.policies.nearest import Nearest
-from recordings.reader import EPOCH_THRESHOLD_NS, Recording, open_recording
+from recordings.reader import Recording, open_recording
 from recordings.stamps import FrameFetcher, SensorStamps, read_stamps
+from recordings.summary import EPOCH_THRESHOLD_NS
 
 __all__ = ["OfflineGroups", "sync_recording"]
 

@@ -1,7 +1,7 @@
 """Reading ``.hfr`` files: summary, filtered iteration, seeking, damage reports.
 
 Theory of operation. :func:`open_recording` reads the preamble and header,
-then finds the chunks one of two ways:
+then finds the chunks one of two ways (:mod:`recordings.locate` holds both):
 
 * **indexed**: the trailer points at the footer index, which lists every
   chunk's meta and offset; nothing else is read at open;
@@ -21,6 +21,10 @@ Seeking: chunks are in recorded (arrival) order, so their time ranges may
 overlap. With ``m[i]`` the running maximum of ``t_end`` and ``n[i]`` the
 minimum of ``t_start`` over chunks ``i..``, both monotonic, two bisections
 bound the chunks that can hold ``[start, end)``: O(log n) in chunks.
+
+This module holds :class:`Recording`'s reading, seeking and lifetime; what a
+summary holds is in :mod:`recordings.summary`, whole-file checks in
+:mod:`recordings.verify`.
 """
 
 from __future__ import annotations
@@ -29,11 +33,9 @@ import bisect
 import collections
 import itertools
 import os
-import struct
 import threading
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import TYPE_CHECKING, Any
@@ -43,137 +45,28 @@ import numpy as np
 from fusion.frames import Frame, SensorSpec
 from fusion.wallclock import WallAnchor, WallClock
 from recordings.budget import admit, static_cost
-from recordings.errors import CorruptChunk, LimitExceeded, RecordingError, TruncatedRecording
+from recordings.errors import CorruptChunk, LimitExceeded, RecordingError
 from recordings.format import (
-    CHUNK_KINDS,
-    END_MAGIC,
     PREAMBLE,
-    PRELUDE,
-    SYNC,
-    TRAILER,
-    RecordKind,
     crc32,
-    unpack_preamble,
 )
 from recordings.layout import ChunkMeta
-from recordings.ledgers import SensorLedger, parse_ledgers
+from recordings.ledgers import SensorLedger
 from recordings.limits import DEFAULT_LIMITS, ReadLimits
-from recordings.parser import (
-    NeedMore,
-    RecordHead,
-    header_contents,
-    parse_chunk_meta,
-    parse_index,
-    parse_record_head,
-    parse_specs,
+from recordings.locate import ChunkLocator
+from recordings.stamp_index import StampIndex, read_stamp_index
+from recordings.summary import (
+    DATED_AFTER_NS,
+    DATED_BEFORE_NS,
+    RecordingSummary,
+    SensorSummary,
 )
-from recordings.stamp_index import StampChecker, StampIndex, read_stamp_index
 
 if TYPE_CHECKING:  # the decoder (msgpack records, columns) loads with the first chunk read
     from recordings.records import DecodedChunk
 
-DATED_BEFORE_NS = 120 * 10**9
-DATED_AFTER_NS = 30 * 10**9
-"""A chunk's frames count as on the reference clock when their ``t`` lies between
-2 minutes before and 30 s after the anchor taken as the chunk was sealed."""
 
-EPOCH_THRESHOLD_NS = 10**17
-"""Times above this (1973 as Unix-epoch ns; 3 years of uptime as monotonic ns) are
-taken as epoch stamps in a recording without wall-clock anchors."""
-
-
-@dataclass(frozen=True, slots=True)
-class SensorSummary:
-    """One sensor's share of a recording."""
-
-    spec: SensorSpec
-    count: int
-    """Frames recorded (in readable chunks)."""
-    t_start: int | None
-    """First ``t``, ns; ``None`` without frames."""
-    t_end: int | None
-    """Last ``t``, ns; ``None`` without frames."""
-
-
-@dataclass(frozen=True, slots=True)
-class RecordingSummary:
-    """What :meth:`Recording.summary` knows without decompressing anything."""
-
-    path: Path
-    version: tuple[int, int]
-    sensors: Mapping[str, SensorSummary]
-    count: int
-    """Frames in the chunks found."""
-    chunks: int
-    t_start: int | None
-    t_end: int | None
-    file_size: int
-    raw_bytes: int
-    """Uncompressed size of the chunks."""
-    stored_bytes: int
-    """Size of the chunk payloads on disk."""
-    indexed: bool
-    """The footer index was present and valid (the writer closed the file)."""
-    damage: tuple[str, ...]
-    """A sentence per problem found so far."""
-    metadata: Mapping[str, Any] = field(default_factory=dict)
-    wall_clock: WallClock | None = None
-    """Wall clock against the reference clock (header and chunk anchors), if recorded."""
-    dated: frozenset[str] = frozenset()
-    """Sensors whose ``t`` is on the reference clock the anchors date (see
-    :attr:`Recording.dated`)."""
-    ledgers: Mapping[str, SensorLedger] = field(default_factory=dict)
-    """What each sensor's source received and lost while recording (format 1.3;
-    empty for older files and files without a footer)."""
-
-    @property
-    def lost(self) -> dict[str, dict[str, int]]:
-        """Sensors that lost anything while recording: their losses by reason."""
-        return {n: s.losses() for n, s in self.ledgers.items() if s.lost_total}
-
-    def to_utc(self, t_ns: int | None) -> int | None:
-        """UTC ns of reference time ``t_ns``: converted with the recorded anchors, or as it
-        is when the recording has none and its times are already Unix-epoch stamps (a
-        bag); ``None`` when neither holds (monotonic times without anchors)."""
-        if t_ns is None:
-            return None
-        if self.wall_clock is not None and self.dated:
-            return self.wall_clock.to_utc(t_ns)
-        return t_ns if t_ns > EPOCH_THRESHOLD_NS else None
-
-    def _dated_range(self) -> tuple[int | None, int | None]:
-        names = self.dated if self.wall_clock is not None and self.dated else self.sensors
-        starts = [self.sensors[n].t_start for n in names if n in self.sensors]
-        ends = [self.sensors[n].t_end for n in names if n in self.sensors]
-        return (
-            min((t for t in starts if t is not None), default=None),
-            max((t for t in ends if t is not None), default=None),
-        )
-
-    @property
-    def utc_start(self) -> int | None:
-        """The first dated frame's ``t`` as UTC ns (see :meth:`to_utc`)."""
-        return self.to_utc(self._dated_range()[0])
-
-    @property
-    def utc_end(self) -> int | None:
-        """The last dated frame's ``t`` as UTC ns (see :meth:`to_utc`)."""
-        return self.to_utc(self._dated_range()[1])
-
-    @property
-    def duration_ns(self) -> int:
-        """``t_end - t_start`` (0 for an empty recording)."""
-        if self.t_start is None or self.t_end is None:
-            return 0
-        return self.t_end - self.t_start
-
-    @property
-    def compression_ratio(self) -> float:
-        """Uncompressed over stored chunk bytes (1.0 when empty)."""
-        return self.raw_bytes / self.stored_bytes if self.stored_bytes else 1.0
-
-
-class Recording:
+class Recording(ChunkLocator):
     """An open ``.hfr`` file. Use :func:`open_recording` to get one."""
 
     def __init__(
@@ -302,188 +195,6 @@ class Recording:
     def stamp_index_problem(self) -> str | None:
         """Why :meth:`stamp_index` gave ``None`` (after it was called)."""
         return self._stamp_index if isinstance(self._stamp_index, str) else None
-
-    # -- opening ----------------------------------------------------------
-
-    def _open(self) -> None:
-        head = os.pread(self._fd, PREAMBLE.size, 0)
-        self.version = unpack_preamble(head, path=str(self.path))
-        offset = PREAMBLE.size
-        rec = self._read_record_head(offset)
-        if isinstance(rec, RecordingError):
-            self._report(rec)
-        else:
-            if rec.kind == RecordKind.HEADER and isinstance(rec.meta, dict):
-                specs, metadata = header_contents(rec.meta)
-                for spec in specs:
-                    self._specs.setdefault(spec.name, spec)
-                self.metadata = metadata or {}
-                self._header_wall = WallAnchor.from_wire(rec.meta.get("wall"))
-                self._body = rec.end
-            else:
-                self._report(CorruptChunk("the first record is not a header", **self._at(offset)))
-
-    def _read_index(self) -> bool:
-        if self.size < PREAMBLE.size + TRAILER.size:
-            return False
-        trailer = os.pread(self._fd, TRAILER.size, self.size - TRAILER.size)
-        index_offset, crc, magic = TRAILER.unpack(trailer)
-        if magic != END_MAGIC or crc32(struct.pack("<Q", index_offset)) != crc:
-            return False
-        if not PREAMBLE.size <= index_offset <= self.size - TRAILER.size - PRELUDE.size:
-            self._report(
-                CorruptChunk(
-                    f"the trailer points at offset {index_offset}, outside the file; "
-                    "scanning the chunks instead",
-                    path=str(self.path),
-                    offset=self.size - TRAILER.size,
-                )
-            )
-            return False
-        rec = self._read_record_head(index_offset)
-        if isinstance(rec, RecordingError) or rec.kind != RecordKind.INDEX:
-            self._report(
-                CorruptChunk(
-                    "the footer index is damaged; scanning the chunks instead",
-                    **self._at(index_offset),
-                )
-            )
-            return False
-        meta = rec.meta
-        chunks = parse_index(meta, index_offset=index_offset, where=str(self.path))
-        if isinstance(chunks, RecordingError):
-            self._report(chunks)
-            return False
-        self._chunks = chunks
-        self._take_specs(meta.get("sensors"))
-        if "ledger" in meta:
-            try:
-                self._ledgers = parse_ledgers(meta["ledger"])
-            except ValueError as err:
-                self._report(CorruptChunk(f"{err}; ignoring it", **self._at(index_offset)))
-        for c in chunks:
-            self._take_specs(c.new_specs)
-        return True
-
-    def _scan(self, offset: int) -> None:
-        while offset < self.size:
-            rec = self._read_record_head(offset)
-            if isinstance(rec, RecordingError):
-                nxt = self._resync(offset + 1)
-                if isinstance(rec, TruncatedRecording) and nxt is not None:
-                    # Lengths are unverified until the CRC is: a damaged length
-                    # points past the end too. A valid record further on says so.
-                    rec = CorruptChunk(
-                        "record header is damaged (its lengths run past the end of the file)",
-                        **self._at(offset),
-                    )
-                self._report(rec)
-                if nxt is None:
-                    return
-                offset = nxt
-                continue
-            if rec.kind in CHUNK_KINDS:
-                chunk = parse_chunk_meta(rec, where=str(self.path))
-                if isinstance(chunk, RecordingError):
-                    self._report(chunk)
-                else:
-                    self._chunks.append(chunk)
-                    self._take_specs(chunk.new_specs)
-            elif rec.kind == RecordKind.INDEX:
-                return  # what follows is the trailer
-            offset = rec.end  # headers repeated and unknown kinds are skipped
-
-    def _read_record_head(self, offset: int) -> RecordHead | RecordingError:
-        """The verified head of the record at ``offset``, or why there is none."""
-        available = self.size - offset
-        if not 0 <= offset < self.size:
-            return CorruptChunk(f"offset {offset} is outside the file", **self._at(offset))
-        # One read usually holds prelude and meta (a chunk's meta is a few hundred bytes).
-        data: bytes = os.pread(self._fd, min(available, _HEAD_READ), offset)
-        want = PRELUDE.size
-        while True:
-            if len(data) < want:
-                data = os.pread(self._fd, want, offset)
-            if len(data) < want:
-                what = "a record prelude" if want == PRELUDE.size else "a record"
-                return TruncatedRecording(
-                    f"the file ends inside {what} ({available} bytes lost)", **self._at(offset)
-                )
-            head = parse_record_head(
-                data,
-                offset=offset,
-                where=str(self.path),
-                limits=self.limits,
-                available=available,
-            )
-            if not isinstance(head, NeedMore):
-                break
-            want = head.size
-        return head
-
-    def _resync(self, start: int) -> int | None:
-        """Offset of the next record whose prelude and meta check out, after ``start``.
-
-        Linear in the file size, whatever the file holds: a candidate must have
-        a known kind, a meta that starts like a msgpack map and fit in the file
-        before its meta is CRC-checked, and all resynchronising together may
-        CRC at most :data:`RESYNC_WORK` times the file's size (plus 16 MiB).
-        A file that spends that is hostile: it is reported, and from then on
-        only candidates with a meta of at most :data:`RESYNC_SMALL_META` bytes
-        (every chunk's) are tried, so each candidate costs a bounded amount.
-        """
-        window = 1 << 20
-        pos = start
-        limit = RESYNC_WORK * self.size + (16 << 20)
-        while pos < self.size:
-            buf = os.pread(self._fd, window + PRELUDE.size + 1, pos)
-            i = buf.find(SYNC)
-            while 0 <= i < window:
-                candidate = pos + i
-                meta_len = 0
-                plausible = True  # at the very end of the file the parser judges
-                if i + PRELUDE.size < len(buf):
-                    _, kind, meta_len, payload_len, _, _ = PRELUDE.unpack_from(buf, i)
-                    plausible = (
-                        kind in _KINDS
-                        and meta_len <= self.limits.max_meta_bytes
-                        and candidate + PRELUDE.size + meta_len + payload_len <= self.size
-                        and buf[i + PRELUDE.size] in _MAP_FIRST_BYTES
-                    )
-                if plausible and self._resync_work + meta_len > limit:
-                    # Spent: only candidates with a small meta (a chunk's) are still tried.
-                    plausible = meta_len <= RESYNC_SMALL_META
-                    if not self._resync_spent:
-                        self._resync_spent = True
-                        self._report(
-                            CorruptChunk(
-                                "too many false record starts (a hostile file?): from here "
-                                f"on only records with a meta under {RESYNC_SMALL_META} bytes "
-                                "are found",
-                                **self._at(candidate),
-                            )
-                        )
-                if plausible:
-                    self._resync_work += meta_len
-                    if not isinstance(self._read_record_head(candidate), RecordingError):
-                        return candidate
-                i = buf.find(SYNC, i + 1)
-            pos += window
-        return None
-
-    def _take_specs(self, specs: Any) -> None:
-        for spec in parse_specs(specs):
-            self._specs.setdefault(spec.name, spec)
-
-    def _at(self, offset: int) -> dict[str, Any]:
-        return {"path": str(self.path), "offset": offset}
-
-    def _report(self, err: RecordingError) -> None:
-        key: int | str = err.offset if err.offset is not None else str(err)
-        if key in self._damaged_offsets:
-            return
-        self._damaged_offsets.add(key)
-        self._damage.append(err)
 
     # -- reading ----------------------------------------------------------
 
@@ -669,75 +380,11 @@ class Recording:
         Across chunks, a ``(sensor, seq)`` pair met twice is reported, and the
         stamp index (1.5), when present, is compared with every chunk's frames.
         Without ``decode`` only the CRCs are checked. ``progress(1)`` is called
-        per chunk.
+        per chunk (:mod:`recordings.verify` holds the checks).
         """
-        seqs: dict[str, list[Any]] = {}
-        table = StampChecker(self.stamp_index(), len(self.chunks)) if decode else None
-        if table is not None and table.problem:
-            self._report(RecordingError(table.problem, path=str(self.path)))
-        for ci, chunk in enumerate(self.chunks):
-            if progress is not None:
-                progress(1)
-            try:
-                if decode:
-                    found = self._check_contents(chunk, seqs)
-                    problem = table.compare(ci, found) if table is not None else None
-                    if problem:
-                        raise CorruptChunk(
-                            f"the stamp index does not match {chunk.describe()}: {problem}",
-                            **self._at(chunk.offset),
-                        )
-                else:
-                    self._check_crc(chunk)
-            except RecordingError as err:
-                self._report(err)
-        for name, parts in seqs.items():
-            self._check_unique(name, parts)
-        return list(self.damage)
+        from recordings.verify import verify
 
-    def _check_contents(
-        self, chunk: ChunkMeta, seqs: dict[str, list[Any]]
-    ) -> dict[str, tuple[list[int], list[int]]]:
-        """Check ``chunk`` against its meta; its frames' ``(t, seq)`` lists per sensor."""
-        found: dict[str, list[int]] = {}
-        seen: dict[str, list[int]] = {}
-        for f in self.decode_chunk(chunk).frames():
-            found.setdefault(f.sensor, []).append(f.t)
-            seen.setdefault(f.sensor, []).append(f.seq)
-        for name, n, (a, b) in zip(chunk.sensors, chunk.counts, chunk.ranges, strict=True):
-            ts = found.get(name, [])
-            if len(ts) != n or (ts and (min(ts), max(ts)) != (a, b)):
-                got = f"{len(ts)} frames" + (f", t {min(ts)}..{max(ts)}" if ts else "")
-                raise CorruptChunk(
-                    f"{chunk.describe()} does not hold what its meta says: sensor "
-                    f"{name!r} has {got}, its meta {n} frames, t {a}..{b}",
-                    **self._at(chunk.offset),
-                )
-        for name, values in seen.items():
-            seqs.setdefault(name, []).append(np.asarray(values, np.int64))
-        return {name: (ts, seen[name]) for name, ts in found.items()}
-
-    def _check_unique(self, name: str, parts: list[Any]) -> None:
-        s = np.sort(np.concatenate(parts))
-        dup = s[1:][s[1:] == s[:-1]]
-        if len(dup):
-            values = np.unique(dup)
-            shown = ", ".join(map(str, values[:3].tolist())) + (", ..." if len(values) > 3 else "")
-            self._report(
-                RecordingError(
-                    f"sensor {name!r} has {len(dup)} frames whose seq was seen before "
-                    f"(seq {shown})",
-                    path=str(self.path),
-                )
-            )
-
-    def _check_crc(self, chunk: ChunkMeta) -> None:
-        rec = self._read_record_head(chunk.offset)
-        if isinstance(rec, RecordingError):
-            raise rec
-        payload = os.pread(self._fd, rec.payload_len, rec.payload_offset)
-        if crc32(payload) != rec.payload_crc:
-            raise CorruptChunk(f"{chunk.describe()} fails its CRC", **self._at(chunk.offset))
+        return verify(self, decode=decode, progress=progress)
 
     def summary(self) -> RecordingSummary:
         """Sensors, counts, time range, sizes: from chunk metas, nothing decompressed."""
@@ -839,18 +486,6 @@ class Recording:
     def __repr__(self) -> str:
         return f"Recording('{self.path}', chunks={len(self.chunks)}, damage={len(self.damage)})"
 
-
-_HEAD_READ = 1024
-"""Bytes read at a record's start in one go: its prelude and, most often, its meta."""
-
-RESYNC_WORK = 8
-"""Bytes of meta all resynchronising may CRC, as a multiple of the file size."""
-
-RESYNC_SMALL_META = 4096
-"""Once that is spent, a candidate is tried only if its meta is at most this long."""
-
-_KINDS = frozenset(int(k) for k in RecordKind)
-_MAP_FIRST_BYTES = frozenset([*range(0x80, 0x90), 0xDE, 0xDF])
 
 _scratch = threading.local()
 _SCRATCH_MAX = 64 << 20

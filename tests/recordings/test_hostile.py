@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from recordings import open_recording, read_stream
 from recordings.errors import CorruptChunk, LimitExceeded, RecordingError
 from recordings.format import PRELUDE, SYNC, RecordKind
-from recordings.reader import RESYNC_SMALL_META, RESYNC_WORK
+from recordings.locate import RESYNC_SMALL_META, RESYNC_WORK
 
 from .hostile import INT64, Chunk, good_chunks, record, recording
 
