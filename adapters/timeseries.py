@@ -87,6 +87,8 @@ class Batch(NamedTuple):
     rows: np.ndarray
     arrival: int | None
     weights: np.ndarray
+    arrivals: list[int] | None = None
+    """Each row's own arrival (a burst's datagrams in one array; ``block`` 1 only)."""
 
 
 Producer = Callable[[], AsyncIterator[Batch | list[Batch]]]
@@ -368,7 +370,7 @@ class TimeSeriesSource(Source):
                     while True:
                         since = packer.learning_since
                         if since is None:  # every datagram queued now, one Batch each
-                            burst: list[Batch] = []
+                            burst = _Burst(source, packer, source.block == 1)
                             for payload, address, arrival in await receiver.receive_many(_DRAIN):
                                 what = f"datagram from {address[0]}:{address[1]}"
                                 try:
@@ -376,11 +378,9 @@ class TimeSeriesSource(Source):
                                 except ValueError as err:
                                     source.count_error("bad_datagram", f"{what}: {err}")
                                     continue
-                                rows, weights = packer.pack(records, source, arrival, what=what)
-                                if len(rows):
-                                    burst.append(Batch(rows, arrival, weights))
-                            if burst:
-                                yield burst
+                                burst.add(records, arrival, what)
+                            if batches := burst.batches():
+                                yield batches
                             continue
                         else:  # a slow sender: learn the schema from what came in time
                             wait = (since + LEARN_WINDOW_NS - current_clock().now()) / 1e9
@@ -484,7 +484,7 @@ class TimeSeriesSource(Source):
                     frame = self.make_frame(
                         t,
                         rows[i : i + block],
-                        t_arrival=arrival,
+                        t_arrival=arrival if batch.arrivals is None else batch.arrivals[i],
                         units=units[i] if units is not None else int(weights[i : i + block].sum()),
                     )
                     if arrival is not None:
@@ -595,6 +595,55 @@ class TimeSeriesSource(Source):
 
 
 # -- producers ------------------------------------------------------------------------------
+
+
+class _Burst:
+    """The datagrams of one UDP wakeup as Batches: runs of steady-state rows (stamps
+    not going back) in one array with each row's arrival, anything else packed on its
+    own by the general path, in arrival order."""
+
+    def __init__(self, source: Source, packer: RecordPacker, combine: bool) -> None:
+        self.source = source
+        self.packer = packer
+        self.combine = combine
+        self.out: list[Batch] = []
+        self.rows: list[tuple[Any, ...]] = []
+        self.units: list[tuple[list[Any], int, str]] = []  # (records, arrival, what) of rows
+
+    def add(self, records: list[Any], arrival: int, what: str) -> None:
+        row = self.packer.row_of(records) if self.combine else None
+        if row is not None and (not self.rows or row[0] >= self.rows[-1][0]):
+            self.rows.append(row)
+            self.units.append((records, arrival, what))
+            return
+        self._flush()
+        if row is not None:  # a stamp back: a new run (the restart check sees its first row)
+            self.rows.append(row)
+            self.units.append((records, arrival, what))
+            return
+        rows, weights = self.packer.pack(records, self.source, arrival, what=what)
+        if len(rows):
+            self.out.append(Batch(rows, arrival, weights))
+
+    def _flush(self) -> None:
+        if not self.rows:
+            return
+        units, rows = self.units, self.rows
+        self.rows, self.units = [], []
+        try:
+            array = np.array(rows, self.packer.dtype)
+        except (TypeError, ValueError, OverflowError):  # a value that does not fit: one by one
+            for records, arrival, what in units:
+                packed, weights = self.packer.pack(records, self.source, arrival, what=what)
+                if len(packed):
+                    self.out.append(Batch(packed, arrival, weights))
+            return
+        arrivals = [arrival for _, arrival, _ in units]
+        self.out.append(Batch(array, arrivals[-1], np.ones(len(rows), np.int64), arrivals))
+
+    def batches(self) -> list[Batch]:
+        self._flush()
+        return self.out
 
 
 def _rows_array(

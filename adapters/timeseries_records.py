@@ -167,18 +167,38 @@ class RecordPacker:
         """The steady state of a live stream, without the general path's bookkeeping:
         one plain dict with exactly the schema's fields and values that fit. ``None``
         for anything else (the general path then decides, counts and explains)."""
+        row = self._row_one(record)
+        if row is None:
+            return None
+        try:
+            return np.array([row], self.dtype), np.ones(1, np.int64)
+        except (TypeError, ValueError, OverflowError):
+            return None
+
+    def row_of(self, records: list[Any]) -> tuple[Any, ...] | None:
+        """The row of a unit in the steady state (one plain dict, exactly the schema's
+        fields, a good stamp) for the caller to pack with others in one array; ``None``
+        for anything else: then :meth:`pack` the unit. A row whose values then do not
+        fit the dtype must go through :meth:`pack` too (it counts and explains)."""
+        if len(records) != 1 or self.dtype is None or self._held:
+            return None
+        row = self._row_one(records[0])
+        if row is not None:
+            self._origin += 1
+        return row
+
+    def _row_one(self, record: Any) -> tuple[Any, ...] | None:
         dtype = self.dtype
         assert dtype is not None
         if type(record) is not dict or record.keys() != self._schema_keys(dtype):
             return None
-        names = dtype.names or ()
+        if self.time_field is None:
+            return None
         try:
-            t = to_ns(record[self.time_field], self.scale) if self.time_field is not None else None
-            if t is None:
-                return None
-            return np.array([(t, *[record[n] for n in names[1:]])], dtype), np.ones(1, np.int64)
+            t = to_ns(record[self.time_field], self.scale)
         except (KeyError, TypeError, ValueError, OverflowError):
             return None
+        return (t, *[record[n] for n in (dtype.names or ())[1:]])
 
     def _schema_keys(self, dtype: np.dtype[Any]) -> frozenset[Any]:
         if self._keys_for is not dtype:

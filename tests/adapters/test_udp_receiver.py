@@ -226,3 +226,37 @@ async def test_a_burst_reaches_the_hub_as_one_list_with_every_seq_in_order() -> 
     assert max(map(len, frames)) > 1  # a burst moved as one list
     ledger = source.ledgers()["imu"]
     assert (ledger.received, ledger.emitted, ledger.lost) == (30, 30, {})
+
+
+async def test_one_bad_value_in_a_burst_costs_that_datagram_and_a_restart_splits_it() -> None:
+    """A burst's rows share one array; a value that does not fit the schema sends the
+    run through the general path (that datagram counted, the rest kept) and stamps
+    going back start a new run, so the restart is seen at its first sample."""
+    source = TimeSeriesSource.from_udp(0, name="imu", fields=["ax"])
+    stamps = [10_000 * MS + i * MS for i in range(20)] + [i * MS for i in range(10)]
+    values: list[object] = [float(i) for i in range(30)]
+    values[7] = "not a number"
+    frames: list[Frame] = []
+    async with anyio.create_task_group() as tg:
+
+        async def read() -> None:
+            async with aclosing(source.frame_batches()) as batches:  # type: ignore[type-var]
+                async for batch in batches:
+                    frames.extend(batch)
+
+        tg.start_soon(read)
+        port = await source.wait_listening()
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as tx:
+            for t, value in zip(stamps, values, strict=True):
+                tx.sendto(json.dumps({"t": t, "ax": value}).encode(), ("127.0.0.1", port))
+        with anyio.fail_after(10):
+            while source.ledgers()["imu"].received < 30 or len(frames) < 29:  # noqa: ASYNC110
+                await anyio.sleep(0.01)
+        tg.cancel_scope.cancel()
+    kept = [i for i in range(30) if i != 7]
+    assert [f.t_sensor for f in frames] == [stamps[i] for i in kept]
+    assert [float(f.data["ax"][0]) for f in frames] == [float(i) for i in kept]
+    assert [f.seq for f in frames] == list(range(29))
+    ledger = source.ledgers()["imu"]
+    assert (ledger.received, ledger.emitted, ledger.lost) == (30, 29, {"bad_record": 1})
+    assert source.statistics()["restarts"] == 1  # seen at stamp 0, not lost as time_backwards
