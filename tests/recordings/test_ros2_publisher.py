@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from adapters import BagSource
-from adapters.ros2 import loopback_config
+from adapters.ros2 import TopicQos, loopback_config
 from fusion import Frame, FrameGroup, Pipeline, WorkerError
 from fusion.errors import UsageError
 from fusion.frames import SensorSpec
@@ -134,7 +134,14 @@ async def test_a_pipeline_s_frames_groups_and_results_reach_a_ros2_subscriber(
     subscriber = Subscriber(domain, topics, tmp_path / "got.bin")
     seen = _Seen()
     publisher = Ros2Publisher(
-        domain, config=loopback_config(), dating=None, subscribers=1, backlog=4096
+        domain,
+        config=loopback_config(),
+        dating=None,
+        subscribers=1,
+        backlog=4096,
+        # a reliable writer keeping the last 10 loses what a busy subscriber has not
+        # acknowledged 10 messages later; keep the session's
+        qos=TopicQos("reliable", "volatile", 1000),
     )
     pipeline = Pipeline(
         sensors(1.0),
@@ -439,6 +446,7 @@ def test_record_to_ros2_publishes_the_live_frames_and_groups_it_records(tmp_path
     env = {**os.environ, "PYTHONPATH": str(ROOT), "CYCLONEDDS_URI": loopback_config()}
     cmd = [sys.executable, "-m", "hyperframes", "record", "--duration", "1", "-o", str(out)]
     cmd += ["--to-ros2", "--ros2-domain", str(domain), "--ros2-subscribers", "1"]
+    cmd += ["--ros2-qos", "depth=1000"]  # keep the session for a busy subscriber
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
         assert done.returncode == 0, done.stdout + done.stderr
