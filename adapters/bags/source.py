@@ -62,7 +62,8 @@ from typing import Any
 from adapters.bags.convert import MessageConverter, message_frame
 from adapters.bags.messages import decoder_info
 from adapters.bags.passthrough import MSGDEF, MSGTYPE, SERIALIZATION, message_definition
-from adapters.bags.reader import BagReader, decompress_message, read_resilient
+from adapters.bags.reader import BagReader, decompress_message
+from adapters.bags.resilient import read_resilient
 from adapters.errors import DecodeError, SourceOpenError
 from fusion.errors import ConfigError, UsageError
 from fusion.frames import Frame, SensorSpec
@@ -121,7 +122,7 @@ class BagSource(Source):
     so an export writes the same messages back; ``False`` saves that space.
     ``ros_distro`` (``"humble"``, ``"jazzy"``...) picks the type store for
     ROS 2 bags that store no type definitions; ``None`` is
-    :func:`~adapters.bags.reader.default_ros_distro`.
+    :func:`~adapters.bags.typestore.default_ros_distro`.
     """
 
     _ledger_unit = "message"

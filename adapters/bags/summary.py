@@ -128,7 +128,8 @@ def _mcap_profile(path: Path) -> str | None:
 
 
 def _ros_summary(path: Path, ros_distro: str | None, check: bool) -> BagSummary:
-    from adapters.bags.reader import BagReader, read_resilient
+    from adapters.bags.reader import BagReader
+    from adapters.bags.resilient import read_resilient
 
     with BagReader(path, ros_distro=ros_distro) as reader:
         read: dict[str, int] | None = None

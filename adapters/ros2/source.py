@@ -54,8 +54,8 @@ from typing import Any
 from adapters.bags.convert import MessageConverter, message_frame
 from adapters.bags.messages import decoder_info
 from adapters.bags.passthrough import MSGDEF, MSGTYPE, SERIALIZATION, message_definition
-from adapters.bags.reader import default_ros_distro, type_store
 from adapters.bags.source import sensor_name
+from adapters.bags.typestore import default_ros_distro, type_store
 from adapters.errors import DecodeError, SourceOpenError
 from adapters.ros2.idltypes import UnsupportedType, message_class, sample_bytes
 from adapters.ros2.names import check_topic, dds_type_name

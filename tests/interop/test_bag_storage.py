@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from adapters import BagSource
-from adapters.bags.reader import default_ros_distro, ros_distros
+from adapters.bags.typestore import default_ros_distro, ros_distros
 from adapters.errors import SourceOpenError
 from tests.interop.bagref import reference
 

@@ -18,7 +18,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from adapters.bags.reader import BagReader, type_store
+from adapters.bags.reader import BagReader
+from adapters.bags.typestore import type_store
 from adapters.ros2 import (
     DEFAULT,
     SENSOR_DATA,

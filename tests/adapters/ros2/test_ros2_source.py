@@ -13,7 +13,7 @@ import pytest
 
 from adapters import BagSource, SourceOpenError
 from adapters.bags.passthrough import RAW, passthrough_type
-from adapters.bags.reader import type_store
+from adapters.bags.typestore import type_store
 from adapters.ros2 import (
     Participant,
     Ros2Source,
