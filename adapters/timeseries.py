@@ -53,7 +53,7 @@ import logging
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import aclosing
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import anyio
 import numpy as np
@@ -62,12 +62,8 @@ from adapters.errors import SourceOpenError
 from adapters.net.udp import DEFAULT_SENDER_TIMEOUT, UdpReceiver, UdpStatistics
 from adapters.timeparse import TIME_UNITS, parse_time_ns, unit_scale
 from adapters.timeseries_csv import RowMismatch, csv_cells, read_layout
-from adapters.timeseries_records import (
-    LEARN_WINDOW_NS,
-    REBASE_AFTER,
-    RecordPacker,
-    decode_datagram,
-)
+from adapters.timeseries_records import REBASE_AFTER, Batch, RecordPacker
+from adapters.timeseries_udp import udp_batches
 from fusion.clock import ClockModel
 from fusion.continuity import StreamWatch
 from fusion.errors import ConfigError
@@ -81,23 +77,11 @@ _CHUNK_ROWS = 4096
 __all__ = ["REBASE_AFTER", "TIME_UNITS", "TimeSeriesSource", "parse_time_ns"]
 
 
-class Batch(NamedTuple):
-    """Rows from a producer, their arrival time (live) and the units each row settles."""
-
-    rows: np.ndarray
-    arrival: int | None
-    weights: np.ndarray
-    arrivals: list[int] | None = None
-    """Each row's own arrival (a burst's datagrams in one array; ``block`` 1 only)."""
-
-
 Producer = Callable[[], AsyncIterator[Batch | list[Batch]]]
 """Yields a Batch, or a list of them that arrived together (a UDP burst): the list's
 frames leave :meth:`TimeSeriesSource.frame_batches` as one list."""
 DEFAULT_GATHER = 0.010
 """Seconds a fast UDP stream gathers in the socket between drains (``from_udp(gather=)``)."""
-_DRAIN = 64
-"""Most datagrams a UDP source takes per wakeup (the hub's channel holds 256)."""
 
 
 class TimeSeriesSource(Source):
@@ -365,50 +349,10 @@ class TimeSeriesSource(Source):
                 source.udp = receiver
                 source._bound_port = receiver.port
                 source._listening.set()
-                arrival: int | None = None
-                try:
-                    while True:
-                        since = packer.learning_since
-                        if since is None:  # every datagram queued now, one Batch each
-                            burst = _Burst(source, packer, source.block == 1)
-                            for payload, address, arrival in await receiver.receive_many(_DRAIN):
-                                what = f"datagram from {address[0]}:{address[1]}"
-                                try:
-                                    records = decode_datagram(payload, format)
-                                except ValueError as err:
-                                    source.count_error("bad_datagram", f"{what}: {err}")
-                                    continue
-                                burst.add(records, arrival, what)
-                            if batches := burst.batches():
-                                yield batches
-                            continue
-                        else:  # a slow sender: learn the schema from what came in time
-                            wait = (since + LEARN_WINDOW_NS - current_clock().now()) / 1e9
-                            with anyio.move_on_after(max(wait, 0.0)):
-                                payload, address, arrival = await receiver.receive()
-                                since = None
-                            if since is not None:
-                                rows, weights = packer.decide(source, arrival)
-                                if len(rows):
-                                    yield Batch(rows, arrival, weights)
-                                continue
-                        what = f"datagram from {address[0]}:{address[1]}"
-                        try:
-                            records = decode_datagram(payload, format)
-                        except ValueError as err:
-                            source.count_error("bad_datagram", f"{what}: {err}")
-                            continue
-                        rows, weights = packer.pack(records, source, arrival, what=what)
-                        if len(rows):
-                            yield Batch(rows, arrival, weights)
-                finally:
-                    rows, weights = packer.finish(source, arrival)
-                    if len(rows):  # an end with records still held to learn the schema
-                        source.count_error(
-                            "incomplete",
-                            f"{len(rows)} sample(s) held to learn the schema when the stream ended",
-                            units=int(weights.sum()),
-                        )
+                stream = udp_batches(source, receiver, packer, format, source.block == 1)
+                async with aclosing(stream) as batches:  # type: ignore[type-var]
+                    async for item in batches:
+                        yield item
 
         options.setdefault("overflow", "drop_oldest")
         source = cls(_producer=produce, **options)
@@ -595,55 +539,6 @@ class TimeSeriesSource(Source):
 
 
 # -- producers ------------------------------------------------------------------------------
-
-
-class _Burst:
-    """The datagrams of one UDP wakeup as Batches: runs of steady-state rows (stamps
-    not going back) in one array with each row's arrival, anything else packed on its
-    own by the general path, in arrival order."""
-
-    def __init__(self, source: Source, packer: RecordPacker, combine: bool) -> None:
-        self.source = source
-        self.packer = packer
-        self.combine = combine
-        self.out: list[Batch] = []
-        self.rows: list[tuple[Any, ...]] = []
-        self.units: list[tuple[list[Any], int, str]] = []  # (records, arrival, what) of rows
-
-    def add(self, records: list[Any], arrival: int, what: str) -> None:
-        row = self.packer.row_of(records) if self.combine else None
-        if row is not None and (not self.rows or row[0] >= self.rows[-1][0]):
-            self.rows.append(row)
-            self.units.append((records, arrival, what))
-            return
-        self._flush()
-        if row is not None:  # a stamp back: a new run (the restart check sees its first row)
-            self.rows.append(row)
-            self.units.append((records, arrival, what))
-            return
-        rows, weights = self.packer.pack(records, self.source, arrival, what=what)
-        if len(rows):
-            self.out.append(Batch(rows, arrival, weights))
-
-    def _flush(self) -> None:
-        if not self.rows:
-            return
-        units, rows = self.units, self.rows
-        self.rows, self.units = [], []
-        try:
-            array = np.array(rows, self.packer.dtype)
-        except (TypeError, ValueError, OverflowError):  # a value that does not fit: one by one
-            for records, arrival, what in units:
-                packed, weights = self.packer.pack(records, self.source, arrival, what=what)
-                if len(packed):
-                    self.out.append(Batch(packed, arrival, weights))
-            return
-        arrivals = [arrival for _, arrival, _ in units]
-        self.out.append(Batch(array, arrivals[-1], np.ones(len(rows), np.int64), arrivals))
-
-    def batches(self) -> list[Batch]:
-        self._flush()
-        return self.out
 
 
 def _rows_array(

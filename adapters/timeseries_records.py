@@ -33,7 +33,7 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgpack
 import numpy as np
@@ -59,6 +59,16 @@ class _Held:
     weight: int
     origin: int  # which pack() call (unit) it came from
     arrival: int | None = None  # when its unit arrived (the stamp when time_field is None)
+
+
+class Batch(NamedTuple):
+    """Rows from a producer, their arrival time (live) and the units each row settles."""
+
+    rows: np.ndarray
+    arrival: int | None
+    weights: np.ndarray
+    arrivals: list[int] | None = None
+    """Each row's own arrival (a burst's datagrams in one array; ``block`` 1 only)."""
 
 
 def decode_datagram(payload: bytes, fmt: str) -> list[Any]:
