@@ -271,14 +271,15 @@ def test_configuration_page_names_every_toml_key() -> None:
     """docs/configuration.md keeps up with the schema: every key of every table is named."""
     from pydantic import BaseModel
 
-    from hyperframes.config import schema
+    from hyperframes.config import base, python_source, schema, sources
     from hyperframes.fleet.config import FleetSection
 
     page = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
     tables = [
         m
-        for m in vars(schema).values()
-        if isinstance(m, type) and issubclass(m, BaseModel) and m.__module__ == schema.__name__
+        for module in (base, sources, python_source, schema)
+        for m in vars(module).values()
+        if isinstance(m, type) and issubclass(m, BaseModel) and m.__module__ == module.__name__
     ]
     missing = [
         f"{model.__name__}.{key}"

@@ -14,32 +14,33 @@ from typing import Any
 
 from fusion.errors import ConfigError
 from fusion.policies.base import SyncPolicy
-from hyperframes.config.schema import (
-    MS,
-    BagConfig,
-    ClockConfig,
-    FixedOffsetConfig,
-    KittiRawConfig,
-    NmeaConfig,
-    OnlineClockConfig,
-    OusterConfig,
-    PipelineConfig,
-    PointCloudFilesConfig,
+from hyperframes.config.base import MS, ClockConfig, FixedOffsetConfig, OnlineClockConfig
+from hyperframes.config.python_source import (
     PythonSourceConfig,
+    load_class,
+    python_source_kwargs,
+)
+from hyperframes.config.schema import (
+    PipelineConfig,
     RecorderConfig,
-    ReplayConfig,
-    Ros2Config,
     StageConfig,
     SyncConfig,
+    WorkerConfig,
+    parse_size,
+)
+from hyperframes.config.sources import (
+    BagConfig,
+    KittiRawConfig,
+    NmeaConfig,
+    OusterConfig,
+    PointCloudFilesConfig,
+    ReplayConfig,
+    Ros2Config,
     SyntheticConfig,
     TimeSeriesCsvConfig,
     TimeSeriesUdpConfig,
     VelodyneConfig,
     VideoConfig,
-    WorkerConfig,
-    load_class,
-    parse_size,
-    python_source_kwargs,
 )
 
 

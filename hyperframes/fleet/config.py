@@ -24,16 +24,16 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, model_validator
 
 from fusion.errors import ConfigError
+from hyperframes.config.base import StrictModel
 from hyperframes.config.schema import (
     PipelineConfig,
     PipelineSection,
-    ReplayConfig,
     StageConfig,
-    StrictModel,
     SyncConfig,
     WorkerConfig,
     describe_error,
 )
+from hyperframes.config.sources import ReplayConfig
 
 RECORDING_SOURCE = "recording"
 """Name of the placeholder replay source in the pipeline config each task builds."""

@@ -1,0 +1,305 @@
+"""The ``[[sources]]`` tables: one model per source ``type``, and their union.
+
+Each model holds one source type's keys with their defaults and bounds, and
+the checks that need several keys at once (exactly one input, a known
+layout); :data:`SourceConfig` is the discriminated union on ``type`` that
+:class:`~hyperframes.config.schema.PipelineConfig` validates each table as.
+The ``python`` type, which loads a user's class, is in
+:mod:`hyperframes.config.python_source`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import AliasChoices, Field, field_validator, model_validator
+
+from hyperframes.config.base import StrictModel, UdpSender, _Sized, _SourceBase
+from hyperframes.config.python_source import PythonSourceConfig
+
+
+class SyntheticConfig(_SourceBase):
+    type: Literal["synthetic_camera", "synthetic_lidar", "synthetic_imu"]
+    rate_hz: float | None = Field(None, gt=0)
+    duration_s: float | None = Field(10.0, gt=0)
+    seed: int = 0
+    offset_ms: float = 0.0
+    skew_ppm: float = 0.0
+    delay_ms: float = Field(1.0, ge=0)
+    jitter_ms: float = Field(0.0, ge=0)
+    drop_prob: float = Field(0.0, ge=0, le=1)
+    realtime: bool = True
+
+
+class VideoConfig(_SourceBase, _Sized):
+    """A video file, stream URL or capture device (:class:`adapters.VideoSource`)."""
+
+    type: Literal["video"]
+    url: str
+    pixel_format: Literal["rgb24", "bgr24", "gray", "yuv420p"] = "rgb24"
+    hwaccel: str | None = None
+    live: bool | None = None
+    """``None``: decided from the URL (udp, tcp, rtsp, rtmp, srt, http(s) are live)."""
+    read_timeout_s: float | None = Field(
+        None, gt=0, validation_alias=AliasChoices("read_timeout_s", "read_timeout")
+    )
+    open_timeout_s: float | None = Field(
+        10.0, gt=0, validation_alias=AliasChoices("open_timeout_s", "open_timeout")
+    )
+    jump_threshold_s: float = Field(1.0, gt=0)
+    options: dict[str, str] = {}
+    """FFmpeg input options (``{ fflags = "nobuffer", probesize = "32768" }``)."""
+    input_format: str | None = None
+    stream: int = Field(0, ge=0)
+    max_reconnects: int | None = Field(None, ge=0)
+    backoff_max_s: float = Field(5.0, gt=0)
+    """Longest wait between reconnect attempts (they start at 0.1 s and double)."""
+
+    @field_validator("options", mode="before")
+    @classmethod
+    def _options_as_text(cls, value: Any) -> Any:
+        if isinstance(value, dict):  # TOML numbers and booleans are fine: FFmpeg takes text
+            return {
+                k: (str(v).lower() if isinstance(v, bool) else str(v))
+                if isinstance(v, (int, float, bool))
+                else v
+                for k, v in value.items()
+            }
+        return value
+
+
+class VelodyneConfig(_SourceBase):
+    type: Literal["velodyne"]
+    model: str = "auto"
+    calibration: str | None = None
+    pcap: str | None = None
+    port: int | None = Field(None, ge=0, le=65535)
+    speed: float | None = Field(None, gt=0)
+    recv_buffer: int = Field(8 * 1024 * 1024, gt=0)
+    """Live: the socket's receive buffer in bytes (the effective size is logged)."""
+    sender: UdpSender = None
+    """Live: the only sender taken (``"10.0.0.5"`` or ``"10.0.0.5:2368"``)."""
+
+    @model_validator(mode="after")
+    def _one_input(self) -> VelodyneConfig:
+        if (self.pcap is None) == (self.port is None):
+            raise ValueError("give exactly one of 'pcap' (a file) or 'port' (live UDP)")
+        return self
+
+
+class OusterConfig(_SourceBase):
+    type: Literal["ouster"]
+    metadata: str
+    """The sensor's metadata JSON (legacy or current layout)."""
+    pcap: str | None = None
+    """A capture (pcap or pcapng); without it the source listens live."""
+    lidar_port: int = Field(7502, ge=0, le=65535)
+    imu_port: int = Field(7503, ge=0, le=65535)
+    host: UdpSender = None
+    """Live: keep only datagrams from this address (others count as foreign_sender)."""
+    recv_buffer: int = Field(8 * 1024 * 1024, gt=0)
+    """Live: each port's receive buffer in bytes (the effective size is logged)."""
+    speed: float | None = Field(None, gt=0)
+    partial_scans: bool = True
+
+    def sensor_names(self) -> list[str]:
+        """The lidar and its IMU."""
+        return [self.name, f"{self.name}_imu"]
+
+
+class PointCloudFilesConfig(_SourceBase):
+    type: Literal["pointcloud_files"]
+    paths: str
+    rate_hz: float | None = Field(None, gt=0)
+    timestamps: str | None = None
+    speed: float | None = Field(None, gt=0)
+    layout: str | list[tuple[str, str]] | None = None
+    """Records of ``.bin`` files: a preset (``"kitti"``, ``"nuscenes"``, ``"waymo"``,
+    ``"xyzi"``, ``"xyz"``) or ``[["x", "<f4"], ...]`` (name, numpy type) pairs."""
+    max_coordinate: float = Field(1000.0, gt=0)
+    """Largest plausible coordinate (m) in a ``.bin`` file."""
+
+    @model_validator(mode="after")
+    def _known_layout(self) -> PointCloudFilesConfig:
+        if self.layout is not None:
+            from adapters.lidar.layouts import resolve_layout
+
+            try:
+                resolve_layout(self.layout)
+            except (TypeError, ValueError) as err:
+                raise ValueError(f"layout: {err}") from None
+        return self
+
+
+KITTI_SENSORS = ("cam0", "cam1", "cam2", "cam3", "velodyne", "imu", "gnss")
+
+
+class KittiRawConfig(_SourceBase):
+    """A KITTI raw drive folder: every sensor in it (or ``sensors``), the dataset's stamps."""
+
+    type: Literal["kitti_raw"]
+    path: str
+    sensors: list[Literal["cam0", "cam1", "cam2", "cam3", "velodyne", "imu", "gnss"]] | None = None
+    prefix: str = ""
+    sweep_time: bool = False
+    speed: float | None = Field(None, gt=0)
+
+    def sensor_names(self) -> list[str]:
+        """The names of the sensors this source can produce (prefix included)."""
+        return [self.prefix + s for s in (self.sensors or KITTI_SENSORS)]
+
+
+class TimeSeriesCsvConfig(_SourceBase):
+    type: Literal["timeseries_csv"]
+    path: str
+    time_column: str = "t"
+    time_unit: Literal["s", "ms", "us", "ns"] = "s"
+    columns: list[str] | None = None
+    kind: Literal["timeseries", "imu", "gnss", "can"] = "timeseries"
+
+
+class TimeSeriesUdpConfig(_SourceBase):
+    """Live samples from UDP datagrams (:meth:`adapters.TimeSeriesSource.from_udp`)."""
+
+    type: Literal["timeseries_udp"]
+    port: int = Field(ge=0, le=65535)
+    host: str = "127.0.0.1"
+    format: Literal["jsonl", "msgpack"] = "jsonl"
+    time_field: str | None = "t"
+    """The field holding each sample's stamp; ``""`` stamps samples with their arrival."""
+    time_unit: Literal["s", "ms", "us", "ns"] = "ns"
+    fields: list[str] | None = None
+    kind: Literal["timeseries", "imu", "gnss", "can"] = "timeseries"
+    rate_hz: float | None = Field(None, gt=0)
+    block: int = Field(1, ge=1)
+    jump_threshold_s: float = Field(1.0, gt=0)
+    sender: UdpSender = None
+    """The only sender taken (``"10.0.0.5"`` or ``"10.0.0.5:5000"``); default: the first heard."""
+    sender_timeout_s: float | None = Field(0.5, gt=0)
+    """Seconds of silence after which another sender is followed (without ``sender``)."""
+    recv_buffer: int | None = Field(None, gt=0)
+    """The socket's receive buffer in bytes (default: the system's)."""
+    gather_ms: float = Field(10.0, ge=0, le=1000)
+    """A fast stream gathers this long in the socket between reads (kernel-stamped):
+    one wakeup per gather instead of one per datagram; 0 reads each at once."""
+
+
+class NmeaConfig(_SourceBase):
+    """A GNSS receiver speaking NMEA 0183 (:class:`adapters.NmeaSource`): exactly one of
+    ``path`` (a log file), ``port`` (a serial device, at ``baud``) or ``url``
+    (``"udp://HOST:PORT"`` to listen, ``"tcp://HOST:PORT"`` to connect)."""
+
+    type: Literal["nmea"]
+    path: str | None = None
+    port: str | None = None
+    baud: int = Field(4800, ge=1)
+    url: str | None = Field(None, pattern=r"^(udp|tcp)://[^/:]+:\d+$")
+    date: str | None = Field(None, pattern=r"^\d{4}-\d{2}-\d{2}$")
+    """Dates fixes no RMC or ZDA sentence dates (``"2024-05-01"``)."""
+    speed: float | None = Field(None, gt=0)
+    sender: UdpSender = None
+    """``udp://``: the only sender taken (``"10.0.0.5"`` or ``"10.0.0.5:10110"``)."""
+    recv_buffer: int | None = Field(None, gt=0)
+    """``udp://``: the socket's receive buffer in bytes (default: the system's)."""
+
+    @model_validator(mode="after")
+    def _one_input(self) -> NmeaConfig:
+        given = [k for k in ("path", "port", "url") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                "give exactly one of 'path' (a file), 'port' (a serial device) or 'url' "
+                f"(udp://HOST:PORT or tcp://HOST:PORT), found {given or 'none'}"
+            )
+        return self
+
+
+class BagConfig(_SourceBase):
+    """Topics of a ROS 1 or ROS 2 bag (:class:`adapters.BagSource`), one sensor per topic.
+
+    ``topics`` maps topic -> sensor name (``{ "/camera/image_raw" = "cam" }``);
+    ``name`` names the source only (default ``"bag"``)."""
+
+    type: Literal["bag"]
+    name: str = Field("bag", min_length=1)
+    path: str
+    topics: dict[str, str] | list[str] | None = None
+    speed: float | None = Field(None, gt=0)
+    decode_images: bool = True
+
+    def sensor_names(self) -> list[str]:
+        if isinstance(self.topics, dict):
+            return list(self.topics.values())
+        if isinstance(self.topics, list):
+            from adapters.bags.source import sensor_name
+
+            return [sensor_name(t) for t in self.topics]
+        return []
+
+
+class Ros2QosConfig(StrictModel):
+    """A ROS 2 topic's QoS (keys not given keep the sensor-data profile's)."""
+
+    reliability: Literal["best_effort", "reliable"] = "best_effort"
+    durability: Literal["volatile", "transient_local"] = "volatile"
+    depth: int = Field(5, ge=1)
+
+
+class Ros2Config(_SourceBase):
+    """Live ROS 2 topics over DDS (:class:`adapters.Ros2Source`), one sensor per topic.
+
+    ``topics`` maps topic -> sensor name (``{ "/imu/data" = "imu" }``);
+    ``types`` gives a topic's ROS 2 type when no publisher may announce it at
+    start; ``qos`` a topic's QoS table; ``config`` a Cyclone DDS XML config
+    (or ``file://`` URI; default ``CYCLONEDDS_URI``); ``loopback = true``
+    keeps DDS on 127.0.0.1 (multicast off, unicast discovery).
+    ``name`` names the source only (default ``"ros2"``)."""
+
+    type: Literal["ros2"]
+    name: str = Field("ros2", min_length=1)
+    topics: dict[str, str] | list[str] = Field(min_length=1)
+    domain_id: int = Field(0, ge=0, le=232)
+    types: dict[str, str] = Field(default_factory=dict)
+    qos: dict[str, Ros2QosConfig] = Field(default_factory=dict)
+    config: str | None = None
+    loopback: bool = False
+    ros_distro: str | None = None
+    discover_s: float = Field(5.0, ge=0)
+    decode_images: bool = True
+    gap_s: float = Field(1.0, gt=0)
+
+    @model_validator(mode="after")
+    def _one_config(self) -> Ros2Config:
+        if self.loopback and self.config is not None:
+            raise ValueError("give 'config' or 'loopback = true', not both")
+        return self
+
+    def sensor_names(self) -> list[str]:
+        if isinstance(self.topics, dict):
+            return list(self.topics.values())
+        from adapters.bags.source import sensor_name
+
+        return [sensor_name(t) for t in self.topics]
+
+
+class ReplayConfig(_SourceBase):
+    type: Literal["replay"]
+    path: str
+    speed: float | None = Field(None, gt=0)
+
+
+SourceConfig = Annotated[
+    SyntheticConfig
+    | VideoConfig
+    | VelodyneConfig
+    | OusterConfig
+    | PointCloudFilesConfig
+    | TimeSeriesCsvConfig
+    | TimeSeriesUdpConfig
+    | NmeaConfig
+    | BagConfig
+    | Ros2Config
+    | PythonSourceConfig
+    | ReplayConfig
+    | KittiRawConfig,
+    Field(discriminator="type"),
+]
