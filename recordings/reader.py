@@ -46,21 +46,13 @@ from fusion.frames import Frame, SensorSpec
 from fusion.wallclock import WallAnchor, WallClock
 from recordings.budget import admit, static_cost
 from recordings.errors import CorruptChunk, LimitExceeded, RecordingError
-from recordings.format import (
-    PREAMBLE,
-    crc32,
-)
+from recordings.format import PREAMBLE, crc32
 from recordings.layout import ChunkMeta
 from recordings.ledgers import SensorLedger
 from recordings.limits import DEFAULT_LIMITS, ReadLimits
 from recordings.locate import ChunkLocator
 from recordings.stamp_index import StampIndex, read_stamp_index
-from recordings.summary import (
-    DATED_AFTER_NS,
-    DATED_BEFORE_NS,
-    RecordingSummary,
-    SensorSummary,
-)
+from recordings.summary import DATED_AFTER_NS, DATED_BEFORE_NS, RecordingSummary, SensorSummary
 
 if TYPE_CHECKING:  # the decoder (msgpack records, columns) loads with the first chunk read
     from recordings.records import DecodedChunk

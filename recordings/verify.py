@@ -15,9 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from recordings.errors import CorruptChunk, RecordingError
-from recordings.format import (
-    crc32,
-)
+from recordings.format import crc32
 from recordings.layout import ChunkMeta
 from recordings.stamp_index import StampChecker
 
