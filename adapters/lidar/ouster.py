@@ -45,6 +45,7 @@ from adapters.lidar.ouster_packets import (
     imu_sample,
     missing_columns,
 )
+from adapters.lidar.ouster_setup import prepare
 from adapters.lidar.ouster_udp import UdpPorts
 from adapters.lidar.pcap import PcapReader
 from adapters.net.udp import parse_sender
@@ -88,6 +89,11 @@ class _Capture:
 
 def load_metadata(path: str | Path, *, sensor: str = "lidar") -> Any:
     """An ``ouster.sdk.core.SensorInfo`` from a metadata JSON (legacy or current layout)."""
+    return _read_metadata(path, sensor)[1]
+
+
+def _read_metadata(path: str | Path, sensor: str) -> tuple[bytes, Any]:
+    """``(the file's bytes, its SensorInfo)``; a SourceOpenError naming what is wrong."""
     try:
         from ouster.sdk import core
     except ImportError as err:  # pragma: no cover - the test extra installs it
@@ -109,7 +115,7 @@ def load_metadata(path: str | Path, *, sensor: str = "lidar") -> Any:
             sensor=sensor,
         )
     try:
-        return core.SensorInfo(raw.decode("utf-8", errors="replace"))
+        return raw, core.SensorInfo(raw.decode("utf-8", errors="replace"))
     except RuntimeError as err:
         first = " ".join(str(err).split())[:300]
         raise SourceOpenError(
@@ -172,7 +178,7 @@ class OusterSource(Source):
         if self.pcap is not None and not self.pcap.is_file():
             raise SourceOpenError(f"pcap file {str(self.pcap)!r} does not exist", sensor=name)
         self.metadata = Path(metadata)
-        self.info = load_metadata(self.metadata, sensor=name)
+        raw, self.info = _read_metadata(self.metadata, name)
         self.lidar_port = LIDAR_PORT if lidar_port is None else lidar_port
         self.imu_port = IMU_PORT if imu_port is None else imu_port
         if host is not None:
@@ -220,19 +226,27 @@ class OusterSource(Source):
                 ),
             )
         )
-        self.assembler = ScanAssembler(self.info, on_reject=self._rejected, decoder=decoder)
+        # the layout and beam tables, once per metadata content in a process (ouster_setup)
+        self._prepared = prepare(raw, self.info)
+        self.assembler = self._assembler()
         self.missing_columns = 0
         """Columns of the column window that scans lacked (holes, not stream edges)."""
-        self._points = PointMaker(self.info)
+        tables = self._prepared.direction, self._prepared.offset
+        self._points = PointMaker(self.info, tables)
         self._at: int | tuple[str, int] = 0  # the datagram being read: byte offset or sender
         self._listening_ports: tuple[int, int] | None = None
         import anyio
 
         self._listening = anyio.Event()
 
+    def _assembler(self) -> ScanAssembler:
+        return ScanAssembler(
+            self.info, on_reject=self._rejected, decoder=self.decoder, prepared=self._prepared
+        )
+
     def _new_assembler(self) -> ScanAssembler:
         if self.assembler.accepted or self.assembler.pending():
-            return ScanAssembler(self.info, on_reject=self._rejected, decoder=self.decoder)
+            return self._assembler()
         return self.assembler  # still fresh
 
     def _rejected(self, reason: str, message: str, units: int) -> None:

@@ -37,11 +37,14 @@ import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from adapters.lidar.ouster_fast import Columns, decode_packets, frame_columns
+from adapters.lidar.ouster_fast import Columns, PacketLayout, decode_packets, frame_columns
+
+if TYPE_CHECKING:
+    from adapters.lidar.ouster_setup import Prepared
 
 OUSTER_DTYPE = np.dtype(
     {
@@ -130,11 +133,14 @@ class ScanAssembler:
     """
 
     def __init__(
-        self, info: Any, *, on_reject: Callable[[str, str, int], None], decoder: str = "numba"
+        self,
+        info: Any,
+        *,
+        on_reject: Callable[[str, str, int], None],
+        decoder: str = "numba",
+        prepared: Prepared | None = None,
     ) -> None:
         from ouster.sdk import core
-
-        from adapters.lidar.ouster_fast import PacketLayout
 
         if decoder not in DECODERS:
             raise ValueError(f"decoder must be one of {', '.join(DECODERS)}; got {decoder!r}")
@@ -147,21 +153,32 @@ class ScanAssembler:
         lo, hi = info.format.column_window
         self.window = (int(lo), int(hi))
         self._on_reject = on_reject
-        layout = None if decoder == "ouster-sdk" else PacketLayout(info)
-        self.layout = layout if layout is not None and layout.usable else None
+        if decoder == "ouster-sdk":
+            self.layout: PacketLayout | None = None
+        elif prepared is not None:  # learnt and checked once per metadata (ouster_setup)
+            self.layout = prepared.layout
+        else:
+            layout = PacketLayout(info)
+            self.layout = layout if layout.usable else None
         """The packets' byte layout, or None: ouster-sdk batches packet by packet."""
         self._views: Any = None  # the compiled path: an ouster_kernel.ScanViews
         if self.layout is not None and decoder == "numba":
-            from adapters.lidar import ouster_kernel
+            if prepared is not None:
+                self._views = prepared.views(OUSTER_DTYPE)
+            else:
+                from adapters.lidar import ouster_kernel
 
-            self._views = ouster_kernel.ScanViews(self.layout)
-            ouster_kernel.warm(self._views, OUSTER_DTYPE)  # numba's cache, or a compile
+                self._views = ouster_kernel.ScanViews(self.layout)
+                ouster_kernel.warm(self._views, OUSTER_DTYPE)  # numba's cache, or a compile
         self.decoder = decoder if self.layout is not None else "ouster-sdk"
         """The decoder in use: ``decoder``, or ouster-sdk for a profile the others cannot read."""
         self._check_ids = str(info.format.udp_profile_lidar) != "LEGACY"  # ids in the header
-        self._batcher = core.FrameBatcher(info)
-        self._batcher.set_max_cache_size(1)  # a scan ends at the first packet of the next
-        self._frame = core.LidarFrame(info)
+        self._batcher: Any = None  # the ouster-sdk path's FrameBatcher and scan in progress
+        self._frame: Any = None
+        if self.layout is None:
+            self._batcher = core.FrameBatcher(info)
+            self._batcher.set_max_cache_size(1)  # a scan ends at the first packet of the next
+            self._frame = core.LidarFrame(info)
         self._counts: Counter[int] = Counter()  # accepted packets by scan (frame id)
         self._payloads: list[bytes] = []  # numpy path: the scan in progress
         self._frame_id: int | None = None
@@ -357,22 +374,15 @@ def missing_columns(ids: np.ndarray, width: int, window: tuple[int, int]) -> lis
 class PointMaker:
     """Turns decoded scans into :data:`OUSTER_DTYPE` arrays (the tables made once)."""
 
-    def __init__(self, info: Any) -> None:
-        from ouster.sdk import core
+    def __init__(self, info: Any, tables: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+        from adapters.lidar.ouster_geometry import beam_tables
 
-        lut = core.XYZLut(info)
-        beams, width = int(info.format.pixels_per_column), int(info.format.columns_per_frame)
-        self._width = width
-        # XYZLut's tables, (beams * columns, 3) row-major, made column-major: one column's
-        # beams side by side, so a scan's columns are one gather
-        # beams side by side, so a scan's columns are one gather; float32 like the output
-        # (within a few µm of XYZLut's float64 at 100 m)
-        self._direction = np.ascontiguousarray(
-            np.asarray(lut.direction).reshape(beams, width, 3).transpose(1, 0, 2), np.float32
-        )
-        self._offset = np.ascontiguousarray(
-            np.asarray(lut.offset).reshape(beams, width, 3).transpose(1, 0, 2), np.float32
-        )
+        self._width = int(info.format.columns_per_frame)
+        # XYZLut's tables, column-major (one column's beams side by side, so a scan's
+        # columns are one gather) and float32 like the output (within a few µm of
+        # XYZLut's float64 at 100 m); computed in numpy, equal to XYZLut's bit for bit;
+        # ``tables``: the same, made already (ouster_setup.Prepared)
+        self._direction, self._offset = beam_tables(info) if tables is None else tables
         altitudes = np.asarray(info.beam_altitude_angles, np.float64)
         order = np.argsort(altitudes, kind="stable")
         self._ring = np.empty(len(order), np.uint16)
