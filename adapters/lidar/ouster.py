@@ -29,9 +29,13 @@ receive time (live) or the capture time of the packet that finished the scan.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from stat import S_ISREG
 from typing import Any
+
+import anyio
 
 from adapters.errors import DecodeError, SourceOpenError
 from adapters.lidar.ouster_packets import (
@@ -64,6 +68,9 @@ _BATCH = 2048  # at most this many datagrams per worker-thread round trip readin
 # scan, more than the decoding)
 _SCANS = 2
 _MAX_METADATA = 4 * 1024 * 1024  # a sensor's metadata JSON is a few kB
+# A capture up to this size (two 1024x32 scans, about 1 ms of work) is read on the event
+# loop: handing it to a worker thread and back costs more than the work, in wall time.
+_INLINE_BYTES = 1024 * 1024
 _SKIP_REASON = {  # capture records that hold no datagram -> ledger reason
     "not_udp": "unsupported_type",
     "fragment": "unsupported_type",
@@ -175,8 +182,15 @@ class OusterSource(Source):
         if speed is not None and speed <= 0:
             raise ConfigError(f"speed must be > 0 or None, got {speed}")
         self.pcap = None if pcap is None else Path(pcap)
-        if self.pcap is not None and not self.pcap.is_file():
-            raise SourceOpenError(f"pcap file {str(self.pcap)!r} does not exist", sensor=name)
+        self._pcap_size = 0
+        if self.pcap is not None:
+            try:
+                stat = os.stat(self.pcap)
+            except OSError:
+                stat = None
+            if stat is None or not S_ISREG(stat.st_mode):
+                raise SourceOpenError(f"pcap file {str(self.pcap)!r} does not exist", sensor=name)
+            self._pcap_size = stat.st_size
         self.metadata = Path(metadata)
         raw, self.info = _read_metadata(self.metadata, name)
         self.lidar_port = LIDAR_PORT if lidar_port is None else lidar_port
@@ -235,8 +249,6 @@ class OusterSource(Source):
         self._points = PointMaker(self.info, tables)
         self._at: int | tuple[str, int] = 0  # the datagram being read: byte offset or sender
         self._listening_ports: tuple[int, int] | None = None
-        import anyio
-
         self._listening = anyio.Event()
 
     def _assembler(self) -> ScanAssembler:
@@ -277,10 +289,15 @@ class OusterSource(Source):
         capture = _Capture()
         clock = current_clock()
         start: tuple[int, int] | None = None
+        inline = self._pcap_size <= _INLINE_BYTES
         try:
             done = False
             while not done:  # one worker-thread round trip a batch (the first opens the file)
-                batch, done = await self.run_blocking(self._pcap_batch, capture)
+                if inline:  # a capture of a scan or two: less work than the round trip
+                    await anyio.lowlevel.checkpoint()
+                    batch, done = self._pcap_batch(capture)
+                else:
+                    batch, done = await self.run_blocking(self._pcap_batch, capture)
                 for frame in batch:
                     if self.speed is not None and frame.t_arrival is not None:
                         if start is None:

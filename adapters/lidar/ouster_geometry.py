@@ -17,20 +17,11 @@ angles are given per pixel (not per beam) gets ``XYZLut``'s own tables.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 RANGE_UNIT = 0.001  # ouster-sdk's: the sensor's millimetres to metres
-
-
-def _rotate(rows: np.ndarray, rotation: np.ndarray) -> np.ndarray:
-    """Each ``(x, y, z)`` row times ``rotation`` transposed, summed in XYZLut's order."""
-    out = np.empty_like(rows)
-    x, y, z = rows[..., 0], rows[..., 1], rows[..., 2]
-    for j in range(3):
-        out[..., j] = x * rotation[j, 0] + y * rotation[j, 1] + z * rotation[j, 2]
-    return out
 
 
 def xyzlut_tables(info: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -63,20 +54,53 @@ def beam_tables(info: Any) -> tuple[np.ndarray, np.ndarray]:
     encoder = 2.0 * np.pi - np.arange(width, dtype=np.float64) * step  # per column
     beam_azimuth = -azimuth * np.pi / 180.0
     beam_altitude = altitude * np.pi / 180.0
-    angle = encoder[:, None] + beam_azimuth[None, :]  # (columns, beams)
-    cos_altitude = np.cos(beam_altitude)
-    direction = np.empty((width, beams, 3))
-    np.multiply(np.cos(angle), cos_altitude, out=direction[..., 0])
-    np.multiply(np.sin(angle), cos_altitude, out=direction[..., 1])
-    direction[..., 2] = np.sin(beam_altitude)
-    offset = np.empty_like(direction)
-    offset[..., 0] = (np.cos(encoder) * along)[:, None] - direction[..., 0] * distance
-    offset[..., 1] = (np.sin(encoder) * along)[:, None] - direction[..., 1] * distance
-    offset[..., 2] = -direction[..., 2] * distance + up
-    rotation = transform[:3, :3]
-    direction = _rotate(direction, rotation)
-    offset = _rotate(offset, rotation)
-    offset += transform[:3, 3]
-    direction *= RANGE_UNIT
-    offset *= RANGE_UNIT
-    return direction.astype(np.float32), offset.astype(np.float32)
+    distinct, beam_of = np.unique(beam_azimuth, return_inverse=True)
+    geometry = _Geometry(
+        distinct, beam_of, np.cos(beam_altitude), np.sin(beam_altitude), along, up, distance
+    )
+    tables = np.empty((2, width, beams, 3), np.float32)  # rounded to float32 when stored
+    # a block of columns at a time: temporaries of 64 kB, which malloc reuses (temporaries
+    # of the whole table came back as fresh pages, a page fault per 4 kB: more than the sums)
+    block = max(1, 8192 // beams)
+    for lo in range(0, width, block):
+        _fill(tables[:, lo : lo + block], encoder[lo : lo + block], geometry, transform)
+    return tables[0], tables[1]
+
+
+class _Geometry(NamedTuple):
+    """Per-beam inputs of the tables (angles in radians, the beam origin in mm)."""
+
+    azimuths: np.ndarray  # the distinct beam azimuths, ascending
+    azimuth_of: np.ndarray  # each beam's index in ``azimuths``
+    cos_altitude: np.ndarray
+    sin_altitude: np.ndarray
+    along: float  # beam_to_lidar_transform (0, 3) and (2, 3)
+    up: float
+    distance: float  # from the lidar origin to the beam origin
+
+
+def _fill(out: np.ndarray, encoder: np.ndarray, beam: _Geometry, transform: np.ndarray) -> None:
+    """``out[0]``, ``out[1]``: direction and offset of the columns at ``encoder`` angles,
+    with XYZLut's operations in its order."""
+    # the cosine and sine of each pixel's angle, once per distinct beam azimuth (sensors
+    # repeat a few over their beams): the same inputs, the same bits
+    angle = encoder[:, None] + beam.azimuths[None, :]  # (columns, distinct azimuths)
+    # x, y: (columns, beams); z: (beams,), the same in every column (broadcast, not copied)
+    direction = (
+        np.cos(angle)[:, beam.azimuth_of] * beam.cos_altitude,
+        np.sin(angle)[:, beam.azimuth_of] * beam.cos_altitude,
+        beam.sin_altitude,
+    )
+    offset = (
+        (np.cos(encoder) * beam.along)[:, None] - direction[0] * beam.distance,
+        (np.sin(encoder) * beam.along)[:, None] - direction[1] * beam.distance,
+        -direction[2] * beam.distance + beam.up,
+    )
+    rotation, shift = transform[:3, :3], transform[:3, 3]
+    for table, (x, y, z), add in ((0, direction, None), (1, offset, shift)):
+        for j in range(3):  # (x, y, z) times the rotation transposed, in XYZLut's order
+            r0, r1, r2 = rotation[j]
+            total = x * r0 + y * r1 + z * r2
+            if add is not None:
+                total += add[j]
+            out[table, ..., j] = total * RANGE_UNIT
