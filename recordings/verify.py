@@ -26,17 +26,8 @@ if TYPE_CHECKING:
 def verify(
     rec: Recording, *, decode: bool = True, progress: Callable[[int], None] | None = None
 ) -> list[RecordingError]:
-    """Check every chunk of ``rec`` (CRC, decode, contents) and the whole; the damage found.
-
-    With ``decode`` (the default) a chunk is decoded, every record's fields
-    checked, and what its meta claims compared with what it holds (frames
-    and first/last ``t`` per sensor, which ``summary()`` and ``info`` show),
-    so a chunk that passes is one every command reads as its meta says.
-    Across chunks, a ``(sensor, seq)`` pair met twice is reported, and the
-    stamp index (1.5), when present, is compared with every chunk's frames.
-    Without ``decode`` only the CRCs are checked. ``progress(1)`` is called
-    per chunk.
-    """
+    """:meth:`Recording.verify <recordings.reader.Recording.verify>` of ``rec``: every
+    problem found is reported in ``rec.damage``, which is returned."""
     seqs: dict[str, list[Any]] = {}
     table = StampChecker(rec.stamp_index(), len(rec.chunks)) if decode else None
     if table is not None and table.problem:

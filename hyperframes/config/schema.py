@@ -15,9 +15,9 @@ from __future__ import annotations
 import sys
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from fusion.errors import ConfigError
 from hyperframes.config.base import StrictModel, _refuse_size
@@ -199,12 +199,21 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Pi
 
 def validate_config(raw: dict[str, Any], *, source: str = "<config>") -> PipelineConfig:
     """Validate an already-parsed config mapping."""
+    return validate_model(PipelineConfig, raw, source=source, what="the config")
+
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def validate_model(model: type[Model], raw: dict[str, Any], *, source: str, what: str) -> Model:
+    """``raw`` validated as ``model``; every problem in one :class:`ConfigError` (its
+    ``problems`` lists them, each as :func:`describe_error` words it)."""
     try:
-        return PipelineConfig.model_validate(raw)
+        return model.model_validate(raw)
     except ValidationError as err:
         problems = [describe_error(source, e) for e in err.errors()]
         error = ConfigError(
-            f"{source}: {len(problems)} problem(s) in the config:\n  " + "\n  ".join(problems)
+            f"{source}: {len(problems)} problem(s) in {what}:\n  " + "\n  ".join(problems)
         )
         error.problems = problems  # type: ignore[attr-defined]
         raise error from None

@@ -21,7 +21,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
 from fusion.errors import ConfigError
 from hyperframes.config.base import StrictModel
@@ -31,7 +31,7 @@ from hyperframes.config.schema import (
     StageConfig,
     SyncConfig,
     WorkerConfig,
-    describe_error,
+    validate_model,
 )
 from hyperframes.config.sources import ReplayConfig
 
@@ -177,15 +177,7 @@ def load_fleet_config(path: str | os.PathLike[str]) -> FleetConfig:
 
 def validate_fleet_config(raw: dict[str, Any], *, source: str = "<run>") -> FleetConfig:
     """Validate an already-parsed run mapping."""
-    try:
-        return FleetConfig.model_validate(raw)
-    except ValidationError as err:
-        problems = [describe_error(source, e) for e in err.errors()]
-        error = ConfigError(
-            f"{source}: {len(problems)} problem(s) in the run file:\n  " + "\n  ".join(problems)
-        )
-        error.problems = problems  # type: ignore[attr-defined]
-        raise error from None
+    return validate_model(FleetConfig, raw, source=source, what="the run file")
 
 
 def _absolute(path: str) -> str:
