@@ -4,9 +4,12 @@ The packets are checked and batched by the sans-I/O
 :class:`~adapters.lidar.ouster_packets.ScanAssembler` (compiled decoding at the
 layout ouster-sdk describes);
 this module moves bytes and keeps the ledger. Offline, a capture is read,
-batched and decoded in a worker thread; live, datagrams are received on the
-event loop (:mod:`adapters.lidar.ouster_udp`) and each finished scan is
-decoded in a worker thread.
+batched and decoded in a worker thread (a capture up to 1 MiB, a scan or two, on
+the event loop: the round trip would cost more than the work); live, datagrams
+are received on the event loop (:mod:`adapters.lidar.ouster_udp`) and each
+finished scan is decoded in a worker thread. The packet layout and beam tables
+come from :func:`~adapters.lidar.ouster_setup.prepare`, made once per metadata
+content in a process.
 
 Ledger (unit: datagram). Every record of a capture and every datagram
 received counts once, on sensor ``<name>`` (lidar, and anything that is not

@@ -7,7 +7,8 @@ grid) goes through a scan's 1 MB point array five or six times and cost about
 walks the columns once (the last copy of each measurement id, its status bit,
 its count of returns), :func:`fill` writes each valid return's 12 fields once,
 x/y/z from the beam intrinsics as ``XYZLut`` does (``range * direction +
-offset``, with float32 tables made from ``XYZLut``'s own).
+offset``, with ``XYZLut``'s tables in float32, from
+:func:`~adapters.lidar.ouster_geometry.beam_tables`).
 
 Nothing here knows a packet layout. :class:`ScanViews` takes zero-copy
 strided views of the joined packets at the byte offsets

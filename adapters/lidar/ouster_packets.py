@@ -8,7 +8,8 @@ firmware and the UDP profile (``LEGACY``, ``RNG19_RFL8_SIG16_NIR16``,
 and the vendor's library, ouster-sdk, knows: its ``PacketFormat`` gives the
 byte layout (:class:`~adapters.lidar.ouster_fast.PacketLayout` learns it and
 checks it against ouster-sdk's own readers), its ``XYZLut`` the beam
-geometry. A scan's packets are kept as bytes and decoded at once by the
+geometry (whose tables :mod:`adapters.lidar.ouster_geometry` computes in numpy,
+bit for bit the same). A scan's packets are kept as bytes and decoded at once by the
 compiled kernels of :mod:`adapters.lidar.ouster_kernel` (the default: measured
 faster than ouster-sdk's own path, and equal to it point for point, see
 BENCHMARKS.md) or numpy views; a profile whose layout does not check out is
