@@ -35,33 +35,27 @@ leaves stamps alone (a virtual clock's times are no dates).
 
 from __future__ import annotations
 
-import dataclasses
 import threading
-import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 import numpy as np
 
 from fusion.errors import UsageError
 from fusion.frames import Frame, FrameGroup, SensorSpec
-from fusion.wallclock import WallClock, sample_anchor
 from recordings.export.generic import json_value
 from recordings.export.groups import GROUP_TOPIC
-from recordings.export.kinds import is_internal
 from recordings.export.live_relay import ClientTraffic, Relay
+from recordings.export.live_sink import Dating, LiveSink
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 RESULTS_TOPIC = "/hyperframes/results/"
 """Prefix of the worker-result topics (``/hyperframes/results/<worker>``)."""
-_ANCHOR_EVERY_S = 1.0
 _RESULT_MAX_VALUES = 65_536  # a bigger array goes out as its shape and dtype only
 _SDK_BACKLOG = 1024  # the SDK's queue towards the relay, drained by a loopback read
-
-Dating = Literal["live"] | WallClock | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +112,7 @@ class FoxgloveServerStatistics:
         return f"{line}, {drops}" if drops else line
 
 
-class FoxgloveServer:
+class FoxgloveServer(LiveSink):
     """A Foxglove WebSocket server fed by a pipeline: a sink (``sinks=[FoxgloveServer()]``).
 
     ``server(group)`` publishes the group's frames (each frame once, even when
@@ -148,32 +142,20 @@ class FoxgloveServer:
                 f"FoxgloveServer: backlog and client_backlog must be >= 1 (and "
                 f"client_backlog_bytes), got {backlog}, {client_backlog} and {client_backlog_bytes}"
             )
+        super().__init__(backlog=backlog, sensors=sensors, dating=dating, dated=dated)
         self.host = host
         self._port = port
         self.name = name
-        self.backlog = backlog
         self.client_backlog = client_backlog
         self.client_backlog_bytes = client_backlog_bytes
         self._relay: Relay | None = None
-        self._dating = dating
-        self._dated = None if dated is None else frozenset(dated)
         self._types = dict(types or {})
-        self._specs: dict[str, SensorSpec] = {s.name: s for s in sensors}
-        self._queue: deque[Frame | FrameGroup] = deque()
-        self._cond = threading.Condition()
-        self._last_seq: dict[str, int] = {}
         self._messages = self._groups = self._unwatched = 0
         self._frames: Counter[str] = Counter()
-        self._dropped: Counter[str] = Counter()
         self._skipped: Counter[tuple[str, str]] = Counter()
         self._server: Any = None
         self._writer: Any = None
         self._results: dict[str, Any] = {}
-        self._thread: threading.Thread | None = None
-        self._closed = False
-        self._error: BaseException | None = None
-        self._anchor_at = 0.0
-        self._wall: WallClock | None = dating if isinstance(dating, WallClock) else None
         self._listener = _Subscriptions()
 
     # -- lifetime ----------------------------------------------------------------
@@ -234,14 +216,8 @@ class FoxgloveServer:
 
     def close(self) -> None:
         """Stop the server: queued items are dropped (counted), clients disconnected."""
-        if self._closed:
+        if not self._close_queue():
             return
-        with self._cond:
-            self._closed = True
-            for item in self._queue:
-                self._count_drop(item)
-            self._queue.clear()
-            self._cond.notify_all()
         if self._thread is not None:
             self._thread.join(timeout=5)
         if self._server is not None:
@@ -250,15 +226,6 @@ class FoxgloveServer:
             self._relay.close()
         if self._writer is not None:
             self._writer.close()
-
-    def __enter__(self) -> FoxgloveServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    async def aclose(self) -> None:
-        self.close()
 
     # -- feeding (never blocks) -------------------------------------------------------
 
@@ -269,51 +236,11 @@ class FoxgloveServer:
             with self._cond:
                 self._writer.declare(spec)
 
-    def publish(self, frame: Frame) -> None:
-        """Queue ``frame`` for the live view; the oldest queued item makes room (counted).
-
-        In a :class:`~fusion.Pipeline` this is its frame tap: every aligned frame,
-        grouped or not, as the recorder gets them."""
-        if is_internal(frame.sensor):
-            return
-        if frame.seq > self._last_seq.get(frame.sensor, -1):
-            self._last_seq[frame.sensor] = frame.seq
-        self._put(frame)
-
-    def __call__(self, group: FrameGroup) -> None:
-        """The sink: members not published yet (none under a pipeline's tap), then the
-        group marker and the worker results."""
-        for frame in group.members():
-            if frame.seq > self._last_seq.get(frame.sensor, -1):
-                self.publish(frame)
-        self._put(group)
-
-    def _put(self, item: Frame | FrameGroup) -> None:
-        if self._server is None:
-            self.start()
-        with self._cond:
-            if self._closed:
-                self._count_drop(item)
-                return
-            if len(self._queue) >= self.backlog:
-                self._count_drop(self._queue.popleft())
-            self._queue.append(item)
-            self._cond.notify()
-
-    def _count_drop(self, item: Frame | FrameGroup) -> None:
-        self._dropped["groups" if isinstance(item, FrameGroup) else item.sensor] += 1
-
     # -- the encoder thread --------------------------------------------------------------
 
     def _run(self) -> None:
         writer = self._writer
-        while True:
-            with self._cond:
-                while not self._queue and not self._closed:
-                    self._cond.wait()
-                if self._closed:
-                    return
-                item = self._queue.popleft()
+        while (item := self._take()) is not None:
             # Encoding runs outside the lock: publish() never waits for it.
             try:
                 done = self._log_group(item) if isinstance(item, FrameGroup) else self._log(item)
@@ -330,27 +257,7 @@ class FoxgloveServer:
                 self._groups += done.groups
                 if len(writer.skipped) != len(self._skipped) or done.skipped:
                     self._skipped = Counter(writer.skipped)
-
-    def _date(self, t: int) -> int:
-        if self._dating == "live":
-            now = time.monotonic()
-            if self._wall is None or now - self._anchor_at >= _ANCHOR_EVERY_S:
-                self._wall = WallClock([sample_anchor()])
-                self._anchor_at = now
-        return t if self._wall is None else self._wall.to_utc(t)
-
-    def _dates(self, sensor: str) -> bool:
-        return self._dating is not None and (self._dated is None or sensor in self._dated)
-
-    def _dated_frame(self, frame: Frame) -> Frame:
-        if not self._dates(frame.sensor):
-            return frame
-        t_arrival = frame.t_arrival
-        return dataclasses.replace(
-            frame,
-            t=self._date(frame.t),
-            t_arrival=None if t_arrival is None else self._date(t_arrival),
-        )
+                self._busy = False
 
     def _log(self, frame: Frame) -> _Done:
         writer = self._writer
@@ -368,16 +275,7 @@ class FoxgloveServer:
         )
 
     def _log_group(self, group: FrameGroup) -> _Done:
-        members = {
-            name: [self._dated_frame(f) for f in item]
-            if isinstance(item, list)
-            else self._dated_frame(item)
-            for name, item in group.frames.items()
-            if not is_internal(name)
-        }
-        reference = next(iter(group.members()), None)
-        dated = reference is None or self._dates(reference.sensor)
-        t = self._date(group.t) if dated else group.t
+        members, t = self._dated_members(group)
         marker = FrameGroup(t, members, group.missing)
         messages = 0
         if len(members) > 1 and not self._writer.unwatched(GROUP_TOPIC):
@@ -430,11 +328,6 @@ class FoxgloveServer:
                 skipped=Counter(self._skipped),
                 traffic=() if self._relay is None else self._relay.traffic(),
             )
-
-    @property
-    def last_error(self) -> BaseException | None:
-        """The last error raised while encoding (the item was dropped and counted)."""
-        return self._error
 
 
 class _Subscriptions:

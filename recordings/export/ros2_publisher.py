@@ -38,10 +38,9 @@ header stamps, byte for byte.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,12 +48,10 @@ from typing import Any
 from adapters.ros2.qos import DEFAULT, TopicQos
 from fusion.errors import UsageError
 from fusion.frames import Frame, FrameGroup, SensorSpec
-from fusion.wallclock import WallClock, sample_anchor
+from fusion.wallclock import WallClock
 from recordings.export.groups import GROUP_TOPIC
-from recordings.export.kinds import is_internal
+from recordings.export.live_sink import Dating, LiveSink
 from recordings.export.ros2_dds import DdsMessages
-
-_ANCHOR_EVERY_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +109,7 @@ class Ros2PublisherStatistics:
         return f"{line}, {losses}" if losses else line
 
 
-class Ros2Publisher:
+class Ros2Publisher(LiveSink):
     """Frames, sync groups and worker results as ROS 2 topics over DDS (module docstring).
 
     ``Ros2Publisher(domain_id=0, config=None, qos=DEFAULT)``: ``config`` is a
@@ -133,7 +130,7 @@ class Ros2Publisher:
         config: str | None = None,
         qos: TopicQos = DEFAULT,
         sensors: Iterable[SensorSpec] = (),
-        dating: str | WallClock | None = "live",
+        dating: Dating = "live",
         dated: Iterable[str] | None = None,
         types: Mapping[str, str] | None = None,
         topic_prefix: str = "/",
@@ -151,34 +148,21 @@ class Ros2Publisher:
             raise UsageError(
                 f"Ros2Publisher: dating must be 'live', a WallClock or None: {dating!r}"
             )
+        super().__init__(backlog=backlog, sensors=sensors, dating=dating, dated=dated)
         self.domain_id = domain_id
         self.config = config
         self.qos = qos
-        self.backlog = backlog
         self.subscribers = subscribers
         self.match_timeout_s = match_timeout_s
         self.max_blocking_ns = int(max_blocking_s * 1e9)
         self._types = dict(types or {})
         self._prefix = topic_prefix
-        self._specs: dict[str, SensorSpec] = {s.name: s for s in sensors}
-        self._dating = dating
-        self._dated = None if dated is None else frozenset(dated)
-        self._wall: WallClock | None = dating if isinstance(dating, WallClock) else None
-        self._anchor_at = 0.0
-        self._queue: deque[Frame | FrameGroup] = deque()
-        self._cond = threading.Condition()
-        self._busy = False
-        self._last_seq: dict[str, int] = {}
         self._frames: Counter[str] = Counter()
-        self._dropped: Counter[str] = Counter()
         self._failed: Counter[tuple[str, str]] = Counter()
         self._skipped: Counter[tuple[str, str]] = Counter()
         self._groups = 0
         self._encoder: DdsMessages | None = None
         self._participant: Any = None
-        self._thread: threading.Thread | None = None
-        self._closed = False
-        self._error: BaseException | None = None
 
     # -- lifetime ----------------------------------------------------------------
 
@@ -220,29 +204,14 @@ class Ros2Publisher:
 
     def close(self) -> None:
         """Stop: queued items are dropped (counted); :meth:`flush` first to send them."""
-        if self._closed:
+        if not self._close_queue():
             return
-        with self._cond:
-            self._closed = True
-            for item in self._queue:
-                self._count_drop(item)
-            self._queue.clear()
-            self._cond.notify_all()
         if self._thread is not None:
             self._thread.join(timeout=5)
         if self._encoder is not None:
             self._encoder.close()
         if self._participant is not None:
             self._participant.close()
-
-    def __enter__(self) -> Ros2Publisher:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    async def aclose(self) -> None:
-        self.close()
 
     # -- feeding (never blocks) -------------------------------------------------------
 
@@ -253,49 +222,10 @@ class Ros2Publisher:
             if self._encoder is not None:
                 self._encoder.declare(spec)
 
-    def publish(self, frame: Frame) -> None:
-        """Queue ``frame``; the oldest queued item makes room (counted). In a
-        :class:`~fusion.Pipeline` this is its frame tap: every aligned frame, grouped or not."""
-        if is_internal(frame.sensor):
-            return
-        if frame.seq > self._last_seq.get(frame.sensor, -1):
-            self._last_seq[frame.sensor] = frame.seq
-        self._put(frame)
-
-    def __call__(self, group: FrameGroup) -> None:
-        """The sink: members not published yet (none under a pipeline's tap), then the
-        group marker and the worker results."""
-        for frame in group.members():
-            if frame.seq > self._last_seq.get(frame.sensor, -1):
-                self.publish(frame)
-        self._put(group)
-
-    def _put(self, item: Frame | FrameGroup) -> None:
-        if self._participant is None:
-            self.start()
-        with self._cond:
-            if self._closed:
-                self._count_drop(item)
-                return
-            if len(self._queue) >= self.backlog:
-                self._count_drop(self._queue.popleft())
-            self._queue.append(item)
-            self._cond.notify_all()
-
-    def _count_drop(self, item: Frame | FrameGroup) -> None:
-        self._dropped["groups" if isinstance(item, FrameGroup) else item.sensor] += 1
-
     # -- the publisher thread --------------------------------------------------------------
 
     def _run(self) -> None:
-        while True:
-            with self._cond:
-                while not self._queue and not self._closed:
-                    self._cond.wait()
-                if self._closed:
-                    return
-                item = self._queue.popleft()
-                self._busy = True
+        while (item := self._take()) is not None:
             # Encoding and writing run outside the lock: publish() never waits for them.
             try:
                 if isinstance(item, FrameGroup):
@@ -321,27 +251,6 @@ class Ros2Publisher:
                 self._busy = False
                 self._cond.notify_all()
 
-    def _date(self, t: int) -> int:
-        if self._dating == "live":
-            now = time.monotonic()
-            if self._wall is None or now - self._anchor_at >= _ANCHOR_EVERY_S:
-                self._wall = WallClock([sample_anchor()])
-                self._anchor_at = now
-        return t if self._wall is None else self._wall.to_utc(t)
-
-    def _dates(self, sensor: str) -> bool:
-        return self._dating is not None and (self._dated is None or sensor in self._dated)
-
-    def _dated_frame(self, frame: Frame) -> Frame:
-        if not self._dates(frame.sensor):
-            return frame
-        t_arrival = frame.t_arrival
-        return dataclasses.replace(
-            frame,
-            t=self._date(frame.t),
-            t_arrival=None if t_arrival is None else self._date(t_arrival),
-        )
-
     def _write_frame(self, frame: Frame) -> str | None:
         """Publish one frame; its sensor when some subscriber got it."""
         encoder = self._encoder
@@ -362,16 +271,7 @@ class Ros2Publisher:
     def _write_group(self, group: FrameGroup) -> None:
         encoder = self._encoder
         assert encoder is not None
-        members = {
-            name: [self._dated_frame(f) for f in item]
-            if isinstance(item, list)
-            else self._dated_frame(item)
-            for name, item in group.frames.items()
-            if not is_internal(name)
-        }
-        reference = next(iter(group.members()), None)
-        dated = reference is None or self._dates(reference.sensor)
-        t = self._date(group.t) if dated else group.t
+        members, t = self._dated_members(group)
         if len(members) > 1:
             if encoder.unmatched_topic(GROUP_TOPIC):
                 encoder.count_unmatched(GROUP_TOPIC)
@@ -404,11 +304,6 @@ class Ros2Publisher:
                     subscribers=encoder.matched(),
                     notes=tuple(encoder.notes),
                 )
-
-    @property
-    def last_error(self) -> BaseException | None:
-        """The last error raised while publishing (the item was dropped and counted)."""
-        return self._error
 
     def wait_subscribers(self, topic: str, count: int = 1, timeout_s: float = 10.0) -> bool:
         """Block until ``topic`` (opened already) has ``count`` matched subscribers, at most
