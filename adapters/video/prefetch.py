@@ -7,6 +7,14 @@ the thread crosses into the loop only when the consumer is actually waiting,
 and then without waiting for it (``call_soon_threadsafe`` on asyncio), so the
 decoder never stalls on the loop's scheduling.
 
+``wake_after`` batches those crossings: a waiting consumer is woken once that
+many frames are queued (a control item, or the producer finishing, wakes it at
+once). Each crossing costs the loop a self-pipe read, a selector pass and a task
+step, and the decoder a socket write; waking once per ``wake_after`` frames
+divides that by ``wake_after`` while the consumer keeps up, at the cost of
+handing the first frames over ``wake_after - 1`` frames later. Files use it;
+live inputs wake per frame (latency matters more there).
+
 When the queue is full:
 
 * ``drop_oldest=False`` (files): the thread waits for room. This is the
@@ -40,10 +48,13 @@ T = TypeVar("T")
 class Prefetch(Generic[T]):
     """Bounded thread -> event-loop queue with a high-water mark."""
 
-    def __init__(self, capacity: int, *, drop_oldest: bool = False) -> None:
+    def __init__(self, capacity: int, *, drop_oldest: bool = False, wake_after: int = 1) -> None:
         if capacity < 1:
             raise ConfigError(f"prefetch capacity must be >= 1, got {capacity}")
+        if not 1 <= wake_after <= capacity:
+            raise ConfigError(f"wake_after must be in 1..{capacity}, got {wake_after}")
         self.capacity = capacity
+        self.wake_after = wake_after
         self.drop_oldest = drop_oldest
         self.high_water = 0
         self._items: deque[tuple[T, bool]] = deque()
@@ -79,7 +90,11 @@ class Prefetch(Generic[T]):
             if droppable:
                 self._frames += 1
                 self.high_water = max(self.high_water, self._frames)
-            waiter, self._waiter = self._waiter, None
+            waiter = self._waiter
+            if waiter is not None and (not droppable or self._frames >= self.wake_after):
+                self._waiter = None  # the room wait above needs capacity >= wake_after
+            else:
+                waiter = None
         if waiter is not None and not self._wake(waiter):
             return None
         return evicted

@@ -267,7 +267,11 @@ class VideoSource(Source):
 
     async def frames(self) -> AsyncIterator[Frame]:
         """Decode the input, yielding frames in presentation order, until it ends."""
-        queue: Prefetch[Event] = Prefetch(self.prefetch, drop_oldest=self.live)
+        # A file's consumer is woken once per half queue, a live one per frame.
+        wake_after = 1 if self.live else max(1, self.prefetch // 2)
+        queue: Prefetch[Event] = Prefetch(
+            self.prefetch, drop_oldest=self.live, wake_after=wake_after
+        )
         decoder = DecoderThread(self.options, queue, current_clock())
         self._decoder = decoder
         decoder.start()

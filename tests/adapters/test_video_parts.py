@@ -11,6 +11,7 @@ import anyio
 import av
 import numpy as np
 import pytest
+from anyio import wait_all_tasks_blocked
 from av.codec.hwaccel import hwdevices_available
 from av.video.reformatter import VideoReformatter
 from hypothesis import given
@@ -22,6 +23,7 @@ from adapters.video.convert import Payload
 from adapters.video.hwaccel import AUTO_ORDER, HWAccelReport
 from adapters.video.prefetch import Prefetch
 from adapters.video.synth import write_video
+from fusion.errors import ConfigError
 
 
 class TestTimeline:
@@ -129,6 +131,62 @@ class TestPrefetch:
         queue.finish()
         got = [await queue.get() for _ in range(3)]
         assert got == ["error", "f1", "f2"]
+
+    async def test_a_waiting_consumer_is_woken_once_per_wake_after_frames(self) -> None:
+        queue: Prefetch[object] = Prefetch(4, wake_after=3)
+        got: list[object] = []
+
+        async def consume() -> None:
+            while True:
+                try:
+                    got.append(await queue.get())
+                except anyio.EndOfStream:
+                    return
+
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(consume)
+                await wait_all_tasks_blocked()
+                queue.put(1)
+                queue.put(2)
+                await wait_all_tasks_blocked()
+                assert got == []  # two frames: the consumer sleeps on
+                queue.put(3)
+                await wait_all_tasks_blocked()
+                assert got == [1, 2, 3]
+                queue.put("error", droppable=False)  # a control item wakes it at once
+                await wait_all_tasks_blocked()
+                assert got == [1, 2, 3, "error"]
+                queue.put(4)
+                queue.finish()  # and so does the end
+        assert got == [1, 2, 3, "error", 4]
+
+    @given(capacity=st.integers(1, 6), data=st.data())
+    def test_every_frame_arrives_in_order_whatever_wake_after(
+        self, capacity: int, data: st.DataObject
+    ) -> None:
+        wake_after = data.draw(st.integers(1, capacity))
+        n = data.draw(st.integers(0, 40))
+        queue: Prefetch[int] = Prefetch(capacity, wake_after=wake_after)
+        thread = threading.Thread(target=lambda: [*map(queue.put, range(n)), queue.finish()])
+
+        async def consume() -> list[int]:
+            got = []
+            with anyio.fail_after(10):
+                while True:
+                    try:
+                        got.append(await queue.get())
+                    except anyio.EndOfStream:
+                        return got
+
+        thread.start()
+        assert anyio.run(consume) == list(range(n))
+        thread.join(5)
+
+    @pytest.mark.parametrize("wake_after", [0, 3])
+    def test_wake_after_must_fit_the_queue(self, wake_after: int) -> None:
+        with pytest.raises(ConfigError, match="wake_after"):
+            Prefetch(2, wake_after=wake_after)
 
     def test_close_releases_a_blocked_producer(self) -> None:
         queue: Prefetch[int] = Prefetch(1)
