@@ -86,6 +86,7 @@ from adapters.video.probe import (
     presents,
     scan,
     select_stream,
+    with_first_frame,
 )
 from adapters.video.tail import Tail
 from adapters.video.timestamps import Timeline
@@ -178,6 +179,9 @@ class DecoderThread:
         self._timeline: Timeline | None = None
         self._continuity = Continuity(int(opts.jump_threshold * 1e9))
         self._burst: OpeningBurst[Decoded] = OpeningBurst()
+        self._opened: Opened | None = None
+        """A file's ``Opened``, held until its first frame completes the description."""
+        self._first_format: str | None = None
 
     def start(self) -> None:
         self._thread.start()
@@ -234,12 +238,18 @@ class DecoderThread:
                 if connection and self._last_arrival is not None:
                     self._pending_gap = Reconnected(attempts, None)
                 info = self._describe(container, stream)
-                self._emit(Opened(info, report, connection))
+                self._first_format = None
+                if opts.live:
+                    self._emit(Opened(info, report, connection))
+                else:  # said with the first event, once the first frame has been seen
+                    self._opened = Opened(info, report, connection)
                 self._burst.restart()
                 self._decode(container, stream, report, connection)
+                self._announce()
                 self._queue(self._burst.flush())
                 return  # end of file (or of a live stream that says it ended)
             except _HardwareFailed as err:
+                self._opened = None  # said again by the software open
                 report.refuse(report.used or "hardware", str(err))
                 report.used = None
                 self._software_only = True  # reopen at once, in software
@@ -328,8 +338,10 @@ class DecoderThread:
         return container, stream, report
 
     def _describe(self, container: InputContainer, stream: VideoStream) -> VideoInfo:
-        """:class:`VideoInfo`; a file is also scanned (on its own handle) for the display
-        matrix, frame steps and discard flags, a live input described from its headers."""
+        """:class:`VideoInfo`; a file is also scanned (on its own handle) for frame steps
+        and discard flags, a live input described from its headers. The display matrix
+        (and a pixel format the header lacks) come from the first frame this decoder
+        decodes (:meth:`_announce`), not from decoding it a second time in the scan."""
         opts = self.opts
         found = None
         if not opts.live:
@@ -339,7 +351,8 @@ class DecoderThread:
                 peek = None
             if peek is not None:
                 try:
-                    found = scan(peek, select_stream(peek, opts.url, opts.stream_index))
+                    stream_peek = select_stream(peek, opts.url, opts.stream_index)
+                    found = scan(peek, stream_peek, decode=False)
                 finally:
                     peek.close()
         return describe(
@@ -464,6 +477,7 @@ class DecoderThread:
         if self._turn is None:
             turn = frame_orientation(frame)
             self._turn = turn
+            self._first_format = frame.format.name
             if self.opts.rotate == "auto" and turn.exact:
                 self._converter.orientation = turn
         lost = ledger.received(frame.pts)
@@ -607,6 +621,8 @@ class DecoderThread:
         clock model must see it).
         """
         backlog = len(items) > 1
+        if items and self._opened is not None:
+            self._announce()
         for item in items:
             if self.stopping:
                 return
@@ -654,7 +670,21 @@ class DecoderThread:
     def _emit_lost(self, reason: str, pts: int | None, t_sensor: int | None, detail: str) -> None:
         self._emit(Skipped(FrameLost(reason, detail, pts=pts, t_sensor=t_sensor)))
 
+    def _announce(self) -> None:
+        """Say a file's held ``Opened``, completed from its first frame if one was seen."""
+        opened, self._opened = self._opened, None
+        if opened is None:
+            return
+        if self._turn is not None:
+            # A hardware frame's format names the device surface, not the pixels.
+            pix_fmt = None if opened.hwaccel.used else self._first_format
+            info = with_first_frame(opened.info, self._turn, pix_fmt, self.opts.size)
+            opened = Opened(info, opened.hwaccel, opened.connection)
+        self._emit(opened)
+
     def _emit(self, event: Event) -> None:
+        if self._opened is not None:
+            self._announce()  # nothing is said about an input before that it is open
         if self.prefetch.put(event, droppable=False) is None:
             self._stop.set()
 

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import os
@@ -248,11 +249,19 @@ SCAN_PACKETS = 300
 """Packets :func:`scan` demuxes (not decodes) to measure frame steps and discard flags."""
 
 
-def scan(container: InputContainer, stream: VideoStream, packets: int = SCAN_PACKETS) -> Scan:
+def scan(
+    container: InputContainer,
+    stream: VideoStream,
+    packets: int = SCAN_PACKETS,
+    *,
+    decode: bool = True,
+) -> Scan:
     """Demux the first ``packets`` packets of ``stream`` and decode up to its first frame.
 
     The display matrix is stream side data that PyAV shows only on decoded
-    frames, so the first frame is decoded; the rest is demuxed only. Leaves
+    frames, so the first frame is decoded; the rest is demuxed only.
+    ``decode=False`` skips that decode (the caller reads the first frame itself
+    and completes the description with :func:`with_first_frame`). Leaves
     ``container`` at an unknown position: use a container opened for this.
     """
     pts: list[int] = []
@@ -271,7 +280,7 @@ def scan(container: InputContainer, stream: VideoStream, packets: int = SCAN_PAC
                 discarded += 1
             elif packet.pts is not None and presents(packet, codec):
                 pts.append(packet.pts)
-            if first is None:
+            if first is None and decode:
                 try:
                     frames = ctx.decode(packet)
                 except av.error.FFmpegError:
@@ -280,7 +289,7 @@ def scan(container: InputContainer, stream: VideoStream, packets: int = SCAN_PAC
                     first = frames[0]
             if n >= packets:
                 break
-        if first is None:
+        if first is None and decode:
             try:
                 frames = ctx.decode(None)
                 first = frames[0] if frames else None
@@ -413,6 +422,28 @@ def describe(
         edit_list=edit,
         discarded_packets=found.discarded,
         packets_scanned=found.packets,
+    )
+
+
+def with_first_frame(
+    info: VideoInfo,
+    orientation: Orientation,
+    pix_fmt: str | None,
+    size: tuple[int, int] | None = None,
+) -> VideoInfo:
+    """``info`` completed from the stream's first decoded frame: its display matrix and,
+    where the header had none, its pixel format (what :func:`scan` decodes it for)."""
+    pix_fmt = info.pix_fmt or pix_fmt
+    out_w, out_h = info.output_width, info.output_height
+    if size is None and info.rotate == "auto":
+        out_w, out_h = orientation.shape(info.width, info.height)
+    return dataclasses.replace(
+        info,
+        orientation=orientation,
+        pix_fmt=pix_fmt,
+        bit_depth=_bit_depth(pix_fmt),
+        output_width=out_w,
+        output_height=out_h,
     )
 
 

@@ -184,6 +184,26 @@ class TestRealClips:
             assert info.hdr
             assert info.color_space == "bt2020nc"
 
+    @pytest.mark.parametrize(
+        ("name", "rotate"),
+        [(n, "auto") for n in FILES]
+        + [(n, "none") for n in FILES if video_of(n)["rotation_deg"] is not None],
+    )
+    async def test_the_source_describes_the_file_as_probe_video_does(
+        self, name: str, rotate: str
+    ) -> None:
+        # VideoSource takes the display matrix from its own first frame; probe_video
+        # decodes a first frame in its scan. Said before the first frame, or at the end.
+        seen: list[VideoInfo | None] = []
+        async with VideoSource(REAL / name, rotate=rotate) as src:
+            with anyio.fail_after(60):
+                async for _ in src.frames():
+                    seen.append(src.info)
+                    break
+        assert src.info is not None
+        assert src.info == probe_video(str(REAL / name), rotate=rotate)
+        assert all(info is src.info for info in seen)
+
     @needs_ffmpeg
     @pytest.mark.parametrize(
         ("name", "rotate"),
