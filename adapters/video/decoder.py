@@ -25,7 +25,7 @@ frames held for reordering under frame threading), the stream's tail is
 decoded again on one thread (:mod:`~adapters.video.tail`) and what never
 came out is delivered: the result is the same at every thread count.
 
-Opening tries the hardware devices from :mod:`adapters.video.hwaccel` first,
+Opening (:mod:`adapters.video.opening`) tries the hardware devices first,
 each verified by decoding the first frame on it; any failure before that first
 frame closes the input and tries the next device, then software.
 
@@ -50,7 +50,6 @@ import logging
 import math
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import av
@@ -61,7 +60,7 @@ from av.video.stream import VideoStream
 from adapters.errors import DecodeError, SourceOpenError
 from adapters.video import hwaccel as hw
 from adapters.video import interrupt
-from adapters.video.convert import PixelConverter, PixelFormat
+from adapters.video.convert import PixelConverter
 from adapters.video.events import (
     Decoded,
     DecoderError,
@@ -76,15 +75,19 @@ from adapters.video.events import (
     Skipped,
 )
 from adapters.video.ledger import PacketLedger
+from adapters.video.opening import (
+    DecodeOptions,
+    codec_params,
+    describe_input,
+    open_decoding,
+    transient,
+)
 from adapters.video.orientation import Orientation
 from adapters.video.prefetch import Prefetch
 from adapters.video.probe import (
-    VideoInfo,
-    describe,
     frame_orientation,
     open_input,
     presents,
-    scan,
     select_stream,
     with_first_frame,
 )
@@ -97,44 +100,6 @@ log = logging.getLogger("adapters.video")
 
 _VERIFY_PACKETS = 64
 """Packets a hardware decoder may take to produce its first frame before we give up on it."""
-
-
-@dataclass(frozen=True, slots=True)
-class DecodeOptions:
-    """Everything the decoder thread needs; built and validated by ``VideoSource``."""
-
-    url: str
-    stream_index: int = 0
-    live: bool = False
-    input_format: str | None = None
-    options: dict[str, str] = field(default_factory=dict)
-    pixel_format: PixelFormat = "rgb24"
-    size: tuple[int, int] | None = None
-    interpolation: str = "bilinear"
-    threads: int = 0
-    thread_type: str = "AUTO"
-    sws_threads: int = 1
-    reuse_buffers: bool = False
-    hwaccel: str | None = None
-    hwaccel_device: str | None = None
-    hwaccel_timeout: float = 5.0
-    origin_pts: int | None = 0
-    """Subtracted from every PTS; ``None``: the stream's start PTS (first frame at 0)."""
-    drop_corrupt: bool = True
-    open_timeout: float | None = 10.0
-    read_timeout: float | None = None
-    reconnect: bool = True
-    backoff_initial: float = 0.1
-    backoff_max: float = 5.0
-    max_reconnects: int | None = None
-    rotate: str = "auto"
-    """``"auto"``: turn frames upright by the display matrix; ``"none"``: as stored."""
-    jump_threshold: float = 1.0
-    """Seconds: timestamps jumping by more than this (against arrival) start a new
-    segment; silences longer than this are reported as gaps."""
-    keep_packets: bool = False
-    """Attach each frame's demuxed packets (``meta["packets"]``) and the stream's
-    decoder parameters (``meta["codec"]``), for recording without re-encoding."""
 
 
 _BURST_BYTES = 256 << 20
@@ -223,11 +188,12 @@ class DecoderThread:
         attempts = 0
         while not self.stopping:
             try:
-                container, stream, report = self._open()
+                container, stream = open_decoding(opts, self._report, self._devices)
+                report = self._report
             except SourceOpenError as err:
                 if self.stopping:
                     return
-                if not (opts.live and opts.reconnect and _transient(err)):
+                if not (opts.live and opts.reconnect and transient(err)):
                     raise
                 self._emit(OpenFailed(str(err), attempts, self._delay(attempts)))
                 if not self._backoff(attempts, str(err)):
@@ -237,7 +203,7 @@ class DecoderThread:
             try:
                 if connection and self._last_arrival is not None:
                     self._pending_gap = Reconnected(attempts, None)
-                info = self._describe(container, stream)
+                info = describe_input(container, stream, opts)
                 self._first_format = None
                 if opts.live:
                     self._emit(Opened(info, report, connection))
@@ -269,6 +235,14 @@ class DecoderThread:
             finally:
                 container.close()
 
+    def _devices(self, codec: av.Codec) -> list[str]:
+        """The hardware devices to try for ``codec``: none once they were all refused."""
+        if self._software_only:
+            return []
+        devices = hw.candidates(self.opts.hwaccel, codec, self._report)
+        self._software_only = not devices  # reasons are given once, not per reconnect
+        return devices
+
     def _delay(self, attempt: int) -> float | None:
         """Seconds before retry ``attempt``, or None when there is none."""
         opts = self.opts
@@ -291,78 +265,6 @@ class DecoderThread:
         log.info("video %s: reconnecting in %.2f s (%s)", opts.url, delay, reason)
         # Real time on purpose: the socket timeouts that got us here are real time too.
         return not self._stop.wait(delay) and not self.prefetch.closed
-
-    def _open(self) -> tuple[InputContainer, VideoStream, hw.HWAccelReport]:
-        """Open the input on the first device that decodes, else in software."""
-        opts = self.opts
-        report = self._report
-        timeout = (opts.open_timeout, opts.read_timeout)
-        container = open_input(
-            opts.url, input_format=opts.input_format, options=opts.options, timeout=timeout
-        )
-        stream = select_stream(container, opts.url, opts.stream_index)
-        devices: list[str] = []
-        if not self._software_only:
-            devices = hw.candidates(opts.hwaccel, stream.codec_context.codec, report)
-            self._software_only = not devices  # reasons are given once, not per reconnect
-        for device in devices:
-            reason = hw.probe_device(
-                device, stream.codec_context.codec, opts.hwaccel_device, opts.hwaccel_timeout
-            )
-            if reason is not None:
-                report.refuse(device, reason)
-                continue
-            container.close()
-            try:
-                container = open_input(
-                    opts.url,
-                    input_format=opts.input_format,
-                    options=opts.options,
-                    timeout=timeout,
-                    hwaccel=hw.make(device, opts.hwaccel_device),
-                )
-            except SourceOpenError as err:
-                report.refuse(device, f"the input would not open with it ({err.__cause__ or err})")
-            else:
-                stream = select_stream(container, opts.url, opts.stream_index)
-                if stream.codec_context.is_hwaccel:
-                    report.used = device
-                    return container, stream, report
-                report.refuse(device, "the decoder did not attach the device")
-                container.close()
-            container = open_input(
-                opts.url, input_format=opts.input_format, options=opts.options, timeout=timeout
-            )
-            stream = select_stream(container, opts.url, opts.stream_index)
-        self._configure_threads(stream)
-        return container, stream, report
-
-    def _describe(self, container: InputContainer, stream: VideoStream) -> VideoInfo:
-        """:class:`VideoInfo`; a file is also scanned (on its own handle) for frame steps
-        and discard flags, a live input described from its headers. The display matrix
-        (and a pixel format the header lacks) come from the first frame this decoder
-        decodes (:meth:`_announce`), not from decoding it a second time in the scan."""
-        opts = self.opts
-        found = None
-        if not opts.live:
-            try:
-                peek = open_input(opts.url, input_format=opts.input_format, options=opts.options)
-            except SourceOpenError:
-                peek = None
-            if peek is not None:
-                try:
-                    stream_peek = select_stream(peek, opts.url, opts.stream_index)
-                    found = scan(peek, stream_peek, decode=False)
-                finally:
-                    peek.close()
-        return describe(
-            container, stream, opts.url, opts.live, found=found, rotate=opts.rotate, size=opts.size
-        )
-
-    def _configure_threads(self, stream: VideoStream) -> None:
-        ctx = stream.codec_context
-        ctx.thread_type = self.opts.thread_type
-        ctx.thread_count = self.opts.threads
 
     def _decode(
         self,
@@ -389,7 +291,7 @@ class DecoderThread:
         verifying = report.used is not None
         delivered = 0
         self._kept = []
-        self._codec = _codec_params(stream, opts.pixel_format) if opts.keep_packets else None
+        self._codec = codec_params(stream, opts.pixel_format) if opts.keep_packets else None
         self._turn = None
         self._last_pts = None
         self._held = []
@@ -692,25 +594,3 @@ class DecoderThread:
 def _order(pts: int | None) -> float:
     """Sort key of a PTS: frames without one sort first (they are delivered as they come)."""
     return -math.inf if pts is None else pts
-
-
-def _codec_params(stream: VideoStream, pixel_format: str) -> dict[str, Any]:
-    """What a decoder of this stream's packets needs (see :mod:`recordings.video.packets`)."""
-    ctx = stream.codec_context
-    extradata = ctx.extradata
-    return {
-        "codec": ctx.codec.name,
-        "width": ctx.width,
-        "height": ctx.height,
-        "pix_fmt": ctx.pix_fmt or "",
-        "format": pixel_format if pixel_format in ("rgb24", "bgr24", "gray") else "rgb24",
-        "extradata": bytes(extradata) if extradata else None,
-    }
-
-
-def _transient(err: SourceOpenError) -> bool:
-    """Open failures worth retrying on a live input: timeouts, refused or reset connections."""
-    cause = err.__cause__
-    return isinstance(cause, (OSError, EOFError, av.error.ExitError)) and not isinstance(
-        cause, (av.error.FileNotFoundError, av.error.ProtocolNotFoundError)
-    )

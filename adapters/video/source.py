@@ -26,7 +26,7 @@ import anyio
 
 from adapters.video import hwaccel as hw
 from adapters.video.convert import PIXEL_FORMATS, PixelFormat
-from adapters.video.decoder import DecodeOptions, DecoderThread
+from adapters.video.decoder import DecoderThread
 from adapters.video.events import (
     Decoded,
     DecoderError,
@@ -41,6 +41,7 @@ from adapters.video.events import (
     Skipped,
 )
 from adapters.video.hwaccel import HWAccelReport
+from adapters.video.opening import DecodeOptions
 from adapters.video.prefetch import Prefetch
 from adapters.video.probe import VideoInfo, check_path, is_live
 from fusion.clock import ClockModel
