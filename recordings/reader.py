@@ -382,9 +382,14 @@ class Recording(ChunkLocator):
         """Sensors, counts, time range, sizes: from chunk metas, nothing decompressed."""
         counts: dict[str, int] = {}
         ranges: dict[str, tuple[int, int]] = {}
+        # A meta declaring more frames than a reader decodes is refused as damaged
+        # when read; its count is the file's word only, so no total adds it.
+        limit = self.limits.max_chunk_frames
+        overcounted = tuple(c.index for c in self.chunks if c.count > limit)
         for c in self.chunks:
             for name, n, (a, b) in zip(c.sensors, c.counts, c.ranges, strict=True):
-                counts[name] = counts.get(name, 0) + n
+                if c.count <= limit:
+                    counts[name] = counts.get(name, 0) + n
                 lo, hi = ranges.get(name, (a, b))
                 ranges[name] = (min(lo, a), max(hi, b))
         names = list(self.specs) + [n for n in counts if n not in self.specs]
@@ -401,7 +406,7 @@ class Recording(ChunkLocator):
             path=self.path,
             version=self.version,
             sensors=MappingProxyType(sensors),
-            count=sum(c.count for c in self.chunks),
+            count=sum(c.count for c in self.chunks if c.count <= limit),
             chunks=len(self.chunks),
             t_start=min((c.t_start for c in self.chunks), default=None),
             t_end=max((c.t_end for c in self.chunks), default=None),
@@ -414,6 +419,7 @@ class Recording(ChunkLocator):
             wall_clock=self.wall_clock,
             dated=self.dated,
             ledgers=MappingProxyType(dict(self.ledgers)),
+            overcounted=overcounted,
         )
 
     @property

@@ -34,7 +34,7 @@ class SensorSummary:
 
     spec: SensorSpec
     count: int
-    """Frames recorded (in readable chunks)."""
+    """Frames recorded (in chunks whose metas declare no more than a reader decodes)."""
     t_start: int | None
     """First ``t``, ns; ``None`` without frames."""
     t_end: int | None
@@ -49,7 +49,7 @@ class RecordingSummary:
     version: tuple[int, int]
     sensors: Mapping[str, SensorSummary]
     count: int
-    """Frames in the chunks found."""
+    """Frames in the chunks found, less those of :attr:`overcounted` chunks."""
     chunks: int
     t_start: int | None
     t_end: int | None
@@ -71,6 +71,10 @@ class RecordingSummary:
     ledgers: Mapping[str, SensorLedger] = field(default_factory=dict)
     """What each sensor's source received and lost while recording (format 1.3;
     empty for older files and files without a footer)."""
+    overcounted: tuple[int, ...] = ()
+    """Indexes of chunks whose metas declare more frames than the reader decodes
+    (``max_chunk_frames``): their counts are damaged, so neither :attr:`count` nor a
+    sensor's count adds them (a forged ``2**62`` would otherwise be printed as a total)."""
 
     @property
     def lost(self) -> dict[str, dict[str, int]]:

@@ -47,7 +47,7 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from fusion.errors import HyperframesError
-    from hyperframes.cli.common import console_for, error, literal, note, warn
+    from hyperframes.cli.common import console_for, count_caveat, error, literal, note, warn
     from hyperframes.cli.losses import loss_exit
     from hyperframes.cli.progress import progress_bar
     from recordings import Recorder, open_recording
@@ -80,8 +80,9 @@ def run(args: argparse.Namespace) -> int:
         summary = log.summary()
         console.print(
             literal(
-                f"{path}: {summary.chunks} chunks, {summary.count} frames in readable chunk "
-                f"metas, {'footer index' if summary.indexed else 'no footer index'}"
+                f"{path}: {summary.chunks} chunks, {summary.count} frames"
+                f"{count_caveat(summary)} in readable chunk metas, "
+                f"{'footer index' if summary.indexed else 'no footer index'}"
             ),
             soft_wrap=True,
         )

@@ -417,3 +417,21 @@ def literal(value: object, style: str = "", *, lines: bool = False) -> Text:
     sensor name, a path or a user (a sensor named ``[/x]`` prints as such).
     """
     return Text(printable(value, lines=lines), style=style)
+
+
+def count_caveat(summary: Any) -> str:
+    """What a recording summary's frame count leaves out, as words to follow it: the
+    chunks whose metas declare more frames than a reader decodes (a damaged count, never
+    added to a printed total); ``""`` when none."""
+    bad = summary.overcounted
+    if not bad:
+        return ""
+    which = ", ".join(str(i) for i in bad[:3])
+    if len(bad) > 3:
+        which += f" and {len(bad) - 3} more"
+    one = len(bad) == 1
+    return (
+        f" (not counting chunk{'' if one else 's'} {which}: "
+        f"{'its meta declares' if one else 'their metas declare'} more frames than a "
+        "reader decodes, a damaged count)"
+    )

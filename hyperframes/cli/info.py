@@ -26,7 +26,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from hyperframes.cli.common import literal
+from hyperframes.cli.common import count_caveat, literal
 from hyperframes.cli.sensorstats import sensor_details
 from hyperframes.cli.units import human_bytes, human_ns, iso_utc, stamp
 
@@ -240,7 +240,7 @@ def summary_table(s: Any) -> Table:
     if s.wall_clock is not None:
         for at, step in s.wall_clock.steps():
             table.add_row("clock step", f"wall clock stepped {step / 1e6:+.3f} ms at t={at}")
-    table.add_row("frames", str(s.count))
+    table.add_row("frames", literal(f"{s.count}{count_caveat(s)}"))
     table.add_row("chunks", str(s.chunks))
     table.add_row(
         "compression",

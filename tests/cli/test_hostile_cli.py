@@ -198,6 +198,24 @@ def test_hostile_recordings_never_end_in_a_traceback(tmp_path: Path) -> None:
                 assert "damaged:" in proc.stdout
 
 
+def test_forged_chunk_counts_are_never_printed_as_a_total(tmp_path: Path) -> None:
+    forged = [
+        Chunk(c.records, index=c.index, overrides={"n": 1 << 62, "c": [1 << 62]})
+        for c in good_chunks(6)[2:]
+    ]
+    path = recording(tmp_path / "forged.hfr", [*good_chunks(2), *forged])
+    check = cli("check", str(path), cwd=tmp_path)
+    info = cli("info", str(path), cwd=tmp_path)
+    for proc in (check, info):
+        assert_clean(proc)
+        assert str(1 << 64) not in proc.stdout
+        assert str((1 << 62) + 6) not in proc.stdout
+        assert "not counting chunks 2, 3, 4 and 1 more" in proc.stdout, proc.stdout
+        assert "a damaged count" in proc.stdout
+    assert check.returncode == 1
+    assert "6 frames (not counting chunks" in check.stdout
+
+
 def test_a_missing_file_is_one_line(tmp_path: Path) -> None:
     proc = cli("check", str(tmp_path / "nope.hfr"), cwd=tmp_path)
     assert proc.returncode == 2

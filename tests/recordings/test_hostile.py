@@ -64,6 +64,24 @@ def test_a_record_count_bomb_is_refused_before_decoding(tmp_path: Path) -> None:
     assert peak < 40 * MiB  # the raw buffer is never even decompressed
 
 
+def test_forged_chunk_counts_are_left_out_of_every_total(tmp_path: Path) -> None:
+    # Four metas each declaring 2**62 frames (the largest a meta may hold): summed,
+    # 2**64, a total no reader could ever deliver.
+    forged = [
+        Chunk(c.records, index=c.index, overrides={"n": 1 << 62, "c": [1 << 62]})
+        for c in good_chunks(6)[2:]
+    ]
+    path = recording(tmp_path / "forged.hfr", [*good_chunks(2), *forged])
+    with open_recording(path) as log:
+        summary = log.summary()
+        assert summary.overcounted == (2, 3, 4, 5)
+        assert summary.count == 6
+        assert summary.sensors["s"].count == 6
+        assert summary.chunks == 6
+        assert len(list(log.frames())) == 6
+        assert len(log.verify()) == 4  # each forged chunk is damage, said once
+
+
 def test_a_count_just_under_the_limit_still_fits_the_budget(tmp_path: Path) -> None:
     n = 200_000
     head = b"\xdd" + n.to_bytes(4, "big") + b"\x97\x00\x00\x00\xc0\xc0\xc0\xc0" * n
