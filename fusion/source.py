@@ -39,6 +39,10 @@ from fusion.timing import current_clock, run_sync
 
 T = TypeVar("T")
 
+ERROR_SAMPLES = 3
+"""Distinct messages a source keeps per error reason (the first ones): enough to say
+what went wrong, bounded however many items a reason costs."""
+
 
 class Source(ABC):
     """Base class for every source of frames (contract)."""
@@ -61,6 +65,9 @@ class Source(ABC):
         """Frames or packets this source skipped, by reason."""
         self.last_error: str | None = None
         """Message of the most recent skipped item, for humans."""
+        self.error_messages: dict[str, Counter[str]] = {}
+        """Per reason, its first :data:`ERROR_SAMPLES` distinct messages, each with how
+        many errors said it; ``errors[reason]`` less their sum said other messages."""
         self._ledgers: dict[str, InputLedger] = {}
         self._closed = False
 
@@ -157,6 +164,9 @@ class Source(ABC):
         ``arrived=False`` for units never counted received (the kernel's drops)."""
         self.errors[reason] += 1
         self.last_error = message
+        kept = self.error_messages.setdefault(reason, Counter())
+        if message in kept or len(kept) < ERROR_SAMPLES:
+            kept[message] += 1
         self.ledger(sensor).lose(reason, units, arrived=arrived)
 
     def ledgers(self) -> dict[str, LedgerStatistics]:

@@ -88,6 +88,23 @@ def ledger_doc(ledgers: Mapping[str, Ledger]) -> dict[str, Any]:
     return out
 
 
+def skipped_lines(
+    errors: Mapping[str, int], messages: Mapping[str, Mapping[str, int]]
+) -> list[str]:
+    """What a source skipped, each distinct message once: ``2 (damaged): <message>`` per
+    message kept (:attr:`fusion.Source.error_messages`, the first few of a reason), then
+    ``5 more (damaged) with other messages`` for the rest of that reason."""
+    lines = []
+    for reason, total in errors.items():
+        kept = messages.get(reason, {})
+        for message, n in kept.items():
+            lines.append(f"{n} ({reason}): {message}")
+        rest = total - sum(kept.values())
+        if rest > 0:
+            lines.append(f"{rest} more ({reason}) with other messages")
+    return lines
+
+
 def silent_message(name: str, ledger: LedgerStatistics, last_error: str | None) -> str:
     """Why a sensor that received input made no frame of it, in one line."""
     unit = ledger.unit if ledger.received == 1 else f"{ledger.unit}s"

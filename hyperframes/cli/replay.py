@@ -156,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
     from fusion.errors import HyperframesError
     from fusion.timing import VirtualClock, use_clock
     from hyperframes.cli.common import console_for, drive, error, literal, warn
-    from hyperframes.cli.losses import loss_exit, print_losses
+    from hyperframes.cli.losses import loss_exit, print_losses, skipped_lines
     from hyperframes.cli.playback import PacedSource, PlaybackControl, keyboard
 
     console = console_for(args)
@@ -190,9 +190,8 @@ def run(args: argparse.Namespace) -> int:
         close_publisher(publisher, flush=False)
         error(console, err)
         return 2
-    for topic, reason in sorted(getattr(inner, "unsupported", {}).items()):
-        warn(console, "not readable", f"{topic}: {reason}")
 
+    # A bag's unreadable topics are said once, with the other skipped items, at the end.
     def status() -> str:
         return (
             f"{args.file}: {control.describe()} (space pause, -> step, up/down rate)"
@@ -276,8 +275,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"replayed {stats.hub.frames_in} frames into {stats.groups_out} groups")
     print_served(server)
     print_published(publisher)
-    for reason, n in errors.items():
-        warn(console, "skipped", f"{n} ({reason}): {inner.last_error}")
+    for line in skipped_lines(errors, inner.error_messages):
+        warn(console, "skipped", line)
     lost = print_losses(console, inner.ledgers())
     return loss_exit(args, bool(errors) or lost > 0)
 

@@ -216,6 +216,32 @@ def test_forged_chunk_counts_are_never_printed_as_a_total(tmp_path: Path) -> Non
     assert "6 frames (not counting chunks" in check.stdout
 
 
+def test_replay_says_each_distinct_message_once_and_bounds_them(tmp_path: Path) -> None:
+    forged = [
+        Chunk(c.records, index=c.index, overrides={"n": 1 << 62, "c": [1 << 62]})
+        for c in good_chunks(7)[2:]
+    ]
+    path = recording(tmp_path / "forged.hfr", [*good_chunks(2), *forged])
+    proc = cli("replay", "--fast", str(path), cwd=tmp_path)
+    assert_clean(proc)
+    assert proc.returncode == 1
+    skipped = [line for line in proc.stdout.splitlines() if line.startswith("skipped")]
+    assert len(skipped) == 4, proc.stdout
+    for line, index in zip(skipped, (2, 3, 4), strict=False):
+        assert line.startswith(f"skipped 1 (damaged): {path}"), line
+        assert f"chunk {index} (" in line
+    assert skipped[-1] == "skipped 2 more (damaged) with other messages"
+
+
+def test_replay_of_a_bag_says_an_unreadable_topic_once(tmp_path: Path) -> None:
+    bag = REPO / "tests" / "data" / "hostile" / "bag_recursive.mcap"
+    proc = cli("replay", "--fast", str(bag), cwd=tmp_path)
+    assert_clean(proc)
+    assert proc.returncode == 1
+    assert " ".join(proc.stdout.split()).count("its type is recursive") == 1, proc.stdout
+    assert "lost: evil: lost 10 of 10 messages (unsupported_type 10)" in proc.stdout
+
+
 def test_a_missing_file_is_one_line(tmp_path: Path) -> None:
     proc = cli("check", str(tmp_path / "nope.hfr"), cwd=tmp_path)
     assert proc.returncode == 2

@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fusion import Frame, InputLedger, LedgerStatistics, SensorSpec, Source
+from fusion.source import ERROR_SAMPLES
 
 events = st.lists(
     st.one_of(
@@ -68,6 +69,22 @@ async def test_an_implicit_source_balances_with_no_bookkeeping(pattern: list[boo
     assert stats.received == len(pattern)
     assert stats.lost == ({"undecodable": pattern.count(False)} if False in pattern else {})
     assert source.statistics()["ledger"]["thermo"]["received"] == len(pattern)
+
+
+@given(st.lists(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 6)), max_size=60))
+def test_a_source_keeps_the_first_few_distinct_messages_of_each_reason(
+    errors: list[tuple[str, int]],
+) -> None:
+    source = Counting([])
+    for reason, k in errors:
+        source.count_error(reason, f"message {k}", units=0)
+    for reason in ("a", "b"):
+        said = [f"message {k}" for r, k in errors if r == reason]
+        first = list(dict.fromkeys(said))[:ERROR_SAMPLES]
+        kept = source.error_messages.get(reason, {})
+        assert list(kept) == first  # in the order first said, each once
+        assert all(kept[m] == said.count(m) for m in first)
+        assert sum(kept.values()) + sum(m not in first for m in said) == source.errors[reason]
 
 
 def test_units_held_in_a_partial_frame_are_pending() -> None:
