@@ -27,7 +27,9 @@ the final name; a command killed with SIGKILL leaves at most a hidden
 :class:`~recordings.Recorder` has its own form of step 2 for a live
 recording (``atomic=True``: ``s.hfr.partial`` renamed at each finished part),
 because what a crashed live recorder wrote cannot be recorded again and must
-stay readable where the operator looks for it.
+stay readable where the operator looks for it. For the same reason the next
+recorder of that name never truncates a ``s.hfr.partial`` it finds: it keeps it
+aside as ``s.hfr.partial.1`` (:func:`keep_aside`) and says so.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from pathlib import Path
 
 from fusion.errors import ConfigError
 
-__all__ = ["OutputIsInput", "fsync_dir", "publish", "refuse_overlap", "safe_output"]
+__all__ = ["OutputIsInput", "fsync_dir", "keep_aside", "publish", "refuse_overlap", "safe_output"]
 
 StrPath = str | os.PathLike[str]
 
@@ -115,6 +117,35 @@ def publish(staged: Path, final: Path, inputs: Iterable[StrPath | None] = ()) ->
     if final.is_dir() and not final.is_symlink():
         raise ConfigError(f"output '{final}' is a folder; give a file name")
     os.replace(staged, final)
+
+
+KEEP_ASIDE_TRIES = 1000
+"""Names :func:`keep_aside` tries (``NAME.1`` .. ``NAME.1000``) before it gives up."""
+
+
+def keep_aside(path: Path) -> Path | None:
+    """Rename an existing ``path`` to the first free ``path.N`` (never over a file, as a
+    link is made before the old name is removed); its new name, or ``None`` when there
+    was no such file. Raises ``FileExistsError`` when every name is taken."""
+    if not path.exists() and not path.is_symlink():
+        return None
+    for n in range(1, KEEP_ASIDE_TRIES + 1):
+        target = path.with_name(f"{path.name}.{n}")
+        try:
+            os.link(path, target, follow_symlinks=False)
+        except FileExistsError:
+            continue
+        except OSError:  # a file system without hard links: check, then rename
+            if target.exists() or target.is_symlink():
+                continue
+            os.rename(path, target)
+            return target
+        os.unlink(path)
+        return target
+    raise FileExistsError(
+        f"'{path}' is left from an interrupted run and '{path}.1' .. "
+        f"'{path}.{KEEP_ASIDE_TRIES}' are all taken; move them away first"
+    )
 
 
 def fsync_dir(folder: Path) -> None:

@@ -258,7 +258,9 @@ class Recorder(Closeable):
     ``NAME.partial`` and renames it to ``NAME`` once its index is written, so
     nothing under the final name is ever half a file and an existing file of
     that name stays as it was until then; a crash or a failed write leaves the
-    readable ``NAME.partial`` (``hyperframes check --repair`` salvages it).
+    readable ``NAME.partial`` (``hyperframes check --repair`` salvages it); a
+    later recorder that finds it renames it to the first free ``NAME.partial.N``
+    (listed in :attr:`stale_partials`) instead of truncating it.
     ``inputs`` are files this recorder must never write (the session's own
     inputs): a path, or a split part's, that is one of them is refused with
     :class:`~recordings.outputs.OutputIsInput` (see :mod:`recordings.outputs`).
@@ -309,6 +311,10 @@ class Recorder(Closeable):
         self._atomic = atomic
         self._inputs = [Path(p) for p in inputs]
         self._final: Path | None = None  # the name the open part gets once finished
+        self.stale_partials: list[tuple[Path, Path]] = []
+        """``(NAME.partial, NAME.partial.N)`` per partial an interrupted run left under a
+        name this recorder writes (``atomic``): kept aside under the new name, not
+        truncated."""
         self._ledgers: dict[str, dict[str, Any]] = {}  # the footer's "ledger" (1.3)
 
         self._mutex = threading.Lock()
@@ -623,6 +629,11 @@ class Recorder(Closeable):
         self._final = path
         if self._atomic:
             path = path.with_name(path.name + ".partial")
+            from recordings.outputs import keep_aside
+
+            kept = keep_aside(path)  # an interrupted run's partial: never truncated
+            if kept is not None:
+                self.stale_partials.append((path, kept))
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         self._paths.append(path)
         with self._lock:

@@ -239,6 +239,23 @@ def session_inputs(config_file: str | None, config: Any) -> list[Path]:
     return [p for p in found if p.exists()]
 
 
+def say_stale_partials(console: Any, recorder: Any, said: int) -> int:
+    """One line per ``NAME.partial`` an interrupted run left that the recorder kept
+    aside (after the first ``said``); how many it has kept so far."""
+    from hyperframes.cli.common import note
+
+    stale = getattr(recorder, "stale_partials", [])
+    for old, kept in stale[said:]:
+        note(
+            console,
+            "note:",
+            f"{old} is left from an interrupted run; kept as {kept}: "
+            f"'hyperframes check --repair {kept}' salvages it",
+            "yellow",
+        )
+    return len(stale)
+
+
 def run(args: argparse.Namespace) -> int:
     import anyio
 
@@ -297,6 +314,7 @@ def run(args: argparse.Namespace) -> int:
         close_publisher(publisher, flush=False)
         error(console, err)
         return 2
+    said_stale = say_stale_partials(console, pipeline.recorder, 0)
     for sink in (server, publisher):
         if sink is not None:
             for spec in (spec for source in pipeline.sources for spec in source.specs):
@@ -362,6 +380,7 @@ def run(args: argparse.Namespace) -> int:
             close_server(server)
             close_publisher(publisher, flush=not interrupted)
     assert pipeline.recorder is not None
+    say_stale_partials(console, pipeline.recorder, said_stale)  # split parts opened since
     for path in pipeline.recorder.paths:
         with open_recording(path) as log:
             summary = log.summary()

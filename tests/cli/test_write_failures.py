@@ -92,3 +92,46 @@ def test_a_snapshot_is_dated_like_every_recording(tmp_path: Path) -> None:
         assert all(c.wall is not None for c in log.chunks)
     assert summary.utc_start is not None
     assert abs(summary.utc_start - time.time_ns()) < 60 * 1_000_000_000
+
+
+def test_record_over_an_interrupted_runs_partial_keeps_it_and_says_how_to_salvage_it(
+    tmp_path: Path,
+) -> None:
+    from fusion import Frame
+    from recordings import Recorder
+
+    whole = tmp_path / "whole.hfr"
+    with Recorder(whole, chunk_duration=0.01) as rec:
+        for i in range(50):
+            rec.write(Frame("cam", i, i * 1_000_000, b"x" * 100))
+    cut = whole.read_bytes()[:-300]  # what SIGKILL leaves: the footer never written
+    stale = tmp_path / "s.hfr.partial"
+    stale.write_bytes(cut)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "400"}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "hyperframes", *args],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=90,
+            check=False,
+        )
+
+    proc = cli("record", "--fast", "--duration", "0.3", "-o", "s.hfr")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    notes = [line for line in proc.stdout.splitlines() if "interrupted run" in line]
+    assert notes == [
+        "note: s.hfr.partial is left from an interrupted run; kept as s.hfr.partial.1: "
+        "'hyperframes check --repair s.hfr.partial.1' salvages it"
+    ]
+    assert (tmp_path / "s.hfr.partial.1").read_bytes() == cut
+    assert not stale.exists()
+    with open_recording(tmp_path / "s.hfr") as log:
+        assert log.indexed
+    fixed = cli("check", "--repair", "s.hfr.partial.1", "-o", "fixed.hfr")  # as the note says
+    assert fixed.returncode == 1, fixed.stdout
+    with open_recording(tmp_path / "fixed.hfr") as log:
+        assert 0 < log.summary().count <= 50

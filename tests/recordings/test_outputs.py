@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from recordings.outputs import OutputIsInput, refuse_overlap, safe_output
+from fusion import Frame
+from recordings import Recorder, open_recording
+from recordings.outputs import OutputIsInput, keep_aside, refuse_overlap, safe_output
 
 
 def test_a_failed_body_leaves_the_old_file_and_nothing_beside_it(tmp_path: Path) -> None:
@@ -92,3 +95,32 @@ def test_a_folder_merge_never_replaces_an_input_and_keeps_other_files(tmp_path: 
     assert sorted(p.name for p in folder.iterdir()) == [
         "lidar-000000-0.pcd", "lidar-000001-0.pcd", "notes.txt"
     ]  # fmt: skip
+
+
+def test_keep_aside_takes_the_first_free_name_and_never_overwrites(tmp_path: Path) -> None:
+    stale = tmp_path / "s.hfr.partial"
+    assert keep_aside(stale) is None  # nothing there: nothing done
+    (tmp_path / "s.hfr.partial.1").write_bytes(b"older")
+    stale.write_bytes(b"stale")
+    assert keep_aside(stale) == tmp_path / "s.hfr.partial.2"
+    assert not stale.exists()
+    assert (tmp_path / "s.hfr.partial.1").read_bytes() == b"older"
+    assert (tmp_path / "s.hfr.partial.2").read_bytes() == b"stale"
+
+
+def test_a_recorder_keeps_an_interrupted_runs_partial_instead_of_truncating_it(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "s.hfr"
+    stale = out.with_name("s.hfr.partial")
+    stale.write_bytes(b"what a killed recorder wrote")
+    with Recorder(out, atomic=True) as rec:
+        rec.write(Frame("cam", 0, 0, np.zeros(3)))
+    assert rec.stale_partials == [(stale, tmp_path / "s.hfr.partial.1")]
+    assert (tmp_path / "s.hfr.partial.1").read_bytes() == b"what a killed recorder wrote"
+    assert not stale.exists()
+    with open_recording(out) as log:
+        assert log.summary().count == 1
+    with Recorder(tmp_path / "t.hfr", atomic=True) as rec:  # nothing stale: nothing said
+        rec.write(Frame("cam", 0, 0, np.zeros(3)))
+    assert rec.stale_partials == []
