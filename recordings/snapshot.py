@@ -236,6 +236,9 @@ class SnapshotRecorder(Closeable):
         self._writing: SnapshotRequest | None = None
         self._number = 0
         self._written: list[Path] = []
+        self.stale_partials: list[tuple[Path, Path]] = []
+        """``(OUT.NNNN.hfr.partial, ....partial.N)`` per partial an interrupted run left
+        under a name a snapshot took: kept aside, as :class:`~recordings.Recorder` does."""
         self._bytes_written = 0
         self._closing = False
         self._closed = False
@@ -461,6 +464,11 @@ class SnapshotRecorder(Closeable):
 
             refuse_overlap(final, self._inputs)
         partial = final.with_name(final.name + ".partial")
+        from recordings.outputs import keep_aside
+
+        kept = keep_aside(partial)  # a killed run's partial: never truncated
+        if kept is not None:
+            self.stale_partials.append((partial, kept))
         fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         written = False
         try:

@@ -261,6 +261,20 @@ def test_sigkill_during_a_snapshot_write_leaves_earlier_snapshots_valid(tmp_path
     assert (tmp_path / "crash.0001.hfr.partial").exists()
 
 
+def test_a_snapshot_keeps_an_interrupted_runs_partial_of_its_name(tmp_path: Path) -> None:
+    stale = tmp_path / "bb.0000.hfr.partial"
+    stale.write_bytes(b"what a killed snapshot wrote")
+    rec = SnapshotRecorder(tmp_path / "bb.hfr", keep=1.0)
+    for f in make_frames(50):
+        rec.write(f)
+    request = rec.trigger("key")
+    rec.close()
+    assert request.wait(5) == tmp_path / "bb.0000.hfr"
+    assert rec.stale_partials == [(stale, tmp_path / "bb.0000.hfr.partial.1")]
+    assert (tmp_path / "bb.0000.hfr.partial.1").read_bytes() == b"what a killed snapshot wrote"
+    assert not stale.exists()
+
+
 def test_bad_bounds_are_refused(tmp_path: Path) -> None:
     with pytest.raises(
         ValueError, match=r"max_bytes \(100\) must hold at least two chunks of 100 bytes"
