@@ -65,6 +65,8 @@ from fusion.ledger import LedgerStatistics
 from fusion.timing import run_sync
 from fusion.wallclock import sample_anchor
 from recordings.builder import ChunkBuilder
+from recordings.chunk_encode import encode_chunk
+from recordings.chunk_encode import pack as _pack
 from recordings.closing import Closeable
 from recordings.effort import AUTO, AutoEffort, Level, check_level
 from recordings.errors import RecorderClosed, RecordingError
@@ -74,7 +76,6 @@ from recordings.ledgers import ledger_entries
 from recordings.limits import DEFAULT_MAX_CHUNK_BYTES, ReadLimits
 from recordings.records import decode_chunk, decompress_chunk
 from recordings.snapshot_file import SnapshotFile, fsync_dir
-from recordings.writer import _pack, encode_chunk
 
 __all__ = ["SnapshotRecorder", "SnapshotRequest", "SnapshotStatistics"]
 

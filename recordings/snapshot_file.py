@@ -9,10 +9,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from recordings.chunk_encode import pack as _pack
 from recordings.format import RecordKind, crc32, pack_prelude, pack_trailer
 from recordings.layout import ChunkMeta
 from recordings.outputs import fsync_dir
-from recordings.writer import _pack
 
 __all__ = ["SnapshotFile", "fsync_dir"]
 

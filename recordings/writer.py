@@ -42,8 +42,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio.lowlevel
-import msgpack
-import zstandard
 
 from fusion.errors import ConfigError
 from fusion.frames import Frame, SensorSpec
@@ -51,26 +49,25 @@ from fusion.ledger import LedgerStatistics
 from fusion.timing import run_sync
 from fusion.wallclock import sample_anchor
 from recordings.builder import ChunkBuilder
+from recordings.chunk_encode import encode_chunk
+from recordings.chunk_encode import pack as _pack
 from recordings.closing import Closeable
-from recordings.effort import AUTO, HIGH, AutoEffort, Level, check_level
+from recordings.effort import AUTO, AutoEffort, Level, check_level
 from recordings.errors import RecorderClosed, RecordingError
 from recordings.format import (
     DEFAULT_CHUNK_BYTES,
     DEFAULT_CHUNK_DURATION,
     DEFAULT_FLUSH_INTERVAL,
-    Compression,
     RecordKind,
     crc32,
     pack_preamble,
     pack_prelude,
     pack_trailer,
 )
-from recordings.layout import ChunkMeta, SealedChunk
+from recordings.layout import ChunkMeta
 from recordings.ledgers import ledger_entries
 from recordings.stamp_block import raw_block
 from recordings.stamp_index import StampIndexWriter
-
-_local = threading.local()
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,81 +90,6 @@ class RecorderStatistics:
     """Every file written so far (several when splitting)."""
     failures: tuple[str, ...] = ()
     """Why writing failed (a full disk), naming the file; empty while all is well."""
-
-
-def wire(obj: Any) -> Any:
-    """msgpack ``default`` for specs and user metadata: numbers as numbers, the rest as text."""
-    item = getattr(obj, "item", None)
-    if callable(item):
-        return item()
-    if isinstance(obj, (tuple, set, frozenset)):
-        return list(obj)
-    return str(obj)
-
-
-def _pack(obj: Any) -> bytes:
-    packed: bytes = msgpack.packb(obj, use_bin_type=True, default=wire)
-    return packed
-
-
-def _compressor(level: int) -> zstandard.ZstdCompressor:
-    """The calling thread's compressor for ``level`` (each pool thread keeps its own)."""
-    cctxs: dict[int, zstandard.ZstdCompressor] | None = getattr(_local, "cctxs", None)
-    if cctxs is None:
-        cctxs = _local.cctxs = {}
-    cctx = cctxs.get(level)
-    if cctx is None:
-        cctx = cctxs[level] = zstandard.ZstdCompressor(level=level, write_content_size=True)
-    return cctx
-
-
-def _compressed_size(level: int, data: bytes) -> int:
-    return len(_compressor(level).compress(data))
-
-
-def encode_chunk(
-    sealed: SealedChunk, level: int | AutoEffort
-) -> tuple[ChunkMeta, list[bytes], int]:
-    """Compress a sealed chunk into a record: ``(meta, [prelude, meta, *payload], length)``.
-
-    Runs in the compression pool. ``level`` is a zstd level or the recorder's
-    :class:`~recordings.effort.AutoEffort`, which picks one per chunk or says to
-    store it as is (:mod:`recordings.effort`). A chunk that zstd does not make
-    smaller is stored as is too; stored parts go to ``writev`` without a copy.
-    """
-    parts = sealed.parts
-    raw_size = sealed.meta.raw_size
-    chosen = level if isinstance(level, int) else level.level(parts, raw_size, _compressed_size)
-    payload: list[Any]
-    meta = sealed.meta
-    if chosen is None:
-        payload, stored = list(parts), raw_size
-    else:
-        cctx = _compressor(chosen)
-        if len(parts) == 1:
-            payload = [cctx.compress(parts[0])]
-        else:
-            stream = cctx.compressobj(size=raw_size)
-            payload = [piece for p in parts if (piece := stream.compress(p))]
-            payload.append(stream.flush())
-        stored = sum(len(p) for p in payload)
-        if stored >= raw_size:  # incompressible: store it as is
-            payload, stored = list(parts), raw_size
-            chosen = None
-    if chosen is None:
-        meta = _replace_compression(meta, Compression.NONE)
-    if sealed.stamps is not None:
-        # Stamps are small and regular: the search pays there (level 3 under "auto").
-        stamp_level = level if isinstance(level, int) else HIGH
-        meta = dataclasses.replace(meta, stamps=_compressor(stamp_level).compress(sealed.stamps))
-    meta_bytes = _pack(meta.to_msgpack())
-    prelude = pack_prelude(meta.kind, meta_bytes, stored, crc32(*payload))
-    out = [prelude, meta_bytes, *payload]
-    return meta, out, len(prelude) + len(meta_bytes) + stored
-
-
-def _replace_compression(meta: ChunkMeta, compression: Compression) -> ChunkMeta:
-    return dataclasses.replace(meta, compression=compression)
 
 
 def _spec_declarer(

@@ -20,10 +20,10 @@ from fusion.errors import ConfigError
 from fusion.frames import Frame
 from recordings import Recorder, open_recording
 from recordings.builder import ChunkBuilder
+from recordings.chunk_encode import encode_chunk
 from recordings.effort import HIGH, LOW, MIN_GAIN, RAW_SAVING, AutoEffort, check_level, decide
 from recordings.format import Compression
 from recordings.records import decode_chunk, decompress_chunk
-from recordings.writer import encode_chunk
 
 DATA = Path(__file__).resolve().parents[2] / "../shared/data"
 VLP16 = DATA / "lidar/vlp-16-test-90deg-1-50-frames.pcap"

@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 from fusion.errors import FrameFormatError
 from fusion.frames import Frame
 from recordings.builder import ChunkBuilder
+from recordings.chunk_encode import encode_chunk
 from recordings.errors import CorruptChunk, LimitExceeded
 from recordings.format import BLOB_ALIGN
 from recordings.layout import ChunkMeta
 from recordings.records import decode_frames, decompress_chunk
-from recordings.writer import encode_chunk
 
 from .helpers import digest, make_frames, same_frame
 
