@@ -74,6 +74,7 @@ class VoxelDownsample:
     def __post_init__(self) -> None:
         if self.voxel_size <= 0:
             raise ConfigError(f"voxel_size must be > 0, got {self.voxel_size}")
+        _load_open3d()
 
     def __call__(self, frame: Frame) -> Frame:
         points = check_points(frame.data, sensor=frame.sensor, seq=frame.seq)
@@ -92,6 +93,9 @@ class RemoveOutliers:
     neighbors: int = 20
     std_ratio: float = 2.0
 
+    def __post_init__(self) -> None:
+        _load_open3d()
+
     def __call__(self, frame: Frame) -> Frame:
         points = check_points(frame.data, sensor=frame.sensor, seq=frame.seq)
         if len(points) <= self.neighbors:
@@ -101,6 +105,13 @@ class RemoveOutliers:
         )
         keep = mask.numpy().astype(bool)
         return _with_points(frame, points[keep], f"outliers[{self.neighbors},{self.std_ratio}]")
+
+
+def _load_open3d() -> None:
+    """Import open3d when a stage is made, not on a live run's first sweep: its import
+    holds the GIL for 1-8 s (a cold page cache), which starves a UDP receiver while the
+    sensor streams, and the kernel drops what overflows its buffer."""
+    import open3d  # noqa: F401
 
 
 def _to_open3d(points: np.ndarray, *, positions_only: bool = False) -> Any:
