@@ -29,29 +29,33 @@ def test_recipe_1_records_a_live_camera_lidar_and_imu(tmp_path: Path) -> None:
     ffmpeg = shutil.which("ffmpeg")
     assert ffmpeg, "ffmpeg is not on PATH: run make (it installs it)"
     out = tmp_path / "live.hfr"
-    # The recipe's order: the recorder listens first, then the sensors start (a sender
-    # that starts first loses what it sends before the ports are bound, uncounted).
+    # The camera streams first, as a running camera does (the source waits for its
+    # next key frame); the LiDAR and IMU senders start once the recorder listens on
+    # their ports, so a slow first start of the recorder cannot eat the 8 s window.
+    senders: list[subprocess.Popen[bytes]] = [
+        subprocess.Popen(
+            [ffmpeg, "-loglevel", "error", "-re", "-f", "lavfi",
+             "-i", "testsrc2=size=320x240:rate=25", "-t", "14", "-c:v", "libx264", "-g", "25",
+             "-f", "mpegts", "udp://127.0.0.1:5600"],
+            stdout=subprocess.DEVNULL,
+        ),
+    ]  # fmt: skip
     record = subprocess.Popen(
         [sys.executable, "-m", "hyperframes", "record",
          "examples/configs/live_camera_lidar_imu.toml", "-o", str(out), "--duration", "8"],
         cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    senders: list[subprocess.Popen[bytes]] = []
     try:
-        for port in (2368, 5600, 5601):  # lidar, camera, imu (the example config's ports)
+        for port in (2368, 5601):  # lidar, imu (the example config's ports)
             wait_udp_bound(port)
-        senders = [
+        senders.append(
             subprocess.Popen(
                 [sys.executable, "examples/send_sensors.py", "--seconds", "14"],
-                cwd=ROOT, env=ENV, stdout=subprocess.DEVNULL,
-            ),
-            subprocess.Popen(
-                [ffmpeg, "-loglevel", "error", "-re", "-f", "lavfi",
-                 "-i", "testsrc2=size=320x240:rate=25", "-t", "14", "-c:v", "libx264", "-g", "25",
-                 "-f", "mpegts", "udp://127.0.0.1:5600"],
+                cwd=ROOT,
+                env=ENV,
                 stdout=subprocess.DEVNULL,
-            ),
-        ]  # fmt: skip
+            )
+        )
         stdout, stderr = record.communicate(timeout=120)
         done = subprocess.CompletedProcess(record.args, record.returncode, stdout, stderr)
     finally:
