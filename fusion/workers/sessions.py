@@ -310,12 +310,16 @@ class ModelSession:
             chain = [provider] if provider == CPU else [provider, CPU]
             opts = [dict(options.get(p, {})) for p in chain]
             try:
-                session = ort.InferenceSession(
-                    model,
-                    sess_options=session_options(self.threads, spin=spin),
-                    providers=chain,
-                    provider_options=opts,
-                )
+                # onnxruntime prints each CUDA library it cannot load ("Failed to load
+                # libcublasLt..."): on a terminal that line breaks a progress bar, and the
+                # reason is reported below anyway
+                with contextlib.redirect_stdout(io.StringIO()):
+                    session = ort.InferenceSession(
+                        model,
+                        sess_options=session_options(self.threads, spin=spin),
+                        providers=chain,
+                        provider_options=opts,
+                    )
             except Exception as err:
                 if provider == CPU:
                     raise WorkerError(f"onnxruntime cannot load the model: {err}") from err
