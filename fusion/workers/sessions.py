@@ -40,6 +40,7 @@ import io
 import logging
 import os
 import re
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,9 +127,22 @@ def default_threads(replicas: int = 1, reserve: int = 0) -> int:
     return max(1, (free_cores() - reserve) // max(1, replicas))
 
 
-@functools.cache
+_PROBING = threading.Lock()
+
+
 def probe_provider(provider: str) -> str | None:
-    """Why ``provider`` cannot work here, or ``None`` if it might. Cached per process."""
+    """Why ``provider`` cannot work here, or ``None`` if it might. Cached per process.
+
+    One thread probes at a time: the probe swaps ``sys.stdout`` while onnxruntime's
+    ``preload_dlls`` prints, and two overlapping swaps would leave the process's
+    stdout pointing at a discarded buffer (every later ``print`` lost).
+    """
+    with _PROBING:
+        return _probe_provider(provider)
+
+
+@functools.cache
+def _probe_provider(provider: str) -> str | None:
     if provider == CPU:
         return None
     import onnxruntime as ort
@@ -310,16 +324,12 @@ class ModelSession:
             chain = [provider] if provider == CPU else [provider, CPU]
             opts = [dict(options.get(p, {})) for p in chain]
             try:
-                # onnxruntime prints each CUDA library it cannot load ("Failed to load
-                # libcublasLt..."): on a terminal that line breaks a progress bar, and the
-                # reason is reported below anyway
-                with contextlib.redirect_stdout(io.StringIO()):
-                    session = ort.InferenceSession(
-                        model,
-                        sess_options=session_options(self.threads, spin=spin),
-                        providers=chain,
-                        provider_options=opts,
-                    )
+                session = ort.InferenceSession(
+                    model,
+                    sess_options=session_options(self.threads, spin=spin),
+                    providers=chain,
+                    provider_options=opts,
+                )
             except Exception as err:
                 if provider == CPU:
                     raise WorkerError(f"onnxruntime cannot load the model: {err}") from err

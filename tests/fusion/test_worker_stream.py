@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import random
 import re
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -294,6 +295,27 @@ class TestProviders:
         assert "not built into this onnxruntime" in first.failures[0].reason
         warnings = [r for r in caplog.records if "OpenVINOExecutionProvider" in r.getMessage()]
         assert len(warnings) == 1
+
+    def test_sessions_made_in_parallel_threads_leave_the_process_stdout_alone(self) -> None:
+        # the demo builds its models' sessions in worker threads at once; a stdout swap
+        # per session once left sys.stdout on a dropped buffer and every later print lost
+        before = sys.stdout
+        errors: list[BaseException] = []
+
+        def make() -> None:
+            try:
+                for _ in range(5):
+                    ModelSession(scale_model(), ["CUDAExecutionProvider", CPU], threads=1)
+            except BaseException as err:  # pragma: no cover - reported below
+                errors.append(err)
+
+        threads = [threading.Thread(target=make) for _ in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+        assert not errors
+        assert sys.stdout is before
 
     async def test_cuda_requested_without_a_gpu_falls_back_to_cpu_with_the_reason(
         self,
