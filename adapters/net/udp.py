@@ -31,9 +31,12 @@ their ledgers (unit: the datagram):
   :class:`~fusion.VirtualClock`, the time it was read.
 * **batches.** :meth:`UdpReceiver.receive_many` takes every queued datagram per
   wakeup; with ``gather`` (seconds) it first lets a fast stream gather until
-  that long after the previous drain (only with kernel stamps on the host's
-  clock), so a 1 kHz sensor costs one wakeup per ``gather``, not one per
-  datagram, for at most ``gather`` of added latency.
+  the next whole multiple of ``gather`` on the runtime clock after the previous
+  drain (only with kernel stamps on the host's clock), so a 1 kHz sensor costs
+  one wakeup per ``gather``, not one per datagram, for at most ``gather`` of
+  added latency; on that grid the process's other receivers of the same period
+  and the hub's deadline timer wake with it, not between. A drain that stopped
+  at its limit reads on at once.
 * **the buffer.** ``recv_buffer`` (bytes) asks for a receive buffer size;
   Linux doubles what it is given for its bookkeeping and caps the request at
   ``net.core.rmem_max``, so the effective size (read back with
@@ -224,6 +227,9 @@ class UdpStatistics:
     """The followed sender, ``host:port``."""
     drops_counted: bool
     """Whether this platform reports kernel drops (Linux does)."""
+    gather_ms: float = 0.0
+    """How long a fast stream gathers between drains (0: it reads each at once, also
+    where the kernel gives no receive stamps)."""
 
     def as_dict(self) -> dict[str, Any]:
         """Plain types, for JSON and the live screen."""
@@ -445,15 +451,21 @@ class UdpReceiver:
 
         Drains the socket until it would block (or ``limit``), waiting only when
         nothing is queued, so a burst costs one trip through the event loop, not
-        one per datagram; with ``gather`` it first waits until that long after the
-        previous drain. Each datagram keeps its own arrival time. Always checkpoints.
+        one per datagram; with ``gather`` it first waits for the next multiple of
+        ``gather`` after the previous drain (not after one that stopped at ``limit``).
+        Each datagram keeps its own arrival time. Always checkpoints.
         """
         out: list[tuple[bytes, Address, int]] = []
         receive = self.receive_nowait
         waited = False
         clock = current_clock()
-        if self._gather_ns and self._stamped and isinstance(clock, MonotonicClock):
-            due = (self._last_drain or 0) + self._gather_ns
+        gather = self._gather_ns
+        last = self._last_drain
+        if gather and last is not None and self._stamped and isinstance(clock, MonotonicClock):
+            # The next multiple of ``gather`` on the runtime clock, not ``last + gather``:
+            # every receiver with this period, and a hub deadline a whole number of
+            # periods after a drain, falls due in the same wakeup of the process.
+            due = (last // gather + 1) * gather
             if clock.now() < due:  # a fast stream: let the queue fill, stamped by the kernel
                 await clock.sleep_until(due)
                 waited = True
@@ -466,7 +478,8 @@ class UdpReceiver:
             if out:
                 if not waited:  # a full queue must not starve the other tasks
                     await anyio.lowlevel.checkpoint()
-                self._last_drain = clock.now()
+                # a drain that stopped at ``limit`` left datagrams queued: read on at once
+                self._last_drain = clock.now() if len(out) < limit else None
                 return out
             await self.wait_readable()
             waited = True
@@ -536,4 +549,5 @@ class UdpReceiver:
             foreign=self.foreign,
             sender=None if followed is None else f"{followed[0]}:{followed[1]}",
             drops_counted=self.drops_counted,
+            gather_ms=self._gather_ns / 1e6 if self._stamped else 0.0,
         )

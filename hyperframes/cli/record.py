@@ -256,6 +256,15 @@ def say_stale_partials(console: Any, recorder: Any, said: int) -> int:
     return len(stale)
 
 
+def record_gather(server: object | None, publisher: object | None) -> float | None:
+    """The UDP time series' gather (ms) where a config leaves it unset: with no live
+    view (``--serve``) nor ROS 2 publisher the frames only go to disk, so they may
+    wake the process less often (``RECORD_GATHER_MS``); else the live default."""
+    from hyperframes.config.sources import RECORD_GATHER_MS
+
+    return RECORD_GATHER_MS if server is None and publisher is None else None
+
+
 def run(args: argparse.Namespace) -> int:
     import anyio
 
@@ -307,6 +316,7 @@ def run(args: argparse.Namespace) -> int:
             sensors=args.sensors,
             exclude=args.exclude,
             recorder_options=options,
+            gather_ms=record_gather(server, publisher),
         )
     except (HyperframesError, ValueError, OSError) as err:
         if server is not None:

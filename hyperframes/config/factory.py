@@ -29,6 +29,7 @@ from hyperframes.config.schema import (
     parse_size,
 )
 from hyperframes.config.sources import (
+    LIVE_GATHER_MS,
     BagConfig,
     KittiRawConfig,
     NmeaConfig,
@@ -52,11 +53,14 @@ def build_pipeline(
     exclude: Sequence[str] = (),
     extra_sources: Sequence[Any] = (),
     recorder_options: Mapping[str, Any] | None = None,
+    gather_ms: float | None = None,
 ) -> Any:
     """Instantiate the sources, policy, stages, workers and recorder of ``config``.
 
     ``sensors``/``exclude`` select sources by name; ``extra_sources`` are added
-    as they are (a replayed file, say). Returns a :class:`~fusion.Pipeline`.
+    as they are (a replayed file, say); ``gather_ms`` is the UDP time series'
+    gather where their config leaves it unset (default
+    :data:`~hyperframes.config.sources.LIVE_GATHER_MS`). Returns a :class:`~fusion.Pipeline`.
     """
     from fusion.frames import SensorSpec
     from fusion.pipeline import Pipeline, SensorStage
@@ -71,7 +75,7 @@ def build_pipeline(
         for name, codec in (config.recorder.video if config.recorder else {}).items()
         if codec.partition(":")[0].strip().lower() == "copy"
     }
-    built = [(s, build_source(s, copied)) for s in chosen]
+    built = [(s, build_source(s, copied, gather_ms=gather_ms)) for s in chosen]
     sources = [source for _, source in built] + list(extra_sources)
     if not sources:
         raise ConfigError("no source left after --sensors/--exclude")
@@ -141,7 +145,9 @@ def build_clock(cfg: ClockConfig, spec: Any) -> Any:
     )
 
 
-def build_source(cfg: Any, copied: set[str] | None = None) -> Any:
+def build_source(
+    cfg: Any, copied: set[str] | None = None, *, gather_ms: float | None = None
+) -> Any:
     if isinstance(cfg, SyntheticConfig):
         from adapters.synthetic import SensorTiming, SyntheticCamera, SyntheticImu, SyntheticLidar
 
@@ -265,7 +271,7 @@ def build_source(cfg: Any, copied: set[str] | None = None) -> Any:
             sender=cfg.sender,
             sender_timeout=cfg.sender_timeout_s,
             recv_buffer=cfg.recv_buffer,
-            gather=cfg.gather_ms / 1e3,
+            gather=_first(cfg.gather_ms, gather_ms, LIVE_GATHER_MS) / 1e3,
         )
     if isinstance(cfg, NmeaConfig):
         from adapters.nmea import NmeaSource
@@ -437,3 +443,8 @@ def build_recorder(
 
         return VideoRecorder(target, video=video, sensors=specs, **options)
     return Recorder(target, sensors=specs, **options)
+
+
+def _first(*values: float | None) -> float:
+    """The first of ``values`` that is set (the last one always is)."""
+    return next(v for v in values if v is not None)

@@ -216,3 +216,40 @@ async def test_records_from_an_iterable_all_end_as_frames_or_counted_losses(
     assert ledger.unit == "record"
     assert ledger.received == 20 == ledger.emitted + ledger.lost_total
     assert ledger.emitted == len(rows) == 16
+
+
+_JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()  # NaN and +-inf too: json writes them, only json.loads reads them back
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(
+    st.dictionaries(st.text(), _JSON_VALUES, max_size=8),
+    st.sampled_from(["", "\n", " \n", "\r\n"]),
+)
+def test_a_one_record_datagram_decodes_as_json_loads_reads_it(
+    record: dict[str, Any], end: str
+) -> None:
+    from adapters.timeseries_records import decode_datagram
+
+    payload = (json.dumps(record) + end).encode()
+    decoded = decode_datagram(payload, "jsonl")
+    assert json.dumps(decoded) == json.dumps([json.loads(payload)])  # NaN != NaN: as text
+    assert [type(v) for v in decoded[0].values()] == [type(v) for v in record.values()]
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [b'{"t": ' + b"9" * 5000 + b"}", b'{"t": 1} x', b"[" * 5000 + b"]" * 5000, b"\xff\xfe"],
+)
+def test_a_bad_one_record_datagram_is_refused_as_json_loads_refuses_it(payload: bytes) -> None:
+    from adapters.timeseries_records import decode_datagram
+
+    with pytest.raises(ValueError, match="not JSON lines"):
+        decode_datagram(payload, "jsonl")

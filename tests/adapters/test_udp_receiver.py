@@ -214,6 +214,59 @@ async def test_a_fast_stream_gathers_between_drains_and_keeps_every_datagram_in_
     assert ledger.received == 40
 
 
+@linux_only
+async def test_gathered_drains_fall_on_multiples_of_the_gather_period() -> None:
+    # Two receivers of one period wake together, and a hub deadline a whole number
+    # of periods after a drain falls due in the same wakeup (timer coalescing).
+    from fusion.timing import current_clock
+
+    clock = current_clock()
+    owner = TimeSeriesSource.from_udp(0, name="imu")
+    gather = 40 * MS
+    woke: list[int] = []
+    async with UdpReceiver(owner, gather=gather / 1e9) as rx:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as tx:
+
+            async def send() -> None:
+                for i in range(300):
+                    tx.sendto(b"%d" % i, ("127.0.0.1", rx.port))
+                    await anyio.sleep(0.002)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(send)
+                with anyio.fail_after(10):
+                    got = 0
+                    while got < 300:
+                        got += len(await rx.receive_many(64))
+                        woke.append(clock.now())
+    # after the first drain every read starts at a multiple of the period (the event
+    # loop runs a timer a little late, never early)
+    phases = [t % gather for t in woke[1:-1]]
+    assert len(phases) >= 8
+    assert sorted(phases)[len(phases) // 2] < gather // 8, phases
+    assert all(phase < 3 * gather // 4 for phase in phases), phases
+
+
+@linux_only
+async def test_a_drain_that_stopped_at_its_limit_reads_on_without_gathering() -> None:
+    owner = TimeSeriesSource.from_udp(0, name="imu")
+    async with UdpReceiver(owner, gather=0.5) as rx:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as tx:
+            for i in range(30):
+                tx.sendto(b"%d" % i, ("127.0.0.1", rx.port))
+            await anyio.sleep(0.05)
+            started = time.monotonic()
+            with anyio.fail_after(5):
+                first = await rx.receive_many(10)
+                second = await rx.receive_many(10)
+                third = await rx.receive_many(10)
+            took = time.monotonic() - started
+    assert [len(first), len(second), len(third)] == [10, 10, 10]
+    payloads = [p for batch in (first, second, third) for p, _, _ in batch]
+    assert payloads == [b"%d" % i for i in range(30)]
+    assert took < 0.4  # no 0.5 s gather between full drains (the queue was not empty)
+
+
 async def test_a_burst_reaches_the_hub_as_one_list_with_every_seq_in_order() -> None:
     source = TimeSeriesSource.from_udp(0, name="imu", fields=["ax"])
     frames: list[list[Frame]] = []

@@ -287,3 +287,22 @@ options = { count = 2, period_ms = 5 }
     )
     source = load_config(path).sources[0]
     assert source.options == {"count": 2, "period_ms": 5}  # type: ignore[union-attr]
+
+
+def test_a_udp_time_series_gathers_as_its_config_says_else_as_the_command_does(
+    tmp_path: Path,
+) -> None:
+    from hyperframes.cli.record import record_gather
+    from hyperframes.config.sources import LIVE_GATHER_MS, RECORD_GATHER_MS
+
+    body = '[[sources]]\ntype = "timeseries_udp"\nname = "imu"\nport = 0\n'
+    unset = load_config(write(tmp_path, body)).sources[0]
+    assert build_source(unset).gather == LIVE_GATHER_MS / 1e3
+    assert build_source(unset, gather_ms=RECORD_GATHER_MS).gather == RECORD_GATHER_MS / 1e3
+    (tmp_path / "set").mkdir()
+    chosen = load_config(write(tmp_path / "set", body + "gather_ms = 2\n")).sources[0]
+    assert build_source(chosen, gather_ms=RECORD_GATHER_MS).gather == 0.002
+    # record alone gathers longer; anything watching live keeps the live default
+    assert record_gather(None, None) == RECORD_GATHER_MS
+    assert record_gather(object(), None) is None
+    assert record_gather(None, object()) is None
