@@ -75,7 +75,7 @@ async def test_a_flood_into_a_small_buffer_counts_the_kernels_drops() -> None:
     ledger = source.ledgers()["imu"]
     read = udp.datagrams
     dropped = ledger.lost["kernel_overflow"]
-    assert sent > 10 * read  # the receiver was outrun: most datagrams never made it
+    assert sent > 2 * read  # the receiver was outrun: most datagrams never made it
     assert abs(dropped - (sent - read)) <= 0.05 * (sent - read), (sent, read, dropped)
     assert udp.kernel_drops == dropped
     assert ledger.received == read + dropped
