@@ -134,9 +134,11 @@ def measure(receiver: list[str], port: int, rate: float, warmup: float, seconds:
 
 
 def rounds(
-    rate: float, warmup: float, seconds: float, repeat: int
+    rate: float, warmup: float, seconds: float, repeat: int, gather_ms: float | None = None
 ) -> tuple[list[float], list[float]]:
-    """CPU seconds per frame of ``hyperframes record`` and of the plain peer, per round."""
+    """CPU seconds per frame of ``hyperframes record`` and of the plain peer, per round
+    (``gather_ms``: the source's, else record's default)."""
+    gather = "" if gather_ms is None else f"gather_ms = {gather_ms}\n"
     ours: list[float] = []
     peer: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -146,7 +148,7 @@ def rounds(
             config.write_text(
                 "[[sources]]\n"
                 'type = "timeseries_udp"\nname = "imu"\nkind = "imu"\n'
-                f'port = {port}\nclock = "online"\n'
+                f'port = {port}\nclock = "online"\n{gather}'
             )
             out = Path(tmp) / f"r{i}.hfr"
             record = [sys.executable, "-m", "hyperframes", "record", str(config), "-o", str(out)]
@@ -177,13 +179,20 @@ def main() -> int:
     parser.add_argument("--warmup", type=float, default=3.0)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--gather-ms",
+        type=float,
+        default=None,
+        help="the UDP source's gather (default: record's own, 50 ms; live views use 10)",
+    )
     args = parser.parse_args()
-    ours, peer = rounds(args.rate, args.warmup, args.seconds, args.repeat)
+    ours, peer = rounds(args.rate, args.warmup, args.seconds, args.repeat, args.gather_ms)
     best, best_peer = min(ours), min(peer)
     print(
         json.dumps(
             {
                 "rate_hz": args.rate,
+                "gather_ms": args.gather_ms if args.gather_ms is not None else "record's 50",
                 "record_us_per_frame": round(best * 1e6, 1),
                 "record_rounds_us": [round(x * 1e6, 1) for x in ours],
                 "peer_us_per_frame": round(best_peer * 1e6, 1),
