@@ -1,7 +1,7 @@
 """Does ``record --serve`` cost the recording anything, even with a client that stops reading?
 
 Four runs of ``hyperframes record --duration S`` (the built-in synthetic camera 30 Hz
-640x480, LiDAR 10 Hz, IMU 200 Hz), back to back in one process tree, so all see the
+64x48 RGB, LiDAR 10 Hz, IMU 200 Hz), back to back in one process tree, so all see the
 same machine load:
 
 * **no serve**: the baseline;

@@ -3,6 +3,7 @@ paths, one clear line and an exit code on failure, never a traceback."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -214,6 +215,9 @@ def test_forged_chunk_counts_are_never_printed_as_a_total(tmp_path: Path) -> Non
         assert "a damaged count" in proc.stdout
     assert check.returncode == 1
     assert "6 frames (not counting chunks" in check.stdout
+    doc = json.loads(cli("info", "--json", str(path), cwd=tmp_path).stdout)
+    assert doc["frames"] == 6
+    assert doc["overcounted_chunks"] == [2, 3, 4, 5]
 
 
 def test_replay_says_each_distinct_message_once_and_bounds_them(tmp_path: Path) -> None:
