@@ -58,7 +58,7 @@ from recordings.export.kinds import (
     typed_shape,
 )
 from recordings.export.ros2 import TYPES, odometry_message, ros2_typestore
-from recordings.export.sensors import SensorMap
+from recordings.export.sensors import SensorMap, one_type_per_topic
 from recordings.export.shapes import Shape, ellipsoid_altitude
 
 VIDEO_TYPE = TYPES["video"]
@@ -134,8 +134,7 @@ class FoxgloveMcapWriter:
         """A ROS 2 CDR channel with a ``ros2msg`` schema (Foxglove reads those natively)."""
         known = self._channels.get(topic)
         if known is not None:
-            if known[1] != msgtype:
-                raise ValueError(f"topic {topic} already carries {known[1]}, not {msgtype}")
+            one_type_per_topic(topic, known[1], msgtype)
             return known[0]
         schema = self._fg.Schema(name=msgtype, encoding="ros2msg", data=msgdef.encode())
         channel = self._fg.Channel(
@@ -165,8 +164,7 @@ class FoxgloveMcapWriter:
     def _channel(self, topic: str, kind: str, schema: dict[str, Any] | None = None) -> Any:
         known = self._channels.get(topic)
         if known is not None:
-            if known[1] != kind:
-                raise ValueError(f"topic {topic} already carries {known[1]} payloads, not {kind}")
+            one_type_per_topic(topic, f"{known[1]} payloads", f"{kind} payloads")
             return known[0]
         from foxglove import channels
 

@@ -67,7 +67,7 @@ from recordings.export.kinds import (
     series_values,
     typed_shape,
 )
-from recordings.export.sensors import SensorMap
+from recordings.export.sensors import SensorMap, one_type_per_topic
 from recordings.export.shapes import Shape, ellipsoid_altitude, navsat_status
 
 _VIDEO_MSGDEF = """builtin_interfaces/Time timestamp
@@ -424,8 +424,7 @@ class Ros2McapWriter(Ros2Messages):
     ) -> int:
         known = self._channels.get(topic)
         if known is not None:
-            if known[1] != msgtype:
-                raise ValueError(f"topic {topic} already carries {known[1]}, not {msgtype}")
+            one_type_per_topic(topic, known[1], msgtype)
             return known[0]
         if msgdef is None:
             msgdef, _ = self.store.generate_msgdef(msgtype, ros_version=2)

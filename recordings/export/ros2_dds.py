@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from recordings.export.ros2 import Ros2Messages
+from recordings.export.sensors import one_type_per_topic
 
 if TYPE_CHECKING:
     from recordings.export.ros2_publisher import Ros2Publisher
@@ -76,8 +77,7 @@ class DdsMessages(Ros2Messages):
         name = self.renamed.get(topic) or self._ros_name(topic)
         known = self.writers.get(name)
         if known is not None:
-            if known.msgtype != msgtype:
-                raise ValueError(f"topic {name} already carries {known.msgtype}, not {msgtype}")
+            one_type_per_topic(name, known.msgtype, msgtype)
             return known
         from adapters.ros2.idltypes import message_class
         from adapters.ros2.participant import wait_matched

@@ -27,6 +27,13 @@ from recordings.export.shapes import shape_of_type
 from recordings.video.packets import META_KEY
 
 
+def one_type_per_topic(topic: str, carried: str, wanted: str) -> None:
+    """Refuse a second message type on a topic (MCAP, Foxglove and DDS readers each
+    decode a topic with one schema): ``ValueError`` naming both."""
+    if carried != wanted:
+        raise ValueError(f"topic {topic} already carries {carried}, not {wanted}")
+
+
 class SensorMap:
     """Per-sensor routing state of one writer."""
 

@@ -262,3 +262,11 @@ def test_export_command_reports_errors_clearly(
     assert "has no sensor 'nope'" in " ".join(capsys.readouterr().out.split())
     assert cli(["export", str(recording), "-o", str(out), "--groups", "nearest:lidar:30"]) == 0
     assert "sync groups" in capsys.readouterr().out
+
+
+def test_a_topic_keeps_one_message_type_and_a_second_is_refused_naming_both() -> None:
+    from recordings.export.sensors import one_type_per_topic
+
+    one_type_per_topic("/imu", "sensor_msgs/msg/Imu", "sensor_msgs/msg/Imu")  # the same: fine
+    with pytest.raises(ValueError, match="topic /imu already carries sensor_msgs/msg/Imu, not"):
+        one_type_per_topic("/imu", "sensor_msgs/msg/Imu", "sensor_msgs/msg/Image")
