@@ -46,7 +46,7 @@ def register(sub: Any) -> None:
             "one serial pass gives them. See docs/segments.md."
         ),
     )
-    p.add_argument("run", help="the RUN.toml: [sync], [[stages]], [[workers]] ([fleet] unused)")
+    p.add_argument("run", help="the RUN.toml: [sync], [[stages]], [[workers]] ([fleet] not needed)")
     p.add_argument("file", help="a .hfr recording, or a video file (MP4, MKV, MPEG-TS...)")
     p.add_argument(
         "--processes",
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         if not path.is_file():
             raise FileNotFoundError(f"{path}: no such file")
-        config = load_fleet_config(args.run)
+        config = load_fleet_config(args.run, recording=str(path))
         job, total, unit, position = _job(config, path, args.sensor)
     except (ConfigError, OSError, ValueError) as err:
         error(console, err)

@@ -163,8 +163,12 @@ def expand_recordings(patterns: list[str]) -> list[str]:
     return out
 
 
-def load_fleet_config(path: str | os.PathLike[str]) -> FleetConfig:
-    """Read and validate a RUN.toml; every problem in one :class:`ConfigError`."""
+def load_fleet_config(path: str | os.PathLike[str], *, recording: str | None = None) -> FleetConfig:
+    """Read and validate a RUN.toml; every problem in one :class:`ConfigError`.
+
+    ``recording``: a command that names its one recording itself (``segments``) needs
+    no ``[fleet]`` section; without one the run is of that recording alone.
+    """
     path = Path(path)
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -172,6 +176,8 @@ def load_fleet_config(path: str | os.PathLike[str]) -> FleetConfig:
         raise ConfigError(f"{path}: no such run file") from None
     except tomllib.TOMLDecodeError as err:
         raise ConfigError(f"{path}: not valid TOML: {err}") from err
+    if recording is not None and "fleet" not in raw:
+        raw["fleet"] = {"recordings": [recording], "output": "."}
     return validate_fleet_config(raw, source=str(path))
 
 

@@ -172,6 +172,31 @@ def test_the_refusal_as_a_user_meets_it(
     refused(tmp_path, base, suffix, how, command, journey=True)
 
 
+SEGMENTS_RUN = """
+[sync]
+policy = "nearest"
+reference = "lidar"
+tolerance_ms = 20
+"""
+
+
+@pytest.mark.parametrize("how", ["same", "symlink", "hardlink"])
+def test_segments_refuses_an_output_that_is_its_recording(
+    base: Path, tmp_path: Path, how: str
+) -> None:
+    given, out = prepare(tmp_path, base, ".hfr", how)
+    run = tmp_path / "run.toml"
+    run.write_text(SEGMENTS_RUN)
+    before = sha(given)
+    listing = sorted(p.name for p in tmp_path.iterdir())
+    code, text = in_process(["segments", run.name, given.name, "-o", out.name], tmp_path)
+    assert code == 2, text
+    assert "Traceback" not in text
+    assert "nothing was written" in text, text
+    assert sha(given) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == listing
+
+
 def test_fleet_never_writes_a_results_file_over_a_recording(base: Path, tmp_path: Path) -> None:
     first = tmp_path / "a.hfr"
     first.write_bytes(base.read_bytes())

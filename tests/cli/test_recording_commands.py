@@ -149,6 +149,12 @@ def test_check_fails_a_damaged_file_and_repair_salvages_the_rest(
     assert f"byte {victim.offset}" in out
     assert f"wrote {total - victim.count} frames" in out
     assert main(["check", str(fixed)]) == 0
+    capsys.readouterr()
+    # --allow-loss keeps every word of the damage and only changes the exit code
+    assert main(["check", str(bad), "--allow-loss"]) == 0
+    allowed = capsys.readouterr().out
+    assert "damaged:" in allowed
+    assert f"byte {victim.offset}" in allowed
 
 
 def test_replay_plays_a_selection(recorded: Path, capsys: pytest.CaptureFixture[str]) -> None:

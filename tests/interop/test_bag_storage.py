@@ -350,3 +350,20 @@ def test_info_reads_compressed_bags(
         2 * N,
         0,
     )
+
+
+def test_replay_of_the_zeroed_chunk_fails_with_what_it_lost_unless_loss_is_allowed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # round 1's leftover: it replayed 0 frames with exit 0 while the summary said 20
+    if not TALKER.exists():
+        pytest.skip("no talker.mcap")
+    from hyperframes.cli import main
+
+    path = zeroed_chunk(TALKER, tmp_path / "zeroed.mcap")
+    assert main(["replay", "--fast", str(path)]) == 1
+    failed = " ".join(capsys.readouterr().out.split())
+    assert "missing" in failed
+    assert main(["replay", "--fast", "--allow-loss", str(path)]) == 0
+    allowed = " ".join(capsys.readouterr().out.split())
+    assert "missing" in allowed  # still reported, only the exit code changes
