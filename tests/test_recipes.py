@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import websockets
 from rosbags.highlevel import AnyReader
 
 from recordings import open_recording
 from tests.acceptance.live_helpers import wait_udp_bound
+from tests.interop.foxglove_client import Decoder, LiveClient, connect
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
@@ -40,9 +45,11 @@ def test_recipe_1_records_a_live_camera_lidar_and_imu(tmp_path: Path) -> None:
             stdout=subprocess.DEVNULL,
         ),
     ]  # fmt: skip
+    serve = free_tcp_port()
     record = subprocess.Popen(
         [sys.executable, "-m", "hyperframes", "record",
-         "examples/configs/live_camera_lidar_imu.toml", "-o", str(out), "--duration", "8"],
+         "examples/configs/live_camera_lidar_imu.toml", "-o", str(out), "--duration", "8",
+         "--serve", f"127.0.0.1:{serve}"],
         cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
@@ -56,6 +63,8 @@ def test_recipe_1_records_a_live_camera_lidar_and_imu(tmp_path: Path) -> None:
                 stdout=subprocess.DEVNULL,
             )
         )
+        # Foxglove's view of the run: every sensor a channel, messages that decode
+        seen = asyncio.run(watch_live(f"ws://127.0.0.1:{serve}", {"/cam", "/lidar", "/imu"}))
         stdout, stderr = record.communicate(timeout=120)
         done = subprocess.CompletedProcess(record.args, record.returncode, stdout, stderr)
     finally:
@@ -76,6 +85,44 @@ def test_recipe_1_records_a_live_camera_lidar_and_imu(tmp_path: Path) -> None:
     assert all(len(f.data) > 1000 for f in lidar[1:-1])
     assert summary.utc_start is not None  # live recordings are dated
     assert "input ledger" in hyperframes("info", str(out)).stdout
+    assert set(seen) == {"/cam", "/lidar", "/imu"}, seen
+    assert seen["/lidar"] > 1000  # points in a served sweep, decoded with its schema
+    assert f"at ws://127.0.0.1:{serve}" in done.stdout  # record says what it served
+
+
+def free_tcp_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def watch_live(url: str, topics: set[str]) -> dict[str, int]:
+    """Subscribe to ``topics`` of a running ``--serve`` as Foxglove does; each topic's
+    first message decoded with its advertised schema: {topic: its size (points, rows)}."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            ws = await connect(url)
+            break
+        except (OSError, websockets.InvalidHandshake):
+            assert time.monotonic() < deadline, f"nothing served at {url}"
+            await asyncio.sleep(0.1)
+    client = LiveClient(ws)
+    sizes: dict[str, int] = {}
+    try:
+        await client.wait_topics(topics)
+        await client.subscribe(topics)
+        decoders = {t: Decoder(c) for t, c in client.topics().items() if t in topics}
+        while set(sizes) != topics and time.monotonic() < deadline:
+            message = await asyncio.wait_for(client.receive(), 30)
+            if message is not None and message.topic not in sizes:
+                decoded = decoders[message.topic](message.payload)
+                sizes[message.topic] = len(getattr(decoded, "data", b"")) // max(
+                    1, int(getattr(decoded, "point_stride", 0) or 1)
+                )
+    finally:
+        await ws.close()
+    return sizes
 
 
 def test_recipe_2_turns_a_bag_into_synced_parquet(tmp_path: Path) -> None:
