@@ -1,5 +1,6 @@
 """Children die with their parent: SIGKILL a segment run's parent (or its whole process
-group) and within 5 s no worker, resource tracker or janitor is left, nor any of its
+group), the pool's workers are gone within 2 s, and within 5 s no worker, resource
+tracker or janitor is left, nor any of its
 shared-memory blocks (``hf_<pid>_*``) and semaphores (``sem.mp-*``) in /dev/shm."""
 
 from __future__ import annotations
@@ -39,6 +40,13 @@ def descendants(pid: int) -> set[int]:
     return out
 
 
+def cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
 def shm_mapped_by(pid: int) -> set[str]:
     """Names of the /dev/shm files ``pid`` maps (matched by inode: a semaphore's
     creator maps it under a temporary name)."""
@@ -70,18 +78,26 @@ def test_nothing_outlives_a_killed_parent(clip: Path, kill: str) -> None:
         assert len(blocks) == 3  # processes + 1 blocks
         assert semaphores
         assert len(children) >= 3  # two workers, the resource tracker, the janitor
+        workers = {p for p in children if b"spawn_main" in cmdline(p)}
+        assert len(workers) == 2
         if kill == "parent":
             os.kill(proc.pid, signal.SIGKILL)
         else:
             os.killpg(proc.pid, signal.SIGKILL)
+        killed = time.monotonic()
         proc.wait()
-        deadline = time.monotonic() + 5
+        workers_gone = None
+        deadline = killed + 5
         while time.monotonic() < deadline:
             left = {p for p in children if janitor.alive(p)}
+            if workers_gone is None and not left & workers:
+                workers_gone = time.monotonic() - killed
             files = {n for n in blocks | semaphores if (SHM / n).exists()}
             if not left and not files:
                 break
-            time.sleep(0.1)
+            time.sleep(0.05)
+        assert workers_gone is not None
+        assert workers_gone < 2.0, workers_gone  # the issue's bound
         assert not {p for p in children if janitor.alive(p)}
         assert not {n for n in blocks | semaphores if (SHM / n).exists()}
         assert not list(SHM.glob(f"hf_{proc.pid}_*"))
