@@ -83,6 +83,7 @@ _SK_MEMINFO_DROPS = 8  # index of the drop count in SO_MEMINFO's array of uint32
 _MEMINFO_SIZE = 9 * 4
 _MAX_DATAGRAM = 65535
 _ANCILLARY = socket.CMSG_SPACE(4) + socket.CMSG_SPACE(16) if hasattr(socket, "CMSG_SPACE") else 0
+_MAX_UNREAD = 1 << 16  # datagrams read off a closing socket (a flood may never empty it)
 _LOGGED_SENDERS = 16  # foreign senders named in the log; the rest are only counted
 _PLATFORM_SAID = False
 DEFAULT_SENDER_TIMEOUT = 0.5
@@ -368,14 +369,37 @@ class UdpReceiver:
         return self._ancillary or self._meminfo
 
     def close(self) -> None:
-        """Count the drops since the last datagram, then close the socket. Safe twice."""
+        """Count what is still queued and the drops since the last datagram, then close
+        the socket. Safe twice."""
         if self._sock is None:
             return
         try:
+            self._count_unread()
             self._sync_drops()
         finally:
             self._sock.close()
             self._sock = None
+
+    def _count_unread(self) -> None:
+        """The followed sender's datagrams still queued when the source stops (a gather
+        in progress, a stop mid-stream) arrived and are never read: lost, counted
+        (``unread_at_stop``), not dropped with the socket in silence."""
+        unread = 0
+        try:
+            while unread < _MAX_UNREAD:
+                self.receive_nowait()
+                unread += 1
+        except (anyio.WouldBlock, OSError):
+            pass
+        if unread:
+            self.source.count_error(
+                "unread_at_stop",
+                f"{unread} datagram(s) still queued on UDP port {self.port} when the source "
+                "stopped",
+                units=unread,
+                sensor=self.sensor,
+                arrived=self.counts_admitted,
+            )
 
     async def __aenter__(self) -> UdpReceiver:
         self.open()
