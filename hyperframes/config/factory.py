@@ -29,7 +29,6 @@ from hyperframes.config.schema import (
     parse_size,
 )
 from hyperframes.config.sources import (
-    LIVE_GATHER_MS,
     BagConfig,
     KittiRawConfig,
     NmeaConfig,
@@ -59,8 +58,8 @@ def build_pipeline(
 
     ``sensors``/``exclude`` select sources by name; ``extra_sources`` are added
     as they are (a replayed file, say); ``gather_ms`` is the UDP time series'
-    gather where their config leaves it unset (default
-    :data:`~hyperframes.config.sources.LIVE_GATHER_MS`). Returns a :class:`~fusion.Pipeline`.
+    gather where their config leaves it unset (default: ``from_udp``'s,
+    :data:`adapters.timeseries.DEFAULT_GATHER`). Returns a :class:`~fusion.Pipeline`.
     """
     from fusion.frames import SensorSpec
     from fusion.pipeline import Pipeline, SensorStage
@@ -256,6 +255,7 @@ def build_source(
     if isinstance(cfg, TimeSeriesUdpConfig):
         from adapters.timeseries import TimeSeriesSource
 
+        gather = cfg.gather_ms if cfg.gather_ms is not None else gather_ms
         return TimeSeriesSource.from_udp(
             cfg.port,
             host=cfg.host,
@@ -271,7 +271,7 @@ def build_source(
             sender=cfg.sender,
             sender_timeout=cfg.sender_timeout_s,
             recv_buffer=cfg.recv_buffer,
-            gather=_first(cfg.gather_ms, gather_ms, LIVE_GATHER_MS) / 1e3,
+            **({} if gather is None else {"gather": gather / 1e3}),
         )
     if isinstance(cfg, NmeaConfig):
         from adapters.nmea import NmeaSource
@@ -443,8 +443,3 @@ def build_recorder(
 
         return VideoRecorder(target, video=video, sensors=specs, **options)
     return Recorder(target, sensors=specs, **options)
-
-
-def _first(*values: float | None) -> float:
-    """The first of ``values`` that is set (the last one always is)."""
-    return next(v for v in values if v is not None)

@@ -17,12 +17,10 @@ from pydantic import AliasChoices, Field, field_validator, model_validator
 from hyperframes.config.base import StrictModel, UdpSender, _Sized, _SourceBase
 from hyperframes.config.python_source import PythonSourceConfig
 
-LIVE_GATHER_MS = 10.0
-"""A UDP time series' gather when frames are consumed live: at most 10 ms added."""
 RECORD_GATHER_MS = 50.0
-"""Its gather in a ``record`` nothing watches live: the frames only go to disk (in
-chunks of a second), so waking 20 times a second instead of 100 costs nothing a
-user sees and about half the CPU per frame at 1 kHz (BENCHMARKS.md)."""
+"""A UDP time series' gather in a ``record`` nothing watches live: the frames only go
+to disk (in chunks of a second), so waking 20 times a second instead of 100 costs
+nothing a user sees and about half the CPU per frame at 1 kHz (BENCHMARKS.md)."""
 
 
 class SyntheticConfig(_SourceBase):
@@ -189,7 +187,7 @@ class TimeSeriesUdpConfig(_SourceBase):
     gather_ms: float | None = Field(None, ge=0, le=1000)
     """A fast stream gathers this long in the socket between reads (kernel-stamped):
     one wakeup per gather instead of one per datagram; 0 reads each at once. Unset:
-    10 (:data:`LIVE_GATHER_MS`), or 50 (:data:`RECORD_GATHER_MS`) in a ``record``
+    10 (``from_udp``'s ``DEFAULT_GATHER``), or 50 (:data:`RECORD_GATHER_MS`) in a ``record``
     that nothing watches live (no ``--serve``, no ``--to-ros2``)."""
 
 

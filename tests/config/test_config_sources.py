@@ -292,12 +292,13 @@ options = { count = 2, period_ms = 5 }
 def test_a_udp_time_series_gathers_as_its_config_says_else_as_the_command_does(
     tmp_path: Path,
 ) -> None:
+    from adapters.timeseries import DEFAULT_GATHER
     from hyperframes.cli.record import record_gather
-    from hyperframes.config.sources import LIVE_GATHER_MS, RECORD_GATHER_MS
+    from hyperframes.config.sources import RECORD_GATHER_MS
 
     body = '[[sources]]\ntype = "timeseries_udp"\nname = "imu"\nport = 0\n'
     unset = load_config(write(tmp_path, body)).sources[0]
-    assert build_source(unset).gather == LIVE_GATHER_MS / 1e3
+    assert build_source(unset).gather == DEFAULT_GATHER
     assert build_source(unset, gather_ms=RECORD_GATHER_MS).gather == RECORD_GATHER_MS / 1e3
     (tmp_path / "set").mkdir()
     chosen = load_config(write(tmp_path / "set", body + "gather_ms = 2\n")).sources[0]
