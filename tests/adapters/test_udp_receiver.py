@@ -18,6 +18,7 @@ from adapters.net.udp import DropCounter, SenderFilter, UdpReceiver, parse_sende
 from adapters.timeseries import TimeSeriesSource
 from fusion.errors import ConfigError
 from fusion.frames import Frame
+from fusion.timing import current_clock
 
 MS = 1_000_000
 
@@ -187,23 +188,35 @@ async def test_a_datagram_that_waited_in_the_queue_keeps_its_kernel_arrival_time
     assert owner.ledgers()["imu"].received == 5
 
 
+async def drain_while_sending(
+    rx: UdpReceiver, count: int, period: float
+) -> list[tuple[list[tuple[bytes, object, int]], int]]:
+    """Send ``count`` datagrams ``b"0"``, ``b"1"``... to ``rx``, one every ``period``
+    seconds, while draining it: each drain with the runtime-clock time it returned."""
+    clock = current_clock()
+    drains: list[tuple[list[tuple[bytes, object, int]], int]] = []
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as tx:
+
+        async def send() -> None:
+            for i in range(count):
+                tx.sendto(b"%d" % i, ("127.0.0.1", rx.port))
+                await anyio.sleep(period)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(send)
+            with anyio.fail_after(10):
+                while sum(len(batch) for batch, _ in drains) < count:
+                    batch = await rx.receive_many(64)
+                    drains.append((batch, clock.now()))
+    return drains
+
+
 @linux_only
 async def test_a_fast_stream_gathers_between_drains_and_keeps_every_datagram_in_order() -> None:
     owner = TimeSeriesSource.from_udp(0, name="imu")
-    batches: list[list[tuple[bytes, object, int]]] = []
     async with UdpReceiver(owner, gather=0.02) as rx:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as tx:
-
-            async def send() -> None:
-                for i in range(40):
-                    tx.sendto(b"%d" % i, ("127.0.0.1", rx.port))
-                    await anyio.sleep(0.001)
-
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(send)
-                with anyio.fail_after(10):
-                    while sum(map(len, batches)) < 40:
-                        batches.append(await rx.receive_many(64))
+        drains = await drain_while_sending(rx, 40, period=0.001)
+    batches = [batch for batch, _ in drains]
     payloads = [p for batch in batches for p, _, _ in batch]
     assert payloads == [b"%d" % i for i in range(40)]
     assert len(batches) < 20  # gathered: far fewer wakeups than datagrams
@@ -218,27 +231,11 @@ async def test_a_fast_stream_gathers_between_drains_and_keeps_every_datagram_in_
 async def test_gathered_drains_fall_on_multiples_of_the_gather_period() -> None:
     # Two receivers of one period wake together, and a hub deadline a whole number
     # of periods after a drain falls due in the same wakeup (timer coalescing).
-    from fusion.timing import current_clock
-
-    clock = current_clock()
     owner = TimeSeriesSource.from_udp(0, name="imu")
     gather = 40 * MS
-    woke: list[int] = []
     async with UdpReceiver(owner, gather=gather / 1e9) as rx:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as tx:
-
-            async def send() -> None:
-                for i in range(300):
-                    tx.sendto(b"%d" % i, ("127.0.0.1", rx.port))
-                    await anyio.sleep(0.002)
-
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(send)
-                with anyio.fail_after(10):
-                    got = 0
-                    while got < 300:
-                        got += len(await rx.receive_many(64))
-                        woke.append(clock.now())
+        drains = await drain_while_sending(rx, 300, period=0.002)
+    woke = [at for _, at in drains]
     # after the first drain every read starts at a multiple of the period (the event
     # loop runs a timer a little late, never early)
     phases = [t % gather for t in woke[1:-1]]

@@ -221,12 +221,18 @@ def zeroed_chunk(src: Path, out: Path) -> Path:
     return out
 
 
-async def test_an_mcap_whose_only_chunk_is_zeroed_reports_every_message_missing(
-    tmp_path: Path,
-) -> None:
+@pytest.fixture
+def zeroed_talker(tmp_path: Path) -> Path:
+    """The real talker.mcap with its only chunk zeroed (CRC and all)."""
     if not TALKER.exists():
         pytest.skip("no talker.mcap")
-    path = zeroed_chunk(TALKER, tmp_path / "zeroed.mcap")
+    return zeroed_chunk(TALKER, tmp_path / "zeroed.mcap")
+
+
+async def test_an_mcap_whose_only_chunk_is_zeroed_reports_every_message_missing(
+    zeroed_talker: Path,
+) -> None:
+    path = zeroed_talker
     want = {t: len(v) for t, v in reference(TALKER).items()}
     source = BagSource(path)
     got = await read(source)
@@ -282,11 +288,9 @@ def info(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
 
 
 def test_info_checks_the_summary_against_the_contents_of_a_zeroed_chunk(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    zeroed_talker: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    if not TALKER.exists():
-        pytest.skip("no talker.mcap")
-    path = zeroed_chunk(TALKER, tmp_path / "zeroed.mcap")
+    path = zeroed_talker
     rc, out = info(capsys, str(path), "--json")
     assert rc == 0
     doc = json.loads(out)
@@ -353,14 +357,12 @@ def test_info_reads_compressed_bags(
 
 
 def test_replay_of_the_zeroed_chunk_fails_with_what_it_lost_unless_loss_is_allowed(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    zeroed_talker: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # round 1's leftover: it replayed 0 frames with exit 0 while the summary said 20
-    if not TALKER.exists():
-        pytest.skip("no talker.mcap")
     from hyperframes.cli import main
 
-    path = zeroed_chunk(TALKER, tmp_path / "zeroed.mcap")
+    path = zeroed_talker
     assert main(["replay", "--fast", str(path)]) == 1
     failed = " ".join(capsys.readouterr().out.split())
     assert "missing" in failed
