@@ -43,7 +43,7 @@ fetches against its stamp, and ``hyperframes check`` compares the index with
 every decoded chunk.
 
 The writer builds the index chunk by chunk from the blocks it writes,
-buffering at most :data:`FRAME_BYTES` per sensor and column before it
+buffering at most :data:`~recordings.framed.FRAME_BYTES` per sensor and column before it
 compresses them into a frame, so its memory is bounded, not the session's
 stamps.
 """
@@ -55,7 +55,6 @@ from typing import Any
 
 import msgpack
 import numpy as np
-import zstandard
 
 from recordings.format import (
     END_MAGIC,
@@ -66,6 +65,7 @@ from recordings.format import (
     crc32,
     pack_prelude,
 )
+from recordings.framed import ColumnFrames, declared_size, frame_spans, unframe
 
 __all__ = ["StampChecker", "StampIndex", "StampIndexWriter", "read_stamp_index"]
 
@@ -73,26 +73,14 @@ Int64 = np.ndarray[Any, np.dtype[np.int64]]
 _DTYPES = ("<u4", "<i8", "<i8", "<i8", "u1")  # runs, seq, t, t_arrival, has_arrival
 ROW_BYTES = 33
 """Most bytes per frame of the decompressed columns (a run of one frame: 8 + 25)."""
-FRAME_BYTES = 256 << 10
-"""Raw bytes of one sensor's column the writer buffers before compressing a frame."""
 _MAX_META = 16 << 20  # names and frame lengths of every sensor: far below this
-
-
-class _Column:
-    __slots__ = ("buf", "frames")
-
-    def __init__(self) -> None:
-        self.buf = bytearray()
-        self.frames: list[bytes] = []
 
 
 class StampIndexWriter:
     """Builds a STAMPS record chunk by chunk (what a writer calls as chunks are written)."""
 
     def __init__(self, level: int = 3) -> None:
-        self._cctx = zstandard.ZstdCompressor(level=level, write_content_size=True)
-        self._fast = zstandard.ZstdCompressor(level=-100, write_content_size=True)
-        self._cols: dict[str, list[_Column]] = {}  # per sensor, per column
+        self._cols = ColumnFrames(len(_DTYPES), level)  # per sensor, per column
         self._last: dict[str, Int64] = {}  # per sensor: last seq, t, t_arrival
         self._count: dict[str, int] = {}
         self.chunks = 0
@@ -117,9 +105,7 @@ class StampIndexWriter:
             v = values[:, where]
             if not v.shape[1]:
                 continue
-            cols = self._cols.get(name)
-            if cols is None:
-                cols = self._cols[name] = [_Column() for _ in _DTYPES]
+            if name not in self._last:
                 self._last[name] = np.zeros(3, np.int64)
                 self._count[name] = 0
             d = np.empty_like(v)
@@ -129,18 +115,9 @@ class StampIndexWriter:
             n = v.shape[1]
             self._count[name] += n
             parts = (np.array([self.chunks, n], "<u4"), d[0], d[1], d[2], has[where])
-            for col, part, dtype in zip(cols, parts, _DTYPES, strict=True):
-                col.buf += np.ascontiguousarray(part, dtype).tobytes()
-                if len(col.buf) >= FRAME_BYTES:
-                    col.frames.append(self._compress(col.buf))
-                    col.buf.clear()
+            for j, (part, dtype) in enumerate(zip(parts, _DTYPES, strict=True)):
+                self._cols.add(name, j, np.ascontiguousarray(part, dtype).tobytes())
         self.chunks += 1
-
-    def _compress(self, raw: bytearray) -> bytes:
-        packed: bytes = self._cctx.compress(bytes(raw))
-        if 3 * len(packed) > len(raw):  # hardly compresses: decode speed matters more
-            packed = self._fast.compress(bytes(raw))
-        return packed
 
     def skip_chunk(self) -> None:
         """A chunk without usable stamps: the index cannot describe the file."""
@@ -151,20 +128,10 @@ class StampIndexWriter:
         no stamp block (``Recorder(stamp_blocks=False)``)."""
         if self.chunks < 0:
             return None
-        frames: list[bytes] = []
-        lengths: list[list[list[int]]] = []
-        for cols in self._cols.values():
-            per_sensor = []
-            for col in cols:
-                if col.buf:
-                    col.frames.append(self._compress(col.buf))
-                    col.buf.clear()
-                per_sensor.append([len(f) for f in col.frames])
-                frames += col.frames
-            lengths.append(per_sensor)
+        lengths, frames = self._cols.finish()
         meta = msgpack.packb(
             {
-                "s": list(self._cols),
+                "s": self._cols.keys(),
                 "c": list(self._count.values()),
                 "chunks": self.chunks,
                 "z": lengths,
@@ -209,30 +176,14 @@ class StampIndex:
     def _column(self, k: int, j: int) -> np.ndarray[Any, Any]:
         dtype = np.dtype(_DTYPES[j])
         spans = self._spans[k][j]
+        what = f"a stamp index column of {self.sensors[k]!r}"
         if j == 0:  # runs: as many as the frames declare, an even number of u4, checked above
-            want = sum(_declared(self._payload[a : a + b]) for a, b in spans)
+            want = sum(declared_size(self._payload[a : a + b]) for a, b in spans)
             if want % 8 or want > 8 * self.counts[k]:
-                raise ValueError(f"a stamp index column of {self.sensors[k]!r} has the wrong size")
+                raise ValueError(f"{what} has the wrong size")
         else:
             want = self.counts[k] * dtype.itemsize
-        parts = []
-        got = 0
-        for start, length in self._spans[k][j]:
-            frame = self._payload[start : start + length]
-            try:
-                size = zstandard.frame_content_size(frame)
-                if not 0 <= size <= want - got:
-                    raise ValueError(
-                        f"a stamp index frame of {self.sensors[k]!r} has the wrong size"
-                    )
-                raw = _dctx().decompress(frame, max_output_size=size)
-            except zstandard.ZstdError as err:
-                raise ValueError(f"a stamp index frame of {self.sensors[k]!r}: {err}") from err
-            got += len(raw)
-            parts.append(raw)
-        if got != want:
-            raise ValueError(f"a stamp index column of {self.sensors[k]!r} has the wrong size")
-        return np.frombuffer(parts[0] if len(parts) == 1 else b"".join(parts), dtype)
+        return np.frombuffer(unframe(self._payload, spans, want, what), dtype)
 
     def of(self, name: str) -> tuple[Int64, Int64, Int64, Int64]:
         """``(t, seq, chunk, rank)`` of sensor ``name``'s frames, in recorded order;
@@ -270,22 +221,6 @@ class StampIndex:
         if len(has) and int(has.max()) > 1:
             raise ValueError(f"the stamp index has a has_arrival of {name!r} that is not 0 or 1")
         return np.cumsum(self._column(k, 3).view(np.int64)), has.astype(bool)
-
-
-_decompressors: list[zstandard.ZstdDecompressor] = []
-
-
-def _declared(frame: memoryview) -> int:
-    try:
-        return max(0, zstandard.frame_content_size(frame))
-    except zstandard.ZstdError:
-        return 0
-
-
-def _dctx() -> zstandard.ZstdDecompressor:
-    if not _decompressors:
-        _decompressors.append(zstandard.ZstdDecompressor())
-    return _decompressors[0]
 
 
 def read_stamp_index(fd: int, size: int, max_bytes: int) -> StampIndex | str:
@@ -334,30 +269,12 @@ def read_stamp_index(fd: int, size: int, max_bytes: int) -> StampIndex | str:
         and all(type(c) is int and c >= 0 for c in counts)
         and type(chunks) is int
         and 0 <= chunks < 1 << 32
-        and isinstance(lengths, list)
-        and len(lengths) == len(names)
-        and all(isinstance(cols, list) and len(cols) == len(_DTYPES) for cols in lengths)
-        and all(
-            isinstance(col, list) and all(type(x) is int and x > 0 for x in col)
-            for cols in lengths
-            for col in cols
-        )
     )
-    if not shaped or sum(x for cols in lengths for col in cols for x in col) != len(payload):
+    spans = frame_spans(lengths, len(names), len(_DTYPES), len(payload)) if shaped else None
+    if spans is None:
         return "the stamp index meta is malformed"
     if sum(counts) * ROW_BYTES > max_bytes:
         return f"the stamp index of {sum(counts)} frames is over the reader's limit"
-    spans: list[list[list[tuple[int, int]]]] = []
-    pos = 0
-    for cols in lengths:
-        per_sensor = []
-        for col in cols:
-            frames = []
-            for x in col:
-                frames.append((pos, x))
-                pos += x
-            per_sensor.append(frames)
-        spans.append(per_sensor)
     return StampIndex(tuple(names), tuple(counts), chunks, payload, spans)
 
 
