@@ -39,6 +39,14 @@ from recordings.columns import (
     delta_encode,
     pack_metas,
 )
+from recordings.details import (
+    PLAIN,
+    ChunkDetails,
+    frame_marks,
+    payload_brief,
+    payload_size,
+    put_marks,
+)
 from recordings.format import BLOB_ALIGN, EXT_COLUMN, EXT_NDARRAY, Compression, RecordKind
 from recordings.layout import ChunkMeta, SealedChunk, _dtype_to_wire, _int64
 from recordings.stamp_block import stamp_table
@@ -146,6 +154,12 @@ class ChunkBuilder:
     """Seal each chunk with its stamp block (format 1.4; see :mod:`recordings.stamp_block`)."""
     _rec_stamps: list[tuple[int, int, int, int | None]] = field(default_factory=list)
     """``(sensor index, seq, t, t_arrival)`` of each msgpack record, in order (1.4)."""
+    _rec_details: list[tuple[int, int, tuple[int, ...] | None, int]] = field(default_factory=list)
+    """``(t_sensor - t, size, shape, flag)`` of each msgpack record, in order (1.6)."""
+    _marks: list[tuple[int, tuple[int, int | None, Any, Any]]] = field(default_factory=list)
+    """``(row, frame_marks(meta))`` of each frame whose meta has a detail key (1.6)."""
+    _firsts: dict[int, list[Any]] = field(default_factory=dict)
+    """Sensor index -> the payload brief of its first frame in the chunk (1.6)."""
     _count: int = 0
     _size: int = BLOB_ALIGN + 5
     _t0: int = 0
@@ -208,7 +222,9 @@ class ChunkBuilder:
                 else:
                     g.data += data.tobytes()
                     if new_spec is not None or frame.sensor not in self._sensors:
-                        self._register(frame.sensor, new_spec)
+                        self._register(frame.sensor, new_spec, data)
+                    if frame.meta and self.stamp_blocks:
+                        self._mark(frame.meta)
                     self._order.append(g.index)
                     self._count += 1
                     self._size += g.row_bytes
@@ -241,10 +257,18 @@ class ChunkBuilder:
         self._last[sensor] = g
         return g
 
-    def _register(self, sensor: str, new_spec: Mapping[str, Any] | None) -> int:
+    def _mark(self, meta: Mapping[str, Any]) -> None:
+        """Note the detail keys of the meta of the frame about to be added (1.6)."""
+        marks = frame_marks(meta)
+        if marks is not None:
+            self._marks.append((self._count, marks))
+
+    def _register(self, sensor: str, new_spec: Mapping[str, Any] | None, data: Any) -> int:
         sidx = self._sensors.get(sensor)
         if sidx is None:
             sidx = self._sensors[sensor] = len(self._sensors)
+            if self.stamp_blocks:
+                self._firsts[sidx] = payload_brief(data)
             self._counts.append(0)
             self._ranges.append(None)
             if new_spec is None and self.on_new_sensor is not None:
@@ -280,7 +304,7 @@ class ChunkBuilder:
                 "lists and dicts",
                 found=str(err),
             ) from err
-        sidx = self._register(frame.sensor, new_spec)
+        sidx = self._register(frame.sensor, new_spec, frame.data)
         self._counts[sidx] += 1
         r = self._ranges[sidx]
         if r is None:
@@ -292,6 +316,9 @@ class ChunkBuilder:
         self._records += packed
         if self.stamp_blocks:
             self._rec_stamps.append((sidx, frame.seq, t, ta))
+            self._rec_details.append((0 if ts is None else ts - t, *payload_size(frame.data)))
+            if frame.meta:
+                self._mark(frame.meta)
         if self._nrecords == 0:
             self._t0 = self._t1 = t
         else:
@@ -340,15 +367,20 @@ class ChunkBuilder:
         )
         if len(meta.ranges) != len(meta.sensors):
             raise AssertionError("a registered sensor has no frames")  # pragma: no cover
-        stamps = None
+        stamps = details = None
         if self.stamp_blocks:
+            order = np.frombuffer(self._order, np.uint8)
             stamps = stamp_table(
                 self._count,
-                np.frombuffer(self._order, np.uint8),
+                order,
                 [(g.index, self._sensors[g.sensor], g.ints, g.width) for g in groups],
                 self._rec_stamps,
             )
+            details = self._details(order, groups)
         self._rec_stamps = []
+        self._rec_details = []
+        self._marks = []
+        self._firsts = {}
         self.index += 1
         self._records = bytearray()
         self._blob = _Blob(self.capacity)
@@ -362,7 +394,38 @@ class ChunkBuilder:
         self._nrecords = 0
         self._count = 0
         self._size = BLOB_ALIGN + 5
-        return SealedChunk(parts, meta, stamps)
+        return SealedChunk(parts, meta, stamps, details)
+
+    def _details(self, order: np.ndarray[Any, Any], groups: list[ColumnGroup]) -> ChunkDetails:
+        """The open chunk's frame details (1.6; :mod:`recordings.details`)."""
+        n = self._count
+        offset = np.empty(n, np.int64)
+        size = np.empty(n, np.int64)
+        shape_of = np.full(n, -1, np.int32)
+        flags = np.zeros(n, np.uint8)
+        shapes: dict[tuple[int, ...], int] = {}
+        for g in groups:
+            rows = np.frombuffer(g.ints, "<i8").reshape(-1, g.width)
+            where = order == g.index
+            offset[where] = rows[:, 2] - rows[:, 1]
+            if g.dtype.names:
+                size[where] = g.shape[0]
+            else:
+                size[where] = PLAIN
+                shape_of[where] = shapes.setdefault(g.shape, len(shapes))
+        if self._rec_details:
+            where = order == GENERIC
+            offset[where] = [r[0] for r in self._rec_details]
+            size[where] = [r[1] for r in self._rec_details]
+            shape_of[where] = [
+                -1 if r[2] is None else shapes.setdefault(r[2], len(shapes))
+                for r in self._rec_details
+            ]
+            flags[where] = [r[3] for r in self._rec_details]
+        out = ChunkDetails(offset, flags, size, shape_of, list(shapes), [], [], [], self._firsts)
+        for row, marks in self._marks:
+            put_marks(out, row, marks)
+        return out
 
     def _seal_columns(self, groups: list[ColumnGroup]) -> tuple[memoryview, int, int, int]:
         """``(raw, records_size, t_start, t_end)`` of a columnar chunk (see FORMAT.md).

@@ -37,7 +37,7 @@ SYNC = b"HFR"
 VERSION_MAJOR = 1
 """Bumped for changes an older reader cannot read; such a reader refuses the file."""
 
-VERSION_MINOR = 5
+VERSION_MINOR = 6
 """Bumped for additions (new meta keys, new record kinds) an older reader can skip."""
 
 PREAMBLE = struct.Struct("<8sHHI")
@@ -59,6 +59,9 @@ class RecordKind(IntEnum):
     STAMPS = 5
     """Every frame's stamps as columns, between the INDEX and the trailer (format 1.5,
     ``recordings/stamp_index.py``)."""
+    DETAILS = 6
+    """What ``info`` reports of every frame beyond its stamps, right before the INDEX
+    (format 1.6, ``recordings/details.py``)."""
 
 
 CHUNK_KINDS = frozenset({RecordKind.CHUNK, RecordKind.COLUMNS})

@@ -162,6 +162,9 @@ class SealedChunk:
     meta: ChunkMeta
     stamps: bytes | None = None
     """The stamp block, uncompressed (1.4): the writer compresses it into ``meta.stamps``."""
+    details: Any = None
+    """The chunk's :class:`~recordings.details.ChunkDetails` (1.6), for the writer's
+    DETAILS record."""
 
     @property
     def raw(self) -> bytearray:

@@ -84,6 +84,8 @@ class ChunkLocator:
     _header_wall: WallAnchor | None
     _chunks: list[ChunkMeta]
     _body: int
+    _details_at: tuple[int, Any] | None
+    """``(index offset, the INDEX's "details" pointer)`` of an indexed file (1.6)."""
 
     def _open(self) -> None:
         head = os.pread(self._fd, PREAMBLE.size, 0)
@@ -135,6 +137,7 @@ class ChunkLocator:
             self._report(chunks)
             return False
         self._chunks = chunks
+        self._details_at = (index_offset, meta.get("details"))
         self._take_specs(meta.get("sensors"))
         if "ledger" in meta:
             try:

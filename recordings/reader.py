@@ -45,6 +45,7 @@ import numpy as np
 from fusion.frames import Frame, SensorSpec
 from fusion.wallclock import WallAnchor, WallClock
 from recordings.budget import admit, static_cost
+from recordings.details import FrameDetails, read_details
 from recordings.errors import CorruptChunk, LimitExceeded, RecordingError
 from recordings.format import PREAMBLE, crc32
 from recordings.layout import ChunkMeta
@@ -95,6 +96,8 @@ class Recording(ChunkLocator):
         self._loaded = False
         self._loading = threading.Lock()
         self._stamp_index: StampIndex | str | None = None
+        self._details_at = None
+        self._frame_details: FrameDetails | str | None = None
         self._max_end: list[int] = []
         self._min_start_from: list[int] = []
         self._fd = os.open(self.path, os.O_RDONLY)
@@ -176,6 +179,40 @@ class Recording(ChunkLocator):
                     self._fd, self.size, self.limits.max_chunk_bytes
                 )
         return None if isinstance(self._stamp_index, str) else self._stamp_index
+
+    def frame_details(self) -> FrameDetails | None:
+        """The frame details (format 1.6; :mod:`recordings.details`): what ``info``
+        reports of every frame beyond its stamps, read without any chunk; ``None`` when
+        the file has none or they do not check out (:attr:`frame_details_problem` says
+        why)."""
+        if self._frame_details is None:
+            self._load()
+            if not self._use_index:
+                self._frame_details = "the footer is not used"
+            elif self._details_at is None:
+                self._frame_details = "the file has no footer index"
+            elif self._details_at[1] is None:
+                self._frame_details = (
+                    f"the file has no frame details (format {self.version[0]}."
+                    f"{self.version[1]}; they came in 1.6)"
+                )
+            elif self._fd < 0:
+                self._frame_details = "the recording is closed"
+            else:
+                at, pointer = self._details_at
+                found = read_details(self._fd, at, pointer, self.limits.max_chunk_bytes)
+                if not isinstance(found, str) and found.chunks != len(self._chunks):
+                    found = (
+                        f"the frame details describe {found.chunks} chunks; "
+                        f"the file has {len(self._chunks)}"
+                    )
+                self._frame_details = found
+        return None if isinstance(self._frame_details, str) else self._frame_details
+
+    @property
+    def frame_details_problem(self) -> str | None:
+        """Why :meth:`frame_details` gave ``None`` (after it was called)."""
+        return self._frame_details if isinstance(self._frame_details, str) else None
 
     def drop_stamp_index(
         self, why: str = "a sensor's stamp index columns do not check out"

@@ -1,11 +1,14 @@
-"""Upgrade a recording to format 1.5: the same records, stamp blocks and a stamp index.
+"""Upgrade a recording to format 1.6: the same records, stamp blocks, a stamp index and
+the frame details.
 
 Theory of operation. Files before 1.4 keep their stamps only inside the
 compressed payloads, so ``sync`` has to decompress every chunk; files before
-1.5 have no footer stamp index, so it parses every chunk meta.
+1.5 have no footer stamp index, so it parses every chunk meta; files before
+1.6 have no frame details, so ``info`` reads every frame.
 :func:`reindex` writes a copy in which every chunk meta (and the footer
 index) also carries the chunk's stamp block, and the footer is followed by
-the stamp index (``recordings/FORMAT.md``). It changes nothing else: the
+the stamp index, with the frame details before the index
+(``recordings/FORMAT.md``). It changes nothing else: the
 HEADER record and every payload are copied byte for byte (so wall-clock
 anchors, specs, metadata and compression stay), the footer keeps the
 source's sensors and input ledger, and only the chunk metas, their CRCs,
@@ -26,6 +29,7 @@ import msgpack
 import numpy as np
 import zstandard
 
+from recordings.details import DetailsWriter, chunk_details
 from recordings.errors import RecordingError
 from recordings.format import (
     PRELUDE,
@@ -45,7 +49,8 @@ _PREAMBLE_BYTES = 16
 
 
 def reindex(log: Recording, out: str | os.PathLike[str]) -> int:
-    """Write ``log`` to ``out`` as format 1.5 (stamp blocks and index); returns the chunk count.
+    """Write ``log`` to ``out`` as format 1.6 (stamp blocks, stamp index, frame details);
+    returns the chunk count.
 
     ``log`` must have been closed by its writer (a footer index) and be free
     of damage; ``RecordingError`` says otherwise.
@@ -56,6 +61,7 @@ def reindex(log: Recording, out: str | os.PathLike[str]) -> int:
         raise RecordingError(f"{log.path}: damaged; run check --repair first")
     cctx = zstandard.ZstdCompressor(write_content_size=True)
     table = StampIndexWriter()
+    details = DetailsWriter()
     fd = os.open(log.path, os.O_RDONLY)
     try:
         header = _record(fd, _PREAMBLE_BYTES)
@@ -77,9 +83,11 @@ def reindex(log: Recording, out: str | os.PathLike[str]) -> int:
                 index = {name: i for i, name in enumerate(chunk.sensors)}
                 rows = [(index[fr.sensor], fr.seq, fr.t, fr.t_arrival) for fr in frames]
                 raw = stamp_table(len(frames), np.full(len(frames), 255, np.uint8), [], rows)
+                sensor = np.array([r[0] for r in rows], np.int64)
+                details.add(chunk.sensors, sensor, chunk_details(frames, index))
                 table.add(
                     chunk.sensors,
-                    np.array([r[0] for r in rows], np.int64),
+                    sensor,
                     np.array([r[1] for r in rows], np.int64),
                     np.array([r[2] for r in rows], np.int64),
                     np.array([0 if r[3] is None else r[3] for r in rows], np.int64),
@@ -96,6 +104,13 @@ def reindex(log: Recording, out: str | os.PathLike[str]) -> int:
                 entries.append(entry)
                 at += PRELUDE.size + len(meta_bytes) + payload_len
             index_meta["chunks"] = entries
+            found = details.record()
+            if found is not None:
+                pieces, length = found
+                for piece in pieces:
+                    f.write(piece)
+                index_meta["details"] = [at, length]
+                at += length
             packed = msgpack.packb(index_meta, use_bin_type=True)
             f.write(pack_prelude(RecordKind.INDEX, packed, 0, 0))
             f.write(packed)

@@ -52,6 +52,7 @@ from recordings.builder import ChunkBuilder
 from recordings.chunk_encode import encode_chunk
 from recordings.chunk_encode import pack as _pack
 from recordings.closing import Closeable
+from recordings.details import DetailsWriter
 from recordings.effort import AUTO, AutoEffort, Level, check_level
 from recordings.errors import RecorderClosed, RecordingError
 from recordings.format import (
@@ -142,6 +143,11 @@ def _writer_main(
         if not rec._work(action, arg):
             return
         del rec
+
+
+def _encode(sealed: Any, level: Any) -> tuple[ChunkMeta, list[bytes], int, Any]:
+    """:func:`~recordings.chunk_encode.encode_chunk`, with the chunk's details passed on."""
+    return (*encode_chunk(sealed, level), sealed.details)
 
 
 def part_path(path: Path, part: int) -> Path:
@@ -248,7 +254,7 @@ class Recorder(Closeable):
             stamp_blocks=stamp_blocks,
         )
         self._opened_at = 0.0  # monotonic time of the open chunk's first frame
-        self._jobs: collections.deque[Future[tuple[ChunkMeta, list[bytes], int]] | None] = (
+        self._jobs: collections.deque[Future[tuple[ChunkMeta, list[bytes], int, Any]] | None] = (
             collections.deque()
         )
         self._counts: collections.Counter[str] = collections.Counter()  # in sealed chunks
@@ -372,7 +378,7 @@ class Recorder(Closeable):
             self._chunk_open = False
             self._sealed_frames += sealed.meta.count
             self._counts.update(dict(zip(sealed.meta.sensors, sealed.meta.counts, strict=True)))
-            self._jobs.append(self._pool.submit(encode_chunk, sealed, self._level))
+            self._jobs.append(self._pool.submit(_encode, sealed, self._level))
             self._lock.notify_all()
         return True
 
@@ -485,8 +491,8 @@ class Recorder(Closeable):
             if action == "finish":
                 self._finish_part()
                 return False
-            meta, parts, length = job.result()
-            self._write_chunk(meta, parts, length)
+            meta, parts, length, details = job.result()
+            self._write_chunk(meta, parts, length, details)
             with self._lock:
                 self._jobs.popleft()
                 self._lock.notify_all()
@@ -571,13 +577,16 @@ class Recorder(Closeable):
         header = _pack(head)
         self._index = []
         self._stamp_index = StampIndexWriter()  # small: the default level
+        self._details = DetailsWriter()
         self._part_bytes = 0
         self._part_t0 = None
         self._emit(
             [pack_preamble(), pack_prelude(RecordKind.HEADER, header, 0, crc32(b"")), header]
         )
 
-    def _write_chunk(self, meta: ChunkMeta, parts: list[bytes], length: int) -> None:
+    def _write_chunk(
+        self, meta: ChunkMeta, parts: list[bytes], length: int, details: Any = None
+    ) -> None:
         entry = meta.to_msgpack()
         entry["off"] = self._part_bytes
         entry["len"] = sum(len(p) for p in parts[2:])  # the payload, possibly in pieces
@@ -585,7 +594,7 @@ class Recorder(Closeable):
         if self._durable:
             os.fsync(self._fd)
         self._index.append(entry)
-        self._add_stamps(meta)
+        self._add_stamps(meta, details)
         with self._lock:
             self._chunks_written += 1
             self._raw_written += meta.raw_size
@@ -598,14 +607,20 @@ class Recorder(Closeable):
             self._part += 1
             self._open_part()
 
-    def _add_stamps(self, meta: ChunkMeta) -> None:
-        """The chunk's block, into the part's footer stamp index (1.5)."""
+    def _add_stamps(self, meta: ChunkMeta, details: Any) -> None:
+        """The chunk's block and details, into the part's stamp index (1.5) and frame
+        details (1.6)."""
         table = self._stamp_index
         if meta.stamps is None or table.chunks < 0:
             table.skip_chunk()
+            self._details.skip_chunk()
             return
         sensor, seq, t, arrival, has = raw_block(meta)
         table.add(meta.sensors, sensor, seq, t, arrival, has)
+        if details is None:
+            self._details.skip_chunk()
+        else:
+            self._details.add(meta.sensors, sensor, details)
 
     def _finish_part(self) -> None:
         index_offset = self._part_bytes
@@ -615,10 +630,17 @@ class Recorder(Closeable):
         index_meta: dict[str, Any] = {"chunks": self._index, "sensors": specs}
         if ledgers:
             index_meta["ledger"] = ledgers
+        details = self._details.record()  # right before the INDEX, which points at it
+        pieces: list[bytes] = []
+        if details is not None:
+            pieces, length = details
+            index_meta["details"] = [index_offset, length]
+            index_offset += length
         index = _pack(index_meta)
         stamps = self._stamp_index.record() or []  # between the INDEX and the trailer
         self._emit(
             [
+                *pieces,
                 pack_prelude(RecordKind.INDEX, index, 0, crc32(b"")),
                 index,
                 *stamps,

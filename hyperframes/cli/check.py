@@ -31,9 +31,9 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--reindex",
         action="store_true",
-        help="copy a sound file to -o NEW in format 1.5 (a stamp block per chunk and a stamp "
-        "index: sync and seeking then read no payload and no chunk meta); records and "
-        "payloads are kept as they are",
+        help="copy a sound file to -o NEW in format 1.6 (a stamp block per chunk, a stamp "
+        "index and the frame details: sync, seeking and info then read no payload and no "
+        "chunk meta); records and payloads are kept as they are",
     )
     p.add_argument(
         "-o",
@@ -146,7 +146,8 @@ def _reindex(args: argparse.Namespace, log: Any, path: Path, console: Any) -> in
         return 2
     console.print(
         literal(
-            f"reindexed: wrote {out} (format 1.5: {n} chunks with stamp blocks, a stamp index)"
+            f"reindexed: wrote {out} (format 1.6: {n} chunks with stamp blocks, a stamp index, "
+            "frame details)"
         ),
         soft_wrap=True,
     )

@@ -51,7 +51,8 @@ def clock_fit(rows: list[tuple[int, int, int, bool]]) -> dict[str, Any]:
         fit["skew_ppm"] = envelope
     elif len(rows) > 2 and np.ptp(ts) > 0:
         slope = robust_slope(ts, t - ts)
-        fit["skew_ppm"] = float((1 / (1 + slope) - 1) * 1e6)
+        if slope > -1:  # at -1, t stands still while t_sensor runs: no skew to give
+            fit["skew_ppm"] = float((1 / (1 + slope) - 1) * 1e6)
     delay = arrival - a[:, 1]
     if np.any(delay != 0):
         fit["delay_ms_p50"] = float(np.percentile(delay, 50) / 1e6)

@@ -8,11 +8,13 @@ as ``ros2 bag info`` does: topics, types, counts, duration and dates. An NMEA
 File facts (parts, size, duration, start/end as date and epoch, compression)
 come from the chunk metas without decompressing; per-sensor rate, payload,
 drops (gaps in ``seq``) and the clock fit (offset and skew of ``t`` against
-``t_sensor``, transport delay from ``t_arrival``) come from one pass over the
-frames' timestamps, skipped with ``--quick``.
+``t_sensor``, transport delay from ``t_arrival``) come from the file's footer
+(format 1.6: its stamp index and frame details, no chunk read), or for an
+older file from one pass over every frame (``hyperframes check FILE --reindex
+-o NEW`` upgrades it); ``--quick`` skips them.
 
 This module holds the command and the recording's tables and JSON document;
-the frame pass is :mod:`hyperframes.cli.sensorstats` (its clock fit
+the per-sensor figures are :mod:`hyperframes.cli.sensorstats` (its clock fit
 :mod:`hyperframes.cli.clockfit`), bags are :mod:`hyperframes.cli.baginfo`.
 """
 
@@ -27,7 +29,6 @@ from rich.table import Table
 from rich.text import Text
 
 from hyperframes.cli.common import count_caveat, literal
-from hyperframes.cli.sensorstats import sensor_details
 from hyperframes.cli.units import human_bytes, human_ns, iso_utc, stamp
 
 
@@ -67,7 +68,7 @@ def recording_parts(path: Path) -> list[Path]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from hyperframes.cli.common import console_for, error, warn
+    from hyperframes.cli.common import console_for, error, note, warn
     from hyperframes.cli.losses import ledger_table, print_losses
     from recordings import open_recording
     from recordings.errors import RecordingError
@@ -92,19 +93,18 @@ def run(args: argparse.Namespace) -> int:
         for part in parts:
             with open_recording(part, use_index=not args.scan) as log:
                 summary = log.summary()
-                if args.quick:
-                    deep = None
-                else:
-                    from hyperframes.cli.progress import progress_bar
-
-                    with progress_bar(console, f"info {part.name}", summary.count) as advance:
-                        deep = sensor_details(log, advance)
+                deep = read_from = None
+                if not args.quick:
+                    deep, read_from = sensor_report(log, part, console)
                 video = {} if args.quick else video_details(log)
             for name, track in video.items():
                 assert deep is not None
                 deep.setdefault(name, {})["video"] = track
                 deep[name]["payload"] = f"{track['codec']} {track['width']}x{track['height']}"
             documents.append(describe(summary, deep))
+            if deep is not None:
+                documents[-1]["details_from"] = "frames" if read_from else "footer"
+                documents[-1]["frames_read_because"] = read_from
             if not args.json:
                 console.print(summary_table(summary))
                 console.print(sensor_table(summary, deep))
@@ -115,12 +115,40 @@ def run(args: argparse.Namespace) -> int:
                     print_losses(console, summary.ledgers)
                 for line in summary.damage:
                     warn(console, "damage:", line)
+                if read_from:
+                    note(console, "note:", read_from_note(part, read_from), style="cyan")
     except (OSError, RecordingError) as err:
         error(console, err)
         return 2
     if args.json:
         print(json.dumps(documents[0] if len(documents) == 1 else {"parts": documents}, indent=2))
     return 0
+
+
+def sensor_report(
+    log: Any, part: Path, console: Any
+) -> tuple[dict[str, dict[str, Any]], str | None]:
+    """The per-sensor report and why every frame was read (``None``: the footer of a 1.6
+    file held it all, no chunk was read)."""
+    from hyperframes.cli.sensorstats import columns_from_footer, columns_from_frames, summarize
+
+    columns = columns_from_footer(log)
+    read_from = None
+    if isinstance(columns, str):
+        from hyperframes.cli.progress import progress_bar
+
+        read_from = columns
+        with progress_bar(console, f"info {part.name}", log.summary().count) as advance:
+            columns = columns_from_frames(log, advance)
+    return {name: summarize(c) for name, c in columns.items()}, read_from
+
+
+def read_from_note(part: Path, why: str) -> str:
+    """The note ``info`` prints when it had to read every frame (what to do about it)."""
+    text = f"{part.name}: per-sensor figures read from every frame: {why}"
+    if why.startswith("the file has no frame details"):
+        text += f"; `hyperframes check {part} --reindex -o NEW.hfr` adds them"
+    return text
 
 
 def _nmea(path: str) -> bool:

@@ -1,13 +1,20 @@
-"""One pass over a recording's frames: per sensor drops, payload, segments, gaps, clock.
+"""Per sensor drops, payload, segments, gaps and clock fit: what ``info`` adds to the indexes.
 
-:func:`sensor_details` is what ``hyperframes info`` adds to the chunk metas
-unless ``--quick``: ``seq`` numbers never seen, the typical payload over the
-whole recording (:class:`PayloadSizes`), segments (a restarted sender) and
-gaps, and the clock fit of :mod:`hyperframes.cli.clockfit`.
+:func:`sensor_details` is what ``hyperframes info`` prints unless ``--quick``:
+``seq`` numbers never seen, the typical payload over the whole recording
+(:class:`PayloadSizes`), segments (a restarted sender) and gaps, and the
+clock fit of :mod:`hyperframes.cli.clockfit`. Its inputs are a few columns
+per sensor (:class:`SensorColumns`). A 1.6 file holds them all in its footer
+(the stamp index and the frame details, :mod:`recordings.details`), so they
+are read without a chunk; an older file, or one whose footer does not check
+out, gives them in one pass over every frame. Both ways feed the same
+:func:`summarize`, so they print the same report.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -15,63 +22,16 @@ from typing import Any
 import numpy as np
 
 from hyperframes.cli.clockfit import segmented_clock_fit
+from recordings.details import (
+    OTHER,
+    REPACED,
+    SEGMENT,
+    frame_marks,
+    payload_brief,
+    payload_size,
+)
 
-
-def sensor_details(
-    log: Any, advance: Callable[[int], None] | None = None
-) -> dict[str, dict[str, Any]]:
-    """Per sensor: seq gaps, payload description and the clock fit, from one pass
-    (``advance(n)`` is told every ``n`` frames read, for a progress bar)."""
-    seqs: dict[str, list[int]] = {}
-    times: dict[str, list[tuple[int, int, int, bool]]] = {}
-    starts: dict[str, list[int]] = {}
-    connections: dict[str, list[tuple[Any, int]]] = {}
-    gaps: dict[str, list[int]] = {}
-    payload: dict[str, PayloadSizes] = {}
-    for i, frame in enumerate(log.frames(), 1):
-        if advance is not None and i % PROGRESS_EVERY == 0:
-            advance(PROGRESS_EVERY)
-        seqs.setdefault(frame.sensor, []).append(frame.seq)
-        arrival = frame.t_arrival if frame.t_arrival is not None else frame.t
-        rows = times.setdefault(frame.sensor, [])
-        meta = frame.meta or {}
-        if rows and (meta.get("segment_start") or frame.t_sensor < rows[-1][0] - SEGMENT_JUMP_NS):
-            starts.setdefault(frame.sensor, []).append(len(rows))
-        gap = meta.get("gap_ns")
-        if isinstance(gap, int):
-            gaps.setdefault(frame.sensor, []).append(gap)
-        measured = frame.t_arrival is not None and "t_read" not in meta
-        connection = meta.get("connection")
-        runs = connections.setdefault(frame.sensor, [])
-        if runs and connection != runs[-1][0]:
-            runs.append((connection, len(rows)))
-        elif not runs:
-            runs.append((connection, 0))
-        rows.append((frame.t_sensor, frame.t, arrival, measured))
-        sizes = payload.get(frame.sensor)
-        if sizes is None:
-            sizes = payload[frame.sensor] = PayloadSizes()
-        sizes.add(frame.data)
-    out: dict[str, dict[str, Any]] = {}
-    for name, rows in times.items():
-        ends = {i for _, i in connections.get(name, [])} | set(starts.get(name, [])) | {len(rows)}
-        for end in ends:  # see TAIL_FRAMES
-            for i in range(max(0, end - TAIL_FRAMES), end):
-                rows[i] = (*rows[i][:3], False)
-    for name, seq in seqs.items():
-        # Numbers never seen, from 0: packet records of a B-frame video track come in
-        # decode order, and a reference-only packet shares the next frame's number.
-        s = np.unique(np.asarray(seq, np.int64))
-        lost = int(s[-1]) + 1 - len(s) if len(s) else 0
-        out[name] = {
-            "dropped": lost,
-            "payload": payload[name].describe(),
-            "segments": 1 + len(starts.get(name, ())),
-            "gaps_ns": gaps.get(name, []),
-            **segmented_clock_fit(times[name], starts.get(name, [])),
-        }
-    return out
-
+Int64 = np.ndarray[Any, np.dtype[np.int64]]
 
 PROGRESS_EVERY = 256
 """Frames between two progress updates (a bar per frame would cost more than a frame)."""
@@ -85,53 +45,200 @@ SEGMENT_JUMP_NS = 1_000_000_000
 """``t_sensor`` going back by more than this starts a new segment (a restarted sender)."""
 
 
+@dataclasses.dataclass
+class SensorColumns:
+    """One sensor's frames in recorded order, as the report needs them."""
+
+    seq: Int64
+    t: Int64
+    t_sensor: Int64
+    arrival: Int64
+    """``t_arrival``, or ``t`` where the frame has none."""
+    has_arrival: np.ndarray[Any, np.dtype[np.bool_]]
+    flags: np.ndarray[Any, np.dtype[np.uint8]]
+    """:mod:`recordings.details` flags."""
+    size: Int64
+    """:mod:`recordings.details` sizes: ``-2 - i`` names ``shapes[i]``."""
+    shapes: tuple[tuple[int, ...], ...]
+    first: tuple[Any, ...]
+    """:func:`~recordings.details.payload_brief` of the first frame."""
+    gaps: list[int]
+    conn: list[int]
+    """Rows whose ``connection`` differs from the row before."""
+
+
+def sensor_details(
+    log: Any, advance: Callable[[int], None] | None = None
+) -> tuple[dict[str, dict[str, Any]], str | None]:
+    """Per sensor: seq gaps, payload description and the clock fit, and why every frame
+    was read (``None`` when the footer of a 1.6 file served). ``advance(n)`` is told
+    every ``n`` frames read, for a progress bar."""
+    columns = columns_from_footer(log)
+    problem = None
+    if isinstance(columns, str):
+        problem = columns
+        columns = columns_from_frames(log, advance)
+    return {name: summarize(c) for name, c in columns.items()}, problem
+
+
+def columns_from_footer(log: Any) -> dict[str, SensorColumns] | str:
+    """Every sensor's columns from the stamp index and the frame details (no chunk read),
+    or the reason they cannot be used."""
+    details = log.frame_details()
+    if details is None:
+        return str(log.frame_details_problem)
+    stamps = log.stamp_index()
+    if stamps is None:
+        return f"the file's stamp index cannot be used ({log.stamp_index_problem})"
+    expected = {name: s.count for name, s in log.summary().sensors.items() if s.count}
+    if (
+        dict(zip(details.sensors, details.counts, strict=True)) != expected
+        or dict(zip(stamps.sensors, stamps.counts, strict=True)) != expected
+    ):
+        return "the frame details do not count the frames the chunks hold"
+    out = {}
+    try:
+        for name in details.sensors:
+            notes = details.notes(name)
+            if notes.over:
+                return f"the frame details of {name!r} are incomplete (too many notes)"
+            t, seq, _, _ = stamps.of(name)
+            arrival, has = stamps.arrivals(name)
+            offset, flags, size = details.of(name)
+            out[name] = SensorColumns(
+                seq=seq,
+                t=t,
+                t_sensor=t + offset,
+                arrival=np.where(has, arrival, t),
+                has_arrival=has,
+                flags=flags,
+                size=size,
+                shapes=notes.shapes,
+                first=notes.first,
+                gaps=list(notes.gaps),
+                conn=list(notes.conn),
+            )
+    except ValueError as err:
+        return str(err)
+    return out
+
+
+def columns_from_frames(
+    log: Any, advance: Callable[[int], None] | None = None
+) -> dict[str, SensorColumns]:
+    """Every sensor's columns from one pass over the frames (any file)."""
+    rows: dict[str, list[tuple[int, int, int, int, bool, int, int]]] = {}
+    shapes: dict[str, dict[tuple[int, ...], int]] = {}
+    firsts: dict[str, list[Any]] = {}
+    gaps: dict[str, list[int]] = {}
+    conns: dict[str, list[Any]] = {}
+    for i, frame in enumerate(log.frames(), 1):
+        if advance is not None and i % PROGRESS_EVERY == 0:
+            advance(PROGRESS_EVERY)
+        name = frame.sensor
+        if name not in rows:
+            rows[name], shapes[name], gaps[name], conns[name] = [], {}, [], []
+            firsts[name] = payload_brief(frame.data)
+        size, shape, flags = payload_size(frame.data)
+        if shape is not None:
+            table = shapes[name]
+            size = -2 - table.setdefault(shape, len(table))
+        marks = frame_marks(frame.meta) if frame.meta else None
+        connection = None
+        if marks is not None:
+            marked, gap, connection, _ = marks
+            flags |= marked
+            if gap is not None:
+                gaps[name].append(gap)
+        has = frame.t_arrival is not None
+        arrival = frame.t_arrival if has else frame.t
+        rows[name].append((frame.seq, frame.t, frame.t_sensor, arrival, has, flags, size))
+        conns[name].append(connection)
+    out = {}
+    for name, r in rows.items():
+        a = np.asarray(r, np.int64).reshape(-1, 7)
+        conn = [i for i, (x, y) in enumerate(itertools.pairwise(conns[name]), 1) if x != y]
+        out[name] = SensorColumns(
+            seq=a[:, 0],
+            t=a[:, 1],
+            t_sensor=a[:, 2],
+            arrival=a[:, 3],
+            has_arrival=a[:, 4].astype(bool),
+            flags=a[:, 5].astype(np.uint8),
+            size=a[:, 6].copy(),
+            shapes=tuple(shapes[name]),
+            first=tuple(firsts[name]),
+            gaps=gaps[name],
+            conn=conn,
+        )
+    return out
+
+
+def summarize(c: SensorColumns) -> dict[str, Any]:
+    """The report of one sensor: drops, payload, segments, gaps and the clock fit."""
+    n = len(c.t)
+    jump = np.flatnonzero(c.t_sensor[1:] < c.t_sensor[:-1] - SEGMENT_JUMP_NS) + 1
+    marked = np.flatnonzero(c.flags[1:] & SEGMENT) + 1
+    starts = sorted(set(jump.tolist()) | set(marked.tolist()))
+    measured = c.has_arrival & ((c.flags & REPACED) == 0)
+    for end in {0, *c.conn} | set(starts) | {n}:  # see TAIL_FRAMES
+        measured[max(0, end - TAIL_FRAMES) : end] = False
+    # Numbers never seen, from 0: packet records of a B-frame video track come in
+    # decode order, and a reference-only packet shares the next frame's number.
+    s = np.unique(c.seq)
+    lost = int(s[-1]) + 1 - len(s) if len(s) else 0
+    rows = list(
+        zip(
+            c.t_sensor.tolist(),
+            c.t.tolist(),
+            c.arrival.tolist(),
+            measured.tolist(),
+            strict=True,
+        )
+    )
+    return {
+        "dropped": lost,
+        "payload": PayloadSizes.of(c).describe(),
+        "segments": 1 + len(starts),
+        "gaps_ns": list(c.gaps),
+        **segmented_clock_fit(rows, starts),
+    }
+
+
 class PayloadSizes:
     """The typical payload of a sensor over a whole recording, not its first frame
     (a partial first sweep holds a few hundred points where sweeps hold thousands)."""
 
-    def __init__(self) -> None:
-        self.first: Any = None
-        self.counts: list[int] = []  # points of structured arrays, bytes of blobs
-        self.shapes: Counter[tuple[int, ...]] = Counter()
+    def __init__(
+        self, first: tuple[Any, ...], counts: Int64, shapes: Counter[tuple[int, ...]]
+    ) -> None:
+        self.first = first
+        self.counts = counts  # points of structured arrays, bytes of blobs
+        self.shapes = shapes  # plain arrays, in the order each shape first appears
 
-    def add(self, data: Any) -> None:
-        if self.first is None:
-            self.first = data
-        shape = getattr(data, "shape", None)
-        if shape is not None and getattr(data.dtype, "names", None):
-            self.counts.append(len(data))
-        elif shape is not None:
-            self.shapes[tuple(shape)] += 1
-        elif isinstance(data, (bytes, bytearray, memoryview)):
-            self.counts.append(len(data))
+    @classmethod
+    def of(cls, c: SensorColumns) -> PayloadSizes:
+        counts = c.size[c.size >= 0]
+        plain = c.size[c.size < OTHER]
+        shapes: Counter[tuple[int, ...]] = Counter()
+        if len(plain):
+            ids, first_row, n = np.unique(-2 - plain, return_index=True, return_counts=True)
+            for k in np.argsort(first_row, kind="stable").tolist():
+                shapes[c.shapes[int(ids[k])]] = int(n[k])
+        return cls(c.first, counts, shapes)
 
     def describe(self) -> str:
         """``6 fields x 13,902 (median; 443-14,024)``, ``uint8 (480, 640, 3)``, ..."""
-        data = self.first
-        if self.counts:
-            n = np.asarray(self.counts)
+        kind, fields, dtype, text = self.first
+        if len(self.counts):
+            n = self.counts
             median = int(np.median(n))
             spread = "" if n.min() == n.max() else f" (median; {n.min():,}-{n.max():,})"
-            if getattr(data, "shape", None) is not None:
-                return f"{len(data.dtype.names)} fields x {median:,}{spread}"
+            if kind == "struct":
+                return f"{fields} fields x {median:,}{spread}"
             return f"{median:,} bytes{spread}"
         if self.shapes:
             (shape, _), *others = self.shapes.most_common()
             varies = f" (and {len(others)} other sizes)" if others else ""
-            return f"{data.dtype} {shape}{varies}"
-        return describe_payload(data)
-
-
-def describe_payload(data: Any) -> str:
-    """Short: ``uint8 (48, 64, 3)``, ``6 fields x 2048``, ``dict of 2``, ``1206 bytes``."""
-    shape = getattr(data, "shape", None)
-    if shape is not None:
-        names = getattr(data.dtype, "names", None)
-        if names:
-            return f"{len(names)} fields x {len(data)}"
-        return f"{data.dtype} {tuple(shape)}"
-    if isinstance(data, dict):
-        return f"dict of {len(data)}"
-    if isinstance(data, (bytes, bytearray, memoryview)):
-        return f"{len(data)} bytes"
-    return type(data).__name__
+            return f"{dtype or 'array'} {shape}{varies}"
+        return str(text)

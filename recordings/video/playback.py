@@ -490,22 +490,15 @@ class TrackSummary:
 def describe_tracks(log: Any) -> dict[str, TrackSummary]:
     """Per encoded video sensor of ``log``: codec, size, rate, bytes and ratio (one pass)."""
     summary = log.summary()
+    details = log.frame_details()
     out = {}
     for sensor in video_sensors(list(summary.sensors)):
-        params: TrackParams | None = None
-        packets = keys = encoded = raw = 0
-        for record in log.frames(sensors=[sensor]):
-            video = record.meta.get(META_KEY)
-            if not isinstance(video, dict):
-                continue
-            packets += 1
-            encoded += len(record.data) if record.data is not None else 0
-            if video.get("key"):
-                keys += 1
-                with contextlib.suppress(KeyError, TypeError, ValueError):
-                    params = TrackParams.from_wire(video["params"])
-            if params is not None:
-                raw += params.raw_frame_bytes
+        counted = None
+        if details is not None and sensor in details.sensors:
+            counted = _count_from_details(details, sensor)
+        if counted is None:
+            counted = _count_packets(log, sensor)
+        params, packets, keys, encoded, raw = counted
         if params is None:
             continue
         s = summary.sensors[sensor]
@@ -528,6 +521,54 @@ def describe_tracks(log: Any) -> dict[str, TrackSummary]:
             else from_matrix(params.display_matrix).rotation,
         )
     return out
+
+
+def _count_packets(log: Any, sensor: str) -> tuple[TrackParams | None, int, int, int, int]:
+    """``(params, packets, key frames, encoded bytes, raw bytes)`` of a track, reading
+    every packet."""
+    params: TrackParams | None = None
+    packets = keys = encoded = raw = 0
+    for record in log.frames(sensors=[sensor]):
+        video = record.meta.get(META_KEY)
+        if not isinstance(video, dict):
+            continue
+        packets += 1
+        encoded += len(record.data) if isinstance(record.data, bytes) else 0
+        if video.get("key"):
+            keys += 1
+            with contextlib.suppress(KeyError, TypeError, ValueError):
+                params = TrackParams.from_wire(video["params"])
+        if params is not None:
+            raw += params.raw_frame_bytes
+    return params, packets, keys, encoded, raw
+
+
+def _count_from_details(
+    details: Any, sensor: str
+) -> tuple[TrackParams | None, int, int, int, int] | None:
+    """What :func:`_count_packets` gives, from the frame details (format 1.6) without
+    reading a packet; ``None`` when they cannot say."""
+    from recordings.details import BYTES, KEY, VIDEO
+
+    notes = details.notes(sensor)
+    if notes.over:
+        return None
+    try:
+        _, flags, size = details.of(sensor)
+    except ValueError:
+        return None
+    rows = np.flatnonzero(flags & VIDEO)
+    encoded = int(size[rows][(flags[rows] & BYTES) != 0].sum())  # a packet not bytes counts 0
+    params: TrackParams | None = None
+    raw = 0
+    bounds = [row for row, _ in notes.params] + [len(flags)]
+    for (row, wire), end in zip(notes.params, bounds[1:], strict=True):
+        with contextlib.suppress(KeyError, TypeError, ValueError, AttributeError):
+            params = TrackParams.from_wire(wire)
+        if params is not None:
+            lo, hi = np.searchsorted(rows, [row, end])
+            raw += int(hi - lo) * params.raw_frame_bytes
+    return params, len(rows), int(np.count_nonzero(flags & KEY)), encoded, raw
 
 
 def has_encoded_video(path: str | os.PathLike[str]) -> bool:
