@@ -1,4 +1,4 @@
-"""Stamps without payloads (formats 1.4 and 1.5): sync and info on a large recording,
+"""Stamps without payloads (formats 1.4 to 1.6): sync and info on a large recording,
 and grouping from a file against polars reading a Parquet of the same stamps.
 
 Writes (and deletes) a recording of about ``--gb`` GB: a 30 Hz camera of
@@ -7,9 +7,11 @@ times, in one run, on the 1.5 file (footer stamp index) and then on the same
 file cut back to what a 1.4 writer left (its STAMPS record removed: the stamps
 come from the chunks' blocks):
 
-* ``hyperframes sync FILE --policy nearest ... -o groups.parquet`` and
-  ``hyperframes info --quick FILE`` as subprocesses (what a user runs:
-  interpreter start included), wall and CPU of the child;
+* ``hyperframes sync FILE --policy nearest ... -o groups.parquet``,
+  ``hyperframes info --quick FILE`` and, on the new file, plain ``hyperframes
+  info FILE`` (drops, payloads, clock fit: from the 1.6 frame details) as
+  subprocesses (what a user runs: interpreter start included), wall and CPU of
+  the child;
 * the same file's stamps grouped in-process (``sync_recording``, open
   included) against polars ``read_parquet`` of Parquet files holding the same
   stamps + two ``join_asof(strategy="nearest", tolerance=)``, interleaved, best
@@ -165,12 +167,12 @@ def main() -> None:
             pq.write_table(
                 pa.table({"t": col, s: np.arange(len(col))}), parquet.with_suffix(f".{s}.parquet")
             )
-        for label, file in (("1.5 (stamp index)", path), ("1.4 (stamp blocks)", old)):
+        for label, file in (("1.6 (stamp index, frame details)", path), ("1.4 (stamp blocks)", old)):
             if file == path == old and label.startswith("1.4"):
                 strip_stamp_index(file)
             with open_recording(file) as log:
                 print(f"-- {label}: {file.stat().st_size / 1e9:.2f} GB, {len(log.chunks)} chunks")
-            measure(file, Path(tmp), stamps, parquet, args.repeat, pl)
+            measure(file, Path(tmp), stamps, parquet, args.repeat, pl, full_info=file != old)
         os.sync()
 
 
@@ -181,6 +183,8 @@ def measure(
     parquet: Path,
     repeat: int,
     pl: Any,
+    *,
+    full_info: bool = True,
 ) -> None:
     py = sys.executable
     env_cmd = [py, "-m", "hyperframes"]
@@ -188,11 +192,13 @@ def measure(
     sync_cmd += ["--sensors", "lidar", "cam", "imu", "--tolerance", "cam=20ms"]
     sync_cmd += ["--tolerance", "imu=2ms", "--tolerance", "20ms", "-q"]
     sync_cmd += ["-o", str(tmp / "groups.parquet")]
-    commands = (
+    commands = [
         ("hyperframes sync -o groups.parquet", sync_cmd),
         ("hyperframes info --quick", [*env_cmd, "info", "--quick", str(path)]),
         ("python -c pass (interpreter start)", [py, "-c", "pass"]),
-    )
+    ]
+    if full_info:
+        commands.insert(2, ("hyperframes info", [*env_cmd, "info", str(path)]))
     runs: dict[str, list[tuple[float, float]]] = {name: [] for name, _ in commands}
     for _ in range(repeat):  # interleaved
         for name, cmd in commands:

@@ -1,11 +1,12 @@
 """The clock fit ``hyperframes info`` reports per sensor: offset, skew and delay.
 
-From the ``(t_sensor, t, t_arrival, measured)`` rows of one pass over a
-recording's frames: the offset of ``t`` against ``t_sensor``, the sensor
-clock's skew (the lower envelope of the measured delays, as the online
-clock model fits it, or a robust slope without arrival times) and the
-transport delay percentiles. A restarted sender starts a new segment, and
-only the longest segment is fitted.
+From one sensor's ``t_sensor``, ``t``, ``t_arrival`` and ``measured``
+columns (the recording's footer, or one pass over its frames): the offset
+of ``t`` against ``t_sensor``, the sensor clock's skew (the lower envelope
+of the measured delays, as the online clock model fits it, or a robust
+slope without arrival times) and the transport delay percentiles. A
+restarted sender starts a new segment, and only the longest segment is
+fitted.
 """
 
 from __future__ import annotations
@@ -14,24 +15,30 @@ import itertools
 from typing import Any
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+Int64 = np.ndarray[Any, np.dtype[np.int64]]
+Bools = np.ndarray[Any, np.dtype[np.bool_]]
 
 
 def segmented_clock_fit(
-    rows: list[tuple[int, int, int, bool]], starts: list[int]
+    t_sensor: Int64, t: Int64, arrival: Int64, measured: Bools, starts: list[int]
 ) -> dict[str, Any]:
     """:func:`clock_fit` of the longest segment (one line across a restart means nothing);
-    the offset is taken at the recording's first frame."""
-    bounds = [0, *starts, len(rows)]
-    pieces = [rows[a:b] for a, b in itertools.pairwise(bounds) if b > a]
-    longest = max(pieces, key=len)
-    fit = clock_fit(longest)
-    fit["offset_ns"] = int(rows[0][1] - rows[0][0])
+    the offset is taken at the recording's first frame. The columns are one sensor's
+    frames in recorded order; ``starts`` are the rows that begin a new segment."""
+    bounds = [0, *starts, len(t)]
+    pieces = [(a, b) for a, b in itertools.pairwise(bounds) if b > a]
+    k = int(np.argmax([b - a for a, b in pieces]))  # the first of the longest
+    a, b = pieces[k]
+    fit = clock_fit(t_sensor[a:b], t[a:b], arrival[a:b], measured[a:b])
+    fit["offset_ns"] = int(t[0] - t_sensor[0])
     if len(pieces) > 1:
-        fit["skew_segment"] = pieces.index(longest)
+        fit["skew_segment"] = k
     return fit
 
 
-def clock_fit(rows: list[tuple[int, int, int, bool]]) -> dict[str, Any]:
+def clock_fit(t_sensor: Int64, t: Int64, arrival: Int64, measured: Bools) -> dict[str, Any]:
     """Offset of ``t`` vs ``t_sensor`` (at the first frame), the sensor clock's skew and the
     delay ``t_arrival - t``.
 
@@ -43,37 +50,42 @@ def clock_fit(rows: list[tuple[int, int, int, bool]]) -> dict[str, Any]:
     Without arrivals it is a robust slope of ``t - t_sensor``. Either way the
     sign is the clock models': positive when the sensor's clock runs fast.
     """
-    a = np.asarray([r[:3] for r in rows], np.float64)
-    ts, t, arrival = a[:, 0] - a[0, 0], a[:, 1] - a[0, 0], a[:, 2]
-    fit: dict[str, Any] = {"offset_ns": int(rows[0][1] - rows[0][0])}
-    envelope = envelope_skew([(r[0], r[2]) for r in rows if r[3]])
+    base = float(t_sensor[0])
+    ts = t_sensor.astype(np.float64) - base
+    tf = t.astype(np.float64)
+    fit: dict[str, Any] = {"offset_ns": int(t[0] - t_sensor[0])}
+    envelope = envelope_skew(t_sensor[measured], arrival[measured])
     if envelope is not None:
         fit["skew_ppm"] = envelope
-    elif len(rows) > 2 and np.ptp(ts) > 0:
-        slope = robust_slope(ts, t - ts)
+    elif len(t) > 2 and np.ptp(ts) > 0:
+        slope = robust_slope(ts, (tf - base) - ts)
         if slope > -1:  # at -1, t stands still while t_sensor runs: no skew to give
             fit["skew_ppm"] = float((1 / (1 + slope) - 1) * 1e6)
-    delay = arrival - a[:, 1]
+    delay = arrival.astype(np.float64) - tf
     if np.any(delay != 0):
         fit["delay_ms_p50"] = float(np.percentile(delay, 50) / 1e6)
         fit["delay_ms_p99"] = float(np.percentile(delay, 99) / 1e6)
     return fit
 
 
-def envelope_skew(pairs: list[tuple[int, int]]) -> float | None:
-    """Skew (ppm) of the sensor clock from ``(t_sensor, t_arrival)`` pairs; ``None`` if too few."""
+def envelope_skew(x: Int64, arrival: Int64) -> float | None:
+    """Skew (ppm) of the sensor clock from ``t_sensor`` and ``t_arrival`` columns (frames
+    whose ``t_sensor`` does not pass every one before it are left out); ``None`` if too
+    few."""
     from fusion.clock_envelope import LowerEnvelope
 
-    points: list[tuple[int, int]] = []
-    for x, arrival in pairs:
-        if not points or x > points[-1][0]:
-            points.append((x, arrival - x))
-    points = without_early_glitches(points)
-    if len(points) < 3:
+    if len(x) < 3:
         return None
-    env = LowerEnvelope(points[-1][0] - points[0][0] + 1, len(points) + 1)
-    for x, y in points:
-        env.add(x, y)
+    before = np.maximum.accumulate(np.concatenate([[np.iinfo(np.int64).min], x[:-1]]))
+    ahead = x > before
+    xs, ys = x[ahead], arrival[ahead] - x[ahead]
+    keep = without_early_glitches(ys.astype(np.float64))
+    xs, ys = xs[keep], ys[keep]
+    if len(xs) < 3:
+        return None
+    env = LowerEnvelope(int(xs[-1]) - int(xs[0]) + 1, len(xs) + 1)
+    for px, py in zip(xs.tolist(), ys.tolist(), strict=True):
+        env.add(px, py)
     slope = env.fit(-0.5, 0.5).slope
     return float((1 / (1 + slope) - 1) * 1e6)
 
@@ -82,18 +94,24 @@ EARLY_GLITCH_NS = 20_000_000
 """A delay this much below its neighbours' median is a glitch, not the link's floor."""
 
 
-def without_early_glitches(points: list[tuple[int, int]], half: int = 4) -> list[tuple[int, int]]:
-    """Drop points whose delay is far *below* their neighbours' (the lower envelope would
-    follow them): a demuxer that holds each frame until the next one's data arrives
-    (MPEG-TS) hands the last frame of a connection over at once, ``one frame period``
-    earlier than all the others."""
-    y = np.asarray([p[1] for p in points], np.float64)
-    keep = []
-    for i, point in enumerate(points):
+def without_early_glitches(y: np.ndarray, half: int = 4) -> Bools:
+    """Which delays ``y`` to keep: not those far *below* their neighbours' median (the
+    lower envelope would follow them): a demuxer that holds each frame until the next
+    one's data arrives (MPEG-TS) hands the last frame of a connection over at once,
+    ``one frame period`` earlier than all the others. The neighbours are the ``half``
+    points on each side (fewer at the ends)."""
+    n = len(y)
+    keep = np.ones(n, bool)
+    block = 1 << 18  # rows of neighbour windows built at once (bounded memory)
+    for lo in range(half, n - half, block):
+        hi = min(lo + block, n - half)
+        windows = sliding_window_view(y[lo - half : hi + half], 2 * half + 1)
+        neighbours = np.delete(windows, half, axis=1)
+        keep[lo:hi] = ~(y[lo:hi] < np.median(neighbours, axis=1) - EARLY_GLITCH_NS)
+    for i in {*range(min(half, n)), *range(max(half, n - half), n)}:
         neighbours = np.concatenate([y[max(0, i - half) : i], y[i + 1 : i + 1 + half]])
         if len(neighbours) and y[i] < np.median(neighbours) - EARLY_GLITCH_NS:
-            continue
-        keep.append(point)
+            keep[i] = False
     return keep
 
 

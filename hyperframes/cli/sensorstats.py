@@ -187,21 +187,12 @@ def summarize(c: SensorColumns) -> dict[str, Any]:
     # decode order, and a reference-only packet shares the next frame's number.
     s = np.unique(c.seq)
     lost = int(s[-1]) + 1 - len(s) if len(s) else 0
-    rows = list(
-        zip(
-            c.t_sensor.tolist(),
-            c.t.tolist(),
-            c.arrival.tolist(),
-            measured.tolist(),
-            strict=True,
-        )
-    )
     return {
         "dropped": lost,
         "payload": PayloadSizes.of(c).describe(),
         "segments": 1 + len(starts),
         "gaps_ns": list(c.gaps),
-        **segmented_clock_fit(rows, starts),
+        **segmented_clock_fit(c.t_sensor, c.t, c.arrival, measured, starts),
     }
 
 
