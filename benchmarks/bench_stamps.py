@@ -167,12 +167,17 @@ def main() -> None:
             pq.write_table(
                 pa.table({"t": col, s: np.arange(len(col))}), parquet.with_suffix(f".{s}.parquet")
             )
-        for label, file in (("1.6 (stamp index, frame details)", path), ("1.4 (stamp blocks)", old)):
+        for label, file in (
+            ("1.6 (stamp index, frame details)", path),
+            ("1.4 (stamp blocks)", old),
+        ):
             if file == path == old and label.startswith("1.4"):
                 strip_stamp_index(file)
             with open_recording(file) as log:
                 print(f"-- {label}: {file.stat().st_size / 1e9:.2f} GB, {len(log.chunks)} chunks")
-            measure(file, Path(tmp), stamps, parquet, args.repeat, pl, full_info=file != old)
+            measure(
+                file, Path(tmp), stamps, parquet, args.repeat, pl, full_info=label.startswith("1.6")
+            )
         os.sync()
 
 
