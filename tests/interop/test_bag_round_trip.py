@@ -201,3 +201,30 @@ def test_a_topic_without_messages_does_not_hold_the_groups_back(
     report = export_recording(hfr, tmp_path / "t.mcap", to="ros2")
     assert report.complete
     assert report.groups == 10  # /topic and /rosout pair up, one group per publish
+
+
+@pytest.mark.skipif(not BAG_NAMES, reason="../shared/data/real/bags is not there")
+@pytest.mark.parametrize("name", ROUND_TRIP)
+def test_info_of_a_recorded_bag_comes_from_its_footer_and_says_what_every_frame_says(
+    recorded: dict[str, tuple[Path, BagSource]], name: str
+) -> None:
+    from hyperframes.cli.sensorstats import sensor_details
+    from recordings import open_recording
+
+    hfr, source = recorded[name]
+    with open_recording(hfr) as log:
+        fast, why = sensor_details(log)
+        frames = {n: s.count for n, s in log.summary().sensors.items()}
+        topics = {n: s.spec.meta.get("topic") for n, s in log.summary().sensors.items()}
+    assert why is None  # the 1.6 footer served: no chunk was read
+    with open_recording(hfr, use_index=False) as log:
+        slow, why = sensor_details(log)
+    assert why == "the footer is not used"
+    assert fast == slow
+    # Independently of both: the bag's message counts per topic (expected.json, from
+    # rosbags and the mcap reader); a message BagSource could not decode is counted.
+    facts = {t: f["count"] for t, f in expected(name)["topics"].items()}
+    per_topic = {topics[n]: c for n, c in frames.items()}
+    assert all(c <= facts[t] for t, c in per_topic.items())
+    assert sum(per_topic.values()) + sum(source.errors.values()) == sum(facts.values())
+    assert all(d["segments"] >= 1 for d in fast.values())

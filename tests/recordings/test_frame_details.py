@@ -271,3 +271,50 @@ def test_the_writer_keeps_the_details_out_of_older_readers_way(tmp_path: Path) -
         stream = read_stream(f)
         assert [fr.seq for fr in stream.frames()] == list(range(30))
         assert not stream.damage
+
+
+CLIP = Path(__file__).resolve().parents[2] / "../shared/data/real/video/androidx_h265_bframes.mp4"
+
+
+def test_a_copied_phone_clip_is_described_from_the_footer_as_pyav_counts_it(
+    tmp_path: Path,
+) -> None:
+    """HEVC with B-frames recorded with ``copy``: info's packets, key frames and bytes
+    from the frame details equal PyAV's demux of the clip and the pass over every packet."""
+    import anyio
+    import av
+
+    from adapters import VideoSource
+    from recordings import VideoRecorder
+
+    hfr = tmp_path / "clip.hfr"
+
+    async def run() -> None:
+        source = VideoSource(CLIP, name="cam", keep_packets=True)
+        async with (
+            VideoRecorder(hfr, video={"cam": "copy"}, sensors=[source.spec]) as rec,
+            source,
+        ):
+            async for frame in source.frames():
+                await rec.send(frame)
+
+    anyio.run(run)
+    with av.open(str(CLIP)) as container:
+        packets = [p for p in container.demux(video=0) if p.size]
+        want = (len(packets), sum(p.is_keyframe for p in packets), sum(p.size for p in packets))
+
+    def info(*flags: str) -> dict[str, Any]:
+        out = subprocess.run(
+            [sys.executable, "-m", "hyperframes", "info", "--json", *flags, str(hfr)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        return json.loads(out)  # type: ignore[no-any-return]
+
+    fast, slow = info(), info("--scan")
+    assert (fast["details_from"], slow["details_from"]) == ("footer", "frames")
+    assert fast["sensors"] == slow["sensors"]
+    video = fast["sensors"]["cam"]["video"]
+    assert (video["packets"], video["keyframes"], video["encoded_bytes"]) == want
+    assert (video["codec"], video["width"], video["height"]) == ("hevc", 854, 480)
