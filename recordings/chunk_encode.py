@@ -55,9 +55,7 @@ def _compressed_size(level: int, data: bytes) -> int:
     return len(_compressor(level).compress(data))
 
 
-def encode_chunk(
-    sealed: SealedChunk, level: int | AutoEffort
-) -> tuple[ChunkMeta, list[bytes], int]:
+def encode_chunk(sealed: SealedChunk, level: int | AutoEffort) -> tuple[ChunkMeta, list[Any], int]:
     """Compress a sealed chunk into a record: ``(meta, [prelude, meta, *payload], length)``.
 
     Runs in the compression pool. ``level`` is a zstd level or the recorder's

@@ -165,6 +165,8 @@ class SealedChunk:
     details: Any = None
     """The chunk's :class:`~recordings.details.ChunkDetails` (1.6), for the writer's
     DETAILS record."""
+    buffer: Any = None
+    """The builder's buffer that ``parts`` view, handed back once the chunk is written."""
 
     @property
     def raw(self) -> bytearray:

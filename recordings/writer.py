@@ -48,6 +48,7 @@ from fusion.frames import Frame, SensorSpec
 from fusion.ledger import LedgerStatistics
 from fusion.timing import run_sync
 from fusion.wallclock import sample_anchor
+from recordings import buffers
 from recordings.builder import ChunkBuilder
 from recordings.chunk_encode import encode_chunk
 from recordings.chunk_encode import pack as _pack
@@ -145,9 +146,10 @@ def _writer_main(
         del rec
 
 
-def _encode(sealed: Any, level: Any) -> tuple[ChunkMeta, list[bytes], int, Any]:
-    """:func:`~recordings.chunk_encode.encode_chunk`, with the chunk's details passed on."""
-    return (*encode_chunk(sealed, level), sealed.details)
+def _encode(sealed: Any, level: Any) -> tuple[ChunkMeta, list[Any], int, Any, Any]:
+    """:func:`~recordings.chunk_encode.encode_chunk`, with the chunk's details and the
+    builder's buffer passed on (given back to :mod:`recordings.buffers` once written)."""
+    return (*encode_chunk(sealed, level), sealed.details, sealed.buffer)
 
 
 def part_path(path: Path, part: int) -> Path:
@@ -254,7 +256,7 @@ class Recorder(Closeable):
             stamp_blocks=stamp_blocks,
         )
         self._opened_at = 0.0  # monotonic time of the open chunk's first frame
-        self._jobs: collections.deque[Future[tuple[ChunkMeta, list[bytes], int, Any]] | None] = (
+        self._jobs: collections.deque[Future[tuple[ChunkMeta, list[Any], int, Any, Any]] | None] = (
             collections.deque()
         )
         self._counts: collections.Counter[str] = collections.Counter()  # in sealed chunks
@@ -491,8 +493,10 @@ class Recorder(Closeable):
             if action == "finish":
                 self._finish_part()
                 return False
-            meta, parts, length, details = job.result()
+            meta, parts, length, details, buffer = job.result()
             self._write_chunk(meta, parts, length, details)
+            del parts  # views of the buffer, which the next chunks reuse
+            buffers.give(buffer)
             with self._lock:
                 self._jobs.popleft()
                 self._lock.notify_all()
@@ -585,7 +589,7 @@ class Recorder(Closeable):
         )
 
     def _write_chunk(
-        self, meta: ChunkMeta, parts: list[bytes], length: int, details: Any = None
+        self, meta: ChunkMeta, parts: list[Any], length: int, details: Any = None
     ) -> None:
         entry = meta.to_msgpack()
         entry["off"] = self._part_bytes
