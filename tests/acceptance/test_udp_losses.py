@@ -75,7 +75,9 @@ async def test_a_flood_into_a_small_buffer_counts_the_kernels_drops() -> None:
     ledger = source.ledgers()["imu"]
     read = udp.datagrams
     dropped = ledger.lost["kernel_overflow"]
-    assert sent > 2 * read  # the receiver was outrun: most datagrams never made it
+    # The receiver was outrun: many datagrams never made it (how many depends on the load:
+    # a quiet 2-core machine read 54 % of a flood once).
+    assert sent - read > 0.2 * sent
     assert abs(dropped - (sent - read)) <= 0.05 * (sent - read), (sent, read, dropped)
     assert udp.kernel_drops == dropped
     assert ledger.received == read + dropped
