@@ -58,7 +58,7 @@ import msgpack
 import numpy as np
 
 from recordings.format import PRELUDE, SYNC, RecordKind, crc32, pack_prelude
-from recordings.framed import ColumnFrames, frame_spans, unframe
+from recordings.framed import ColumnFrames, frame_spans, names_and_counts, unframe
 
 __all__ = [
     "BYTES",
@@ -545,14 +545,7 @@ def read_details(fd: int, index_offset: int, pointer: Any, max_bytes: int) -> Fr
     except Exception as err:  # msgpack raises many types on garbage
         return f"the frame details meta does not decode ({err})"
     shaped = (
-        isinstance(names, list)
-        and all(type(s) is str for s in names)
-        and len(set(names)) == len(names)
-        and isinstance(counts, list)
-        and len(counts) == len(names)
-        and all(type(c) is int and c >= 0 for c in counts)
-        and type(chunks) is int
-        and 0 <= chunks < 1 << 32
+        names_and_counts(names, counts, chunks)
         and isinstance(notes_wire, list)
         and len(notes_wire) == len(names)
     )

@@ -23,7 +23,14 @@ from typing import Any
 
 import zstandard
 
-__all__ = ["FRAME_BYTES", "ColumnFrames", "declared_size", "frame_spans", "unframe"]
+__all__ = [
+    "FRAME_BYTES",
+    "ColumnFrames",
+    "declared_size",
+    "frame_spans",
+    "names_and_counts",
+    "unframe",
+]
 
 FRAME_BYTES = 256 << 10
 """Raw bytes of one column a writer buffers before compressing a frame."""
@@ -111,6 +118,21 @@ def frame_spans(lengths: Any, keys: int, width: int, payload: int) -> Spans | No
             per_key.append(frames)
         spans.append(per_key)
     return spans
+
+
+def names_and_counts(names: Any, counts: Any, chunks: Any) -> bool:
+    """Whether a record's meta names distinct sensors, a count of at least 0 for each and
+    a chunk count under 2**32 (the head both footer records share)."""
+    return (
+        isinstance(names, list)
+        and all(type(s) is str for s in names)
+        and len(set(names)) == len(names)
+        and isinstance(counts, list)
+        and len(counts) == len(names)
+        and all(type(c) is int and c >= 0 for c in counts)
+        and type(chunks) is int
+        and 0 <= chunks < 1 << 32
+    )
 
 
 def declared_size(frame: memoryview) -> int:

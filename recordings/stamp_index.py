@@ -65,7 +65,7 @@ from recordings.format import (
     crc32,
     pack_prelude,
 )
-from recordings.framed import ColumnFrames, declared_size, frame_spans, unframe
+from recordings.framed import ColumnFrames, declared_size, frame_spans, names_and_counts, unframe
 
 __all__ = ["StampChecker", "StampIndex", "StampIndexWriter", "read_stamp_index"]
 
@@ -260,16 +260,7 @@ def read_stamp_index(fd: int, size: int, max_bytes: int) -> StampIndex | str:
         names, counts, chunks, lengths = meta["s"], meta["c"], meta["chunks"], meta["z"]
     except Exception as err:  # msgpack raises many types on garbage
         return f"the stamp index meta does not decode ({err})"
-    shaped = (
-        isinstance(names, list)
-        and all(type(s) is str for s in names)
-        and len(set(names)) == len(names)
-        and isinstance(counts, list)
-        and len(counts) == len(names)
-        and all(type(c) is int and c >= 0 for c in counts)
-        and type(chunks) is int
-        and 0 <= chunks < 1 << 32
-    )
+    shaped = names_and_counts(names, counts, chunks)
     spans = frame_spans(lengths, len(names), len(_DTYPES), len(payload)) if shaped else None
     if spans is None:
         return "the stamp index meta is malformed"
