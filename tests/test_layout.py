@@ -27,17 +27,17 @@ HEAVY = (
 )  # fmt: skip
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+def module_name(path: Path, root: Path = ROOT) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
 
 
-def imported_modules(path: Path) -> Iterator[tuple[int, str]]:
-    """(line, absolute module name) of every import statement in ``path``."""
+def imported_modules(path: Path, root: Path = ROOT) -> Iterator[tuple[int, str]]:
+    """(line, absolute module name) of every import statement in ``path`` (under ``root``)."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    package = module_name(path).split(".")
+    package = module_name(path, root).split(".")
     if path.name != "__init__.py":
         package.pop()
     for node in ast.walk(tree):
@@ -53,13 +53,13 @@ def imported_modules(path: Path) -> Iterator[tuple[int, str]]:
                 yield node.lineno, ".".join([*base, *([node.module] if node.module else [])])
 
 
-def upward_imports(package: str) -> list[str]:
+def upward_imports(package: str, root: Path = ROOT) -> list[str]:
     floor = FLOORS[package]
     found = []
-    for path in sorted((ROOT / package).rglob("*.py")):
-        for line, target in imported_modules(path):
+    for path in sorted((root / package).rglob("*.py")):
+        for line, target in imported_modules(path, root):
             if FLOORS.get(target.split(".")[0], 0) > floor:
-                found.append(f"{path.relative_to(ROOT)}:{line} imports {target}")
+                found.append(f"{path.relative_to(root)}:{line} imports {target}")
     return found
 
 
@@ -70,7 +70,9 @@ def test_no_package_imports_a_higher_floor(package: str) -> None:
 
 
 def test_the_checker_sees_lazy_relative_and_type_checking_imports(tmp_path: Path) -> None:
-    probe = ROOT / "fusion" / "_layout_probe.py"
+    # The probe lives in a copy of the floor's layout under tmp_path: no test writes into the tree.
+    (tmp_path / "fusion").mkdir()
+    probe = tmp_path / "fusion" / "_layout_probe.py"
     probe.write_text(
         "from typing import TYPE_CHECKING\n"
         "if TYPE_CHECKING:\n    from recordings import Recorder\n"
@@ -78,11 +80,8 @@ def test_the_checker_sees_lazy_relative_and_type_checking_imports(tmp_path: Path
         "from . import frames\n",
         encoding="utf-8",
     )
-    try:
-        found = upward_imports("fusion")
-        lines = list(imported_modules(probe))
-    finally:
-        probe.unlink()
+    found = upward_imports("fusion", tmp_path)
+    lines = list(imported_modules(probe, tmp_path))
     assert "fusion/_layout_probe.py:3 imports recordings" in found
     assert "fusion/_layout_probe.py:5 imports hyperframes.cli" in found
     assert (6, "fusion") in lines  # the relative import, resolved, stays on its floor

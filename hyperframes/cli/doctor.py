@@ -174,10 +174,19 @@ def decoders() -> list[Check]:
         from adapters.video import hwaccel as hw
     except Exception as err:
         return [Check("video", "hardware decode", "error", str(err))]
-    logging.getLogger("adapters.video").setLevel(logging.ERROR)  # reasons go in the table
     built = list(hwdevices_available())
     if not built:
         return [Check("video", "hardware decode", "no", "this FFmpeg build has no device types")]
+    video_log = logging.getLogger("adapters.video")
+    level = video_log.level
+    video_log.setLevel(logging.ERROR)  # reasons go in the table; restored for the caller
+    try:
+        return _probe_decoders(av, hw, built)
+    finally:
+        video_log.setLevel(level)
+
+
+def _probe_decoders(av: Any, hw: Any, built: list[str]) -> list[Check]:
     out = []
     for device in [d for d in hw.AUTO_ORDER if d in built]:
         for name in _CODECS:

@@ -227,6 +227,7 @@ async def test_a_fast_stream_gathers_between_drains_and_keeps_every_datagram_in_
     assert ledger.received == 40
 
 
+@pytest.mark.serial  # wakeup phases: the other worker's load delays the event loop's timers
 @linux_only
 async def test_gathered_drains_fall_on_multiples_of_the_gather_period() -> None:
     # Two receivers of one period wake together, and a hub deadline a whole number
@@ -244,6 +245,7 @@ async def test_gathered_drains_fall_on_multiples_of_the_gather_period() -> None:
     assert all(phase < 3 * gather // 4 for phase in phases), phases
 
 
+@pytest.mark.serial  # a gather skipped is seen as time not waited
 @linux_only
 async def test_a_drain_that_stopped_at_its_limit_reads_on_without_gathering() -> None:
     owner = TimeSeriesSource.from_udp(0, name="imu")
