@@ -87,6 +87,7 @@ def test_the_wheel_holds_the_four_packages_their_types_and_nothing_else(wheel: P
     for package in PACKAGES:
         assert f"{package}/py.typed" in names
     assert "recordings/FORMAT.md" in names
+    assert "fusion/workers/model_files/bev_occupancy.onnx" in names  # the demo's models
     info = next(n for n in names if n.endswith(".dist-info/METADATA"))
     metadata = zipfile.ZipFile(wheel).read(info).decode()
     assert "License-Expression: Apache-2.0" in metadata
@@ -108,10 +109,15 @@ def test_the_installed_wheel_runs_the_demo_from_outside_the_checkout(
     ).stdout
     assert not where.startswith(str(ROOT)), where
     assert where.startswith(installed["PYTHONPATH"])
+    # onnx is not a run-time dependency: the demo runs with it unimportable
+    blocked = tmp_path / "blocked"
+    (blocked / "onnx").mkdir(parents=True)
+    (blocked / "onnx" / "__init__.py").write_text("raise ImportError('onnx blocked')\n")
+    without_onnx = dict(installed, PYTHONPATH=f"{blocked}{os.pathsep}{installed['PYTHONPATH']}")
     demo = subprocess.run(
         [sys.executable, "-m", "hyperframes", "demo", "--quiet", "--seconds", "3"],
         cwd=tmp_path,
-        env=installed,
+        env=without_onnx,
         capture_output=True,
         text=True,
         timeout=300,
