@@ -267,6 +267,15 @@ def test_cli_page_names_every_command_and_flag() -> None:
     assert not missing, "docs/cli.md does not mention: " + ", ".join(missing)
 
 
+def test_the_index_and_the_readme_reach_every_command_and_the_recipes() -> None:
+    from hyperframes.cli import COMMANDS
+
+    index = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    row = next(line for line in index.splitlines() if line.startswith("| [cli.md]"))
+    assert [c for c in COMMANDS if c not in row] == []
+    assert "(docs/recipes.md)" in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
 def test_configuration_page_names_every_toml_key() -> None:
     """docs/configuration.md keeps up with the schema: every key of every table is named."""
     from pydantic import BaseModel
