@@ -1,5 +1,5 @@
-"""Sources of frames: video, LiDAR, time series, GNSS (NMEA), ROS bags and live ROS 2 topics,
-KITTI drives, synthetic.
+"""Sources of frames: video, LiDAR, time series, GNSS (NMEA), CAN buses, ROS bags and live
+ROS 2 topics, KITTI drives, synthetic.
 
 Every source here is a :class:`~fusion.Source` (re-exported as
 ``adapters.Source``: the base class lives in the core); the errors they raise,
@@ -18,6 +18,7 @@ from fusion.source import Source
 
 if TYPE_CHECKING:
     from adapters.bags import BagSource
+    from adapters.can import CanSource
     from adapters.datasets import KittiRawSource
     from adapters.errors import DecodeError, SensorTimeout, SourceOpenError
     from adapters.interpolation import interpolate, slerp
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BagSource",
+    "CanSource",
     "DecodeError",
     "KittiRawSource",
     "NmeaSource",
@@ -75,6 +77,7 @@ __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         "BagSource": "adapters.bags.source",
+        "CanSource": "adapters.can._source",
         "DecodeError": "adapters.errors",
         "KittiRawSource": "adapters.datasets.kitti_raw",
         "NmeaSource": "adapters.nmea.source",

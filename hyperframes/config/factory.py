@@ -30,6 +30,7 @@ from hyperframes.config.schema import (
 )
 from hyperframes.config.sources import (
     BagConfig,
+    CanConfig,
     KittiRawConfig,
     NmeaConfig,
     OusterConfig,
@@ -83,7 +84,14 @@ def build_pipeline(
         for spec in source.specs:
             # a KITTI drive's, a bag's or an Ouster's (lidar + imu) clock/capacity keys
             # apply to each of its sensors
-            multi = (KittiRawConfig, BagConfig, PythonSourceConfig, OusterConfig, Ros2Config)
+            multi = (
+                KittiRawConfig,
+                BagConfig,
+                PythonSourceConfig,
+                OusterConfig,
+                Ros2Config,
+                CanConfig,
+            )
             if spec.name != cfg.name and not isinstance(cfg, multi):
                 continue
             meta = spec.meta
@@ -286,6 +294,23 @@ def build_source(
             speed=cfg.speed,
             sender=cfg.sender,
             recv_buffer=cfg.recv_buffer,
+        )
+    if isinstance(cfg, CanConfig):
+        from adapters.can import CanSource
+
+        return CanSource(
+            cfg.path,
+            interface=cfg.interface,
+            channel=cfg.channel,
+            bitrate=cfg.bitrate,
+            fd=cfg.fd,
+            bus_options=cfg.bus_options,
+            database=cfg.database,
+            ids=cfg.ids,
+            unknown=cfg.unknown,
+            raw=cfg.raw,
+            name=cfg.name,
+            speed=cfg.speed,
         )
     if isinstance(cfg, BagConfig):
         from adapters.bags import BagSource

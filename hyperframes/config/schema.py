@@ -23,6 +23,7 @@ from fusion.errors import ConfigError
 from hyperframes.config.base import StrictModel, _refuse_size
 from hyperframes.config.sources import (
     BagConfig,
+    CanConfig,
     KittiRawConfig,
     OusterConfig,
     Ros2Config,
@@ -148,7 +149,7 @@ class PipelineConfig(StrictModel):
             n for s in self.sources if isinstance(s, KittiRawConfig) for n in s.sensor_names()
         }
         for s in self.sources:
-            if isinstance(s, (BagConfig, OusterConfig, Ros2Config)):
+            if isinstance(s, (BagConfig, OusterConfig, Ros2Config, CanConfig)):
                 known |= set(s.sensor_names())
         wanted = set(self.sync.sensors or ()) | set(self.sync.optional) | set(self.sync.windows_ms)
         wanted |= {self.sync.reference} if self.sync.reference else set()

@@ -220,6 +220,40 @@ class NmeaConfig(_SourceBase):
         return self
 
 
+class CanConfig(_SourceBase):
+    """A CAN bus (:class:`adapters.CanSource`): exactly one of ``path`` (a log python-can
+    reads) or ``interface`` (a python-can interface, with ``channel``), decoded with
+    ``database`` (DBC, KCD, ARXML, SYM) when given."""
+
+    type: Literal["can"]
+    path: str | None = None
+    interface: str | None = None
+    channel: str | int | None = None
+    bitrate: int | None = Field(None, gt=0)
+    fd: bool = False
+    bus_options: dict[str, Any] = Field(default_factory=dict)
+    """Further ``can.Bus`` keyword arguments of the interface (``{ port = 29536 }``)."""
+    database: str | None = None
+    ids: list[int] = Field(default_factory=list)
+    """Ids that get a sensor of their own (``<name>.0x<ID>``)."""
+    unknown: Literal["raw", "count"] = "raw"
+    raw: bool = True
+    speed: float | None = Field(None, gt=0)
+
+    @model_validator(mode="after")
+    def _one_input(self) -> CanConfig:
+        if (self.path is None) == (self.interface is None):
+            raise ValueError("give exactly one of 'path' (a CAN log) or 'interface' (a live bus)")
+        return self
+
+    def sensor_names(self) -> list[str]:
+        """The raw sensor, the per-id ones and (with a database) one per message."""
+        from adapters.can import CanDecoder
+
+        database = self.database
+        return [s for s, _ in CanDecoder(self.name, database=database, ids=self.ids).sensors()]
+
+
 class BagConfig(_SourceBase):
     """Topics of a ROS 1 or ROS 2 bag (:class:`adapters.BagSource`), one sensor per topic.
 
@@ -303,6 +337,7 @@ SourceConfig = Annotated[
     | TimeSeriesCsvConfig
     | TimeSeriesUdpConfig
     | NmeaConfig
+    | CanConfig
     | BagConfig
     | Ros2Config
     | PythonSourceConfig

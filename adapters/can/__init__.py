@@ -1,0 +1,27 @@
+"""CAN buses: logs and live interfaces through python-can, signals through cantools.
+
+:class:`CanSource` reads a log (candump, ASC, BLF, TRC, CSV, MF4) or a live
+bus and makes frames of kind ``can``: raw frames as :data:`RAW_DTYPE` rows and,
+with a database, decoded signals per message. :class:`CanDecoder` is its
+sans-I/O core (python-can messages in, events and counted losses out), for a
+source built on CAN (a radar's cluster and object lists). python-can and
+cantools load only when a source or decoder is made.
+"""
+
+from adapters.can._decoder import RAW_DTYPE, CanDecoder, Event, Loss, id_sensor, load_database
+from adapters.can._io import LOG_SUFFIXES
+from adapters.can._source import CanSource
+from fusion._exports import rewrite_module
+
+__all__ = [
+    "LOG_SUFFIXES",
+    "RAW_DTYPE",
+    "CanDecoder",
+    "CanSource",
+    "Event",
+    "Loss",
+    "id_sensor",
+    "load_database",
+]
+
+rewrite_module(globals(), __name__)
