@@ -68,5 +68,7 @@ def print_served(server: Any) -> None:
         return
     stats = server.statistics()
     line = f"served {sum(stats.frames.values())} frames ({stats.messages} messages) at {stats.url}"
+    if stats.late:
+        line += f"; {stats.late} held frames sent to late subscribers"
     drops = stats.drops()
     print(f"{line}; {drops}" if drops else line)

@@ -14,16 +14,24 @@ export's JSON markers) and worker results to ``/hyperframes/results/<worker>``
 
 Nothing here waits on a client. :meth:`FoxgloveServer.publish` only appends
 to a bounded queue (``backlog`` items); a thread takes items from it, dates
-them, encodes them and hands them to the SDK, which queues each message per
-client and never blocks either. When the thread falls behind, the oldest
-queued item is dropped and counted by sensor
+them, encodes them and hands them to the SDK. When the thread falls behind, the
+oldest queued item is dropped and counted by sensor
 (:attr:`FoxgloveServerStatistics.dropped`). The SDK listens on a private
-loopback port behind a :class:`~recordings.export.live_relay.Relay`, which
-holds each client's outbox (``client_backlog`` messages, ``client_backlog_bytes``):
-when a client stops reading, its oldest messages are dropped and counted per
-client (:attr:`FoxgloveServerStatistics.traffic`; the SDK itself drops them
-without a count). Frames of a channel no client subscribes to are not encoded
-at all (:attr:`~FoxgloveServerStatistics.unwatched`).
+loopback port with one client, a :class:`~recordings.export.live_relay.Relay`,
+which is the server Foxglove connects to: it fans each message out to every
+subscriber within a memory budget for all clients (``budget``), a client limit
+(``max_clients``, more are refused with ``503`` and the reason), a handshake and
+an idle timeout, and counts what each slow client loses
+(:attr:`FoxgloveServerStatistics.traffic`). Frames of a channel no client
+subscribes to are not encoded (:attr:`~FoxgloveServerStatistics.unwatched`).
+
+Late subscribers. A channel is advertised on its sensor's first frame, which
+no client can have subscribed to yet: while a channel is unwatched its last
+frame (every frame of a latched topic, ``/tf_static`` or ``transient_local``,
+up to 256) is held, and written when a client subscribes; while it is watched
+the relay keeps the last message (a latched topic's every message) and sends
+it to each new subscriber first, as ROS 2's foxglove_bridge does for
+``transient_local`` publishers.
 
 Stamps are Unix-epoch ns, as in an export: ``dating="live"`` dates
 reference-clock times with a wall anchor (:func:`fusion.wallclock.sample_anchor`)
@@ -36,7 +44,7 @@ leaves stamps alone (a virtual clock's times are no dates).
 from __future__ import annotations
 
 import threading
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -47,7 +55,7 @@ from fusion.errors import UsageError
 from fusion.frames import Frame, FrameGroup, SensorSpec
 from recordings.export.generic import json_value
 from recordings.export.groups import GROUP_TOPIC
-from recordings.export.live_relay import ClientTraffic, Relay
+from recordings.export.live_relay import ClientTraffic, Relay, RelayStatistics
 from recordings.export.live_sink import Dating, LiveSink
 
 DEFAULT_HOST = "127.0.0.1"
@@ -56,6 +64,9 @@ RESULTS_TOPIC = "/hyperframes/results/"
 """Prefix of the worker-result topics (``/hyperframes/results/<worker>``)."""
 _RESULT_MAX_VALUES = 65_536  # a bigger array goes out as its shape and dtype only
 _SDK_BACKLOG = 1024  # the SDK's queue towards the relay, drained by a loopback read
+_HOLD_LATCHED = 256  # frames of a latched topic held while nobody subscribes
+LATCHED_TOPICS = frozenset({"/tf_static"})
+"""Topics whose every message a late subscriber gets, whatever their sensor's QoS."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,8 +90,13 @@ class FoxgloveServerStatistics:
     skipped: Counter[tuple[str, str]] = field(default_factory=Counter)
     """Frames with no Foxglove message, by ``(sensor, reason)`` (as in an export)."""
     traffic: tuple[ClientTraffic, ...] = ()
-    """Every client since the start (connected or not): messages sent to it and dropped
-    because it read too slowly."""
+    """The clients connected now and the last 256 that left: messages sent to each and
+    dropped because it read too slowly."""
+    late: int = 0
+    """Held frames written when a client subscribed to their channel (also in ``unwatched``,
+    where they were counted when they came)."""
+    relay: RelayStatistics = field(default_factory=RelayStatistics)
+    """Connections accepted and refused, why clients left, the bytes queued for them."""
 
     @property
     def dropped_total(self) -> int:
@@ -92,16 +108,23 @@ class FoxgloveServerStatistics:
         return sum(c.dropped for c in self.traffic)
 
     def drops(self) -> str:
-        """``K dropped (encoder behind); D messages dropped for slow clients (ADDR: D)``, or ''."""
+        """``K dropped (encoder behind); D messages dropped for slow clients (ADDR: D);
+        R connections refused (client limit: R)``, or ''."""
         parts = []
         if self.dropped_total:
             parts.append(f"{self.dropped_total} dropped (encoder behind)")
         slow = [c for c in self.traffic if c.dropped or not c.exact]
         if slow:
             bound = "" if all(c.exact for c in slow) else "at least "
-            who = ", ".join(c.describe() for c in slow)
+            who = ", ".join(c.describe() for c in slow[:_LISTED])
+            if len(slow) > _LISTED:
+                who += f" and {len(slow) - _LISTED} more"
             total = sum(c.at_least for c in slow)
             parts.append(f"{bound}{total} messages dropped for slow clients ({who})")
+        refused = self.relay.refused
+        if refused:
+            why = ", ".join(f"{k}: {v}" for k, v in sorted(refused.items()))
+            parts.append(f"{refused.total()} connections refused ({why})")
         return "; ".join(parts)
 
     def describe(self) -> str:
@@ -112,6 +135,9 @@ class FoxgloveServerStatistics:
         return f"{line}, {drops}" if drops else line
 
 
+_LISTED = 8  # slow clients named in a line; the rest are counted
+
+
 class FoxgloveServer(LiveSink):
     """A Foxglove WebSocket server fed by a pipeline: a sink (``sinks=[FoxgloveServer()]``).
 
@@ -119,8 +145,12 @@ class FoxgloveServer(LiveSink):
     windows overlap), its marker and its worker results; :meth:`publish` sends
     one frame (a replay without a pipeline). ``port=0`` picks a free port
     (:attr:`port`). The server starts on :meth:`start` (or the first publish)
-    and stops on :meth:`close`; both are quick (the SDK runs it on its own
-    threads).
+    and stops on :meth:`close`; both are quick, whatever the clients do.
+
+    Limits (module docstring): ``budget`` bytes queued for all clients together,
+    ``client_backlog`` messages and ``client_backlog_bytes`` for one, ``max_clients``
+    connections, ``handshake_timeout`` s to send the upgrade request and
+    ``idle_timeout`` s of silence (no pong to a ping) before a client is closed.
     """
 
     def __init__(
@@ -135,6 +165,10 @@ class FoxgloveServer(LiveSink):
         backlog: int = 256,
         client_backlog: int = 128,
         client_backlog_bytes: int = 64 << 20,
+        budget: int = 256 << 20,
+        max_clients: int = 32,
+        handshake_timeout: float = 5.0,
+        idle_timeout: float = 30.0,
         name: str = "hyperframes",
     ) -> None:
         if backlog < 1 or client_backlog < 1 or client_backlog_bytes < 1:
@@ -142,13 +176,26 @@ class FoxgloveServer(LiveSink):
                 f"FoxgloveServer: backlog and client_backlog must be >= 1 (and "
                 f"client_backlog_bytes), got {backlog}, {client_backlog} and {client_backlog_bytes}"
             )
+        if budget < 1 << 20 or max_clients < 1 or handshake_timeout <= 0 or idle_timeout <= 0:
+            raise UsageError(
+                f"FoxgloveServer: budget must be >= 1 MiB, max_clients >= 1 and the timeouts "
+                f"> 0, got {budget} bytes, {max_clients} clients, {handshake_timeout} s and "
+                f"{idle_timeout} s"
+            )
         super().__init__(backlog=backlog, sensors=sensors, dating=dating, dated=dated)
         self.host = host
         self._port = port
         self.name = name
         self.client_backlog = client_backlog
-        self.client_backlog_bytes = client_backlog_bytes
+        self.client_backlog_bytes = min(client_backlog_bytes, budget)
+        self.budget = budget
+        self.max_clients = max_clients
+        self.handshake_timeout = handshake_timeout
+        self.idle_timeout = idle_timeout
         self._relay: Relay | None = None
+        self._held: dict[str, deque[Frame]] = {}  # topic -> frames nobody could see yet
+        self._wanted: set[str] = set()  # topics just subscribed: their held frames go out
+        self._late = 0
         self._types = dict(types or {})
         self._messages = self._groups = self._unwatched = 0
         self._frames: Counter[str] = Counter()
@@ -156,7 +203,7 @@ class FoxgloveServer(LiveSink):
         self._server: Any = None
         self._writer: Any = None
         self._results: dict[str, Any] = {}
-        self._listener = _Subscriptions()
+        self._listener = _Subscriptions(self._subscribed)
 
     # -- lifetime ----------------------------------------------------------------
 
@@ -178,6 +225,11 @@ class FoxgloveServer(LiveSink):
                 ("127.0.0.1", 0),
                 backlog=self.client_backlog,
                 backlog_bytes=self.client_backlog_bytes,
+                budget=self.budget,
+                max_clients=self.max_clients,
+                handshake_timeout=self.handshake_timeout,
+                idle_timeout=self.idle_timeout,
+                latched=LATCHED_TOPICS,
             )
         except OSError as err:
             raise OSError(f"cannot serve Foxglove on {self.host}:{self._port}: {err}") from err
@@ -195,12 +247,17 @@ class FoxgloveServer(LiveSink):
             relay.close()
             raise OSError(f"cannot start the Foxglove server: {err}") from err
         relay.upstream = ("127.0.0.1", int(self._server.port))
-        relay.start()
+        try:
+            relay.start()
+        except OSError as err:
+            relay.close()
+            self._server.stop()
+            raise OSError(f"cannot start the Foxglove relay: {err}") from err
         self._relay = relay
         self._port = relay.port
         self._writer = FoxgloveMcapWriter(None, context=context, types=self._types)
         for spec in self._specs.values():
-            self._writer.declare(spec)
+            self._declare(spec)
         self._thread = threading.Thread(target=self._run, name="foxglove-live", daemon=True)
         self._thread.start()
         return self
@@ -215,16 +272,17 @@ class FoxgloveServer(LiveSink):
         return f"ws://{self.host}:{self.port}"
 
     def close(self) -> None:
-        """Stop the server: queued items are dropped (counted), clients disconnected."""
+        """Stop the server: queued items are dropped (counted), clients disconnected.
+        Returns within about 2 s whatever the clients do."""
         if not self._close_queue():
             return
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        if self._server is not None:
-            self._server.stop()
         if self._relay is not None:
             self._relay.close()
-        if self._writer is not None:
+        if self._thread is not None:
+            self._thread.join(timeout=1)
+        if self._server is not None:
+            self._server.stop()
+        if self._writer is not None and (self._thread is None or not self._thread.is_alive()):
             self._writer.close()
 
     # -- feeding (never blocks) -------------------------------------------------------
@@ -234,13 +292,30 @@ class FoxgloveServer(LiveSink):
         self._specs[spec.name] = spec
         if self._writer is not None:
             with self._cond:
-                self._writer.declare(spec)
+                self._declare(spec)
+
+    def _declare(self, spec: SensorSpec) -> None:
+        self._writer.declare(spec)
+        if self._relay is not None and latched(spec):
+            self._relay.latched.add(self._writer.topic_for(spec.name))
+
+    def _subscribed(self, topic: str) -> None:
+        """The relay subscribed to ``topic`` (SDK thread): its held frames go out."""
+        with self._cond:
+            held = topic in self._held
+            if held:
+                self._wanted.add(topic)
+        if held:
+            self._wake()
 
     # -- the encoder thread --------------------------------------------------------------
 
     def _run(self) -> None:
         writer = self._writer
-        while (item := self._take()) is not None:
+        while (item := self._take_or_wake()) is not False:
+            self._write_held()
+            if item is True:
+                continue
             # Encoding runs outside the lock: publish() never waits for it.
             try:
                 done = self._log_group(item) if isinstance(item, FrameGroup) else self._log(item)
@@ -259,15 +334,45 @@ class FoxgloveServer(LiveSink):
                     self._skipped = Counter(writer.skipped)
                 self._busy = False
 
+    def _write_held(self) -> None:
+        """Write the held frames of the topics a client just subscribed to."""
+        with self._cond:
+            wanted, self._wanted = self._wanted, set()
+            frames = [f for topic in wanted for f in self._held.pop(topic, ())]
+        for frame in frames:
+            spec = self._specs.get(frame.sensor)
+            try:
+                wrote = self._writer.write(frame, spec.kind if spec is not None else None)
+            except Exception as err:  # counted when it came (unwatched); said here
+                self._error = err
+                continue
+            if wrote:
+                with self._cond:
+                    self._late += 1
+
+    def _hold(self, topic: str, frame: Frame) -> None:
+        spec = self._specs.get(frame.sensor)
+        keep = _HOLD_LATCHED if topic in LATCHED_TOPICS or (spec and latched(spec)) else 1
+        with self._cond:
+            held = self._held.get(topic)
+            if held is None or held.maxlen != keep:
+                held = self._held[topic] = deque(held or (), maxlen=keep)
+            held.append(frame)
+
     def _log(self, frame: Frame) -> _Done:
         writer = self._writer
-        if writer.unwatched(writer.topic_for(frame.sensor)):
+        topic = writer.topic_for(frame.sensor)
+        if writer.unwatched(topic):
+            self._hold(topic, self._dated_frame(frame))
             return _Done(unwatched=1)
         before = sum(writer.counts.values())
         spec = self._specs.get(frame.sensor)
-        wrote = writer.write(self._dated_frame(frame), spec.kind if spec is not None else None)
-        if wrote and writer.unwatched(writer.topic_for(frame.sensor)):
-            return _Done(unwatched=1)  # the channel's first frame: advertised, seen by none
+        dated = self._dated_frame(frame)
+        wrote = writer.write(dated, spec.kind if spec is not None else None)
+        if wrote and writer.unwatched(topic):
+            # the channel's first frame: advertised now, seen by none; held for a subscriber
+            self._hold(topic, dated)
+            return _Done(unwatched=1)
         return _Done(
             sensor=frame.sensor if wrote else None,
             messages=sum(writer.counts.values()) - before,
@@ -324,33 +429,34 @@ class FoxgloveServer(LiveSink):
                 groups=self._groups,
                 unwatched=self._unwatched,
                 dropped=Counter(self._dropped),
-                clients=self._listener.clients(),
+                clients=0 if self._relay is None else self._relay.subscribers(),
                 skipped=Counter(self._skipped),
                 traffic=() if self._relay is None else self._relay.traffic(),
+                late=self._late,
+                relay=RelayStatistics() if self._relay is None else self._relay.statistics(),
             )
 
 
 class _Subscriptions:
-    """The SDK's server listener: which client subscribed to which channel (SDK threads)."""
+    """The SDK's server listener: the relay subscribed to a channel (SDK threads)."""
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._subs: dict[int, set[int]] = {}
+    def __init__(self, subscribed: Any) -> None:
+        self._subscribed = subscribed
 
     def on_subscribe(self, client: Any, channel: Any) -> None:
-        with self._lock:
-            self._subs.setdefault(client.id, set()).add(channel.id)
+        self._subscribed(str(channel.topic))
 
-    def on_unsubscribe(self, client: Any, channel: Any) -> None:
-        with self._lock:
-            subs = self._subs.get(client.id, set())
-            subs.discard(channel.id)
-            if not subs:
-                self._subs.pop(client.id, None)
 
-    def clients(self) -> int:
-        with self._lock:
-            return len(self._subs)
+def latched(spec: SensorSpec) -> bool:
+    """Whether a late subscriber gets every message of ``spec``'s topic: a ROS 2
+    ``transient_local`` topic (a live ROS 2 source's QoS, a bag's offered QoS) or
+    ``/tf_static``."""
+    meta = spec.meta
+    if meta.get("topic") in LATCHED_TOPICS or meta.get("latched") is True:
+        return True
+    ros2 = meta.get("ros2")
+    qos = ros2.get("qos") if isinstance(ros2, Mapping) else meta.get("qos")
+    return "transient_local" in str(qos or "") or meta.get("durability") == "transient_local"
 
 
 @dataclass(slots=True)

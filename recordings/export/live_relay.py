@@ -1,51 +1,70 @@
-"""Per-client flow control for the live view: a relay that counts what a slow client loses.
+"""The live view's front door: one thread that fans foxglove-sdk's messages out to every
+Foxglove client, within a memory budget, a client limit and timeouts.
 
-Why. ``foxglove-sdk`` 0.30 queues each message per client and, when a client
-stops reading, drops that client's oldest messages (``send_lossy`` in
-``rust/foxglove/src/websocket/connected_client/send_lossy.rs``): the number
-dropped is returned and thrown away, and the only trace is one INFO record
-``outbox for client ADDR full``, throttled to one every 30 s for the whole
-process (a stalled client losing thousands of messages logs once). No
-callback, statistic or status message carries the count, so it cannot be
-counted from the SDK.
+Why. foxglove-sdk 0.30 serves each client itself: it keeps an idle or half-open connection
+for ever (its ``stop()`` then waits on it), counts nothing it drops for a slow client
+(``send_lossy`` throws the count away), has no overall memory bound, no client limit, and
+cannot send a late subscriber the messages it missed. So the SDK listens on a private
+loopback port with one client, this relay, and the relay is the server the world sees.
 
-How. The SDK's server listens on a private loopback port; :class:`Relay`
-listens on the address the user asked for and, per client, connects to the
-SDK and relays both ways. Client to server, bytes are copied as they are (the
-handshake, masked frames). Server to client, a reader takes the SDK's
-WebSocket frames (RFC 6455 framing, unmasked) as fast as the SDK writes them
-into an outbox; a writer sends the outbox to the client. When the client falls
-behind and the outbox holds ``backlog`` message-data frames (the Foxglove
-protocol's binary opcode 0x01) or ``backlog_bytes``, the oldest message-data
-frame is dropped and **counted** for that client (:class:`ClientTraffic`).
-Control frames (advertise, status, close...) are never dropped.
+How. :class:`Relay` runs one ``selectors`` loop on one thread, every socket non-blocking:
 
-The SDK's own queue for the relay drains at the speed of a loopback read, so it
-does not overflow while the relay runs. Should it ever (the relay's reader
-starved of CPU), the SDK's throttled record names the relay's own upstream
-address: the relay watches for it and marks that client's count a lower bound
-(:attr:`ClientTraffic.exact` false) rather than claiming it exact.
+* upstream, one WebSocket connection to the SDK (``foxglove.websocket.v1``), subscribed to
+  a channel while at least one client is: each message is read once and its payload shared
+  by every client's outbox (a stalled client holds references, not copies);
+* downstream, each client goes ``handshake`` (its upgrade request within
+  ``handshake_timeout`` s, else closed) -> ``open`` (serverInfo and every channel
+  advertised, then its subscriptions served). A client that sends nothing, not even the
+  pong to our ping, for ``idle_timeout`` s is closed. Clients beyond ``max_clients`` are
+  answered ``503`` with the reason and closed;
+* each client's outbox holds at most ``backlog`` messages and ``backlog_bytes``; all
+  outboxes together at most ``budget`` bytes: when over, the client holding the most drops
+  its oldest message. Every drop is counted for that client (:class:`ClientTraffic`).
+  Control messages (advertise, status) are never dropped; a client with 4,096 of them
+  queued is closed;
+* late subscribers: the last message of every channel (every message of a latched channel,
+  ``/tf_static`` and ``transient_local`` topics, up to 256), if under ``budget / 16``,
+  is kept (all together under ``budget / 4``) and sent to each new subscriber first;
+* a reset, an ``accept`` failure (``EMFILE`` included: a spare descriptor is given up to
+  accept and close the connection, so the listener does not spin) costs that connection
+  only; it is counted and logged once per kind. A client's descriptor is closed when it
+  leaves.
+
+Nothing here waits on a client: the pipeline side never blocks, and :meth:`Relay.close`
+ends within about a second whatever the clients do.
 """
 
 from __future__ import annotations
 
 import contextlib
-import io
+import errno
+import json
 import logging
 import re
+import selectors
 import socket
+import struct
 import threading
-from collections import deque
-from dataclasses import dataclass
-from typing import IO
+import time
+from collections import Counter, deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from recordings.export import _live_ws as ws
 
 SDK_DROP_LOGGER = "foxglove.websocket.connected_client.send_lossy"
 """The logger the SDK's ``outbox for client ADDR full`` record reaches through pyo3-log."""
 _SDK_DROP = re.compile(r"outbox for client (\S+) full")
-_MESSAGE_DATA = 0x01  # Foxglove protocol: first byte of a binary message-data frame
-_BINARY_FINAL = 0x82  # FIN + opcode 2, no RSV bits
-_CONTROL_LIMIT = 4096  # control frames queued for one client before it is disconnected
-_CHUNK = 1 << 16
+_MESSAGE_DATA, _TIME = 0x01, 0x02  # Foxglove protocol binary opcodes (server to client)
+_CONTROL_LIMIT = 4096  # control messages queued for one client before it is closed
+_CLIENT_MESSAGE_LIMIT = 1 << 20  # a client's subscribe lists, not data
+_UPSTREAM_LIMIT = 1 << 31
+_LATCH_DEPTH = 256
+_KEEP_FINISHED = 256  # clients that left, kept for the statistics (then only counted)
+_REFUSING_LIMIT = 64
+_RECV = 1 << 20
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,25 +74,24 @@ class ClientTraffic:
     address: str
     """The client's ``host:port``."""
     received: int
-    """Messages (message-data frames) the SDK sent towards it: ``sent + dropped + queued``."""
+    """Messages routed to it: ``sent + dropped + queued``."""
     sent: int
-    """Messages (message-data frames) written to its socket."""
+    """Messages written to its socket."""
     dropped: int
     """Messages dropped because it did not read them fast enough (oldest first)."""
     queued: int
-    """Messages waiting in its outbox (or being written) now; once disconnected, those it
-    never got."""
+    """Messages waiting in its outbox now; once it left, those it never got."""
     connected: bool
     """Still connected."""
     exact: bool = True
-    """False if the SDK's own queue towards the relay also overflowed (uncounted by the SDK):
-    then ``dropped`` is a lower bound."""
-    via: str = ""
-    """The relay's own ``host:port`` towards the SDK: the address the SDK's log lines name."""
+    """False if the SDK's own queue towards the relay overflowed meanwhile (the SDK does not
+    count those): then ``dropped`` is a lower bound."""
+    left: str = ""
+    """Why it left (``closed by the client``, ``idle 30 s``, ``reset``...), or ''."""
 
     @property
     def at_least(self) -> int:
-        """``dropped``, plus the one message the SDK's overflow record proves when not exact."""
+        """``dropped``, plus the one message an SDK overflow record proves when not exact."""
         return self.dropped if self.exact else self.dropped + 1
 
     def describe(self) -> str:
@@ -82,268 +100,717 @@ class ClientTraffic:
         return f"{self.address}:{bound} {self.at_least} dropped"
 
 
-class _Link:
-    """One client: three threads (client->SDK bytes, SDK frames -> outbox, outbox -> client)."""
+@dataclass(frozen=True, slots=True)
+class RelayStatistics:
+    """The relay as a whole."""
 
-    def __init__(self, client: socket.socket, upstream: socket.socket, relay: Relay) -> None:
-        self.client = client
-        self.upstream = upstream
-        peer = client.getpeername()
-        self.address = f"{peer[0]}:{peer[1]}"
-        local = upstream.getsockname()
-        self.upstream_address = f"{local[0]}:{local[1]}"
-        self._relay = relay
-        self._cond = threading.Condition()
-        self._outbox: deque[tuple[bytes, bool]] = deque()  # (frame, is message data)
-        self._data = self._bytes = self._control = 0
+    accepted: int = 0
+    """Connections accepted (refused ones not included)."""
+    open: int = 0
+    """Clients connected now (past their handshake)."""
+    refused: Counter[str] = field(default_factory=Counter)
+    """Connections refused, by reason (``client limit``, ``bad request``,
+    ``no file descriptors``, ``accept failed``)."""
+    closed: Counter[str] = field(default_factory=Counter)
+    """Clients that left, by reason."""
+    queued_bytes: int = 0
+    """Bytes in every outbox now (within ``budget``)."""
+    peak_queued_bytes: int = 0
+    """The most bytes every outbox held together at once."""
+    budget: int = 0
+    """The budget of all outboxes together."""
+    cached_bytes: int = 0
+    """Bytes kept for late subscribers (the last message of each channel, latched ones)."""
+    via: str = ""
+    """The relay's own ``host:port`` towards the SDK: the address the SDK's log lines name."""
+
+
+class _Client:
+    """One connection's state (the loop thread only; counters read under the relay's lock)."""
+
+    def __init__(self, sock: socket.socket, address: str, now: float) -> None:
+        self.sock = sock
+        self.address = address
+        self.state = "handshake"
+        self.request = bytearray()
+        self.reader = ws.FrameReader(limit=_CLIENT_MESSAGE_LIMIT, masked=True)
+        self.outbox: deque[list[Any]] = deque()  # [prefix, payload, is_data, size, offset]
+        self.bytes = self.data = self.control = 0
         self.received = self.sent = self.dropped = 0
         self.exact = True
-        self.connected = True
-        self._eof = False
-        self._done = False  # the writer ended
-        self._threads = [
-            threading.Thread(target=self._up, name="foxglove-relay-up", daemon=True),
-            threading.Thread(target=self._read, name="foxglove-relay-read", daemon=True),
-            threading.Thread(target=self._write, name="foxglove-relay-write", daemon=True),
-        ]
+        self.subs: dict[int, int] = {}  # subscription id -> channel id
+        self.deadline = now
+        self.heard = now
+        self.pinged = False
+        self.writing = False
 
-    def start(self) -> None:
-        for thread in self._threads:
-            thread.start()
-
-    def traffic(self) -> ClientTraffic:
-        with self._cond:
-            queued = self.received - self.sent - self.dropped
-            return ClientTraffic(
-                self.address,
-                self.received,
-                self.sent,
-                self.dropped,
-                queued,
-                self.connected,
-                self.exact,
-                self.upstream_address,
-            )
-
-    def shutdown(self) -> None:
-        """Disconnect both sides (unblocks every thread)."""
-        with self._cond:
-            self.connected = False
-            self._eof = True
-            self._cond.notify_all()
-        for sock in (self.client, self.upstream):
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-
-    def finish(self, timeout: float) -> None:
-        """Let the writer send what is queued (the SDK's close frame) for up to ``timeout`` s,
-        then disconnect."""
-        with self._cond:
-            self._cond.wait_for(lambda: self._done, timeout)
-        self.shutdown()
-
-    def join(self, timeout: float) -> None:
-        for thread in self._threads:
-            thread.join(timeout)
-        self.client.close()
-        self.upstream.close()
-
-    # -- client -> SDK: bytes as they come --------------------------------------------------
-
-    def _up(self) -> None:
-        try:
-            while chunk := self.client.recv(_CHUNK):
-                self.upstream.sendall(chunk)
-        except OSError:
-            pass
-        self.shutdown()
-
-    # -- SDK -> outbox: whole frames, as fast as the SDK writes them ------------------------------
-
-    def _read(self) -> None:
-        stream = io.BufferedReader(socket.SocketIO(self.upstream, "rb"), _CHUNK)
-        try:
-            handshake = b""
-            while not handshake.endswith(b"\r\n\r\n"):  # the HTTP upgrade answer
-                line = stream.readline()
-                if not line:
-                    raise EOFError
-                handshake += line
-            self._push(handshake, data=False)
-            while True:
-                frame, data = _read_frame(stream)
-                if not self._push(frame, data):
-                    self.shutdown()  # as the SDK does when its control queue is full
-                    break
-        except (OSError, EOFError):
-            pass
-        finally:
-            stream.close()
-        with self._cond:
-            self._eof = True  # the writer sends what is queued, then ends
-            self._cond.notify_all()
-
-    def _push(self, frame: bytes, data: bool) -> bool:
-        """Queue ``frame``, dropping the oldest message data to make room; False when the
-        client holds too many control frames to go on."""
-        with self._cond:
-            if not self.connected:
-                return True  # the link is closing: nobody to send it to
-            if data:
-                while self._data and (
-                    self._data >= self._relay.backlog
-                    or self._bytes + len(frame) > self._relay.backlog_bytes
-                ):
-                    self._drop_oldest()
-                self._data += 1
-                self.received += 1
-            else:
-                self._control += 1
-                if self._control > _CONTROL_LIMIT:
-                    return False
-            self._bytes += len(frame)
-            self._outbox.append((frame, data))
-            self._cond.notify()
-            return True
-
-    def _drop_oldest(self) -> None:
-        for i, (frame, data) in enumerate(self._outbox):
-            if data:
-                del self._outbox[i]
-                self._data -= 1
-                self._bytes -= len(frame)
-                self.dropped += 1
-                return
-
-    # -- outbox -> client ------------------------------------------------------------------
-
-    def _write(self) -> None:
-        try:
-            while True:
-                with self._cond:
-                    while not self._outbox and not self._eof:
-                        self._cond.wait()
-                    if not self._outbox:
-                        break
-                    frame, data = self._outbox.popleft()
-                    self._bytes -= len(frame)
-                    if data:
-                        self._data -= 1
-                    else:
-                        self._control -= 1
-                self.client.sendall(frame)
-                if data:
-                    with self._cond:
-                        self.sent += 1
-        except OSError:
-            pass
-        with self._cond:
-            self._done = True
-            self._cond.notify_all()
-        self.shutdown()
-
-
-def _read_exact(stream: IO[bytes], n: int) -> bytes:
-    data = stream.read(n)
-    if len(data) != n:
-        raise EOFError
-    return data
-
-
-def _read_frame(stream: IO[bytes]) -> tuple[bytes, bool]:
-    """One WebSocket frame as it came, and whether it is a Foxglove message-data frame."""
-    head = _read_exact(stream, 2)
-    size = head[1] & 0x7F
-    if size == 126:
-        ext = _read_exact(stream, 2)
-        size = int.from_bytes(ext, "big")
-    elif size == 127:
-        ext = _read_exact(stream, 8)
-        size = int.from_bytes(ext, "big")
-    else:
-        ext = b""
-    masked = bool(head[1] & 0x80)
-    mask = _read_exact(stream, 4) if masked else b""
-    payload = _read_exact(stream, size)
-    data = head[0] == _BINARY_FINAL and not masked and size > 0 and payload[0] == _MESSAGE_DATA
-    return b"".join((head, ext, mask, payload)), data
+    def traffic(self, connected: bool, left: str = "") -> ClientTraffic:
+        queued = self.received - self.sent - self.dropped
+        return ClientTraffic(
+            self.address,
+            self.received,
+            self.sent,
+            self.dropped,
+            queued,
+            connected,
+            self.exact,
+            left,
+        )
 
 
 class Relay:
-    """Listens on ``host:port`` and relays each client to the SDK's server at ``upstream``."""
+    """Serves ``host:port`` to Foxglove clients from the SDK's server at ``upstream``
+    (module docstring). ``latched`` holds the topics whose every message is kept."""
 
     def __init__(
-        self, host: str, port: int, upstream: tuple[str, int], *, backlog: int, backlog_bytes: int
+        self,
+        host: str,
+        port: int,
+        upstream: tuple[str, int] | None = None,
+        *,
+        backlog: int,
+        backlog_bytes: int,
+        budget: int = 256 << 20,
+        max_clients: int = 32,
+        handshake_timeout: float = 5.0,
+        idle_timeout: float = 30.0,
+        latched: Iterable[str] = (),
     ) -> None:
         self.backlog = backlog
         self.backlog_bytes = backlog_bytes
+        self.budget = budget
+        self.max_clients = max_clients
+        self.handshake_timeout = handshake_timeout
+        self.idle_timeout = idle_timeout
+        self.latched: set[str] = set(latched)
         self.upstream = upstream
         """The SDK's server (set before :meth:`start`)."""
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self._listener = socket.create_server((host, port), family=family)
+        self._listener = socket.create_server((host, port), family=family, backlog=128)
+        self._listener.setblocking(False)
         self.port: int = self._listener.getsockname()[1]
         self._lock = threading.Lock()
-        self._links: list[_Link] = []
-        self._closed = False
+        self._clients: dict[int, _Client] = {}  # fd -> client
+        self._finished: deque[ClientTraffic] = deque(maxlen=_KEEP_FINISHED)
+        self._stats: dict[str, Any] = {"accepted": 0, "peak": 0}
+        self._refused: Counter[str] = Counter()
+        self._closed_why: Counter[str] = Counter()
+        self._said: set[str] = set()
+        self._refusing: dict[int, tuple[socket.socket, float]] = {}
+        self._queued = 0
+        self._channels: dict[int, dict[str, Any]] = {}
+        self._advertise = b""  # every channel in one advertise message (for a new client)
+        self._server_info = b""
+        self._subscribers: dict[int, dict[int, int]] = {}  # channel -> {client fd: sub id}
+        self._cache: dict[
+            int, deque[tuple[bytes, memoryview]]
+        ] = {}  # channel -> (log time, payload)
+        self._cached = 0
+        self._exact = True
+        self._up: socket.socket | None = None
+        self._up_reader = ws.FrameReader(limit=_UPSTREAM_LIMIT, masked=False)
+        self._up_out = bytearray()
+        self._spare: int | None = None
+        self._next_timers = 0.0
+        self._closing = threading.Event()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._sel = selectors.DefaultSelector()
+        self._thread = threading.Thread(target=self._loop, name="foxglove-relay", daemon=True)
         self._watch = _SdkDropWatch(self)
-        self._thread = threading.Thread(target=self._accept, name="foxglove-relay", daemon=True)
+
+    # -- lifetime ----------------------------------------------------------------------
 
     def start(self) -> None:
+        """Connect to the SDK (its serverInfo read) and start serving; ``OSError`` if not."""
+        assert self.upstream is not None
+        up = socket.create_connection(self.upstream, timeout=5)
+        try:
+            up.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            request, _ = ws.upgrade_request(*self.upstream)
+            up.sendall(request)
+            answer = b""
+            while b"\r\n\r\n" not in answer:
+                chunk = up.recv(4096)
+                if not chunk or len(answer) > ws.MAX_REQUEST:
+                    raise OSError(f"the Foxglove SDK's server answered {answer[:80]!r}")
+                answer += chunk
+            head, _, rest = answer.partition(b"\r\n\r\n")
+            if not head.startswith(b"HTTP/1.1 101"):
+                raise OSError(f"the Foxglove SDK's server refused the relay: {head[:80]!r}")
+            for message in self._up_reader.feed(rest):
+                self._upstream_message(message, time.monotonic())
+            while not self._server_info:
+                chunk = up.recv(_RECV)
+                if not chunk:
+                    raise OSError("the Foxglove SDK's server closed before its serverInfo")
+                for message in self._up_reader.feed(chunk):
+                    self._upstream_message(message, time.monotonic())
+        except BaseException:
+            up.close()
+            raise
+        up.setblocking(False)
+        self._up = up
+        self._up_address = "{}:{}".format(*up.getsockname()[:2])
+        self._spare = _open_spare()
+        self._sel.register(up, selectors.EVENT_READ, "up")
+        self._sel.register(self._listener, selectors.EVENT_READ, "listen")
+        self._sel.register(self._wake_r, selectors.EVENT_READ, "wake")
         self._watch.install()
         self._thread.start()
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self._listener.accept()
-            except OSError:
-                return  # closed
-            try:
-                client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                upstream = socket.create_connection(self.upstream)
-                upstream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            except OSError:
-                client.close()
-                continue
-            link = _Link(client, upstream, self)
-            with self._lock:
-                if self._closed:
-                    link.shutdown()
-                    link.join(1)
-                    return
-                self._links.append(link)
-            link.start()
-
-    def traffic(self) -> tuple[ClientTraffic, ...]:
-        """Every client since the start, connected or not, in connection order."""
-        with self._lock:
-            links = list(self._links)
-        return tuple(link.traffic() for link in links)
-
-    def sdk_dropped(self, address: str) -> None:
-        """The SDK said its queue towards ``address`` overflowed: if that is a relay link, its
-        count is a lower bound from now on."""
-        with self._lock:
-            links = list(self._links)
-        for link in links:
-            if link.upstream_address == address:
-                with link._cond:
-                    link.exact = False
-
-    def close(self, linger: float = 0.2) -> None:
-        """Stop accepting and disconnect every client, after up to ``linger`` s to send
-        what is queued (call it after the SDK's server stopped: its close frames)."""
-        with self._lock:
-            self._closed = True
-            links = list(self._links)
-        self._listener.close()
-        for link in links:
-            link.finish(linger)
-        for link in links:
-            link.join(2)
+    def close(self) -> None:
+        """Stop: every client gets a close frame if its socket takes it at once, then every
+        descriptor is closed. Returns within about a second."""
+        self._closing.set()
+        with contextlib.suppress(OSError):
+            self._wake_w.send(b"x")
         if self._thread.is_alive():
             self._thread.join(2)
+        else:
+            self._teardown()
         self._watch.uninstall()
+
+    def _teardown(self) -> None:
+        for client in list(self._clients.values()):
+            with contextlib.suppress(OSError):
+                client.sock.send(ws.frame(ws.CLOSE, struct.pack("!H", 1001)))
+            self._drop_client(client, "server stopped")
+        for sock, _ in self._refusing.values():
+            sock.close()
+        self._refusing.clear()
+        if self._up is not None:
+            with contextlib.suppress(OSError):  # the SDK logs an error without it
+                self._up.send(bytes(self._up_out) + ws.masked(ws.CLOSE, struct.pack("!H", 1001)))
+            self._up.close()
+        for sock in (self._listener, self._wake_r, self._wake_w):
+            sock.close()
+        if self._spare is not None:
+            with contextlib.suppress(OSError):
+                _close_fd(self._spare)
+            self._spare = None
+        self._sel.close()
+
+    # -- observing (any thread) ----------------------------------------------------------
+
+    def traffic(self) -> tuple[ClientTraffic, ...]:
+        """Clients that left (the last 256) then those connected, in connection order."""
+        with self._lock:
+            now = [c.traffic(True) for c in self._clients.values() if c.state == "open"]
+            return (*self._finished, *now)
+
+    def statistics(self) -> RelayStatistics:
+        with self._lock:
+            return RelayStatistics(
+                accepted=self._stats["accepted"],
+                open=sum(1 for c in self._clients.values() if c.state == "open"),
+                refused=Counter(self._refused),
+                closed=Counter(self._closed_why),
+                queued_bytes=self._queued,
+                peak_queued_bytes=self._stats["peak"],
+                budget=self.budget,
+                cached_bytes=self._cached,
+                via=getattr(self, "_up_address", ""),
+            )
+
+    def subscribers(self) -> int:
+        """Clients subscribed to at least one channel now."""
+        with self._lock:
+            return sum(1 for c in self._clients.values() if c.subs)
+
+    def sdk_dropped(self, address: str) -> None:
+        """The SDK said its queue towards ``address`` overflowed: if that is the relay, every
+        client's count is a lower bound from now on."""
+        if address == getattr(self, "_up_address", None):
+            with self._lock:
+                self._exact = False
+                for client in self._clients.values():
+                    client.exact = False
+
+    # -- the loop -----------------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        try:
+            while not self._closing.is_set():
+                for key, mask in self._sel.select(self._tick()):
+                    what = key.data
+                    if what == "up":
+                        self._read_upstream()
+                    elif what == "listen":
+                        self._accept()
+                    elif what == "wake":
+                        break
+                    elif isinstance(what, _Client):
+                        if mask & selectors.EVENT_WRITE and what.sock.fileno() >= 0:
+                            self._flush(what)
+                        if mask & selectors.EVENT_READ and what.sock.fileno() >= 0:
+                            self._read_client(what)
+                    elif isinstance(what, socket.socket):
+                        self._drain_refused(what)
+                if time.monotonic() >= self._next_timers:
+                    self._next_timers = time.monotonic() + 0.1
+                    self._timers()
+        except Exception:  # the live view must never take the recording down
+            _log.exception("the Foxglove live view stopped")
+        finally:
+            self._teardown()
+
+    def _tick(self) -> float:
+        return 0.1
+
+    def _timers(self) -> None:
+        now = time.monotonic()
+        for client in list(self._clients.values()):
+            if client.state == "handshake":
+                if now > client.deadline:
+                    self._count_once("handshake timeout", f"{client.address}: no upgrade request")
+                    self._drop_client(client, f"no handshake in {self.handshake_timeout:g} s")
+                continue
+            silent = now - client.heard
+            if silent > self.idle_timeout:
+                self._drop_client(client, f"idle {self.idle_timeout:g} s")
+            elif silent > self.idle_timeout / 2 and not client.pinged:
+                client.pinged = True
+                self._send(client, ws.frame(ws.PING, b"hf"), b"", data=False)
+        for fd, (sock, deadline) in list(self._refusing.items()):
+            if now > deadline:
+                self._end_refusal(fd, sock)
+
+    # -- accepting ----------------------------------------------------------------------
+
+    def _accept(self) -> None:
+        for _ in range(64):  # a burst, then back to the others
+            try:
+                sock, peer = self._listener.accept()
+            except BlockingIOError:
+                return
+            except OSError as err:
+                if err.errno in (errno.EMFILE, errno.ENFILE):
+                    self._out_of_fds()
+                else:
+                    self._refused["accept failed"] += 1
+                    self._count_once("accept failed", f"accepting a client failed: {err}")
+                continue
+            try:
+                sock.setblocking(False)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                address = f"{peer[0]}:{peer[1]}"
+            except OSError:  # reset before we looked
+                sock.close()
+                self._refused["reset before the handshake"] += 1
+                continue
+            now = time.monotonic()
+            if sum(1 for c in self._clients.values()) >= self.max_clients:
+                self._refuse(
+                    sock,
+                    503,
+                    f"hyperframes live view: {self.max_clients} clients already connected "
+                    f"(the limit, --serve-clients); try again later",
+                    "client limit",
+                )
+                continue
+            client = _Client(sock, address, now)
+            client.deadline = now + self.handshake_timeout
+            with self._lock:
+                self._clients[sock.fileno()] = client
+                self._stats["accepted"] += 1
+            self._sel.register(sock, selectors.EVENT_READ, client)
+
+    def _out_of_fds(self) -> None:
+        """No descriptor for the next connection: give up the spare, accept and close it."""
+        self._refused["no file descriptors"] += 1
+        self._count_once(
+            "no file descriptors",
+            "out of file descriptors: new Foxglove clients are closed until some leave",
+        )
+        if self._spare is not None:
+            _close_fd(self._spare)
+            self._spare = None
+        with contextlib.suppress(OSError):
+            sock, _ = self._listener.accept()
+            sock.close()
+        self._spare = _open_spare()
+
+    def _refuse(self, sock: socket.socket, status: int, reason: str, why: str) -> None:
+        self._refused[why] += 1
+        self._count_once(why, f"refused a Foxglove client: {reason}")
+        try:
+            sock.send(ws.refusal(status, reason))
+            sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            sock.close()
+            return
+        if len(self._refusing) >= _REFUSING_LIMIT:
+            sock.close()
+            return
+        # read what it sent until it closes (closing with unread bytes would reset the answer)
+        self._refusing[sock.fileno()] = (sock, time.monotonic() + 1.0)
+        self._sel.register(sock, selectors.EVENT_READ, sock)
+
+    def _drain_refused(self, sock: socket.socket) -> None:
+        try:
+            if sock.recv(65536):
+                return
+        except BlockingIOError:
+            return
+        except OSError:
+            pass
+        self._end_refusal(sock.fileno(), sock)
+
+    def _end_refusal(self, fd: int, sock: socket.socket) -> None:
+        self._refusing.pop(fd, None)
+        with contextlib.suppress(KeyError, ValueError):
+            self._sel.unregister(sock)
+        sock.close()
+
+    def _count_once(self, kind: str, line: str) -> None:
+        if kind not in self._said:
+            self._said.add(kind)
+            _log.warning("%s (said once; counted in the summary)", line)
+
+    # -- a client ------------------------------------------------------------------------
+
+    def _read_client(self, client: _Client) -> None:
+        try:
+            data = client.sock.recv(65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            self._drop_client(client, "reset")
+            return
+        if not data:
+            self._drop_client(client, "closed by the client")
+            return
+        client.heard = time.monotonic()
+        client.pinged = False
+        if client.state == "handshake":
+            self._handshake(client, data)
+            return
+        try:
+            messages = client.reader.feed(data)
+        except ws.ProtocolError as err:
+            self._drop_client(client, f"protocol error: {err}")
+            return
+        for message in messages:
+            if client.sock.fileno() < 0:
+                return
+            self._client_message(client, message)
+
+    def _handshake(self, client: _Client, data: bytes) -> None:
+        client.request += data
+        end = client.request.find(b"\r\n\r\n")
+        if end < 0:
+            if len(client.request) > ws.MAX_REQUEST:
+                self._reject(client, 400, f"an upgrade request over {ws.MAX_REQUEST} bytes")
+            return
+        try:
+            key, protocol = ws.parse_upgrade(bytes(client.request[: end + 4]))
+        except ws.BadRequest as err:
+            self._reject(client, err.status, err.reason)
+            return
+        extra = bytes(client.request[end + 4 :])
+        client.request = bytearray()
+        client.state = "open"
+        self._send(client, ws.accept(key, protocol), b"", data=False)
+        self._send(client, ws.header(ws.TEXT, len(self._server_info)), self._server_info, False)
+        if self._channels:
+            self._send(client, ws.header(ws.TEXT, len(self._advertise)), self._advertise, False)
+        if extra:
+            self._read_extra(client, extra)
+
+    def _read_extra(self, client: _Client, data: bytes) -> None:
+        try:
+            for message in client.reader.feed(data):
+                self._client_message(client, message)
+        except ws.ProtocolError as err:
+            self._drop_client(client, f"protocol error: {err}")
+
+    def _reject(self, client: _Client, status: int, reason: str) -> None:
+        with self._lock:
+            self._clients.pop(client.sock.fileno(), None)
+            self._stats["accepted"] -= 1
+        self._sel.unregister(client.sock)
+        self._refuse(client.sock, status, reason, "bad request")
+
+    def _client_message(self, client: _Client, message: ws.Message) -> None:
+        if message.opcode == ws.PING:
+            self._send(client, ws.frame(ws.PONG, bytes(message.payload)), b"", data=False)
+        elif message.opcode == ws.CLOSE:
+            with contextlib.suppress(OSError):
+                client.sock.send(ws.frame(ws.CLOSE, bytes(message.payload[:2])))
+            self._drop_client(client, "closed by the client")
+        elif message.opcode == ws.TEXT:
+            try:
+                request = json.loads(bytes(message.payload))
+                op = request.get("op")
+                if op == "subscribe":
+                    for sub in request["subscriptions"]:
+                        sid = int(sub["id"])
+                        if not 0 <= sid < 1 << 32:
+                            raise ValueError(sid)
+                        self._subscribe(client, sid, int(sub["channelId"]))
+                elif op == "unsubscribe":
+                    for sid in request["subscriptionIds"]:
+                        self._unsubscribe(client, int(sid))
+            except (ValueError, KeyError, TypeError, AttributeError):
+                self._status(client, "hyperframes: a request the live view does not understand")
+
+    def _status(self, client: _Client, text: str) -> None:
+        body = json.dumps({"op": "status", "level": 1, "message": text}).encode()
+        self._send(client, ws.header(ws.TEXT, len(body)), body, data=False)
+
+    def _subscribe(self, client: _Client, sid: int, cid: int) -> None:
+        if cid not in self._channels or sid in client.subs:
+            return
+        with self._lock:
+            client.subs[sid] = cid
+        subscribers = self._subscribers.setdefault(cid, {})
+        first = not subscribers
+        subscribers[client.sock.fileno()] = sid
+        for log_time, payload in self._cache.get(cid, ()):  # what a late subscriber missed
+            self._send_data(client, sid, log_time, payload)
+        if first:
+            self._upstream({"op": "subscribe", "subscriptions": [{"id": cid, "channelId": cid}]})
+
+    def _unsubscribe(self, client: _Client, sid: int) -> None:
+        with self._lock:
+            cid = client.subs.pop(sid, None)
+        if cid is None:
+            return
+        subscribers = self._subscribers.get(cid, {})
+        subscribers.pop(client.sock.fileno(), None)
+        if not subscribers and cid in self._channels:
+            self._subscribers.pop(cid, None)
+            self._upstream({"op": "unsubscribe", "subscriptionIds": [cid]})
+
+    def _drop_client(self, client: _Client, why: str) -> None:
+        """Forget ``client`` and close its descriptor (its subscriptions end)."""
+        fd = client.sock.fileno()
+        if fd < 0:
+            return
+        for sid in list(client.subs):
+            self._unsubscribe(client, sid)
+        with contextlib.suppress(KeyError, ValueError):
+            self._sel.unregister(client.sock)
+        with self._lock:
+            self._clients.pop(fd, None)
+            self._queued -= client.bytes
+            if client.state == "open":
+                self._finished.append(client.traffic(False, why))
+            self._closed_why[_reason(why)] += 1
+        client.outbox.clear()
+        client.sock.close()
+
+    # -- outboxes -------------------------------------------------------------------------
+
+    def _send_data(self, client: _Client, sid: int, log_time: bytes, payload: memoryview) -> None:
+        size = 13 + payload.nbytes
+        prefix = ws.header(ws.BINARY, size) + bytes((_MESSAGE_DATA,)) + sid.to_bytes(4, "little")
+        with self._lock:
+            client.received += 1
+        self._send(client, prefix + log_time, payload, data=True)
+
+    def _send(self, client: _Client, prefix: bytes, payload: Any, data: bool) -> None:
+        """Queue one message for ``client`` (dropping its oldest data, or the largest
+        outbox's, to stay within the limits) and write what the socket takes now."""
+        size = len(prefix) + len(payload)
+        with self._lock:
+            if data:
+                while client.data and (
+                    client.data >= self.backlog or client.bytes + size > self.backlog_bytes
+                ):
+                    if not self._drop_oldest(client):
+                        break
+            else:
+                client.control += 1
+            client.outbox.append([prefix, payload, data, size, 0])
+            client.bytes += size
+            self._queued += size
+            if data:
+                client.data += 1
+            while self._queued > self.budget:
+                victim = max(self._clients.values(), key=lambda c: c.bytes)
+                if not self._drop_oldest(victim):
+                    break
+            self._stats["peak"] = max(self._stats["peak"], self._queued)
+        if client.control > _CONTROL_LIMIT:
+            self._drop_client(client, "too many control messages queued")
+            return
+        self._flush(client)
+
+    def _drop_oldest(self, client: _Client) -> bool:
+        """Drop ``client``'s oldest message data not being written (lock held)."""
+        for i, entry in enumerate(client.outbox):
+            if entry[2] and entry[4] == 0:
+                del client.outbox[i]
+                client.data -= 1
+                client.bytes -= entry[3]
+                self._queued -= entry[3]
+                client.dropped += 1
+                return True
+        return False
+
+    def _flush(self, client: _Client) -> None:
+        sock = client.sock
+        try:
+            while client.outbox:
+                entry = client.outbox[0]
+                prefix, payload, data, size, offset = entry
+                if offset < len(prefix):
+                    parts = [memoryview(prefix)[offset:], payload]
+                else:
+                    parts = [memoryview(payload)[offset - len(prefix) :]]
+                sent = sock.sendmsg(parts)
+                with self._lock:
+                    entry[4] = offset + sent
+                    if entry[4] < size:
+                        break
+                    client.outbox.popleft()
+                    client.bytes -= size
+                    self._queued -= size
+                    if data:
+                        client.data -= 1
+                        client.sent += 1
+                    else:
+                        client.control -= 1
+        except BlockingIOError:
+            pass
+        except OSError:
+            self._drop_client(client, "reset")
+            return
+        want = bool(client.outbox)
+        if want != client.writing:
+            client.writing = want
+            events = selectors.EVENT_READ | (selectors.EVENT_WRITE if want else 0)
+            self._sel.modify(sock, events, client)
+
+    # -- upstream (the SDK) ------------------------------------------------------------------
+
+    def _upstream(self, request: dict[str, Any]) -> None:
+        assert self._up is not None
+        self._up_out += ws.masked(ws.TEXT, json.dumps(request).encode())
+        try:
+            sent = self._up.send(self._up_out)
+            del self._up_out[:sent]
+        except BlockingIOError:
+            pass
+        if self._up_out:  # a few bytes of requests: the loop finishes them
+            self._sel.modify(self._up, selectors.EVENT_READ | selectors.EVENT_WRITE, "up")
+
+    def _read_upstream(self) -> None:
+        assert self._up is not None
+        if self._up_out:
+            with contextlib.suppress(BlockingIOError):
+                del self._up_out[: self._up.send(self._up_out)]
+            if not self._up_out:
+                self._sel.modify(self._up, selectors.EVENT_READ, "up")
+        for _ in range(16):  # keep up with the SDK, then serve the clients
+            try:
+                chunk = self._up.recv(_RECV)
+            except BlockingIOError:
+                return
+            if not chunk:
+                self._closing.set()  # the SDK stopped
+                return
+            now = time.monotonic()
+            for message in self._up_reader.feed(chunk):
+                self._upstream_message(message, now)
+
+    def _upstream_message(self, message: ws.Message, now: float) -> None:
+        payload = message.payload
+        if message.opcode == ws.BINARY and payload.nbytes >= 13 and payload[0] == _MESSAGE_DATA:
+            cid = int.from_bytes(payload[1:5], "little")
+            log_time = bytes(payload[5:13])
+            data = payload[13:]
+            self._keep(cid, log_time, data)
+            for fd, sid in list(self._subscribers.get(cid, {}).items()):
+                client = self._clients.get(fd)
+                if client is not None:
+                    self._send_data(client, sid, log_time, data)
+        elif message.opcode == ws.BINARY and payload.nbytes and payload[0] == _TIME:
+            self._broadcast(ws.BINARY, bytes(payload))
+        elif message.opcode == ws.TEXT:
+            text = bytes(payload)
+            request = json.loads(text)
+            op = request.get("op")
+            if op == "serverInfo":
+                self._server_info = text
+            elif op == "advertise":
+                for channel in request["channels"]:
+                    self._channels[int(channel["id"])] = channel
+                self._readvertise()
+                self._broadcast(ws.TEXT, text)
+            elif op == "unadvertise":
+                for cid in request["channelIds"]:
+                    self._forget_channel(int(cid))
+                self._readvertise()
+                self._broadcast(ws.TEXT, text)
+            elif op in ("status", "removeStatus"):
+                self._broadcast(ws.TEXT, text)
+        elif message.opcode == ws.PING:
+            self._up_out += ws.masked(ws.PONG, bytes(payload))
+        elif message.opcode == ws.CLOSE:
+            self._closing.set()
+
+    def _readvertise(self) -> None:
+        channels = list(self._channels.values())
+        self._advertise = json.dumps({"op": "advertise", "channels": channels}).encode()
+
+    def _forget_channel(self, cid: int) -> None:
+        channel = self._channels.pop(cid, None)
+        for fd, sid in self._subscribers.pop(cid, {}).items():
+            client = self._clients.get(fd)
+            if client is not None:
+                with self._lock:
+                    client.subs.pop(sid, None)
+        if channel is not None:
+            self._uncache(cid)
+
+    def _broadcast(self, opcode: int, body: bytes) -> None:
+        prefix = ws.header(opcode, len(body))
+        for client in list(self._clients.values()):
+            if client.state == "open":
+                self._send(client, prefix, body, data=False)
+
+    # -- what a late subscriber gets ---------------------------------------------------------
+
+    def _keep(self, cid: int, log_time: bytes, data: memoryview) -> None:
+        channel = self._channels.get(cid)
+        if channel is None or data.nbytes > self.budget // 16:
+            return
+        latched = channel["topic"] in self.latched
+        kept = self._cache.setdefault(cid, deque())
+        with self._lock:
+            while kept and (not latched or len(kept) >= _LATCH_DEPTH):
+                self._cached -= kept.popleft()[1].nbytes
+            if self._cached + data.nbytes > self.budget // 4:
+                return  # the cache's own bound: this channel's late subscribers wait
+            kept.append((log_time, data))
+            self._cached += data.nbytes
+
+    def _uncache(self, cid: int) -> None:
+        with self._lock:
+            for _, data in self._cache.pop(cid, ()):
+                self._cached -= data.nbytes
+
+
+def _reason(why: str) -> str:
+    """A close reason without its figures, to count by (``idle 30 s`` -> ``idle``)."""
+    return re.sub(r" (in )?[\d.]+ s$", "", why).removeprefix("protocol error: ").split(":")[0]
+
+
+def _open_spare() -> int | None:
+    import os
+
+    try:
+        return os.open("/dev/null", os.O_RDONLY)
+    except OSError:
+        return None
+
+
+def _close_fd(fd: int) -> None:
+    import os
+
+    os.close(fd)
 
 
 class _SdkDropWatch(logging.Handler):

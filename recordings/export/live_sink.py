@@ -64,6 +64,7 @@ class LiveSink:
         self._dropped: Counter[str] = Counter()
         self._thread: threading.Thread | None = None
         self._closed = False
+        self._woken = False
         self._error: BaseException | None = None
 
     def start(self) -> Self:
@@ -131,6 +132,26 @@ class LiveSink:
                 self._cond.wait()
             if self._closed:
                 return None
+            self._busy = True
+            return self._queue.popleft()
+
+    def _wake(self) -> None:
+        """Make the thread's :meth:`_take_or_wake` return even with nothing queued."""
+        with self._cond:
+            self._woken = True
+            self._cond.notify_all()
+
+    def _take_or_wake(self) -> Frame | FrameGroup | bool:
+        """As :meth:`_take`, but ``True`` when :meth:`_wake` was called and nothing is
+        queued, ``False`` once the sink is closed."""
+        with self._cond:
+            while not self._queue and not self._closed and not self._woken:
+                self._cond.wait()
+            if self._closed:
+                return False
+            self._woken = False
+            if not self._queue:
+                return True
             self._busy = True
             return self._queue.popleft()
 
