@@ -58,6 +58,7 @@ from typing import Any
 import anyio
 import numpy as np
 
+from adapters._side_files import refuse_special
 from adapters.errors import SourceOpenError
 from adapters.net.udp import DEFAULT_SENDER_TIMEOUT, UdpReceiver, UdpStatistics
 from adapters.timeparse import TIME_UNITS, parse_time_ns, unit_scale
@@ -174,6 +175,8 @@ class TimeSeriesSource(Source):
         """
         path = Path(path)
         unit_scale(time_unit)
+        # A FIFO, directory or device is named as what it is (and a FIFO never read).
+        refuse_special(path, "CSV file", SourceOpenError)
         if not path.is_file():
             raise SourceOpenError(f"CSV file {str(path)!r} does not exist")
         layout, header_line = read_layout(
@@ -232,6 +235,7 @@ class TimeSeriesSource(Source):
         """Samples from a structured array, a ``.npy`` of one, or an ``.npz`` of columns."""
         if isinstance(data, (str, Path)):
             path = Path(data)
+            refuse_special(path, "numpy file", SourceOpenError)
             if not path.is_file():
                 raise SourceOpenError(f"numpy file {str(path)!r} does not exist")
             loaded = np.load(path, allow_pickle=False)

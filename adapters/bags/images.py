@@ -14,7 +14,11 @@ bytes with ``decode=False``. ``compressedDepth`` images (a private header in
 front of a PNG) are refused with a clear message. A JPEG with an EXIF
 orientation is turned upright (all eight EXIF cases), as
 ``VideoSource(rotate="auto")`` does for video, and ``meta["rotation"]`` says
-by how much (absent when the image says nothing).
+by how much (absent when the image says nothing). Before it decodes, the
+image's header (PNG ``IHDR``, JPEG ``SOF``) must show at most
+:data:`~adapters._image_header.MAX_PIXELS` pixels and 256 MiB decoded: a
+decompression bomb is a :class:`DecodeError` (that message's loss), not an
+allocation.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from adapters._image_header import MAX_PIXELS, check_image_size
 from adapters.errors import DecodeError
 
 _NAMED: dict[str, tuple[str, int]] = {
@@ -131,8 +136,10 @@ def image_from_buffer(
 class CompressedImageDecoder:
     """Decodes ``sensor_msgs/CompressedImage`` with PyAV, keeping one codec per format."""
 
-    def __init__(self, decode: bool = True) -> None:
+    def __init__(self, decode: bool = True, *, max_pixels: int = MAX_PIXELS) -> None:
         self.decode = decode
+        self.max_pixels = max_pixels
+        """Images over this many pixels (or 256 MiB decoded) are refused from their header."""
         self._codecs: dict[str, Any] = {}
 
     def __call__(self, msg: Any) -> tuple[Any, dict[str, Any]]:
@@ -157,6 +164,8 @@ class CompressedImageDecoder:
 
         from adapters.video.orientation import exif_orientation
 
+        # The header's size first: a 250 kB PNG can ask the decoder for 256 MiB.
+        check_image_size(raw, codec, f"{fmt!r} image", max_pixels=self.max_pixels)
         ctx: Any = self._codecs.get(codec)
         if ctx is None:
             ctx = self._codecs[codec] = av.CodecContext.create(codec, "r")

@@ -45,6 +45,13 @@ from typing import Any
 
 import numpy as np
 
+from adapters._image_header import check_image_size
+from adapters._side_files import (
+    CALIBRATION_LIMIT,
+    TIMESTAMPS_LIMIT,
+    read_small,
+    read_small_text,
+)
 from adapters.datasets.oxts import (
     GNSS_FIELDS,
     IMU_FIELDS,
@@ -81,15 +88,17 @@ _KINDS: dict[str, SensorKind] = {
     **dict.fromkeys(("cam0", "cam1", "cam2", "cam3"), "camera"),
 }
 _SUFFIX = {"velodyne_points": ".bin", "oxts": ".txt"}
+IMAGE_FILE_LIMIT = 256 << 20  # a KITTI PNG is about 0.9 MB
 CALIBRATION_FILES = ("calib_cam_to_cam.txt", "calib_imu_to_velo.txt", "calib_velo_to_cam.txt")
 
 
 def read_timestamps(path: Path) -> list[int]:
     """A KITTI ``timestamps*.txt`` as int ns (UTC), exactly (no float on the way)."""
-    try:
-        lines = [ln for ln in path.read_text(encoding="ascii").splitlines() if ln.strip()]
-    except (OSError, UnicodeDecodeError) as err:
-        raise SourceOpenError(f"cannot read timestamps file {str(path)!r}: {err}") from err
+    text = read_small_text(  # a regular file: /dev/zero or a FIFO is refused, not read
+        path, "timestamps file", TIMESTAMPS_LIMIT, error=SourceOpenError, encoding="ascii",
+        errors="strict",
+    )  # fmt: skip
+    lines = [ln for ln in text.splitlines() if ln.strip()]
     stamps = []
     for number, line in enumerate(lines, 1):
         try:
@@ -102,7 +111,8 @@ def read_timestamps(path: Path) -> list[int]:
 def read_calibration(path: Path) -> dict[str, list[float] | str]:
     """A KITTI ``calib_*.txt``: ``key: numbers`` per line -> key -> floats (or the text)."""
     out: dict[str, list[float] | str] = {}
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    text = read_small_text(path, "KITTI calibration", CALIBRATION_LIMIT, error=SourceOpenError)
+    for line in text.splitlines():
         key, sep, value = line.partition(":")
         if not sep or not key.strip():
             continue
@@ -123,7 +133,9 @@ def read_png(path: Path) -> np.ndarray:
 
     try:
         context = av.CodecContext.create("png", "r")
-        frames = context.decode(av.Packet(path.read_bytes()))
+        data = read_small(path, "PNG file", IMAGE_FILE_LIMIT, error=DecodeError)
+        check_image_size(data, "png", str(path))  # before the decoder allocates the picture
+        frames = context.decode(av.Packet(data))
     except av.error.FFmpegError as err:
         raise DecodeError(f"{path}: not a PNG FFmpeg can decode: {err}") from err
     if not frames:

@@ -26,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from adapters.errors import DecodeError
+from adapters._side_files import CALIBRATION_LIMIT, read_small_text
+from adapters.errors import DecodeError, SourceOpenError
 
 OXTS_FIELDS: tuple[str, ...] = (
     "lat", "lon", "alt", "roll", "pitch", "yaw",
@@ -40,6 +41,7 @@ OXTS_FIELDS: tuple[str, ...] = (
 GNSS_FIELDS = ("lat", "lon", "alt", "pos_accuracy", "vel_accuracy", *OXTS_FIELDS[25:])
 IMU_FIELDS = tuple(f for f in OXTS_FIELDS if f not in GNSS_FIELDS)
 _CODES = frozenset(OXTS_FIELDS[25:])
+PACKET_LIMIT = 64 << 10  # one line of 30 numbers: about 250 bytes
 
 
 def field_names(folder: Path) -> tuple[str, ...]:
@@ -49,7 +51,9 @@ def field_names(folder: Path) -> tuple[str, ...]:
         return OXTS_FIELDS
     names = tuple(
         line.split(":", 1)[0].strip()
-        for line in spec.read_text(encoding="utf-8", errors="replace").splitlines()
+        for line in read_small_text(
+            spec, "OXTS data format", CALIBRATION_LIMIT, error=SourceOpenError
+        ).splitlines()
         if ":" in line
     )
     return names if len(names) == len(OXTS_FIELDS) else OXTS_FIELDS
@@ -65,9 +69,16 @@ class OxtsError(DecodeError):
         self.reason = reason
 
 
+def _too_long(message: str) -> OxtsError:
+    return OxtsError(message, "bad_length")
+
+
 def read_packet(path: Path, names: tuple[str, ...] = OXTS_FIELDS) -> dict[str, float]:
     """The numbers of one packet file by name; :class:`OxtsError` if it is not 30 numbers."""
-    lines = path.read_text(encoding="ascii", errors="replace").splitlines()
+    body = read_small_text(  # one line of 30 numbers: /dev/zero or a FIFO is refused
+        path, "OXTS packet", PACKET_LIMIT, encoding="ascii", error=_too_long
+    )
+    lines = body.splitlines()
     where = f"{path}: line 1" if len(lines) <= 1 else f"{path}: {len(lines)} lines"
     text = " ".join(lines).split()
     try:

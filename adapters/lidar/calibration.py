@@ -37,11 +37,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from adapters._side_files import CALIBRATION_LIMIT, read_small_text
 from adapters.errors import DecodeError
 from fusion.errors import ConfigError
 
 MAX_LASERS = 128
-MAX_FILE_BYTES = 4 * 1024 * 1024
+MAX_FILE_BYTES = CALIBRATION_LIMIT
 
 _ADVANCED = (
     "dist_correction_m",
@@ -159,13 +160,11 @@ def read_calibration(path: str | Path) -> Calibration:
     Raises :class:`DecodeError` naming the file and what was wrong.
     """
     path = Path(path)
-    try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise DecodeError(f"{path}: {size} bytes is too big for a calibration file")
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as err:
-        raise DecodeError(f"{path}: cannot read the calibration file: {err}") from err
+    # A regular file of at most MAX_FILE_BYTES: /dev/zero or a FIFO is refused, not read.
+    text = read_small_text(
+        path, "Velodyne calibration", MAX_FILE_BYTES, limit_name="a calibration file",
+        error=DecodeError,
+    )  # fmt: skip
     try:
         if text.lstrip().startswith("<"):
             return parse_db_xml(text, source=path.name)

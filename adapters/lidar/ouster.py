@@ -40,7 +40,9 @@ from typing import Any
 
 import anyio
 
+from adapters._side_files import METADATA_LIMIT, read_small, refuse_special
 from adapters.errors import DecodeError, SourceOpenError
+from adapters.lidar._ouster_limits import metadata_problem, stated_mode_problem
 from adapters.lidar.ouster_packets import (
     DECODERS,
     IMU_FIELDS,
@@ -70,7 +72,7 @@ _BATCH = 2048  # at most this many datagrams per worker-thread round trip readin
 # 30 (30 MB) went back to the system and came back as fresh pages (page faults: 0.3 ms a
 # scan, more than the decoding)
 _SCANS = 2
-_MAX_METADATA = 4 * 1024 * 1024  # a sensor's metadata JSON is a few kB
+_MAX_METADATA = METADATA_LIMIT  # a sensor's metadata JSON is a few kB
 # A capture up to this size (two 1024x32 scans, about 1 ms of work) is read on the event
 # loop: handing it to a worker thread and back costs more than the work, in wall time.
 _INLINE_BYTES = 1024 * 1024
@@ -113,24 +115,23 @@ def _read_metadata(path: str | Path, sensor: str) -> tuple[bytes, Any]:
             sensor=sensor,
         ) from err
     where = Path(path)
+
+    def refused(message: str) -> SourceOpenError:
+        return SourceOpenError(message, sensor=sensor)
+
+    # A regular file of at most 4 MiB: /dev/zero or a FIFO is refused, not read.
+    raw = read_small(where, "Ouster metadata", _MAX_METADATA, error=refused)
     try:
-        with open(where, "rb") as file:
-            raw = file.read(_MAX_METADATA + 1)
-    except OSError as err:
-        raise SourceOpenError(f"cannot read Ouster metadata {str(where)!r}: {err}") from err
-    if len(raw) > _MAX_METADATA:
-        raise SourceOpenError(
-            f"Ouster metadata {str(where)!r} is over {_MAX_METADATA} bytes; "
-            "a sensor's metadata JSON is a few kB",
-            sensor=sensor,
-        )
-    try:
-        return raw, core.SensorInfo(raw.decode("utf-8", errors="replace"))
-    except RuntimeError as err:
-        first = " ".join(str(err).split())[:300]
+        info = core.SensorInfo(raw.decode("utf-8", errors="replace"))
+    except (RuntimeError, ValueError, OverflowError, RecursionError) as err:
+        first = stated_mode_problem(raw) or " ".join(str(err).split())[:300]
         raise SourceOpenError(
             f"{str(where)!r} is not an Ouster sensor's metadata JSON: {first}", sensor=sensor
         ) from err
+    problem = metadata_problem(raw, info)  # before any array is sized by it
+    if problem is not None:
+        raise SourceOpenError(f"Ouster metadata {str(where)!r}: {problem}", sensor=sensor)
+    return raw, info
 
 
 class OusterSource(Source):
@@ -192,6 +193,7 @@ class OusterSource(Source):
             except OSError:
                 stat = None
             if stat is None or not S_ISREG(stat.st_mode):
+                refuse_special(self.pcap, "pcap file", lambda m: SourceOpenError(m, sensor=name))
                 raise SourceOpenError(f"pcap file {str(self.pcap)!r} does not exist", sensor=name)
             self._pcap_size = stat.st_size
         self.metadata = Path(metadata)

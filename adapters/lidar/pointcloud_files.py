@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from adapters._side_files import TIMESTAMPS_LIMIT, read_small_text
 from adapters.errors import SourceOpenError
 from adapters.lidar.layouts import (
     MAX_COORDINATE,
@@ -160,12 +161,10 @@ class PointCloudFiles(Source):
             return stamps
         if isinstance(timestamps, (str, Path)):
             source = Path(timestamps)
-            try:
-                lines = [ln for ln in source.read_text().splitlines() if ln.strip()]
-            except OSError as err:
-                raise SourceOpenError(
-                    f"cannot read timestamps file {str(source)!r}: {err}"
-                ) from err
+            text = read_small_text(  # a regular file: /dev/zero or a FIFO is refused
+                source, "timestamps file", TIMESTAMPS_LIMIT, error=SourceOpenError
+            )
+            lines = [ln for ln in text.splitlines() if ln.strip()]
             try:
                 stamps = [parse_time_ns(line, unit) for line in lines]
             except ValueError as err:

@@ -13,13 +13,13 @@ because people write them that way; the pipeline gets int nanoseconds.
 from __future__ import annotations
 
 import sys
-import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from fusion.errors import ConfigError
+from hyperframes.config._toml import read_toml
 from hyperframes.config.base import StrictModel, _refuse_size
 from hyperframes.config.sources import (
     BagConfig,
@@ -179,12 +179,9 @@ def parse_size(text: str) -> int:
 def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> PipelineConfig:
     """Read and validate a TOML pipeline config; every problem in one :class:`ConfigError`."""
     path = Path(path)
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such config file") from None
-    except tomllib.TOMLDecodeError as err:
-        raise ConfigError(f"{path}: not valid TOML: {err}") from err
+    if not path.exists() and not path.is_symlink():
+        raise ConfigError(f"{path}: no such config file")
+    raw = read_toml(path)  # a regular file: /dev/zero or a FIFO is refused, not read
     if overrides:
         raw = {**raw, **overrides}
     sources = raw.get("sources")

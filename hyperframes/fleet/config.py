@@ -17,13 +17,13 @@ import glob
 import hashlib
 import json
 import os
-import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
 from fusion.errors import ConfigError
+from hyperframes.config._toml import read_toml
 from hyperframes.config.base import StrictModel
 from hyperframes.config.schema import (
     PipelineConfig,
@@ -170,12 +170,9 @@ def load_fleet_config(path: str | os.PathLike[str], *, recording: str | None = N
     no ``[fleet]`` section; without one the run is of that recording alone.
     """
     path = Path(path)
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such run file") from None
-    except tomllib.TOMLDecodeError as err:
-        raise ConfigError(f"{path}: not valid TOML: {err}") from err
+    if not path.exists() and not path.is_symlink():
+        raise ConfigError(f"{path}: no such run file")
+    raw = read_toml(path, "run")  # a regular file: /dev/zero or a FIFO is refused, not read
     if recording is not None and "fleet" not in raw:
         raw["fleet"] = {"recordings": [recording], "output": "."}
     return validate_fleet_config(raw, source=str(path))

@@ -271,7 +271,7 @@ async def decode_with(source: OusterSource) -> list[Frame]:
             b'{"lidar_mode": "1024x10"}',
             r"is not an Ouster sensor's metadata JSON: ERROR: Critical Metadata Issues",
         ),
-        (b" " * (4 * 1024 * 1024 + 1), r"is over 4194304 bytes"),
+        (b" " * (4 * 1024 * 1024 + 1), r"4194305 bytes, over the 4 MiB limit for Ouster metadata"),
     ],
     ids=["garbage", "velodyne-like", "huge"],
 )
@@ -281,7 +281,7 @@ def test_unreadable_metadata_is_refused_when_the_source_is_made(
     (tmp_path / "m.json").write_bytes(content)
     with pytest.raises(SourceOpenError, match=match):
         OusterSource(OUSTER_PCAP, metadata=tmp_path / "m.json")
-    with pytest.raises(SourceOpenError, match=r"cannot read Ouster metadata '.*nope\.json'"):
+    with pytest.raises(SourceOpenError, match=r"Ouster metadata '.*nope\.json': does not exist"):
         OusterSource(OUSTER_PCAP, metadata=tmp_path / "nope.json")
 
 
