@@ -56,7 +56,7 @@ from adapters.lidar.ouster_packets import (
 )
 from adapters.lidar.ouster_setup import prepare
 from adapters.lidar.ouster_udp import UdpPorts
-from adapters.lidar.pcap import PcapReader
+from adapters.lidar.pcap import LEDGER_REASONS, Datagram, PcapReader
 from adapters.net.udp import parse_sender
 from fusion.clock import ClockModel
 from fusion.errors import ConfigError, UsageError
@@ -76,15 +76,6 @@ _MAX_METADATA = METADATA_LIMIT  # a sensor's metadata JSON is a few kB
 # A capture up to this size (two 1024x32 scans, about 1 ms of work) is read on the event
 # loop: handing it to a worker thread and back costs more than the work, in wall time.
 _INLINE_BYTES = 1024 * 1024
-_SKIP_REASON = {  # capture records that hold no datagram -> ledger reason
-    "not_udp": "unsupported_type",
-    "fragment": "unsupported_type",
-    "unsupported_link": "unsupported_type",
-    "unknown_interface": "unsupported_type",
-    "truncated_record": "bad_length",
-    "oversized_record": "bad_length",
-    "truncated_file": "bad_length",
-}
 
 
 class _Capture:
@@ -92,7 +83,7 @@ class _Capture:
 
     def __init__(self) -> None:
         self.reader: PcapReader | None = None
-        self.datagrams: Iterator[tuple[int, int, int, bytes, int]] | None = None
+        self.datagrams: Iterator[Datagram] | None = None
 
     def close(self) -> None:
         if self.reader is not None:
@@ -319,7 +310,7 @@ class OusterSource(Source):
     def _skipped_record(self, reason: str, offset: int) -> None:
         self.count_received()
         self.count_error(
-            _SKIP_REASON.get(reason, "undecodable"),
+            LEDGER_REASONS.get(reason, "undecodable"),
             f"{self.pcap}: record at byte {offset}: {reason.replace('_', ' ')}",
         )
 
@@ -335,7 +326,7 @@ class OusterSource(Source):
         taken = lidar = decoded = 0
         push, lidar_port, imu_port = self.assembler.push, self.lidar_port, self.imu_port
         try:
-            for t, _src, port, payload, self._at in capture.datagrams:
+            for t, _src, port, payload, self._at, _host in capture.datagrams:
                 taken += 1
                 if port == lidar_port:  # the hot path: counted received after the loop
                     lidar += 1

@@ -14,13 +14,20 @@ interfaces, each with its own link type and ``if_tsresol``). Link types
 Ethernet (1), raw IP (101, 12), Linux cooked capture (113) and BSD loopback
 (0). Records that are not UDP over IP, IP fragments and records of an
 interface with another link type are skipped and counted (``skipped``, and
-``on_skip`` for a source's ledger), never fatal; a file cut short ends the
-iteration and is counted too.
+``on_skip`` for a source's ledger, as :data:`LEDGER_REASONS` says), never fatal;
+a file cut short ends the iteration and is counted too. A classic pcap record
+whose header cannot be right (longer than the snapshot length or than the packet
+it says it captured, a fraction of a second over one, running past the end of
+the file) is counted as ``damaged_record`` and the reader goes on at the next
+sound record header (the next one whose fields fit, within a day of the last,
+followed by another or by the end of the file); only when none follows within
+4 MiB is the file taken as cut there.
 """
 
 from __future__ import annotations
 
 import mmap
+import socket
 import struct
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -45,17 +52,37 @@ SKIP_REASONS = {
     "fragment": "an IP fragment (never reassembled)",
     "truncated_record": "a record shorter than its headers say",
     "truncated_file": "the file ends (or its lengths break) inside a record",
+    "damaged_record": "a record whose header cannot be right (a length beyond the snapshot "
+    "length, a fraction of a second over one); the reader goes on at the next sound record",
     "oversized_record": "a record longer than any UDP datagram",
     "unsupported_link": "a record of an interface whose link type is not read",
     "unknown_interface": "a pcapng packet naming an interface never described",
 }
 """Why a capture record yields no datagram."""
+LEDGER_REASONS = {
+    "not_udp": "unsupported_type",
+    "fragment": "unsupported_type",
+    "unsupported_link": "unsupported_type",
+    "unknown_interface": "unsupported_type",
+    "truncated_record": "bad_length",
+    "oversized_record": "bad_length",
+    "truncated_file": "bad_length",
+    "damaged_record": "bad_length",
+}
+"""The ledger reason (docs/ledger.md) a source counts each skip reason as."""
 _MAX_RECORD = 256 * 1024  # larger than any snaplen we accept; guards a corrupt length
+_MAX_RESYNC = 4 * 1024 * 1024  # bytes searched for the next sound record after a damaged one
+_DAY_S = 86_400  # a record more than this from the one before is not believed
 _BLOCK = 1 << 20
 _UDP_HEAD = struct.Struct(">HHH")
 # an Ethernet frame's ethertype, then IPv4's version/IHL, flags and fragment bytes,
-# protocol, then UDP's ports and length (42 bytes), read at once
-_PLAIN_UDP = struct.Struct(">12x2sB5xBBxB10xHHH")
+# protocol, source address, then UDP's ports and length (42 bytes), read at once
+_PLAIN_UDP = struct.Struct(">12x2sB5xBBxB2x4s4xHHH")
+
+
+Datagram = tuple[int, int, int, bytes, int, bytes]
+"""``(t_capture, src_port, dst_port, payload, offset, src_addr)``: a :class:`UdpDatagram`
+as a plain tuple (:meth:`PcapReader.tuples`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +96,8 @@ class UdpDatagram:
     payload: bytes
     offset: int
     """Byte offset of the pcap record in the file, for error messages."""
+    src_addr: bytes = b""
+    """The sender's IP address (4 bytes IPv4, 16 bytes IPv6; :func:`address_text`)."""
 
 
 class PcapReader:
@@ -106,6 +135,9 @@ class PcapReader:
             )
         self._endian, self._tick_ns = _MAGICS[magic]
         self.linktype = struct.unpack(self._endian + "I", header[20:24])[0] & 0x0FFFFFFF
+        snaplen = struct.unpack(self._endian + "I", header[16:20])[0]
+        # a record longer than the file says it captured is a damaged header (0: unknown)
+        self._snaplen = min(snaplen, _MAX_RECORD) if snaplen else _MAX_RECORD
         if self.linktype not in LINK_TYPES:
             self._file.close()
             raise SourceOpenError(
@@ -133,9 +165,9 @@ class PcapReader:
         for datagram in self.tuples():
             yield UdpDatagram(*datagram)
 
-    def tuples(self) -> Iterator[tuple[int, int, int, bytes, int]]:
-        """The same datagrams as plain ``(t_capture, src_port, dst_port, payload, offset)``
-        tuples: no object per datagram, for a source's hot loop."""
+    def tuples(self) -> Iterator[Datagram]:
+        """The same datagrams as plain ``(t_capture, src_port, dst_port, payload, offset,
+        src_addr)`` tuples: no object per datagram, for a source's hot loop."""
         if self.format == "pcapng":
             yield from self._pcapng()
             return
@@ -144,6 +176,8 @@ class PcapReader:
         offset = 24
         link = self.linktype
         tick = self._tick_ns
+        snaplen, ticks_per_s = self._snaplen, 1_000_000_000 // tick
+        last_sec: int | None = None
         ethernet = link == _LINK_ETHERNET
         buf: bytes | mmap.mmap = b""
         pos = 0
@@ -161,10 +195,22 @@ class PcapReader:
                 if len(buf) < 16:
                     self._skip("truncated_file", offset)
                     return
-            sec, frac, incl_len, _orig_len = record(buf, pos)
-            if incl_len > _MAX_RECORD:
-                self._skip("truncated_file", offset)  # corrupt length: nothing after is trustworthy
-                return
+            sec, frac, incl_len, orig_len = record(buf, pos)
+            damaged = incl_len > snaplen or incl_len > orig_len or frac >= ticks_per_s
+            if damaged or (read is _nothing and pos + 16 + incl_len > len(buf)):
+                # a header that cannot be right, or one whose record runs past the end of
+                # the file: go on at the next sound record if one follows (damage), else
+                # the file was cut here
+                found = self._resync(buf, pos + 1, last_sec) if read is _nothing else None
+                if found is None:
+                    self._skip("truncated_file", offset)
+                    return
+                self.records += 1
+                self._skip("damaged_record", offset)
+                offset += found - pos
+                pos = found
+                continue
+            last_sec = sec
             start = pos + 16
             end = start + incl_len
             if end > len(buf):
@@ -176,7 +222,7 @@ class PcapReader:
             self.records += 1
             pos = end
             if ethernet and incl_len >= 42:  # the usual record: Ethernet, IPv4, UDP
-                ethertype, version_ihl, flags, fragment, protocol, src, dst, length = plain(
+                ethertype, version_ihl, flags, fragment, protocol, host, src, dst, length = plain(
                     buf, start
                 )
                 if (
@@ -192,16 +238,42 @@ class PcapReader:
                         dst,
                         buf[start + 42 : start + 34 + length],
                         offset,
+                        host,
                     )
                     offset += 16 + incl_len
                     continue
             datagram = self._udp(buf[start:end], link, offset)
             if datagram is not None:
-                src, dst, payload = datagram
-                yield (sec * 1_000_000_000 + frac * tick, src, dst, payload, offset)
+                src, dst, payload, host = datagram
+                yield (sec * 1_000_000_000 + frac * tick, src, dst, payload, offset, host)
             offset += 16 + incl_len
 
-    def _pcapng(self) -> Iterator[tuple[int, int, int, bytes, int]]:
+    def _resync(self, buf: bytes | mmap.mmap, start: int, last_sec: int | None) -> int | None:
+        """The position of the next sound record header from ``start`` (a mapped classic
+        pcap), or None: one whose lengths and fraction fit, within a day of the last
+        record read, followed by another such header or by the end of the file."""
+        record = struct.Struct(self._endian + "IIII").unpack_from
+        snaplen, ticks_per_s, size = self._snaplen, 1_000_000_000 // self._tick_ns, len(buf)
+
+        def sound(at: int) -> bool:
+            if at + 16 > size:
+                return False
+            sec, frac, incl_len, orig_len = record(buf, at)
+            return (
+                0 < incl_len <= min(snaplen, orig_len)
+                and frac < ticks_per_s
+                and at + 16 + incl_len <= size
+                and (last_sec is None or abs(sec - last_sec) <= _DAY_S)
+            )
+
+        for at in range(start, min(size - 16, start + _MAX_RESYNC) + 1):
+            if sound(at):
+                after = at + 16 + record(buf, at)[2]
+                if after == size or sound(after):
+                    return at
+        return None
+
+    def _pcapng(self) -> Iterator[Datagram]:
         for rec in walk_pcapng(self._file, self._counted_skip, max_record=_MAX_RECORD):
             self.records += 1
             if rec.linktype not in LINK_TYPES:
@@ -209,15 +281,15 @@ class PcapReader:
                 continue
             datagram = self._udp(rec.data, rec.linktype, rec.offset)
             if datagram is not None:
-                src, dst, payload = datagram
-                yield (rec.t_ns, src, dst, payload, rec.offset)
+                src, dst, payload, host = datagram
+                yield (rec.t_ns, src, dst, payload, rec.offset, host)
 
     def _counted_skip(self, reason: str, offset: int) -> None:
         if reason != "truncated_file":
             self.records += 1  # a packet block that was there but gave no record
         self._skip(reason, offset)
 
-    def _udp(self, frame: bytes, link: int, offset: int) -> tuple[int, int, bytes] | None:
+    def _udp(self, frame: bytes, link: int, offset: int) -> tuple[int, int, bytes, bytes] | None:
         """Peel link, IP and UDP headers off one record; None (and a count) if not UDP."""
         if (
             link == _LINK_ETHERNET
@@ -229,7 +301,7 @@ class PcapReader:
         ):
             src, dst, length = _UDP_HEAD.unpack_from(frame, 34)
             if 8 <= length <= len(frame) - 34:
-                return src, dst, frame[42 : 34 + length]
+                return src, dst, frame[42 : 34 + length], frame[26:30]
         if link == _LINK_ETHERNET:
             pos, ethertype = 14, frame[12:14]
             while ethertype in (b"\x81\x00", b"\x88\xa8") and len(frame) >= pos + 4:  # VLAN tags
@@ -253,11 +325,13 @@ class PcapReader:
             if flags_frag & 0x3FFF:  # more-fragments bit or a fragment offset
                 self._skip("fragment", offset)
                 return None
+            host = frame[pos + 12 : pos + 16]
             pos += ihl
         elif ethertype == b"\x86\xdd" and len(frame) >= pos + 40:
             if frame[pos + 6] != 17:  # extension headers are not walked
                 self._skip("not_udp", offset)
                 return None
+            host = frame[pos + 8 : pos + 24]
             pos += 40
         else:
             self._skip("not_udp", offset)
@@ -270,7 +344,16 @@ class PcapReader:
         if length < 8 or end > len(frame):
             self._skip("truncated_record", offset)
             return None
-        return src, dst, frame[pos + 8 : end]
+        return src, dst, frame[pos + 8 : end], host
+
+
+def address_text(addr: bytes) -> str:
+    """A datagram's ``src_addr`` as text (``"192.168.1.201"``, ``"fe80::1"``)."""
+    family = socket.AF_INET if len(addr) == 4 else socket.AF_INET6
+    try:
+        return socket.inet_ntop(family, addr)
+    except (ValueError, OSError):
+        return addr.hex() or "unknown"
 
 
 def _nothing(_size: int) -> bytes:

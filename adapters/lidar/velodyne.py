@@ -27,7 +27,7 @@ import anyio
 
 from adapters.errors import DecodeError, SourceOpenError
 from adapters.lidar.calibration import Calibration, read_calibration
-from adapters.lidar.pcap import PcapReader, UdpDatagram
+from adapters.lidar.pcap import LEDGER_REASONS, PcapReader, UdpDatagram, address_text
 from adapters.lidar.points import VELODYNE_DTYPE
 from adapters.lidar.velodyne_assembler import SweepAssembler
 from adapters.lidar.velodyne_decode import RawSweep, decode_sweeps, warm
@@ -40,7 +40,7 @@ from adapters.lidar.velodyne_models import (
     needs_calibration,
 )
 from adapters.lidar.velodyne_packets import PACKET_SIZE, WRAP_PERIOD_NS
-from adapters.net.udp import DEFAULT_SENDER_TIMEOUT, UdpReceiver
+from adapters.net.udp import DEFAULT_SENDER_TIMEOUT, SenderFilter, UdpReceiver, parse_sender
 from fusion.clock import ClockModel
 from fusion.continuity import StreamWatch
 from fusion.errors import ConfigError, UsageError
@@ -153,6 +153,8 @@ class VelodyneSource(Source):
         self.speed = speed
         self.hour_base_ns = hour_base_ns
         self.recv_buffer = recv_buffer
+        if sender is not None:
+            parse_sender(sender)  # an IPv4 address (a ConfigError naming it otherwise)
         self.sender = sender
         self.sender_timeout = sender_timeout
         self.udp: UdpReceiver | None = None
@@ -182,6 +184,11 @@ class VelodyneSource(Source):
         """Datagrams of a pcap to the position port (8308): telemetry, not decoded."""
         self.other_datagrams: Counter[tuple[int, int]] = Counter()
         """Datagrams of a pcap to other ports, by (port, size): another device's traffic."""
+        self._other_first: dict[tuple[int, int], int] = {}  # byte offset of the first of each
+        self._data_packets = 0  # datagrams of a pcap to the data port
+        self._senders = SenderFilter(sender)  # a pcap's: the first sender heard, for good
+        self._admitted: tuple[bytes, int] | None = None  # the last (address, port) admitted
+        self._product: int | None = None  # the product byte of the stream's packets
         self._listening = anyio.Event()
         self._bound_port: int | None = None
         self._detector = ModelDetector()
@@ -227,11 +234,34 @@ class VelodyneSource(Source):
     def _push(self, packets: list[tuple[bytes, int | None, str]]) -> list[RawSweep]:
         assembler = self.assembler
         assert assembler is not None
+        product = self._product
+        if product is not None and any(_other_device(p, product) for p, _t, _w in packets):
+            packets = self._same_device(packets, product)
+            if not packets:
+                return []
         self._wheres = [where for _p, _t, where in packets]
         self._base = assembler.accepted + sum(assembler.rejected.values())
         if len(packets) == 1:  # live: one datagram at a time
             return assembler.push(packets[0][0], packets[0][1])
         return assembler.push_many([p for p, _t, _w in packets], [t for _p, t, _w in packets])
+
+    def _same_device(
+        self, packets: list[tuple[bytes, int | None, str]], product: int
+    ) -> list[tuple[bytes, int | None, str]]:
+        """``packets`` without those whose product byte is not the stream's: another
+        model's packets on the port (counted ``foreign_sender``)."""
+        kept = []
+        for packet in packets:
+            payload, _t, where = packet
+            if _other_device(payload, product):
+                self.count_error(
+                    "foreign_sender",
+                    f"{where}product byte 0x{payload[-1]:02X}, the stream's is "
+                    f"0x{product:02X}: another device's packet",
+                )
+            else:
+                kept.append(packet)
+        return kept
 
     def _decide(self) -> bool:
         """Choose the model from the packets held; False (and those packets counted as
@@ -276,6 +306,10 @@ class VelodyneSource(Source):
                 "angles, give its calibration file: calibration='db.xml' (or the ROS YAML)"
             )
         self.model = model
+        if model.product_id is not None and self._detector.products:
+            # the stream's signature: packets of another product byte are another device's
+            # (the HDL-64E has none: its byte 1205 is a status value that cycles)
+            self._product = self._detector.products.most_common(1)[0][0]
         self._meta["model"] = model.name  # the spec's meta: it says what was decoded
         self._meta["model_evidence"] = evidence.said
         if declared is None:
@@ -302,7 +336,10 @@ class VelodyneSource(Source):
     async def _pcap_frames(self) -> AsyncIterator[Frame]:
         assert self.pcap is not None
         self.assembler, self.model, self._detector = None, None, ModelDetector()
-        reader = await self.run_blocking(PcapReader, self.pcap)
+        self.ignored_datagrams, self._data_packets = 0, 0
+        self.other_datagrams, self._other_first = Counter(), {}
+        self._senders, self._admitted, self._product = SenderFilter(self.sender), None, None
+        reader = await self.run_blocking(self._open_pcap, self.pcap)
         datagrams = iter(reader)
         clock = current_clock()
         start: tuple[int, int] | None = None  # (host now, capture time) of the first frame
@@ -322,8 +359,50 @@ class VelodyneSource(Source):
                     yield self._frame(raw, points)
         finally:
             reader.close()
+        if self._data_packets:  # (else they say what the capture is: _nothing_decoded)
+            self._count_other_ports()
         if not made:
             self._nothing_decoded()
+
+    def _open_pcap(self, path: Path) -> PcapReader:
+        return PcapReader(path, on_skip=self._skipped_record)
+
+    def _skipped_record(self, reason: str, offset: int) -> None:
+        """A capture record that held no datagram (not UDP, cut, damaged): received, lost."""
+        self.count_received()
+        self.count_error(
+            LEDGER_REASONS.get(reason, "undecodable"),
+            f"{self.pcap}: record at byte {offset}: {reason.replace('_', ' ')}",
+        )
+
+    def _admit(self, sender: tuple[bytes, int], offset: int) -> bool:
+        """Whether a pcap's data packet from ``sender`` (address bytes, port) is the
+        stream's: the configured sender, else the first one heard; others are counted
+        ``foreign_sender`` (a second device on the port)."""
+        host, port = address_text(sender[0]), sender[1]
+        if self._senders.admit((host, port), 0):
+            self._admitted = sender
+            return True
+        self.count_received()
+        self.count_error(
+            "foreign_sender",
+            f"{self.pcap}: record at byte {offset}: data packet from {host}:{port}; "
+            f"{self._senders.describe()} (sender= chooses)",
+        )
+        return False
+
+    def _count_other_ports(self) -> None:
+        """Datagrams of a pcap to neither the data nor the position port: another
+        device's traffic, received and lost as ``wrong_port`` (one message a port and size)."""
+        for (port, size), count in sorted(self.other_datagrams.items()):
+            self.count_received(count)
+            self.count_error(
+                "wrong_port",
+                f"{self.pcap}: record at byte {self._other_first[(port, size)]}: "
+                f"{count:,} datagram(s) of {size:,} bytes to port {port}; data packets go to "
+                f"port {self.data_port}",
+                units=count,
+            )
 
     def _pcap_batch(self, datagrams: Any) -> list[tuple[RawSweep, Any]] | None:
         """Read up to _BATCH data packets, assemble, decode (worker thread)."""
@@ -335,7 +414,13 @@ class VelodyneSource(Source):
                 if datagram.dst_port == POSITION_PORT:
                     self.ignored_datagrams += 1
                 else:
-                    self.other_datagrams[(datagram.dst_port, len(datagram.payload))] += 1
+                    key = (datagram.dst_port, len(datagram.payload))
+                    self.other_datagrams[key] += 1
+                    self._other_first.setdefault(key, datagram.offset)
+                continue
+            self._data_packets += 1
+            sender = (datagram.src_addr, datagram.src_port)
+            if sender != self._admitted and not self._admit(sender, datagram.offset):
                 continue
             taken.append(
                 (
@@ -364,10 +449,10 @@ class VelodyneSource(Source):
     def _nothing_decoded(self) -> None:
         """A pcap that gave no sweep: say what it held instead (and count it)."""
         stats = self.ledger().statistics()
-        if stats.received:
+        if self._data_packets:
             reasons = ", ".join(f"{n} {r}" for r, n in sorted(stats.lost.items())) or "none lost"
             raise DecodeError(
-                f"{self.name}: {self.pcap}: {stats.received} packets on port {self.data_port} "
+                f"{self.name}: {self.pcap}: {self._data_packets} packets on port {self.data_port} "
                 f"gave no sweep ({reasons}); last error: {self.last_error}"
             )
         if self.other_datagrams:
@@ -389,6 +474,13 @@ class VelodyneSource(Source):
             raise DecodeError(
                 f"{self.name}: {self.pcap}: no data packets on port {self.data_port}, only "
                 f"{self.ignored_datagrams:,} position packets (port {POSITION_PORT})"
+            )
+        if stats.received:  # records that held no datagram (not UDP, damaged)
+            reasons = ", ".join(f"{n} {r}" for r, n in sorted(stats.lost.items()))
+            raise DecodeError(
+                f"{self.name}: {self.pcap}: no data packets on port {self.data_port}, only "
+                f"{stats.received:,} records that held no UDP datagram ({reasons}); "
+                f"last: {self.last_error}"
             )
 
     # -- live ----------------------------------------------------------------------------
@@ -465,6 +557,12 @@ class VelodyneSource(Source):
         where = f"pcap={str(self.pcap)!r}" if self.pcap is not None else f"port={self.port}"
         model = "auto" if self.declared is None else self.declared.name
         return f"VelodyneSource({where}, model={model!r}, name={self.name!r})"
+
+
+def _other_device(payload: bytes, product: int) -> bool:
+    """A well-formed data packet (its first block flag right) of another product byte;
+    a damaged packet is left to the assembler, which says what is wrong with it."""
+    return len(payload) == PACKET_SIZE and payload[-1] != product and payload[:2] == b"\xff\xee"
 
 
 def _names() -> list[str]:
