@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         synthetic_timeline,
     )
     from adapters.timeseries import TimeSeriesSource
+    from adapters.ulog import UlogSource
     from adapters.video import VideoSource
 
 __all__ = [
@@ -55,6 +56,7 @@ __all__ = [
     "SyntheticLidar",
     "SyntheticSensor",
     "TimeSeriesSource",
+    "UlogSource",
     "VelodyneSource",
     "VideoSource",
     "interpolate",
@@ -87,6 +89,7 @@ __getattr__, __dir__ = lazy_exports(
         "SensorTimeout": "adapters.errors",
         "SourceOpenError": "adapters.errors",
         "TimeSeriesSource": "adapters.timeseries",
+        "UlogSource": "adapters.ulog._source",
         "VelodyneSource": "adapters.lidar.velodyne",
         "VideoSource": "adapters.video.source",
         "interpolate": "adapters.interpolation",

@@ -321,7 +321,7 @@ class OusterSource(Source):
         if capture.datagrams is None:
             assert self.pcap is not None
             capture.reader = self._open_pcap(self.pcap)
-            capture.datagrams = capture.reader.tuples()
+            capture.datagrams = capture.reader.addressed()
         out: list[Frame] = []
         taken = lidar = decoded = 0
         push, lidar_port, imu_port = self.assembler.push, self.lidar_port, self.imu_port

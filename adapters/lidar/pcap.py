@@ -82,7 +82,7 @@ _PLAIN_UDP = struct.Struct(">12x2sB5xBBxB2x4s4xHHH")
 
 Datagram = tuple[int, int, int, bytes, int, bytes]
 """``(t_capture, src_port, dst_port, payload, offset, src_addr)``: a :class:`UdpDatagram`
-as a plain tuple (:meth:`PcapReader.tuples`)."""
+as a plain tuple (:meth:`PcapReader.addressed`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,12 +162,17 @@ class PcapReader:
         self.close()
 
     def __iter__(self) -> Iterator[UdpDatagram]:
-        for datagram in self.tuples():
+        for datagram in self.addressed():
             yield UdpDatagram(*datagram)
 
-    def tuples(self) -> Iterator[Datagram]:
-        """The same datagrams as plain ``(t_capture, src_port, dst_port, payload, offset,
-        src_addr)`` tuples: no object per datagram, for a source's hot loop."""
+    def tuples(self) -> Iterator[tuple[int, int, int, bytes, int]]:
+        """The same datagrams as plain ``(t_capture, src_port, dst_port, payload, offset)``
+        tuples: no object per datagram, for a source's hot loop."""
+        for datagram in self.addressed():
+            yield datagram[:5]
+
+    def addressed(self) -> Iterator[Datagram]:
+        """The datagrams as :data:`Datagram` tuples, the sender's address last."""
         if self.format == "pcapng":
             yield from self._pcapng()
             return

@@ -40,6 +40,7 @@ from hyperframes.config.sources import (
     SyntheticConfig,
     TimeSeriesCsvConfig,
     TimeSeriesUdpConfig,
+    UlogConfig,
     VelodyneConfig,
     VideoConfig,
 )
@@ -91,6 +92,7 @@ def build_pipeline(
                 OusterConfig,
                 Ros2Config,
                 CanConfig,
+                UlogConfig,
             )
             if spec.name != cfg.name and not isinstance(cfg, multi):
                 continue
@@ -311,6 +313,17 @@ def build_source(
             raw=cfg.raw,
             name=cfg.name,
             speed=cfg.speed,
+        )
+    if isinstance(cfg, UlogConfig):
+        from adapters.ulog import UlogSource
+
+        return UlogSource(
+            cfg.path,
+            topics=cfg.topics,
+            name=cfg.name,
+            utc=cfg.utc,
+            speed=cfg.speed,
+            max_bytes=cfg.max_bytes,
         )
     if isinstance(cfg, BagConfig):
         from adapters.bags import BagSource

@@ -28,6 +28,7 @@ from hyperframes.config.sources import (
     OusterConfig,
     Ros2Config,
     SourceConfig,
+    UlogConfig,
 )
 
 
@@ -149,7 +150,7 @@ class PipelineConfig(StrictModel):
             n for s in self.sources if isinstance(s, KittiRawConfig) for n in s.sensor_names()
         }
         for s in self.sources:
-            if isinstance(s, (BagConfig, OusterConfig, Ros2Config, CanConfig)):
+            if isinstance(s, (BagConfig, OusterConfig, Ros2Config, CanConfig, UlogConfig)):
                 known |= set(s.sensor_names())
         wanted = set(self.sync.sensors or ()) | set(self.sync.optional) | set(self.sync.windows_ms)
         wanted |= {self.sync.reference} if self.sync.reference else set()

@@ -254,6 +254,32 @@ class CanConfig(_SourceBase):
         return [s for s, _ in CanDecoder(self.name, database=database, ids=self.ids).sensors()]
 
 
+class UlogConfig(_SourceBase):
+    """A PX4 flight log (:class:`adapters.UlogSource`), one sensor per topic
+    (``<name>.<topic>``); ``topics`` keeps a subset (a name or ``name.<multi_id>``);
+    ``name`` names the source only (default ``"ulog"``)."""
+
+    type: Literal["ulog"]
+    name: str = Field("ulog", min_length=1)
+    path: str
+    topics: list[str] | None = None
+    utc: bool = False
+    """``t_sensor`` in UTC (the GPS anchor added) instead of the autopilot's boot clock."""
+    speed: float | None = Field(None, gt=0)
+    max_bytes: int = Field(4 << 30, gt=0)
+
+    def sensor_names(self) -> list[str]:
+        """The chosen topics' sensors, read from the log's header (every topic's if
+        none is chosen and the log cannot be read here)."""
+        from adapters.ulog import read_ulog, ulog_sensor
+
+        try:
+            content = read_ulog(self.path, self.topics, sensor=self.name, max_bytes=self.max_bytes)
+        except Exception:  # the source itself says why when it is built
+            return []
+        return [ulog_sensor(self.name, t) for t in content.topics]
+
+
 class BagConfig(_SourceBase):
     """Topics of a ROS 1 or ROS 2 bag (:class:`adapters.BagSource`), one sensor per topic.
 
@@ -338,6 +364,7 @@ SourceConfig = Annotated[
     | TimeSeriesUdpConfig
     | NmeaConfig
     | CanConfig
+    | UlogConfig
     | BagConfig
     | Ros2Config
     | PythonSourceConfig
