@@ -15,9 +15,13 @@ Theory of the schema:
 * Otherwise the first :data:`LEARN_FROM` records (or those that arrived within
   :data:`LEARN_WINDOW_NS` of the first, for a slow live sender) are held and
   the schema is the field set most of them share (ties: the larger set, then
-  the first seen), typed from all of those records (a field that is an int in
-  one and a float in another is a float). One odd first record costs itself,
-  never every later good sample.
+  the first seen), each field typed by the kind most of its values are (a field
+  that is an int in one and a float in another is a float; a string, list or
+  map among numbers does not vote). One odd first record costs itself, never
+  every later good sample.
+* A value that does not fit its field's type costs only that value: a float
+  field gets NaN (``bad_value``, a warning: the sample is kept); a field of
+  another type cannot, and the sample is lost (``bad_record``).
 * A record with the schema's fields is packed; fields beyond them are left
   out and counted (``extra_fields``, a warning: the record is kept).
 * A record lacking a schema field is held; once :data:`REBASE_AFTER` records
@@ -298,6 +302,12 @@ class RecordPacker:
                 try:
                     good.append(np.array([row], self.dtype))
                 except (TypeError, ValueError, OverflowError) as err:
+                    repaired = self._without_bad_values(row, source)
+                    if repaired is not None:
+                        good.append(repaired)
+                        kept.append(weight)
+                        kept_origins.append(origin)
+                        continue
                     lost = _Held({}, weight, origin)
                     self._lose(
                         lost,
@@ -313,6 +323,31 @@ class RecordPacker:
             if not good:
                 return self._empty()
             return np.concatenate(good), np.array(kept, np.int64)
+
+    def _without_bad_values(self, row: tuple[Any, ...], source: Source) -> np.ndarray | None:
+        """``row`` with each float field whose value does not fit set to NaN (each counted
+        ``bad_value``, a warning: the sample is kept); ``None`` when a field of another
+        type does not fit (the sample is then lost)."""
+        dtype = self.dtype
+        assert dtype is not None
+        out = np.zeros(1, dtype)
+        bad = []
+        for name, value in zip(dtype.names or (), row, strict=True):
+            try:
+                out[name] = value
+            except (TypeError, ValueError, OverflowError):
+                if dtype[name].base.kind != "f":
+                    return None
+                out[name] = np.nan
+                bad.append((name, value))
+        for name, value in bad:
+            source.count_error(
+                "bad_value",
+                f"sample at t={int(out['t'][0])}: {name} = {value!r:.60} is not a number; "
+                "NaN in its place",
+                units=0,
+            )
+        return out
 
     def _row(self, record: Mapping[str, Any], arrival: int | None) -> tuple[Any, ...]:
         assert self.dtype is not None
@@ -408,20 +443,38 @@ def _majority_dtype(records: list[Mapping[str, Any]], time_field: str | None) ->
 
 
 def _field_type(values: list[Any]) -> tuple[Any, ...] | None:
-    """numpy type (and shape) that holds every one of ``values``; ``None``: none does."""
-    first = values[0]
-    if all(isinstance(v, bool) for v in values):
-        return ("?",)
-    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        return ("<i8",)
-    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-        return ("<f8",)
-    if isinstance(first, (list, tuple)) and first:
-        if all(isinstance(v, (list, tuple)) and len(v) == len(first) for v in values):
-            return ("<f8", (len(first),))
+    """numpy type (and shape) of the kind most of ``values`` are (a number, a bool, a
+    vector of n numbers, a numpy value); ``None``: none of them is one (text, maps).
+
+    Values of another kind do not vote: one bad sample among the first cannot take
+    a field from every later sample; it costs its own value when packed."""
+    kinds = [kind for kind in map(_value_kind, values) if kind is not None]
+    if not kinds:
         return None
-    if isinstance(first, (np.generic, np.ndarray)):
-        return (first.dtype, np.shape(first))
+    votes = Counter(kinds)
+    best = max(votes, key=lambda k: (votes[k], -kinds.index(k)))
+    if best == "number":
+        integral = all(type(v) is int for v in values if _value_kind(v) == "number")
+        return ("<i8",) if integral else ("<f8",)
+    if best == "bool":
+        return ("?",)
+    if best[0] == "vector":
+        return ("<f8", (best[1],))
+    return (best[1], best[2])
+
+
+def _value_kind(value: Any) -> Any:
+    """What a value of a record is, for the schema's vote (``None``: nothing numeric)."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, (list, tuple)) and value:
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+            return ("vector", len(value))
+        return None
+    if isinstance(value, (np.generic, np.ndarray)):
+        return ("numpy", value.dtype, np.shape(value))
     return None
 
 

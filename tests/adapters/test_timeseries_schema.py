@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from adapters.timeseries import TimeSeriesSource
@@ -253,3 +253,97 @@ def test_a_bad_one_record_datagram_is_refused_as_json_loads_refuses_it(payload: 
 
     with pytest.raises(ValueError, match="not JSON lines"):
         decode_datagram(payload, "jsonl")
+
+
+# -- a bad value costs that sample's field, never every later sample's ----------------
+
+BAD_VALUES = st.one_of(
+    st.text().filter(lambda s: not _is_number(s)),  # "1.5" is read as a number
+    st.lists(st.text(), min_size=1, max_size=3),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=3),
+)  # (a null is NaN, as JavaScript's JSON.stringify writes NaN: not a bad value)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def imu_sample(i: int, ax: Any) -> dict[str, Any]:
+    return {"t": 1_000_000 * i, "ax": ax, "ay": -0.25 * i, "az": 9.81}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    count=st.integers(9, 30),
+    bad=st.dictionaries(st.integers(0, 29), BAD_VALUES, max_size=10),
+)
+def test_a_bad_value_costs_that_samples_field_and_every_good_sample_keeps_it(
+    count: int, bad: dict[int, Any]
+) -> None:
+    """For any positions of bad ``ax`` values (text, lists, maps) among good ones
+    (the first eight not all bad), each datagram of one sample: every good sample's
+    ``ax`` is kept, each bad one is NaN in its sample and counted."""
+    bad = {i: v for i, v in bad.items() if i < count}
+    assume(any(i not in bad for i in range(8)))
+    source = TimeSeriesSource.from_iterable([], name="imu")
+    packer = RecordPacker("t", "ns", None)
+    rows = []
+    for i in range(count):
+        source.count_received()
+        got, weights = packer.pack([imu_sample(i, bad.get(i, 0.5 * i))], source, arrival=i)
+        assert list(weights) == [1] * len(got)
+        rows += list(got)
+    assert packer.finish(source)[0].size == 0
+    assert packer.dtype is not None
+    assert packer.dtype.names == ("t", "ax", "ay", "az")
+    assert [int(r["t"]) for r in rows] == [1_000_000 * i for i in range(count)]
+    for i, row in enumerate(rows):
+        if i in bad:
+            assert np.isnan(row["ax"])
+        else:
+            assert row["ax"] == 0.5 * i
+        assert row["ay"] == -0.25 * i
+    assert source.errors == ({"bad_value": len(bad)} if bad else {})
+    ledger = source.ledgers()["imu"]
+    assert ledger.received == count
+    assert ledger.lost_total == 0
+
+
+async def test_live_udp_samples_with_bad_values_among_the_first_eight_keep_their_fields() -> None:
+    """The reported case, on a real socket: ``ax`` a string, a list and a map among the
+    first eight datagrams; every later frame still has ``ax``."""
+    import socket
+
+    import anyio
+
+    values: list[Any] = [0.5 * i for i in range(40)]
+    values[1], values[4], values[6] = "n/a", [1.0, "x"], {"g": 9.81}
+    source = TimeSeriesSource.from_udp(0, name="imu", kind="imu")
+    got: list[np.ndarray] = []
+    with anyio.fail_after(10):
+        async with source, anyio.create_task_group() as tg:
+
+            async def consume() -> None:
+                async for frame in source.frames():
+                    got.append(frame.data)
+                    if sum(len(d) for d in got) == len(values):
+                        tg.cancel_scope.cancel()
+
+            tg.start_soon(consume)
+            port = await source.wait_listening()
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+                for i, ax in enumerate(values):
+                    sock.sendto(json.dumps(imu_sample(i, ax)).encode(), ("127.0.0.1", port))
+    rows = np.concatenate(got)
+    assert rows.dtype.names == ("t", "ax", "ay", "az")
+    ax = rows["ax"]
+    assert np.isnan(ax[[1, 4, 6]]).all()
+    good = [i for i in range(40) if i not in (1, 4, 6)]
+    assert list(ax[good]) == [0.5 * i for i in good]
+    assert source.errors == {"bad_value": 3}
+    ledger = source.ledgers()["imu"]
+    assert ledger.received == ledger.emitted == 40
