@@ -168,6 +168,8 @@ class CanDecoder:
         stamps = np.array([m.timestamp for m in messages], np.float64)
         raw["t"] = np.rint(stamps * 1e9).astype(np.int64)
         new_channels: dict[int, str] = {}
+        rows: list[tuple[Any, ...]] = []
+        padded: list[bytes] = []
         for i, m in enumerate(messages):
             self.frames_seen += 1
             if m.is_error_frame:
@@ -188,32 +190,52 @@ class CanDecoder:
                     f"{where}id 0x{m.arbitration_id:X} at {m.timestamp:.6f} s: {problem}",
                 )
                 continue
-            r = raw[i]
-            r["id"] = m.arbitration_id
-            r["extended"] = m.is_extended_id
-            r["remote"] = m.is_remote_frame
-            r["fd"] = m.is_fd
-            r["brs"] = m.bitrate_switch
-            r["esi"] = m.error_state_indicator
-            r["rx"] = m.is_rx
-            r["dlc"] = size if not m.is_remote_frame else dlc
-            r["channel"] = self._channel(m.channel, new_channels)
+            # the fields as tuples, written column by column below (a numpy scalar
+            # assignment per field costs more than the whole frame's decoding)
+            rows.append(
+                (
+                    i,
+                    m.arbitration_id,
+                    m.is_extended_id,
+                    m.is_remote_frame,
+                    m.is_fd,
+                    m.bitrate_switch,
+                    m.error_state_indicator,
+                    m.is_rx,
+                    size if not m.is_remote_frame else dlc,
+                    self._channel(m.channel, new_channels),
+                )
+            )
             if size:
-                raw["data"][i, :size] = np.frombuffer(bytes(data), np.uint8)
+                padded.append(bytes(data).ljust(MAX_PAYLOAD, b"\0"))
+            else:
+                padded.append(bytes(MAX_PAYLOAD))
+        if rows:
+            at = np.array([r[0] for r in rows], np.intp)
+            columns = list(zip(*rows, strict=True))
+            for k, name in enumerate(
+                ("id", "extended", "remote", "fd", "brs", "esi", "rx", "dlc", "channel"), 1
+            ):
+                raw[name][at] = columns[k]
+            raw["data"][at] = np.frombuffer(b"".join(padded), np.uint8).reshape(-1, MAX_PAYLOAD)
         decoded = self._decode(raw, valid)
         events: list[Event | Loss] = []
         named = dict(new_channels)  # channel number -> name, for its first frame
+        t_list = raw["t"].tolist()
+        id_list = raw["id"].tolist()
+        ext_list = raw["extended"].tolist()
+        channel_list = raw["channel"].tolist()
         for i in range(n):
             loss = out_of_order[i]
             if loss is not None:
                 events.append(loss)
                 continue
             arrival = None if arrivals is None else int(arrivals[i])
-            t = int(raw["t"][i])
-            can_id = int(raw["id"][i])
-            key = (can_id, bool(raw["extended"][i]))
+            t = t_list[i]
+            can_id = id_list[i]
+            key = (can_id, ext_list[i])
             meta = None
-            channel = int(raw["channel"][i])
+            channel = channel_list[i]
             if channel in named and isinstance(messages[i].channel, str):
                 meta = {"channel_name": named.pop(channel)}
             own = self.ids.get(can_id)

@@ -80,6 +80,10 @@ def run(args: argparse.Namespace) -> int:
         from hyperframes.cli.baginfo import bag_info
 
         return bag_info(args, console)
+    if not hfr and _ulog(args.file):
+        from hyperframes.cli.uloginfo import ulog_info
+
+        return ulog_info(args, console)
     if not hfr and _nmea(args.file):
         from hyperframes.cli.nmeainfo import nmea_info
 
@@ -149,6 +153,12 @@ def read_from_note(part: Path, why: str) -> str:
     if why.startswith("the file has no frame details"):
         text += f"; `hyperframes check {part} --reindex -o NEW.hfr` adds them"
     return text
+
+
+def _ulog(path: str) -> bool:
+    from adapters.ulog._log import looks_like_ulog
+
+    return looks_like_ulog(path)
 
 
 def _nmea(path: str) -> bool:
