@@ -61,7 +61,7 @@ def main() -> None:
 
         def peer() -> None:
             for m in can.LogReader(str(log)):
-                db.decode_message(m.arbitration_id, m.data)  # type: ignore[union-attr]
+                db.decode_message(m.arbitration_id, bytes(m.data))  # type: ignore[union-attr]
 
         def ours(raw: bool) -> None:
             async def run() -> None:
