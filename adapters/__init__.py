@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from adapters.errors import DecodeError, SensorTimeout, SourceOpenError
     from adapters.interpolation import interpolate, slerp
     from adapters.lidar import OusterSource, PointCloudFiles, VelodyneSource
+    from adapters.lidar.hesai import HesaiSource
     from adapters.nmea import NmeaSource
     from adapters.ros2 import Ros2Source
     from adapters.synthetic import (
@@ -42,6 +43,7 @@ __all__ = [
     "BagSource",
     "CanSource",
     "DecodeError",
+    "HesaiSource",
     "KittiRawSource",
     "NmeaSource",
     "OusterSource",
@@ -81,6 +83,7 @@ __getattr__, __dir__ = lazy_exports(
         "BagSource": "adapters.bags.source",
         "CanSource": "adapters.can._source",
         "DecodeError": "adapters.errors",
+        "HesaiSource": "adapters.lidar.hesai",
         "KittiRawSource": "adapters.datasets.kitti_raw",
         "NmeaSource": "adapters.nmea.source",
         "OusterSource": "adapters.lidar.ouster",

@@ -331,11 +331,27 @@ def _make_reader(path: Path, is2: bool) -> Any:
         ) from err
     if not is2:
         return Reader1(path)
+    if path.is_dir() and (single := _unnamed_storage(path)) is not None:
+        return Reader2(single)
     if path.is_dir() or path.suffix in (".mcap", ".db3"):
         return Reader2(path)
     reader = Reader2.__new__(Reader2)  # an MCAP file with another suffix
     reader.path, reader.is_open, reader.storage = path, False, McapReader(path)
     return reader
+
+
+def _unnamed_storage(path: Path) -> Path | None:
+    """The one storage file of a directory whose ``metadata.yaml`` names no storage plugin
+    (``storage_identifier: ""``, as some rosbag2 versions wrote: nebula's Hesai test bags),
+    which rosbags refuses; the file itself is read instead. ``None`` otherwise."""
+    try:
+        text = (path / "metadata.yaml").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    if not any(f"storage_identifier: {q}{q}" in text for q in "\"'"):
+        return None
+    files = sorted(path.glob("*.db3")) + sorted(path.glob("*.mcap"))
+    return files[0] if len(files) == 1 else None
 
 
 def _storages(reader: Any) -> list[Any]:

@@ -267,6 +267,16 @@ class VelodyneSource(Source):
         """Choose the model from the packets held; False (and those packets counted as
         bad_length) when none of them is a data packet."""
         if self._detector.seen == 0:
+            from adapters.lidar.hesai_models import identify
+
+            hesai = [identify(p)[1] for p, _t, _w in self._waiting[:8] if len(p) != PACKET_SIZE]
+            if hesai and all(
+                h.startswith(("Hesai", "protocol", "8-byte", "no header")) for h in hesai
+            ):
+                self._give_up(
+                    f"these are Hesai packets, not Velodyne ({hesai[0]}): "
+                    'use HesaiSource (TOML type = "hesai")'
+                )
             for payload, _t, where in self._waiting:
                 self.count_error(
                     "bad_length", f"{where}expected {PACKET_SIZE} bytes, got {len(payload)}"

@@ -31,6 +31,7 @@ from hyperframes.config.schema import (
 from hyperframes.config.sources import (
     BagConfig,
     CanConfig,
+    HesaiConfig,
     KittiRawConfig,
     NmeaConfig,
     OusterConfig,
@@ -211,6 +212,28 @@ def build_source(
             calibration=cfg.calibration,
             port=cfg.port,
             name=cfg.name,
+            speed=cfg.speed,
+            recv_buffer=cfg.recv_buffer,
+            sender=cfg.sender,
+        )
+    if isinstance(cfg, HesaiConfig):
+        from adapters.lidar.hesai import HesaiSource
+
+        return HesaiSource(
+            cfg.pcap,
+            bag=cfg.bag,
+            topic=cfg.topic,
+            port=cfg.port,
+            model=cfg.model,
+            calibration=cfg.calibration,
+            data_port=cfg.data_port,
+            name=cfg.name,
+            cut_angle=cfg.cut_angle,
+            min_range=cfg.min_range,
+            max_range=cfg.max_range,
+            dual_return_distance_threshold=cfg.dual_return_distance_threshold,
+            check_crc=cfg.check_crc,
+            partial_sweeps=cfg.partial_sweeps,
             speed=cfg.speed,
             recv_buffer=cfg.recv_buffer,
             sender=cfg.sender,

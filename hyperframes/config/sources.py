@@ -92,6 +92,36 @@ class VelodyneConfig(_SourceBase):
         return self
 
 
+class HesaiConfig(_SourceBase):
+    """A Hesai LiDAR (:class:`adapters.HesaiSource`): a pcap, a bag of packets or live UDP."""
+
+    type: Literal["hesai"]
+    model: str = "auto"
+    calibration: str | None = None
+    """The sensor's angle CSV; without it the model's built-in default angles."""
+    pcap: str | None = None
+    bag: str | None = None
+    topic: str | None = None
+    port: int | None = Field(None, ge=0, le=65535)
+    data_port: int = Field(2368, ge=0, le=65535)
+    """Offline: the UDP port of a pcap's data packets."""
+    cut_angle: float = Field(0.0, ge=0, lt=360)
+    min_range: float | None = Field(None, ge=0)
+    max_range: float | None = Field(None, gt=0)
+    dual_return_distance_threshold: float = Field(0.1, ge=0)
+    check_crc: bool = True
+    partial_sweeps: bool = True
+    speed: float | None = Field(None, gt=0)
+    recv_buffer: int = Field(8 * 1024 * 1024, gt=0)
+    sender: UdpSender = None
+
+    @model_validator(mode="after")
+    def _one_input(self) -> HesaiConfig:
+        if sum(x is not None for x in (self.pcap, self.bag, self.port)) != 1:
+            raise ValueError("give exactly one of 'pcap', 'bag' (files) or 'port' (live UDP)")
+        return self
+
+
 class OusterConfig(_SourceBase):
     type: Literal["ouster"]
     metadata: str
@@ -208,6 +238,10 @@ class NmeaConfig(_SourceBase):
     """``udp://``: the only sender taken (``"10.0.0.5"`` or ``"10.0.0.5:10110"``)."""
     recv_buffer: int | None = Field(None, gt=0)
     """``udp://``: the socket's receive buffer in bytes (default: the system's)."""
+    max_reconnects: int | None = Field(None, ge=0)
+    """``tcp://``: reconnect attempts in a row before giving up (none: until stopped)."""
+    backoff_max_s: float = Field(5.0, gt=0)
+    """``tcp://``: longest wait between reconnect attempts (they start at 0.1 s and double)."""
 
     @model_validator(mode="after")
     def _one_input(self) -> NmeaConfig:
@@ -358,6 +392,7 @@ SourceConfig = Annotated[
     SyntheticConfig
     | VideoConfig
     | VelodyneConfig
+    | HesaiConfig
     | OusterConfig
     | PointCloudFilesConfig
     | TimeSeriesCsvConfig

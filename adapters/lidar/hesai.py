@@ -1,0 +1,469 @@
+"""``HesaiSource``: Hesai sweeps, live from UDP or offline from a pcap or a bag of packets.
+
+The packet work is :mod:`adapters.lidar.hesai_packets` (checks) and
+:class:`~adapters.lidar.hesai_decode.HesaiDecoder` (points, sweeps); this module
+only moves bytes. Offline, packets are read, checked and decoded in a worker
+thread in batches; live, datagrams are received on the event loop and decoded
+in a worker thread a few at a time.
+
+Time. ``t_sensor`` of a sweep is the firing time of its earliest point from the
+packet stamps (the sensor's UTC date and time, ns since the Unix epoch, as
+nebula reads them); each point's ``t_offset`` is from there. ``t_arrival`` is
+the host receive time (live), the capture time (pcap) or the bag's log time of
+the message that completed the sweep.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+from adapters.errors import DecodeError, SourceOpenError
+from adapters.lidar.hesai_decode import HESAI_DTYPE, HesaiDecoder, HesaiSweep
+from adapters.lidar.hesai_models import (
+    RETURN_MODES,
+    HesaiAngles,
+    HesaiModel,
+    default_angles,
+    get_model,
+    identify,
+    read_angles,
+)
+from adapters.lidar.hesai_packets import PACKET_TYPES, BadMessage, bag_packets, prepare
+from adapters.net.udp import DEFAULT_SENDER_TIMEOUT, UdpReceiver
+from fusion.clock import ClockModel
+from fusion.continuity import StreamWatch
+from fusion.errors import ConfigError, UsageError
+from fusion.frames import Frame, Overflow, SensorSpec
+from fusion.source import Source
+from fusion.timing import current_clock
+
+log = logging.getLogger("hyperframes.lidar")
+
+DEFAULT_PORT = 2368
+_BATCH = 512
+_MAX_WAITING = 4096
+Packet = tuple[bytes, int | None, str]  # payload, arrival, where (for messages)
+
+
+class HesaiSource(Source):
+    """Sweeps of a Hesai LiDAR: Pandar40P, Pandar64, QT64, QT128, XT16, XT32, XT32M, OT128
+    (contract name).
+
+    Exactly one input: ``pcap=`` (pcap or pcapng: UDP datagrams to ``data_port``),
+    ``bag=`` (a ROS 1/2 bag of ``pandar_msgs/PandarScan`` or
+    ``nebula_msgs/NebulaPackets``; ``topic`` picks one when several hold packets)
+    or ``port=`` (live UDP; ``port=0`` picks a free one, see :meth:`wait_listening`).
+    ``model="auto"`` tells the model from the packets' header (nebula's layouts,
+    :mod:`adapters.lidar.hesai_models`); a declared model refuses packets of
+    another (``bad_header``). ``calibration`` is the sensor's angle CSV; without
+    one the model's default angles (nebula's files) are used, which are only
+    nominal for a given unit.
+
+    Each frame's ``data`` is a :data:`HESAI_DTYPE` array of one rotation, cut
+    channel by channel where its corrected azimuth crosses ``cut_angle`` degrees
+    (as nebula cuts). ``min_range``/``max_range`` narrow the sensor's own range;
+    ``dual_return_distance_threshold`` (m) drops a non-last echo that close to
+    another (nebula's default 0.1). The first sweep and the sweeps still open at
+    the end are ``meta["partial"]``; ``partial_sweeps=False`` drops them (their
+    packets lost as ``partial_sweep``). The ledger's unit is the packet: each ends
+    in a sweep or is lost by reason (``bad_length``, ``bad_header``, ``bad_crc``,
+    ``bad_return_mode``, ``bad_azimuth``, ``bad_message``, ``unsupported_model``,
+    ``foreign_sender`` live).
+    """
+
+    _ledger_unit = "packet"
+
+    def __init__(
+        self,
+        pcap: str | Path | None = None,
+        *,
+        bag: str | Path | None = None,
+        topic: str | None = None,
+        port: int | None = None,
+        model: str | HesaiModel = "auto",
+        calibration: str | Path | HesaiAngles | None = None,
+        host: str = "0.0.0.0",
+        data_port: int = DEFAULT_PORT,
+        name: str = "lidar",
+        cut_angle: float = 0.0,
+        min_range: float | None = None,
+        max_range: float | None = None,
+        dual_return_distance_threshold: float = 0.1,
+        check_crc: bool = True,
+        partial_sweeps: bool = True,
+        speed: float | None = None,
+        recv_buffer: int | None = 8 * 1024 * 1024,
+        sender: str | None = None,
+        sender_timeout: float | None = DEFAULT_SENDER_TIMEOUT,
+        clock: ClockModel | None = None,
+        capacity: int = 8,
+        overflow: Overflow | None = None,
+        jump_threshold: float = 1.0,
+        kernel: bool = True,
+    ) -> None:
+        given = [x for x in (pcap, bag, port) if x is not None]
+        if len(given) > 1:
+            raise ConfigError("give one of pcap= or bag= (offline) or port= (live)")
+        if speed is not None and speed <= 0:
+            raise ConfigError(f"speed must be > 0 or None, got {speed}")
+        if not 0.0 <= cut_angle < 360.0:
+            raise ConfigError(f"cut_angle must be in [0, 360) degrees, got {cut_angle}")
+        if dual_return_distance_threshold < 0:
+            raise ConfigError("dual_return_distance_threshold must be >= 0 metres")
+        if min_range is not None and max_range is not None and min_range >= max_range:
+            raise ConfigError(f"min_range {min_range} must be below max_range {max_range}")
+        auto = isinstance(model, str) and model.strip().lower() == "auto"
+        try:
+            self.declared: HesaiModel | None = None if auto else get_model(model)
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
+        if isinstance(calibration, (str, Path)):
+            try:
+                calibration = read_angles(calibration)
+            except DecodeError as err:
+                raise SourceOpenError(str(err), sensor=name) from err
+        self.calibration: HesaiAngles | None = calibration
+        self.pcap = None if pcap is None else Path(pcap)
+        self.bag = None if bag is None else Path(bag)
+        for what, path in (("pcap file", self.pcap), ("bag", self.bag)):
+            if path is not None and not path.exists():
+                raise SourceOpenError(f"{what} {str(path)!r} does not exist", sensor=name)
+        self.topic = topic
+        self.port = DEFAULT_PORT if not given else port
+        self.host, self.data_port = host, data_port
+        self.cut_angle, self.min_range, self.max_range = cut_angle, min_range, max_range
+        self.threshold = dual_return_distance_threshold
+        self.check_crc, self.partial_sweeps, self.speed = check_crc, partial_sweeps, speed
+        self.recv_buffer, self.sender, self.sender_timeout = recv_buffer, sender, sender_timeout
+        self.kernel = kernel
+        self.model: HesaiModel | None = None
+        """The model the packets are decoded as (known once one has arrived)."""
+        self.decoder: HesaiDecoder | None = None
+        self.udp: UdpReceiver | None = None
+        self.other_datagrams: Counter[tuple[int, int]] = Counter()
+        """Datagrams of a pcap to other ports, by (port, size): not counted as packets."""
+        live = self.pcap is None and self.bag is None
+        self._meta: dict[str, Any] = {
+            "model": "auto" if self.declared is None else self.declared.name,
+            "vendor": "Hesai",
+            "cut_angle_deg": cut_angle,
+            "fields": list(HESAI_DTYPE.names or ()),
+            "frame": "x = r cos(el) sin(az), y = r cos(el) cos(az), z up (nebula)",
+        }
+        super().__init__(
+            SensorSpec(
+                name,
+                kind="lidar",
+                clock=clock,
+                capacity=capacity,
+                overflow=overflow or ("drop_oldest" if live else "block"),
+                meta=self._meta,
+            )
+        )
+        self.watch = StreamWatch(name, int(jump_threshold * 1e9), log)
+        self._waiting: list[Packet] = []
+        self._listening_port: int | None = None
+        self._listening: Any = None
+
+    # -- packets to sweeps ---------------------------------------------------------------
+
+    def _take(self, packets: list[Packet]) -> list[HesaiSweep]:
+        """Payloads in (each counted received); finished sweeps out."""
+        self.count_received(len(packets))
+        if self.decoder is None:
+            self._waiting += packets
+            if not self._choose() and len(self._waiting) < _MAX_WAITING:
+                return []
+            if self.decoder is None:
+                self._give_up()
+            packets, self._waiting = self._waiting, []
+        return self._push(packets)
+
+    def _choose(self) -> bool:
+        """Pick the model from the packets held; False while none has said."""
+        for payload, _t, _where in self._waiting:
+            found, said = identify(payload)
+            if found is None and said.startswith("Hesai"):
+                self._give_up(said)
+            if found is None:
+                continue
+            if self.declared is not None and self.declared is not found:
+                continue  # refused one by one as bad_header
+            self._start(self.declared or found, said)
+            return True
+        return False
+
+    def _start(self, model: HesaiModel, said: str) -> None:
+        angles = self.calibration or default_angles(model)
+        try:
+            self.decoder = HesaiDecoder(
+                model,
+                angles,
+                cut_angle=self.cut_angle,
+                min_range=self.min_range,
+                max_range=self.max_range,
+                dual_return_distance_threshold=self.threshold,
+                kernel=self.kernel,
+            )
+        except ValueError as err:
+            self._give_up(f"the packets say {model.name}, but {err}")
+        self.model = model
+        self._meta.update(model=model.name, model_evidence=said, angles=angles.source)
+        if self.declared is None:
+            log.info("%s: %s (%s; angles %s)", self.name, model.name, said, angles.source)
+
+    def _give_up(self, said: str | None = None) -> None:
+        if said is None:
+            whats = Counter(identify(p)[1] for p, _t, _w in self._waiting[:64])
+            said = "no Hesai packet: " + "; ".join(f"{n} x {w}" for w, n in whats.most_common(3))
+            if self.declared is not None:
+                said = f"none of {len(self._waiting)} packets is a {self.declared.name}: {said}"
+        waiting, self._waiting = len(self._waiting), []
+        if waiting:
+            self.count_error("unsupported_model", said, units=waiting)
+        where = self.pcap or self.bag
+        raise DecodeError(f"{self.name}: {str(where) + ': ' if where else ''}{said}")
+
+    def _push(self, packets: list[Packet]) -> list[HesaiSweep]:
+        decoder = self.decoder
+        assert decoder is not None
+        batch, rejected = prepare(
+            decoder.model, [p for p, _t, _w in packets], check_crc=self.check_crc
+        )
+        for i, reason, message in rejected:
+            self.count_error(reason, f"{packets[i][2]}{message}")
+        arrivals = [packets[i][1] for i in batch.index.tolist()]
+        return decoder.push(batch, arrivals)
+
+    def _flush(self) -> list[HesaiSweep]:
+        sweeps: list[HesaiSweep] = []
+        if self.decoder is None and self._waiting:
+            if not self._choose():
+                self._give_up()
+            packets, self._waiting = self._waiting, []
+            sweeps = self._push(packets)
+        return sweeps + (self.decoder.flush() if self.decoder is not None else [])
+
+    def _wanted(self, sweep: HesaiSweep) -> bool:
+        if self.partial_sweeps or not sweep.partial:
+            return True
+        self.ledger().lose("partial_sweep", sweep.units)
+        return False
+
+    def _frame(self, sweep: HesaiSweep) -> Frame:
+        modes = self.decoder.dual_packets if self.decoder is not None else 0
+        return self.make_frame(
+            sweep.t_sensor,
+            sweep.points,
+            t_arrival=sweep.t_arrival,
+            meta={"partial": sweep.partial, "packets": sweep.units, "dual": modes > 0},
+            units=sweep.units,
+        )
+
+    # -- offline -------------------------------------------------------------------------
+
+    def frames(self) -> AsyncIterator[Frame]:
+        if self.pcap is None and self.bag is None:
+            return self._live_frames()
+        return self._offline_frames()
+
+    async def _offline_frames(self) -> AsyncIterator[Frame]:
+        self.decoder, self.model, self._waiting = None, None, []
+        packets = await self.run_blocking(self._open_offline)
+        clock = current_clock()
+        start: tuple[int, int] | None = None
+        made = 0
+        try:
+            while True:
+                batch = await self.run_blocking(self._offline_batch, packets)
+                if batch is None:
+                    break
+                for sweep in batch:
+                    if self.speed is not None and sweep.t_arrival is not None:
+                        if start is None:
+                            start = (clock.now(), sweep.t_arrival)
+                        due = start[0] + round((sweep.t_arrival - start[1]) / self.speed)
+                        await clock.sleep_until(due)
+                    made += 1
+                    yield self._frame(sweep)
+        finally:
+            close = getattr(packets, "close", None)
+            if close is not None:
+                close()
+        if not made:
+            self._nothing_decoded()
+
+    def _open_offline(self) -> Iterator[Packet]:
+        if self.pcap is not None:
+            return self._pcap_packets()
+        return self._bag_packets()
+
+    def _pcap_packets(self) -> Iterator[Packet]:
+        from adapters.lidar.pcap import PcapReader
+
+        assert self.pcap is not None
+        with PcapReader(self.pcap) as reader:
+            for d in reader:
+                if d.dst_port != self.data_port:
+                    self.other_datagrams[(d.dst_port, len(d.payload))] += 1
+                    continue
+                yield d.payload, d.t_capture, f"{self.pcap}: record at byte {d.offset}: "
+
+    def _bag_packets(self) -> Iterator[Packet]:
+        from adapters.bags.reader import BagReader, decompress_message
+
+        assert self.bag is not None
+        with BagReader(self.bag) as reader:
+            topics = {
+                t: i.msgtype
+                for t, i in reader.topics.items()
+                if i.msgtype is not None and _packet_type(i.msgtype)
+            }
+            if self.topic is not None:
+                if self.topic not in reader.topics:
+                    raise SourceOpenError(
+                        f"{self.bag}: no topic {self.topic!r} (topics: {', '.join(reader.topics)})",
+                        sensor=self.name,
+                    )
+                if self.topic not in topics:
+                    raise SourceOpenError(
+                        f"{self.bag}: topic {self.topic!r} is {reader.topics[self.topic].msgtype}, "
+                        f"not one of {', '.join(PACKET_TYPES)}",
+                        sensor=self.name,
+                    )
+                topics = {self.topic: topics[self.topic]}
+            if len(topics) != 1:
+                what = ", ".join(topics) if topics else "none"
+                raise SourceOpenError(
+                    f"{self.bag}: {len(topics)} topics of Hesai packets ({what}); "
+                    f"{'give topic=' if topics else 'expected ' + ' or '.join(PACKET_TYPES)}",
+                    sensor=self.name,
+                )
+            ((topic, msgtype),) = topics.items()
+            conns = reader.topics[topic].connections
+            for number, (_conn, t, data) in enumerate(reader.messages(conns)):
+                raw = decompress_message(data) if reader.message_compression else data
+                try:
+                    payloads = bag_packets(raw, msgtype, cdr=reader.is2)
+                except BadMessage as err:
+                    self.count_received(1)
+                    self.count_error("bad_message", f"{self.bag}: {topic} message {number}: {err}")
+                    continue
+                where = f"{self.bag}: {topic} message {number}: packet "
+                for i, payload in enumerate(payloads):
+                    yield payload, t, f"{where}{i}: "
+
+    def _offline_batch(self, packets: Iterator[Packet]) -> list[HesaiSweep] | None:
+        taken: list[Packet] = []
+        ended = True
+        for packet in packets:
+            taken.append(packet)
+            if len(taken) >= _BATCH:
+                ended = False
+                break
+        sweeps = self._take(taken) if taken else []
+        if ended:
+            sweeps += self._flush()
+            if not sweeps:
+                return None
+        return [s for s in sweeps if self._wanted(s)]
+
+    def _nothing_decoded(self) -> None:
+        stats = self.ledger().statistics()
+        where = self.pcap or self.bag
+        if stats.received:
+            reasons = ", ".join(f"{n} {r}" for r, n in sorted(stats.lost.items())) or "none lost"
+            raise DecodeError(
+                f"{self.name}: {where}: {stats.received} packets gave no sweep ({reasons}); "
+                f"last error: {self.last_error}"
+            )
+        if self.other_datagrams:
+            (port, size), count = self.other_datagrams.most_common(1)[0]
+            raise DecodeError(
+                f"{self.name}: {where}: no datagram to port {self.data_port}; "
+                f"{count:,} of {size:,} bytes to port {port} (give data_port={port}?)"
+            )
+        raise DecodeError(f"{self.name}: {where}: no Hesai packets")
+
+    # -- live ----------------------------------------------------------------------------
+
+    async def wait_listening(self) -> int:
+        """Wait until the live socket is bound; return its UDP port."""
+        if self.pcap is not None or self.bag is not None:
+            raise UsageError("wait_listening() is for live sources (port=...)")
+        import anyio
+
+        if self._listening is None:
+            self._listening = anyio.Event()
+        await self._listening.wait()
+        assert self._listening_port is not None
+        return self._listening_port
+
+    async def _live_frames(self) -> AsyncIterator[Frame]:
+        import anyio
+
+        assert self.port is not None
+        self.decoder, self.model, self._waiting = None, None, []
+        if self._listening is None:
+            self._listening = anyio.Event()
+        receiver = UdpReceiver(
+            self,
+            host=self.host,
+            port=self.port,
+            sender=self.sender,
+            recv_buffer=self.recv_buffer,
+            sender_timeout=self.sender_timeout,
+            counts_admitted=False,
+        )
+        if self.kernel:
+            from adapters.lidar.hesai_kernel import warm
+
+            await self.run_blocking(warm)
+        async with receiver:
+            self.udp = receiver
+            self._listening_port = receiver.port
+            self._listening.set()
+            while True:
+                got = await receiver.receive_many(64)
+                packets = [(p, t, f"datagram from {a[0]}:{a[1]}: ") for p, a, t in got]
+                for sweep in await self.run_blocking(self._take, packets):
+                    if self._wanted(sweep):
+                        frame = self._frame(sweep)
+                        self.watch.check(frame)
+                        yield frame
+
+    def statistics(self) -> dict[str, Any]:
+        stats = dict(super().statistics())
+        decoder = self.decoder
+        stats.update(
+            model=None if self.model is None else self.model.name,
+            packets=0 if decoder is None else decoder.packets,
+            dual_packets=0 if decoder is None else decoder.dual_packets,
+            other_datagrams={f"{p}/{s}": n for (p, s), n in self.other_datagrams.items()},
+            **self.watch.as_dict(),
+        )
+        if self.udp is not None:
+            stats["udp"] = self.udp.statistics().as_dict()
+        return stats
+
+    def __repr__(self) -> str:
+        if self.pcap is not None:
+            where = f"pcap={str(self.pcap)!r}"
+        elif self.bag is not None:
+            where = f"bag={str(self.bag)!r}"
+        else:
+            where = f"port={self.port}"
+        model = "auto" if self.declared is None else self.declared.name
+        return f"HesaiSource({where}, model={model!r}, name={self.name!r})"
+
+
+def _packet_type(msgtype: str) -> bool:
+    plain = msgtype.replace("/msg/", "/")
+    return any(plain == t.replace("/msg/", "/") for t in PACKET_TYPES)
+
+
+__all__ = ["DEFAULT_PORT", "HESAI_DTYPE", "RETURN_MODES", "HesaiSource"]

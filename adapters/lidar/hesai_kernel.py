@@ -1,0 +1,151 @@
+"""The compiled kernel that turns Hesai packets into points (numba, imported lazily).
+
+One loop nest walks the packets of a batch, block group by block group, channel
+by channel, echo by echo, and writes each kept point straight into its columns:
+the same float32 arithmetic, cut and filters as :func:`adapters.lidar.hesai_decode.decode_numpy`
+(the plain numpy path, which allocates a (P, G, C, r) temporary per step), in
+nebula's order. The kernel releases the GIL. :mod:`adapters.lidar.hesai_decode`
+imports this module on the first decode, so ``import adapters`` stays light;
+the compiled code is cached next to this module when that is writable.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numba
+import numpy as np
+
+from adapters.lidar.hesai_geometry import Columns, CutState, Geometry, initial_sweeps
+from adapters.lidar.hesai_models import HesaiModel
+from adapters.lidar.hesai_packets import Batch, time_table
+
+TWO_PI_F = float(np.float32(2 * np.pi))
+
+
+@numba.njit(nogil=True, cache=True, boundscheck=False)
+def _decode(  # pragma: no cover - compiled
+    raw: Any, ints: Any, dis: Any, stamps: Any, tkey: Any, ttab: Any,
+    offset: Any, block_rad: Any, cos_el: Any, sin_el: Any, lims: Any,
+    last: Any, sweep: Any, cut: Any,
+    ox: Any, oy: Any, oz: Any, oi: Any, oc: Any, ot: Any, orr: Any, osw: Any, psw: Any,
+) -> int:  # fmt: skip
+    P = raw.shape[0]
+    r, G, C = ints[0], ints[1], ints[2]
+    header, bsize, az_at, usize = ints[3], ints[4], ints[5], ints[6]
+    lo, hi, thr = lims[0], lims[1], lims[2]
+    two_pi = TWO_PI_F
+    n = 0
+    dist = np.empty(3, np.float32)
+    draw = np.empty(3, np.int64)
+    refl = np.empty(3, np.int64)
+    for p in range(P):
+        du = dis[p]
+        for g in range(G):
+            b0 = header + g * r * bsize
+            a = np.int64(raw[p, b0 + az_at]) | (np.int64(raw[p, b0 + az_at + 1]) << 8)
+            brad = block_rad[a]
+            first_sweep = np.int64(1) << 62
+            for c in range(C):
+                spatial = np.float32(brad + offset[c])
+                d = np.float64(spatial)
+                az = np.float32(d - math.floor(d / two_pi) * two_pi)
+                prev = last[c]
+                if prev != az:
+                    wraps = az < prev
+                    inside = (cut <= az or prev <= cut) if wraps else (prev <= cut <= az)
+                    if inside and cut != az:
+                        sweep[c] += 1
+                last[c] = az
+                k = sweep[c]
+                if k < first_sweep:
+                    first_sweep = k
+                for j in range(r):
+                    u = header + (g * r + j) * bsize + az_at + 2 + c * usize
+                    draw[j] = np.int64(raw[p, u]) | (np.int64(raw[p, u + 1]) << 8)
+                    refl[j] = raw[p, u + 2]
+                    dist[j] = np.float32(draw[j] * du)
+                for j in range(r):
+                    if draw[j] == 0 or dist[j] < lo or dist[j] > hi:
+                        continue
+                    if j != r - 1:
+                        drop = False
+                        for q in range(r):
+                            if q == j:
+                                continue
+                            if draw[q] == draw[j] and refl[q] == refl[j]:
+                                drop = True
+                            if abs(dist[q] - dist[j]) < thr:
+                                drop = True
+                        if drop:
+                            continue
+                    xy = np.float32(dist[j] * cos_el[c])
+                    ox[n] = np.float32(xy * np.float32(math.sin(spatial)))
+                    oy[n] = np.float32(xy * np.float32(math.cos(spatial)))
+                    oz[n] = np.float32(dist[j] * sin_el[c])
+                    oi[n] = refl[j]
+                    oc[n] = c
+                    ot[n] = stamps[p] + ttab[tkey[p], g * r + j, c]
+                    orr[n] = j + 1
+                    osw[n] = k
+                    n += 1
+            if g == 0:
+                psw[p] = first_sweep
+    return n
+
+
+def decode_kernel(
+    model: HesaiModel,
+    batch: Batch,
+    geo: Geometry,
+    state: CutState,
+    limits: tuple[float, float, float],
+) -> Columns:
+    """Points of ``batch`` (one return count throughout), updating ``state`` (compiled)."""
+    r = int(batch.returns[0])
+    P, C, G = len(batch.raw), model.channels, model.blocks // r
+    if not state.started:
+        b0 = model.block_offset(0) + model.azimuth_at
+        a = int(batch.raw[0, b0]) | (int(batch.raw[0, b0 + 1]) << 8)
+        spatial = (geo.block_rad[a] + geo.offset).astype(np.float32)
+        d = spatial.astype(np.float64)
+        az = (d - np.floor(d / TWO_PI_F) * TWO_PI_F).astype(np.float32)
+        state.sweep[:] = initial_sweeps(az, geo.cut, geo)
+        state.last[:] = az
+        state.started = True
+    keys, tkey = np.unique(batch.time_key, return_inverse=True)
+    ttab = np.stack([time_table(model, r, int(k)) for k in keys]).astype(np.int64)
+    ints = np.array(
+        [r, G, C, model.header, model.block_size, model.azimuth_at, model.unit], np.int64
+    )
+    lims = np.array(limits, np.float64)
+    cap = P * G * C * r
+    ox, oy, oz = (np.empty(cap, np.float32) for _ in range(3))
+    oi = np.empty(cap, np.uint8)
+    oc = np.empty(cap, np.uint16)
+    ot = np.empty(cap, np.int64)
+    orr = np.empty(cap, np.uint8)
+    osw = np.empty(cap, np.int64)
+    psw = np.empty(P, np.int64)
+    n = _decode(
+        batch.raw, ints, batch.dis_unit, batch.stamps, tkey.astype(np.int64).reshape(-1), ttab,
+        geo.offset, geo.block_rad, geo.cos_el, geo.sin_el, lims,
+        state.last, state.sweep, geo.cut, ox, oy, oz, oi, oc, ot, orr, osw, psw,
+    )  # fmt: skip
+    return Columns(ox[:n], oy[:n], oz[:n], oi[:n], oc[:n], ot[:n], orr[:n], osw[:n], psw)
+
+
+def warm() -> None:
+    """Compile (or load the cached) kernel before the first live packet."""
+    from adapters.lidar.hesai_models import MODELS, default_angles
+
+    model = MODELS["PandarXT16"]
+    geo = Geometry(model, default_angles(model), 0.0)
+    raw = np.zeros((1, model.size), np.uint8)
+    raw[0, :2] = (0xEE, 0xFF)
+    batch = Batch(
+        raw, np.zeros(1, np.int64), np.zeros(1, np.int64), np.ones(1, np.int64),
+        np.full(1, 0x37, np.uint8), np.full(1, 0.004), np.zeros(1, np.int64),
+    )  # fmt: skip
+    decode_kernel(model, batch, geo, CutState(model.channels), (0.1, 100.0, 0.1))
