@@ -22,7 +22,17 @@ Theory of operation. Every file or folder a command writes goes through
 
 So a failed command leaves the old file (if any) as it was and nothing under
 the final name; a command killed with SIGKILL leaves at most a hidden
-``.partial`` folder beside it.
+``.partial`` folder (and a ``.NAME.lock``, see below) beside it.
+
+One writer per output. Before step 2, :func:`lock_output` takes an exclusive
+``flock`` on ``.NAME.lock`` beside the output (its pid written in it), held
+until the output is published or abandoned: a second command writing the same
+output (two ``record -o s.hfr`` at once, an ``export`` into the folder a
+running ``export`` fills) is refused with :class:`OutputInUse`, naming the
+output and the holder's pid, before it writes a byte. The lock is the kernel's:
+a killed holder releases it, and the next writer takes the file it left. The
+recorder takes the same lock for each file it writes (``NAME.partial`` is
+renamed to ``NAME`` under it).
 
 :class:`~recordings.Recorder` has its own form of step 2 for a live
 recording (``atomic=True``: ``s.hfr.partial`` renamed at each finished part),
@@ -35,6 +45,7 @@ aside as ``s.hfr.partial.1`` (:func:`keep_aside`) and says so.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import tempfile
@@ -42,9 +53,19 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from fusion.errors import ConfigError
+from fusion.errors import ConfigError, HyperframesError
 
-__all__ = ["OutputIsInput", "fsync_dir", "keep_aside", "publish", "refuse_overlap", "safe_output"]
+__all__ = [
+    "OutputInUse",
+    "OutputIsInput",
+    "OutputLock",
+    "fsync_dir",
+    "keep_aside",
+    "lock_output",
+    "publish",
+    "refuse_overlap",
+    "safe_output",
+]
 
 StrPath = str | os.PathLike[str]
 
@@ -59,6 +80,96 @@ class OutputIsInput(ConfigError):
             f"output '{self.output}' {how} the input '{self.input}'; "
             "nothing was written: write somewhere else"
         )
+
+
+class OutputInUse(HyperframesError):
+    """Another command (or recorder) is writing the same output right now."""
+
+    def __init__(self, output: StrPath, pid: int | None) -> None:
+        self.output = str(output)
+        self.pid = pid
+        holder = f"process {pid}" if pid is not None else "another process"
+        super().__init__(
+            f"output '{self.output}' is being written by {holder} (it holds the lock "
+            f"'{lock_path(Path(output).resolve())}'); nothing was written: wait for it "
+            "to end or write somewhere else"
+        )
+
+
+def lock_path(output: Path) -> Path:
+    """The lock file of ``output``: ``.NAME.lock`` beside it."""
+    return output.with_name(f".{output.name}.lock")
+
+
+class OutputLock:
+    """An exclusive ``flock`` on an output's lock file, held until :meth:`release`."""
+
+    def __init__(self, output: Path, fd: int, path: Path) -> None:
+        self.output = output
+        self.path = path
+        self._fd = fd
+
+    @property
+    def held(self) -> bool:
+        return self._fd >= 0
+
+    def release(self) -> None:
+        """Remove the lock file and let go of the lock (idempotent). The file is removed
+        while the lock is held, so a waiting writer finds it gone and makes a new one."""
+        if self._fd < 0:
+            return
+        with contextlib.suppress(OSError):
+            if os.stat(self.path).st_ino == os.fstat(self._fd).st_ino:
+                os.unlink(self.path)
+        os.close(self._fd)
+        self._fd = -1
+
+    def __enter__(self) -> OutputLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def __del__(self) -> None:
+        if getattr(self, "_fd", -1) >= 0:
+            os.close(self._fd)
+
+
+def lock_output(output: StrPath) -> OutputLock:
+    """Take the output's exclusive lock (``.NAME.lock`` beside it, made if missing);
+    :class:`OutputInUse` naming the holder's pid when another process (or another
+    writer in this one) holds it. Never waits."""
+    final = Path(output)
+    path = lock_path(final.resolve())  # one lock whatever symlink names the output
+    for _ in range(100):  # a holder removes its file as it ends: lock the one that stays
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pid = _holder(fd)
+            os.close(fd)
+            raise OutputInUse(final, pid) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        try:
+            same = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if not same:  # removed (or replaced) by its last holder after we opened it
+            os.close(fd)
+            continue
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        return OutputLock(final, fd, path)
+    raise OutputInUse(final, None)  # pragma: no cover - 100 holders in a row
+
+
+def _holder(fd: int) -> int | None:
+    """The pid a lock file holds (written by its holder), if it is a number."""
+    with contextlib.suppress(OSError, ValueError):
+        return int(os.pread(fd, 32, 0).split()[0])
+    return None
 
 
 def _identity(path: Path) -> tuple[int, int] | None:
@@ -164,17 +275,21 @@ def safe_output(output: StrPath, inputs: Iterable[StrPath | None] = ()) -> Itera
 
     ``with safe_output("s.mcap", inputs=["s.hfr"]) as tmp: write(tmp)``.
     Raises :class:`OutputIsInput` before anything is written when ``output``
-    is an input. The output's folder is created if missing. A symlinked
-    output is written where it points.
+    is an input, :class:`OutputInUse` when another command is writing it. The
+    output's folder is created if missing. A symlinked output is written where
+    it points.
     """
     inputs = list(inputs)
     final = refuse_overlap(output, inputs)
     final.parent.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=final.parent))
-    try:
-        staged = stage / final.name
-        yield staged
-        if staged.exists() or staged.is_symlink():
-            publish(staged, final, inputs)
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
+    with lock_output(final):  # one writer per output: a second is refused here
+        stage = Path(
+            tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=final.parent)
+        )
+        try:
+            staged = stage / final.name
+            yield staged
+            if staged.exists() or staged.is_symlink():
+                publish(staged, final, inputs)
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)

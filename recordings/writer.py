@@ -269,6 +269,7 @@ class Recorder(Closeable):
         # Writer-thread state.
         self._part = 0
         self._paths: list[Path] = []
+        self._locks: list[Any] = []  # an OutputLock per file written (recordings.outputs)
         self._fd = -1
         self._index: list[dict[str, Any]] = []
         self._part_bytes = 0
@@ -492,6 +493,7 @@ class Recorder(Closeable):
                 return True
             if action == "finish":
                 self._finish_part()
+                self._release_outputs()
                 return False
             meta, parts, length, details, buffer = job.result()
             self._write_chunk(meta, parts, length, details)
@@ -512,7 +514,13 @@ class Recorder(Closeable):
                 with contextlib.suppress(OSError):
                     os.close(self._fd)
                 self._fd = -1
+            self._release_outputs()
             return False
+
+    def _release_outputs(self) -> None:
+        """Published or abandoned: the next writer of these files may come."""
+        for lock in self._locks:
+            lock.release()
 
     def __del__(self) -> None:
         # An abandoned recorder: warn like an unclosed file, then finish the
@@ -559,6 +567,9 @@ class Recorder(Closeable):
 
             refuse_overlap(path, self._inputs)
         self._final = path
+        from recordings.outputs import lock_output
+
+        self._locks.append(lock_output(path))  # one writer per file: a second is refused
         if self._atomic:
             path = path.with_name(path.name + ".partial")
             from recordings.outputs import keep_aside
