@@ -221,6 +221,10 @@ class SnapshotRecorder(Closeable):
         self._wall_clock = wall_clock  # anchors like every recording (see Recorder)
         self._inputs = [Path(p) for p in inputs]  # never a snapshot over one of these
         self._failures: list[str] = []
+        from recordings.outputs import lock_output
+
+        # One snapshot writer per OUT: a second is refused (its OUT.NNNN.hfr would collide).
+        self._output_lock = lock_output(self.path)
 
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
@@ -569,6 +573,7 @@ class SnapshotRecorder(Closeable):
             self._release_ready(final=True)
             self._wake.notify_all()
         self._thread.join()
+        self._output_lock.release()
         for signum, old in self._old_handlers.items():
             with contextlib.suppress(ValueError):  # not the main thread
                 signal.signal(signum, old)

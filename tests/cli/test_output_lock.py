@@ -188,3 +188,25 @@ def test_a_lock_left_by_a_killed_holder_is_taken(
         staged.write_bytes(b"x")
     assert out.read_bytes() == b"x"
     assert not lock_path(out).exists()
+
+
+def test_library_writers_take_the_same_lock(tmp_path: Path) -> None:
+    """A Recorder and a SnapshotRecorder of an output another writer holds are refused
+    before they write; once it is released they write."""
+    from recordings import Recorder
+    from recordings.snapshot import SnapshotRecorder
+
+    out = tmp_path / "s.hfr"
+    with Recorder(out):
+        with pytest.raises(OutputInUse, match=f"output '{out}' is being written by process"):
+            Recorder(out)
+        with pytest.raises(OutputInUse):
+            SnapshotRecorder(out, keep=1.0)
+    assert not (tmp_path / "s.hfr.partial.1").exists()  # the first one's partial untouched
+    snap = SnapshotRecorder(out, keep=1.0)
+    with pytest.raises(OutputInUse):
+        Recorder(out)
+    snap.close()
+    with Recorder(out):
+        pass
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.hfr"]
