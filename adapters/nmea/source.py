@@ -59,6 +59,15 @@ class NmeaSource(Source):
     ``udp://`` receives through :class:`adapters.net.udp.UdpReceiver`:
     ``sender`` (an IPv4 address, optionally ``:port``) is the only sender taken
     (default: the first one heard), ``recv_buffer`` the socket's buffer.
+    ``tcp://`` reconnects, as live video does: a connection that cannot be made,
+    is reset or is closed by the receiver is tried again after ``backoff[0]``
+    seconds, doubling up to ``backoff[1]``, at most ``max_reconnects`` times in a
+    row (``None``: until cancelled; ``0`` or ``reconnect=False``: a closed
+    connection ends the source, a refused first one raises
+    :class:`~adapters.errors.SourceOpenError`). Each drop is logged and counted
+    (``disconnect``, each failed attempt ``open_failed``: warnings, no unit lost);
+    ``statistics()`` has ``connections`` and ``disconnects``. A sentence cut by
+    the drop is counted with the rest (``bad_checksum``...).
     """
 
     _ledger_unit = "sentence"
@@ -75,6 +84,9 @@ class NmeaSource(Source):
         speed: float | None = None,
         sender: str | None = None,
         recv_buffer: int | None = None,
+        reconnect: bool = True,
+        backoff: tuple[float, float] = (0.1, 5.0),
+        max_reconnects: int | None = None,
         clock: ClockModel | None = None,
         capacity: int = 64,
         overflow: Overflow | None = None,
@@ -89,6 +101,17 @@ class NmeaSource(Source):
             raise ConfigError(f"speed must be > 0 or None, got {speed}")
         if baud <= 0:
             raise ConfigError(f"baud must be > 0, got {baud}")
+        if backoff[0] <= 0 or backoff[1] < backoff[0]:
+            raise ConfigError(f"backoff must be (initial > 0, max >= initial), got {backoff!r}")
+        if max_reconnects is not None and max_reconnects < 0:
+            raise ConfigError(f"max_reconnects must be >= 0 or None, got {max_reconnects}")
+        self.reconnect = reconnect
+        self.backoff = backoff
+        self.max_reconnects = max_reconnects if reconnect else 0
+        self.connections = 0
+        """``tcp://``: connections made (1 + reconnects)."""
+        self.disconnects = 0
+        """``tcp://``: connections that were reset or closed by the receiver."""
         self.path = None if path is None else Path(path)
         if self.path is not None and not self.path.is_file():
             raise SourceOpenError(f"NMEA file {str(self.path)!r} does not exist", sensor=name)
@@ -126,6 +149,8 @@ class NmeaSource(Source):
         """Base counters plus the well-formed sentences read, by type (and, for
         ``udp://``, the receiver's counters)."""
         stats = {**super().statistics(), "sentences": dict(self.decoder.types)}
+        if self._address is not None and self._address[0] == "tcp":
+            stats.update(connections=self.connections, disconnects=self.disconnects)
         if self.udp is not None:
             stats["udp"] = self.udp.statistics().as_dict()
         return stats
@@ -253,22 +278,56 @@ class NmeaSource(Source):
                 yield self._decode(payload.splitlines(), arrival, f"udp from {peer}:{peer_port}")
 
     async def _tcp_batches(self, host: str, port: int) -> AsyncIterator[Batch]:
-        try:
-            stream = await anyio.connect_tcp(host, port)
-        except OSError as err:
-            raise SourceOpenError(
-                f"cannot connect to tcp://{host}:{port}: {err}", sensor=self.name
-            ) from err
-        splitter = LineSplitter()
         where = f"tcp://{host}:{port}"
-        async with stream:
-            while True:
-                try:
-                    data = await stream.receive()
-                except (anyio.EndOfStream, anyio.BrokenResourceError):
-                    break
-                yield self._decode(splitter.feed(data), current_clock().now(), where)
-        yield self._decode(splitter.flush(), current_clock().now(), where, final=True)
+        attempt = 0  # failed attempts in a row
+        while True:
+            try:
+                stream = await anyio.connect_tcp(host, port)
+            except OSError as err:
+                reason = f"cannot connect to {where}: {err}"
+                if not self.reconnect:
+                    raise SourceOpenError(reason, sensor=self.name) from err
+                self.count_error("open_failed", reason, units=0)
+                if attempt == 0:
+                    log.warning("%s: %s (retrying until it answers)", self.name, reason)
+                await self._wait_to_retry(attempt, reason)
+                attempt += 1
+                continue
+            self.connections += 1
+            if self.connections > 1:
+                log.warning("%s: reconnected to %s", self.name, where)
+            attempt = 0
+            splitter = LineSplitter()
+            why = "the receiver closed the connection"
+            async with stream:
+                while True:
+                    try:
+                        data = await stream.receive()
+                    except anyio.EndOfStream:
+                        break
+                    except (anyio.BrokenResourceError, OSError) as err:
+                        why = f"connection lost: {err or type(err).__name__}"
+                        break
+                    yield self._decode(splitter.feed(data), current_clock().now(), where)
+            # a sentence the drop cut is a unit too: counted with its fault
+            yield self._decode(splitter.flush(), current_clock().now(), where)
+            self.disconnects += 1
+            self.count_error("disconnect", f"{where}: {why}", units=0)
+            if self.max_reconnects == 0:
+                break
+            log.warning("%s: %s: %s; reconnecting", self.name, where, why)
+            await self._wait_to_retry(0, why)
+            attempt = 1
+        yield self._decode([], current_clock().now(), where, final=True)
+
+    async def _wait_to_retry(self, attempt: int, reason: str) -> None:
+        """Sleep before reconnect ``attempt`` (0: the first of a run); a SourceError when
+        ``max_reconnects`` are spent. Real time on purpose, as the sockets' timeouts."""
+        if self.max_reconnects is not None and attempt >= self.max_reconnects:
+            raise SourceError(
+                f"{self.url}: gave up after {attempt} reconnects: {reason}", sensor=self.name
+            )
+        await anyio.sleep(min(self.backoff[1], self.backoff[0] * 2**attempt))
 
     def _decode(
         self, lines: Iterable[bytes], arrival: int, where: str, *, final: bool = False

@@ -319,6 +319,8 @@ def build_source(
             speed=cfg.speed,
             sender=cfg.sender,
             recv_buffer=cfg.recv_buffer,
+            max_reconnects=cfg.max_reconnects,
+            backoff=(min(0.1, cfg.backoff_max_s), cfg.backoff_max_s),
         )
     if isinstance(cfg, CanConfig):
         from adapters.can import CanSource

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import math
 import os
@@ -358,7 +359,7 @@ async def test_tcp_stream_from_a_receiver_that_serves_nmea() -> None:
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     try:
-        source = NmeaSource(url=f"tcp://127.0.0.1:{port}")
+        source = NmeaSource(url=f"tcp://127.0.0.1:{port}", max_reconnects=0)
         frames = await collect(source)
     finally:
         thread.join(5)
@@ -366,6 +367,52 @@ async def test_tcp_stream_from_a_receiver_that_serves_nmea() -> None:
     assert [f.t - MIDNIGHT_1994_03_23 for f in frames] == [30 * 10**9, 31 * 10**9, 32 * 10**9]
     balanced(source)
     assert np.all(np.isfinite([f.data["speed"][0] for f in frames]))
+
+
+async def test_a_tcp_receiver_that_resets_is_reconnected_until_max_reconnects() -> None:
+    import struct
+
+    from fusion.errors import SourceError
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    runs = [session(3, 30.0), session(3, 40.0)]
+
+    def serve_with_reset() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.sendall(("\r\n".join(runs[0]) + "\r\n").encode())
+            conn.settimeout(0.3)
+            with contextlib.suppress(TimeoutError):  # the source reads what came
+                conn.recv(1)
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        conn, _ = listener.accept()
+        with conn:
+            conn.sendall(("\r\n".join(runs[1]) + "\r\n").encode())
+        listener.close()
+
+    thread = threading.Thread(target=serve_with_reset, daemon=True)
+    thread.start()
+    source = NmeaSource(url=f"tcp://127.0.0.1:{port}", max_reconnects=2, backoff=(0.01, 0.02))
+    frames: list[Frame] = []
+
+    async def read() -> None:
+        async with source:
+            async for frame in source.frames():
+                frames.append(frame)
+
+    with anyio.fail_after(10), pytest.raises(SourceError, match="gave up after 2 reconnects"):
+        await read()
+    thread.join(5)
+    seconds = [(f.t - MIDNIGHT_1994_03_23) // 10**9 for f in frames]
+    assert seconds == [30, 31, 32, 40, 41, 42]
+    stats = source.statistics()
+    assert (stats["connections"], stats["disconnects"]) == (2, 2)
+    assert source.errors["disconnect"] == 2
+    assert source.errors["open_failed"] == 2  # the two attempts max_reconnects allows
+    ledger = source.ledgers()["gnss"]
+    assert ledger.received == sum(len(r) for r in runs)
+    assert ledger.received == ledger.emitted + ledger.lost_total
 
 
 def test_a_knot_is_what_pynmea2_and_the_nmea_standard_say() -> None:
