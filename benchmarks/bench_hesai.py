@@ -1,0 +1,65 @@
+"""Hesai decode speed: the compiled kernel against the plain numpy path, same run, same packets.
+
+Decodes every packet of nebula's XT32, QT128 and 40P bags (../shared/data/lidar/hesai),
+repeated ``--repeat`` times through :class:`adapters.lidar.hesai_decode.HesaiDecoder`
+(packet checks included), and prints points/s and CPU seconds per path and the ratio.
+The kernel's compile is done before timing (its cost is printed apart).
+
+    .venv/bin/python benchmarks/bench_hesai.py --repeat 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import sqlite3
+import time
+from pathlib import Path
+
+from adapters.lidar.hesai_decode import HesaiDecoder
+from adapters.lidar.hesai_models import default_angles, identify
+from adapters.lidar.hesai_packets import bag_packets, prepare
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "lidar" / "hesai"
+
+
+def packets(key: str) -> list[bytes]:
+    db = next((DATA / key).glob("*/*.db3"))
+    rows = sqlite3.connect(db).execute("select data from messages order by timestamp")
+    return [p for (d,) in rows for p in bag_packets(d, "pandar_msgs/msg/PandarScan")]
+
+
+def run(payloads: list[bytes], kernel: bool, repeat: int) -> tuple[int, float, float]:
+    model = identify(payloads[0])[0]
+    assert model is not None
+    points = 0
+    wall, cpu = time.perf_counter(), time.process_time()
+    for _ in range(repeat):
+        decoder = HesaiDecoder(model, default_angles(model), kernel=kernel)
+        for i in range(0, len(payloads), 512):
+            batch, _rejected = prepare(model, payloads[i : i + 512])
+            for s in decoder.push(batch, [None] * len(batch.raw)):
+                points += len(s.points)
+        points += sum(len(s.points) for s in decoder.flush())
+    return points, time.perf_counter() - wall, time.process_time() - cpu
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=10)
+    args = parser.parse_args()
+    t0 = time.perf_counter()
+    run(packets("xt32")[:64], True, 1)
+    print(f"kernel compile/load: {time.perf_counter() - t0:.2f} s")
+    for key in ("40p", "xt32", "qt128"):
+        payloads = packets(key)
+        res = {k: run(payloads, k, args.repeat) for k in (True, False)}
+        for k, (n, wall, cpu) in res.items():
+            name = "kernel" if k else "numpy "
+            print(
+                f"{key:6} {name} {n / wall / 1e6:6.2f} M points/s  wall {wall:.3f} s  cpu {cpu:.3f} s"
+            )
+        print(f"{key:6} kernel/numpy speed ratio {res[False][2] / res[True][2]:.2f}x (CPU time)")
+
+
+if __name__ == "__main__":
+    main()
