@@ -11,6 +11,7 @@ ports, records that are not UDP) is what the ledger must show.
 
 from __future__ import annotations
 
+import json
 import socket
 import struct
 import time
@@ -293,3 +294,31 @@ async def test_two_velodynes_live_on_one_port_the_second_is_counted_foreign() ->
     assert [f.t_sensor for f in received] == [f.t_sensor for f in expected]
     for got, want in zip(received, expected, strict=True):
         np.testing.assert_array_equal(got.data, want.data)
+
+
+def test_record_of_the_damaged_capture_says_what_was_lost_and_why(tmp_path: Path) -> None:
+    """The journey: ``hyperframes record`` of the damaged capture in a terminal, then
+    ``info --json``: every sweep recorded, the losses by reason in the file's ledger."""
+    from tests.terminal import plain, run_in_terminal, run_piped
+
+    whole, damaged, _at, _flag = worse_capture(tmp_path)
+    kinds = dpkt_kinds(whole)
+    config = tmp_path / "lidar.toml"
+    config.write_text(f'[[sources]]\ntype = "velodyne"\nname = "lidar"\npcap = "{damaged}"\n')
+    out = tmp_path / "lidar.hfr"
+    code, screen = run_in_terminal("record", str(config), "-o", str(out), cwd=tmp_path)
+    text = plain(screen)
+    assert code == 0, text[-3000:]  # frames were recorded: losses alone are no failure
+    assert "recorded 52 frames" in text
+    lost = {**expected_lost(kinds), "bad_length": 1}
+    received = sum(kinds.values()) - kinds["position"]
+    assert (
+        f"lidar: lost {sum(lost.values())} of {received:,} packets (foreign_sender 15, "
+        "unsupported_type 4, wrong_port 2, bad_block_flag 1, bad_length 1)"
+    ) in text
+    info = run_piped("info", str(out), "--json")
+    assert info.returncode == 0, info.stderr
+    ledger = json.loads(info.stdout)["ledger"]["lidar"]
+    assert ledger["lost"] == lost
+    assert ledger["received"] == ledger["emitted"] + sum(lost.values())
+    assert ledger["frames"] == 52
