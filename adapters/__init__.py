@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from adapters.lidar import OusterSource, PointCloudFiles, VelodyneSource
     from adapters.lidar.hesai import HesaiSource
     from adapters.nmea import NmeaSource
+    from adapters.radar import RadarSource
     from adapters.ros2 import Ros2Source
     from adapters.synthetic import (
         SensorTiming,
@@ -48,6 +49,7 @@ __all__ = [
     "NmeaSource",
     "OusterSource",
     "PointCloudFiles",
+    "RadarSource",
     "Ros2Source",
     "SensorTimeout",
     "SensorTiming",
@@ -88,6 +90,7 @@ __getattr__, __dir__ = lazy_exports(
         "NmeaSource": "adapters.nmea.source",
         "OusterSource": "adapters.lidar.ouster",
         "PointCloudFiles": "adapters.lidar.pointcloud_files",
+        "RadarSource": "adapters.radar._source",
         "Ros2Source": "adapters.ros2.source",
         "SensorTimeout": "adapters.errors",
         "SourceOpenError": "adapters.errors",

@@ -260,6 +260,7 @@ class UdpReceiver:
         sensor: str | None = None,
         counts_admitted: bool = True,
         gather: float = 0.0,
+        group: str | None = None,
     ) -> None:
         if not 0 <= gather <= 1:
             raise ConfigError(f"gather must be 0..1 seconds, got {gather}")
@@ -267,6 +268,17 @@ class UdpReceiver:
             raise ConfigError(f"recv_buffer must be > 0 bytes or None, got {recv_buffer}")
         if sender_timeout is not None and not sender_timeout > 0:
             raise ConfigError(f"sender_timeout must be > 0 seconds or None, got {sender_timeout}")
+        if group is not None:
+            try:
+                socket.inet_aton(group)
+            except OSError:
+                raise ConfigError(
+                    f"group must be an IPv4 multicast address, got {group!r}"
+                ) from None
+            if not 224 <= int(group.split(".")[0]) <= 239:
+                raise ConfigError(f"group {group!r} is not a multicast address (224-239.x.x.x)")
+        self.group = group
+        """A multicast group joined on ``host``'s interface (``0.0.0.0``: the default one)."""
         self.source = source
         self.sensor = sensor
         self.counts_admitted = counts_admitted
@@ -299,7 +311,12 @@ class UdpReceiver:
             sock.setblocking(False)
             if self.recv_buffer_requested is not None:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.recv_buffer_requested)
+            if self.group is not None:  # bound to the group's port, beside other listeners
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind((self.host, self.port))
+            if self.group is not None:
+                membership = socket.inet_aton(self.group) + socket.inet_aton(self.host)
+                sock.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, membership)
         except OSError as err:
             sock.close()
             raise SourceOpenError(
