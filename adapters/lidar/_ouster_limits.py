@@ -53,7 +53,11 @@ def metadata_problem(raw: bytes, info: Any) -> str | None:
     stated = _stated_format(raw)
     for key, value in stated.items():
         held = getattr(fmt, key, None)
-        if isinstance(value, int) and not isinstance(value, bool) and value != held:
+        if key == "column_window" and isinstance(value, list):
+            value, held = [*value], [*held] if held is not None else None
+        elif not isinstance(value, int) or isinstance(value, bool):
+            continue  # the SDK's own check names a value of the wrong type
+        if value != held:
             return f"data format {key} = {value} is out of range (ouster-sdk reads it as {held})"
     if columns not in MODE_COLUMNS:
         widths = ", ".join(map(str, MODE_COLUMNS))
@@ -116,7 +120,7 @@ def _stated_format(raw: bytes) -> dict[str, Any]:
     for key in _DATA_FORMAT_KEYS:  # legacy and current layouts keep it at the top
         value = doc.get(key)
         if isinstance(value, dict):
-            keys = ("columns_per_frame", "columns_per_packet", "pixels_per_column")
+            keys = ("columns_per_frame", "columns_per_packet", "pixels_per_column", "column_window")
             found.update({k: value[k] for k in keys if k in value})
     return found
 
