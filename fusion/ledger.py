@@ -50,6 +50,7 @@ LOSS_REASONS: Mapping[str, str] = MappingProxyType(
         "wrong_port": "a datagram of a capture sent to a port this source does not read",
         "stale": "a packet of a scan already emitted (late, or a counter that went back)",
         "unread_at_stop": "datagrams still queued in a socket when its source stopped",
+        "missing_fragment": "a datagram of a capture whose IP fragments did not all arrive",
     }
 )
 """The shared loss reasons, with what each means (docs/ledger.md has the table)."""

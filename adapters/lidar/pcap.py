@@ -12,7 +12,10 @@ Supported: classic pcap at microsecond and nanosecond resolution in either
 byte order, and pcapng (see :mod:`adapters.lidar.pcapng`: several sections and
 interfaces, each with its own link type and ``if_tsresol``). Link types
 Ethernet (1), raw IP (101, 12), Linux cooked capture (113) and BSD loopback
-(0). Records that are not UDP over IP, IP fragments and records of an
+(0). IPv4 and IPv6 fragments are reassembled (:mod:`adapters.lidar._ipfrag`:
+the datagram comes out with the record that completed it; one whose pieces
+never all arrive is counted once as ``missing_fragment``). Records that are
+not UDP over IP and records of an
 interface with another link type are skipped and counted (``skipped``, and
 ``on_skip`` for a source's ledger, as :data:`LEDGER_REASONS` says), never fatal;
 a file cut short ends the iteration and is counted too. A classic pcap record
@@ -36,6 +39,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from adapters.errors import SourceOpenError
+from adapters.lidar._ipfrag import Reassembler
 from adapters.lidar.pcapng import walk as walk_pcapng
 
 _MAGICS = {
@@ -49,7 +53,8 @@ _LINK_ETHERNET, _LINK_NULL, _LINK_RAW, _LINK_RAW_BSD, _LINK_SLL = 1, 0, 101, 12,
 LINK_TYPES = (_LINK_ETHERNET, _LINK_NULL, _LINK_RAW, _LINK_RAW_BSD, _LINK_SLL)
 SKIP_REASONS = {
     "not_udp": "a record that is not UDP over IPv4/IPv6",
-    "fragment": "an IP fragment (never reassembled)",
+    "missing_fragment": "a datagram whose IP fragments did not all arrive (counted once, at "
+    "its first fragment's record)",
     "truncated_record": "a record shorter than its headers say",
     "truncated_file": "the file ends (or its lengths break) inside a record",
     "damaged_record": "a record whose header cannot be right (a length beyond the snapshot "
@@ -61,7 +66,7 @@ SKIP_REASONS = {
 """Why a capture record yields no datagram."""
 LEDGER_REASONS = {
     "not_udp": "unsupported_type",
-    "fragment": "unsupported_type",
+    "missing_fragment": "missing_fragment",
     "unsupported_link": "unsupported_type",
     "unknown_interface": "unsupported_type",
     "truncated_record": "bad_length",
@@ -115,6 +120,8 @@ class PcapReader:
         self.skipped: Counter[str] = Counter()
         self.records = 0
         self._on_skip = on_skip
+        self.fragments = Reassembler(self._skip)
+        """IP fragments taken and datagrams made whole (``fragments.reassembled``)."""
         self._map: mmap.mmap | None = None
         try:
             self._file: BinaryIO = open(self.path, "rb")  # noqa: SIM115 - closed in close()
@@ -173,9 +180,10 @@ class PcapReader:
 
     def addressed(self) -> Iterator[Datagram]:
         """The datagrams as :data:`Datagram` tuples, the sender's address last."""
-        if self.format == "pcapng":
-            yield from self._pcapng()
-            return
+        yield from self._pcapng() if self.format == "pcapng" else self._classic()
+        self.fragments.flush()  # datagrams still missing a piece are lost
+
+    def _classic(self) -> Iterator[Datagram]:
         record = struct.Struct(self._endian + "IIII").unpack_from
         plain = _PLAIN_UDP.unpack_from
         offset = 24
@@ -327,17 +335,38 @@ class PcapReader:
                 self._skip("not_udp", offset)
                 return None
             flags_frag = (frame[pos + 6] << 8) | frame[pos + 7]
-            if flags_frag & 0x3FFF:  # more-fragments bit or a fragment offset
-                self._skip("fragment", offset)
-                return None
             host = frame[pos + 12 : pos + 16]
-            pos += ihl
+            if flags_frag & 0x3FFF:  # more-fragments bit or a fragment offset
+                total = (frame[pos + 2] << 8) | frame[pos + 3]
+                key = (host, frame[pos + 16 : pos + 20], (frame[pos + 4] << 8) | frame[pos + 5], 4)
+                piece = frame[pos + ihl : pos + total]
+                more = bool(flags_frag & 0x2000)
+                whole = self.fragments.push(key, (flags_frag & 0x1FFF) * 8, more, piece, offset)
+                if whole is None:
+                    return None
+                frame, pos = whole, 0  # the reassembled UDP header and data
+            else:
+                pos += ihl
         elif ethertype == b"\x86\xdd" and len(frame) >= pos + 40:
-            if frame[pos + 6] != 17:  # extension headers are not walked
+            host = frame[pos + 8 : pos + 24]
+            if frame[pos + 6] == 44 and len(frame) >= pos + 48:  # a fragment header
+                if frame[pos + 40] != 17:
+                    self._skip("not_udp", offset)
+                    return None
+                size = (frame[pos + 4] << 8) | frame[pos + 5]  # the fragment header included
+                field = (frame[pos + 42] << 8) | frame[pos + 43]
+                ident = int.from_bytes(frame[pos + 44 : pos + 48], "big")
+                key = (host, frame[pos + 24 : pos + 40], ident, 6)
+                piece = frame[pos + 48 : pos + 40 + size]
+                whole = self.fragments.push(key, field & 0xFFF8, bool(field & 1), piece, offset)
+                if whole is None:
+                    return None
+                frame, pos = whole, 0
+            elif frame[pos + 6] != 17:  # other extension headers are not walked
                 self._skip("not_udp", offset)
                 return None
-            host = frame[pos + 8 : pos + 24]
-            pos += 40
+            else:
+                pos += 40
         else:
             self._skip("not_udp", offset)
             return None
