@@ -36,6 +36,7 @@ from hyperframes.config.sources import (
     NmeaConfig,
     OusterConfig,
     PointCloudFilesConfig,
+    RadarConfig,
     ReplayConfig,
     Ros2Config,
     SyntheticConfig,
@@ -94,6 +95,7 @@ def build_pipeline(
                 Ros2Config,
                 CanConfig,
                 UlogConfig,
+                RadarConfig,
             )
             if spec.name != cfg.name and not isinstance(cfg, multi):
                 continue
@@ -349,6 +351,28 @@ def build_source(
             utc=cfg.utc,
             speed=cfg.speed,
             max_bytes=cfg.max_bytes,
+        )
+    if isinstance(cfg, RadarConfig):
+        from adapters.radar import RadarSource
+
+        return RadarSource(
+            cfg.pcap,
+            bag=cfg.bag,
+            topic=cfg.topic,
+            port=cfg.port,
+            host=cfg.host,
+            group=cfg.group,
+            data_port=cfg.data_port,
+            can=cfg.can,
+            interface=cfg.interface,
+            channel=cfg.channel,
+            bitrate=cfg.bitrate,
+            bus_options=cfg.bus_options,
+            model=cfg.model,
+            name=cfg.name,
+            speed=cfg.speed,
+            sender=cfg.sender,
+            recv_buffer=cfg.recv_buffer,
         )
     if isinstance(cfg, BagConfig):
         from adapters.bags import BagSource

@@ -26,6 +26,7 @@ from hyperframes.config.sources import (
     CanConfig,
     KittiRawConfig,
     OusterConfig,
+    RadarConfig,
     Ros2Config,
     SourceConfig,
     UlogConfig,
@@ -150,7 +151,9 @@ class PipelineConfig(StrictModel):
             n for s in self.sources if isinstance(s, KittiRawConfig) for n in s.sensor_names()
         }
         for s in self.sources:
-            if isinstance(s, (BagConfig, OusterConfig, Ros2Config, CanConfig, UlogConfig)):
+            if isinstance(
+                s, (BagConfig, OusterConfig, Ros2Config, CanConfig, UlogConfig, RadarConfig)
+            ):
                 known |= set(s.sensor_names())
         wanted = set(self.sync.sensors or ()) | set(self.sync.optional) | set(self.sync.windows_ms)
         wanted |= {self.sync.reference} if self.sync.reference else set()

@@ -31,7 +31,7 @@ the ellipsoid that NavSatFix carries.
 
 Which shape: a sensor of kind ``imu`` or ``gnss`` takes its own shape when its
 fields fit; any time-series or generic sensor takes the first that fits, in
-the table's order; a ``lidar`` or ``camera`` sensor none (its ``x, y, z``
+the table's order; a ``lidar``, ``radar`` or ``camera`` sensor none (its ``x, y, z``
 arrays are point clouds). A per-sensor override (``--type imu=sensor_msgs/msg/Imu``
 on ``export``, ``export_type`` in a TOML source, :func:`parse_types`) forces a
 type: fields that do not fit it skip the frame with the reason, and
@@ -81,7 +81,7 @@ _SHAPES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {  # required, opt
     "odometry": (("position", "orientation", "velocity"), ("gyro",)),
     "pose": (("position", "orientation"), ()),
 }
-_NOT_SERIES = ("lidar", "camera")
+_NOT_SERIES = ("lidar", "camera", "radar")
 _UNIT = re.compile(r"\s*[\[(].*$")
 _AXIS = re.compile(r"^(?P<prefix>.*?)_?(?P<axis>[xyzw])$")
 _QUALITY_STATUS = {0: -1, 2: 1, 4: 2, 5: 2}

@@ -64,3 +64,26 @@ def raw_messages() -> list[bytes]:
 
     with Reader(BAG) as reader:
         return [bytes(raw) for _c, _t, raw in reader.messages()]
+
+
+def restamped(payload: bytes, t_ns: int) -> bytes:
+    """A real list datagram with its sensor stamp (bytes 36-44: ns, s) set to ``t_ns``."""
+    s, ns = divmod(t_ns, 1_000_000_000)
+    return payload[:36] + ns.to_bytes(4, "big") + s.to_bytes(4, "big") + payload[44:]
+
+
+def scan_capture(
+    path: Path, scans: int, *, start_ns: int = 10_000_000, period_ns: int = 50_000_000
+) -> None:
+    """A pcap of ``scans`` radar cycles (the real object and detection lists, restamped
+    every ``period_ns`` from ``start_ns``; each captured 2 ms after its stamp)."""
+    from tests.adapters.lidar_testdata import write_pcap
+
+    packets = [p for _t, p in bag_packets()]
+    records = []
+    for k in range(scans):
+        t = start_ns + k * period_ns
+        records += [
+            (t + 2_000_000 + i * 1000, 42102, restamped(p, t)) for i, p in enumerate(packets)
+        ]
+    write_pcap(path, records)
