@@ -8,7 +8,7 @@ without video never loads PyAV).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +78,14 @@ def build_pipeline(
         for name, codec in (config.recorder.video if config.recorder else {}).items()
         if codec.partition(":")[0].strip().lower() == "copy"
     }
+    sync = config.sync
+    asked = {*(sync.sensors or ()), *sync.windows_ms, sync.reference}
+    chosen = [  # an Ouster's IMU the sync section names must produce frames
+        s.model_copy(update={"require_imu": True})
+        if isinstance(s, OusterConfig) and f"{s.name}_imu" in asked
+        else s
+        for s in chosen
+    ]
     built = [(s, build_source(s, copied, gather_ms=gather_ms)) for s in chosen]
     sources = [source for _, source in built] + list(extra_sources)
     if not sources:
@@ -113,7 +121,8 @@ def build_pipeline(
                 )
             )
     names = [spec.name for s in sources for spec in s.specs]
-    policy = build_policy(config.sync, names)
+    quiet = [spec.name for s in sources for spec in s.specs if spec.optional]
+    policy = build_policy(config.sync, names, quiet)
     stages = [SensorStage(st.sensor, build_stage(st)) for st in config.stages]
     workers = {w.name: build_worker(w) for w in config.workers}
     recorder = None
@@ -248,6 +257,7 @@ def build_source(
             metadata=cfg.metadata,
             lidar_port=cfg.lidar_port,
             imu_port=cfg.imu_port,
+            require_imu=cfg.require_imu,
             host=cfg.host,
             recv_buffer=cfg.recv_buffer,
             name=cfg.name,
@@ -409,12 +419,17 @@ def build_source(
     return Replay(cfg.path, speed=cfg.speed)
 
 
-def build_policy(cfg: SyncConfig, names: list[str]) -> SyncPolicy:
+def build_policy(cfg: SyncConfig, names: list[str], quiet: Collection[str] = ()) -> SyncPolicy:
+    """The sync policy of ``cfg`` over the sensors ``names``; ``quiet`` are sensors a
+    source offers as optional (an Ouster's IMU): optional in the groups too unless
+    ``cfg.sensors`` names the group's sensors itself."""
     from fusion.policies import ApproximateTime, ExactTime, Nearest
 
     present = set(names)
     sensors = [s for s in cfg.sensors if s in present] if cfg.sensors else names
     optional = [s for s in cfg.optional if s in present]  # --exclude may remove some
+    if not cfg.sensors:
+        optional += [s for s in quiet if s in present and s != cfg.reference and s not in optional]
     windows = {k: v for k, v in cfg.windows_ms.items() if k in present}
     if cfg.policy == "nearest" and cfg.reference not in present:
         raise ConfigError(

@@ -128,8 +128,13 @@ class OusterConfig(_SourceBase):
     """The sensor's metadata JSON (legacy or current layout)."""
     pcap: str | None = None
     """A capture (pcap or pcapng); without it the source listens live."""
-    lidar_port: int = Field(7502, ge=0, le=65535)
-    imu_port: int = Field(7503, ge=0, le=65535)
+    lidar_port: int | None = Field(None, ge=0, le=65535)
+    """None: the metadata's ``udp_port_lidar``, else (a capture) the port its lidar packets
+    go to, else 7502."""
+    imu_port: int | None = Field(None, ge=0, le=65535)
+    """None: the metadata's ``udp_port_imu``, else the capture's, else 7503."""
+    require_imu: bool = False
+    """Fail a run whose IMU sends nothing (also when ``[sync]`` names ``<name>_imu``)."""
     host: UdpSender = None
     """Live: keep only datagrams from this address (others count as foreign_sender)."""
     recv_buffer: int = Field(8 * 1024 * 1024, gt=0)
