@@ -1,12 +1,11 @@
-"""``RadarSource``: automotive radar scans as frames, from captures, bags, UDP or CAN.
+"""``RadarSource``: automotive radar scans as frames, from captures, bags or live UDP.
 
 This module moves bytes; the decoding is sans-I/O: :mod:`adapters.radar._ars548`
-(one UDP payload -> one detection or object list) and
-:mod:`adapters.radar._ars408` (CAN messages -> cluster and object lists).
+(one UDP payload -> one detection or object list).
 
 Each radar gives two sensors, ``<name>_detections`` and ``<name>_objects``
 (kind ``radar``), one frame per list the sensor sends. The ledger's unit is the
-datagram (a CAN frame for the ARS408): it is received on the ledger of the list
+datagram: it is received on the ledger of the list
 it says it is (a datagram no list claims, on the detections sensor's) and ends
 as that frame or lost by reason. Offline the datagrams are read and decoded in
 a worker thread in batches; live, each is decoded as it arrives (a list is
@@ -35,7 +34,7 @@ from fusion.timing import current_clock
 
 log = logging.getLogger("adapters.radar")
 
-MODELS = ("ars548", "ars408")
+MODELS = ("ars548",)
 """The radars :class:`RadarSource` decodes."""
 _BATCH = 256  # datagrams per worker-thread round trip offline
 _LIVE_BATCH = 64
@@ -66,14 +65,10 @@ class RadarSource(Source):
     on ``topic``, default the bag's only such topic); ``port`` listens live
     (``port=0`` picks a free one, :meth:`wait_listening` says which; ``group``
     joins a multicast group, the sensor's factory setting is ``224.0.2.2``).
-    The **Continental ARS408** (``model="ars408"``) talks CAN: ``can`` reads a CAN
-    log python-can reads, ``interface``/``channel`` a live bus, decoded with the
-    ARS408's public DBC (:mod:`adapters.radar._ars408`).
+    (The CAN-bus ARS408 is not decoded yet: docs/radar.md.)
 
-    Sensors: ``<name>_detections`` (rows of :data:`~adapters.radar.DETECTION_DTYPE`
-    for the ARS548, :data:`~adapters.radar.CLUSTER_DTYPE` for the ARS408) and
-    ``<name>_objects`` (:data:`~adapters.radar.OBJECT_DTYPE`,
-    :data:`~adapters.radar.ARS408_OBJECT_DTYPE`). Each frame's ``t_sensor`` is
+    Sensors: ``<name>_detections`` (rows of :data:`~adapters.radar.DETECTION_DTYPE`)
+    and ``<name>_objects`` (:data:`~adapters.radar.OBJECT_DTYPE`). Each frame's ``t_sensor`` is
     the list's own stamp (the radar's clock), ``t_arrival`` the capture time
     (pcap), the time nebula received the packet (bag) or the host receive time
     (live); the list's header fields (sync status, sensor origin...) are in
@@ -95,11 +90,6 @@ class RadarSource(Source):
         host: str = "0.0.0.0",
         group: str | None = None,
         data_port: int = _ars548.DEFAULT_PORT,
-        can: str | Path | None = None,
-        interface: str | None = None,
-        channel: str | int | None = None,
-        bitrate: int | None = None,
-        bus_options: Mapping[str, Any] | None = None,
         model: str = "ars548",
         name: str = "radar",
         speed: float | None = None,
@@ -113,18 +103,12 @@ class RadarSource(Source):
         model = model.strip().lower()
         if model not in MODELS:
             raise ConfigError(f"radar model {model!r} is not one of {', '.join(MODELS)}")
-        inputs = {"pcap": pcap, "bag": bag, "port": port, "can": can, "interface": interface}
+        inputs = {"pcap": pcap, "bag": bag, "port": port}
         given = [k for k, v in inputs.items() if v is not None]
         if len(given) != 1:
             raise ConfigError(
-                "RadarSource needs exactly one of pcap=, bag=, port= (ARS548) or can=, "
-                f"interface= (ARS408), got {', '.join(given) or 'none'}"
-            )
-        wanted = ("can", "interface") if model == "ars408" else ("pcap", "bag", "port")
-        if given[0] not in wanted:
-            raise ConfigError(
-                f"radar model {model!r} reads {' or '.join(w + '=' for w in wanted)}, "
-                f"not {given[0]}="
+                "RadarSource needs exactly one of pcap= (a capture), bag= (nebula's packets) "
+                f"or port= (live UDP), got {', '.join(given) or 'none'}"
             )
         if speed is not None and speed <= 0:
             raise ConfigError(f"speed must be > 0 or None, got {speed}")
@@ -152,21 +136,11 @@ class RadarSource(Source):
         self.udp: UdpReceiver | None = None
         """The live socket's receiver (kernel drops, foreign senders), once listening."""
         self._listening = anyio.Event()
-        self._ars408: Any = None
-        live = port is not None or interface is not None
-        if model == "ars408":
-            from adapters.radar._ars408 import Ars408Input  # type: ignore[import-not-found]
-
-            self._ars408 = Ars408Input(
-                can, interface=interface, channel=channel, bitrate=bitrate,
-                bus_options=bus_options, name=name,
-            )  # fmt: skip
-            fields = self._ars408.fields
-        else:
-            fields = {
-                self.detections: list(_ars548.DETECTION_DTYPE.names or ()),
-                self.objects: list(_ars548.OBJECT_DTYPE.names or ()),
-            }
+        live = port is not None
+        fields = {
+            self.detections: list(_ars548.DETECTION_DTYPE.names or ()),
+            self.objects: list(_ars548.OBJECT_DTYPE.names or ()),
+        }
         input_ = next(str(v) for v in inputs.values() if v is not None)
         super().__init__(
             specs=tuple(
@@ -217,10 +191,6 @@ class RadarSource(Source):
             async for live in self._live_frames():
                 yield live
             return
-        if self._ars408 is not None:
-            async for made408 in self._ars408.frames(self):
-                yield made408
-            return
         batches = self._pcap_batches() if self.pcap is not None else self._bag_batches()
         clock = current_clock()
         start: tuple[int, int] | None = None
@@ -240,7 +210,7 @@ class RadarSource(Source):
 
     async def frame_batches(self) -> AsyncIterator[list[Frame]]:
         """A file's frames a batch at a time; a paced or live source's one at a time."""
-        if self.port is not None or self.speed is not None or self._ars408 is not None:
+        if self.port is not None or self.speed is not None:
             async for frames in super().frame_batches():
                 yield frames
             return

@@ -321,12 +321,12 @@ class UlogConfig(_SourceBase):
 
 class RadarConfig(_SourceBase):
     """An automotive radar (:class:`adapters.RadarSource`), two sensors ``<name>_detections``
-    and ``<name>_objects``. ARS548 (``model = "ars548"``): exactly one of ``pcap``, ``bag``
-    (nebula's packets, on ``topic``) or ``port`` (live UDP, ``group`` a multicast group to
-    join); ARS408 (``model = "ars408"``): ``can`` (a CAN log) or ``interface`` (a live bus)."""
+    and ``<name>_objects``. The Continental ARS548 (``model = "ars548"``): exactly one of
+    ``pcap``, ``bag`` (nebula's packets, on ``topic``) or ``port`` (live UDP, ``group`` a
+    multicast group to join)."""
 
     type: Literal["radar"]
-    model: Literal["ars548", "ars408"] = "ars548"
+    model: Literal["ars548"] = "ars548"
     pcap: str | None = None
     bag: str | None = None
     topic: str | None = None
@@ -334,30 +334,22 @@ class RadarConfig(_SourceBase):
     host: str = "0.0.0.0"
     group: str | None = None
     data_port: int = Field(42102, ge=1, le=65535)
-    can: str | None = None
-    interface: str | None = None
-    channel: str | int | None = None
-    bitrate: int | None = Field(None, gt=0)
-    bus_options: dict[str, Any] = Field(default_factory=dict)
     speed: float | None = Field(None, gt=0)
     sender: UdpSender = None
     recv_buffer: int = Field(8 * 1024 * 1024, gt=0)
 
     @model_validator(mode="after")
     def _one_input(self) -> RadarConfig:
-        keys = ("can", "interface") if self.model == "ars408" else ("pcap", "bag", "port")
-        given = [
-            k for k in ("pcap", "bag", "port", "can", "interface") if getattr(self, k) is not None
-        ]
-        if len(given) != 1 or given[0] not in keys:
+        given = [k for k in ("pcap", "bag", "port") if getattr(self, k) is not None]
+        if len(given) != 1:
             raise ValueError(
-                f"an {self.model.upper()} takes exactly one of {', '.join(map(repr, keys))}, "
-                f"found {given or 'none'}"
+                f"give exactly one of 'pcap' (a capture), 'bag' (nebula's packets) or 'port' "
+                f"(live UDP), found {given or 'none'}"
             )
         return self
 
     def sensor_names(self) -> list[str]:
-        """The detections' (ARS408: clusters') and the objects' sensors."""
+        """The detections' and the objects' sensors."""
         return [f"{self.name}_detections", f"{self.name}_objects"]
 
 

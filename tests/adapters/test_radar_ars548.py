@@ -309,14 +309,12 @@ def test_a_capture_with_nothing_of_the_radar_says_what_it_held(tmp_path: Path) -
 
 
 def test_options_are_checked_when_the_source_is_made(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="exactly one of pcap=, bag=, port="):
+    with pytest.raises(ConfigError, match=r"exactly one of pcap= .* or port= .*, got none"):
         RadarSource()
     with pytest.raises(ConfigError, match="got pcap, port"):
         RadarSource(tmp_path, port=0)
-    with pytest.raises(ConfigError, match="radar model 'ars999' is not one of ars548, ars408"):
+    with pytest.raises(ConfigError, match="radar model 'ars999' is not one of ars548"):
         RadarSource(port=0, model="ars999")
-    with pytest.raises(ConfigError, match="radar model 'ars548' reads pcap= or bag= or port="):
-        RadarSource(can="x.asc")
     with pytest.raises(Exception, match="does not exist"):
         RadarSource(tmp_path / "missing.pcap")
 

@@ -163,3 +163,12 @@ def test_a_camera_and_radar_session_records_replays_the_same_groups_and_exports(
     radar_topic = next(t for t in counts if t.endswith("radar_detections"))
     assert fox_schemas[radar_topic] == "foxglove.PointCloud"
     assert counts[radar_topic] == SCANS
+
+
+def test_a_radar_table_takes_exactly_one_input(tmp_path: Path) -> None:
+    from fusion.errors import ConfigError
+
+    path = tmp_path / "bad.toml"
+    path.write_text('[[sources]]\ntype = "radar"\nname = "r"\npcap = "a.pcap"\nport = 42102\n')
+    with pytest.raises(ConfigError, match=r"exactly one of 'pcap' .* found \['pcap', 'port'\]"):
+        load_config(path)
