@@ -23,6 +23,19 @@ or a last packet held for a scan that never came). Columns a scan lacks are
 counted as ``missing`` in ``errors`` (a warning: those packets never arrived,
 or arrived bad and were counted then) and in ``missing_columns``.
 
+Ports. Ports not given come from the metadata (``config_params``:
+``udp_port_lidar``, ``udp_port_imu``, written by firmware 2.0 and later); a
+capture read with neither takes them from its own traffic (the port whose
+datagrams have the metadata's lidar packet size, and the IMU's), as ouster-sdk
+guesses them; 7502 and 7503 otherwise. The sensor's IP is not in the metadata
+(it names the sensor's host name and ``udp_dest``, the receiving host's
+address): ``host`` stays explicit.
+
+The IMU. ``<name>_imu`` is optional unless ``require_imu=True``: a capture or
+a sensor that sends no IMU packet (a capture filtered to the lidar port, an
+IMU port nobody listens to) leaves it without a frame and the run does not
+fail for it; asked for, its silence is an error as for any sensor.
+
 Time. ``t_sensor`` of a scan is its first valid column's timestamp, of an IMU
 sample its gyroscope timestamp: ns on the sensor's clock, which the clock
 model maps to host time as for every sensor. ``t_arrival`` is the host
@@ -125,6 +138,30 @@ def _read_metadata(path: str | Path, sensor: str) -> tuple[bytes, Any]:
     return raw, info
 
 
+_GUESS_DATAGRAMS = 4096  # a capture's first datagrams looked at to find its ports
+
+
+def _ports_by_size(path: Path, sizes: dict[str, int], name: str) -> dict[str, int]:
+    """The destination port most of a capture's first datagrams of each packet size go to
+    (``{"lidar": 7502, "imu": 7503}``; a kind none has is left out)."""
+    from collections import Counter
+
+    counts: dict[str, Counter[int]] = {kind: Counter() for kind in sizes}
+    with PcapReader(path) as reader:
+        for i, (_t, _src, port, payload, _at, _host) in enumerate(reader.addressed()):
+            for kind, size in sizes.items():
+                if len(payload) == size:
+                    counts[kind][port] += 1
+            if i >= _GUESS_DATAGRAMS:
+                break
+    default = {"lidar": LIDAR_PORT, "imu": IMU_PORT}
+    return {  # the usual port whenever it has such packets, else the one most have
+        kind: default[kind] if c[default[kind]] else c.most_common(1)[0][0]
+        for kind, c in counts.items()
+        if c
+    }
+
+
 class OusterSource(Source):
     """Scans of an Ouster lidar and its IMU (contract).
 
@@ -133,7 +170,10 @@ class OusterSource(Source):
     listens live (``lidar_port=0`` / ``imu_port=0`` pick free ports;
     :meth:`wait_listening` returns them; ``host`` keeps only datagrams from
     that address). The metadata is the sensor's JSON (``ouster-cli source
-    HOST save`` or the sensor's HTTP API), legacy or current layout.
+    HOST save`` or the sensor's HTTP API), legacy or current layout. Ports not
+    given come from the metadata, else (a capture) from the capture's traffic,
+    else 7502/7503 (``ports_from`` says which). ``require_imu=True`` makes a
+    run without IMU packets fail; by default ``<name>_imu`` is optional.
 
     ``decoder="numba"`` (the default) decodes a scan's packets at once, straight
     into its point array, with compiled kernels (:mod:`adapters.lidar.ouster_kernel`)
@@ -163,6 +203,7 @@ class OusterSource(Source):
         metadata: str | Path,
         lidar_port: int | None = None,
         imu_port: int | None = None,
+        require_imu: bool = False,
         host: str | None = None,
         bind: str = "0.0.0.0",
         name: str = "lidar",
@@ -189,8 +230,7 @@ class OusterSource(Source):
             self._pcap_size = stat.st_size
         self.metadata = Path(metadata)
         raw, self.info = _read_metadata(self.metadata, name)
-        self.lidar_port = LIDAR_PORT if lidar_port is None else lidar_port
-        self.imu_port = IMU_PORT if imu_port is None else imu_port
+        self.lidar_port, self.imu_port, self.ports_from = self._ports(lidar_port, imu_port, name)
         if host is not None:
             parse_sender(host)  # an IPv4 address (a ConfigError naming it otherwise)
         self.host = host
@@ -229,6 +269,7 @@ class OusterSource(Source):
                 SensorSpec(
                     self.imu_name,
                     kind="imu",
+                    optional=not require_imu,
                     clock=clock,
                     capacity=max(capacity, 64),
                     overflow=overflow,
@@ -246,6 +287,36 @@ class OusterSource(Source):
         self._at: int | tuple[str, int] = 0  # the datagram being read: byte offset or sender
         self._listening_ports: tuple[int, int] | None = None
         self._listening = anyio.Event()
+
+    def _ports(
+        self, lidar: int | None, imu: int | None, name: str
+    ) -> tuple[int, int, dict[str, str]]:
+        """The lidar and IMU ports, and where each came from (``"given"``, ``"metadata"``,
+        ``"capture"``, ``"default"``)."""
+        config = self.info.config
+        found: dict[str, tuple[int | None, str]] = {}
+        for key, given, stated in (
+            ("lidar", lidar, config.udp_port_lidar),
+            ("imu", imu, config.udp_port_imu),
+        ):
+            if given is not None:
+                found[key] = (given, "given")
+            elif stated:  # None or 0: the metadata does not say
+                found[key] = (int(stated), "metadata")
+            else:
+                found[key] = (None, "default")
+        if self.pcap is not None and any(p is None for p, _ in found.values()):
+            from ouster.sdk import core
+
+            fmt = core.PacketFormat(self.info)
+            sizes = {"lidar": int(fmt.lidar_packet_size), "imu": int(fmt.imu_packet_size)}
+            seen = _ports_by_size(self.pcap, sizes, name)
+            for key, (port, _) in found.items():
+                if port is None and seen.get(key) is not None:
+                    found[key] = (seen[key], "capture")
+        lidar_port = found["lidar"][0] or LIDAR_PORT
+        imu_port = found["imu"][0] or IMU_PORT
+        return lidar_port, imu_port, {k: v[1] for k, v in found.items()}
 
     def _assembler(self) -> ScanAssembler:
         return ScanAssembler(

@@ -120,7 +120,7 @@ def report_sources(console: Console, pipeline: Any) -> list[str]:
     """After a run: one ``lost:`` line per sensor that lost input, and the sensors that
     produced no frame at all (each with its reason). Returns those sensors' messages;
     the caller exits non-zero when there are any."""
-    from hyperframes.cli.common import error
+    from hyperframes.cli.common import error, note
 
     drops = pipeline.channel_drops()
     print_losses(
@@ -132,8 +132,15 @@ def report_sources(console: Console, pipeline: Any) -> list[str]:
     )
     silent: list[str] = []
     for source in pipeline.sources:
+        optional = {spec.name for spec in source.specs if spec.optional}
         for name, ledger in source.ledgers().items():
             if ledger.frames:
+                continue
+            if name in optional and not ledger.received:
+                # a sensor the source offers but nobody asked for (an Ouster's IMU in a
+                # capture without IMU packets): said, not failed
+                why = source.idle_reason(name) or "nothing arrived"
+                note(console, "note:", f"{name} (optional) produced no frame: {why}")
                 continue
             if ledger.received:
                 message = silent_message(name, ledger, source.last_error)

@@ -387,7 +387,8 @@ async def test_every_datagram_of_any_mix_ends_as_a_frame_or_a_counted_loss(
         }[kind]
         records.append((t + i, port, payload))
     write_pcap(tmp_path / "mix.pcap", records)
-    source = OusterSource(tmp_path / "mix.pcap", metadata=OUSTER_JSON)
+    # the ports given: a capture of only port 9999's would otherwise be read there
+    source = OusterSource(tmp_path / "mix.pcap", metadata=OUSTER_JSON, lidar_port=7502)
     raised = ""
     try:
         await decode_with(source)
