@@ -57,6 +57,7 @@ from typing import Any
 import msgpack
 import numpy as np
 
+from recordings.budget import walked_cost
 from recordings.format import PRELUDE, SYNC, RecordKind, crc32, pack_prelude
 from recordings.framed import ColumnFrames, frame_spans, names_and_counts, unframe
 
@@ -110,6 +111,11 @@ MAX_SHAPES = 4096
 _DTYPES = ("<i8", "u1", "<i8")  # offset, flags, size
 ROW_BYTES = 17
 _MAX_META = 32 << 20
+MAX_META_COST = 256 << 20
+"""Most bytes of Python objects a reader lets a footer record's meta decode to, checked
+by walking its msgpack (:func:`recordings.budget.walked_cost`) before decoding: a
+writer's notes are bounded (:data:`MAX_NOTES`), so a meta of millions of empty lists is
+forged (30 MB of them would take about 2 GB)."""
 
 _VIDEO_KEY = "hf.video"  # recordings.video.packets.META_KEY (not imported: a lighter module)
 DETAIL_KEYS = frozenset({"segment_start", "t_read", "gap_ns", "connection", _VIDEO_KEY})
@@ -538,6 +544,11 @@ def read_details(fd: int, index_offset: int, pointer: Any, max_bytes: int) -> Fr
     payload = memoryview(data)[PRELUDE.size + meta_len :]
     if crc32(data[:16], meta_bytes) != meta_crc or crc32(payload) != payload_crc:
         return "the frame details fail their CRC"
+    if walked_cost(meta_bytes, MAX_META_COST) > MAX_META_COST:
+        return (
+            f"the frame details meta of {meta_len} bytes would decode to over "
+            f"{MAX_META_COST >> 20} MiB of objects"
+        )
     try:
         meta = msgpack.unpackb(meta_bytes, raw=False, strict_map_key=False)
         names, counts, chunks = meta["s"], meta["c"], meta["chunks"]
@@ -553,7 +564,9 @@ def read_details(fd: int, index_offset: int, pointer: Any, max_bytes: int) -> Fr
     notes = [_notes(w, c) for w, c in zip(notes_wire, counts, strict=True)] if spans else []
     if spans is None or any(n is None for n in notes):
         return "the frame details meta is malformed"
-    if sum(counts) * ROW_BYTES > max_bytes:
-        return f"the frame details of {sum(counts)} frames are over the reader's limit"
+    if max(counts, default=0) * ROW_BYTES > max_bytes:  # a sensor is decoded at a time
+        return (
+            f"the frame details of {max(counts)} frames of one sensor are over the reader's limit"
+        )
     checked = tuple(n for n in notes if n is not None)
     return FrameDetails(tuple(names), tuple(counts), chunks, payload, spans, checked)

@@ -24,6 +24,7 @@ few decoded chunks at a time.
 
 from __future__ import annotations
 
+import collections
 import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -322,13 +323,10 @@ def sync_recording(
     owns = not isinstance(source, Recording)
     log = open_recording(source) if not isinstance(source, Recording) else source
     try:
-        raw = read_stamps(log, policy.sensors, start, end, progress)
+        decoded: collections.Counter[str] = collections.Counter()
+        raw = read_stamps(log, policy.sensors, start, end, progress, decoded)
         from_index = log.stamp_index() is not None
-        chunks_before = (
-            0
-            if from_index
-            else sum(1 for c in log.select(policy.sensors, start, end) if c.stamps is None)
-        )
+        chunks_before = decoded["chunks"]
         stamps: dict[str, SensorStamps] = {}
         out_of_order: dict[str, int] = {}
         for s, st in raw.items():

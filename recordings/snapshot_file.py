@@ -6,9 +6,9 @@ of these into ``NAME.partial``, then renames it (see its module docstring).
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
+from recordings._writev import write_all
 from recordings.chunk_encode import pack as _pack
 from recordings.format import RecordKind, crc32, pack_prelude, pack_trailer
 from recordings.layout import ChunkMeta
@@ -26,15 +26,8 @@ class SnapshotFile:
         self.index: list[dict[str, Any]] = []
 
     def emit(self, parts: list[bytes]) -> None:
-        views = [memoryview(p) for p in parts if len(p)]
-        while views:
-            n = os.writev(self.fd, views)
-            self.offset += n
-            while views and n >= len(views[0]):
-                n -= len(views[0])
-                views.pop(0)
-            if views and n:
-                views[0] = views[0][n:]
+        """Write ``parts`` back to back (split at ``IOV_MAX``, partial writes resumed)."""
+        self.offset += write_all(self.fd, parts)
 
     def chunk(self, meta: ChunkMeta, parts: list[bytes]) -> None:
         entry = meta.to_msgpack()

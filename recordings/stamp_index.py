@@ -56,6 +56,8 @@ from typing import Any
 import msgpack
 import numpy as np
 
+from recordings.budget import walked_cost
+from recordings.details import MAX_META_COST
 from recordings.format import (
     END_MAGIC,
     PRELUDE,
@@ -255,6 +257,8 @@ def read_stamp_index(fd: int, size: int, max_bytes: int) -> StampIndex | str:
     payload = memoryview(data)[PRELUDE.size + meta_len :]
     if crc32(data[:16], meta_bytes) != meta_crc or crc32(payload) != payload_crc:
         return "the stamp index fails its CRC"
+    if walked_cost(meta_bytes, MAX_META_COST) > MAX_META_COST:
+        return f"the stamp index meta of {meta_len} bytes would decode to too many objects"
     try:
         meta = msgpack.unpackb(meta_bytes, raw=False)
         names, counts, chunks, lengths = meta["s"], meta["c"], meta["chunks"], meta["z"]
@@ -264,8 +268,8 @@ def read_stamp_index(fd: int, size: int, max_bytes: int) -> StampIndex | str:
     spans = frame_spans(lengths, len(names), len(_DTYPES), len(payload)) if shaped else None
     if spans is None:
         return "the stamp index meta is malformed"
-    if sum(counts) * ROW_BYTES > max_bytes:
-        return f"the stamp index of {sum(counts)} frames is over the reader's limit"
+    if max(counts, default=0) * ROW_BYTES > max_bytes:  # a sensor is decoded at a time
+        return f"the stamp index of {max(counts)} frames of one sensor is over the reader's limit"
     return StampIndex(tuple(names), tuple(counts), chunks, payload, spans)
 
 

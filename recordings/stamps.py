@@ -40,6 +40,7 @@ find it again. Memory is 32 bytes per frame kept, plus one decoded chunk.
 from __future__ import annotations
 
 import collections
+import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -90,9 +91,11 @@ def read_stamps(
     start: int | None = None,
     end: int | None = None,
     progress: Callable[[int], None] | None = None,
+    decoded: collections.Counter[str] | None = None,
 ) -> dict[str, SensorStamps]:
     """Stamps of ``sensors`` with ``start <= t < end``, in recorded order, per sensor
-    (``progress(1)`` per chunk read)."""
+    (``progress(1)`` per chunk read; ``decoded["chunks"]`` counts the chunks whose
+    payload had to be decoded for them)."""
     names = list(dict.fromkeys(sensors))
     index = log.stamp_index()
     if index is not None:
@@ -109,6 +112,8 @@ def read_stamps(
             table = _block_stamps(chunk, log)
             if table is None:
                 table = _chunk_stamps(log.decode_chunk(chunk))
+                if decoded is not None:
+                    decoded["chunks"] += 1
         except RecordingError as err:
             log._report(err)
             if log.strict:
@@ -156,12 +161,36 @@ def _block_stamps(chunk: ChunkMeta, log: Recording) -> dict[str, tuple[Int64, In
     """``{sensor: (t, seq)}`` from the chunk's stamp block (1.4), or ``None`` to read
     the payload instead: no block, or one that does not agree with the meta."""
     if chunk.stamps is None:
-        return None
+        chunk = _own_meta(chunk, log)
+        if chunk.stamps is None:
+            return None
     try:
         block = decode_block(chunk, log.limits.max_chunk_bytes)
     except ValueError:
         return None
     return {name: block.of(k) for k, name in enumerate(chunk.sensors)}
+
+
+def _own_meta(chunk: ChunkMeta, log: Recording) -> ChunkMeta:
+    """``chunk`` with the stamp block of its own record's meta: a footer index entry has
+    none (the file's STAMPS record holds every stamp), so when that record cannot be
+    used the block is read from the chunk, not the payload. ``chunk`` itself when the
+    record's meta has no block or does not describe the same frames."""
+    from recordings.parser import parse_chunk_meta
+
+    head = log._read_record_head(chunk.offset)
+    if isinstance(head, RecordingError) or head.kind != chunk.kind:
+        return chunk
+    own = parse_chunk_meta(head, where=str(log.path))
+    if isinstance(own, RecordingError) or own.stamps is None:
+        return chunk
+    same = (own.sensors, own.counts, own.ranges, own.count) == (
+        chunk.sensors,
+        chunk.counts,
+        chunk.ranges,
+        chunk.count,
+    )
+    return dataclasses.replace(chunk, stamps=own.stamps) if same else chunk
 
 
 def _chunk_stamps(decoded: DecodedChunk) -> dict[str, tuple[Int64, Int64]]:

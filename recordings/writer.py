@@ -10,7 +10,8 @@ time, not the runtime clock: the interval bounds what a real crash can lose). Se
 compressed by a small thread pool (zstd releases the GIL, so compression uses
 every core given to it) and written in order by one writer thread, which
 also fires the flush timer. Each chunk is one ``writev`` of a self-verifying
-record, so at any instant the file is a valid prefix: a crash loses the open
+record (split at ``IOV_MAX`` pieces, :mod:`recordings._writev`), so at any
+instant the file is a valid prefix: a crash loses the open
 chunk and the chunks still in flight, never more than about one flush
 interval of data.
 
@@ -49,6 +50,7 @@ from fusion.ledger import LedgerStatistics
 from fusion.timing import run_sync
 from fusion.wallclock import sample_anchor
 from recordings import buffers
+from recordings._writev import write_all
 from recordings.builder import ChunkBuilder
 from recordings.chunk_encode import encode_chunk
 from recordings.chunk_encode import pack as _pack
@@ -70,6 +72,10 @@ from recordings.layout import ChunkMeta
 from recordings.ledgers import ledger_entries
 from recordings.stamp_block import raw_block
 from recordings.stamp_index import StampIndexWriter
+
+INDEX_BLOCK_BYTES = 8 << 20
+"""Stamp blocks (compressed) a part's footer index repeats at most; a longer part's index
+has none (its chunks and its STAMPS record have them): see ``Recorder._index_blocks``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,6 +278,7 @@ class Recorder(Closeable):
         self._locks: list[Any] = []  # an OutputLock per file written (recordings.outputs)
         self._fd = -1
         self._index: list[dict[str, Any]] = []
+        self._index_block_bytes = 0
         self._part_bytes = 0
         self._part_t0: int | None = None
         self._chunks_written = 0
@@ -591,6 +598,7 @@ class Recorder(Closeable):
             head["wall"] = sample_anchor().as_list()
         header = _pack(head)
         self._index = []
+        self._index_block_bytes = 0  # -1 once the part's blocks are left out of its index
         self._stamp_index = StampIndexWriter()  # small: the default level
         self._details = DetailsWriter()
         self._part_bytes = 0
@@ -603,6 +611,7 @@ class Recorder(Closeable):
         self, meta: ChunkMeta, parts: list[Any], length: int, details: Any = None
     ) -> None:
         entry = meta.to_msgpack()
+        self._index_blocks(entry)
         entry["off"] = self._part_bytes
         entry["len"] = sum(len(p) for p in parts[2:])  # the payload, possibly in pieces
         self._emit(parts)
@@ -621,6 +630,27 @@ class Recorder(Closeable):
             self._finish_part()
             self._part += 1
             self._open_part()
+
+    def _index_blocks(self, entry: dict[str, Any]) -> None:
+        """Keep the chunk's stamp block in its index entry while the part's blocks add up
+        to at most :data:`INDEX_BLOCK_BYTES`; past that, none (the ones held are dropped).
+
+        The block stays in the chunk's own meta, and the STAMPS record holds every
+        frame's stamps: blocks in the index only spare a reader that cannot use that
+        record a read per chunk. Hours of them would make the INDEX hundreds of MB
+        (refused by readers as over their meta limit) and the writer's memory grow.
+        """
+        block = entry.get("st")
+        if block is None:
+            return
+        if self._index_block_bytes >= 0:
+            self._index_block_bytes += len(block)
+            if self._index_block_bytes <= INDEX_BLOCK_BYTES:
+                return
+            self._index_block_bytes = -1
+            for held in self._index:
+                held.pop("st", None)
+        del entry["st"]
 
     def _add_stamps(self, meta: ChunkMeta, details: Any) -> None:
         """The chunk's block and details, into the part's stamp index (1.5) and frame
@@ -674,17 +704,11 @@ class Recorder(Closeable):
                 fsync_dir(self._final.parent)
 
     def _emit(self, parts: list[bytes]) -> None:
-        """Write ``parts`` back to back, retrying partial writes."""
-        views = [memoryview(p) for p in parts if len(p)]
-        while views:
-            n = os.writev(self._fd, views)
-            self._part_bytes += n
-            self._bytes_written += n
-            while views and n >= len(views[0]):
-                n -= len(views[0])
-                views.pop(0)
-            if views and n:
-                views[0] = views[0][n:]
+        """Write ``parts`` back to back (:func:`recordings._writev.write_all`: split at
+        ``IOV_MAX``, partial writes resumed)."""
+        n = write_all(self._fd, parts)
+        self._part_bytes += n
+        self._bytes_written += n
 
     def _current_path(self) -> Path:
         return self._paths[-1] if self._paths else self.path

@@ -1,0 +1,318 @@
+"""Hours of a drive: a synthetic 8-hour recording written, closed, reopened and read.
+
+Writes in virtual time (frame stamps made up, no waiting) a drive of
+``--hours`` (default 8) with a 1 kHz IMU, a 400 Hz IMU, a 30 Hz small camera,
+a 10 Hz LiDAR and a 10 Hz GNSS (1,450 frames a second: 41.8 M frames in 8 h),
+with jittered sensor stamps and arrivals, through one ``Recorder`` with its
+defaults, and reports:
+
+* the write rate (frames/s of wall time) over the whole run, the first
+  minute and each hour, and the writer's RSS at each hour (flat is the goal);
+* the ``close()`` time (the footer: frame details, index, stamp index);
+* on the reopened file, as subprocesses (interpreter start included, and
+  timed on its own): ``hyperframes info``, ``hyperframes replay
+  --start-offset S --duration 0.05 -r max`` at several S (the seek),
+  ``hyperframes sync ... -o groups.parquet`` against polars reading a
+  Parquet of the same stamps and joining them (``--peers``; the bench extra);
+* ``hyperframes check --repair`` of the same file cut back to its last
+  sealed chunk (what a killed writer leaves): time, and that every chunk and
+  frame came back.
+
+Run: PYTHONPATH=. nice .venv/bin/python benchmarks/bench_long_recording.py [--hours 8]
+     [--dir /tmp] [--keep] [--peers]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fusion import Frame
+from recordings import Recorder, open_recording
+
+MS = 1_000_000
+SENSORS = {"imu": 1000, "imu2": 400, "cam": 30, "lidar": 10, "gnss": 10}
+"""Sensor -> rate in Hz."""
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * PAGE / 2**20
+
+
+def second(k: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Virtual second ``k``: (sensor index, t, t_arrival) of its frames, in arrival order."""
+    names, ts = [], []
+    for i, hz in enumerate(SENSORS.values()):
+        period = 1_000_000_000 // hz
+        t = k * 1_000_000_000 + np.arange(hz, dtype=np.int64) * period + i
+        t += rng.integers(0, 20_000, hz)  # sensor stamp jitter, 0-20 us
+        names.append(np.full(hz, i))
+        ts.append(t)
+    sensor, t = np.concatenate(names), np.concatenate(ts)
+    arrival = t + 200_000 + rng.integers(0, 2 * MS, len(t))  # 0.2-2.2 ms transport
+    order = np.argsort(arrival, kind="stable")
+    return sensor[order], t[order], arrival[order]
+
+
+def payloads(rng: np.random.Generator) -> list[list[Any]]:
+    """A few distinct payloads per sensor, cycled (content matters little here)."""
+    imu = [rng.normal(size=6).astype(np.float32) for _ in range(16)]
+    cam = [rng.integers(0, 255, (24, 32, 3), np.uint8) for _ in range(8)]
+    pts = np.dtype([("x", "<f4"), ("y", "<f4"), ("z", "<f4"), ("i", "<f4")])
+    lidar = [np.frombuffer(rng.bytes(pts.itemsize * 512), pts) for _ in range(8)]
+    gnss = [np.array([48.1 + j * 1e-6, 11.5, 520.0]) for j in range(16)]
+    return [imu, imu, cam, lidar, gnss]
+
+
+def write(path: Path, hours: float) -> dict[str, Any]:
+    rng = np.random.default_rng(7)
+    pool = payloads(rng)
+    names = list(SENSORS)
+    seq = [0] * len(names)
+    seconds = max(1, round(hours * 3600))
+    marks: list[tuple[int, float, int, float]] = []  # (virtual s, wall s, frames, rss MB)
+    frames = 0
+    start = time.perf_counter()
+    rec = Recorder(path, wall_clock=False)
+    write_frame = rec.write
+    for k in range(seconds):
+        sensor, t, arrival = second(k, rng)
+        for s, ts, ta in zip(sensor.tolist(), t.tolist(), arrival.tolist(), strict=True):
+            n = seq[s]
+            seq[s] = n + 1
+            data = pool[s][n % len(pool[s])]
+            write_frame(Frame(names[s], n, ts, data, t_sensor=ts + 5 * MS, t_arrival=ta))
+        frames += len(t)
+        if k % 60 == 59 or k == seconds - 1:
+            marks.append((k + 1, time.perf_counter() - start, frames, rss_mb()))
+    wrote = time.perf_counter() - start
+    t0 = time.perf_counter()
+    rec.close()
+    closed = time.perf_counter() - t0
+    return {"frames": frames, "write_s": wrote, "close_s": closed, "marks": marks}
+
+
+def run(cmd: list[str], *, check: bool = True) -> tuple[float, float, int]:
+    """(wall, CPU of the child, exit status) of ``cmd``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if check and done.returncode not in (0,):
+        raise SystemExit(f"{' '.join(cmd)} failed ({done.returncode}): {done.stderr.decode()}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, done.returncode
+
+
+def report_write(got: dict[str, Any], path: Path) -> None:
+    marks = got["marks"]
+    frames, wall = got["frames"], got["write_s"]
+    print(
+        f"wrote {frames:,} frames ({path.stat().st_size / 1e9:.2f} GB) in {wall:.0f} s: "
+        f"{frames / wall:,.0f} frames/s"
+    )
+    first = marks[0]
+    print(f"  first minute: {first[2] / first[1]:,.0f} frames/s, RSS {first[3]:.0f} MB")
+    prev = (0, 0.0, 0, 0.0)
+    for m in marks:
+        if m[0] % 3600 == 0 or m is marks[-1]:
+            rate = (m[2] - prev[2]) / max(1e-9, m[1] - prev[1])
+            print(
+                f"  up to {m[0] / 3600:.2f} h: {rate:,.0f} frames/s in this stretch, "
+                f"RSS {m[3]:.0f} MB"
+            )
+            prev = m
+    rss = [m[3] for m in marks]
+    print(
+        f"  RSS over the run: min {min(rss):.0f} MB, max {max(rss):.0f} MB "
+        f"(peak {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB)"
+    )
+    print(f"close(): {got['close_s']:.2f} s")
+
+
+def measure_reads(path: Path, tmp: Path, hours: float, peers: bool) -> None:
+    hf = [sys.executable, "-m", "hyperframes"]
+    w, c, _ = run([sys.executable, "-c", "pass"])
+    print(f"python -c pass (interpreter start): {w:.3f} s")
+    w, c, _ = run([*hf, "--help"])
+    print(f"hyperframes --help (CLI start): {w:.3f} s wall, {c:.3f} s CPU")
+    t0 = time.perf_counter()
+    with open_recording(path) as log:
+        summary = log.summary()
+        log.frame_details()
+        problem = log.frame_details_problem, log.stamp_index() is None and log.stamp_index_problem
+    print(
+        f"open_recording + summary in-process: {time.perf_counter() - t0:.3f} s "
+        f"({summary.count:,} frames, {summary.chunks:,} chunks; details/stamp index "
+        f"problems: {problem})"
+    )
+    for _ in range(2):
+        w, c, _ = run([*hf, "info", str(path)])
+        print(f"hyperframes info: {w:.3f} s wall, {c:.3f} s CPU")
+    span = max(1, round(hours * 3600))
+    for at in (0.0, span * 0.37, span * 0.5, span - 2.0):
+        cmd = [*hf, "replay", str(path), "--start-offset", f"{at:.1f}", "--duration", "0.05"]
+        w, c, _ = run([*cmd, "-r", "max", "-q"])
+        print(
+            f"hyperframes replay --start-offset {at:.0f} --duration 0.05 -r max: "
+            f"{w:.3f} s wall, {c:.3f} s CPU"
+        )
+    t0 = time.perf_counter()
+    with open_recording(path) as log:
+        first = next(iter(log.frames(start=int(span * 0.61e9), end=int(span * 0.61e9) + MS)))
+    print(
+        f"in-process seek to {span * 0.61:.0f} s and first frame: "
+        f"{time.perf_counter() - t0:.3f} s ({first.sensor} seq {first.seq})"
+    )
+    out = tmp / "groups.parquet"
+    sync = [
+        *hf,
+        "sync",
+        str(path),
+        "--policy",
+        "nearest",
+        "--reference",
+        "lidar",
+        "--sensors",
+        "lidar",
+        "cam",
+        "gnss",
+        "--tolerance",
+        "20ms",
+        "--tolerance",
+        "gnss=60ms",
+        "-q",
+        "-o",
+        str(out),
+    ]
+    w, c, _ = run(sync)
+    print(f"hyperframes sync lidar+cam+gnss -o groups.parquet: {w:.3f} s wall, {c:.3f} s CPU")
+    if peers:
+        peer_sync(path, tmp)
+
+
+def peer_sync(path: Path, tmp: Path) -> None:
+    """polars reading a Parquet of the same stamps and joining them, in-process."""
+    import polars as pl
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from fusion import Nearest
+    from recordings.offline_sync import sync_recording
+    from recordings.stamps import read_stamps
+
+    names = ["lidar", "cam", "gnss"]
+    tol = {"cam": 20 * MS, "gnss": 60 * MS}
+    with open_recording(path) as log:
+        stamps = {s: st.t for s, st in read_stamps(log, names).items()}
+    for s, col in stamps.items():
+        pq.write_table(pa.table({"t": col, s: np.arange(len(col))}), tmp / f"{s}.parquet")
+    policy = Nearest("lidar", names, tol)
+
+    def ours() -> int:
+        with sync_recording(path, policy) as g:
+            return len(g)
+
+    def polars() -> int:
+        frames = {s: pl.read_parquet(tmp / f"{s}.parquet") for s in names}
+        out = frames["lidar"]
+        for s, t in tol.items():
+            out = out.join_asof(frames[s], on="t", strategy="nearest", tolerance=t)
+        return len(out.drop_nulls())
+
+    best = {"hyperframes": float("inf"), "polars": float("inf")}
+    counts = {}
+    for _ in range(3):  # interleaved
+        for name, fn in (("hyperframes", ours), ("polars", polars)):
+            t0 = time.perf_counter()
+            counts[name] = fn()
+            best[name] = min(best[name], time.perf_counter() - t0)
+    print(
+        f"grouping lidar+cam+gnss in-process: hyperframes (open included) "
+        f"{best['hyperframes'] * 1e3:.0f} ms, polars read_parquet + join_asof "
+        f"{best['polars'] * 1e3:.0f} ms (groups {counts})"
+    )
+
+
+def measure_repair(path: Path, tmp: Path) -> None:
+    """Cut the file back to its last chunk (no footer: a killed writer) and repair it."""
+    with open_recording(path) as log:
+        chunks, frames = len(log.chunks), log.summary().count
+        last = log.chunks[-1]
+        end = last.offset + last.record_size if hasattr(last, "record_size") else None
+    if end is None:
+        from recordings.format import PRELUDE
+
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            _, _, meta_len, payload_len, _, _ = PRELUDE.unpack(
+                os.pread(fd, PRELUDE.size, last.offset)
+            )
+        finally:
+            os.close(fd)
+        end = last.offset + PRELUDE.size + meta_len + payload_len
+    os.truncate(path, end)
+    fixed = tmp / "fixed.hfr"
+    w, c, rc = run(
+        [
+            sys.executable,
+            "-m",
+            "hyperframes",
+            "check",
+            str(path),
+            "--repair",
+            "-o",
+            str(fixed),
+            "-q",
+        ],
+        check=False,
+    )
+    with open_recording(fixed) as log:
+        got_chunks, got = len(log.chunks), log.summary().count
+    print(
+        f"check --repair of the unclosed file ({end / 1e9:.2f} GB, no footer): {w:.1f} s wall, "
+        f"{c:.1f} s CPU, rc {rc}; {got:,} of {frames:,} frames back "
+        f"({got_chunks:,} chunks rewritten from {chunks:,})"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--hours", type=float, default=8.0)
+    parser.add_argument("--dir", type=Path, default=None)
+    parser.add_argument("--keep", action="store_true", help="keep the recording (printed)")
+    parser.add_argument("--peers", action="store_true", help="sync against polars (bench extra)")
+    parser.add_argument("--no-repair", action="store_true")
+    args = parser.parse_args()
+    print(f"machine: {os.cpu_count()} CPUs, load {os.getloadavg()}, nice {os.nice(0)}")
+    tmpdir = tempfile.mkdtemp(dir=args.dir, prefix="long-")
+    tmp = Path(tmpdir)
+    path = tmp / "drive.hfr"
+    got = write(path, args.hours)
+    report_write(got, path)
+    measure_reads(path, tmp, args.hours, args.peers)
+    if not args.no_repair:
+        measure_repair(path, tmp)
+    print(f"load at the end {os.getloadavg()}")
+    if args.keep:
+        print(f"kept {tmp}")
+    else:
+        for p in tmp.iterdir():
+            p.unlink()
+        tmp.rmdir()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,329 @@
+"""Any length closes: hours of frames and hundreds of sensors, written, closed, reopened.
+
+The closing write of a long or wide recording has more pieces than one ``writev``
+takes (``IOV_MAX``, 1024 on Linux): every zstd frame of every column of every sensor
+of the footer's stamp index and frame details is one. :mod:`recordings._writev` splits
+it. Here the split is forced small (``IOV_MAX`` lowered) on about 2 M frames of virtual
+time, and met for real by 300 sensors; the CLI then reads the files as a user would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import recordings._writev as writev_mod
+from fusion.clock_envelope import LowerEnvelope
+from fusion.frames import Frame
+from recordings import Recorder, open_recording
+from recordings._writev import write_all
+from recordings.format import PRELUDE
+
+MS = 1_000_000
+HF = [sys.executable, "-m", "hyperframes"]
+
+
+def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*HF, *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+# -- the split itself --------------------------------------------------------------
+
+
+@given(
+    pieces=st.lists(st.binary(min_size=0, max_size=40), max_size=60),
+    iov=st.integers(1, 9),
+    short=st.integers(1, 50),
+)
+@settings(max_examples=60, deadline=None)
+def test_write_all_writes_every_byte_in_order_however_the_kernel_splits_it(
+    pieces: list[bytes], iov: int, short: int, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """At most ``IOV_MAX`` pieces per call, and a short write (``short`` bytes at most per
+    call, as a signal or a pipe gives) is resumed inside the piece where it stopped."""
+    path = tmp_path_factory.mktemp("w") / "out"
+    calls: list[int] = []
+    real = os.writev
+
+    def kernel(fd: int, bufs: Any) -> int:
+        bufs = list(bufs)
+        calls.append(len(bufs))
+        assert len(bufs) <= iov
+        joined = b"".join(bytes(b) for b in bufs)[:short]
+        return real(fd, [joined])
+
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(writev_mod, "IOV_MAX", iov)
+            mp.setattr(os, "writev", kernel)
+            n = write_all(fd, pieces)
+    finally:
+        os.close(fd)
+    assert n == sum(map(len, pieces))
+    assert path.read_bytes() == b"".join(pieces)
+    assert all(c >= 1 for c in calls)
+
+
+def test_the_system_limit_is_read_and_has_a_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert writev_mod.system_iov_max() == os.sysconf("SC_IOV_MAX")
+
+    def unknown(name: str) -> int:
+        raise ValueError(name)
+
+    monkeypatch.setattr(os, "sysconf", unknown)
+    assert writev_mod.system_iov_max() == 1024
+
+
+# -- about 2 M frames, the split forced small ------------------------------------------
+
+SECONDS = 1400  # 23 virtual minutes of a 1 kHz IMU + 400 Hz IMU + 30 Hz camera + 10 Hz GNSS
+RATES = {"imu": 1000, "imu2": 400, "cam": 30, "gnss": 10}
+
+
+def drive(seconds: int) -> Iterator[Frame]:
+    """Frames of ``seconds`` of a drive in virtual time, in arrival order."""
+    rng = np.random.default_rng(3)
+    names = list(RATES)
+    seq = dict.fromkeys(names, 0)
+    imu = np.arange(6, dtype=np.float32)
+    cam = np.zeros((12, 16), np.uint8)
+    gnss = np.array([48.1, 11.5, 520.0])
+    data = {"imu": imu, "imu2": imu, "cam": cam, "gnss": gnss}
+    for k in range(seconds):
+        ts, who = [], []
+        for i, hz in enumerate(RATES.values()):
+            t = k * 1_000_000_000 + np.arange(hz, dtype=np.int64) * (1_000_000_000 // hz) + i
+            ts.append(t + rng.integers(0, 20_000, hz))
+            who.append(np.full(hz, i))
+        t_all, s_all = np.concatenate(ts), np.concatenate(who)
+        order = np.argsort(t_all, kind="stable")
+        for s, t in zip(s_all[order].tolist(), t_all[order].tolist(), strict=True):
+            name = names[s]
+            n = seq[name]
+            seq[name] = n + 1
+            yield Frame(name, n, t, data[name], t_sensor=t - 3 * MS, t_arrival=t + MS)
+
+
+@pytest.fixture(scope="module")
+def long_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, list[int]]:
+    """The drive, closed with ``IOV_MAX`` lowered to 16; (path, frames, pieces per call)."""
+    path = tmp_path_factory.mktemp("long") / "drive.hfr"
+    calls: list[int] = []
+    real = os.writev
+
+    def counting(fd: int, bufs: Any) -> int:
+        bufs = list(bufs)
+        calls.append(len(bufs))
+        return real(fd, bufs)
+
+    n = 0
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(writev_mod, "IOV_MAX", 16)
+        mp.setattr(os, "writev", counting)
+        with Recorder(path, wall_clock=False) as rec:
+            for frame in drive(SECONDS):
+                rec.write(frame)
+                n += 1
+    return path, n, calls
+
+
+def test_two_million_frames_close_with_the_footer_split_and_reopen(
+    long_file: tuple[Path, int, list[int]],
+) -> None:
+    path, n, calls = long_file
+    assert n == SECONDS * sum(RATES.values()) > 2_000_000
+    assert max(calls) <= 16
+    with open_recording(path) as log:
+        assert log.indexed
+        assert log.summary().count == n
+        assert log.stamp_index() is not None, log.stamp_index_problem
+        assert log.frame_details() is not None, log.frame_details_problem
+        assert dict(zip(log.stamp_index().sensors, log.stamp_index().counts, strict=True)) == {  # type: ignore[union-attr]
+            s: SECONDS * hz for s, hz in RATES.items()
+        }
+        assert not log.damage
+
+
+def test_the_cli_reads_the_long_file(
+    long_file: tuple[Path, int, list[int]], tmp_path: Path
+) -> None:
+    """info (from the footer), sync, replay from a late offset, check and export, as a
+    user runs them."""
+    path, n, _ = long_file
+    info = cli("info", str(path), "--json")
+    assert info.returncode == 0, info.stderr
+    doc = json.loads(info.stdout)
+    doc = doc[0] if isinstance(doc, list) else doc
+    assert doc["frames"] == n
+    assert doc.get("details_from") == "footer"
+
+    groups = tmp_path / "groups.parquet"
+    sync = cli(
+        "sync", str(path), "--policy", "nearest", "--reference", "gnss", "--sensors", "gnss",
+        "cam", "--tolerance", "20ms", "-o", str(groups),
+    )  # fmt: skip
+    assert sync.returncode == 0, sync.stderr
+    import pyarrow.parquet as pq
+
+    assert pq.read_table(groups).num_rows == SECONDS * RATES["gnss"]
+
+    replay = cli("replay", str(path), "--start-offset", "1300", "--duration", "0.5", "-r", "max")
+    assert replay.returncode == 0, replay.stderr
+    assert "replayed" in replay.stdout + replay.stderr
+
+    out = tmp_path / "slice.mcap"
+    export = cli("export", str(path), "-o", str(out), "--start", "1200", "--end", "1202")
+    assert export.returncode == 0, export.stderr + export.stdout
+    from mcap.reader import make_reader
+
+    with out.open("rb") as f:
+        summary = make_reader(f).get_summary()
+    assert summary is not None
+    assert summary.statistics is not None
+    topics = {c.id: c.topic for c in summary.channels.values()}
+    counts = {topics[k]: v for k, v in summary.statistics.channel_message_counts.items()}
+    for sensor, hz in RATES.items():  # two seconds of each (and the exporter's own topics)
+        assert [v for k, v in counts.items() if k.strip("/").split("/")[0] == sensor] == [2 * hz]
+
+    check = cli("check", str(path), timeout=300)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "ok:" in check.stdout
+
+
+def test_check_repair_of_the_long_file_cut_before_its_footer_recovers_every_chunk(
+    long_file: tuple[Path, int, list[int]], tmp_path: Path
+) -> None:
+    """What a killed writer leaves: every sealed chunk, no footer. ``check --repair``
+    (which writes through the recorder, so closes a footer of the same size) gets every
+    frame back."""
+    path, n, _ = long_file
+    with open_recording(path) as log:
+        last = log.chunks[-1]
+        chunks = len(log.chunks)
+    head = PRELUDE.unpack(path.read_bytes()[last.offset : last.offset + PRELUDE.size])
+    end = last.offset + PRELUDE.size + head[2] + head[3]
+    cut = tmp_path / "killed.hfr"
+    with path.open("rb") as src, cut.open("wb") as dst:
+        dst.write(src.read(end))
+    fixed = tmp_path / "fixed.hfr"
+    repair = cli("check", str(cut), "--repair", "-o", str(fixed), timeout=300)
+    assert repair.returncode == 1, repair.stdout + repair.stderr  # a loss: the footer
+    assert "no footer index" in repair.stdout
+    assert f"wrote {n} frames" in " ".join(repair.stdout.split())
+    with open_recording(cut) as log:
+        assert not log.indexed
+        assert len(log.chunks) == chunks
+    with open_recording(fixed) as log:
+        assert log.indexed
+        assert log.summary().count == n
+        assert not log.damage
+
+
+# -- 300 sensors: the real limit -------------------------------------------------------
+
+
+def test_three_hundred_sensors_close_with_the_system_limit_and_read_back(tmp_path: Path) -> None:
+    """300 sensors make a footer of about 2,400 pieces, over Linux's 1,024: no patch."""
+    path = tmp_path / "wide.hfr"
+    names = [f"s{i:03d}" for i in range(300)]
+    with Recorder(path, wall_clock=False) as rec:
+        for k in range(20):
+            for i, name in enumerate(names):
+                t = k * 100 * MS + i * 1000
+                rec.write(Frame(name, k, t, np.full(3, k, np.float32), t_arrival=t + MS))
+    with open_recording(path) as log:
+        assert log.indexed
+        assert log.summary().count == 6000
+        assert len(log.stamp_index().sensors) == 300  # type: ignore[union-attr]
+        assert log.frame_details() is not None
+    info = cli("info", str(path), "--json")
+    assert info.returncode == 0, info.stderr
+    check = cli("check", str(path))
+    assert check.returncode == 0, check.stdout
+    assert "ok:" in check.stdout
+    sync = cli(
+        "sync", str(path), "--policy", "nearest", "--reference", "s000", "--sensors",
+        *names[:50], "--tolerance", "5ms", "-o", str(tmp_path / "g.parquet"),
+    )  # fmt: skip
+    assert sync.returncode == 0, sync.stderr
+    replay = cli("replay", str(path), "--start-offset", "1", "-r", "max")
+    assert replay.returncode == 0, replay.stderr
+    export = cli("export", str(path), "-o", str(tmp_path / "wide.mcap"))
+    assert export.returncode == 0, export.stdout + export.stderr
+
+
+def test_record_with_three_hundred_sources_closes(tmp_path: Path) -> None:
+    """``record`` of 300 synthetic IMUs in virtual time (--fast) ends rc 0 with a file
+    whose footer holds every sensor."""
+    config = tmp_path / "wide.toml"
+    config.write_text(
+        '[sync]\npolicy = "nearest"\nreference = "imu000"\ntolerance_ms = 20\n\n'
+        + "".join(
+            f'[[sources]]\ntype = "synthetic_imu"\nname = "imu{i:03d}"\nrate_hz = 20\n'
+            "duration_s = 1.0\nrealtime = false\n\n"
+            for i in range(300)
+        )
+    )
+    out = tmp_path / "wide.hfr"
+    rec = cli("record", str(config), "-o", str(out), "--fast", "-q", timeout=240)
+    assert rec.returncode == 0, rec.stdout + rec.stderr
+    with open_recording(out) as log:
+        assert log.indexed
+        assert len(log.summary().sensors) == 300
+        assert log.stamp_index() is not None
+        assert log.frame_details() is not None
+
+
+# -- the clock fit of info scales --------------------------------------------------------
+
+
+def _skew_point_by_point(x: np.ndarray, arrival: np.ndarray) -> float | None:
+    """What ``envelope_skew`` computed before: every point through the envelope."""
+    from hyperframes.cli.clockfit import without_early_glitches
+
+    before = np.maximum.accumulate(np.concatenate([[np.iinfo(np.int64).min], x[:-1]]))
+    ahead = x > before
+    xs, ys = x[ahead], arrival[ahead] - x[ahead]
+    keep = without_early_glitches(ys.astype(np.float64))
+    xs, ys = xs[keep], ys[keep]
+    if len(xs) < 3:
+        return None
+    env = LowerEnvelope(int(xs[-1]) - int(xs[0]) + 1, len(xs) + 1)
+    for px, py in zip(xs.tolist(), ys.tolist(), strict=True):
+        env.add(px, py)
+    slope = env.fit(-0.5, 0.5).slope
+    return float((1 / (1 + slope) - 1) * 1e6)
+
+
+@given(
+    gaps=st.lists(st.integers(1, 5_000_000), min_size=2, max_size=400),
+    delays=st.data(),
+    skew=st.floats(-1e-3, 1e-3),
+)
+@settings(max_examples=80, deadline=None)
+def test_the_clock_fit_from_hull_candidates_equals_the_point_by_point_envelope(
+    gaps: list[int], delays: st.DataObject, skew: float
+) -> None:
+    """info's skew over millions of points: the vectorised pre-filter keeps every hull
+    vertex, so the fit is exactly :class:`LowerEnvelope`'s over every point."""
+    from hyperframes.cli.clockfit import envelope_skew
+
+    x = np.cumsum(np.array([10**15, *gaps], np.int64))
+    d = delays.draw(
+        st.lists(st.integers(0, 10**9), min_size=len(x), max_size=len(x)), label="delays"
+    )
+    arrival = x + (x * skew).astype(np.int64) + np.array(d, np.int64)
+    assert envelope_skew(x, arrival) == _skew_point_by_point(x, arrival)
