@@ -363,6 +363,32 @@ async def test_live_datagrams_decode_as_the_file_and_bad_ones_are_counted() -> N
     assert source.ledgers()["radar_detections"].lost == {"bad_length": 1}
 
 
+async def test_live_lists_sent_to_a_multicast_group_are_received() -> None:
+    import random
+
+    group = f"239.{random.randint(1, 250)}.{random.randint(1, 250)}.{random.randint(1, 250)}"
+    packets = bag_packets()
+    source = RadarSource(port=0, group=group, name="radar")
+    got: list[Frame] = []
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tg:
+
+            async def collect() -> None:
+                async for frame in source.frames():
+                    got.append(frame)
+                    if len(got) == 2:
+                        tg.cancel_scope.cancel()
+
+            tg.start_soon(collect)
+            port = await source.wait_listening()
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as tx:
+                tx.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
+                tx.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 1)
+                for _t, payload in packets:
+                    tx.sendto(payload, (group, port))
+    assert sorted(f.sensor for f in got) == ["radar_detections", "radar_objects"]
+
+
 def test_a_multicast_group_must_be_one() -> None:
     from adapters.net.udp import UdpReceiver
 
