@@ -1,5 +1,5 @@
-"""Sources of frames: video, LiDAR, time series, GNSS (NMEA), CAN buses, ROS bags and live
-ROS 2 topics, KITTI drives, synthetic.
+"""Sources of frames: video, LiDAR, radar, time series, GNSS (NMEA), CAN buses, ROS bags and
+live ROS 2 topics, KITTI drives, synthetic.
 
 Every source here is a :class:`~fusion.Source` (re-exported as
 ``adapters.Source``: the base class lives in the core); the errors they raise,
