@@ -4,6 +4,7 @@ real loopback sockets: a configured sender, a bad first datagram, the ledger's s
 from __future__ import annotations
 
 import json
+import math
 import socket
 import sys
 import time
@@ -316,10 +317,11 @@ async def test_a_burst_reaches_the_hub_as_one_list_with_every_seq_in_order() -> 
     assert (ledger.received, ledger.emitted, ledger.lost) == (30, 30, {})
 
 
-async def test_one_bad_value_in_a_burst_costs_that_datagram_and_a_restart_splits_it() -> None:
+async def test_one_bad_value_in_a_burst_costs_that_field_and_a_restart_splits_it() -> None:
     """A burst's rows share one array; a value that does not fit the schema sends the
-    run through the general path (that datagram counted, the rest kept) and stamps
-    going back start a new run, so the restart is seen at its first sample."""
+    run through the general path (that sample's field NaN, counted ``bad_value``, the
+    sample and the rest kept) and stamps going back start a new run, so the restart is
+    seen at its first sample."""
     source = TimeSeriesSource.from_udp(0, name="imu", fields=["ax"])
     stamps = [10_000 * MS + i * MS for i in range(20)] + [i * MS for i in range(10)]
     values: list[object] = [float(i) for i in range(30)]
@@ -338,13 +340,15 @@ async def test_one_bad_value_in_a_burst_costs_that_datagram_and_a_restart_splits
             for t, value in zip(stamps, values, strict=True):
                 tx.sendto(json.dumps({"t": t, "ax": value}).encode(), ("127.0.0.1", port))
         with anyio.fail_after(10):
-            while source.ledgers()["imu"].received < 30 or len(frames) < 29:  # noqa: ASYNC110
+            while source.ledgers()["imu"].received < 30 or len(frames) < 30:  # noqa: ASYNC110
                 await anyio.sleep(0.01)
         tg.cancel_scope.cancel()
-    kept = [i for i in range(30) if i != 7]
-    assert [f.t_sensor for f in frames] == [stamps[i] for i in kept]
-    assert [float(f.data["ax"][0]) for f in frames] == [float(i) for i in kept]
-    assert [f.seq for f in frames] == list(range(29))
+    assert [f.t_sensor for f in frames] == stamps
+    ax = [float(f.data["ax"][0]) for f in frames]
+    assert math.isnan(ax[7])
+    assert ax[:7] + ax[8:] == [float(i) for i in range(30) if i != 7]
+    assert [f.seq for f in frames] == list(range(30))
     ledger = source.ledgers()["imu"]
-    assert (ledger.received, ledger.emitted, ledger.lost) == (30, 29, {"bad_record": 1})
+    assert (ledger.received, ledger.emitted, ledger.lost) == (30, 30, {})
+    assert source.errors == {"bad_value": 1}
     assert source.statistics()["restarts"] == 1  # seen at stamp 0, not lost as time_backwards
