@@ -26,6 +26,7 @@ from hyperframes.cli.serve import (
     close_server,
     open_server,
     print_served,
+    serve_limits,
     serve_line,
 )
 from hyperframes.cli.to_ros2 import (
@@ -308,7 +309,9 @@ def run(args: argparse.Namespace) -> int:
         refuse_overlap(out, inputs)
         if args.metrics is not None:
             refuse_overlap(args.metrics, [*inputs, out])
-        server = open_server(args.serve, (), dating=None if args.fast else "live")
+        server = open_server(
+            args.serve, (), dating=None if args.fast else "live", limits=serve_limits(args)
+        )
         publisher = open_publisher(args, (), dating=None if args.fast else "live")
         pipeline = build_pipeline(
             config,

@@ -25,6 +25,7 @@ from hyperframes.cli.serve import (
     close_server,
     open_server,
     print_served,
+    serve_limits,
     serve_line,
 )
 from hyperframes.cli.to_ros2 import (
@@ -178,7 +179,9 @@ def run(args: argparse.Namespace) -> int:
             from recordings.outputs import refuse_overlap
 
             refuse_overlap(args.metrics, [args.file, args.config])
-        server = open_server(args.serve, inner.specs, **recorded_dates(inner))
+        server = open_server(
+            args.serve, inner.specs, **recorded_dates(inner), limits=serve_limits(args)
+        )
         if server is not None and pipeline is not None:
             pipeline.add_sink(server)
         publisher = open_publisher(args, inner.specs, **recorded_dates(inner))

@@ -22,6 +22,59 @@ def add_serve_argument(parser: argparse.ArgumentParser) -> None:
         metavar="HOST:PORT",
         help=f"live view: serve every sensor to Foxglove over WebSocket (default {DEFAULT})",
     )
+    parser.add_argument(
+        "--serve-budget",
+        type=_positive(float),
+        default=256.0,
+        metavar="MIB",
+        help="memory for every live client's queued messages together (default 256 MiB; "
+        "over it, the client holding the most drops its oldest, counted)",
+    )
+    parser.add_argument(
+        "--serve-clients",
+        type=_positive(int),
+        default=32,
+        metavar="N",
+        help="live clients at once (default 32); more are refused with HTTP 503 and the reason",
+    )
+    parser.add_argument(
+        "--serve-handshake-timeout",
+        type=_positive(float),
+        default=5.0,
+        metavar="S",
+        help="seconds a new connection has to send its WebSocket upgrade (default 5)",
+    )
+    parser.add_argument(
+        "--serve-idle-timeout",
+        type=_positive(float),
+        default=30.0,
+        metavar="S",
+        help="seconds a live client may stay silent, not even answering a ping, before it "
+        "is closed (default 30)",
+    )
+
+
+def _positive(kind: type[Any]) -> Any:
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, found {text!r}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"expected a number > 0, found {text!r}")
+        return value
+
+    return parse
+
+
+def serve_limits(args: argparse.Namespace) -> dict[str, Any]:
+    """The live server's limits from ``--serve-*`` (keyword arguments of FoxgloveServer)."""
+    return {
+        "budget": max(1 << 20, round(args.serve_budget * (1 << 20))),
+        "max_clients": args.serve_clients,
+        "handshake_timeout": args.serve_handshake_timeout,
+        "idle_timeout": args.serve_idle_timeout,
+    }
 
 
 def parse_serve(text: str) -> tuple[str, int]:
@@ -40,15 +93,22 @@ def parse_serve(text: str) -> tuple[str, int]:
 
 
 def open_server(
-    text: str | None, specs: Iterable[Any], *, dating: Any = "live", dated: Any = None
+    text: str | None,
+    specs: Iterable[Any],
+    *,
+    dating: Any = "live",
+    dated: Any = None,
+    limits: dict[str, Any] | None = None,
 ) -> Any:
-    """A started :class:`FoxgloveServer` for ``--serve TEXT`` (``None`` without the flag)."""
+    """A started :class:`FoxgloveServer` for ``--serve TEXT`` (``None`` without the flag),
+    with ``limits`` (:func:`serve_limits`)."""
     if text is None:
         return None
     from recordings.export.live import FoxgloveServer
 
     host, port = parse_serve(text)
-    return FoxgloveServer(host, port, sensors=specs, dating=dating, dated=dated).start()
+    server = FoxgloveServer(host, port, sensors=specs, dating=dating, dated=dated, **(limits or {}))
+    return server.start()
 
 
 def serve_line(server: Any) -> str:
@@ -72,3 +132,5 @@ def print_served(server: Any) -> None:
         line += f"; {stats.late} held frames sent to late subscribers"
     drops = stats.drops()
     print(f"{line}; {drops}" if drops else line)
+    if connections := stats.connections():
+        print(f"live clients: {connections}")

@@ -127,6 +127,17 @@ class FoxgloveServerStatistics:
             parts.append(f"{refused.total()} connections refused ({why})")
         return "; ".join(parts)
 
+    def connections(self) -> str:
+        """``N clients in all (left: R reset, I idle...)``, or '' if none connected."""
+        relay = self.relay
+        if not relay.accepted:
+            return ""
+        line = f"{relay.accepted} client{'' if relay.accepted == 1 else 's'} in all"
+        if relay.closed:
+            left = ", ".join(f"{n} {why}" for why, n in sorted(relay.closed.items()))
+            line += f" (left: {left})"
+        return line
+
     def describe(self) -> str:
         """One line for a live table: the URL, frames sent and what was dropped."""
         who = f"{self.clients} client{'' if self.clients == 1 else 's'}"
@@ -445,6 +456,9 @@ class _Subscriptions:
 
     def on_subscribe(self, client: Any, channel: Any) -> None:
         self._subscribed(str(channel.topic))
+
+    def on_unsubscribe(self, client: Any, channel: Any) -> None:
+        pass  # the channel's next frames are held (FoxgloveServer._log)
 
 
 def latched(spec: SensorSpec) -> bool:

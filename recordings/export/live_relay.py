@@ -587,6 +587,8 @@ class Relay:
         fd = client.sock.fileno()
         if fd < 0:
             return
+        if why == "reset":
+            self._count_once("reset", f"a Foxglove client reset its connection ({client.address})")
         for sid in list(client.subs):
             self._unsubscribe(client, sid)
         with contextlib.suppress(KeyError, ValueError):
@@ -795,7 +797,9 @@ class Relay:
 
 def _reason(why: str) -> str:
     """A close reason without its figures, to count by (``idle 30 s`` -> ``idle``)."""
-    return re.sub(r" (in )?[\d.]+ s$", "", why).removeprefix("protocol error: ").split(":")[0]
+    if why.startswith("protocol error"):
+        return "protocol error"
+    return re.sub(r" (in )?[\d.]+ s$", "", why)
 
 
 def _open_spare() -> int | None:

@@ -89,8 +89,10 @@ class Sender:
         return (self.stopped or time.monotonic()) - self.started
 
 
-def ffmpeg_sender(url: str, *, seconds: float = 60.0) -> Sender:
-    """H.264 MPEG-TS at FPS frames/s in real time (``-re``), as a camera encoder sends it."""
+def ffmpeg_sender(
+    url: str, *, seconds: float = 60.0, size: str = "160x120", rate: int = FPS
+) -> Sender:
+    """H.264 MPEG-TS at ``rate`` frames/s in real time (``-re``), as a camera encoder sends it."""
     cmd = [
         need_ffmpeg(),
         "-hide_banner",
@@ -101,7 +103,7 @@ def ffmpeg_sender(url: str, *, seconds: float = 60.0) -> Sender:
         "-f",
         "lavfi",
         "-i",
-        f"testsrc=size=160x120:rate={FPS}",
+        f"testsrc=size={size}:rate={rate}",
         "-t",
         str(seconds),
         "-c:v",

@@ -276,7 +276,8 @@ async def test_a_client_that_stops_reading_loses_counted_messages_and_slows_noth
         + r"(?:; \d+ held frames sent to late subscribers)?"
         + r"; (\d+) messages dropped for slow clients \("
         + re.escape(stuck.address)
-        + r": (\d+) dropped\)\n",
+        + r": (\d+) dropped\)\n"
+        + r"live clients: 2 clients in all \(left: 2 closed by the client\)\n",
         line,
     )
     assert found is not None, line
