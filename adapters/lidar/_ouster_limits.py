@@ -58,7 +58,8 @@ def metadata_problem(raw: bytes, info: Any) -> str | None:
         elif not isinstance(value, int) or isinstance(value, bool):
             continue  # the SDK's own check names a value of the wrong type
         if value != held:
-            return f"data format {key} = {value} is out of range (ouster-sdk reads it as {held})"
+            shown = f"an integer of {len(str(abs(value)))} digits" if _long(value) else value
+            return f"data format {key} = {shown} is out of range (ouster-sdk reads it as {held})"
     if columns not in MODE_COLUMNS:
         widths = ", ".join(map(str, MODE_COLUMNS))
         return f"columns_per_frame = {columns} is not the width of an Ouster lidar mode ({widths})"
@@ -102,6 +103,10 @@ def stated_mode_problem(raw: bytes) -> str | None:
     if mode is None or mode in MODES:
         return None
     return f"lidar_mode {str(mode)[:40]!r} is not an Ouster lidar mode ({', '.join(MODES)})"
+
+
+def _long(value: Any) -> bool:
+    return isinstance(value, int) and abs(value) >= 10**15
 
 
 def _json(raw: bytes) -> Any:

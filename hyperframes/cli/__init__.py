@@ -141,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as err:  # every failure ends with one clear line (-v: the traceback)
         if getattr(args, "verbose", 0):
             raise
-        print(f"hyperframes {args.command}: {failure_line(err)}", file=sys.stderr)
+        print(f"hyperframes {args.command}: {failure_line(err, _inputs(args))}", file=sys.stderr)
         print("(run again with -v for the traceback)", file=sys.stderr)
         return 2
     finally:
@@ -154,12 +154,30 @@ def _terminate(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def failure_line(err: BaseException) -> str:
+_INPUT_ARGS = ("config", "file", "run")
+"""The argparse names of the commands' input arguments."""
+
+_BARE: tuple[type[BaseException], ...] = (
+    *(ArithmeticError, LookupError, RecursionError, TypeError, ValueError),
+    *(AttributeError, AssertionError, MemoryError),
+)
+"""Errors that say what went wrong but not where: the line adds the input and the place."""
+
+
+def _inputs(args: argparse.Namespace) -> list[str]:
+    return [str(v) for name in _INPUT_ARGS if (v := getattr(args, name, None)) is not None]
+
+
+def failure_line(err: BaseException, inputs: Sequence[str] = ()) -> str:
     """What failed, in one line: the first leaf of an exception group, without markup.
 
     Errors of ours carry their context in the message (sensor, seq, path,
     offset); anything else is named by its type, as in ``OSError: [Errno 28]
-    No space left on device: 'x.hfr'``.
+    No space left on device: 'x.hfr'``. A bare Python error (``OverflowError``,
+    ``RecursionError``, ``IndexError``, a ``ValueError`` of a library) names
+    neither the input nor the place: the line adds the command's ``inputs``
+    and the innermost line of hyperframes it passed through (a bug to report,
+    with the ``-v`` traceback).
     """
     from fusion.errors import HyperframesError
     from hyperframes.cli.common import printable
@@ -168,7 +186,10 @@ def failure_line(err: BaseException) -> str:
         err = err.exceptions[0]
     text = str(err) or type(err).__name__
     if not isinstance(err, HyperframesError):
-        text = f"{type(err).__name__}: {text}"
+        if str(err):
+            text = f"{type(err).__name__}: {text}"
+        if isinstance(err, _BARE) and not isinstance(err, OSError):
+            text += _where(err, inputs)
     cause: BaseException | None = err
     while cause is not None:
         if isinstance(cause, OSError) and cause.errno == errno.ENOSPC:
@@ -179,6 +200,26 @@ def failure_line(err: BaseException) -> str:
             break
         cause = cause.__cause__ or cause.__context__
     return "error: " + printable(text)
+
+
+def _where(err: BaseException, inputs: Sequence[str]) -> str:
+    """`` (reading 'x.toml'; at hyperframes/cli/common.py:240 in silence_notes)``."""
+    import traceback
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    place = None
+    for frame in traceback.extract_tb(err.__traceback__):
+        path = Path(frame.filename)
+        if path.is_relative_to(root) and path.relative_to(root).parts[0] in _PACKAGES:
+            place = f"{path.relative_to(root).as_posix()}:{frame.lineno} in {frame.name}"
+    parts = [f"reading {', '.join(repr(i) for i in inputs)}"] if inputs else []
+    if place is not None:
+        parts.append(f"at {place}")
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
+_PACKAGES = ("fusion", "adapters", "recordings", "hyperframes")
 
 
 if __name__ == "__main__":  # pragma: no cover

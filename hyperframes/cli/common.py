@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import logging
+import math
 import re
 import signal
 import sys
@@ -237,7 +238,10 @@ def silence_notes(
     ``sensors`` is the hub's per-sensor statistics already taken for the table."""
     notes: dict[str, str] = {}
     for source in pipeline.sources:
-        limit_ns = int(source.silence_timeout_s() * 1e9)
+        timeout = source.silence_timeout_s()
+        if not math.isfinite(timeout) or timeout * 1e9 >= 2**63:
+            continue  # never silent (a synthetic source at 1e-300 Hz: an infinite period)
+        limit_ns = int(timeout * 1e9)
         for spec in source.specs:
             s = sensors.get(spec.name)
             last = s.last_received if s is not None else None

@@ -25,11 +25,12 @@ nothing a user sees and about half the CPU per frame at 1 kHz (BENCHMARKS.md).""
 
 class SyntheticConfig(_SourceBase):
     type: Literal["synthetic_camera", "synthetic_lidar", "synthetic_imu"]
-    rate_hz: float | None = Field(None, gt=0)
+    # A period of 1 ns to 11 days: 1e308 Hz made frames for ever, 1e-300 Hz a NaN period.
+    rate_hz: float | None = Field(None, ge=1e-6, le=1e9)
     duration_s: float | None = Field(10.0, gt=0)
-    seed: int = 0
+    seed: int = Field(0, ge=0)  # numpy's generators take no negative seed
     offset_ms: float = 0.0
-    skew_ppm: float = 0.0
+    skew_ppm: float = Field(0.0, ge=-1e6, le=1e6)  # a clock at most twice as fast, or stopped
     delay_ms: float = Field(1.0, ge=0)
     jitter_ms: float = Field(0.0, ge=0)
     drop_prob: float = Field(0.0, ge=0, le=1)

@@ -82,6 +82,107 @@ class = "tests.config.config_sources:{cls}"
 """
 
 
+OUSTER_JSON = (
+    Path(__file__).resolve().parents[3] / "shared/data/lidar/ouster_OS-1-32-G_v2.1.1_1024x10.json"
+)
+OUSTER_PCAP = OUSTER_JSON.with_suffix(".pcap")
+
+OUSTER_CONFIG = """
+[[sources]]
+type = "ouster"
+name = "os1"
+metadata = "{metadata}"
+pcap = "{pcap}"
+"""
+
+
+def forged_ouster(path: Path, change: dict[str, object], mode: str | None = None) -> Path:
+    """The real OS-1-32 metadata JSON with ``data_format`` keys (or the lidar mode) changed."""
+    import json
+
+    doc = json.loads(OUSTER_JSON.read_text())
+    doc["data_format"].update(change)
+    if mode is not None:
+        doc["lidar_mode"] = mode
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def ouster_config(folder: Path, name: str, metadata: Path) -> str:
+    (folder / name).write_text(OUSTER_CONFIG.format(metadata=metadata, pcap=OUSTER_PCAP))
+    return name
+
+
+def side_file_cases(folder: Path) -> list[Case]:
+    """Issue 35: small inputs that asked for large memory, hung, or ended in a bare
+    ``OverflowError`` / ``IndexError`` / ``RecursionError`` / ``ValueError``."""
+    os.mkfifo(folder / "fifo.toml")
+    (folder / "a_dir.csv").mkdir()
+    (folder / "bigint.toml").write_text('[sync]\npolicy = "exact"\nqueue_size = 1' + "0" * 30)
+    (folder / "deep.toml").write_text("x = " + "[" * 5000 + "]" * 5000 + "\n")
+    (folder / "rate.toml").write_text(
+        '[[sources]]\ntype = "synthetic_imu"\nname = "imu"\nrate_hz = 1e-300\n\n'
+        '[sync]\npolicy = "exact"\n'
+    )
+    (folder / "csv_dir.toml").write_text(
+        '[[sources]]\ntype = "timeseries_csv"\nname = "imu"\npath = "a_dir.csv"\n'
+    )
+    (folder / "calib_zero.toml").write_text(
+        '[[sources]]\ntype = "velodyne"\nname = "v"\nmodel = "VLP-16"\n'
+        f'pcap = "{OUSTER_PCAP.with_name("vlp-16-test-90deg-1-50-frames.pcap")}"\n'
+        'calibration = "/dev/zero"\n'
+    )
+    (folder / "deep.json").write_text('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    big = ouster_config(
+        folder,
+        "ouster_12gib.toml",
+        forged_ouster(folder / "ouster_12gib.json", {"columns_per_frame": 16_777_216}),
+    )
+    zero = ouster_config(
+        folder,
+        "ouster_cpp0.toml",
+        forged_ouster(folder / "ouster_cpp0.json", {"columns_per_packet": 0}),
+    )
+    mode = ouster_config(
+        folder, "ouster_mode.toml", forged_ouster(folder / "ouster_mode.json", {}, mode="65536x10")
+    )
+    digits = ouster_config(
+        folder,
+        "ouster_digits.toml",
+        forged_ouster(folder / "ouster_digits.json", {"pixels_per_column": 10**400}),
+    )
+    fifo_meta = ouster_config(folder, "ouster_fifo.toml", folder / "fifo.toml")
+    deep = ouster_config(folder, "ouster_deep.toml", folder / "deep.json")
+    rec = ("record", "--fast", "-o", "t.hfr")
+    return [
+        Case("config that is a FIFO", (*rec, "fifo.toml"), 2,
+             "config 'fifo.toml': is a FIFO, not a regular file"),
+        Case("config that is /dev/zero", (*rec, "/dev/zero"), 2,
+             "config '/dev/zero': is a character device, not a regular file"),
+        Case("config with a 31-digit integer", (*rec, "bigint.toml"), 2,
+             "sync.queue_size = an integer of 31 digits, outside the 64-bit range"),
+        Case("config nested 5000 deep", (*rec, "deep.toml"), 2, "nested hundreds deep"),
+        Case("synthetic source at 1e-300 Hz", (*rec, "rate.toml"), 2,
+             "rate_hz: expected greater than or equal to 0.000001; found 1e-300"),
+        Case("CSV path that is a directory", (*rec, "csv_dir.toml"), 2,
+             "CSV file 'a_dir.csv': is a directory, not a regular file"),
+        Case("Velodyne calibration /dev/zero", (*rec, "calib_zero.toml"), 2,
+             "Velodyne calibration '/dev/zero': is a character device"),
+        Case("Ouster metadata asking for 12 GiB", (*rec, big), 2,
+             "columns_per_frame = 16777216 is not the width of an Ouster lidar mode"),
+        Case("Ouster metadata with 0 columns per packet", (*rec, zero), 2,
+             "columns_per_packet = 0 is not from 1 to 64"),
+        Case("Ouster metadata with an unknown lidar mode", (*rec, mode), 2,
+             "lidar_mode '65536x10' is not an Ouster lidar mode"),
+        Case("Ouster metadata with a 401-digit integer", (*rec, digits), 2,
+             "pixels_per_column = an integer of 401 digits is out of range"),
+        Case("Ouster metadata that is a FIFO", (*rec, fifo_meta), 2,
+             "fifo.toml': is a FIFO, not a regular file"),
+        Case("Ouster metadata nested 100000 deep", (*rec, deep), 2,
+             "deep.json' is not an Ouster sensor's metadata JSON: Data item nesting exceeds"),
+    ]  # fmt: skip
+
+
 def build(folder: Path) -> list[Case]:
     """Write the corpus's files into ``folder``; the cases that use them."""
     rec = recording(folder / "s.hfr")
@@ -137,4 +238,5 @@ def build(folder: Path) -> list[Case]:
              "'hyperframes info bag_folder'"),
         Case("check on an MCAP file", ("check", "truncated.mcap"), 2,
              "'hyperframes info truncated.mcap' checks its index"),
+        *side_file_cases(folder),
     ]  # fmt: skip
