@@ -17,6 +17,7 @@ from fusion._exports import lazy_exports
 from fusion.source import Source
 
 if TYPE_CHECKING:
+    from adapters.audio import AudioSource
     from adapters.bags import BagSource
     from adapters.can import CanSource
     from adapters.datasets import KittiRawSource
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from adapters.video import VideoSource
 
 __all__ = [
+    "AudioSource",
     "BagSource",
     "CanSource",
     "DecodeError",
@@ -82,6 +84,7 @@ _SYNTHETIC = (
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
+        "AudioSource": "adapters.audio._source",
         "BagSource": "adapters.bags.source",
         "CanSource": "adapters.can._source",
         "DecodeError": "adapters.errors",

@@ -26,7 +26,9 @@ if TYPE_CHECKING:
 Overflow = Literal["block", "drop_oldest", "drop_newest"]
 """What a full channel does with a new item: wait, evict the oldest, or refuse the new one."""
 
-SensorKind = Literal["camera", "lidar", "radar", "imu", "gnss", "can", "timeseries", "generic"]
+SensorKind = Literal[
+    "camera", "lidar", "radar", "imu", "gnss", "can", "timeseries", "audio", "generic"
+]
 
 
 @dataclass(slots=True, eq=False)

@@ -29,6 +29,7 @@ from hyperframes.config.schema import (
     parse_size,
 )
 from hyperframes.config.sources import (
+    AudioConfig,
     BagConfig,
     CanConfig,
     HesaiConfig,
@@ -350,6 +351,24 @@ def build_source(
             raw=cfg.raw,
             name=cfg.name,
             speed=cfg.speed,
+        )
+    if isinstance(cfg, AudioConfig):
+        from adapters.audio import AudioSource
+
+        return AudioSource(
+            cfg.url,
+            name=cfg.name,
+            stream=cfg.stream,
+            frame_ms=cfg.frame_ms,
+            frame_samples=cfg.frame_samples,
+            rate=cfg.rate,
+            layout=cfg.layout,
+            input_format=cfg.input_format,
+            options=cfg.options,
+            live=cfg.live,
+            speed=cfg.speed,
+            open_timeout=cfg.open_timeout_s,
+            read_timeout=cfg.read_timeout_s,
         )
     if isinstance(cfg, UlogConfig):
         from adapters.ulog import UlogSource

@@ -294,6 +294,37 @@ class CanConfig(_SourceBase):
         return [s for s, _ in CanDecoder(self.name, database=database, ids=self.ids).sensors()]
 
 
+class AudioConfig(_SourceBase):
+    """Audio of a file, stream or capture device (:class:`adapters.AudioSource`): frames of
+    ``frame_ms`` of float32 PCM samples (channels x samples)."""
+
+    type: Literal["audio"]
+    url: str
+    stream: int = Field(0, ge=0)
+    """Which audio stream of the input (a video file's audio track: 0)."""
+    frame_ms: float = Field(20.0, gt=0, le=60_000)
+    frame_samples: int | None = Field(None, ge=1, le=10_000_000)
+    rate: int | None = Field(None, ge=1, le=1_536_000)
+    """Resample to this rate (Hz); none: the stream's own."""
+    layout: str | None = None
+    """Channel layout (``"mono"``, ``"stereo"`` ...); none: the stream's own."""
+    input_format: str | None = None
+    """FFmpeg input format: ``"alsa"``, ``"pulse"``, ``"avfoundation"``, ``"dshow"`` for a
+    capture device; ``"sdp"`` for an RTP session description."""
+    options: dict[str, str] = {}
+    live: bool | None = None
+    speed: float | None = Field(None, gt=0)
+    open_timeout_s: float | None = Field(10.0, gt=0)
+    read_timeout_s: float | None = Field(5.0, gt=0)
+
+    @field_validator("options", mode="before")
+    @classmethod
+    def _options_as_text(cls, value: Any) -> Any:
+        if isinstance(value, dict):  # FFmpeg takes text
+            return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in value.items()}
+        return value
+
+
 class UlogConfig(_SourceBase):
     """A PX4 flight log (:class:`adapters.UlogSource`), one sensor per topic
     (``<name>.<topic>``); ``topics`` keeps a subset (a name or ``name.<multi_id>``);
@@ -440,6 +471,7 @@ SourceConfig = Annotated[
     | NmeaConfig
     | CanConfig
     | UlogConfig
+    | AudioConfig
     | RadarConfig
     | BagConfig
     | Ros2Config
