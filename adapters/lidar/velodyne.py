@@ -25,6 +25,7 @@ from typing import Any
 
 import anyio
 
+from adapters._side_files import refuse_special
 from adapters.errors import DecodeError, SourceOpenError
 from adapters.lidar.calibration import Calibration, read_calibration
 from adapters.lidar.pcap import LEDGER_REASONS, PcapReader, UdpDatagram, address_text
@@ -144,6 +145,7 @@ class VelodyneSource(Source):
         """What the packets said about their sensor."""
         self.pcap = None if pcap is None else Path(pcap)
         if self.pcap is not None and not self.pcap.is_file():
+            refuse_special(self.pcap, "pcap file", lambda m: SourceOpenError(m, sensor=name))
             raise SourceOpenError(f"pcap file {str(self.pcap)!r} does not exist", sensor=name)
         self.port = DEFAULT_PORT if pcap is None and port is None else port
         self.host = host

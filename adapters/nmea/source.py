@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 
 import anyio
 
+from adapters._side_files import refuse_special
 from adapters.errors import SourceOpenError
 from adapters.net.udp import UdpReceiver, parse_sender
 from adapters.nmea.decoder import GNSS_DTYPE, Event, Joined, LineSplitter, Loss, NmeaDecoder
@@ -114,6 +115,7 @@ class NmeaSource(Source):
         """``tcp://``: connections that were reset or closed by the receiver."""
         self.path = None if path is None else Path(path)
         if self.path is not None and not self.path.is_file():
+            refuse_special(self.path, "NMEA file", lambda m: SourceOpenError(m, sensor=name))
             raise SourceOpenError(f"NMEA file {str(self.path)!r} does not exist", sensor=name)
         self.port = port
         self.baud = baud

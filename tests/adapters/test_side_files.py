@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -119,3 +120,34 @@ def test_load_config_refuses_a_fifo_and_says_what_is_missing(tmp_path: Path) -> 
         load_config(fifo)
     with pytest.raises(ConfigError, match="no such config file"):
         load_config(tmp_path / "none.toml")
+
+
+def test_every_reader_of_a_side_file_names_a_fifo(tmp_path: Path) -> None:
+    """Each other place a small file is read (journeys: tests/cli/test_side_files_cli.py)."""
+    from adapters.datasets.kitti_raw import read_calibration, read_png, read_timestamps
+    from adapters.datasets.oxts import OxtsError, read_packet
+    from adapters.lidar.velodyne import VelodyneSource
+    from adapters.nmea.source import NmeaSource
+    from adapters.timeseries import TimeSeriesSource
+    from hyperframes.fleet.config import load_fleet_config
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    kind = "is a FIFO, not a regular file"
+    calls: dict[str, Callable[[], object]] = {
+        "timestamps file": lambda: read_timestamps(fifo),
+        "KITTI calibration": lambda: read_calibration(fifo),
+        "PNG file": lambda: read_png(fifo),
+        "OXTS packet": lambda: read_packet(fifo),
+        "pcap file": lambda: VelodyneSource(pcap=fifo, model="VLP-16"),
+        "NMEA file": lambda: NmeaSource(path=fifo),
+        "numpy file": lambda: TimeSeriesSource.from_numpy(fifo),
+        "run": lambda: load_fleet_config(fifo),
+    }
+    for what, call in calls.items():
+        with pytest.raises((SourceOpenError, DecodeError, ConfigError)) as caught:
+            call()
+        assert f"{what} '{fifo}': {kind}" in str(caught.value), what
+    with pytest.raises(OxtsError) as bad:
+        read_packet(fifo)
+    assert bad.value.reason == "bad_length"
