@@ -10,7 +10,11 @@ this process):
   both paths pay);
 * ``python-can + cantools``: that loop plus ``db.decode_message(id, data)`` per frame;
 * ``CanSource``: ``frames()`` of ``CanSource(log, database=dbc)`` (raw and
-  decoded frames, one :class:`~fusion.Frame` each, ledger counted).
+  decoded frames, one :class:`~fusion.Frame` each, ledger counted), with and
+  without the raw copy;
+* ``CanSource(block=N)``: ``frame_batches()`` (what the hub reads) of the block
+  path: a frame per ``N`` rows of a sensor, no Python work per CAN frame beyond
+  python-can's message (``--block``, default 4096).
 
 Prints the ratios; BENCHMARKS.md keeps the figures.
 """
@@ -49,6 +53,7 @@ def cpu(func: object) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--frames", type=int, default=1_000_000)
+    parser.add_argument("--block", type=int, default=4096)
     args = parser.parse_args()
     db = cantools.database.load_file(str(DBC))
     with tempfile.TemporaryDirectory() as tmp:
@@ -71,10 +76,20 @@ def main() -> None:
 
             anyio.run(run)
 
+        def blocks(raw: bool) -> None:
+            async def run() -> None:
+                async with CanSource(log, database=DBC, raw=raw, block=args.block) as source:
+                    async for _ in source.frame_batches():
+                        pass
+
+            anyio.run(run)
+
         floor = cpu(read_only)
         base = cpu(peer)
         both = cpu(lambda: ours(True))
         decoded = cpu(lambda: ours(False))
+        block_both = cpu(lambda: blocks(True))
+        block_decoded = cpu(lambda: blocks(False))
     n = args.frames
     print(f"{n:,} frames")
     print(f"python-can read only        {floor:7.2f} s CPU  {floor / n * 1e6:6.2f} us/frame")
@@ -83,7 +98,11 @@ def main() -> None:
           f"  {base / decoded:.2f}x the peer")  # fmt: skip
     print(f"CanSource (raw + decoded)   {both:7.2f} s CPU  {both / n * 1e6:6.2f} us/frame"
           f"  {base / both:.2f}x the peer")  # fmt: skip
-    print(f"decoding beyond reading: peer {base - floor:.2f} s, ours {decoded - floor:.2f} s")
+    for label, took in (("decoded only", block_decoded), ("raw + decoded", block_both)):
+        print(f"CanSource block={args.block} ({label}) {took:7.2f} s CPU  "
+              f"{took / n * 1e6:6.2f} us/frame  {base / took:.2f}x the peer")  # fmt: skip
+    print(f"decoding beyond reading: peer {base - floor:.2f} s, ours {decoded - floor:.2f} s, "
+          f"ours in blocks {block_decoded - floor:.2f} s")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -85,9 +85,46 @@ class Loss:
     units: int = 1
 
 
+@dataclass(frozen=True)
+class Block:
+    """The rows of one sensor from a batch of frames (:meth:`CanDecoder.push_blocks`):
+    ``rows`` in frame order, ``arrivals`` their host arrival times (``None`` for a log),
+    ``units_per_row`` the ledger units each row carries (0: a decoded copy of a frame
+    counted on the raw sensor), ``meta`` the channel names first seen in these rows
+    (``{"channel_names": {"0": "can0"}}``) or ``None``."""
+
+    sensor: str
+    rows: np.ndarray
+    arrivals: np.ndarray | None
+    units_per_row: int
+    meta: dict[str, Any] | None = None
+
+
 @dataclass
 class _Tables:
     channels: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class _Columns:
+    raw: np.ndarray
+    valid: np.ndarray
+    losses: dict[int, Loss]
+    new_channels: dict[int, str]
+    named_channels: bool
+
+
+def _take(arrivals: np.ndarray | None, rows: np.ndarray) -> np.ndarray | None:
+    return None if arrivals is None else arrivals[rows]
+
+
+def _names(raw: np.ndarray, rows: np.ndarray, names: dict[int, str]) -> dict[str, Any] | None:
+    """The channel names first seen in ``rows`` (numbers as text keys), or ``None``."""
+    if not names:
+        return None
+    present = set(np.unique(raw["channel"][rows]).tolist())
+    found = {str(k): v for k, v in names.items() if k in present}
+    return {"channel_names": found} if found else None
 
 
 def load_database(path: str | Path) -> Any:
@@ -161,72 +198,17 @@ class CanDecoder:
     ) -> list[Event | Loss]:
         """Decode ``messages`` (python-can ``Message``) received at ``arrivals`` (host ns;
         ``None`` for a log). ``where`` names the input in loss messages."""
-        n = len(messages)
-        raw = np.zeros(n, RAW_DTYPE)
-        valid = np.ones(n, bool)
-        out_of_order: list[Event | Loss | None] = [None] * n
-        stamps = np.array([m.timestamp for m in messages], np.float64)
-        raw["t"] = np.rint(stamps * 1e9).astype(np.int64)
-        new_channels: dict[int, str] = {}
-        rows: list[tuple[Any, ...]] = []
-        padded: list[bytes] = []
-        for i, m in enumerate(messages):
-            self.frames_seen += 1
-            if m.is_error_frame:
-                valid[i] = False
-                out_of_order[i] = Loss(
-                    self.name, "error_frame", f"{where}error frame at {m.timestamp:.6f} s"
-                )
-                continue
-            data = m.data or b""
-            size = len(data)
-            dlc = int(m.dlc)
-            problem = _length_problem(m, size, dlc)
-            if problem:
-                valid[i] = False
-                out_of_order[i] = Loss(
-                    self.name,
-                    "bad_length",
-                    f"{where}id 0x{m.arbitration_id:X} at {m.timestamp:.6f} s: {problem}",
-                )
-                continue
-            # the fields as tuples, written column by column below (a numpy scalar
-            # assignment per field costs more than the whole frame's decoding)
-            rows.append(
-                (
-                    i,
-                    m.arbitration_id,
-                    m.is_extended_id,
-                    m.is_remote_frame,
-                    m.is_fd,
-                    m.bitrate_switch,
-                    m.error_state_indicator,
-                    m.is_rx,
-                    size if not m.is_remote_frame else dlc,
-                    self._channel(m.channel, new_channels),
-                )
-            )
-            if size:
-                padded.append(bytes(data).ljust(MAX_PAYLOAD, b"\0"))
-            else:
-                padded.append(bytes(MAX_PAYLOAD))
-        if rows:
-            at = np.array([r[0] for r in rows], np.intp)
-            columns = list(zip(*rows, strict=True))
-            for k, name in enumerate(
-                ("id", "extended", "remote", "fd", "brs", "esi", "rx", "dlc", "channel"), 1
-            ):
-                raw[name][at] = columns[k]
-            raw["data"][at] = np.frombuffer(b"".join(padded), np.uint8).reshape(-1, MAX_PAYLOAD)
-        decoded = self._decode(raw, valid)
+        cols = self._columns(messages, where)
+        raw, losses, new_channels = cols.raw, cols.losses, cols.new_channels
+        decoded = self._decode(raw, cols.valid)
         events: list[Event | Loss] = []
         named = dict(new_channels)  # channel number -> name, for its first frame
         t_list = raw["t"].tolist()
         id_list = raw["id"].tolist()
         ext_list = raw["extended"].tolist()
         channel_list = raw["channel"].tolist()
-        for i in range(n):
-            loss = out_of_order[i]
+        for i in range(len(messages)):
+            loss = losses.get(i)
             if loss is not None:
                 events.append(loss)
                 continue
@@ -276,6 +258,150 @@ class CanDecoder:
             events.append(Event(message_sensor, signals, t, arrival, raw_units, meta))
         return events
 
+    def push_blocks(
+        self, messages: Sequence[Any], arrivals: Sequence[int] | None = None, where: str = ""
+    ) -> list[Block | Loss]:
+        """As :meth:`push`, but the rows of each sensor come as one :class:`Block` (in
+        frame order within it) and the losses one by one, with no per-frame Python work
+        beyond reading python-can's attributes. The same rows and the same ledger as
+        :meth:`push`: a block of ``k`` rows carries ``k * units_per_row`` units."""
+        cols = self._columns(messages, where)
+        raw, valid = cols.raw, cols.valid
+        out: list[Block | Loss] = [cols.losses[i] for i in sorted(cols.losses)]
+        arrival = None if arrivals is None else np.asarray(arrivals, np.int64)
+        ids = raw["id"]
+        names: dict[int, str] = {}
+        if cols.new_channels and cols.named_channels:
+            names = dict(cols.new_channels)
+        # where each valid frame goes: its message (database), its own id, or the raw sensor
+        message_of = np.full(len(raw), -1, np.int64)
+        keys = list(self.plans)
+        if keys:
+            packed = ids.astype(np.uint64) | (raw["extended"].astype(np.uint64) << np.uint64(32))
+            for k, (can_id, extended) in enumerate(keys):
+                want = np.uint64(can_id) | (np.uint64(int(extended)) << np.uint64(32))
+                message_of[(packed == want) & valid] = k
+        in_database = message_of >= 0
+        short = np.zeros(len(raw), bool)
+        for k, key in enumerate(keys):
+            rows = np.flatnonzero(message_of == k)
+            if not len(rows):
+                continue
+            plan, sensor = self.plans[key], self.message_sensors[key]
+            too_short = raw["dlc"][rows] < plan.length
+            for i in rows[too_short].tolist():
+                short[i] = True
+                out.append(
+                    Loss(
+                        sensor,
+                        "bad_length",
+                        f"{where}{plan.message.name} (id 0x{key[0]:X}) needs {plan.length} "
+                        f"bytes, the frame has {int(raw['dlc'][i])} at {raw['t'][i] / 1e9:.6f} s",
+                        units=0,
+                    )
+                )
+            rows = rows[~too_short]
+            if len(rows):
+                table = self._table(plan, raw, rows)
+                units = 0 if self.raw else 1
+                out.append(Block(sensor, table, _take(arrival, rows), units, None))
+        own = np.zeros(len(raw), bool)
+        for can_id, sensor in self.ids.items():
+            rows = np.flatnonzero((ids == can_id) & valid)
+            own[rows] = True
+            if len(rows):
+                out.append(
+                    Block(sensor, raw[rows], _take(arrival, rows), 1, _names(raw, rows, names))
+                )
+        unknown = valid & ~in_database & ~own
+        if self.database is not None and self.unknown == "count":
+            for i in np.flatnonzero(unknown).tolist():
+                out.append(
+                    Loss(
+                        self.name,
+                        "unknown_id",
+                        f"{where}id 0x{int(ids[i]):X} is not in the database",
+                    )
+                )
+            unknown[:] = False
+        keep = unknown | (valid & in_database & ~own & (short | self.raw))
+        rows = np.flatnonzero(keep)
+        if len(rows):
+            out.append(
+                Block(self.name, raw[rows], _take(arrival, rows), 1, _names(raw, rows, names))
+            )
+        return out
+
+    def _columns(self, messages: Sequence[Any], where: str) -> _Columns:
+        """python-can's attributes of ``messages`` as one :data:`RAW_DTYPE` array, read
+        attribute by attribute (one list comprehension each, no per-frame numpy work),
+        and the frames lost (error frames, bad lengths) by index."""
+        n = len(messages)
+        self.frames_seen += n
+        raw = np.zeros(n, RAW_DTYPE)
+        losses: dict[int, Loss] = {}
+        new_channels: dict[int, str] = {}
+        if not n:
+            return _Columns(raw, np.ones(0, bool), losses, new_channels, False)
+        stamps = np.array([m.timestamp for m in messages], np.float64)
+        raw["t"] = np.rint(stamps * 1e9).astype(np.int64)
+        error = np.array([m.is_error_frame for m in messages], bool)
+        fd = np.array([m.is_fd for m in messages], bool)
+        remote = np.array([m.is_remote_frame for m in messages], bool)
+        dlc = np.array([m.dlc for m in messages], np.int64)
+        payloads = [m.data or b"" for m in messages]
+        size = np.fromiter(map(len, payloads), np.int64, n)
+        bad = np.where(
+            fd,
+            (size > MAX_PAYLOAD) | (dlc != size),
+            (size > 8) | np.where(remote, dlc > 8, (dlc != size) & ~((size == 8) & (dlc <= 15))),
+        )
+        bad &= ~error
+        for i in np.flatnonzero(error).tolist():
+            m = messages[i]
+            losses[i] = Loss(self.name, "error_frame", f"{where}error frame at {m.timestamp:.6f} s")
+        for i in np.flatnonzero(bad).tolist():
+            m = messages[i]
+            problem = _length_problem(m, int(size[i]), int(dlc[i]))
+            losses[i] = Loss(
+                self.name,
+                "bad_length",
+                f"{where}id 0x{m.arbitration_id:X} at {m.timestamp:.6f} s: {problem}",
+            )
+        valid = ~(error | bad)
+        raw["id"] = [m.arbitration_id for m in messages]
+        raw["extended"] = [m.is_extended_id for m in messages]
+        raw["remote"] = remote
+        raw["fd"] = fd
+        raw["brs"] = [m.bitrate_switch for m in messages]
+        raw["esi"] = [m.error_state_indicator for m in messages]
+        raw["rx"] = [m.is_rx for m in messages]
+        raw["dlc"] = np.where(remote, dlc, size).clip(0, 255)
+        channels = [m.channel for m in messages]
+        named = False
+        if any(not isinstance(c, (int, np.integer)) for c in dict.fromkeys(channels)):
+            table = {c: self._channel(c, new_channels) for c in dict.fromkeys(channels)}
+            named = any(isinstance(c, str) for c in table)
+            raw["channel"] = [table[c] for c in channels]
+        else:
+            raw["channel"] = channels
+        raw["channel"][~valid] = 0
+        # payloads: each valid frame's bytes scattered into its row
+        size[~valid] = 0
+        if (~valid).any():
+            payloads = [p if ok else b"" for p, ok in zip(payloads, valid.tolist(), strict=True)]
+        flat = np.frombuffer(b"".join(map(bytes, payloads)), np.uint8)
+        if len(flat):
+            if (size == size[0]).all():
+                raw["data"][:, : size[0]] = flat.reshape(n, int(size[0]))
+            else:
+                starts = np.cumsum(size) - size
+                row = np.repeat(np.arange(n), size)
+                col = np.arange(len(flat)) - np.repeat(starts, size)
+                raw["data"][row, col] = flat
+        raw["dlc"][~valid] = 0
+        return _Columns(raw, valid, losses, new_channels, named)
+
     def _channel(self, channel: Any, new: dict[int, str]) -> int:
         if channel is None:
             return 0
@@ -308,14 +434,20 @@ class CanDecoder:
             rows = rows[~short]
             if not len(rows):
                 continue
-            signals = plan.decode(raw["data"][rows])
-            table = np.zeros(len(rows), [("t", np.int64), *_fields(signals.dtype)])
-            table["t"] = raw["t"][rows]
-            for name in signals.dtype.names or ():
-                table[name] = signals[name]
-            for k, i in enumerate(rows):
-                out[int(i)] = table[k : k + 1]
+            table = self._table(plan, raw, rows)
+            for k, i in enumerate(rows.tolist()):
+                out[i] = table[k : k + 1]
         return out
+
+    @staticmethod
+    def _table(plan: MessagePlan, raw: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """``t`` and the decoded signals of the frames at ``rows`` of ``raw``."""
+        signals = plan.decode(raw["data"][rows])
+        table = np.zeros(len(rows), [("t", np.int64), *_fields(signals.dtype)])
+        table["t"] = raw["t"][rows]
+        for name in signals.dtype.names or ():
+            table[name] = signals[name]
+        return table
 
 
 def _fields(dtype: np.dtype[Any]) -> list[tuple[str, Any]]:

@@ -351,6 +351,7 @@ def build_source(
             raw=cfg.raw,
             name=cfg.name,
             speed=cfg.speed,
+            block=cfg.block,
         )
     if isinstance(cfg, AudioConfig):
         from adapters.audio import AudioSource

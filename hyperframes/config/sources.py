@@ -279,6 +279,8 @@ class CanConfig(_SourceBase):
     unknown: Literal["raw", "count"] = "raw"
     raw: bool = True
     speed: float | None = Field(None, gt=0)
+    block: int = Field(1, ge=1)
+    """Rows per frame (a frame per CAN frame by default; more: the fast path for long logs)."""
 
     @model_validator(mode="after")
     def _one_input(self) -> CanConfig:
