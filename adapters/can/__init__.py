@@ -8,7 +8,15 @@ source built on CAN (a radar's cluster and object lists). python-can and
 cantools load only when a source or decoder is made.
 """
 
-from adapters.can._decoder import RAW_DTYPE, CanDecoder, Event, Loss, id_sensor, load_database
+from adapters.can._decoder import (
+    RAW_DTYPE,
+    Block,
+    CanDecoder,
+    Event,
+    Loss,
+    id_sensor,
+    load_database,
+)
 from adapters.can._io import LOG_SUFFIXES
 from adapters.can._source import CanSource
 from fusion._exports import rewrite_module
@@ -16,6 +24,7 @@ from fusion._exports import rewrite_module
 __all__ = [
     "LOG_SUFFIXES",
     "RAW_DTYPE",
+    "Block",
     "CanDecoder",
     "CanSource",
     "Event",

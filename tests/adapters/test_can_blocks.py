@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adapters import CanSource
+from adapters.can import Block
 from fusion.errors import ConfigError
 
 REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "real" / "can"
@@ -105,7 +106,7 @@ def test_blocks_of_a_real_log_hold_the_rows_and_ledger_of_one_frame_each(
 def test_decoded_blocks_equal_the_decoded_frames_and_cantools(tmp_path: Path, dbc: str) -> None:
     import cantools
 
-    db = cantools.database.load_file(str(DATA / dbc))
+    db: Any = cantools.database.load_file(str(DATA / dbc))
     rng = np.random.default_rng(3)
     lines = []
     sent = []
@@ -137,7 +138,7 @@ def test_decoded_blocks_equal_the_decoded_frames_and_cantools(tmp_path: Path, db
         assert (0 if decoded is None else len(decoded)) == len(frames)
         for row, payload in zip(decoded if decoded is not None else [], frames, strict=True):
             try:
-                expected = message.decode(payload, decode_choices=False)
+                expected: Any = message.decode(payload, decode_choices=False)
             except cantools.database.DecodeError:
                 continue  # a multiplexer value it does not list: ours keeps NaN
             for name, value in expected.items():
@@ -186,9 +187,9 @@ def test_any_mixed_log_gives_the_same_rows_and_ledger_in_blocks(
     from adapters.can import CanDecoder
 
     for kwargs in ({}, {"ids": [0x1A0]}, {"database": DATA / "motohawk.dbc", "unknown": "count"}):
-        single = CanDecoder("can", **kwargs)  # type: ignore[arg-type]
+        single = CanDecoder("can", **kwargs)
         events = single.push(messages)
-        blocks = CanDecoder("can", **kwargs).push_blocks(messages)  # type: ignore[arg-type]
+        blocks = CanDecoder("can", **kwargs).push_blocks(messages)
         per_sensor: dict[str, list[np.ndarray]] = defaultdict(list)
         units: dict[str, int] = defaultdict(int)
         losses: dict[tuple[str, str, int], int] = defaultdict(int)
@@ -201,7 +202,7 @@ def test_any_mixed_log_gives_the_same_rows_and_ledger_in_blocks(
         b_units: dict[str, int] = defaultdict(int)
         b_losses: dict[tuple[str, str, int], int] = defaultdict(int)
         for b in blocks:
-            if hasattr(b, "rows"):
+            if isinstance(b, Block):
                 assert same_rows(np.concatenate(per_sensor.pop(b.sensor)), b.rows)
                 b_units[b.sensor] += len(b.rows) * b.units_per_row
             else:
