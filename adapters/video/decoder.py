@@ -98,6 +98,20 @@ from fusion.timing import Clock
 
 log = logging.getLogger("adapters.video")
 
+
+def _say_audio_left_out(container: Any, url: str) -> None:
+    """Log (once per open) that the input's audio streams are not read here, and how to
+    record them."""
+    audio = container.streams.audio
+    if audio:
+        codecs = ", ".join(str(s.codec_context.name) for s in audio)
+        log.info(
+            "video %s: its %d audio stream(s) (%s) are left out of this video source; record "
+            'them with a source of type = "audio" on the same url (adapters.AudioSource)',
+            url, len(audio), codecs,
+        )  # fmt: skip
+
+
 _VERIFY_PACKETS = 64
 """Packets a hardware decoder may take to produce its first frame before we give up on it."""
 
@@ -204,6 +218,8 @@ class DecoderThread:
                 if connection and self._last_arrival is not None:
                     self._pending_gap = Reconnected(attempts, None)
                 info = describe_input(container, stream, opts)
+                if not connection:
+                    _say_audio_left_out(container, opts.url)
                 self._first_format = None
                 if opts.live:
                     self._emit(Opened(info, report, connection))

@@ -242,3 +242,22 @@ def test_the_framer_keeps_every_sample_in_order_and_every_unit_once(
     for c in cuts:
         if c.samples.shape[1]:
             assert c.index >= 0
+
+
+def test_a_video_source_on_a_file_with_audio_says_it_left_the_audio_out(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from adapters import VideoSource
+
+    async def run() -> None:
+        async with VideoSource(str(PHONE)) as video:
+            async for _ in video.frames():
+                break
+
+    with caplog.at_level("INFO", logger="adapters.video"):
+        anyio.run(run)
+    said = [r.getMessage() for r in caplog.records if "audio stream" in r.getMessage()]
+    assert said == [
+        f"video {PHONE}: its 1 audio stream(s) (aac) are left out of this video source; record "
+        'them with a source of type = "audio" on the same url (adapters.AudioSource)'
+    ]
