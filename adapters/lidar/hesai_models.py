@@ -314,12 +314,56 @@ def identify(payload: bytes) -> tuple[HesaiModel | None, str]:
     return None, f"Hesai {said}: a model not decoded here"
 
 
+PACKET_LENGTHS: dict[str, tuple[int, ...]] = {
+    "Pandar40P": (1262, 1266),  # with the 4-byte UDP sequence or not
+    "Pandar64": (1194, 1198),
+    "PandarQT64": (1072,),
+    "PandarXT16": (568,),
+    "PandarXT32": (1080,),
+    "PandarXT32M": (820,),
+    "PandarQT128": (1095, 1127),  # with the 32-byte signature or not
+    "PandarOT128": (861, 893),
+}
+"""The datagram sizes each decoded model sends (the user manuals; the real captures'
+sizes: 40P 1262, 64 1198, QT64 1072, XT16 568, XT32 1080, XT32M 820, QT128 1127)."""
+
+
+def hesai_signature(payload: bytes) -> str | None:
+    """What a datagram is when it is certainly a Hesai packet, else None.
+
+    Strict, for other LiDAR sources' error messages: a decoded model's packet must
+    have one of its :data:`PACKET_LENGTHS` and its whole pre-header (``EE FF``,
+    protocol major and minor, lasers, blocks) or, for the 40P, ``FF EE`` at the
+    start of each of its 10 blocks; a model not decoded here must have ``EE FF``
+    and a length its lasers and blocks can fill (3 or 4 bytes a unit, a tail of
+    at most 128 bytes). A Velodyne packet (``FF EE`` blocks of 100 bytes, 1206 in
+    all), whole or cut, is none of these."""
+    model, said = identify(payload)
+    if model is not None:
+        if len(payload) not in PACKET_LENGTHS[model.name]:
+            return None
+        if model.sob:
+            flags = (
+                payload[model.block_offset(b) : model.block_offset(b) + 2]
+                for b in range(model.blocks)
+            )
+            return said if all(f == b"\xff\xee" for f in flags) else None
+        if model.signature is not None and payload[3] != model.signature[1]:
+            return None
+        return said
+    if not said.startswith("Hesai") or len(payload) < 12:
+        return None
+    lasers, blocks = payload[6], payload[7]
+    if lasers == 0 or blocks == 0:
+        return None
+    shortest = 12 + blocks * (2 + 3 * lasers)
+    longest = 12 + blocks * (2 + 4 * lasers) + 128
+    return said if shortest <= len(payload) <= longest else None
+
+
 def looks_like_hesai(payload: bytes) -> bool:
-    """Whether a datagram starts like a Hesai packet with a header (EE FF, then a
-    plausible protocol/laser count): for other LiDAR sources' error messages."""
-    if len(payload) < 12 or payload[0] != 0xEE or payload[1] != 0xFF:
-        return False
-    return (payload[2] == 64 and payload[3] == 6) or payload[6] in (16, 32, 40, 64, 128)
+    """Whether a datagram is certainly a Hesai packet (see :func:`hesai_signature`)."""
+    return hesai_signature(payload) is not None
 
 
 # -- angle-correction files ------------------------------------------------------------

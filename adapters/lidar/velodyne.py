@@ -269,12 +269,10 @@ class VelodyneSource(Source):
         """Choose the model from the packets held; False (and those packets counted as
         bad_length) when none of them is a data packet."""
         if self._detector.seen == 0:
-            from adapters.lidar.hesai_models import identify
+            from adapters.lidar.hesai_models import hesai_signature
 
-            hesai = [identify(p)[1] for p, _t, _w in self._waiting[:8] if len(p) != PACKET_SIZE]
-            if hesai and all(
-                h.startswith(("Hesai", "protocol", "8-byte", "no header")) for h in hesai
-            ):
+            hesai = [hesai_signature(p) for p, _t, _w in self._waiting[:8]]
+            if hesai and all(hesai):
                 self._give_up(
                     f"these are Hesai packets, not Velodyne ({hesai[0]}): "
                     'use HesaiSource (TOML type = "hesai")'

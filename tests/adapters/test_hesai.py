@@ -26,7 +26,13 @@ from hypothesis import strategies as st
 from adapters import HesaiSource, VelodyneSource
 from adapters.errors import DecodeError
 from adapters.lidar.hesai_decode import HESAI_DTYPE, HesaiDecoder
-from adapters.lidar.hesai_models import MODELS, default_angles, identify, read_angles
+from adapters.lidar.hesai_models import (
+    MODELS,
+    default_angles,
+    hesai_signature,
+    identify,
+    read_angles,
+)
 from adapters.lidar.hesai_packets import bag_packets, prepare
 from adapters.lidar.pcd import read_pcd
 
@@ -233,6 +239,55 @@ def test_velodyne_source_names_hesai(tmp_path: Path) -> None:
     write_pcap(pcap, bag_payloads(bag)[:100])
     with pytest.raises(DecodeError, match="Hesai"):
         anyio.run(lambda: _drain(VelodyneSource(pcap)))
+
+
+@pytest.mark.parametrize("key", list(RANGES))
+def test_every_real_capture_has_the_strict_hesai_signature(key: str, tmp_path: Path) -> None:
+    bag, _pcd = capture(key, tmp_path)
+    packets = bag_payloads(bag)[:200]
+    said = {hesai_signature(p) for _t, p in packets}
+    assert len(said) == 1
+    (only,) = said
+    assert only is not None
+    assert only.endswith(NAMES[key])
+
+
+VELODYNE = SHARED.parent / "vlp-16-test-90deg-1-50-frames.pcap"
+
+
+@pytest.fixture(scope="module")
+def velodyne_packets() -> list[bytes]:
+    from adapters.lidar.pcap import PcapReader
+
+    reader = PcapReader(VELODYNE)
+    packets = [d.payload for d in reader if d.dst_port == 2368][:40]
+    reader.close()
+    assert len(packets) == 40
+    assert all(len(p) == 1206 for p in packets)
+    return packets
+
+
+@settings(max_examples=200, deadline=None)
+@given(index=st.integers(0, 39), cut=st.integers(0, 1206), pad=st.integers(0, 80))
+def test_a_velodyne_packet_cut_or_padded_is_never_called_hesai(
+    velodyne_packets: list[bytes], index: int, cut: int, pad: int
+) -> None:
+    packet = velodyne_packets[index]
+    assert packet[:2] == b"\xff\xee"  # the 40P's block flag: only the strict check tells
+    assert hesai_signature(packet[:cut]) is None
+    assert hesai_signature(packet + b"\x00" * pad) is None
+    assert hesai_signature(packet[:cut] * 2) is None  # 1262 bytes when cut at 631
+
+
+def test_hesai_packets_cut_or_with_a_wrong_minor_are_not_certain(tmp_path: Path) -> None:
+    bag, _pcd = capture("xt32", tmp_path)
+    packet = bag_payloads(bag)[0][1]
+    assert hesai_signature(packet) == "protocol 6.1, 32 lasers, 8 blocks: PandarXT32"
+    assert hesai_signature(packet[:1000]) is None
+    assert hesai_signature(packet[:3] + b"\x07" + packet[4:]) is None
+    at128 = b"\xee\xff\x04\x03\x00\x00\x80\x02" + b"\x00" * 1110  # 2 blocks of 128 units
+    assert (hesai_signature(at128) or "").startswith("Hesai protocol 4.3")
+    assert hesai_signature(at128[:400]) is None
 
 
 async def _drain(source: object) -> None:
