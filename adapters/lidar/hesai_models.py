@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from adapters._side_files import CALIBRATION_LIMIT, read_small_text
 from adapters.errors import DecodeError
 
 # Return modes (tail byte): name and number of returns per firing.
@@ -411,10 +412,10 @@ def parse_angles(text: str, source: str) -> HesaiAngles:
 
 def read_angles(path: str | Path) -> HesaiAngles:
     """The angle-correction CSV at ``path`` (see :func:`parse_angles`)."""
-    try:
-        text = Path(path).read_text(encoding="utf-8-sig", errors="replace")
-    except OSError as err:
-        raise DecodeError(f"cannot read Hesai angle file {str(path)!r}: {err}") from err
+    text = read_small_text(  # a regular file: /dev/zero or a FIFO is refused, not read
+        path, "Hesai angle file", CALIBRATION_LIMIT, limit_name="a calibration file",
+        error=DecodeError, encoding="utf-8-sig",
+    )  # fmt: skip
     return parse_angles(text, str(path))
 
 

@@ -126,6 +126,7 @@ def test_every_reader_of_a_side_file_names_a_fifo(tmp_path: Path) -> None:
     """Each other place a small file is read (journeys: tests/cli/test_side_files_cli.py)."""
     from adapters.datasets.kitti_raw import read_calibration, read_png, read_timestamps
     from adapters.datasets.oxts import OxtsError, read_packet
+    from adapters.lidar.hesai_models import read_angles
     from adapters.lidar.velodyne import VelodyneSource
     from adapters.nmea.source import NmeaSource
     from adapters.timeseries import TimeSeriesSource
@@ -143,6 +144,7 @@ def test_every_reader_of_a_side_file_names_a_fifo(tmp_path: Path) -> None:
         "NMEA file": lambda: NmeaSource(path=fifo),
         "numpy file": lambda: TimeSeriesSource.from_numpy(fifo),
         "run": lambda: load_fleet_config(fifo),
+        "Hesai angle file": lambda: read_angles(fifo),
     }
     for what, call in calls.items():
         with pytest.raises((SourceOpenError, DecodeError, ConfigError)) as caught:
