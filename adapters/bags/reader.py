@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from adapters._side_files import read_small_text
 from adapters.bags.detect import bag_format, not_a_bag
 from adapters.bags.mcapchunks import chunk_messages, indexed
 from adapters.bags.ros1chunks import ChunkCache, ros1_messages, usable
@@ -344,8 +345,8 @@ def _unnamed_storage(path: Path) -> Path | None:
     """The one storage file of a directory whose ``metadata.yaml`` names no storage plugin
     (``storage_identifier: ""``, as some rosbag2 versions wrote: nebula's Hesai test bags),
     which rosbags refuses; the file itself is read instead. ``None`` otherwise."""
-    try:
-        text = (path / "metadata.yaml").read_text(encoding="utf-8", errors="replace")
+    try:  # a regular file of at most 16 MiB (a FIFO or /dev/zero is not read)
+        text = read_small_text(path / "metadata.yaml", "bag metadata", 16 << 20, error=OSError)
     except OSError:
         return None
     if not any(f"storage_identifier: {q}{q}" in text for q in "\"'"):

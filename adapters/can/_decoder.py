@@ -37,6 +37,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from adapters._side_files import open_regular
 from adapters.can._signals import MAX_PAYLOAD, MessagePlan
 from fusion.errors import ConfigError
 
@@ -127,11 +128,17 @@ def _names(raw: np.ndarray, rows: np.ndarray, names: dict[int, str]) -> dict[str
     return {"channel_names": found} if found else None
 
 
+DATABASE_LIMIT = 256 << 20
+
+
 def load_database(path: str | Path) -> Any:
     """The cantools database at ``path`` (DBC, KCD, ARXML, SYM, CDD), or a ConfigError
     naming the file and what cantools said."""
     import cantools
 
+    # A regular file of at most 256 MiB (ARXML runs to tens of MB): a FIFO or /dev/zero is
+    # refused, not handed to cantools.
+    open_regular(path, "CAN database", limit=DATABASE_LIMIT, error=ConfigError).close()
     try:
         return cantools.database.load_file(str(path), strict=False)
     except FileNotFoundError as err:

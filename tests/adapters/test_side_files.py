@@ -124,6 +124,7 @@ def test_load_config_refuses_a_fifo_and_says_what_is_missing(tmp_path: Path) -> 
 
 def test_every_reader_of_a_side_file_names_a_fifo(tmp_path: Path) -> None:
     """Each other place a small file is read (journeys: tests/cli/test_side_files_cli.py)."""
+    from adapters.can._decoder import load_database
     from adapters.datasets.kitti_raw import read_calibration, read_png, read_timestamps
     from adapters.datasets.oxts import OxtsError, read_packet
     from adapters.lidar.hesai_models import read_angles
@@ -145,6 +146,7 @@ def test_every_reader_of_a_side_file_names_a_fifo(tmp_path: Path) -> None:
         "numpy file": lambda: TimeSeriesSource.from_numpy(fifo),
         "run": lambda: load_fleet_config(fifo),
         "Hesai angle file": lambda: read_angles(fifo),
+        "CAN database": lambda: load_database(fifo),
     }
     for what, call in calls.items():
         with pytest.raises((SourceOpenError, DecodeError, ConfigError)) as caught:
