@@ -22,7 +22,7 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["IOV_MAX", "system_iov_max", "write_all"]
+__all__ = ["BATCH_BYTES", "IOV_MAX", "system_iov_max", "write_all"]
 
 
 def system_iov_max() -> int:
@@ -38,28 +38,48 @@ IOV_MAX = system_iov_max()
 """Most pieces one ``writev`` call is given (read at each call: tests lower it)."""
 
 
-def write_all(fd: int, parts: Iterable[Any]) -> int:
-    """Write ``parts`` (bytes-like) to ``fd`` back to back; returns the bytes written.
+BATCH_BYTES = 16 << 20
+"""Bytes a batch stops growing at: ``parts`` may be read lazily (a spooled footer record),
+so a batch of 1,024 of them stays a bounded amount of memory."""
 
-    At most :data:`IOV_MAX` pieces go to one ``os.writev``; a short write is
-    resumed at the first byte not written. Empty pieces are skipped. An
-    ``OSError`` propagates (what was written before it stays written).
+
+def write_all(fd: int, parts: Iterable[Any]) -> int:
+    """Write ``parts`` (bytes-like, taken lazily) to ``fd`` back to back; returns the
+    bytes written.
+
+    At most :data:`IOV_MAX` pieces (and about :data:`BATCH_BYTES`) go to one
+    ``os.writev``; a short write is resumed at the first byte not written.
+    Empty pieces are skipped. An ``OSError`` propagates (what was written
+    before it stays written).
     """
-    views: list[memoryview] = [memoryview(p).cast("B") for p in parts]
-    views = [v for v in views if v.nbytes]
     limit = max(1, IOV_MAX)
+    total = 0
+    batch: list[memoryview] = []
+    held = 0
+    for part in parts:
+        view = memoryview(part).cast("B")
+        if not view.nbytes:
+            continue
+        batch.append(view)
+        held += view.nbytes
+        if len(batch) >= limit or held >= BATCH_BYTES:
+            total += _write_batch(fd, batch)
+            batch, held = [], 0
+    if batch:
+        total += _write_batch(fd, batch)
+    return total
+
+
+def _write_batch(fd: int, views: list[memoryview]) -> int:
+    """Write ``views`` (at most ``IOV_MAX``) wholly, resuming short writes."""
     total = 0
     i = 0  # the first piece not wholly written
     while i < len(views):
-        batch = views[i : i + limit]
-        n = os.writev(fd, batch)
+        n = os.writev(fd, views[i:])
         total += n
-        for view in batch:
-            size = view.nbytes
-            if n < size:
-                if n:  # the rest of this piece goes first next time
-                    views[i] = view[n:]
-                break
-            n -= size
+        while i < len(views) and n >= views[i].nbytes:
+            n -= views[i].nbytes
             i += 1
+        if n:  # the rest of this piece goes first next time
+            views[i] = views[i][n:]
     return total

@@ -51,7 +51,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import msgpack
@@ -59,7 +59,13 @@ import numpy as np
 
 from recordings.budget import walked_cost
 from recordings.format import PRELUDE, SYNC, RecordKind, crc32, pack_prelude
-from recordings.framed import ColumnFrames, frame_spans, names_and_counts, unframe
+from recordings.framed import (
+    ColumnFrames,
+    frame_spans,
+    names_and_counts,
+    pieces_then_close,
+    unframe,
+)
 
 __all__ = [
     "BYTES",
@@ -311,8 +317,8 @@ def _differs(a: Any, b: Any) -> bool:
 class DetailsWriter:
     """Builds a DETAILS record chunk by chunk (the writer thread calls it per chunk)."""
 
-    def __init__(self, level: int = 3) -> None:
-        self._cols = ColumnFrames(len(_DTYPES), level)
+    def __init__(self, level: int = 3, *, spool: bool = False) -> None:
+        self._cols = ColumnFrames(len(_DTYPES), level, spool=spool)
         self._notes: dict[str, _Notes] = {}
         self.chunks = 0
 
@@ -395,9 +401,9 @@ class DetailsWriter:
             prev = value
         notes.last_conn = prev
 
-    def record(self) -> tuple[list[bytes], int] | None:
-        """``(pieces, length)`` of the DETAILS record (prelude, meta, payload), or
-        ``None`` when a chunk had no details."""
+    def record(self) -> tuple[Iterator[bytes], int] | None:
+        """``(pieces, length)`` of the DETAILS record (prelude, meta, payload frames read
+        as they are taken), or ``None`` when a chunk had no details."""
         if self.chunks < 0:
             return None
         lengths, frames = self._cols.finish()
@@ -412,9 +418,8 @@ class DetailsWriter:
             },
             use_bin_type=True,
         )
-        payload = sum(map(len, frames))
-        pieces = [pack_prelude(RecordKind.DETAILS, meta, payload, crc32(*frames)), meta, *frames]
-        return pieces, PRELUDE.size + len(meta) + payload
+        head = pack_prelude(RecordKind.DETAILS, meta, frames.size, frames.crc())
+        return pieces_then_close(head, meta, frames), PRELUDE.size + len(meta) + frames.size
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -60,8 +60,8 @@ def reindex(log: Recording, out: str | os.PathLike[str]) -> int:
     if log.verify():
         raise RecordingError(f"{log.path}: damaged; run check --repair first")
     cctx = zstandard.ZstdCompressor(write_content_size=True)
-    table = StampIndexWriter()
-    details = DetailsWriter()
+    table = StampIndexWriter(spool=True)
+    details = DetailsWriter(spool=True)
     fd = os.open(log.path, os.O_RDONLY)
     try:
         header = _record(fd, _PREAMBLE_BYTES)

@@ -51,6 +51,7 @@ stamps.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import msgpack
@@ -67,7 +68,14 @@ from recordings.format import (
     crc32,
     pack_prelude,
 )
-from recordings.framed import ColumnFrames, declared_size, frame_spans, names_and_counts, unframe
+from recordings.framed import (
+    ColumnFrames,
+    declared_size,
+    frame_spans,
+    names_and_counts,
+    pieces_then_close,
+    unframe,
+)
 
 __all__ = ["StampChecker", "StampIndex", "StampIndexWriter", "read_stamp_index"]
 
@@ -81,8 +89,8 @@ _MAX_META = 16 << 20  # names and frame lengths of every sensor: far below this
 class StampIndexWriter:
     """Builds a STAMPS record chunk by chunk (what a writer calls as chunks are written)."""
 
-    def __init__(self, level: int = 3) -> None:
-        self._cols = ColumnFrames(len(_DTYPES), level)  # per sensor, per column
+    def __init__(self, level: int = 3, *, spool: bool = False) -> None:
+        self._cols = ColumnFrames(len(_DTYPES), level, spool=spool)  # per sensor, per column
         self._last: dict[str, Int64] = {}  # per sensor: last seq, t, t_arrival
         self._count: dict[str, int] = {}
         self.chunks = 0
@@ -125,9 +133,10 @@ class StampIndexWriter:
         """A chunk without usable stamps: the index cannot describe the file."""
         self.chunks = -1
 
-    def record(self) -> list[bytes] | None:
-        """The STAMPS record (prelude, meta, payload pieces); ``None`` when a chunk had
-        no stamp block (``Recorder(stamp_blocks=False)``)."""
+    def record(self) -> Iterator[bytes] | None:
+        """The STAMPS record's pieces (prelude, meta, payload frames read as they are
+        taken, the spool file removed after the last); ``None`` when a chunk had no
+        stamp block (``Recorder(stamp_blocks=False)``)."""
         if self.chunks < 0:
             return None
         lengths, frames = self._cols.finish()
@@ -140,11 +149,8 @@ class StampIndexWriter:
             },
             use_bin_type=True,
         )
-        return [
-            pack_prelude(RecordKind.STAMPS, meta, sum(map(len, frames)), crc32(*frames)),
-            meta,
-            *frames,
-        ]
+        head = pack_prelude(RecordKind.STAMPS, meta, frames.size, frames.crc())
+        return pieces_then_close(head, meta, frames)
 
 
 class StampIndex:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import itertools
 import os
 import threading
 import time
@@ -599,8 +600,8 @@ class Recorder(Closeable):
         header = _pack(head)
         self._index = []
         self._index_block_bytes = 0  # -1 once the part's blocks are left out of its index
-        self._stamp_index = StampIndexWriter()  # small: the default level
-        self._details = DetailsWriter()
+        self._stamp_index = StampIndexWriter(spool=True)  # small: the default level
+        self._details = DetailsWriter(spool=True)  # spooled: flat memory over hours
         self._part_bytes = 0
         self._part_t0 = None
         self._emit(
@@ -676,21 +677,20 @@ class Recorder(Closeable):
         if ledgers:
             index_meta["ledger"] = ledgers
         details = self._details.record()  # right before the INDEX, which points at it
-        pieces: list[bytes] = []
+        pieces: Iterable[bytes] = ()
         if details is not None:
             pieces, length = details
             index_meta["details"] = [index_offset, length]
             index_offset += length
         index = _pack(index_meta)
-        stamps = self._stamp_index.record() or []  # between the INDEX and the trailer
+        stamps = self._stamp_index.record() or ()  # between the INDEX and the trailer
         self._emit(
-            [
-                *pieces,
-                pack_prelude(RecordKind.INDEX, index, 0, crc32(b"")),
-                index,
-                *stamps,
-                pack_trailer(index_offset),
-            ]
+            itertools.chain(
+                pieces,
+                (pack_prelude(RecordKind.INDEX, index, 0, crc32(b"")), index),
+                stamps,
+                (pack_trailer(index_offset),),
+            )
         )
         os.fsync(self._fd)
         os.close(self._fd)
@@ -703,7 +703,7 @@ class Recorder(Closeable):
             if self._durable:
                 fsync_dir(self._final.parent)
 
-    def _emit(self, parts: list[bytes]) -> None:
+    def _emit(self, parts: Iterable[Any]) -> None:
         """Write ``parts`` back to back (:func:`recordings._writev.write_all`: split at
         ``IOV_MAX``, partial writes resumed)."""
         n = write_all(self._fd, parts)

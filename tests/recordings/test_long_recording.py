@@ -327,3 +327,52 @@ def test_the_clock_fit_from_hull_candidates_equals_the_point_by_point_envelope(
     )
     arrival = x + (x * skew).astype(np.int64) + np.array(d, np.int64)
     assert envelope_skew(x, arrival) == _skew_point_by_point(x, arrival)
+
+
+# -- the footer's columns do not grow the writer's memory --------------------------------
+
+
+def test_spooled_footer_columns_are_the_frames_kept_in_memory(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past ``SPOOL_BYTES`` a recorder's footer columns live in a temporary file; the
+    record's payload, lengths and CRC are those of the columns kept in memory."""
+    import zlib
+
+    from recordings import framed
+
+    monkeypatch.setattr(framed, "SPOOL_BYTES", 1000)
+    monkeypatch.setattr(framed, "FRAME_BYTES", 4096)
+    rng = np.random.default_rng(5)
+    kept, spooled = framed.ColumnFrames(2), framed.ColumnFrames(2, spool=True)
+    for _ in range(200):
+        key, col = f"s{int(rng.integers(0, 3))}", int(rng.integers(0, 2))
+        raw = rng.integers(0, 1 << 20, int(rng.integers(1, 300)), np.int64).tobytes()
+        kept.add(key, col, raw)
+        spooled.add(key, col, raw)
+    assert spooled._spool is not None  # it did spool
+    a_len, a = kept.finish()
+    b_len, b = spooled.finish()
+    assert a_len == b_len
+    assert list(a) == list(b)
+    assert a.size == b.size == sum(map(len, a))
+    assert a.crc() == b.crc() == zlib.crc32(b"".join(a))
+    b.close()
+
+
+def test_a_compressed_column_frame_holds_only_its_bytes() -> None:
+    """zstandard's output keeps its whole buffer; the writer's frames must not (8 hours
+    of constant columns grew a recorder by 1.5 GB)."""
+    import tracemalloc
+
+    from recordings.framed import ColumnFrames
+
+    cols = ColumnFrames(1)
+    tracemalloc.start()
+    try:
+        for _ in range(40):
+            cols.add("s", 0, bytes(256 << 10))  # a frame each, ~30 bytes compressed
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert held < 2 << 20  # 40 frames of the raw size would be 10 MB
