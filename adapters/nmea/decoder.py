@@ -227,6 +227,15 @@ class NmeaDecoder:
         at = f"{where}: " if where else ""
         if len(raw) > MAX_LINE:
             return [Loss("bad_length", f"{at}a line of {len(raw)} bytes (at most {MAX_LINE})")]
+        skipped: list[Event] = []
+        start = sentence_start(raw)
+        if start > 0:  # binary bytes (UBX, noise) before the sentence cost only those bytes
+            skipped = [Loss("garbage", f"{at}{start} byte(s) before the sentence's '$' skipped", 0)]
+            raw = raw[start:]
+            return skipped + self._push_text(raw, arrival, at)
+        return self._push_text(raw, arrival, at)
+
+    def _push_text(self, raw: bytes, arrival: int | None, at: str) -> list[Event]:
         try:
             text = raw.decode("ascii")
         except UnicodeDecodeError:
@@ -394,6 +403,20 @@ class NmeaDecoder:
         self._held = []
         self._gave_up = True
         return events
+
+
+def sentence_start(line: bytes) -> int:
+    """Where the sentence of ``line`` starts: 0, or the first ``$``/``!`` of the printable
+    ASCII run that ends the line when bytes that are not (binary, a UBX message) come
+    before it; 0 when there is none (the line is refused whole)."""
+    if line[:1] in (b"$", b"!"):
+        return 0
+    k = len(line)
+    while k > 0 and 0x20 <= line[k - 1] < 0x7F:
+        k -= 1
+    tail = line[k:]
+    found = [i for i in (tail.find(b"$"), tail.find(b"!")) if i >= 0]
+    return k + min(found) if found else 0
 
 
 def _values(kind: str, msg: Any) -> dict[str, Any]:

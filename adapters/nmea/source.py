@@ -13,13 +13,14 @@ receiver's offset from the host.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
 import os
 import re
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import anyio
@@ -27,7 +28,17 @@ import anyio
 from adapters._side_files import refuse_special
 from adapters.errors import SourceOpenError
 from adapters.net.udp import UdpReceiver, parse_sender
-from adapters.nmea.decoder import GNSS_DTYPE, Event, Joined, LineSplitter, Loss, NmeaDecoder
+from adapters.nmea._stream import Garbage, Sentence, StreamSplitter, Truncated, Ubx
+from adapters.nmea._ubx import UbxDecoder, UbxFrame, UbxLoss, UbxRead, ubx_sensors
+from adapters.nmea.decoder import (
+    GNSS_DTYPE,
+    MAX_LINE,
+    Event,
+    Joined,
+    LineSplitter,
+    Loss,
+    NmeaDecoder,
+)
 from fusion.clock import ClockModel
 from fusion.errors import ConfigError, SourceError
 from fusion.frames import Frame, Overflow, SensorSpec
@@ -42,8 +53,12 @@ DEFAULT_BAUD = 4800
 _BATCH_LINES = 4096  # lines of a file per worker-thread round trip
 _READ_TIMEOUT = 0.2  # s: a serial read returns at least this often, so cancelling is prompt
 
-Batch = tuple[int, list[Event]]
-"""Lines that arrived (non-blank) and the events they made."""
+Batch = tuple[int, list[Event | UbxFrame]]
+"""Units that arrived on the fix sensor (non-blank lines; with UBX also UBX messages
+read past, garbage runs) and the events they made (UBX frames count their own unit)."""
+
+Protocol = Literal["auto", "nmea", "ubx"]
+PROTOCOLS = ("auto", "nmea", "ubx")
 
 
 class NmeaSource(Source):
@@ -69,6 +84,18 @@ class NmeaSource(Source):
     (``disconnect``, each failed attempt ``open_failed``: warnings, no unit lost);
     ``statistics()`` has ``connections`` and ``disconnects``. A sentence cut by
     the drop is counted with the rest (``bad_checksum``...).
+
+    ``protocol``: ``"nmea"`` reads lines of NMEA sentences (binary bytes before a
+    sentence's ``$`` in a line are skipped and counted ``garbage``, a warning);
+    ``"ubx"`` reads u-blox UBX binary messages (NMEA bytes are garbage) and
+    ``"auto"`` both, mixed on one stream (:mod:`adapters.nmea._stream`): NAV-PVT,
+    NAV-HPPOSLLH, NAV-SAT and ESF-MEAS/ESF-RAW become frames of ``<name>.pvt``,
+    ``<name>.hpposllh``, ``<name>.sat`` and ``<name>.esf``
+    (:mod:`adapters.nmea._ubx`: fields, GPS time as ``t_sensor``, what is counted),
+    NMEA fixes stay on ``<name>``. Each UBX message is a unit: a frame, read past
+    (other identities, counted in ``statistics()["ubx"]``) or lost by reason
+    (``undated``, ``undecodable``, ``truncated``); each run of bytes that starts
+    neither is one unit lost as ``garbage``.
     """
 
     _ledger_unit = "sentence"
@@ -88,6 +115,7 @@ class NmeaSource(Source):
         reconnect: bool = True,
         backoff: tuple[float, float] = (0.1, 5.0),
         max_reconnects: int | None = None,
+        protocol: Protocol = "nmea",
         clock: ClockModel | None = None,
         capacity: int = 64,
         overflow: Overflow | None = None,
@@ -100,6 +128,9 @@ class NmeaSource(Source):
             )
         if speed is not None and speed <= 0:
             raise ConfigError(f"speed must be > 0 or None, got {speed}")
+        if protocol not in PROTOCOLS:
+            raise ConfigError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
+        self.protocol: Protocol = protocol
         if baud <= 0:
             raise ConfigError(f"baud must be > 0, got {baud}")
         if backoff[0] <= 0 or backoff[1] < backoff[0]:
@@ -125,17 +156,35 @@ class NmeaSource(Source):
         self.speed = speed
         live = self.path is None
         input_ = str(self.path) if self.path is not None else port or url
-        super().__init__(
+        specs = [
             SensorSpec(
                 name,
                 kind="gnss",
                 clock=clock,
                 capacity=capacity,
+                optional=protocol == "ubx",
                 overflow=overflow or ("drop_oldest" if live else "block"),
                 meta={"input": input_, "fields": list(GNSS_DTYPE.names or ()), "format": "nmea"},
             )
-        )
+        ]
+        if protocol != "nmea":
+            specs += [
+                SensorSpec(
+                    sensor,
+                    kind=kind,
+                    clock=clock,
+                    capacity=capacity,
+                    optional=True,
+                    overflow=overflow or ("drop_oldest" if live else "block"),
+                    meta={"input": input_, "fields": fields, "format": "ubx"},
+                )
+                for sensor, kind, fields in ubx_sensors(name)
+            ]
+        super().__init__(specs=tuple(specs))
         self.decoder = NmeaDecoder(live=live, date=self.date)
+        self.ubx = UbxDecoder(name)
+        """The UBX decoder (its ``identities`` count the UBX messages read)."""
+        self._esf = f"{name}.esf"
         self.undated: str | None = None
         """Why fixes were stamped on the fallback date (no RMC or ZDA dated them), if so."""
         self._listening = anyio.Event()
@@ -151,6 +200,8 @@ class NmeaSource(Source):
         """Base counters plus the well-formed sentences read, by type (and, for
         ``udp://``, the receiver's counters)."""
         stats = {**super().statistics(), "sentences": dict(self.decoder.types)}
+        if self.protocol != "nmea":
+            stats["ubx"] = dict(self.ubx.identities)
         if self._address is not None and self._address[0] == "tcp":
             stats.update(connections=self.connections, disconnects=self.disconnects)
         if self.udp is not None:
@@ -181,7 +232,21 @@ class NmeaSource(Source):
                 if received:
                     self.count_received(received)
                 for event in events:
-                    if isinstance(event, Joined):  # into a fix that already went out
+                    if isinstance(event, UbxFrame):
+                        self.count_received(1, sensor=event.sensor)
+                        if event.warning is not None:
+                            self.undated = self.undated or event.warning
+                            self.count_error("undated", event.warning, units=0)
+                            log.warning("%s: %s", self.name, event.warning)
+                        if self.speed is not None and event.sensor != self._esf:
+                            start = start or (clock.now(), event.t)
+                            await clock.sleep_until(
+                                start[0] + round((event.t - start[1]) / self.speed)
+                            )
+                        yield self.make_frame(
+                            event.t, event.rows, sensor=event.sensor, t_arrival=event.t_arrival
+                        )
+                    elif isinstance(event, Joined):  # into a fix that already went out
                         self.ledger().emit(event.units, frames=0)
                     elif isinstance(event, Loss) and event.reason == "undated":
                         self.undated = event.message  # a warning: nothing is lost
@@ -212,17 +277,32 @@ class NmeaSource(Source):
         assert self.path is not None
         path, decoder = self.path, self.decoder
 
+        if self.protocol != "nmea":
+            where = path.name
+
+            def chunks() -> Iterator[Batch]:
+                splitter = self._splitter()
+                with path.open("rb") as f:
+                    while chunk := f.read(1 << 16):
+                        yield self._decode_stream(splitter.feed(chunk), None, where)
+                yield self._decode_stream(splitter.flush(), None, where, final=True)
+
+            async for batch in _in_thread(chunks):
+                yield batch
+            return
+
         def batches() -> Iterator[Batch]:
             with path.open("rb") as f:
-                received, events = 0, []
+                received, events = 0, list[Event | UbxFrame]()
                 for number, line in enumerate(_bounded_lines(f), 1):
                     if line.strip():
                         received += 1
                         events += decoder.push_line(line, None, f"{path.name} line {number}")
                     if received >= _BATCH_LINES:
                         yield received, events
-                        received, events = 0, []
-                yield received, events + decoder.finish()
+                        received, events = 0, list[Event | UbxFrame]()
+                events += decoder.finish()
+                yield received, events
 
         async for batch in _in_thread(batches):
             yield batch
@@ -245,7 +325,7 @@ class NmeaSource(Source):
             data = device.read(waiting or 1)
             return data, clock.now()
 
-        splitter = LineSplitter()
+        splitter = self._splitter()
         try:
             while True:
                 try:
@@ -255,7 +335,7 @@ class NmeaSource(Source):
                         f"serial port {self.port!r} failed: {err}", sensor=self.name
                     ) from err
                 if data:
-                    yield self._decode(splitter.feed(data), arrival, self.port)
+                    yield self._feed(splitter, data, arrival, self.port)
         finally:
             device.close()
 
@@ -275,9 +355,14 @@ class NmeaSource(Source):
             self.udp = receiver
             self._bound_port = receiver.port
             self._listening.set()
+            splitter = self._splitter()
             while True:
                 payload, (peer, peer_port), arrival = await receiver.receive()
-                yield self._decode(payload.splitlines(), arrival, f"udp from {peer}:{peer_port}")
+                where = f"udp from {peer}:{peer_port}"
+                if self.protocol == "nmea":
+                    yield self._decode(payload.splitlines(), arrival, where)
+                else:  # a UBX message may span datagrams (a serial-to-UDP bridge)
+                    yield self._feed(splitter, payload, arrival, where)
 
     async def _tcp_batches(self, host: str, port: int) -> AsyncIterator[Batch]:
         where = f"tcp://{host}:{port}"
@@ -299,7 +384,7 @@ class NmeaSource(Source):
             if self.connections > 1:
                 log.warning("%s: reconnected to %s", self.name, where)
             attempt = 0
-            splitter = LineSplitter()
+            splitter = self._splitter()
             why = "the receiver closed the connection"
             async with stream:
                 while True:
@@ -310,9 +395,9 @@ class NmeaSource(Source):
                     except (anyio.BrokenResourceError, OSError) as err:
                         why = f"connection lost: {err or type(err).__name__}"
                         break
-                    yield self._decode(splitter.feed(data), current_clock().now(), where)
+                    yield self._feed(splitter, data, current_clock().now(), where)
             # a sentence the drop cut is a unit too: counted with its fault
-            yield self._decode(splitter.flush(), current_clock().now(), where)
+            yield self._feed(splitter, None, current_clock().now(), where)
             self.disconnects += 1
             self.count_error("disconnect", f"{where}: {why}", units=0)
             if self.max_reconnects == 0:
@@ -331,10 +416,69 @@ class NmeaSource(Source):
             )
         await anyio.sleep(min(self.backoff[1], self.backoff[0] * 2**attempt))
 
+    def _splitter(self) -> LineSplitter | StreamSplitter:
+        """What cuts this source's bytes into units: lines, or UBX messages and sentences."""
+        if self.protocol == "nmea":
+            return LineSplitter()
+        return StreamSplitter(nmea=self.protocol == "auto", ubx=True, max_line=MAX_LINE)
+
+    def _feed(
+        self, splitter: LineSplitter | StreamSplitter, data: bytes | None, arrival: int, where: str
+    ) -> Batch:
+        """Decode what ``data`` completes (``None``: the stream ended, flush it)."""
+        if isinstance(splitter, LineSplitter):
+            lines = splitter.flush() if data is None else splitter.feed(data)
+            return self._decode(lines, arrival, where)
+        items = splitter.flush() if data is None else splitter.feed(data)
+        return self._decode_stream(items, arrival, where)
+
+    def _decode_stream(
+        self, items: Iterable[Any], arrival: int | None, where: str, *, final: bool = False
+    ) -> Batch:
+        """Decode the items of a mixed UBX + NMEA stream (:mod:`adapters.nmea._stream`)."""
+        received = 0
+        events: list[Event | UbxFrame] = []
+        for item in items:
+            if isinstance(item, Sentence):
+                received += 1
+                events += self.decoder.push_line(item.text, arrival, where)
+            elif isinstance(item, Ubx):
+                event = self.ubx.push(item.raw, where)
+                if isinstance(event, UbxFrame):
+                    events.append(dataclasses.replace(event, t_arrival=arrival))
+                    continue
+                received += 1
+                if isinstance(event, UbxRead):
+                    events.append(Joined())  # read past: a unit that makes no frame
+                elif isinstance(event, UbxLoss):
+                    events.append(Loss(event.reason, event.message, event.units))
+            elif isinstance(item, Garbage):
+                received += 1
+                bad = (
+                    f" ({item.bad_checksum} UBX sync(s) with a bad checksum)"
+                    if item.bad_checksum
+                    else ""
+                )
+                events.append(
+                    Loss("garbage", f"{where}: {item.size} byte(s) neither UBX nor NMEA{bad}")
+                )
+            elif isinstance(item, Truncated):
+                received += 1
+                events.append(
+                    Loss(
+                        "truncated",
+                        f"{where}: the stream ended inside a UBX message (class/id "
+                        f"{item.identity}, {item.size} bytes of it)",
+                    )
+                )
+        if final:
+            events += self.decoder.finish()
+        return received, events
+
     def _decode(
         self, lines: Iterable[bytes], arrival: int, where: str, *, final: bool = False
     ) -> Batch:
-        received, events = 0, []
+        received, events = 0, list[Event | UbxFrame]()
         for line in lines:
             if line.strip():
                 received += 1

@@ -105,6 +105,7 @@ def build_pipeline(
                 CanConfig,
                 UlogConfig,
                 RadarConfig,
+                NmeaConfig,
             )
             if spec.name != cfg.name and not isinstance(cfg, multi):
                 continue
@@ -334,6 +335,7 @@ def build_source(
             recv_buffer=cfg.recv_buffer,
             max_reconnects=cfg.max_reconnects,
             backoff=(min(0.1, cfg.backoff_max_s), cfg.backoff_max_s),
+            protocol=cfg.chosen_protocol,
         )
     if isinstance(cfg, CanConfig):
         from adapters.can import CanSource

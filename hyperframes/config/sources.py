@@ -228,11 +228,15 @@ class TimeSeriesUdpConfig(_SourceBase):
 
 
 class NmeaConfig(_SourceBase):
-    """A GNSS receiver speaking NMEA 0183 (:class:`adapters.NmeaSource`): exactly one of
-    ``path`` (a log file), ``port`` (a serial device, at ``baud``) or ``url``
-    (``"udp://HOST:PORT"`` to listen, ``"tcp://HOST:PORT"`` to connect)."""
+    """A GNSS receiver speaking NMEA 0183 and/or u-blox UBX (:class:`adapters.NmeaSource`,
+    ``type = "gnss"``; ``"nmea"`` is its alias): exactly one of ``path`` (a log file),
+    ``port`` (a serial device, at ``baud``) or ``url`` (``"udp://HOST:PORT"`` to listen,
+    ``"tcp://HOST:PORT"`` to connect)."""
 
-    type: Literal["nmea"]
+    type: Literal["gnss", "nmea"]
+    protocol: Literal["auto", "nmea", "ubx"] | None = None
+    """``"nmea"`` (lines of sentences), ``"ubx"`` or ``"auto"`` (UBX and NMEA mixed);
+    unset: ``"auto"`` for ``type = "gnss"``, ``"nmea"`` for ``type = "nmea"``."""
     path: str | None = None
     port: str | None = None
     baud: int = Field(4800, ge=1)
@@ -248,6 +252,21 @@ class NmeaConfig(_SourceBase):
     """``tcp://``: reconnect attempts in a row before giving up (none: until stopped)."""
     backoff_max_s: float = Field(5.0, gt=0)
     """``tcp://``: longest wait between reconnect attempts (they start at 0.1 s and double)."""
+
+    @property
+    def chosen_protocol(self) -> Literal["auto", "nmea", "ubx"]:
+        """The protocol read: ``protocol``, or the type's default."""
+        if self.protocol is not None:
+            return self.protocol
+        return "auto" if self.type == "gnss" else "nmea"
+
+    def sensor_names(self) -> list[str]:
+        """The NMEA fix sensor and, with UBX, ``<name>.pvt``, ``.hpposllh``, ``.sat``, ``.esf``."""
+        if self.chosen_protocol == "nmea":
+            return [self.name]
+        from adapters.nmea import ubx_sensors
+
+        return [self.name, *(s for s, _, _ in ubx_sensors(self.name))]
 
     @model_validator(mode="after")
     def _one_input(self) -> NmeaConfig:

@@ -215,13 +215,18 @@ async def test_bad_input_costs_that_line_only_and_says_which(tmp_path: Path) -> 
     stats = source.ledgers()["gnss"]
     assert stats.lost == {
         "bad_checksum": 3,
-        "undecodable": 2,  # the garbage line and the non-ASCII one
+        "undecodable": 2,  # the garbage line and the last one's '$GPGGA' (read from its '$')
         "bad_length": 1,
         "unsupported_type": 1,
     }
     balanced(source)
     assert source.last_error is not None
-    assert "bad.nmea line 18: not ASCII" in source.last_error
+    assert "bad.nmea line 18: '$GPGGA': ('could not parse data'" in source.last_error
+    # the two bytes before its '$' cost only those bytes: a warning, no unit
+    assert source.errors["garbage"] == 1
+    assert "line 18: 2 byte(s) before the sentence's '$' skipped" in str(
+        source.error_messages["garbage"]
+    )
 
 
 @settings(max_examples=60, deadline=None)
