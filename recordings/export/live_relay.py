@@ -17,9 +17,11 @@ How. :class:`Relay` runs one ``selectors`` loop on one thread, every socket non-
   advertised, then its subscriptions served). A client that sends nothing, not even the
   pong to our ping, for ``idle_timeout`` s is closed. Clients beyond ``max_clients`` are
   answered ``503`` with the reason and closed;
-* each client's outbox holds at most ``backlog`` messages and ``backlog_bytes``; all
-  outboxes together at most ``budget`` bytes: when over, the client holding the most drops
-  its oldest message. Every drop is counted for that client (:class:`ClientTraffic`).
+* each client's outbox holds at most ``backlog`` messages and its share of ``budget``
+  (the budget over the clients connected, at most ``backlog_bytes``), so all outboxes
+  together stay within the budget: over its share a client drops its oldest message,
+  counted for that client (:class:`ClientTraffic`). Messages are written by the loop, up
+  to 64 per ``sendmsg``; a client whose socket is full waits for it to be writable.
   Control messages (advertise, status) are never dropped; a client with 4,096 of them
   queued is closed;
 * late subscribers: the last message of every channel (every message of a latched channel,
@@ -38,6 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import json
 import logging
 import re
@@ -64,6 +67,7 @@ _LATCH_DEPTH = 256
 _KEEP_FINISHED = 256  # clients that left, kept for the statistics (then only counted)
 _REFUSING_LIMIT = 64
 _RECV = 1 << 20
+_IOV = 64  # messages written by one sendmsg
 _log = logging.getLogger(__name__)
 
 
@@ -212,6 +216,8 @@ class Relay:
         self._up_out = bytearray()
         self._spare: int | None = None
         self._next_timers = 0.0
+        self._dirty: set[_Client] = set()  # clients with messages to write
+        self._share = min(backlog_bytes, budget)
         self._closing = threading.Event()
         self._wake_r, self._wake_w = socket.socketpair()
         self._sel = selectors.DefaultSelector()
@@ -346,6 +352,7 @@ class Relay:
                             self._read_client(what)
                     elif isinstance(what, socket.socket):
                         self._drain_refused(what)
+                self._flush_dirty()
                 if time.monotonic() >= self._next_timers:
                     self._next_timers = time.monotonic() + 0.1
                     self._timers()
@@ -510,6 +517,7 @@ class Relay:
         extra = bytes(client.request[end + 4 :])
         client.request = bytearray()
         client.state = "open"
+        self._reshare()
         self._send(client, ws.accept(key, protocol), b"", data=False)
         self._send(client, ws.header(ws.TEXT, len(self._server_info)), self._server_info, False)
         if self._channels:
@@ -567,7 +575,7 @@ class Relay:
         first = not subscribers
         subscribers[client.sock.fileno()] = sid
         for log_time, payload in self._cache.get(cid, ()):  # what a late subscriber missed
-            self._send_data(client, sid, log_time, payload)
+            self._send_data(client, _data_head(payload), sid, log_time, payload)
         if first:
             self._upstream({"op": "subscribe", "subscriptions": [{"id": cid, "channelId": cid}]})
 
@@ -596,6 +604,7 @@ class Relay:
         with self._lock:
             self._clients.pop(fd, None)
             self._queued -= client.bytes
+            self._reshare()
             if client.state == "open":
                 self._finished.append(client.traffic(False, why))
             self._closed_why[_reason(why)] += 1
@@ -604,40 +613,41 @@ class Relay:
 
     # -- outboxes -------------------------------------------------------------------------
 
-    def _send_data(self, client: _Client, sid: int, log_time: bytes, payload: memoryview) -> None:
-        size = 13 + payload.nbytes
-        prefix = ws.header(ws.BINARY, size) + bytes((_MESSAGE_DATA,)) + sid.to_bytes(4, "little")
-        with self._lock:
-            client.received += 1
-        self._send(client, prefix + log_time, payload, data=True)
+    def _send_data(
+        self, client: _Client, head: bytes, sid: int, tail: bytes, payload: memoryview
+    ) -> None:
+        """Queue one message data for ``client``: ``head`` (frame header and opcode),
+        its subscription id, ``tail`` (the log time) and the shared ``payload``."""
+        client.received += 1
+        self._send(client, head + sid.to_bytes(4, "little") + tail, payload, data=True)
 
     def _send(self, client: _Client, prefix: bytes, payload: Any, data: bool) -> None:
-        """Queue one message for ``client`` (dropping its oldest data, or the largest
-        outbox's, to stay within the limits) and write what the socket takes now."""
+        """Queue one message for ``client``, dropping its oldest data to stay within its
+        share of the budget; the loop writes it (:meth:`_flush_dirty`)."""
         size = len(prefix) + len(payload)
         with self._lock:
             if data:
-                while client.data and (
-                    client.data >= self.backlog or client.bytes + size > self.backlog_bytes
-                ):
+                cap = self._share
+                while client.data and (client.data >= self.backlog or client.bytes + size > cap):
                     if not self._drop_oldest(client):
                         break
+                client.data += 1
             else:
                 client.control += 1
             client.outbox.append([prefix, payload, data, size, 0])
             client.bytes += size
             self._queued += size
-            if data:
-                client.data += 1
-            while self._queued > self.budget:
-                victim = max(self._clients.values(), key=lambda c: c.bytes)
-                if not self._drop_oldest(victim):
-                    break
-            self._stats["peak"] = max(self._stats["peak"], self._queued)
+            if self._queued > self._stats["peak"]:
+                self._stats["peak"] = self._queued
         if client.control > _CONTROL_LIMIT:
             self._drop_client(client, "too many control messages queued")
-            return
-        self._flush(client)
+        elif not client.writing:
+            self._dirty.add(client)
+
+    def _reshare(self) -> None:
+        """Each client's share of the budget: the budget over the clients connected."""
+        open_clients = sum(1 for c in self._clients.values() if c.state == "open")
+        self._share = min(self.backlog_bytes, self.budget // max(1, open_clients))
 
     def _drop_oldest(self, client: _Client) -> bool:
         """Drop ``client``'s oldest message data not being written (lock held)."""
@@ -651,35 +661,53 @@ class Relay:
                 return True
         return False
 
+    def _flush_dirty(self) -> None:
+        dirty, self._dirty = self._dirty, set()
+        for client in dirty:
+            if client.sock.fileno() >= 0 and not client.writing:
+                self._flush(client)
+
     def _flush(self, client: _Client) -> None:
+        """Write what the socket takes now (up to 64 messages a call); wait for it to be
+        writable again if not all."""
         sock = client.sock
+        outbox = client.outbox
         try:
-            while client.outbox:
-                entry = client.outbox[0]
-                prefix, payload, data, size, offset = entry
-                if offset < len(prefix):
-                    parts = [memoryview(prefix)[offset:], payload]
-                else:
-                    parts = [memoryview(payload)[offset - len(prefix) :]]
+            while outbox:
+                parts: list[Any] = []
+                for entry in itertools.islice(outbox, _IOV):
+                    prefix, payload, _, _, offset = entry
+                    if offset < len(prefix):
+                        parts.append(memoryview(prefix)[offset:])
+                        parts.append(payload)
+                    else:
+                        parts.append(memoryview(payload)[offset - len(prefix) :])
                 sent = sock.sendmsg(parts)
                 with self._lock:
-                    entry[4] = offset + sent
-                    if entry[4] < size:
-                        break
-                    client.outbox.popleft()
-                    client.bytes -= size
-                    self._queued -= size
-                    if data:
-                        client.data -= 1
-                        client.sent += 1
-                    else:
-                        client.control -= 1
+                    while sent and outbox:
+                        entry = outbox[0]
+                        left = entry[3] - entry[4]
+                        if sent < left:
+                            entry[4] += sent
+                            sent = 0
+                            break
+                        sent -= left
+                        outbox.popleft()
+                        client.bytes -= entry[3]
+                        self._queued -= entry[3]
+                        if entry[2]:
+                            client.data -= 1
+                            client.sent += 1
+                        else:
+                            client.control -= 1
+                    if outbox and outbox[0][4]:
+                        break  # the socket took part of a message: it is full
         except BlockingIOError:
             pass
         except OSError:
             self._drop_client(client, "reset")
             return
-        want = bool(client.outbox)
+        want = bool(outbox)
         if want != client.writing:
             client.writing = want
             events = selectors.EVENT_READ | (selectors.EVENT_WRITE if want else 0)
@@ -724,10 +752,11 @@ class Relay:
             log_time = bytes(payload[5:13])
             data = payload[13:]
             self._keep(cid, log_time, data)
+            head = _data_head(data)
             for fd, sid in list(self._subscribers.get(cid, {}).items()):
                 client = self._clients.get(fd)
                 if client is not None:
-                    self._send_data(client, sid, log_time, data)
+                    self._send_data(client, head, sid, log_time, data)
         elif message.opcode == ws.BINARY and payload.nbytes and payload[0] == _TIME:
             self._broadcast(ws.BINARY, bytes(payload))
         elif message.opcode == ws.TEXT:
@@ -793,6 +822,11 @@ class Relay:
         with self._lock:
             for _, data in self._cache.pop(cid, ()):
                 self._cached -= data.nbytes
+
+
+def _data_head(payload: memoryview) -> bytes:
+    """The frame header and opcode of a message-data message carrying ``payload``."""
+    return ws.header(ws.BINARY, 13 + payload.nbytes) + bytes((_MESSAGE_DATA,))
 
 
 def _reason(why: str) -> str:
