@@ -71,8 +71,9 @@ class HesaiSource(Source):
     the end are ``meta["partial"]``; ``partial_sweeps=False`` drops them (their
     packets lost as ``partial_sweep``). The ledger's unit is the packet: each ends
     in a sweep or is lost by reason (``bad_length``, ``bad_header``, ``bad_crc``,
-    ``bad_return_mode``, ``bad_azimuth``, ``bad_message``, ``unsupported_model``,
-    ``foreign_sender`` live).
+    ``bad_return_mode``, ``bad_azimuth``, ``bad_message``, ``unsupported_model``; live
+    also ``foreign_sender`` and ``incomplete``: the packets of the sweeps still open
+    when the stream is stopped).
     """
 
     _ledger_unit = "packet"
@@ -427,14 +428,31 @@ class HesaiSource(Source):
             self.udp = receiver
             self._listening_port = receiver.port
             self._listening.set()
-            while True:
-                got = await receiver.receive_many(64)
-                packets = [(p, t, f"datagram from {a[0]}:{a[1]}: ") for p, a, t in got]
-                for sweep in await self.run_blocking(self._take, packets):
-                    if self._wanted(sweep):
-                        frame = self._frame(sweep)
-                        self.watch.check(frame)
-                        yield frame
+            try:
+                while True:
+                    got = await receiver.receive_many(64)
+                    packets = [(p, t, f"datagram from {a[0]}:{a[1]}: ") for p, a, t in got]
+                    for sweep in await self.run_blocking(self._take, packets):
+                        if self._wanted(sweep):
+                            frame = self._frame(sweep)
+                            self.watch.check(frame)
+                            yield frame
+            finally:
+                self._count_held_at_stop()
+
+    def _count_held_at_stop(self) -> None:
+        """A live stream stopped: the packets of the sweep in progress (and any held
+        before the model was known) are lost as ``incomplete``, none left pending."""
+        held = len(self._waiting) + (0 if self.decoder is None else self.decoder.held)
+        self._waiting = []
+        if self.decoder is not None:
+            self.decoder.flush()  # those packets are counted here, not emitted
+        if held:
+            self.count_error(
+                "incomplete",
+                f"{self.name}: {held} packets of the sweeps in progress when the source stopped",
+                units=held,
+            )
 
     def statistics(self) -> dict[str, Any]:
         stats = dict(super().statistics())

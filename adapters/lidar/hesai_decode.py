@@ -203,6 +203,11 @@ class HesaiDecoder:
         """End of stream: every sweep still open, as partial sweeps."""
         return self._finished(None)
 
+    @property
+    def held(self) -> int:
+        """Packets pushed into sweeps not yet returned (0 after :meth:`flush`)."""
+        return sum(entry.units for entry in self._open.values())
+
     def _decode(self, batch: Batch) -> Columns:
         if self.kernel:
             from adapters.lidar.hesai_kernel import decode_kernel

@@ -10,16 +10,13 @@ pcap and live over UDP on loopback give the same sweeps.
 
 from __future__ import annotations
 
-import shutil
 import socket
-import struct
 from pathlib import Path
 from typing import Any
 
 import anyio
 import numpy as np
 import pytest
-import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -33,11 +30,10 @@ from adapters.lidar.hesai_models import (
     identify,
     read_angles,
 )
-from adapters.lidar.hesai_packets import bag_packets, prepare
+from adapters.lidar.hesai_packets import prepare
 from adapters.lidar.pcd import read_pcd
+from tests.adapters.hesai_testdata import SHARED, bag_payloads, capture, write_pcap
 
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "lidar" / "hesai"
-BUNDLED = Path(__file__).resolve().parents[1] / "data" / "hesai"
 # nebula's hesai_ros_decoder_test ranges (min, max) per capture
 RANGES = {
     "40p": (0.3, 200.0),
@@ -57,27 +53,6 @@ NAMES = {
     "xt16": "PandarXT16",
     "xt32m": "PandarXT32M",
 }
-
-
-def capture(key: str, tmp_path: Path) -> tuple[Path, Path]:
-    """(bag directory, ground-truth PCD) of one model's capture."""
-    if key in ("40p", "qt128", "xt32"):
-        bag = next(p for p in (SHARED / key).iterdir() if p.is_dir())
-        return bag, next((SHARED / key).glob("*.pcd"))
-    src = BUNDLED / key
-    out = tmp_path / key
-    for f in src.rglob("*"):
-        if f.is_dir():
-            continue
-        target = out / f.relative_to(src)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if f.suffix == ".zst":
-            target.with_suffix("").write_bytes(
-                zstandard.ZstdDecompressor().decompress(f.read_bytes(), max_output_size=1 << 26)
-            )
-        else:
-            shutil.copy(f, target)
-    return next(p for p in out.iterdir() if p.is_dir()), next(out.glob("*.pcd"))
 
 
 async def sweeps(source: HesaiSource) -> list[Any]:
@@ -122,26 +97,6 @@ def test_kernel_equals_numpy(key: str, tmp_path: Path) -> None:
             assert (a.data[name] == b.data[name]).all()
         for axis in "xyz":
             assert np.abs(a.data[axis] - b.data[axis]).max() < 1e-5
-
-
-def bag_payloads(bag: Path) -> list[tuple[int, bytes]]:
-    import sqlite3
-
-    db = next(bag.glob("*.db3"))
-    rows = sqlite3.connect(db).execute("select timestamp, data from messages order by timestamp")
-    return [(t, p) for t, data in rows for p in bag_packets(data, "pandar_msgs/msg/PandarScan")]
-
-
-def write_pcap(path: Path, packets: list[tuple[int, bytes]], port: int = 2368) -> None:
-    """Ethernet / IPv4 / UDP records of ``packets`` (ns stamps) in a classic pcap."""
-    out = [struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 65535, 1)]
-    for t, payload in packets:
-        udp = struct.pack(">HHHH", 10000, port, 8 + len(payload), 0) + payload
-        ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0, 64, 17, 0,
-                         bytes([192, 168, 1, 201]), bytes([192, 168, 1, 100]))  # fmt: skip
-        frame = b"\xff" * 6 + b"\x00" * 6 + b"\x08\x00" + ip + udp
-        out.append(struct.pack("<IIII", t // 10**9, t % 10**9, len(frame), len(frame)) + frame)
-    path.write_bytes(b"".join(out))
 
 
 def test_pcap_gives_the_bag_sweeps(tmp_path: Path) -> None:
