@@ -33,19 +33,30 @@ bench: $(STAMP_TEST)
 
 # System packages: libusb-1.0 (open3d loads it at import time), ffmpeg/ffprobe
 # (the acceptance tests send live streams with it and check files against ffprobe)
-# and editcap from wireshark-common (the pcapng tests convert real captures with it).
+# and editcap from wireshark-common (the pcapng tests convert real captures with it);
+# g++ and Fast DDS 2.9 (libfastrtps-dev): the ROS 2 tests' Fast DDS node, tests/peers/fastdds,
+# which a test builds into build/fastdds-peer/ on first use.
+# python3-rosbag: the real ROS 1 rosbag API (run by /usr/bin/python3) reads our .bag
+# exports back; Node.js and npm: the Node peers of tests/peers (@mcap/core reads our
+# MCAP exports, the foxglove/mcap conformance generator makes its inputs).
 # Installed with apt-get when missing and possible; otherwise a clear message.
 system-deps:
 	@missing=""; \
 	ldconfig -p 2>/dev/null | grep -q 'libusb-1.0.so.0' || missing="$$missing libusb-1.0-0"; \
 	command -v ffmpeg >/dev/null 2>&1 && command -v ffprobe >/dev/null 2>&1 || missing="$$missing ffmpeg"; \
 	command -v editcap >/dev/null 2>&1 || missing="$$missing wireshark-common"; \
+	[ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import rosbag' >/dev/null 2>&1 || missing="$$missing python3-rosbag"; \
+	command -v node >/dev/null 2>&1 || missing="$$missing nodejs"; \
+	command -v npm >/dev/null 2>&1 || missing="$$missing npm"; \
+	command -v g++ >/dev/null 2>&1 || missing="$$missing g++"; \
+	test -f /usr/include/fastdds/dds/domain/DomainParticipant.hpp || missing="$$missing libfastrtps-dev libfastcdr-dev"; \
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then SUDO=""; \
 	elif command -v apt-get >/dev/null 2>&1 && command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then SUDO="sudo -n"; \
 	else \
 		echo "error: missing system packages:$$missing" >&2; \
-		echo "       libusb-1.0 is needed by open3d, ffmpeg by the acceptance tests." >&2; \
+		echo "       libusb-1.0 is needed by open3d, ffmpeg by the acceptance tests, python3-rosbag" >&2; \
+		echo "       (Debian's ROS 1 rosbag) and Node.js 18+ with npm by the interop tests." >&2; \
 		echo "       Debian/Ubuntu: 'sudo apt-get install$$missing'; Fedora: 'sudo dnf install libusb1 ffmpeg';" >&2; \
 		echo "       macOS: 'brew install libusb ffmpeg'. Then rerun make." >&2; \
 		exit 1; \
@@ -64,7 +75,13 @@ $(STAMP): pyproject.toml $(VENV)/bin/python | system-deps
 	$(PY) -m pip install -q -e .
 	@touch $@
 
-$(STAMP_TEST): pyproject.toml $(VENV)/bin/python | system-deps
+# The Node peers (tests/peers/package.json, locked): npm ci into tests/peers/node_modules.
+NODE_PEERS := tests/peers/node_modules/.installed
+$(NODE_PEERS): tests/peers/package.json tests/peers/package-lock.json | system-deps
+	cd tests/peers && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+$(STAMP_TEST): pyproject.toml $(VENV)/bin/python $(NODE_PEERS) | system-deps
 	$(PY) -m pip install -q -e '.[test,dev,bench,rerun,ray,ros2]'
 	@# ouster-sdk (OusterSource's decoder) pins rosbags==0.9.23, psutil<6 and click<8.1.8
 	@# for tools we do not use, against our rosbags>=0.11; its core needs only numpy.

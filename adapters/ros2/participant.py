@@ -48,25 +48,30 @@ def loopback_config(
     *,
     interface: str = "127.0.0.1",
     max_participants: int = 32,
+    spdp_multicast: bool = True,
 ) -> str:
-    """Cyclone DDS XML: one interface (loopback by default), no multicast, unicast peers.
+    """Cyclone DDS XML: one interface (loopback by default), unicast peers, SPDP multicast.
 
     Discovery (SPDP) goes by unicast to each of ``peers`` on the ports of
     participant indices 0 to ``max_participants - 1`` (Cyclone's
     ``MaxAutoParticipantIndex``): that many participants per host and domain
-    find each other. A ROS 2 node takes part with the same XML in its
-    ``CYCLONEDDS_URI`` (rmw_cyclonedds) or, with Fast DDS, an equivalent
-    initial-peers profile on ``127.0.0.1``.
+    find each other. With ``spdp_multicast`` (the default) participant
+    announcements also go to, and are heard on, DDS's multicast group on that
+    interface (only SPDP: data stays unicast), which is how a ROS 2 node with
+    Fast DDS and ``ROS_LOCALHOST_ONLY=1`` announces itself: Fast DDS 2.9 does
+    not answer unicast-only discovery (tested: docs/ros2.md). A ROS 2 node with
+    rmw_cyclonedds takes part with the same XML in its ``CYCLONEDDS_URI``.
     """
     if not peers:
         raise ValueError("loopback_config needs at least one peer address")
     if not 1 <= max_participants <= 120:
         raise ValueError(f"max_participants must be 1..120, got {max_participants}")
     peer_xml = "".join(f"<Peer address={quoteattr(p)}/>" for p in peers)
+    multicast, allow = (' multicast="true"', "spdp") if spdp_multicast else ("", "false")
     return (
         '<CycloneDDS><Domain id="any">'
-        f"<General><Interfaces><NetworkInterface address={quoteattr(interface)}/></Interfaces>"
-        "<AllowMulticast>false</AllowMulticast></General>"
+        f"<General><Interfaces><NetworkInterface address={quoteattr(interface)}{multicast}/>"
+        f"</Interfaces><AllowMulticast>{allow}</AllowMulticast></General>"
         "<Discovery><ParticipantIndex>auto</ParticipantIndex>"
         f"<MaxAutoParticipantIndex>{max_participants - 1}</MaxAutoParticipantIndex>"
         f"<Peers>{peer_xml}</Peers></Discovery>"
@@ -118,12 +123,15 @@ class Participant:
             entry = _domains.get(domain_id)
             if entry is not None and config is not None and entry[0] != config:
                 raise UsageError(
-                    f"DDS domain {domain_id} is already open in this process with another "
-                    "Cyclone config; one process configures a domain once"
+                    f"DDS domain {domain_id} is already open in this process with "
+                    + ("another Cyclone config" if entry[0] else "Cyclone's default config")
+                    + "; one process configures a domain once (give every participant of "
+                    "the domain the same config)"
                 )
             try:
-                if entry is None and config is not None:
-                    entry = [config, Domain(domain_id, config), 0]
+                if entry is None:  # without a config, Cyclone's (CYCLONEDDS_URI) on first use
+                    domain = None if config is None else Domain(domain_id, config)
+                    entry = [config, domain, 0]
                     _domains[domain_id] = entry
                 self.dds = DomainParticipant(domain_id)
             except DDSException as err:
@@ -131,8 +139,7 @@ class Participant:
                     f"cannot join DDS domain {domain_id}: {err}"
                     + (" (check the Cyclone DDS config)" if config or entry else "")
                 ) from err
-            if entry is not None:
-                entry[2] += 1
+            entry[2] += 1
             self._entry = entry
 
     def _topic(self, topic: str, cls: type) -> Any:
@@ -162,13 +169,22 @@ class Participant:
         qos: TopicQos,
         type_hash: str | None = None,
         max_blocking_ns: int | None = None,
+        *,
+        ignore_local: bool = False,
     ) -> Any:
         """A ``cyclonedds`` ``DataWriter`` of ROS 2 ``topic``; ``type_hash`` goes in its
         ``USER_DATA`` as Iron and later ROS 2 nodes expect; ``max_blocking_ns`` bounds a
-        reliable ``write``'s wait for a slow reader (:meth:`TopicQos.writer_qos`)."""
+        reliable ``write``'s wait for a slow reader (:meth:`TopicQos.writer_qos`).
+
+        With ``ignore_local`` no reader of this process matches the writer (DDS's
+        ``IGNORE_LOCAL`` policy, kind ``PROCESS``): a process that reads a topic and
+        republishes it never reads its own publications back."""
+        from cyclonedds.core import Policy, Qos
         from cyclonedds.pub import DataWriter
 
         writer_qos = qos.writer_qos(type_hash, max_blocking_ns)
+        if ignore_local:
+            writer_qos += Qos(Policy.IgnoreLocal.Process)
         return DataWriter(self._live(), self._topic(topic, cls), qos=writer_qos)
 
     def publications(self) -> list[Publication]:
@@ -221,7 +237,8 @@ class Participant:
                 entry[2] -= 1
                 if entry[2] <= 0 and _domains.get(self.domain_id) is entry:
                     del _domains[self.domain_id]
-                    _delete(entry[1])
+                    if entry[1] is not None:
+                        _delete(entry[1])
 
     def __enter__(self) -> Participant:
         return self

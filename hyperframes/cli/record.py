@@ -312,7 +312,9 @@ def run(args: argparse.Namespace) -> int:
         server = open_server(
             args.serve, (), dating=None if args.fast else "live", limits=serve_limits(args)
         )
-        publisher = open_publisher(args, (), dating=None if args.fast else "live")
+        publisher = open_publisher(
+            args, (), dating=None if args.fast else "live", sources=config.sources
+        )
         pipeline = build_pipeline(
             config,
             recorder_path=out,

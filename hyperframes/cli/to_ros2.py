@@ -104,10 +104,31 @@ def default_domain() -> int:
         raise ValueError(f"ROS_DOMAIN_ID: {err}") from None
 
 
+def source_dds_config(sources: Iterable[Any], domain: int) -> str | None:
+    """The Cyclone config of the session's ``ros2`` sources on DDS ``domain`` (``None``: none
+    there, or they use ``CYCLONEDDS_URI``): a process configures a domain once, so the
+    publisher joins the domain as its sources do (``loopback = true`` included)."""
+    for source in sources:
+        if getattr(source, "type", None) == "ros2" and source.domain_id == domain:
+            if source.loopback:
+                from adapters.ros2.participant import loopback_config
+
+                return loopback_config()
+            return str(source.config) if source.config is not None else None
+    return None
+
+
 def open_publisher(
-    args: argparse.Namespace, specs: Iterable[Any], *, dating: Any = "live", dated: Any = None
+    args: argparse.Namespace,
+    specs: Iterable[Any],
+    *,
+    dating: Any = "live",
+    dated: Any = None,
+    sources: Iterable[Any] = (),
 ) -> Any:
-    """A started :class:`Ros2Publisher` for ``--to-ros2`` (``None`` without the flag)."""
+    """A started :class:`Ros2Publisher` for ``--to-ros2`` (``None`` without the flag);
+    ``sources`` the session's source configs (a ``ros2`` one on the publisher's domain
+    gives it its Cyclone config, :func:`source_dds_config`)."""
     given = [
         name
         for name, value in (
@@ -129,6 +150,7 @@ def open_publisher(
     domain = default_domain() if args.ros2_domain is None else args.ros2_domain
     return Ros2Publisher(
         domain,
+        config=source_dds_config(sources, domain),
         qos=args.ros2_qos or DEFAULT,
         sensors=specs,
         dating=dating,

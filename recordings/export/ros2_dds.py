@@ -88,7 +88,12 @@ class DdsMessages(Ros2Messages):
             type_hash = store.hash_rihs01(msgtype)
         owner = self.owner
         dds = owner.participant.writer(
-            name, cls, owner.qos, type_hash, max_blocking_ns=owner.max_blocking_ns
+            name,
+            cls,
+            owner.qos,
+            type_hash,
+            max_blocking_ns=owner.max_blocking_ns,
+            ignore_local=True,  # a Ros2Source of this process never reads them back (no echo)
         )
         writer = TopicWriter(name, msgtype, cls, dds)
         with self.lock:

@@ -38,6 +38,7 @@ from adapters.ros2 import (
     type_hash_from_user_data,
     type_hash_user_data,
     unpad_cdr,
+    wait_matched,
 )
 from fusion.errors import UsageError
 
@@ -237,3 +238,32 @@ def test_a_domain_configured_twice_differently_in_one_process_is_refused() -> No
     ):
         Participant(domain, loopback_config(max_participants=4))
     Participant(domain, loopback_config(max_participants=4)).close()  # the domain was freed
+
+
+def test_a_domain_opened_with_cyclone_s_defaults_refuses_a_config_by_name() -> None:
+    """The publisher of ``record --to-ros2`` opened first without a config: a source's config
+    is then a UsageError saying so (was Cyclone's bare PRECONDITION_NOT_MET)."""
+    domain = random.randrange(100, 200)
+    with (
+        Participant(domain),
+        pytest.raises(UsageError, match="already open in this process with Cyclone's default"),
+    ):
+        Participant(domain, loopback_config())
+    Participant(domain, loopback_config()).close()  # the domain was freed
+
+
+def test_a_writer_ignoring_local_readers_is_never_read_back_in_its_process() -> None:
+    """``ignore_local``: what ``--to-ros2`` writes, a reader of the same process never matches
+    (no echo loop); a reader of another participant of the process matches a plain writer."""
+    store = type_store("jazzy")
+    cls = message_class(store, "std_msgs/msg/String")
+    domain = random.randrange(100, 200)
+    qos = TopicQos("reliable", "volatile", 10)
+    with Participant(domain, loopback_config()) as pub, Participant(domain) as sub:
+        reader = sub.reader("/chatter", cls, qos)
+        quiet = pub.writer("/chatter", cls, qos, ignore_local=True)
+        assert not wait_matched(quiet, 1, 1.0)
+        plain = pub.writer("/chatter", cls, qos)
+        assert wait_matched(plain, 1, 10.0)
+        assert wait_matched(reader, 1, 10.0)
+        assert reader.get_subscription_matched_status().current_count == 1
