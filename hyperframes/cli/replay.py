@@ -180,7 +180,11 @@ def run(args: argparse.Namespace) -> int:
 
             refuse_overlap(args.metrics, [args.file, args.config])
         server = open_server(
-            args.serve, inner.specs, **recorded_dates(inner), limits=serve_limits(args)
+            args.serve,
+            inner.specs,
+            **recorded_dates(inner),
+            limits=serve_limits(args),
+            playback_time=True,
         )
         if server is not None and pipeline is not None:
             pipeline.add_sink(server)

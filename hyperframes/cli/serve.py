@@ -99,15 +99,25 @@ def open_server(
     dating: Any = "live",
     dated: Any = None,
     limits: dict[str, Any] | None = None,
+    playback_time: bool = False,
 ) -> Any:
     """A started :class:`FoxgloveServer` for ``--serve TEXT`` (``None`` without the flag),
-    with ``limits`` (:func:`serve_limits`)."""
+    with ``limits`` (:func:`serve_limits`); ``playback_time`` sends the frames' time (a
+    replay)."""
     if text is None:
         return None
     from recordings.export.live import FoxgloveServer
 
     host, port = parse_serve(text)
-    server = FoxgloveServer(host, port, sensors=specs, dating=dating, dated=dated, **(limits or {}))
+    server = FoxgloveServer(
+        host,
+        port,
+        sensors=specs,
+        dating=dating,
+        dated=dated,
+        playback_time=playback_time,
+        **(limits or {}),
+    )
     return server.start()
 
 

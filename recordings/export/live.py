@@ -64,6 +64,7 @@ RESULTS_TOPIC = "/hyperframes/results/"
 """Prefix of the worker-result topics (``/hyperframes/results/<worker>``)."""
 _RESULT_MAX_VALUES = 65_536  # a bigger array goes out as its shape and dtype only
 _SDK_BACKLOG = 1024  # the SDK's queue towards the relay, drained by a loopback read
+_TIME_EVERY_NS = 50_000_000  # the time capability's updates: 20 a second of replay
 _HOLD_LATCHED = 256  # frames of a latched topic held while nobody subscribes
 LATCHED_TOPICS = frozenset({"/tf_static"})
 """Topics whose every message a late subscriber gets, whatever their sensor's QoS."""
@@ -162,6 +163,8 @@ class FoxgloveServer(LiveSink):
     ``client_backlog`` messages and ``client_backlog_bytes`` for one, ``max_clients``
     connections, ``handshake_timeout`` s to send the upgrade request and
     ``idle_timeout`` s of silence (no pong to a ping) before a client is closed.
+    ``playback_time`` advertises the protocol's ``time`` capability and sends the frames'
+    time (a replay's clock for Foxglove's timeline).
     """
 
     def __init__(
@@ -180,6 +183,7 @@ class FoxgloveServer(LiveSink):
         max_clients: int = 32,
         handshake_timeout: float = 5.0,
         idle_timeout: float = 30.0,
+        playback_time: bool = False,
         name: str = "hyperframes",
     ) -> None:
         if backlog < 1 or client_backlog < 1 or client_backlog_bytes < 1:
@@ -197,6 +201,8 @@ class FoxgloveServer(LiveSink):
         self.host = host
         self._port = port
         self.name = name
+        self.playback_time = playback_time
+        self._time_sent: int | None = None
         self.client_backlog = client_backlog
         self.client_backlog_bytes = min(client_backlog_bytes, budget)
         self.budget = budget
@@ -253,6 +259,7 @@ class FoxgloveServer(LiveSink):
                 message_backlog_size=_SDK_BACKLOG,
                 # the listener implements the two callbacks it needs of the protocol
                 server_listener=cast(Any, self._listener),
+                capabilities=[foxglove.Capability.Time] if self.playback_time else None,
             )
         except RuntimeError as err:  # the SDK reports a bind failure as RuntimeError
             relay.close()
@@ -344,6 +351,17 @@ class FoxgloveServer(LiveSink):
                 if len(writer.skipped) != len(self._skipped) or done.skipped:
                     self._skipped = Counter(writer.skipped)
                 self._busy = False
+            if self.playback_time and isinstance(item, Frame):
+                self._tell_time(item)
+
+    def _tell_time(self, frame: Frame) -> None:
+        """The ``time`` capability: the replay's clock (the frame's dated ``t``), at most
+        every 50 ms of it, and at once when it goes back (a loop)."""
+        t = self._date(frame.t) if self._dates(frame.sensor) else frame.t
+        last = self._time_sent
+        if last is None or t < last or t - last >= _TIME_EVERY_NS:
+            self._time_sent = t
+            self._server.broadcast_time(t)
 
     def _write_held(self) -> None:
         """Write the held frames of the topics a client just subscribed to."""

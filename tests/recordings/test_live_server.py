@@ -305,3 +305,39 @@ async def test_an_sdk_overflow_record_for_the_relay_makes_the_counts_a_lower_bou
             assert not client.exact
             line = server.statistics().describe()
             assert f"at least 1 messages dropped for slow clients ({client.address}: at" in line
+
+
+async def test_a_replay_server_tells_its_time_to_a_client_of_either_subprotocol() -> None:
+    """``playback_time``: serverInfo lists the protocol's ``time`` capability and binary
+    time messages (opcode 0x02, u64 ns) follow the frames' ``t``; a client offering only
+    ``foxglove.websocket.v1`` (older Foxglove apps) is served as one offering only
+    ``foxglove.sdk.v1``."""
+    import json
+    import struct
+
+    import websockets
+    from websockets.typing import Subprotocol
+
+    with FoxgloveServer(port=0, dating=None, playback_time=True) as server:
+        for protocol in ("foxglove.websocket.v1", "foxglove.sdk.v1"):
+            offer = [Subprotocol(protocol)]
+            async with websockets.connect(
+                server.url, subprotocols=offer, proxy=None, max_size=None
+            ) as ws:
+                assert ws.subprotocol == protocol
+                info = json.loads(await ws.recv())
+                assert info["op"] == "serverInfo"
+                assert "time" in info["capabilities"]
+                base = 1_000_000_000 * (1 if protocol.endswith("websocket.v1") else 10)
+                times: list[int] = []
+                with anyio.fail_after(20):
+                    i = 0
+                    while base + 1_000_000_000 not in times:
+                        server.publish(Frame("imu", i, base + i * 100_000_000, np.zeros(3)))
+                        i += 1
+                        with anyio.move_on_after(0.05):
+                            message = await ws.recv()
+                            if isinstance(message, bytes) and message[0] == 0x02:
+                                times.append(struct.unpack_from("<Q", message, 1)[0])
+                assert times == sorted(times)
+                assert all((t - base) % 100_000_000 == 0 for t in times)
