@@ -28,8 +28,8 @@ import anyio
 from adapters._side_files import refuse_special
 from adapters.errors import SourceOpenError
 from adapters.net.udp import UdpReceiver, parse_sender
-from adapters.nmea._stream import Garbage, Sentence, StreamSplitter, Truncated, Ubx
-from adapters.nmea._ubx import UbxDecoder, UbxFrame, UbxLoss, UbxRead, ubx_sensors
+from adapters.nmea._stream import Garbage, Sentence, StreamSplitter, Ubx
+from adapters.nmea._ubx import UbxDecoder, UbxFrame, UbxRead, ubx_sensors
 from adapters.nmea.decoder import (
     GNSS_DTYPE,
     MAX_LINE,
@@ -42,6 +42,7 @@ from adapters.nmea.decoder import (
 from fusion.clock import ClockModel
 from fusion.errors import ConfigError, SourceError
 from fusion.frames import Frame, Overflow, SensorSpec
+from fusion.ledger import InputLedger
 from fusion.source import Source
 from fusion.timing import current_clock
 
@@ -53,7 +54,17 @@ DEFAULT_BAUD = 4800
 _BATCH_LINES = 4096  # lines of a file per worker-thread round trip
 _READ_TIMEOUT = 0.2  # s: a serial read returns at least this often, so cancelling is prompt
 
-Batch = tuple[int, list[Event | UbxFrame]]
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _UbxUnit:
+    """A unit of the UBX stream that makes no frame: read past (``reason`` None) or lost."""
+
+    sensor: str
+    reason: str | None
+    message: str
+
+
+Batch = tuple[int, list[Event | UbxFrame | _UbxUnit]]
 """Units that arrived on the fix sensor (non-blank lines; with UBX also UBX messages
 read past, garbage runs) and the events they made (UBX frames count their own unit)."""
 
@@ -162,7 +173,7 @@ class NmeaSource(Source):
                 kind="gnss",
                 clock=clock,
                 capacity=capacity,
-                optional=protocol == "ubx",
+                optional=protocol != "nmea",
                 overflow=overflow or ("drop_oldest" if live else "block"),
                 meta={"input": input_, "fields": list(GNSS_DTYPE.names or ()), "format": "nmea"},
             )
@@ -185,6 +196,7 @@ class NmeaSource(Source):
         self.ubx = UbxDecoder(name)
         """The UBX decoder (its ``identities`` count the UBX messages read)."""
         self._esf = f"{name}.esf"
+        self._last_ubx = protocol == "ubx"  # the protocol a garbage run is charged to
         self.undated: str | None = None
         """Why fixes were stamped on the fallback date (no RMC or ZDA dated them), if so."""
         self._listening = anyio.Event()
@@ -195,6 +207,13 @@ class NmeaSource(Source):
         self.recv_buffer = recv_buffer
         self.udp: UdpReceiver | None = None
         """The ``udp://`` receiver (kernel drops, foreign senders), once listening."""
+
+    def ledger(self, sensor: str | None = None) -> InputLedger:
+        """As :meth:`Source.ledger`; the UBX sensors count UBX messages (unit ``message``)."""
+        name = self.name if sensor is None else sensor
+        if name != self.name and name not in self._ledgers:
+            self._ledgers[name] = InputLedger("message")
+        return super().ledger(sensor)
 
     def statistics(self) -> Mapping[str, Any]:
         """Base counters plus the well-formed sentences read, by type (and, for
@@ -232,7 +251,13 @@ class NmeaSource(Source):
                 if received:
                     self.count_received(received)
                 for event in events:
-                    if isinstance(event, UbxFrame):
+                    if isinstance(event, _UbxUnit):
+                        self.count_received(1, sensor=event.sensor)
+                        if event.reason is None:
+                            self.ledger(event.sensor).emit(1, frames=0)
+                        else:
+                            self.count_error(event.reason, event.message, sensor=event.sensor)
+                    elif isinstance(event, UbxFrame):
                         self.count_received(1, sensor=event.sensor)
                         if event.warning is not None:
                             self.undated = self.undated or event.warning
@@ -293,14 +318,14 @@ class NmeaSource(Source):
 
         def batches() -> Iterator[Batch]:
             with path.open("rb") as f:
-                received, events = 0, list[Event | UbxFrame]()
+                received, events = 0, list[Event | UbxFrame | _UbxUnit]()
                 for number, line in enumerate(_bounded_lines(f), 1):
                     if line.strip():
                         received += 1
                         events += decoder.push_line(line, None, f"{path.name} line {number}")
                     if received >= _BATCH_LINES:
                         yield received, events
-                        received, events = 0, list[Event | UbxFrame]()
+                        received, events = 0, list[Event | UbxFrame | _UbxUnit]()
                 events += decoder.finish()
                 yield received, events
 
@@ -435,10 +460,38 @@ class NmeaSource(Source):
     def _decode_stream(
         self, items: Iterable[Any], arrival: int | None, where: str, *, final: bool = False
     ) -> Batch:
-        """Decode the items of a mixed UBX + NMEA stream (:mod:`adapters.nmea._stream`)."""
+        """Decode the items of a mixed UBX + NMEA stream (:mod:`adapters.nmea._stream`).
+
+        NMEA sentences are units of ``<name>``; UBX messages read past or lost, and a
+        truncated one, units of ``<name>.pvt`` (the receiver's UBX stream); a run of
+        garbage is charged to the protocol the stream resynchronised on after it."""
         received = 0
-        events: list[Event | UbxFrame] = []
+        events: list[Event | UbxFrame | _UbxUnit] = []
+        garbage: list[Garbage] = []
+        ubx_ledger = f"{self.name}.pvt"
+
+        def charge(to_ubx: bool) -> None:
+            nonlocal received
+            for item in garbage:
+                bad = (
+                    f" ({item.bad_checksum} UBX sync(s) with a bad checksum)"
+                    if item.bad_checksum
+                    else ""
+                )
+                message = f"{where}: {item.size} byte(s) neither UBX nor NMEA{bad}"
+                if to_ubx:
+                    events.append(_UbxUnit(ubx_ledger, "garbage", message))
+                else:
+                    received += 1
+                    events.append(Loss("garbage", message))
+            garbage.clear()
+
         for item in items:
+            if isinstance(item, Garbage):
+                garbage.append(item)
+                continue
+            self._last_ubx = not isinstance(item, Sentence)
+            charge(self._last_ubx)
             if isinstance(item, Sentence):
                 received += 1
                 events += self.decoder.push_line(item.text, arrival, where)
@@ -446,31 +499,20 @@ class NmeaSource(Source):
                 event = self.ubx.push(item.raw, where)
                 if isinstance(event, UbxFrame):
                     events.append(dataclasses.replace(event, t_arrival=arrival))
-                    continue
-                received += 1
-                if isinstance(event, UbxRead):
-                    events.append(Joined())  # read past: a unit that makes no frame
-                elif isinstance(event, UbxLoss):
-                    events.append(Loss(event.reason, event.message, event.units))
-            elif isinstance(item, Garbage):
-                received += 1
-                bad = (
-                    f" ({item.bad_checksum} UBX sync(s) with a bad checksum)"
-                    if item.bad_checksum
-                    else ""
-                )
+                elif isinstance(event, UbxRead):
+                    events.append(_UbxUnit(ubx_ledger, None, ""))
+                else:
+                    events.append(_UbxUnit(ubx_ledger, event.reason, event.message))
+            else:
                 events.append(
-                    Loss("garbage", f"{where}: {item.size} byte(s) neither UBX nor NMEA{bad}")
-                )
-            elif isinstance(item, Truncated):
-                received += 1
-                events.append(
-                    Loss(
+                    _UbxUnit(
+                        ubx_ledger,
                         "truncated",
                         f"{where}: the stream ended inside a UBX message (class/id "
                         f"{item.identity}, {item.size} bytes of it)",
                     )
                 )
+        charge(self._last_ubx)
         if final:
             events += self.decoder.finish()
         return received, events
@@ -478,7 +520,7 @@ class NmeaSource(Source):
     def _decode(
         self, lines: Iterable[bytes], arrival: int, where: str, *, final: bool = False
     ) -> Batch:
-        received, events = 0, list[Event | UbxFrame]()
+        received, events = 0, list[Event | UbxFrame | _UbxUnit]()
         for line in lines:
             if line.strip():
                 received += 1

@@ -186,7 +186,10 @@ def test_ubx_only_counts_nmea_as_garbage_and_protocol_is_checked() -> None:
     source = NmeaSource(DATA / "pygpsdata-MIXED2.log", protocol="ubx")
     frames = read_all(source)
     assert {f.sensor for f in frames} == {"gnss.pvt", "gnss.sat"}
-    assert source.ledgers()["gnss"].lost["garbage"] >= 1
+    # the NMEA bytes are garbage of the UBX stream (units of gnss.pvt, unit "message")
+    assert source.ledgers()["gnss.pvt"].lost["garbage"] >= 1
+    assert source.ledgers()["gnss.pvt"].unit == "message"
+    assert source.ledgers()["gnss"].received == 0
     balanced(source)
     with pytest.raises(ConfigError, match="protocol must be one of"):
         NmeaSource(DATA / "pygpsdata-MIXED2.log", protocol="rtcm")  # type: ignore[arg-type]
