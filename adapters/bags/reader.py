@@ -49,6 +49,7 @@ from typing import Any
 from adapters._side_files import read_small_text
 from adapters.bags.detect import bag_format, not_a_bag
 from adapters.bags.mcapchunks import chunk_messages, indexed
+from adapters.bags.mcapfile import mcap_profile
 from adapters.bags.ros1chunks import ChunkCache, ros1_messages, usable
 from adapters.bags.typestore import (
     bag_types,
@@ -120,6 +121,12 @@ class BagReader:
             self.standard = type_store(self.ros_distro)
             self.unreadable: dict[str, str] = {}
             """Topics whose type cannot be read, with the reason."""
+            raw: set[int] = getattr(self._reader, "raw", set())
+            self.raw_topics: dict[str, str] = {
+                c.topic: c.ext.serialization_format for c in self.connections if c.id in raw
+            }
+            """Topics of an MCAP file of another profile that are not ROS 2 CDR, with their
+            message encoding: read as bytes (:mod:`adapters.bags.mcapstorage`)."""
             self.typestore, self.types = self._types()
             self.topics = self._index()
         except BaseException:
@@ -146,8 +153,9 @@ class BagReader:
         if named and named in ros_distros():
             return str(named), "named in metadata.yaml"
         none = MessageDefinitionFormat.NONE
-        undefined = all(c.msgdef.format == none for c in self.connections)
-        if self.connections and undefined and "humble" in ros_distros():
+        ros = [c for c in self.connections if c.id not in getattr(self._reader, "raw", ())]
+        undefined = all(c.msgdef.format == none for c in ros)
+        if ros and undefined and "humble" in ros_distros():
             return "humble", "no stored definitions: written before Iron"
         return default_ros_distro(), "the newest ROS 2 LTS rosbags has"
 
@@ -211,9 +219,8 @@ class BagReader:
         Topics whose type cannot be read go to :attr:`unreadable`
         (:func:`~adapters.bags.typestore.bag_types` says which and why).
         """
-        store, source, unreadable = bag_types(
-            self.connections, self.standard, self.ros_distro, self.is2
-        )
+        ros = [c for c in self.connections if c.topic not in self.raw_topics]
+        store, source, unreadable = bag_types(ros, self.standard, self.ros_distro, self.is2)
         self.unreadable.update(unreadable)
         return store, source
 
@@ -334,6 +341,10 @@ def _make_reader(path: Path, is2: bool) -> Any:
         return Reader1(path)
     if path.is_dir() and (single := _unnamed_storage(path)) is not None:
         return Reader2(single)
+    if path.is_file() and mcap_profile(path) not in (None, "ros2"):
+        from adapters.bags.mcapstorage import McapAnyReader
+
+        return McapAnyReader(path)  # rosbags reads the ros2 profile only
     if path.is_dir() or path.suffix in (".mcap", ".db3"):
         return Reader2(path)
     reader = Reader2.__new__(Reader2)  # an MCAP file with another suffix

@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.bags.convert import MessageConverter, message_frame
+from adapters.bags.mcapstorage import RawConverter
 from adapters.bags.messages import decoder_info
 from adapters.bags.passthrough import MSGDEF, MSGTYPE, SERIALIZATION, message_definition
 from adapters.bags.reader import BagReader, decompress_message
@@ -247,8 +248,10 @@ class BagSource(Source):
                     meta=self._spec_meta(reader, topic, info.msgtype),
                 )
             )
-            if info.msgtype not in made:
-                made[info.msgtype] = MessageConverter(
+            if topic in reader.raw_topics:
+                converter: Any = RawConverter(reader.raw_topics[topic])
+            elif info.msgtype not in made:
+                converter = made[info.msgtype] = MessageConverter(
                     reader.typestore,
                     reader.standard,
                     info.msgtype,
@@ -256,7 +259,8 @@ class BagSource(Source):
                     decode_images=decode_images,
                     deserialize=reader.deserialize,
                 )
-            converter = made[info.msgtype]
+            else:
+                converter = made[info.msgtype]
             if converter.standard:
                 self.raw_decoded.add(topic)
             elif converter.fast is not None:
@@ -268,7 +272,9 @@ class BagSource(Source):
 
     def _spec_meta(self, reader: BagReader, topic: str, msgtype: str) -> dict[str, Any]:
         meta: dict[str, Any] = {"topic": topic, MSGTYPE: msgtype, "bag": str(self.path)}
-        if self.keep_messages:
+        if topic in reader.raw_topics:  # not ROS: its bytes are the payload
+            meta[SERIALIZATION] = reader.raw_topics[topic]
+        elif self.keep_messages:
             try:
                 meta[MSGDEF] = message_definition(reader.typestore, msgtype, reader.is2)
             except Exception:  # rosbags writes .msg text for pkg/msg types only (not srv)
@@ -291,6 +297,8 @@ class BagSource(Source):
             msgtype = info.msgtype or "?"
             if info.msgtype is None:
                 out.append(BagTopic(name, msgtype, info.count, None, "several types"))
+            elif name in reader.raw_topics:
+                out.append(BagTopic(name, info.msgtype or "-", info.count, "raw"))
             elif name in reader.unreadable:
                 out.append(BagTopic(name, msgtype, info.count, None, reader.unreadable[name]))
             elif msgtype not in known:

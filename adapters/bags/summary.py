@@ -14,16 +14,19 @@ With ``check=True`` (the default) every message is also read, not
 deserialised, and counted per topic: a topic the index promises more
 messages than were read has them ``missing`` (a zeroed chunk, a truncated
 file), and each damaged chunk is named. An MCAP file of another profile
-(a Foxglove export) is summarised and checked with the ``mcap`` reader.
+(a Foxglove export, profile ``""``) is read with
+:class:`~adapters.bags.mcapfile.McapFile`: through its summary section when
+that indexes everything, else by scanning its records (:attr:`BagSummary.index`
+says which and why); without a Statistics record the counts are the data's.
 
 ``hyperframes info`` prints a :class:`BagSummary`; nothing here formats text.
 """
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 DATED_NS = 10**17
 """Log times above this (1973 on the Unix epoch) are wall-clock dates; smaller ones
@@ -75,6 +78,15 @@ class BagSummary:
     """Whether every message was read and counted (``read`` per topic)."""
     damage: tuple[str, ...] = ()
     """One line per damaged chunk (or damaged storage) met while checking."""
+    profile: str | None = None
+    """An MCAP file's profile (``ros2``, ``foxglove``, ``""``...); ``None`` for other bags."""
+    index: str | None = None
+    """How an MCAP file of a profile other than ``ros2`` was read: ``indexed (summary
+    section)``, or ``scanned: <why>`` when its summary does not index everything."""
+    attachments: tuple[str, ...] = ()
+    """The names of an MCAP file's attachments."""
+    metadata: tuple[str, ...] = ()
+    """The names of an MCAP file's metadata records."""
 
     @property
     def duration_ns(self) -> int:
@@ -100,10 +112,11 @@ def read_bag_summary(
     """Summarise ``path`` (an ``.mcap`` file, a ROS 1 bag, a ``.db3`` or a bag directory).
 
     ``check`` reads every message (not deserialised) to count what is really
-    there. ``ros_distro`` is :class:`~adapters.bags.reader.BagReader`'s. Raises
-    ``ValueError`` for an MCAP file of another profile without a summary
-    section; the readers' own errors (and :class:`~adapters.errors.SourceOpenError`
-    for what is no bag) pass through.
+    there. ``ros_distro`` is :class:`~adapters.bags.reader.BagReader`'s. An
+    MCAP file of a profile other than ``ros2`` is read by
+    :class:`~adapters.bags.mcapfile.McapFile` (a file without a summary section
+    is scanned, and :attr:`BagSummary.index` says so); the readers' own errors
+    (and :class:`~adapters.errors.SourceOpenError` for what is no bag) pass through.
     """
     if path.is_file() and _mcap_profile(path) not in (None, "ros2"):
         return _mcap_summary(path, check)
@@ -111,20 +124,14 @@ def read_bag_summary(
 
 
 def _mcap_profile(path: Path) -> str | None:
-    """The profile of an MCAP file, ``None`` if ``path`` is not one."""
-    from mcap.exceptions import McapError
-    from mcap.reader import make_reader
-
+    """The profile of an MCAP file, ``None`` if ``path`` is not one (``""`` if unreadable)."""
     from adapters.bags.detect import MCAP_MAGIC
+    from adapters.bags.mcapfile import mcap_profile
 
     with path.open("rb") as f:
         if f.read(len(MCAP_MAGIC)) != MCAP_MAGIC:
             return None
-        f.seek(0)
-        try:
-            return str(make_reader(f).get_header().profile)
-        except (McapError, ValueError, EOFError):
-            return ""
+    return mcap_profile(path) or ""
 
 
 def _ros_summary(path: Path, ros_distro: str | None, check: bool) -> BagSummary:
@@ -177,70 +184,52 @@ def _ros_summary(path: Path, ros_distro: str | None, check: bool) -> BagSummary:
 
 
 def _mcap_summary(path: Path, check: bool) -> BagSummary:
-    """An MCAP file of any profile, from its summary section (and its chunks when checked)."""
-    from mcap.reader import make_reader
+    """An MCAP file of any profile (:class:`~adapters.bags.mcapfile.McapFile`): from its
+    summary section when that indexes everything, else from a scan of its records."""
+    from adapters.bags.mcapfile import McapFile
 
-    with path.open("rb") as f:
-        summary = make_reader(f).get_summary()
-    if summary is None:
-        raise ValueError(f"'{path}' is an MCAP file without a summary section (not closed?)")
-    stats = summary.statistics
-    counts = dict(stats.channel_message_counts) if stats is not None else {}
-    read, damage = _mcap_contents(path, summary) if check else (None, [])
-    topics: list[BagTopicSummary] = []
-    for cid, channel in sorted(summary.channels.items(), key=lambda kv: kv[1].topic):
-        schema = summary.schemas.get(channel.schema_id)
-        topics.append(
-            BagTopicSummary(
-                channel.topic,
-                schema.name if schema else "-",
-                int(counts.get(cid, 0)),
-                None if read is None else read.get(cid, 0),
+    with McapFile(path) as mcap:
+        read, damage = _mcap_contents(mcap) if check else (None, [])
+        topics: list[BagTopicSummary] = []
+        for cid, channel in sorted(mcap.channels.items(), key=lambda kv: (kv[1].topic, kv[0])):
+            schema = mcap.schemas.get(channel.schema_id)
+            topics.append(
+                BagTopicSummary(
+                    channel.topic,
+                    schema.name if schema and schema.name else "-",
+                    int(mcap.counts.get(cid, 0)),
+                    None if read is None else read.get(cid, 0),
+                )
             )
+        return BagSummary(
+            path=path,
+            storage="mcap",
+            start_ns=mcap.start_time,
+            end_ns=mcap.end_time,
+            messages=mcap.message_count,
+            topics=tuple(topics),
+            checked=check,
+            damage=tuple(mcap.damage) + tuple(damage),
+            profile=mcap.profile,
+            index=mcap.how,
+            attachments=tuple(a.name for a in mcap.attachments),
+            metadata=tuple(m.name for m in mcap.metadata),
         )
-    return BagSummary(
-        path=path,
-        storage="mcap",
-        start_ns=None if stats is None or not stats.message_count else stats.message_start_time,
-        end_ns=None if stats is None or not stats.message_count else stats.message_end_time,
-        messages=0 if stats is None else int(stats.message_count),
-        topics=tuple(topics),
-        checked=check,
-        damage=tuple(damage),
-    )
 
 
-def _mcap_contents(path: Path, summary: object) -> tuple[dict[int, int], list[str]]:
+def _mcap_contents(mcap: Any) -> tuple[dict[int, int], list[str]]:
     """Messages per channel id found in the file, chunk by chunk; one line per bad chunk."""
-    from mcap.records import Chunk, Message
-    from mcap.stream_reader import StreamReader
+    from adapters.bags.mcapchunks import DamagedChunk
+    from adapters.bags.mcapfile import McapFormatError
 
     read: dict[int, int] = {}
     damage: list[str] = []
-    chunks = list(getattr(summary, "chunk_indexes", []) or [])
-    with path.open("rb") as f:
-        if not chunks:
-            try:
-                for record in StreamReader(f).records:
-                    if isinstance(record, Message):
-                        read[record.channel_id] = read.get(record.channel_id, 0) + 1
-            except Exception as err:  # the mcap reader's errors have no common base
-                damage.append(f"'{path}' is damaged after {sum(read.values())} messages ({err})")
-            return read, damage
-        for index in chunks:
-            f.seek(index.chunk_start_offset)
-            raw = f.read(index.chunk_length)
-            try:
-                records = list(StreamReader(io.BytesIO(raw), skip_magic=True).records)
-                if not any(isinstance(r, (Message, Chunk)) for r in records) and index.chunk_length:
-                    raise ValueError("no chunk record at its offset")
-            except Exception as err:
-                damage.append(
-                    f"the chunk of log time {index.message_start_time}.."
-                    f"{index.message_end_time} ns is damaged ({err})"
-                )
-                continue
-            for record in records:
-                if isinstance(record, Message):
-                    read[record.channel_id] = read.get(record.channel_id, 0) + 1
+    for seg in mcap.segments:
+        try:
+            messages = mcap.segment_messages(seg)
+        except (DamagedChunk, McapFormatError) as err:
+            damage.append(f"the chunk of log time {seg.start}..{seg.end} ns is damaged ({err})")
+            continue
+        for m in messages:
+            read[m.channel_id] = read.get(m.channel_id, 0) + 1
     return read, damage

@@ -83,6 +83,10 @@ def bag_document(info: BagSummary) -> dict[str, Any]:
         "compression": info.compression,
         "types": info.types,
         "ros_distro": info.ros_distro,
+        "profile": info.profile,
+        "index": info.index,
+        "attachments": list(info.attachments),
+        "metadata": list(info.metadata),
         "checked": info.checked,
         "missing": info.missing if info.checked else None,
         "damage": list(info.damage),
@@ -108,6 +112,10 @@ def bag_tables(info: BagSummary) -> list[Table]:
     head.add_row("path", literal(info.path))
     plugin = f" ({info.plugin})" if info.plugin and info.plugin != info.storage else ""
     head.add_row("storage", info.storage + plugin)
+    if info.profile is not None:
+        head.add_row("profile", literal(repr(info.profile) if not info.profile else info.profile))
+    if info.index:
+        head.add_row("index", literal(info.index))
     if info.compression:
         head.add_row("compression", info.compression)
     if info.types:
@@ -116,6 +124,10 @@ def bag_tables(info: BagSummary) -> list[Table]:
     head.add_row("start", bag_stamp(info.start_ns, dated=info.dated))
     head.add_row("end", bag_stamp(info.end_ns, dated=info.dated))
     head.add_row("messages", str(info.messages))
+    if info.attachments:
+        head.add_row("attachments", literal(", ".join(info.attachments)))
+    if info.metadata:
+        head.add_row("metadata", literal(", ".join(info.metadata)))
     if info.checked:
         found = sum(t.read or 0 for t in info.topics)
         head.add_row("read", f"{found}" + (f" ({info.missing} missing)" if info.missing else ""))
