@@ -22,6 +22,7 @@ from websockets.asyncio.client import ClientConnection
 # foxglove-sdk 0.30 answers only its own name for the protocol; the Foxglove app offers both.
 SUBPROTOCOLS = ["foxglove.sdk.v1", "foxglove.websocket.v1"]
 MESSAGE_DATA = 0x01
+TIME = 0x02
 
 
 @dataclass
@@ -38,6 +39,8 @@ class LiveClient:
     subscriptions: dict[int, int] = field(default_factory=dict)
     """subscription id -> channel id"""
     server_info: dict[str, Any] = field(default_factory=dict)
+    times: list[int] = field(default_factory=list)
+    """Time messages (the ``time`` capability's server clock, ns), in arrival order."""
 
     def topics(self) -> dict[str, dict[str, Any]]:
         return {c["topic"]: c for c in self.channels.values()}
@@ -72,10 +75,13 @@ class LiveClient:
         await self.ws.send(json.dumps({"op": "subscribe", "subscriptions": subs}))
 
     async def receive(self) -> Received | None:
-        """The next message data (``None`` for a control message, which is applied)."""
+        """The next message data (``None`` for a control or time message, which is applied)."""
         message = await self.ws.recv()
         if isinstance(message, str):
             self._control(message)
+            return None
+        if message[0] == TIME:
+            self.times.append(struct.unpack_from("<Q", message, 1)[0])
             return None
         assert message[0] == MESSAGE_DATA, f"unexpected binary opcode {message[0]}"
         sid, log_time = struct.unpack_from("<IQ", message, 1)

@@ -81,11 +81,13 @@ class Session:
     closed_after_s: float
     stdout: str
     returncode: int
+    times: list[int] = dataclasses.field(default_factory=list)
+    server_info: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 async def _watch(
     proc: subprocess.Popen[str], port: int, wanted: dict[str, int], stall: bool
-) -> tuple[list[Received], dict[str, dict[str, Any]], float]:
+) -> tuple[list[Received], LiveClient, float]:
     url = f"ws://127.0.0.1:{port}"
     ws = await _connect(url, proc)
     stalled = None
@@ -109,7 +111,7 @@ async def _watch(
         stopped = time.monotonic()
         with pytest.raises(websockets.ConnectionClosed):
             await _drain(client, got)
-        return got, client.topics(), time.monotonic() - stopped
+        return got, client, time.monotonic() - stopped
     finally:
         await ws.close()
         if stalled is not None:
@@ -128,14 +130,16 @@ def _run(args: list[str], cwd: Path, wanted: dict[str, int], stall: bool = False
     port = _free_port()
     proc = _start([*args, "--serve", f"127.0.0.1:{port}"], cwd)
     try:
-        got, channels, closed = asyncio.run(_watch(proc, port, wanted, stall))
+        got, client, closed = asyncio.run(_watch(proc, port, wanted, stall))
         stdout, stderr = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
     assert proc.returncode == 0, stderr
-    return Session(got, channels, closed, stdout, proc.returncode)
+    return Session(
+        got, client.topics(), closed, stdout, proc.returncode, client.times, client.server_info
+    )
 
 
 @pytest.fixture(scope="module")
@@ -297,3 +301,9 @@ def test_replay_serves_the_recording_with_its_own_dates(
     for message in session.received:
         assert exported["messages"][(message.topic, message.log_time)] == message.payload
     assert "/hyperframes/groups" not in session.channels  # no pipeline: no groups
+    # the protocol's time capability: the replay's clock, the recording's dated times
+    assert "time" in session.server_info["capabilities"]
+    first = min(wall.to_utc(fs[0].t) for fs in frames.values())
+    end = max(last.values())
+    assert len(session.times) >= 5
+    assert all(first <= t <= end for t in session.times[:5]), (session.times[:5], first, end)
