@@ -18,7 +18,7 @@ import json
 import subprocess
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import pytest
@@ -118,7 +118,7 @@ def check_against_peers(path: Path) -> None:
 def test_exports_read_by_mcap_core_indexed_and_streamed(
     recording: Path,  # noqa: F811
     tmp_path: Path,
-    profile: str,
+    profile: Literal["ros2", "foxglove"],
 ) -> None:
     out = tmp_path / f"{profile}.mcap"
     export_recording(recording, out, to=profile)
@@ -145,7 +145,7 @@ def real_bag_recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("profile", ["ros2", "foxglove"])
 def test_exports_of_a_real_bag_read_by_mcap_core(
-    real_bag_recording: Path, tmp_path: Path, profile: str
+    real_bag_recording: Path, tmp_path: Path, profile: Literal["ros2", "foxglove"]
 ) -> None:
     out = tmp_path / f"{profile}.mcap"
     report = export_recording(real_bag_recording, out, to=profile)
