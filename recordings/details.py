@@ -575,3 +575,108 @@ def read_details(fd: int, index_offset: int, pointer: Any, max_bytes: int) -> Fr
         )
     checked = tuple(n for n in notes if n is not None)
     return FrameDetails(tuple(names), tuple(counts), chunks, payload, spans, checked)
+
+
+class DetailsChecker:
+    """Compares the DETAILS record with the frames it describes (``hyperframes check``,
+    and the reader's spot check of a file's first and last chunk).
+
+    The record is not read from the payloads, so a well-formed, CRC-sound record may
+    still lie (forged, or written by a faulty tool): :meth:`compare` checks, for each
+    chunk's decoded frames, every row's ``t_sensor - t``, flags and payload size (a
+    plain array's shape through the notes), and :meth:`finish` the announced gaps;
+    the counts per sensor are checked against the chunk metas up front.
+    """
+
+    def __init__(
+        self,
+        details: FrameDetails | None,
+        counts: Mapping[str, int],
+        columns: Mapping[str, tuple[Int64, UInt8, Int64]] | None = None,
+    ) -> None:
+        """``counts``: each sensor's frames in the chunk metas; ``columns``: the sensors'
+        :meth:`FrameDetails.of`, when the caller decoded them already."""
+        self.problem: str | None = None
+        """Why the record as a whole does not describe the file, if it does not."""
+        self._cols: dict[str, tuple[Int64, UInt8, Int64]] = {}
+        self._gaps: dict[str, list[int]] = {}
+        self._details = details
+        if details is None:
+            return
+        said = {n: c for n, c in zip(details.sensors, details.counts, strict=True) if c}
+        held = {n: c for n, c in counts.items() if c}
+        if said != held:
+            name = min(set(said) ^ set(held) or {n for n in said if said[n] != held[n]})
+            self.problem = (
+                f"the frame details count {said.get(name, 0)} frames of {name!r}; "
+                f"the chunks hold {held.get(name, 0)}"
+            )
+            return
+        try:
+            for name in details.sensors:
+                self._cols[name] = details.of(name) if columns is None else columns[name]
+                self._gaps[name] = []
+        except ValueError as err:
+            self.problem = f"the frame details do not decode: {err}"
+
+    @property
+    def active(self) -> bool:
+        return self._details is not None and self.problem is None
+
+    def compare(
+        self, sensors: tuple[str, ...], frames: Any, first_rows: Mapping[str, int]
+    ) -> str | None:
+        """What differs between the record's rows from ``first_rows[sensor]`` on and one
+        chunk's decoded ``frames`` (in recorded order; ``sensors``: the chunk meta's);
+        ``None`` when they agree."""
+        if not self.active:
+            return None
+        assert self._details is not None
+        index = {name: i for i, name in enumerate(sensors)}
+        found = chunk_details(frames, index)
+        which = np.fromiter((index[f.sensor] for f in frames), np.int64, len(frames))
+        gap_of = dict(found.gaps)
+        for k, name in enumerate(sensors):
+            rows = np.flatnonzero(which == k)
+            if not len(rows) or name not in self._cols:
+                continue
+            offset, flags, size = self._cols[name]
+            a = first_rows.get(name, 0)
+            b = a + len(rows)
+            if b > len(offset):
+                return f"sensor {name!r} has more frames than the frame details count"
+            shapes = self._details.notes(name).shapes
+            want_size = size[a:b]
+            got_size = found.size[rows]
+            plain = got_size == PLAIN
+            sized = np.where(plain, -2, got_size)
+            bad = (offset[a:b] != found.offset[rows]) | (flags[a:b] != found.flags[rows])
+            bad |= np.where(plain, want_size > -2, want_size != sized)
+            if not bad.any() and plain.any():
+                for j in np.flatnonzero(plain).tolist():
+                    i = -2 - int(want_size[j])
+                    if i >= len(shapes) or shapes[i] != found.shapes[found.shape[rows[j]]]:
+                        bad[j] = True
+                        break
+            if bad.any():
+                j = int(np.argmax(bad))
+                frame = frames[int(rows[j])]
+                return (
+                    f"sensor {name!r} seq {frame.seq}: the frame details give t_sensor - t "
+                    f"{int(offset[a + j])} ns, flags {int(flags[a + j])}, size "
+                    f"{int(want_size[j])}; the frame {int(found.offset[rows[j]])} ns, flags "
+                    f"{int(found.flags[rows[j]])}, size {int(sized[j])}"
+                )
+            self._gaps[name] += [gap_of[r] for r in rows.tolist() if r in gap_of]
+        return None
+
+    def finish(self) -> str | None:
+        """After every chunk was compared: the announced gaps the notes list."""
+        if not self.active:
+            return None
+        assert self._details is not None
+        for name, gaps in self._gaps.items():
+            notes = self._details.notes(name)
+            if not notes.over and tuple(gaps) != notes.gaps:
+                return f"the frame details list other gaps of {name!r} than its frames announce"
+        return None

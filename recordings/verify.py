@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from recordings.details import DetailsChecker
 from recordings.errors import CorruptChunk, RecordingError
 from recordings.format import crc32
 from recordings.layout import ChunkMeta
@@ -32,34 +33,73 @@ def verify(
     table = StampChecker(rec.stamp_index(), len(rec.chunks)) if decode else None
     if table is not None and table.problem:
         rec._report(RecordingError(table.problem, path=str(rec.path)))
+    details = _details_checker(rec) if decode else None
+    rows: dict[str, int] = {}  # each sensor's frames in the chunks before this one
+    whole = True  # every chunk compared with the frame details
     for ci, chunk in enumerate(rec.chunks):
         if progress is not None:
             progress(1)
         try:
             if decode:
-                found = _check_contents(rec, chunk, seqs)
+                found, frames = _check_contents(rec, chunk, seqs)
                 problem = table.compare(ci, found) if table is not None else None
                 if problem:
                     raise CorruptChunk(
                         f"the stamp index does not match {chunk.describe()}: {problem}",
                         **rec._at(chunk.offset),
                     )
+                problem = details.compare(chunk.sensors, frames, rows) if details else None
+                if problem:
+                    raise CorruptChunk(
+                        f"the frame details do not match {chunk.describe()}: {problem}",
+                        **rec._at(chunk.offset),
+                    )
             else:
                 _check_crc(rec, chunk)
         except RecordingError as err:
+            whole = False
             rec._report(err)
+        for name, n in zip(chunk.sensors, chunk.counts, strict=True):
+            rows[name] = rows.get(name, 0) + n
+    problem = details.finish() if details is not None and whole else None
+    if problem:
+        rec._report(RecordingError(problem, path=str(rec.path)))
     for name, parts in seqs.items():
         _check_unique(rec, name, parts)
     return list(rec.damage)
 
 
+def _details_checker(rec: Recording) -> DetailsChecker | None:
+    """A checker of the file's DETAILS record (1.6), reporting a record that does not
+    describe the file as a whole; ``None`` when the file has none."""
+    found = rec.frame_details()
+    if found is None:
+        why = rec.frame_details_problem or ""
+        benign = ("the file has no", "the footer is not", "the recording is closed")
+        if rec.indexed and not why.startswith(benign) and "limit" not in why:
+            problem = f"the frame details cannot be used: {why}"
+            rec._report(RecordingError(problem, path=str(rec.path)))
+        return None
+    counts: dict[str, int] = {}
+    for c in rec.chunks:
+        for name, n in zip(c.sensors, c.counts, strict=True):
+            counts[name] = counts.get(name, 0) + n
+    checker = DetailsChecker(found, counts)
+    if checker.problem:
+        rec._report(RecordingError(checker.problem, path=str(rec.path)))
+        return None
+    return checker
+
+
 def _check_contents(
     rec: Recording, chunk: ChunkMeta, seqs: dict[str, list[Any]]
-) -> dict[str, tuple[list[int], list[int]]]:
-    """Check ``chunk`` against its meta; its frames' ``(t, seq)`` lists per sensor."""
+) -> tuple[dict[str, tuple[list[int], list[int]]], list[Any]]:
+    """Check ``chunk`` against its meta; its frames' ``(t, seq)`` lists per sensor, and
+    the frames."""
     found: dict[str, list[int]] = {}
     seen: dict[str, list[int]] = {}
-    for f in rec.decode_chunk(chunk).frames():
+    frames = list(rec.decode_chunk(chunk).frames())
+    for f in frames:
         found.setdefault(f.sensor, []).append(f.t)
         seen.setdefault(f.sensor, []).append(f.seq)
     for name, n, (a, b) in zip(chunk.sensors, chunk.counts, chunk.ranges, strict=True):
@@ -73,7 +113,7 @@ def _check_contents(
             )
     for name, values in seen.items():
         seqs.setdefault(name, []).append(np.asarray(values, np.int64))
-    return {name: (ts, seen[name]) for name, ts in found.items()}
+    return {name: (ts, seen[name]) for name, ts in found.items()}, frames
 
 
 def _check_unique(rec: Recording, name: str, parts: list[Any]) -> None:

@@ -145,7 +145,14 @@ def run(args: argparse.Namespace) -> int:
     try:
         with open_recording(args.file) as log:
             summary = log.summary()
-            recorded = [n for n, s in summary.sensors.items() if s.count]
+            # Named by a chunk meta, counted or not: a chunk whose meta claims more
+            # frames than a reader decodes (forged) is damage to report, and its
+            # sensor is still in the recording.
+            recorded = [
+                n
+                for n, s in summary.sensors.items()
+                if s.count or any(n in c.sensors for c in log.chunks if c.count)
+            ]
             policy = build_policy(args, recorded)
             t0 = summary.t_start or 0
             start = None if args.start is None else t0 + round(args.start * 1e9)
