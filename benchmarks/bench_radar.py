@@ -61,6 +61,26 @@ def cpu(func: Any) -> float:
     return time.process_time() - start
 
 
+def quick() -> list[dict[str, object]]:
+    """``hyperframes bench`` row: ARS548 list decoding against a pure-Python struct loop."""
+    from tests.adapters.radar_testdata import bag_packets
+
+    packets = [p for _t, p in bag_packets()]
+    cycles = 200
+    t_struct = cpu(lambda: [struct_loop(p) for _ in range(cycles) for p in packets])
+    t_ours = cpu(lambda: [_ars548.decode(p) for _ in range(cycles) for p in packets])
+    lists = cycles * len(packets)
+    return [
+        {
+            "measure": "ARS548 list decode (CPU)",
+            "value": f"{t_ours / lists * 1e6:.1f} µs/list",
+            "ratio": f"{t_struct / t_ours:.2f}x a struct loop",
+            "target": "faster than a struct loop",
+            "met": t_struct > t_ours,
+        }
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--cycles", type=int, default=2000)
