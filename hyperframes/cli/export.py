@@ -1,4 +1,5 @@
-"""``hyperframes export FILE.hfr -o OUT``: a recording as ROS 2 / Foxglove MCAP, MP4, PCD or Rerun.
+"""``hyperframes export FILE.hfr -o OUT``: a recording as ROS 2 / Foxglove MCAP, MP4/MKV, WAV,
+PCD or Rerun.
 
 Examples::
 
@@ -8,6 +9,8 @@ Examples::
     hyperframes export s.hfr -o cam.mp4 --to mp4 --sensors cam
     hyperframes export s.hfr -o s.mcap --sensors cam lidar --start 10 --end 20
     hyperframes export s.hfr -o sweeps/ --to pcd --sensors lidar
+    hyperframes export s.hfr -o cam.mkv --to mkv --sensors cam mic   # video + audio
+    hyperframes export s.hfr -o mic.wav --to wav --sensors mic       # or -o wavs/: each
     hyperframes export s.hfr -o s.rrd --view rerun          # viewer if running, else s.rrd
     hyperframes export s.hfr -o s.mcap --type imu=sensor_msgs/msg/Imu
 
@@ -52,9 +55,10 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--to",
-        choices=("mcap", "mp4", "pcd"),
+        choices=("mcap", "mp4", "mkv", "wav", "pcd"),
         default="mcap",
-        help="mcap (default), mp4 for one camera sensor, pcd for point-cloud sweeps",
+        help="mcap (default); mp4 or mkv for one camera sensor (and one audio sensor beside "
+        "it); wav for audio sensors (a file each); pcd for point-cloud sweeps",
     )
     p.add_argument("--view", choices=("rerun",), help="log groups to Rerun instead of a file")
     p.add_argument(

@@ -33,7 +33,7 @@ from recordings.export.kinds import is_internal
 from recordings.export.media import export_mp4, export_pcd, remux_mp4, write_pcd
 from recordings.reader import open_recording
 
-Target = Literal["ros2", "foxglove", "mp4", "pcd", "rerun"]
+Target = Literal["ros2", "foxglove", "mp4", "mkv", "wav", "pcd", "rerun"]
 
 __all__ = [
     "GROUP_TOPIC",
@@ -194,10 +194,10 @@ def _export(
                     progress(1)
                 yield frame
 
-        if to == "mp4":
-            if len(names) != 1:
-                raise ValueError(f"--to mp4 takes one camera sensor (--sensors NAME), got {names}")
-            name = names[0]
+        if to in ("mp4", "mkv"):
+            name, sound = _media_sensors(to, names, kinds)
+            fmt = "matroska" if to == "mkv" else "mp4"
+            track = None
             if name in encoded and not reencode:
                 # An MP4 starts at a key frame: from the last one at or before start.
                 begin = start
@@ -216,12 +216,28 @@ def _export(
                     return log.frames([name], begin, end)
 
                 passes = [counted(packets())]  # count the first of remux_mp4's two passes
-                n, skipped = remux_mp4(lambda: passes.pop() if passes else packets(), out)
+                n, skipped = remux_mp4(
+                    lambda: passes.pop() if passes else packets(),
+                    out,
+                    fmt=fmt,
+                    audio=track,
+                    zero=zero,
+                )
+                track = _audio_track(log, sound, name, begin, start, end, counted)
+                zero = None if track is None else track.timeline.zero
             elif name in encoded:
                 from recordings.video.playback import VideoReader
 
                 reader = VideoReader(log)
-                n, skipped = export_mp4(counted(reader.frames([name], start, end)), out)
+                track = _audio_track(log, sound, name, start, start, end, counted)
+                zero = None if track is None else track.timeline.zero
+                n, skipped = export_mp4(
+                    counted(reader.frames([name], start, end)),
+                    out,
+                    fmt=fmt,
+                    audio=track,
+                    zero=zero,
+                )
                 # Packets the decoder lost were read too: each counted, by reason.
                 for reason, lost in reader.errors.items():
                     report.read[name] += lost
@@ -229,11 +245,20 @@ def _export(
                 if reader.last_error:
                     report.notes.append(f"{name}: last decode error: {reader.last_error}")
             else:
-                n, skipped = export_mp4(counted(frames()), out)
+                track = _audio_track(log, sound, name, start, start, end, counted)
+                zero = None if track is None else track.timeline.zero
+                n, skipped = export_mp4(
+                    counted(log.frames([name], start, end)), out, fmt=fmt, audio=track, zero=zero
+                )
             report.written[name] = report.exported[name] = n
             report.skipped.update({(name, r): c for r, c in skipped.items()})
         elif to == "pcd":
             for name in names:
+            if track is not None:
+                _audio_report(report, track.sensor, track.close())
+        elif to == "wav":
+            picked = names if sensors is not None else [n for n in names if kinds[n] == "audio"]
+            _export_wav(log, picked, kinds, out, start, end, counted, report)
                 n, skipped = export_pcd(counted(log.frames([name], start, end)), out)
                 report.written[name] = report.exported[name] = n
                 report.skipped.update({(name, r): c for r, c in skipped.items()})
@@ -256,6 +281,84 @@ def _export(
 
 def _first_key_meta(log: Any, sensor: str) -> dict[str, Any]:
     """The meta of a video sensor's first key packet (its track parameters), or ``{}``."""
+def _media_sensors(to: str, names: list[str], kinds: dict[str, str]) -> tuple[str, str | None]:
+    """The video sensor and the audio sensor (if any) of an MP4/MKV export."""
+    sound = [n for n in names if kinds[n] == "audio"]
+    video = [n for n in names if kinds[n] != "audio"]
+    if len(video) != 1 or len(sound) > 1:
+        raise ValueError(
+            f"--to {to} takes one camera sensor and at most one audio sensor "
+            f"(--sensors CAM [MIC]), got {names}"
+        )
+    return video[0], sound[0] if sound else None
+
+
+def _audio_track(
+    log: Any,
+    sound: str | None,
+    video: str,
+    begin: int | None,
+    start: int | None,
+    end: int | None,
+    counted: Callable[[Iterable[Frame]], Iterator[Frame]],
+) -> Any:
+    """The :class:`~recordings.export.audio.AudioTrack` of ``sound`` beside ``video``
+    (both timed from the earlier first ``t``), or ``None`` without an audio sensor."""
+    if sound is None:
+        return None
+    from recordings.export.audio import AudioTrack
+
+    firsts = [
+        t
+        for t in (
+            AudioTrack.first_t(log.frames([video], begin, end)),
+            AudioTrack.first_t(log.frames([sound], start, end)),
+        )
+        if t is not None
+    ]
+    zero = min(firsts) if firsts else 0
+    return AudioTrack(sound, counted(log.frames([sound], start, end)), zero)
+
+
+def _audio_report(report: ExportReport, sensor: str, result: Any) -> None:
+    report.written[sensor] = report.exported[sensor] = result.written
+    report.skipped.update({(sensor, r): c for r, c in result.skipped.items()})
+    report.notes.extend(result.notes)
+
+
+def _export_wav(
+    log: Any,
+    names: list[str],
+    kinds: dict[str, str],
+    out: Path,
+    start: int | None,
+    end: int | None,
+    counted: Callable[[Iterable[Frame]], Iterator[Frame]],
+    report: ExportReport,
+) -> None:
+    """``--to wav``: ``OUT.wav`` for one audio sensor, else ``OUT/<sensor>.wav`` for each
+    (``names``: the audio sensors asked for; any other is refused)."""
+    from recordings.export.audio import export_wav
+    from recordings.export.names import inside, safe_filename
+
+    sound = [n for n in names if kinds[n] == "audio"]
+    others = [f"{n} ({kinds[n]})" for n in names if kinds[n] != "audio"]
+    if others or not sound:
+        what = f"not {', '.join(others)}" if others else "the recording has none"
+        raise ValueError(f"--to wav takes audio sensors (kind audio): {what}")
+    single = out.suffix.lower() == ".wav"
+    if single and len(sound) != 1:
+        raise ValueError(
+            f"-o {out.name} is one WAV file: name one audio sensor (--sensors), not {sound}"
+        )
+    if not single:
+        out.mkdir(parents=True, exist_ok=True)
+    for sensor in sound:
+        target = out if single else inside(out, f"{safe_filename(sensor)}.wav")
+        result = export_wav(counted(log.frames([sensor], start, end)), target, sensor)
+        _audio_report(report, sensor, result)
+
+
     from recordings.video.packets import META_KEY
 
     for frame in log.frames([sensor]):

@@ -25,6 +25,10 @@ of these: :mod:`adapters.bags.passthrough`):
 * any other numeric array or structured array: ``series`` (plotted field by field);
 * anything else is skipped, and the exporter counts it with the reason.
 
+An ``audio`` sensor's PCM frames (float ``channels x samples`` with ``meta["rate"]``,
+:func:`recordings.export.audio.is_audio`) go to the ROS 2 profile as
+``audio_common_msgs`` before these rules; the other exporters take them as ``series``.
+
 Internal bookkeeping sensors (a video sensor's ``<name>#keyframes`` markers)
 are never exported nor grouped: :func:`is_internal`.
 """

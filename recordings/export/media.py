@@ -10,6 +10,10 @@ packet's presentation time is its frame's ``t`` minus the first frame's, in
 microseconds; decode times are the same times in decode order, shifted back
 by the stream's reorder delay, so B-frame tracks stay valid.
 
+Either MP4 (or MKV: ``fmt="matroska"``) can carry an audio sensor's track
+beside the video (:class:`recordings.export.audio.AudioTrack`), both timed
+from the same zero, the earlier of the two first frames.
+
 MP4 from frames of pixels: frames are encoded with PyAV (H.264 by libx264, MPEG-4 part 2 where
 libx264 is missing) at variable frame rate: each frame's presentation time
 is its ``t`` minus the first frame's, in microseconds (the stream's time
@@ -36,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from fusion.frames import Frame
+from recordings.export.audio import AudioTrack
 from recordings.export.names import inside, safe_filename
 
 TIME_BASE = Fraction(1, 1_000_000)
@@ -51,9 +56,19 @@ def _video_codec() -> str:
 
 
 def export_mp4(
-    frames: Iterable[Frame], path: str | os.PathLike[str], *, crf: int = 18
+    frames: Iterable[Frame],
+    path: str | os.PathLike[str],
+    *,
+    crf: int = 18,
+    fmt: str = "mp4",
+    audio: AudioTrack | None = None,
+    zero: int | None = None,
 ) -> tuple[int, Counter[str]]:
-    """Encode image frames of one sensor to ``path``; ``(frames written, skipped by reason)``."""
+    """Encode image frames of one sensor to ``path``; ``(frames written, skipped by reason)``.
+
+    ``fmt``: the container (``mp4``, ``matroska``). ``audio``: a track muxed beside the
+    video (:mod:`recordings.export.audio`), its times and the video's counted from
+    ``zero`` (ns; default: the first frame's ``t``)."""
     import av
 
     skipped: Counter[str] = Counter()
@@ -76,8 +91,10 @@ def export_mp4(
                 skipped["not an 8-bit image"] += 1
                 continue
             if container is None:
-                container, stream = _open_mp4(av, path, image, crf)
-                t0 = frame.t
+                container, stream = _open_mp4(av, path, image, crf, fmt, audio)
+                t0 = frame.t if zero is None else min(zero, frame.t)
+                if audio is not None:
+                    audio.open(av, container, fmt)
             assert t0 is not None
             pts = (frame.t - t0) // 1000
             if last_pts is not None and pts <= last_pts:
@@ -86,22 +103,31 @@ def export_mp4(
             if image.shape[:2] != (stream.height, stream.width):
                 skipped["size differs from the first frame"] += 1
                 continue
-            fmt = "gray" if image.ndim == 2 else {3: "rgb24", 4: "rgba"}.get(image.shape[2])
-            if fmt is None:
+            pix = "gray" if image.ndim == 2 else {3: "rgb24", 4: "rgba"}.get(image.shape[2])
+            if pix is None:
                 skipped["not 1, 3 or 4 channels"] += 1
                 continue
-            picture = av.VideoFrame.from_ndarray(np.ascontiguousarray(image), format=fmt)
+            picture = av.VideoFrame.from_ndarray(np.ascontiguousarray(image), format=pix)
             picture.pts, picture.time_base = pts, TIME_BASE
+            if audio is not None:
+                audio.mux_until(frame.t)
             container.mux(stream.encode(picture))
             last_pts = pts
             written += 1
         if container is not None:
             container.mux(stream.encode(None))
+            if audio is not None:
+                audio.close()
     finally:
         if container is not None:
             container.close()
     return written, skipped
 
+
+def _mux_options(fmt: str, audio: AudioTrack | None) -> dict[str, str] | None:
+    """With an audio track, an MP4's edit lists in microseconds (FFmpeg's default is ms), so
+    an audio track that starts after the video is placed to the microsecond."""
+    return {"movie_timescale": "1000000"} if fmt == "mp4" and audio is not None else None
 
 _ANNEXB_CODECS = ("h264", "hevc")
 _ENCODER_OPTIONS = {"ffv1": {"slicecrc": "1"}}
@@ -109,9 +135,16 @@ _ENCODER_OPTIONS = {"ffv1": {"slicecrc": "1"}}
 
 
 def remux_mp4(
-    frames: Callable[[], Iterable[Frame]], path: str | os.PathLike[str]
+    frames: Callable[[], Iterable[Frame]],
+    path: str | os.PathLike[str],
+    *,
+    fmt: str = "mp4",
+    audio: AudioTrack | None = None,
+    zero: int | None = None,
 ) -> tuple[int, Counter[str]]:
     """Copy a video sensor's recorded packets into an MP4; ``(packets written, skipped)``.
+
+    ``fmt``, ``audio`` and ``zero`` as for :func:`export_mp4`.
 
     ``frames`` is called twice (times first, then the packets), so the
     packets are never all in memory. H.264/H.265 packets go to the muxer as
@@ -140,13 +173,14 @@ def remux_mp4(
         times.append(frame.t)
     if params is None:
         return 0, skipped
-    t0 = min(times)
+    t0 = min(times) if zero is None else min(zero, *times)
     pts_list = [(t - t0) // 1000 for t in times]
     ordered = sorted(pts_list)
     delay = max(p - q for p, q in zip(ordered, pts_list, strict=True))
     dts_list = [q - delay for q in ordered]
+    durations = _durations(ordered) if audio is not None else {}
     codec = str(params["codec"])
-    container = av.open(os.fspath(path), "w", format="mp4")
+    container = av.open(os.fspath(path), "w", format=fmt, options=_mux_options(fmt, audio))
     track = VideoTrack() if codec in _ANNEXB_CODECS else None
     written = 0
     # A key packet decodes alone: each one of a codec without Annex B framing to
@@ -154,7 +188,9 @@ def remux_mp4(
     # --reencode adds), so garbage is counted, not copied.
     check = _key_decoder(av, params) if track is None else None
     try:
-        stream = _remux_stream(av, container, params, first_key)
+        stream = _remux_stream(
+            av, container, params, first_key, lambda: audio and audio.open(av, container, fmt)
+        )
         i = 0
         started = False
         last_dts = None
@@ -190,23 +226,47 @@ def remux_mp4(
                     continue
             packet = av.Packet(data)
             packet.pts, packet.dts, packet.time_base = pts, dts, TIME_BASE
+            if pts in durations:
+                packet.duration = durations[pts]
             packet.stream = stream
             packet.is_keyframe = key
+            if audio is not None:
+                audio.mux_until(frame.t)
             container.mux(packet)
             last_dts = dts
             written += 1
+        if audio is not None:
+            audio.close()
     finally:
         container.close()
     return written, skipped
 
 
-def _remux_stream(av: Any, container: Any, params: dict[str, Any], first_key: bytes) -> Any:
-    """The MP4's video stream for ``params``' codec, its configuration checked."""
+def _durations(ordered: list[int]) -> dict[int, int]:
+    """Each presentation time's duration (to the next; the last takes the one before), so an
+    MP4's edit list (in microseconds when it carries audio) ends after the last picture."""
+    steps = [b - a for a, b in zip(ordered, ordered[1:], strict=False) if b > a]
+    out = dict(zip(ordered, steps, strict=False))
+    if ordered and steps:
+        out.setdefault(ordered[-1], steps[-1])
+    return out
+
+
+def _remux_stream(
+    av: Any,
+    container: Any,
+    params: dict[str, Any],
+    first_key: bytes,
+    add_streams: Callable[[], object] = lambda: None,
+) -> Any:
+    """The MP4's video stream for ``params``' codec, its configuration checked;
+    ``add_streams`` adds the container's other streams before its header is written."""
     codec = str(params["codec"])
     width, height = int(params["width"]), int(params["height"])
     if codec in _ANNEXB_CODECS:
         stream = container.add_mux_stream(codec, width=width, height=height)
         stream.time_base = TIME_BASE
+        add_streams()
         return stream
     from recordings.video.encoder import parse_codec
 
@@ -219,6 +279,7 @@ def _remux_stream(av: Any, container: Any, params: dict[str, Any], first_key: by
     if encoder and encoder != "copy":
         options.update(parse_codec(encoder).options)
     stream.options = options
+    add_streams()
     container.start_encoding()  # the encoder makes the configuration the muxer stores
     recorded = bytes(params.get("extradata") or b"")
     made = bytes(stream.codec_context.extradata or b"")
@@ -281,9 +342,16 @@ def _same_picture(
     return a is not None and a == _decode_first(av, params, packet, made)
 
 
-def _open_mp4(av: Any, path: str | os.PathLike[str], image: np.ndarray, crf: int) -> Any:
+def _open_mp4(
+    av: Any,
+    path: str | os.PathLike[str],
+    image: np.ndarray,
+    crf: int,
+    fmt: str = "mp4",
+    audio: AudioTrack | None = None,
+) -> Any:
     height, width = image.shape[:2]
-    container = av.open(os.fspath(path), "w", format="mp4")
+    container = av.open(os.fspath(path), "w", format=fmt, options=_mux_options(fmt, audio))
     codec = _video_codec()
     stream = container.add_stream(codec, rate=30)
     stream.width, stream.height = width, height

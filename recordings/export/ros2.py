@@ -21,6 +21,9 @@ pose            ``geometry_msgs/msg/PoseStamped``
 record          ``hyperframes_msgs/msg/<Sensor>Record``, made for the sensor
                 (every key, strings included: :mod:`recordings.export.generic`)
 series          ``std_msgs/msg/Float64MultiArray`` (one dimension per field, labelled)
+audio           ``audio_common_msgs/msg/AudioDataStamped`` (an ``audio`` sensor's float32
+                samples interleaved, ``F32LE``), its ``AudioInfo`` once on
+                ``/<sensor>/audio_info`` (:data:`AUDIO_MSGDEFS`)
 ==============  ========================================
 
 A structured array (a time series) is ``imu``, ``gnss``, ``odometry`` or
@@ -58,6 +61,7 @@ import numpy as np
 from adapters.bags.images import encoding_for
 from adapters.bags.pointcloud2 import pointcloud2_fields
 from fusion.frames import Frame, FrameGroup, SensorSpec
+from recordings.export.audio import is_audio
 from recordings.export.generic import RecordLayout
 from recordings.export.groups import GROUP_TOPIC, group_record
 from recordings.export.kinds import (
@@ -76,6 +80,18 @@ uint8[] data
 string format
 """
 
+AUDIO_MSGDEFS = {
+    "audio_common_msgs/msg/AudioData": "uint8[] data\n",
+    "audio_common_msgs/msg/AudioInfo": (
+        "uint8 channels\nuint32 sample_rate\nstring sample_format\nuint32 bitrate\n"
+        "string coding_format\n"
+    ),
+    "audio_common_msgs/msg/AudioDataStamped": (
+        "std_msgs/Header header\naudio_common_msgs/AudioData audio\n"
+    ),
+}
+"""``audio_common_msgs`` as ros-drivers/audio_common's ROS 2 branch (Humble on) defines them."""
+
 TYPES = {
     "image": "sensor_msgs/msg/Image",
     "encoded_image": "sensor_msgs/msg/CompressedImage",
@@ -87,6 +103,8 @@ TYPES = {
     "pose": "geometry_msgs/msg/PoseStamped",
     "series": "std_msgs/msg/Float64MultiArray",
     "group": "diagnostic_msgs/msg/DiagnosticArray",
+    "audio": "audio_common_msgs/msg/AudioDataStamped",
+    "audio_info": "audio_common_msgs/msg/AudioInfo",
 }
 """ROS 2 message type written for each payload kind (and for sync groups)."""
 
@@ -94,11 +112,14 @@ _TYPED = ("imu", "gnss", "odometry", "pose")
 
 
 def ros2_typestore() -> Any:
-    """The Humble type store plus ``foxglove_msgs/msg/CompressedVideo``."""
+    """The Humble type store plus ``foxglove_msgs/msg/CompressedVideo`` and
+    ``audio_common_msgs`` (:data:`AUDIO_MSGDEFS`)."""
     from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
     store = get_typestore(Stores.ROS2_HUMBLE)
     store.register(get_types_from_msg(_VIDEO_MSGDEF, TYPES["video"]))
+    for name, msgdef in AUDIO_MSGDEFS.items():
+        store.register(get_types_from_msg(msgdef, name))
     return store
 
 
@@ -120,6 +141,7 @@ class Ros2Messages:
         self.store = ros2_typestore()
         self.sensors = SensorMap(topic_prefix, types)
         self._records: dict[str, RecordLayout] = {}
+        self._audio_info: set[str] = set()
         self.counts: Counter[str] = Counter()
         """Messages written per topic."""
         self.frames: Counter[str] = Counter()
@@ -181,6 +203,8 @@ class Ros2Messages:
             self.frames[frame.sensor] += 1
             return True
         sensor_kind = self.sensors.kind(frame.sensor, sensor_kind)
+        if is_audio(frame, sensor_kind):
+            return self._write_audio(frame, log_time)
         forced = self.sensors.forced(frame.sensor)
         kind = classify(frame, sensor_kind, forced)
         if kind == "record":
@@ -210,6 +234,32 @@ class Ros2Messages:
         for stamp, values in shape.rows(frame.data, frame.t):
             msg = self._typed(shape.kind, self._header(stamp, frame_id), values)
             self._emit(topic, msgtype, msg, log_time + stamp - frame.t, frame.seq)
+        self.frames[frame.sensor] += 1
+        return True
+
+    def _write_audio(self, frame: Frame, log_time: int) -> bool:
+        """An audio frame as ``AudioDataStamped`` (float32 samples interleaved, ``F32LE``);
+        the sensor's ``AudioInfo`` on ``<topic>/audio_info`` before its first frame."""
+        T = self.store.types
+        pcm = np.ascontiguousarray(frame.data, np.float32)
+        rate, channels = int(frame.meta["rate"]), pcm.shape[0]
+        topic = self.topic_for(frame.sensor)
+        if frame.sensor not in self._audio_info:
+            self._audio_info.add(frame.sensor)
+            info = T[TYPES["audio_info"]](
+                channels=channels,
+                sample_rate=rate,
+                sample_format="F32LE",
+                bitrate=rate * channels * 32,
+                coding_format="wave",
+            )
+            self._emit(f"{topic}/audio_info", TYPES["audio_info"], info, log_time, 0)
+        data = pcm.T.reshape(-1).astype("<f4").view(np.uint8)
+        header = self._header(frame.t, str(frame.meta.get("frame_id", frame.sensor)))
+        msg = T[TYPES["audio"]](
+            header=header, audio=T["audio_common_msgs/msg/AudioData"](data=data)
+        )
+        self._emit(topic, TYPES["audio"], msg, log_time, frame.seq)
         self.frames[frame.sensor] += 1
         return True
 
