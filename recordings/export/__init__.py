@@ -33,7 +33,7 @@ from recordings.export.kinds import is_internal
 from recordings.export.media import export_mp4, export_pcd, remux_mp4, write_pcd
 from recordings.reader import open_recording
 
-Target = Literal["ros2", "foxglove", "mp4", "mkv", "wav", "pcd", "rerun"]
+Target = Literal["ros2", "ros1", "foxglove", "mp4", "mkv", "wav", "pcd", "rerun"]
 
 __all__ = [
     "GROUP_TOPIC",
@@ -115,7 +115,9 @@ def export_recording(
 ) -> ExportReport:
     """Export the recording at ``path`` to ``out``.
 
-    ``to``: ``"ros2"`` or ``"foxglove"`` (an MCAP file), ``"mp4"`` (one camera
+    ``to``: ``"ros2"`` or ``"foxglove"`` (an MCAP file; ``"ros2"`` writes a bag
+    directory when ``out`` has no ``.mcap`` suffix), ``"ros1"`` (a ROS 1 ``.bag``
+    file, :mod:`recordings.export.ros1`), ``"mp4"`` (one camera
     sensor), ``"pcd"`` (a folder of sweeps) or ``"rerun"`` (an ``.rrd`` file,
     or a running viewer). ``sensors``/``start``/``end`` select frames (``t``,
     ns, half-open). ``groups`` re-forms sync groups for the MCAP and Rerun
@@ -215,6 +217,8 @@ def _export(
                 def packets() -> Iterator[Frame]:
                     return log.frames([name], begin, end)
 
+                track = _audio_track(log, sound, name, begin, start, end, counted)
+                zero = None if track is None else track.timeline.zero
                 passes = [counted(packets())]  # count the first of remux_mp4's two passes
                 n, skipped = remux_mp4(
                     lambda: passes.pop() if passes else packets(),
@@ -223,8 +227,6 @@ def _export(
                     audio=track,
                     zero=zero,
                 )
-                track = _audio_track(log, sound, name, begin, start, end, counted)
-                zero = None if track is None else track.timeline.zero
             elif name in encoded:
                 from recordings.video.playback import VideoReader
 
@@ -252,17 +254,17 @@ def _export(
                 )
             report.written[name] = report.exported[name] = n
             report.skipped.update({(name, r): c for r, c in skipped.items()})
-        elif to == "pcd":
-            for name in names:
             if track is not None:
                 _audio_report(report, track.sensor, track.close())
         elif to == "wav":
             picked = names if sensors is not None else [n for n in names if kinds[n] == "audio"]
             _export_wav(log, picked, kinds, out, start, end, counted, report)
+        elif to == "pcd":
+            for name in names:
                 n, skipped = export_pcd(counted(log.frames([name], start, end)), out)
                 report.written[name] = report.exported[name] = n
                 report.skipped.update({(name, r): c for r, c in skipped.items()})
-        elif to in ("ros2", "foxglove", "rerun"):
+        elif to in ("ros2", "ros1", "foxglove", "rerun"):
             # A window may open between key frames: the writers learn each video
             # track's codec from its first packet, so no packet is left out.
             tracks = {}
@@ -279,8 +281,6 @@ def _export(
     return report
 
 
-def _first_key_meta(log: Any, sensor: str) -> dict[str, Any]:
-    """The meta of a video sensor's first key packet (its track parameters), or ``{}``."""
 def _media_sensors(to: str, names: list[str], kinds: dict[str, str]) -> tuple[str, str | None]:
     """The video sensor and the audio sensor (if any) of an MP4/MKV export."""
     sound = [n for n in names if kinds[n] == "audio"]
@@ -359,6 +359,8 @@ def _export_wav(
         _audio_report(report, sensor, result)
 
 
+def _first_key_meta(log: Any, sensor: str) -> dict[str, Any]:
+    """The meta of a video sensor's first key packet (its track parameters), or ``{}``."""
     from recordings.video.packets import META_KEY
 
     for frame in log.frames([sensor]):
@@ -424,6 +426,10 @@ def _export_stream(
         from recordings.export.ros2 import Ros2McapWriter
 
         writer = Ros2McapWriter(report.out, types=types)
+    elif to == "ros1":
+        from recordings.export.ros1 import Ros1BagWriter
+
+        writer = Ros1BagWriter(report.out, types=types)
     else:
         from recordings.export.foxglove import FoxgloveMcapWriter
 
