@@ -161,15 +161,19 @@ def _read_all(socks: list[socket.socket], got: list[int], stop: threading.Event)
     sel.close()
 
 
-def run(stalled: int, reading: int, seconds: float, budget: float, tmp: Path) -> dict[str, Any]:
+def run(
+    stalled: int, reading: int, seconds: float, budget: float | None, tmp: Path, root: Path = ROOT
+) -> dict[str, Any]:
     cam_port, imu_port, port = _port(), _port(), _port(socket.SOCK_STREAM)
     config = tmp / "live.toml"
     config.write_text(CONFIG.format(cam=cam_port, imu=imu_port))
     out = tmp / f"run-{stalled}-{reading}.hfr"
+    limits = [] if budget is None else ["--serve-budget", str(budget), "--serve-clients", "100"]
     record = subprocess.Popen(
         [sys.executable, "-m", "hyperframes", "record", str(config), "-o", str(out),
-         "--serve", f"127.0.0.1:{port}", "--serve-budget", str(budget), "--serve-clients", "100"],
-        cwd=tmp, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+         "--serve", f"127.0.0.1:{port}", *limits],
+        cwd=tmp, env={**_env(), "PYTHONPATH": str(root)},
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )  # fmt: skip
     time.sleep(2.0)  # the UDP sockets bound
     cam = subprocess.Popen(
@@ -245,13 +249,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=12.0)
     parser.add_argument("--budget", type=float, default=256.0, help="--serve-budget, MiB")
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=ROOT,
+        help="run the record command of this checkout (an older commit: no --serve-* limits)",
+    )
+    parser.add_argument(
+        "--plan", default="0,1,10,50,0+10,50+10", help="runs: STALLED[+READING], comma-separated"
+    )
     args = parser.parse_args()
     print(f"load before: {os.getloadavg()}, cpus: {os.cpu_count()}")
-    plan = [(0, 0), (1, 0), (10, 0), (50, 0), (0, 10), (50, 10)]
+    plan = [tuple(int(n) for n in (p + "+0").split("+")[:2]) for p in args.plan.split(",")]
+    limits = args.budget if args.root == ROOT else None
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for stalled, reading in plan:
-            rows.append(run(stalled, reading, args.seconds, args.budget, Path(tmp)))
+            rows.append(run(stalled, reading, args.seconds, limits, Path(tmp), args.root))
             print(rows[-1], flush=True)
     print(f"load after: {os.getloadavg()}")
     base = rows[0]
