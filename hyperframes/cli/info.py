@@ -41,8 +41,8 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "file",
-        help="a .hfr file (or the base name of a split recording), an MCAP file, a bag or an "
-        "NMEA log",
+        help="a .hfr file (or the base name of a split recording), an MCAP file, a bag, a "
+        "ULog, a CAN log, a pcap/pcapng capture or an NMEA/UBX log",
     )
     p.add_argument("--json", action="store_true", help="print one JSON document instead")
     p.add_argument(
@@ -68,6 +68,7 @@ def recording_parts(path: Path) -> list[Path]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from hyperframes.cli.audioinfo import audio_details, audio_table
     from hyperframes.cli.common import console_for, error, note, warn
     from hyperframes.cli.losses import ledger_table, print_losses
     from recordings import open_recording
@@ -84,10 +85,24 @@ def run(args: argparse.Namespace) -> int:
         from hyperframes.cli.uloginfo import ulog_info
 
         return ulog_info(args, console)
+    fmt = None if hfr else _identify(args.file)
+    if fmt is not None and fmt.reader == "gnss":
+        from hyperframes.cli.nmeainfo import nmea_info
+
+        return nmea_info(args, console, "auto")
     if not hfr and _nmea(args.file):
         from hyperframes.cli.nmeainfo import nmea_info
 
         return nmea_info(args, console)
+    if fmt is not None and fmt.reader in ("can", "pcap"):
+        from hyperframes.cli.fileinfo import file_info
+
+        return file_info(args, console, fmt)
+    named = fmt is not None or Path(args.file).suffix.lower() != ".hfr"
+    if not hfr and named and Path(args.file).is_file():  # not a recording: name what it is
+        from hyperframes.cli.fileinfo import unread_format
+
+        return unread_format(args, fmt)
     parts = recording_parts(Path(args.file))
     if not parts:
         error(console, f"{args.file}: no such recording")
@@ -101,10 +116,14 @@ def run(args: argparse.Namespace) -> int:
                 if not args.quick:
                     deep, read_from = sensor_report(log, part, console)
                 video = {} if args.quick else video_details(log)
+                audio = {} if args.quick else audio_details(log)
             for name, track in video.items():
                 assert deep is not None
                 deep.setdefault(name, {})["video"] = track
                 deep[name]["payload"] = f"{track['codec']} {track['width']}x{track['height']}"
+            for name, sound in audio.items():
+                assert deep is not None
+                deep.setdefault(name, {})["audio"] = sound
             documents.append(describe(summary, deep))
             if deep is not None:
                 documents[-1]["details_from"] = "frames" if read_from else "footer"
@@ -114,6 +133,8 @@ def run(args: argparse.Namespace) -> int:
                 console.print(sensor_table(summary, deep))
                 if video:
                     console.print(video_table(video))
+                if audio:
+                    console.print(audio_table(audio))
                 if summary.ledgers:
                     console.print(ledger_table(summary.ledgers, "input ledger (while recording)"))
                     print_losses(console, summary.ledgers)
@@ -159,6 +180,13 @@ def _ulog(path: str) -> bool:
     from adapters.ulog._log import looks_like_ulog
 
     return looks_like_ulog(path)
+
+
+def _identify(path: str) -> Any:
+    """The input format :mod:`hyperframes.cli.sniff` recognises in ``path``, or ``None``."""
+    from hyperframes.cli.sniff import identify
+
+    return identify(path)
 
 
 def _nmea(path: str) -> bool:
