@@ -69,6 +69,7 @@ def recording_parts(path: Path) -> list[Path]:
 
 def run(args: argparse.Namespace) -> int:
     from hyperframes.cli.audioinfo import audio_details, audio_table
+    from hyperframes.cli.audioinfo import audio_details, audio_table
     from hyperframes.cli.common import console_for, error, note, warn
     from hyperframes.cli.losses import ledger_table, print_losses
     from recordings import open_recording
@@ -117,10 +118,14 @@ def run(args: argparse.Namespace) -> int:
                     deep, read_from = sensor_report(log, part, console)
                 video = {} if args.quick else video_details(log)
                 audio = {} if args.quick else audio_details(log)
+                audio = {} if args.quick else audio_details(log)
             for name, track in video.items():
                 assert deep is not None
                 deep.setdefault(name, {})["video"] = track
                 deep[name]["payload"] = f"{track['codec']} {track['width']}x{track['height']}"
+            for name, sound in audio.items():
+                assert deep is not None
+                deep.setdefault(name, {})["audio"] = sound
             for name, sound in audio.items():
                 assert deep is not None
                 deep.setdefault(name, {})["audio"] = sound
@@ -133,6 +138,8 @@ def run(args: argparse.Namespace) -> int:
                 console.print(sensor_table(summary, deep))
                 if video:
                     console.print(video_table(video))
+                if audio:
+                    console.print(audio_table(audio))
                 if audio:
                     console.print(audio_table(audio))
                 if summary.ledgers:
