@@ -612,9 +612,13 @@ class DetailsChecker:
                 f"the chunks hold {held.get(name, 0)}"
             )
             return
+        if columns is not None:  # decoded by the caller (maybe only some sensors)
+            self._cols = dict(columns)
+            self._gaps = {name: [] for name in columns}
+            return
         try:
             for name in details.sensors:
-                self._cols[name] = details.of(name) if columns is None else columns[name]
+                self._cols[name] = details.of(name)
                 self._gaps[name] = []
         except ValueError as err:
             self.problem = f"the frame details do not decode: {err}"

@@ -220,6 +220,18 @@ class StampIndex:
         rank = np.arange(n, dtype=np.int64) - np.repeat(first, counts)
         return t, seq, chunk, rank
 
+    def times(self, name: str) -> tuple[Int64, Int64]:
+        """``(t, seq)`` of sensor ``name``'s frames in recorded order: :meth:`of` without
+        the chunk and rank columns (nor their runs); ``ValueError`` when a column does
+        not hold exactly its values."""
+        if name not in self.sensors:
+            e = np.empty(0, np.int64)
+            return e, e
+        k = self.sensors.index(name)
+        seq = np.cumsum(self._column(k, 1).view(np.int64))
+        t = np.cumsum(self._column(k, 2).view(np.int64))
+        return t, seq
+
     def arrivals(self, name: str) -> tuple[Int64, np.ndarray[Any, Any]]:
         """``(t_arrival, has_arrival)`` of sensor ``name``'s frames (0 where absent)."""
         if name not in self.sensors:

@@ -73,17 +73,38 @@ def sensor_details(
     """Per sensor: seq gaps, payload description and the clock fit, and why every frame
     was read (``None`` when the footer of a 1.6 file served). ``advance(n)`` is told
     every ``n`` frames read, for a progress bar."""
-    columns = columns_from_footer(log)
-    problem = None
-    if isinstance(columns, str):
-        problem = columns
-        columns = columns_from_frames(log, advance)
-    return {name: summarize(c) for name, c in columns.items()}, problem
+    report = _report_from_footer(log)
+    if not isinstance(report, str):
+        return report, None
+    columns = columns_from_frames(log, advance)
+    return {name: summarize(c) for name, c in columns.items()}, report
 
 
-def columns_from_footer(log: Any) -> dict[str, SensorColumns] | str:
-    """Every sensor's columns from the stamp index and the frame details (no chunk read),
-    or the reason they cannot be used."""
+def _report_from_footer(log: Any) -> dict[str, dict[str, Any]] | str:
+    """:func:`summarize` of each sensor from the footer, one sensor's columns in memory
+    at a time (hours of a 1 kHz IMU are GBs of columns), or why the footer cannot serve."""
+    found = _footer(log)
+    if isinstance(found, str):
+        return found
+    details, stamps = found
+    first = _first_chunk(log)
+    out = {}
+    try:
+        for name in details.sensors:
+            columns = _sensor_columns(name, details, stamps)
+            if isinstance(columns, str):
+                return columns
+            problem = _first_chunk_agrees(first, details, {name: columns})
+            if problem:
+                return problem
+            out[name] = summarize(columns)
+    except ValueError as err:
+        return str(err)
+    return out
+
+
+def _footer(log: Any) -> tuple[Any, Any] | str:
+    """The frame details and stamp index, when both count the frames the chunks hold."""
     details = log.frame_details()
     if details is None:
         return str(log.frame_details_problem)
@@ -96,47 +117,76 @@ def columns_from_footer(log: Any) -> dict[str, SensorColumns] | str:
         or dict(zip(stamps.sensors, stamps.counts, strict=True)) != expected
     ):
         return "the frame details do not count the frames the chunks hold"
+    return details, stamps
+
+
+def _sensor_columns(name: str, details: Any, stamps: Any) -> SensorColumns | str:
+    """One sensor's columns from the footer (``ValueError`` when they do not decode)."""
+    notes = details.notes(name)
+    if notes.over:
+        return f"the frame details of {name!r} are incomplete (too many notes)"
+    t, seq = stamps.times(name)
+    arrival, has = stamps.arrivals(name)
+    offset, flags, size = details.of(name)
+    return SensorColumns(
+        seq=seq,
+        t=t,
+        t_sensor=t + offset,
+        arrival=np.where(has, arrival, t),
+        has_arrival=has,
+        flags=flags,
+        size=size,
+        shapes=notes.shapes,
+        first=notes.first,
+        gaps=list(notes.gaps),
+        conn=list(notes.conn),
+    )
+
+
+def columns_from_footer(log: Any) -> dict[str, SensorColumns] | str:
+    """Every sensor's columns from the stamp index and the frame details (no chunk read),
+    or the reason they cannot be used."""
+    found = _footer(log)
+    if isinstance(found, str):
+        return found
+    details, stamps = found
     out = {}
     try:
         for name in details.sensors:
-            notes = details.notes(name)
-            if notes.over:
-                return f"the frame details of {name!r} are incomplete (too many notes)"
-            t, seq, _, _ = stamps.of(name)
-            arrival, has = stamps.arrivals(name)
-            offset, flags, size = details.of(name)
-            out[name] = SensorColumns(
-                seq=seq,
-                t=t,
-                t_sensor=t + offset,
-                arrival=np.where(has, arrival, t),
-                has_arrival=has,
-                flags=flags,
-                size=size,
-                shapes=notes.shapes,
-                first=notes.first,
-                gaps=list(notes.gaps),
-                conn=list(notes.conn),
-            )
+            columns = _sensor_columns(name, details, stamps)
+            if isinstance(columns, str):
+                return columns
+            out[name] = columns
     except ValueError as err:
         return str(err)
-    return _first_chunk_agrees(log, details, out) or out
+    return _first_chunk_agrees(_first_chunk(log), details, out) or out
 
 
-def _first_chunk_agrees(log: Any, details: Any, out: dict[str, SensorColumns]) -> str | None:
-    """Why the footer's columns cannot be trusted, if the first chunk's frames say
-    otherwise (a forged or faulty DETAILS record passes its CRCs: one chunk decoded
-    catches a record that lies about every frame; ``hyperframes check`` compares all)."""
-    from recordings.details import DetailsChecker
+def _first_chunk(log: Any) -> tuple[Any, list[Any]] | None:
+    """The first chunk's meta and frames (``None`` without one, or when it is damaged:
+    that is reported when it is read)."""
     from recordings.errors import RecordingError
 
     if not log.chunks:
         return None
     chunk = log.chunks[0]
     try:
-        frames = list(log.decode_chunk(chunk).frames())
+        return chunk, list(log.decode_chunk(chunk).frames())
     except RecordingError:
-        return None  # the chunk's damage is reported when it is read
+        return None
+
+
+def _first_chunk_agrees(
+    first: tuple[Any, list[Any]] | None, details: Any, out: dict[str, SensorColumns]
+) -> str | None:
+    """Why the footer's columns cannot be trusted, if the first chunk's frames say
+    otherwise (a forged or faulty DETAILS record passes its CRCs: one chunk decoded
+    catches a record that lies about every frame; ``hyperframes check`` compares all)."""
+    from recordings.details import DetailsChecker
+
+    if first is None:
+        return None
+    chunk, frames = first
     counts = dict(zip(details.sensors, details.counts, strict=True))
     cols = {n: (c.t_sensor - c.t, c.flags, c.size) for n, c in out.items()}
     problem = DetailsChecker(details, counts, cols).compare(chunk.sensors, frames, {})
