@@ -176,9 +176,35 @@ def _interrupt(rec: Recording) -> tuple[int, float]:
     return rec.stop(signal.SIGINT, timeout=30)
 
 
+SESSION = """
+[sync]
+policy = "nearest"
+reference = "lidar"
+tolerance_ms = 20
+windows_ms = { imu = [50, 49] }
+[[sources]]
+type = "synthetic_camera"
+name = "cam"
+duration_s = 120
+[[sources]]
+type = "synthetic_lidar"
+name = "lidar"
+duration_s = 120
+[[sources]]
+type = "synthetic_imu"
+name = "imu"
+duration_s = 120
+"""
+
+
 def _record(tmp_path: Path, port: int, *extra: str, name: str = "live.hfr") -> Recording:
+    """``record`` of a synthetic camera, LiDAR and IMU for up to 120 s (the built-in
+    session's 10 s could end under a test on a loaded machine), serving on ``port``."""
+    config = tmp_path / "session.toml"
+    config.write_text(SESSION)
     return Recording(
-        ["-o", str(tmp_path / name), "--serve", f"127.0.0.1:{port}", *extra], terminal=False
+        [str(config), "-o", str(tmp_path / name), "--serve", f"127.0.0.1:{port}", *extra],
+        terminal=False,
     )
 
 
@@ -240,6 +266,44 @@ def test_a_connection_without_an_upgrade_is_closed_and_record_ends_on_time(
     assert ended < duration + 5, ended
     for sock in more_idle:
         sock.close()
+
+
+async def test_a_silent_client_is_closed_after_the_idle_timeout_and_a_live_one_is_kept(
+    tmp_path: Path,
+) -> None:
+    """--serve-idle-timeout 1: a client that upgraded and then answers nothing (not even
+    the ping) is closed; a WebSocket library's client answers the ping by itself and stays;
+    a request that is no upgrade is answered 426 with the reason."""
+    port = free_port(socket.SOCK_STREAM)
+    rec = _record(tmp_path, port, "--serve-idle-timeout", "1")
+    try:
+        await _wait_served(port, rec.proc, frozenset({"/imu"}))
+        async with connect(f"ws://127.0.0.1:{port}") as ws:
+            live = LiveClient(ws)
+            silent = _open(port)
+            assert _upgrade(silent, port).startswith(b"HTTP/1.1 101")
+            plain = _open(port)
+            plain.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            began = time.monotonic()
+            await asyncio.to_thread(_closed_by_server, silent, 10)
+            closed_after = time.monotonic() - began
+            await live.wait_topics({"/imu"})  # still served: it answered the pings
+            await asyncio.sleep(2.0)
+            await ws.ping()
+            assert ws.state.name == "OPEN"
+        answer = plain.recv(4096)
+        silent.close()
+        plain.close()
+        code, _ = _interrupt(rec)
+    finally:
+        if rec.proc.poll() is None:
+            rec.proc.kill()
+    assert closed_after < 5, closed_after  # the 1 s idle timeout (measured ~1.0-1.2 s)
+    assert answer.startswith(b"HTTP/1.1 426 Upgrade Required"), answer
+    assert answer.endswith(b"this is a Foxglove WebSocket server: connect with ws://\n"), answer
+    assert code == 0, rec.text[-2000:]
+    assert "live clients:" in rec.text
+    assert "idle" in next(x for x in rec.text.splitlines() if x.startswith("live clients:"))
 
 
 def test_replay_ends_whatever_idle_clients_do(tmp_path: Path) -> None:

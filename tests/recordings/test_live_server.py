@@ -341,3 +341,27 @@ async def test_a_replay_server_tells_its_time_to_a_client_of_either_subprotocol(
                                 times.append(struct.unpack_from("<Q", message, 1)[0])
                 assert times == sorted(times)
                 assert all((t - base) % 100_000_000 == 0 for t in times)
+
+
+async def test_a_late_subscriber_gets_every_held_message_of_a_latched_topic() -> None:
+    """A ROS 2 topic whose QoS is transient_local keeps every message for a late
+    subscriber (as foxglove_bridge does); any other topic keeps its last."""
+    qos = {"ros2": {"qos": "reliable, transient_local, depth 1"}}
+    specs = [SensorSpec("map", "generic", meta=qos), SensorSpec("imu", "imu")]
+    with FoxgloveServer(port=0, dating=None, sensors=specs) as server:
+        for i in range(3):
+            server.publish(Frame("map", i, 1_000 + i, {"v": np.array([float(i)])}))
+            server.publish(Frame("imu", i, 1_000 + i, {"accel": np.zeros(3) + i}))
+        _settled(server, 6)
+        got: dict[str, list[int]] = {"/map": [], "/imu": []}
+        async with connect(server.url) as ws:
+            client = LiveClient(ws)
+            await client.wait_topics({"/map", "/imu"})
+            await client.subscribe({"/map", "/imu"})
+            with anyio.move_on_after(5):
+                while len(got["/map"]) < 3 or not got["/imu"]:
+                    message = await client.receive()
+                    if message is not None:
+                        got[message.topic].append(message.log_time - 1_000)
+        assert server.statistics().late == 4
+    assert got == {"/map": [0, 1, 2], "/imu": [2]}
