@@ -1,7 +1,9 @@
-"""``RadarSource``: automotive radar scans as frames, from captures, bags or live UDP.
+"""``RadarSource``: automotive radar scans as frames, from captures, bags, live UDP or CAN.
 
 This module moves bytes; the decoding is sans-I/O: :mod:`adapters.radar._ars548`
-(one UDP payload -> one detection or object list).
+(one UDP payload -> one detection or object list) and, for the CAN-bus ARS408,
+:mod:`adapters.radar._ars408` (CAN frames -> cluster and object lists, read
+through the CAN adapter by :mod:`adapters.radar._ars408_io`).
 
 Each radar gives two sensors, ``<name>_detections`` and ``<name>_objects``
 (kind ``radar``), one frame per list the sensor sends. The ledger's unit is the
@@ -25,7 +27,7 @@ import anyio
 from adapters.errors import DecodeError, SourceOpenError
 from adapters.lidar.pcap import LEDGER_REASONS, PcapReader, address_text
 from adapters.net.udp import DEFAULT_SENDER_TIMEOUT, SenderFilter, UdpReceiver, parse_sender
-from adapters.radar import _ars548, _nebula
+from adapters.radar import _ars408, _ars548, _nebula
 from fusion.clock import ClockModel
 from fusion.errors import ConfigError, UsageError
 from fusion.frames import Frame, Overflow, SensorSpec
@@ -34,7 +36,7 @@ from fusion.timing import current_clock
 
 log = logging.getLogger("adapters.radar")
 
-MODELS = ("ars548",)
+MODELS = ("ars548", "ars408")
 """The radars :class:`RadarSource` decodes."""
 _BATCH = 256  # datagrams per worker-thread round trip offline
 _LIVE_BATCH = 64
@@ -65,7 +67,15 @@ class RadarSource(Source):
     on ``topic``, default the bag's only such topic); ``port`` listens live
     (``port=0`` picks a free one, :meth:`wait_listening` says which; ``group``
     joins a multicast group, the sensor's factory setting is ``224.0.2.2``).
-    (The CAN-bus ARS408 is not decoded yet: docs/radar.md.)
+    The **Continental ARS408** (``model="ars408"``) sends cluster and object lists
+    over CAN: ``log`` reads a CAN log python-can reads (candump ``-l``, ASC, BLF,
+    TRC ...), ``interface`` a live python-can bus (``channel``, ``bitrate``,
+    ``bus_options`` as :class:`adapters.CanSource` takes them); the signals are
+    decoded with the ARS408 database packaged here (cantools). Clusters go to
+    ``<name>_detections`` (:data:`~adapters.radar.ARS408_CLUSTER_DTYPE`), objects
+    to ``<name>_objects`` (:data:`~adapters.radar.ARS408_OBJECT_DTYPE`), one frame
+    per complete list, stamped with its status frame's CAN stamp; the ledger's
+    unit is then the CAN frame (:mod:`adapters.radar._ars408`).
 
     Sensors: ``<name>_detections`` (rows of :data:`~adapters.radar.DETECTION_DTYPE`)
     and ``<name>_objects`` (:data:`~adapters.radar.OBJECT_DTYPE`). Each frame's ``t_sensor`` is
@@ -91,6 +101,11 @@ class RadarSource(Source):
         group: str | None = None,
         data_port: int = _ars548.DEFAULT_PORT,
         model: str = "ars548",
+        log: str | Path | None = None,
+        interface: str | None = None,
+        channel: str | int | None = None,
+        bitrate: int | None = None,
+        bus_options: Mapping[str, Any] | None = None,
         name: str = "radar",
         speed: float | None = None,
         sender: str | None = None,
@@ -103,13 +118,23 @@ class RadarSource(Source):
         model = model.strip().lower()
         if model not in MODELS:
             raise ConfigError(f"radar model {model!r} is not one of {', '.join(MODELS)}")
-        inputs = {"pcap": pcap, "bag": bag, "port": port}
+        if model == "ars408":
+            inputs: dict[str, Any] = {"log": log, "interface": interface}
+            wanted = "log= (a CAN log) or interface= (a python-can bus)"
+            others = {"pcap": pcap, "bag": bag, "port": port}
+        else:
+            inputs = {"pcap": pcap, "bag": bag, "port": port}
+            wanted = "pcap= (a capture), bag= (nebula's packets) or port= (live UDP)"
+            others = {"log": log, "interface": interface}
         given = [k for k, v in inputs.items() if v is not None]
         if len(given) != 1:
             raise ConfigError(
-                "RadarSource needs exactly one of pcap= (a capture), bag= (nebula's packets) "
-                f"or port= (live UDP), got {', '.join(given) or 'none'}"
+                f"RadarSource (model {model}) needs exactly one of {wanted}, "
+                f"got {', '.join(given) or 'none'}"
             )
+        stray = [k for k, v in others.items() if v is not None]
+        if stray:
+            raise ConfigError(f"{', '.join(stray)}= is not an input of the {model}")
         if speed is not None and speed <= 0:
             raise ConfigError(f"speed must be > 0 or None, got {speed}")
         if sender is not None:
@@ -117,7 +142,14 @@ class RadarSource(Source):
         self.model = model
         self.pcap = None if pcap is None else Path(pcap)
         self.bag = None if bag is None else Path(bag)
-        for what, path in (("pcap file", self.pcap), ("bag", self.bag)):
+        self.log = None if log is None else Path(log)
+        self.interface, self.channel = interface, channel
+        self.bus_options: dict[str, Any] = dict(bus_options or {})
+        if bitrate is not None:
+            self.bus_options["bitrate"] = bitrate
+        self.bus: Any = None
+        """The live python-can bus (ARS408), once open."""
+        for what, path in (("pcap file", self.pcap), ("bag", self.bag), ("CAN log", self.log)):
             if path is not None and not path.exists():
                 raise SourceOpenError(f"{what} {str(path)!r} does not exist", sensor=name)
         self.topic = topic
@@ -136,11 +168,18 @@ class RadarSource(Source):
         self.udp: UdpReceiver | None = None
         """The live socket's receiver (kernel drops, foreign senders), once listening."""
         self._listening = anyio.Event()
-        live = port is not None
-        fields = {
-            self.detections: list(_ars548.DETECTION_DTYPE.names or ()),
-            self.objects: list(_ars548.OBJECT_DTYPE.names or ()),
-        }
+        live = port is not None or interface is not None
+        if model == "ars408":
+            self._ledger_unit = "can_frame"
+            fields = {
+                self.detections: list(_ars408.CLUSTER_DTYPE.names or ()),
+                self.objects: list(_ars408.OBJECT_DTYPE.names or ()),
+            }
+        else:
+            fields = {
+                self.detections: list(_ars548.DETECTION_DTYPE.names or ()),
+                self.objects: list(_ars548.OBJECT_DTYPE.names or ()),
+            }
         input_ = next(str(v) for v in inputs.values() if v is not None)
         super().__init__(
             specs=tuple(
@@ -187,6 +226,12 @@ class RadarSource(Source):
         )
 
     async def frames(self) -> AsyncIterator[Frame]:
+        if self.model == "ars408":
+            from adapters.radar._ars408_io import ars408_frames
+
+            async for scan in ars408_frames(self):
+                yield scan
+            return
         if self.port is not None:
             async for live in self._live_frames():
                 yield live
@@ -210,7 +255,7 @@ class RadarSource(Source):
 
     async def frame_batches(self) -> AsyncIterator[list[Frame]]:
         """A file's frames a batch at a time; a paced or live source's one at a time."""
-        if self.port is not None or self.speed is not None:
+        if self.port is not None or self.interface is not None or self.speed is not None:
             async for frames in super().frame_batches():
                 yield frames
             return
@@ -241,7 +286,17 @@ class RadarSource(Source):
     def _nothing_decoded(self) -> None:
         stats = self.ledgers()
         received = sum(s.received for s in stats.values())
-        where = self.pcap or self.bag
+        where = self.pcap or self.bag or self.log
+        if self.log is not None:
+            counts: dict[str, int] = {}
+            for s in stats.values():
+                for reason, n in s.lost.items():
+                    counts[reason] = counts.get(reason, 0) + n
+            said = ", ".join(f"{n} {r}" for r, n in sorted(counts.items())) or "no CAN frame"
+            raise DecodeError(
+                f"{self.name}: {where}: {received} CAN frame(s) gave no ARS408 list ({said})"
+                + (f"; last: {self.last_error}" if self.last_error else "")
+            )
         if not received:
             what = (
                 f"no UDP datagram to port {self.data_port}"
@@ -380,7 +435,7 @@ class RadarSource(Source):
         return stats
 
     def __repr__(self) -> str:
-        for key in ("pcap", "bag", "port"):
+        for key in ("pcap", "bag", "port", "log", "interface"):
             value = getattr(self, key)
             if value is not None:
                 return f"RadarSource({key}={str(value)!r}, model={self.model!r})"
