@@ -376,10 +376,19 @@ class RadarConfig(_SourceBase):
     """An automotive radar (:class:`adapters.RadarSource`), two sensors ``<name>_detections``
     and ``<name>_objects``. The Continental ARS548 (``model = "ars548"``): exactly one of
     ``pcap``, ``bag`` (nebula's packets, on ``topic``) or ``port`` (live UDP, ``group`` a
-    multicast group to join)."""
+    multicast group to join). The Continental ARS408 (``model = "ars408"``, over CAN):
+    exactly one of ``log`` (a CAN log python-can reads) or ``interface`` (a python-can
+    bus, with ``channel``, ``bitrate``, ``bus_options``)."""
 
     type: Literal["radar"]
-    model: Literal["ars548"] = "ars548"
+    model: Literal["ars548", "ars408"] = "ars548"
+    log: str | None = None
+    """ARS408: a CAN log (candump ``-l``, ASC, BLF, TRC ...)."""
+    interface: str | None = None
+    """ARS408: a python-can interface (``socketcan``, ``udp_multicast`` ...)."""
+    channel: str | int | None = None
+    bitrate: int | None = Field(None, gt=0)
+    bus_options: dict[str, Any] = Field(default_factory=dict)
     pcap: str | None = None
     bag: str | None = None
     topic: str | None = None
@@ -393,6 +402,17 @@ class RadarConfig(_SourceBase):
 
     @model_validator(mode="after")
     def _one_input(self) -> RadarConfig:
+        if self.model == "ars408":
+            given = [k for k in ("log", "interface") if getattr(self, k) is not None]
+            stray = [k for k in ("pcap", "bag", "port") if getattr(self, k) is not None]
+            if len(given) != 1 or stray:
+                raise ValueError(
+                    "an ARS408 takes exactly one of 'log' (a CAN log) or 'interface' (a "
+                    f"python-can bus), found {given + stray or 'none'}"
+                )
+            return self
+        if self.log is not None or self.interface is not None:
+            raise ValueError("'log' and 'interface' are for model = \"ars408\" (CAN)")
         given = [k for k in ("pcap", "bag", "port") if getattr(self, k) is not None]
         if len(given) != 1:
             raise ValueError(
