@@ -216,6 +216,7 @@ class Relay:
         self._up_out = bytearray()
         self._spare: int | None = None
         self._next_timers = 0.0
+        self._listen_again = 0.0  # when to accept again after running out of descriptors
         self._dirty: set[_Client] = set()  # clients with messages to write
         self._share = min(backlog_bytes, budget)
         self._closing = threading.Event()
@@ -366,6 +367,9 @@ class Relay:
 
     def _timers(self) -> None:
         now = time.monotonic()
+        if self._listen_again and now >= self._listen_again:
+            self._listen_again = 0.0
+            self._sel.register(self._listener, selectors.EVENT_READ, "listen")
         for client in list(self._clients.values()):
             if client.state == "handshake":
                 if now > client.deadline:
@@ -429,9 +433,13 @@ class Relay:
             "no file descriptors",
             "out of file descriptors: new Foxglove clients are closed until some leave",
         )
-        if self._spare is not None:
-            _close_fd(self._spare)
-            self._spare = None
+        if self._spare is None:  # none to give up: stop listening a while, not spin
+            self._sel.unregister(self._listener)
+            self._listen_again = time.monotonic() + 0.5
+            self._spare = _open_spare()
+            return
+        _close_fd(self._spare)
+        self._spare = None
         with contextlib.suppress(OSError):
             sock, _ = self._listener.accept()
             sock.close()
@@ -567,8 +575,8 @@ class Relay:
         self._send(client, ws.header(ws.TEXT, len(body)), body, data=False)
 
     def _subscribe(self, client: _Client, sid: int, cid: int) -> None:
-        if cid not in self._channels or sid in client.subs:
-            return
+        if cid not in self._channels or sid in client.subs or cid in client.subs.values():
+            return  # an unknown channel, a used id, or a channel it already has
         with self._lock:
             client.subs[sid] = cid
         subscribers = self._subscribers.setdefault(cid, {})
