@@ -39,7 +39,9 @@ from tests.acceptance.live_helpers import (
 )
 from tests.interop.foxglove_client import Decoder, LiveClient, connect
 
-pytestmark = pytest.mark.timeout(180)
+# serial (tests/conftest.py): Ctrl-C and end-of-run timings, RSS and descriptor counts of
+# the process, a live camera's frames kept
+pytestmark = [pytest.mark.timeout(180), pytest.mark.serial]
 
 ROOT = Path(__file__).resolve().parents[2]
 BAG = ROOT.parent / "shared" / "data" / "real" / "bags" / "rosbagjs_example-bz2.bag"
@@ -436,7 +438,6 @@ def test_connect_close_cycles_leave_no_descriptor_behind(tmp_path: Path) -> None
     assert code == 0, rec.text[-2000:]
 
 
-@pytest.mark.serial
 def test_stalled_clients_stay_within_the_budget_and_the_recording_loses_nothing(
     tmp_path: Path,
 ) -> None:
