@@ -139,6 +139,7 @@ async def _bus_frames(source: RadarSource) -> AsyncIterator[Frame]:
         for kind, held in assembler.held.items():
             if held:
                 sensor = _sensor(source, kind)
+                source.count_received(held, sensor=sensor)  # counted when their list ends
                 source.count_error(
                     "incomplete",
                     f"{sensor}: {held} CAN frames of the {kind} list open when the source stopped",
