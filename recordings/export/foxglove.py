@@ -18,6 +18,8 @@ pose            ``foxglove.PoseInFrame``
 odometry        ``nav_msgs/msg/Odometry`` in ROS 2 CDR (Foxglove has no odometry
                 schema; it reads this one natively)
 imu, series     JSON with a JSON schema, one number (or array) per field: Plot-panel ready
+CAN             JSON, one message per CAN frame: raw frames (id, flags, dlc, channel, data
+                bytes) or decoded signals (one number per signal; :mod:`recordings.export.can`)
 record          JSON with a JSON schema listing every key, strings included
 ==============  =====================================================
 
@@ -48,6 +50,13 @@ import numpy as np
 
 from adapters.bags.images import encoding_for
 from fusion.frames import Frame, FrameGroup, SensorSpec
+from recordings.export.can import (
+    CAN_FRAME_JSON_SCHEMA,
+    can_kind,
+    frame_json,
+    frame_rows,
+    signal_rows,
+)
 from recordings.export.generic import json_record, json_schema
 from recordings.export.groups import GROUP_JSON_SCHEMA, GROUP_TOPIC, group_json
 from recordings.export.kinds import (
@@ -206,6 +215,9 @@ class FoxgloveMcapWriter:
             return True
         sensor_kind = self.sensors.kind(frame.sensor, sensor_kind)
         forced = self.sensors.forced(frame.sensor)
+        can = can_kind(frame.data, sensor_kind) if forced is None else None
+        if can is not None:
+            return self._write_can(frame, can, log_time)
         kind = classify(frame, sensor_kind, forced)
         if kind not in (
             "image",
@@ -256,6 +268,38 @@ class FoxgloveMcapWriter:
         self.counts[topic] += 1
         self.frames[frame.sensor] += 1
         return True
+
+    def _write_can(self, frame: Frame, kind: str, log_time: int) -> bool:
+        """A CAN sensor's rows as JSON, one message each (:mod:`recordings.export.can`)."""
+        topic = self.topic_for(frame.sensor)
+        rows = frame.data
+        written = 0
+        if kind == "can_frame":
+            channel = self._channel(topic, "can_frame", CAN_FRAME_JSON_SCHEMA)
+            for k, (stamp, fields) in enumerate(frame_rows(rows, frame.t)):
+                if isinstance(fields, str):
+                    self.skipped[(frame.sensor, fields)] += 1
+                    continue
+                channel.log(frame_json(stamp, fields, rows, k), log_time=log_time + stamp - frame.t)
+                written += 1
+        else:
+            channel = None
+            for stamp, values in signal_rows(rows, frame.t):
+                record: dict[str, Any] = {
+                    "timestamp": {"sec": stamp // 1_000_000_000, "nsec": stamp % 1_000_000_000}
+                }
+                for name, value in values.items():
+                    number = value.item()
+                    record[name] = None if number != number else number  # NaN: absent
+                if channel is None:
+                    schema = _json_schema(f"hyperframes.{frame.sensor}", record)
+                    channel = self._channel(topic, "can_signals", schema)
+                channel.log(record, log_time=log_time + stamp - frame.t)
+                written += 1
+        self.counts[topic] += written
+        if written:
+            self.frames[frame.sensor] += 1
+        return written > 0
 
     def _write_rows(
         self, frame: Frame, topic: str, sensor_kind: str, forced: str | None, log_time: int

@@ -21,6 +21,9 @@ pose            ``geometry_msgs/msg/PoseStamped``
 record          ``hyperframes_msgs/msg/<Sensor>Record``, made for the sensor
                 (every key, strings included: :mod:`recordings.export.generic`)
 series          ``std_msgs/msg/Float64MultiArray`` (one dimension per field, labelled)
+CAN (raw)       ``can_msgs/msg/Frame``, one per CAN frame (:mod:`recordings.export.can`)
+CAN (signals)   ``hyperframes_msgs/msg/<Sensor>Record``, one per CAN frame, a typed field
+                per signal
 audio           ``audio_common_msgs/msg/AudioDataStamped`` (an ``audio`` sensor's float32
                 samples interleaved, ``F32LE``), its ``AudioInfo`` once on
                 ``/<sensor>/audio_info`` (:data:`AUDIO_MSGDEFS`)
@@ -49,6 +52,7 @@ missing sensors: a standard type, so ``ros2 bag play`` needs no custom package.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections import Counter
@@ -62,6 +66,13 @@ from adapters.bags.images import encoding_for
 from adapters.bags.pointcloud2 import pointcloud2_fields
 from fusion.frames import Frame, FrameGroup, SensorSpec
 from recordings.export.audio import is_audio
+from recordings.export.can import (
+    CAN_FRAME_MSGDEF,
+    CAN_FRAME_TYPE,
+    can_kind,
+    frame_rows,
+    signal_rows,
+)
 from recordings.export.generic import RecordLayout
 from recordings.export.groups import GROUP_TOPIC, group_record
 from recordings.export.kinds import (
@@ -120,6 +131,8 @@ def ros2_typestore() -> Any:
     store.register(get_types_from_msg(_VIDEO_MSGDEF, TYPES["video"]))
     for name, msgdef in AUDIO_MSGDEFS.items():
         store.register(get_types_from_msg(msgdef, name))
+    if CAN_FRAME_TYPE not in store.types:
+        store.register(get_types_from_msg(CAN_FRAME_MSGDEF, CAN_FRAME_TYPE))
     return store
 
 
@@ -206,6 +219,9 @@ class Ros2Messages:
         if is_audio(frame, sensor_kind):
             return self._write_audio(frame, log_time)
         forced = self.sensors.forced(frame.sensor)
+        can = can_kind(frame.data, sensor_kind) if forced is None else None
+        if can is not None:
+            return self._write_can(frame, can, log_time)
         kind = classify(frame, sensor_kind, forced)
         if kind == "record":
             return self._write_record(frame, log_time)
@@ -236,6 +252,31 @@ class Ros2Messages:
             self._emit(topic, msgtype, msg, log_time + stamp - frame.t, frame.seq)
         self.frames[frame.sensor] += 1
         return True
+
+    def _write_can(self, frame: Frame, kind: str, log_time: int) -> bool:
+        """A CAN sensor's rows, one message each (:mod:`recordings.export.can`): raw frames
+        as ``can_msgs/msg/Frame``, decoded signals as the sensor's typed record."""
+        topic = self.topic_for(frame.sensor)
+        frame_id = str(frame.meta.get("frame_id", frame.sensor))
+        written = 0
+        if kind == "can_frame":
+            T = self.store.types
+            for stamp, fields in frame_rows(frame.data, frame.t):
+                if isinstance(fields, str):
+                    self.skipped[(frame.sensor, fields)] += 1
+                    continue
+                msg = T[CAN_FRAME_TYPE](header=self._header(stamp, frame_id), **fields)
+                self._emit(topic, CAN_FRAME_TYPE, msg, log_time + stamp - frame.t, frame.seq)
+                written += 1
+        else:
+            before = self.frames[frame.sensor]
+            for stamp, values in signal_rows(frame.data, frame.t):
+                row = dataclasses.replace(frame, t=stamp, data=values)
+                written += self._write_record(row, log_time + stamp - frame.t)
+            self.frames[frame.sensor] = before
+        if written:
+            self.frames[frame.sensor] += 1
+        return written > 0
 
     def _write_audio(self, frame: Frame, log_time: int) -> bool:
         """An audio frame as ``AudioDataStamped`` (float32 samples interleaved, ``F32LE``);
