@@ -376,3 +376,37 @@ def test_a_compressed_column_frame_holds_only_its_bytes() -> None:
     finally:
         tracemalloc.stop()
     assert held < 2 << 20  # 40 frames of the raw size would be 10 MB
+
+
+def test_the_snapshot_writer_splits_its_writes_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A snapshot of 300 sensors, written with ``IOV_MAX`` lowered to 2: every write of
+    the snapshot writer goes through the same split, and the file reads back whole."""
+    from recordings.snapshot import SnapshotRecorder
+
+    calls: list[int] = []
+    real = os.writev
+
+    def counting(fd: int, bufs: Any) -> int:
+        bufs = list(bufs)
+        calls.append(len(bufs))
+        return real(fd, bufs)
+
+    monkeypatch.setattr(writev_mod, "IOV_MAX", 2)
+    monkeypatch.setattr(os, "writev", counting)
+    rec = SnapshotRecorder(tmp_path / "bb.hfr", keep=5.0, pre=1.0, post=0.0, chunk_seconds=0.25)
+    n = 0
+    for k in range(20):
+        for i in range(300):
+            rec.write(Frame(f"s{i:03d}", k, k * 100 * MS + i, np.full(3, k, np.float32)))
+            n += 1
+    request = rec.trigger("test", t=19 * 100 * MS + 299)
+    rec.close()
+    path = request.wait(5)
+    assert max(calls) <= 2
+    with open_recording(path) as log:
+        assert log.indexed
+        assert not log.verify()
+        assert len(log.summary().sensors) == 300
+        assert log.summary().count == 10 * 300 + 1  # [t - 1 s, t]: 10 rounds and 1 frame
