@@ -5,6 +5,8 @@ Examples::
 
     hyperframes export s.hfr -o s.mcap                      # ROS 2 CDR MCAP (ros2 bag play)
     hyperframes export s.hfr -o s_bag                       # the same as a bag directory
+    hyperframes export s.hfr -o s.bag                       # a ROS 1 bag (rosbag 2.0 format)
+    hyperframes export s.hfr -o s_bag --format ros2         # a rosbag2 directory, whatever its name
     hyperframes export s.hfr -o s.fox.mcap --profile foxglove
     hyperframes export s.hfr -o cam.mp4 --to mp4 --sensors cam
     hyperframes export s.hfr -o cam.mkv --to mkv --sensors cam mic   # video + audio
@@ -52,6 +54,13 @@ def register(sub: Any) -> None:
         choices=("ros2", "foxglove"),
         default="ros2",
         help="MCAP flavour: ROS 2 CDR messages (default) or Foxglove schemas",
+    )
+    p.add_argument(
+        "--format",
+        dest="bag_format",
+        choices=("ros1", "ros2"),
+        help="a bag: ros1 (a ROS 1 .bag file, the default for an output named *.bag) or ros2 "
+        "(rosbag2 MCAP: a bag directory unless the output ends in .mcap)",
     )
     p.add_argument(
         "--to",
@@ -114,6 +123,10 @@ def run(args: argparse.Namespace) -> int:
     target: Target = "rerun" if args.view == "rerun" else args.to
     if args.to == "mcap" and args.view is None:
         target = args.profile
+        if args.bag_format is not None:
+            target = args.bag_format
+        elif args.profile == "ros2" and Path(args.output).suffix.lower() == ".bag":
+            target = "ros1"  # a .bag file is a ROS 1 bag; --format ros2 for a rosbag2 directory
     try:
         types = parse_types(args.types)
         with open_recording(args.file) as log:

@@ -33,7 +33,7 @@ from recordings.export.kinds import is_internal
 from recordings.export.media import export_mp4, export_pcd, remux_mp4, write_pcd
 from recordings.reader import open_recording
 
-Target = Literal["ros2", "foxglove", "mp4", "mkv", "wav", "pcd", "rerun"]
+Target = Literal["ros2", "ros1", "foxglove", "mp4", "mkv", "wav", "pcd", "rerun"]
 
 __all__ = [
     "GROUP_TOPIC",
@@ -115,7 +115,9 @@ def export_recording(
 ) -> ExportReport:
     """Export the recording at ``path`` to ``out``.
 
-    ``to``: ``"ros2"`` or ``"foxglove"`` (an MCAP file), ``"mp4"`` (one camera
+    ``to``: ``"ros2"`` or ``"foxglove"`` (an MCAP file; ``"ros2"`` writes a bag
+    directory when ``out`` has no ``.mcap`` suffix), ``"ros1"`` (a ROS 1 ``.bag``
+    file, :mod:`recordings.export.ros1`), ``"mp4"`` (one camera
     sensor), ``"pcd"`` (a folder of sweeps) or ``"rerun"`` (an ``.rrd`` file,
     or a running viewer). ``sensors``/``start``/``end`` select frames (``t``,
     ns, half-open). ``groups`` re-forms sync groups for the MCAP and Rerun
@@ -262,7 +264,7 @@ def _export(
                 n, skipped = export_pcd(counted(log.frames([name], start, end)), out)
                 report.written[name] = report.exported[name] = n
                 report.skipped.update({(name, r): c for r, c in skipped.items()})
-        elif to in ("ros2", "foxglove", "rerun"):
+        elif to in ("ros2", "ros1", "foxglove", "rerun"):
             # A window may open between key frames: the writers learn each video
             # track's codec from its first packet, so no packet is left out.
             tracks = {}
@@ -424,6 +426,10 @@ def _export_stream(
         from recordings.export.ros2 import Ros2McapWriter
 
         writer = Ros2McapWriter(report.out, types=types)
+    elif to == "ros1":
+        from recordings.export.ros1 import Ros1BagWriter
+
+        writer = Ros1BagWriter(report.out, types=types)
     else:
         from recordings.export.foxglove import FoxgloveMcapWriter
 
