@@ -7,6 +7,7 @@ framing (checksums, resync after garbage, truncation counted)."""
 from __future__ import annotations
 
 import datetime as dt
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -316,3 +317,42 @@ def test_a_decoder_dates_navigation_messages_only_once_it_knows_the_gps_week() -
     assert decoder.leap_s == 18
     assert not any(getattr(e, "reason", None) == "undated" for e in events)
     assert np.all(np.array([e.t for e in events if isinstance(e, UbxFrame)]) > 1.7e18)
+
+
+def test_udp_datagrams_that_cut_ubx_messages_anywhere_are_joined() -> None:
+    """A serial-to-UDP bridge cuts the stream at any byte: the real ZED-X20P log sent on
+    loopback in datagrams of 1 to 300 bytes gives the frames of the file."""
+    import socket
+
+    path = DATA / "pygpsdata-NAV-ZED-X20P.log"
+    payload = path.read_bytes()
+    expected = Counter(f.sensor for f in read_all(NmeaSource(path, protocol="ubx")))
+    source = NmeaSource(url="udp://127.0.0.1:0", protocol="ubx")
+    got: list[Any] = []
+
+    async def main() -> None:
+        with anyio.fail_after(20):
+            async with source, anyio.create_task_group() as tg:
+
+                async def consume() -> None:
+                    async for frame in source.frames():
+                        got.append(frame)
+                        if len(got) == sum(expected.values()):
+                            tg.cancel_scope.cancel()
+
+                tg.start_soon(consume)
+                port = await source.wait_listening()
+                sizes = [1, 300, 7, 64, 2, 150]
+                with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+                    at, k = 0, 0
+                    while at < len(payload):
+                        sock.sendto(payload[at : at + sizes[k % 6]], ("127.0.0.1", port))
+                        at += sizes[k % 6]
+                        k += 1
+                        await anyio.sleep(0.001)
+
+    anyio.run(main)
+    assert Counter(f.sensor for f in got) == expected
+    assert [f.t_sensor for f in got if f.sensor == "gnss.pvt"] == [
+        f.t_sensor for f in read_all(NmeaSource(path, protocol="ubx")) if f.sensor == "gnss.pvt"
+    ]
