@@ -28,10 +28,10 @@ is the caller's job: it sleeps until ``next_wakeup(now)``, which is when the
 oldest item's delay runs out, so a lone item is sent when its delay expires,
 not when the next item happens to arrive.
 
-Adaptive mode (``latency_budget``) grows the limit by one after a full batch
-that ran under 80 % of the budget and halves it after one that ran over the
-budget (additive increase, multiplicative decrease, as TCP does with its
-window), staying within ``[1, max_batch]``. :meth:`record` feeds it.
+Adaptive mode (a ``sizer``, or a ``latency_budget`` which makes one): the
+limit is what a :class:`~fusion.workers.sizing.BatchSizer` measured to give
+the most items per second of processing time (within the budget), fed by
+:meth:`record`; ``BatchWorker`` runs one by default.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Generic, Literal, TypeVar
 
 from fusion.errors import ConfigError, UsageError
+from fusion.workers.sizing import BatchSizer, SizerStatistics
 
 T = TypeVar("T")
 
@@ -100,6 +101,8 @@ class BatcherStatistics:
     """Batches released per rule: full, preferred, delay, drain."""
     sizes: dict[int, int] = field(default_factory=dict)
     """Histogram of batch sizes."""
+    sizing: SizerStatistics | None = None
+    """Adaptive mode: the size chosen, why, and the measured cost per size."""
 
     @property
     def mean_batch(self) -> float:
@@ -121,6 +124,7 @@ class DynamicBatcher(Generic[T]):
         preferred_sizes: Iterable[int] = (),
         capacity: int | None = None,
         latency_budget: int | None = None,
+        sizer: BatchSizer | None = None,
     ) -> None:
         if max_batch < 1:
             raise ConfigError(f"max_batch must be >= 1, got {max_batch}")
@@ -140,8 +144,12 @@ class DynamicBatcher(Generic[T]):
         self.preferred_sizes = tuple(preferred)
         self.capacity = capacity if capacity is not None else 4 * max_batch
         self.latency_budget = latency_budget
-        # Adaptive mode starts small and earns its way up; fixed mode uses max_batch.
-        self._limit = 1 if latency_budget is not None else max_batch
+        if sizer is None and latency_budget is not None:
+            sizer = BatchSizer(max_batch, latency_budget=latency_budget)
+        if sizer is not None and sizer.max_batch != max_batch:
+            raise ConfigError(f"the sizer's max_batch {sizer.max_batch} is not {max_batch}")
+        self.sizer = sizer
+        """Adaptive mode's measurements and choice (``None``: the limit is ``max_batch``)."""
         self._queue: deque[Queued[T]] = deque()
         self._expired: list[Queued[T]] = []
         self._with_deadline = 0  # queued items that have a deadline: poll() skips the scan if 0
@@ -171,7 +179,7 @@ class DynamicBatcher(Generic[T]):
     @property
     def limit(self) -> int:
         """Largest batch :meth:`poll` releases now."""
-        return self._limit
+        return self.sizer.limit if self.sizer is not None else self.max_batch
 
     def __len__(self) -> int:
         return len(self._queue)
@@ -200,7 +208,7 @@ class DynamicBatcher(Generic[T]):
         n = len(self._queue)
         if n == 0:
             return None
-        limit = self._limit
+        limit = self.limit
         if n >= limit:
             return self._release(limit, now, "full")
         preferred = [p for p in self.preferred_sizes if p <= n and p <= limit]
@@ -230,14 +238,9 @@ class DynamicBatcher(Generic[T]):
         return out
 
     def record(self, size: int, latency: int) -> None:
-        """Feed back the service time (ns) of a batch of ``size`` items (adaptive mode)."""
-        budget = self.latency_budget
-        if budget is None:
-            return
-        if latency > budget:
-            self._limit = max(1, self._limit // 2)
-        elif size >= self._limit and latency * 5 < budget * 4:
-            self._limit = min(self.max_batch, self._limit + 1)
+        """Feed back the processing time (ns) of a batch of ``size`` items (adaptive mode)."""
+        if self.sizer is not None:
+            self.sizer.record(size, latency)
 
     def statistics(self) -> BatcherStatistics:
         return BatcherStatistics(
@@ -245,9 +248,10 @@ class DynamicBatcher(Generic[T]):
             items=self._items,
             expired=self._expired_count,
             queued=len(self._queue),
-            limit=self._limit,
+            limit=self.limit,
             by_reason=dict(self._reasons),
             sizes=dict(self._sizes),
+            sizing=self.sizer.statistics() if self.sizer is not None else None,
         )
 
     # -- internals ----------------------------------------------------------

@@ -56,6 +56,8 @@ class Finished:
     """Time on the replica (run + postprocess + retries), runtime clock."""
     failure: BaseException | None = None
     """The worker cannot go on (sessions died too often); the stream re-raises it."""
+    prep_ns: int = 0
+    """Time in ``preprocess`` on the preprocessing thread, runtime clock."""
 
 
 class Lanes:
@@ -107,13 +109,15 @@ class Lanes:
 
     def _prep_loop(self, replicas: int) -> None:
         prepare = self._runner.prepare
+        now = self._clock.now
         while (batch := self._prep_queue.get()) is not _STOP:
             feeds: Feeds | None
+            start = now()
             try:
                 feeds = prepare([it for _, it in batch.items])
             except Exception:  # isolated per item by the replica
                 feeds = None
-            self._run_queue.put((batch, feeds))
+            self._run_queue.put((batch, feeds, now() - start))
             del batch, feeds  # hold no frame while waiting for the next batch
         for _ in range(replicas):
             self._run_queue.put(_STOP)
@@ -122,13 +126,13 @@ class Lanes:
         run_batch = self._runner.run_batch
         now = self._clock.now
         while (job := self._run_queue.get()) is not _STOP:
-            batch, feeds = job
+            batch, feeds, prep_ns = job
             start = now()
             try:
                 outcomes, splits = run_batch(replica, [it for _, it in batch.items], feeds)
-                done = Finished(batch, outcomes, splits, now() - start)
+                done = Finished(batch, outcomes, splits, now() - start, prep_ns=prep_ns)
             except BaseException as err:  # handed to the loop, which re-raises it
-                done = Finished(batch, [], 0, now() - start, failure=err)
+                done = Finished(batch, [], 0, now() - start, failure=err, prep_ns=prep_ns)
             self._deliver(done)
             del job, batch, feeds, done  # hold no frame while waiting for the next job
 

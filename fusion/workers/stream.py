@@ -54,6 +54,7 @@ from fusion.workers.gate import ChangeGate
 from fusion.workers.lanes import Finished, Lanes
 from fusion.workers.reorder import ReorderBuffer
 from fusion.workers.results import Outcome, WorkerCounters, WorkerResult, item_error, item_key
+from fusion.workers.sizing import BatchSizer
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +67,8 @@ class StreamSettings:
     latency_budget: int | None = None
     deadline: int | None = None
     window: int | None = None
+    adaptive: bool = True
+    """Measure which batch size runs fastest and cap batches at it (:class:`BatchSizer`)."""
 
 
 @dataclass(slots=True)
@@ -109,12 +112,16 @@ class StreamRun:
         self.slots = replicas + 1
         max_batch = settings.max_batch
         self.window = settings.window or max(2 * max_batch * (self.slots + 1), 16)
+        adaptive = settings.adaptive and (max_batch > 1 or settings.latency_budget is not None)
         self.batcher: DynamicBatcher[tuple[int, Any]] = DynamicBatcher(
             max_batch,
             settings.max_delay,
             preferred_sizes=settings.preferred_batch_sizes,
             capacity=max(max_batch, self.window // 2),
             latency_budget=settings.latency_budget,
+            sizer=BatchSizer(max_batch, latency_budget=settings.latency_budget)
+            if adaptive
+            else None,
         )
         self.reorder: ReorderBuffer[_Done] = ReorderBuffer(self.window)
         self.lanes = Lanes(runner, replicas, self.clock)
@@ -126,6 +133,8 @@ class StreamRun:
         self._ready = _Signal()
         self._timer_wake: _Signal | None = _Signal() if settings.max_delay > 0 else None
         self._feeder_waiting = False
+        self._last_finish: int | None = None  # when the last batch came back, if every slot
+        # was busy right after it (so the next one's interval is the pipeline's pace)
         self._fed = False
         self._closed = False
         self._failure: BaseException | None = None
@@ -285,12 +294,22 @@ class StreamRun:
         counters.batches += 1
         counters.splits += done.splits
         counters.sizes[size] = counters.sizes.get(size, 0) + 1
-        counters.service.append(self.clock.now() - batch.formed_at)
-        self.batcher.record(size, done.run_ns)
+        now = self.clock.now()
+        counters.service.append(now - batch.formed_at)
+        self.batcher.record(size, self._cost(done, now))
         for entry, outcome in zip(batch.entries, done.outcomes, strict=True):
             index = entry.item[0]
             self._complete(index, _Done(index, outcome))
         self._pump()
+        self._last_finish = now if self._free == 0 else None
+
+    def _cost(self, done: Finished, now: int) -> int:
+        """What the batch cost, for the sizer: the time since the previous batch came
+        back when the pipeline was busy all along (its pace, with every overhead and
+        the contention of its threads in it), else the preprocess and run time."""
+        if self._last_finish is not None and now > self._last_finish:
+            return now - self._last_finish
+        return done.prep_ns + done.run_ns
 
     def _complete(self, index: int, entry: _Done) -> None:
         released = self.reorder.complete(index, entry)

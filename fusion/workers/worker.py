@@ -58,7 +58,12 @@ class BatchWorker:
 
     ``max_batch`` and ``max_delay`` (ns) default per device: 4 and 0 on CPU, 8
     and 5 ms on CUDA. ``deadline`` (ns) expires items that waited longer for
-    their batch; ``latency_budget`` (ns) turns on adaptive batch sizing.
+    their batch. ``adaptive`` (default) measures which batch size gives the
+    most items per second of processing time and caps batches at it, trying
+    the sizes again when the cost drifts (:class:`~fusion.workers.sizing.BatchSizer`;
+    ``statistics().batcher.sizing`` says what it chose and why);
+    ``latency_budget`` (ns) excludes sizes whose batch takes longer.
+    ``adaptive=False`` batches up to ``max_batch`` whenever items are queued.
     ``providers`` is ``"auto"`` (CUDA, then CPU), ``"cpu"``, ``"cuda"``,
     ``"tensorrt"`` or a list of provider names. ``threads`` is the intra-op
     thread count per replica; by default the free cores minus
@@ -83,6 +88,7 @@ class BatchWorker:
         reserve_threads: int = 0,
         preferred_batch_sizes: Iterable[int] = (),
         latency_budget: int | None = None,
+        adaptive: bool = True,
         deadline: int | None = None,
         window: int | None = None,
         warmup: bool | Sequence[Any] = True,
@@ -111,6 +117,7 @@ class BatchWorker:
         )
         self.preferred_batch_sizes = tuple(preferred_batch_sizes)
         self.latency_budget = latency_budget
+        self.adaptive = adaptive
         self.deadline = deadline
         self._window_arg = window
         self._warmup = warmup
@@ -242,6 +249,7 @@ class BatchWorker:
             max_delay=self.max_delay,
             preferred_batch_sizes=self.preferred_batch_sizes,
             latency_budget=self.latency_budget,
+            adaptive=self.adaptive,
             deadline=self.deadline,
             window=self._window_arg,
         )

@@ -110,19 +110,32 @@ def test_bad_configuration_is_refused_with_the_reason(kwargs: dict[str, Any], me
         DynamicBatcher(**kwargs)
 
 
-def test_adaptive_mode_grows_under_budget_and_halves_over_it() -> None:
-    b: DynamicBatcher[int] = DynamicBatcher(8, latency_budget=10 * MS)
-    assert b.limit == 1
-    for _ in range(5):
-        b.record(b.limit, 2 * MS)  # full batches well under budget: +1 each
-    assert b.limit == 6
-    b.record(3, 2 * MS)  # not a full batch: no evidence a bigger one fits
-    assert b.limit == 6
-    b.record(6, 12 * MS)  # over budget: halve
-    assert b.limit == 3
-    for _ in range(20):
-        b.record(b.limit, 1 * MS)
-    assert b.limit == 8  # capped at max_batch
+def test_adaptive_mode_caps_batches_at_the_measured_best_size_within_the_budget() -> None:
+    # Per batch: 1 ms + 1 ms per item, so bigger is better per item, but the
+    # budget of 6 ms fits 5 items at most. (The search itself: test_batch_sizing.py.)
+    b: DynamicBatcher[int] = DynamicBatcher(8, latency_budget=6 * MS)
+    assert b.sizer is not None
+    assert b.limit == 1  # the search starts at one item
+    for _ in range(100):
+        size = b.limit
+        b.record(size, (1 + size) * MS)
+    assert b.limit == 5
+    sizing = b.statistics().sizing
+    assert sizing is not None
+    assert sizing.phase == "exploit"
+    assert 8 not in sizing.per_item_ns or 8 * sizing.per_item_ns[8] > 6 * MS
+    for i in range(12):  # released batches follow the cap
+        b.push(i, i)
+    batch = b.poll(12)
+    assert batch is not None
+    assert len(batch) == 5
+
+
+def test_without_a_sizer_the_limit_is_max_batch_and_record_is_ignored() -> None:
+    b: DynamicBatcher[int] = DynamicBatcher(8)
+    b.record(8, 50 * MS)
+    assert b.limit == 8
+    assert b.statistics().sizing is None
 
 
 def simulate(

@@ -255,7 +255,10 @@ class TestVirtualTime:
             await current_clock().sleep_until(10_000 * MS)
             yield Frame("cam", 1, 10_000 * MS, np.ones(4, np.float32))
 
-        worker = BatchWorker(scale_model(), providers="cpu", max_batch=8, max_delay=5 * MS)
+        # A fixed cap (the sizer would start at batches of one, which go at once).
+        worker = BatchWorker(
+            scale_model(), providers="cpu", max_batch=8, max_delay=5 * MS, adaptive=False
+        )
         with use_clock(clock):
             async with clock.autojump():
                 results = await collect(worker, source())
@@ -264,7 +267,12 @@ class TestVirtualTime:
     async def test_items_past_their_deadline_expire_and_are_counted(self) -> None:
         clock = VirtualClock()
         worker = BatchWorker(
-            scale_model(), providers="cpu", max_batch=8, max_delay=5 * MS, deadline=1 * MS
+            scale_model(),
+            providers="cpu",
+            max_batch=8,
+            max_delay=5 * MS,
+            deadline=1 * MS,
+            adaptive=False,
         )
 
         async def source() -> AsyncIterator[Frame]:

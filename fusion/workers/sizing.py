@@ -1,0 +1,267 @@
+"""Which batch size runs fastest, found by measuring; sans-I/O.
+
+Theory of operation
+-------------------
+Whether batching pays depends on the model, the device and the load: on a
+GPU a batch of 16 can cost little more than a batch of 1, while a small CNN
+on a busy 2-core CPU may run fastest one item at a time (larger batches spill
+the caches and gain nothing). :class:`BatchSizer` does not guess: it is told
+the size and the measured processing time of every batch
+(:meth:`BatchSizer.record`) and answers with the batch-size cap to use now
+(:attr:`BatchSizer.limit`). It never reads a clock; every decision follows
+from the numbers fed in, so it is tested with synthetic cost functions.
+
+**Estimates.** Per batch size, the time per item (processing ns / size) of its
+last ``window`` batches; the estimate is their median, so one batch slowed by
+another process does not move it.
+
+**Explore.** The sizes to try are the powers of two up to ``max_batch`` and
+``max_batch`` itself, smallest first. Each is tried for ``samples`` batches
+of that size (a step also ends after ``3 * samples`` batches of any size: when
+items arrive too slowly to fill a batch of that size, it cannot be had
+anyway). Trying stops at the first size whose whole batch took longer than
+``latency_budget``: a larger batch only takes longer.
+
+**Refine.** The best size so far (least time per item, among sizes whose batch
+fits the latency budget) is compared with the sizes halfway to its tried
+neighbours (best 4 of 1, 2, 4, 8, 16: then 3 and 6; if 6 wins, 5 and 7), until
+no untried size lies between the best and its neighbours.
+
+**Exploit.** The best size is the cap. A size within 2 % of the best per-item
+time that is smaller wins (the same throughput, less latency).
+
+**Again.** Exploration starts over (the estimates cleared) when the chosen
+size's estimate drifts more than ``drift`` from what it was when chosen (the
+load changed: another process took the cores, the input got larger), and
+when its batches no longer fit the latency budget, and after every
+``period`` ns of recorded processing time, since a change that leaves the
+chosen size's cost alone can still make another size better.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from statistics import median
+from typing import Literal
+
+from fusion.errors import ConfigError
+
+Phase = Literal["explore", "refine", "exploit"]
+
+_TIE = 1.02  # a smaller size within 2 % of the best per-item time is preferred
+
+
+@dataclass(frozen=True, slots=True)
+class SizerStatistics:
+    """What a :class:`BatchSizer` chose and why."""
+
+    limit: int
+    """The batch-size cap in force now."""
+    phase: str
+    """``explore`` (trying the powers of two), ``refine`` (sizes between) or ``exploit``."""
+    reason: str
+    """Why the cap is what it is, in words (e.g. ``best of 6 sizes: 2 at 0.49 ms/item``)."""
+    per_item_ns: dict[int, float] = field(default_factory=dict)
+    """Per batch size: the median processing time per item (ns) of its recent batches."""
+    samples: dict[int, int] = field(default_factory=dict)
+    """Per batch size: how many batches the estimate rests on."""
+    explorations: int = 0
+    """Searches started: the first one, then one per drift, budget overrun or period."""
+    last_trigger: str = "start"
+    """What started the current search: ``start``, ``drift``, ``budget`` or ``period``."""
+
+    @property
+    def items_per_second(self) -> dict[int, float]:
+        """The estimates as throughput: items per second of processing time, per size."""
+        return {s: 1e9 / ns for s, ns in self.per_item_ns.items() if ns > 0}
+
+
+class BatchSizer:
+    """Measures each batch size's processing time per item and caps batches at the best one.
+
+    Plain, synchronous, no clock: feed :meth:`record` after each batch, read
+    :attr:`limit` before forming the next one. ``latency_budget`` (ns) excludes
+    sizes whose batch takes longer; ``period`` (ns of recorded processing time)
+    is how often the search is run again; ``drift`` the relative change of the
+    chosen size's estimate that starts it again at once.
+    """
+
+    def __init__(
+        self,
+        max_batch: int,
+        *,
+        latency_budget: int | None = None,
+        samples: int = 4,
+        window: int = 8,
+        drift: float = 0.3,
+        period: int = 30_000_000_000,
+    ) -> None:
+        if max_batch < 1:
+            raise ConfigError(f"max_batch must be >= 1, got {max_batch}")
+        if latency_budget is not None and latency_budget <= 0:
+            raise ConfigError(f"latency_budget must be > 0 ns, got {latency_budget}")
+        if samples < 1 or window < samples:
+            raise ConfigError(
+                f"need 1 <= samples <= window, got samples={samples}, window={window}"
+            )
+        if not drift > 0:
+            raise ConfigError(f"drift must be > 0, got {drift}")
+        if period <= 0:
+            raise ConfigError(f"period must be > 0 ns, got {period}")
+        self.max_batch = max_batch
+        self.latency_budget = latency_budget
+        self.samples = samples
+        self.window = window
+        self.drift = drift
+        self.period = period
+        self._costs: dict[int, deque[float]] = {}
+        self._explorations = 0
+        self._trigger = "start"
+        self._limit = 1
+        self._phase: Phase = "exploit"
+        self._reason = "one item per batch: max_batch is 1"
+        self._plan: list[int] = []
+        self._step_hits = 0  # batches of the size being tried, in this step
+        self._step_seen = 0  # batches of any size, in this step
+        self._reference = 0.0  # the chosen size's estimate when it was chosen
+        self._since = 0  # processing ns recorded since the search ended
+        self._recent: deque[float] = deque(maxlen=samples)  # the chosen size, exploiting
+        if max_batch > 1:
+            self._start("start")
+
+    # -- the answer ---------------------------------------------------------------
+
+    @property
+    def limit(self) -> int:
+        """The largest batch to form now."""
+        return self._limit
+
+    @property
+    def phase(self) -> Phase:
+        return self._phase
+
+    def estimate(self, size: int) -> float | None:
+        """Median processing ns per item of ``size``'s recent batches (None: never seen)."""
+        costs = self._costs.get(size)
+        return median(costs) if costs else None
+
+    def statistics(self) -> SizerStatistics:
+        return SizerStatistics(
+            limit=self._limit,
+            phase=self._phase,
+            reason=self._reason,
+            per_item_ns={s: median(c) for s, c in sorted(self._costs.items()) if c},
+            samples={s: len(c) for s, c in sorted(self._costs.items()) if c},
+            explorations=self._explorations,
+            last_trigger=self._trigger,
+        )
+
+    # -- the measurements -----------------------------------------------------------
+
+    def record(self, size: int, ns: int) -> None:
+        """A batch of ``size`` items took ``ns`` of processing time; update the cap."""
+        if size < 1 or ns < 0:
+            raise ValueError(f"a batch of {size} items cannot take {ns} ns")
+        costs = self._costs.get(size)
+        if costs is None:
+            costs = self._costs[size] = deque(maxlen=self.window)
+        costs.append(ns / size)
+        if self.max_batch == 1:
+            return
+        if self._phase == "exploit":
+            self._watch(size, ns)
+            return
+        self._step_seen += 1
+        if size == self._limit:
+            self._step_hits += 1
+            over = self.latency_budget is not None and ns > self.latency_budget
+            if over and self._phase == "explore":
+                # A larger batch only takes longer: nothing above this size fits.
+                self._plan = [s for s in self._plan if s < size]
+        if self._step_hits >= self.samples or self._step_seen >= 3 * self.samples:
+            self._next_step()
+
+    # -- the search -------------------------------------------------------------------
+
+    def _start(self, trigger: str) -> None:
+        self._explorations += 1
+        self._trigger = trigger
+        self._costs.clear()
+        self._since = 0
+        sizes = {1 << k for k in range(self.max_batch.bit_length()) if 1 << k <= self.max_batch}
+        self._plan = sorted(sizes | {self.max_batch})
+        self._phase = "explore"
+        self._try(self._plan.pop(0))
+
+    def _try(self, size: int) -> None:
+        self._limit = size
+        self._step_hits = self._step_seen = 0
+        self._reason = f"{self._phase}: trying batches of {size}"
+
+    def _next_step(self) -> None:
+        if self._plan:
+            self._try(self._plan.pop(0))
+            return
+        best = self._best()
+        if best is None:  # nothing measured that fits: the smallest batch is the safest
+            self._settle(1, "no size measured within the latency budget")
+            return
+        between = self._between(best)
+        if between:
+            self._phase = "refine"
+            self._plan = between
+            self._try(self._plan.pop(0))
+            return
+        tried = len([s for s, c in self._costs.items() if c])
+        per_item = self.estimate(best) or 0.0
+        self._settle(best, f"best of {tried} sizes: {best} at {per_item / 1e6:.3g} ms/item")
+
+    def _settle(self, size: int, reason: str) -> None:
+        self._phase = "exploit"
+        self._limit = size
+        self._reason = reason
+        self._reference = self.estimate(size) or 0.0
+        self._since = 0
+        self._recent.clear()
+
+    def _fits(self, size: int) -> bool:
+        budget = self.latency_budget
+        per_item = self.estimate(size)
+        return per_item is not None and (budget is None or per_item * size <= budget)
+
+    def _best(self) -> int | None:
+        fits = {s: self.estimate(s) or 0.0 for s in self._costs if self._fits(s)}
+        if not fits:
+            return None
+        least = min(fits.values())
+        return min(s for s, v in fits.items() if v <= least * _TIE)
+
+    def _between(self, best: int) -> list[int]:
+        """Untried sizes halfway between ``best`` and its nearest tried neighbours."""
+        tried = sorted(s for s, c in self._costs.items() if c)
+        below = [s for s in tried if s < best]
+        above = [s for s in tried if s > best]
+        out = []
+        if below and best - below[-1] > 1:
+            out.append((below[-1] + best) // 2)
+        if above and above[0] - best > 1:
+            out.append((best + above[0]) // 2)
+        return out
+
+    def _watch(self, size: int, ns: int) -> None:
+        """Exploiting: start the search again on drift or when the period is up."""
+        self._since += ns
+        if size == self._limit and self._reference > 0:
+            self._recent.append(ns / size)
+            if len(self._recent) == self._recent.maxlen:
+                now = median(self._recent)
+                if abs(now / self._reference - 1) > self.drift:
+                    self._start("drift")
+                    return
+                budget = self.latency_budget
+                if budget is not None and size > 1 and now * size > budget:
+                    self._start("budget")
+                    return
+        if self._since >= self.period:
+            self._start("period")
