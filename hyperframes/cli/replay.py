@@ -185,6 +185,7 @@ def run(args: argparse.Namespace) -> int:
             **recorded_dates(inner),
             limits=serve_limits(args),
             playback_time=True,
+            bag=None if str(args.file).endswith(".hfr") else args.file,
         )
         if server is not None and pipeline is not None:
             pipeline.add_sink(server)

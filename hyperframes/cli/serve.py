@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 DEFAULT = "127.0.0.1:8765"
@@ -100,10 +101,11 @@ def open_server(
     dated: Any = None,
     limits: dict[str, Any] | None = None,
     playback_time: bool = False,
+    bag: str | Path | None = None,
 ) -> Any:
     """A started :class:`FoxgloveServer` for ``--serve TEXT`` (``None`` without the flag),
     with ``limits`` (:func:`serve_limits`); ``playback_time`` sends the frames' time (a
-    replay)."""
+    replay); a ``bag``'s latched topics keep every message for late subscribers."""
     if text is None:
         return None
     from recordings.export.live import FoxgloveServer
@@ -116,9 +118,38 @@ def open_server(
         dating=dating,
         dated=dated,
         playback_time=playback_time,
+        latched=() if bag is None else bag_latched_topics(bag),
         **(limits or {}),
     )
     return server.start()
+
+
+def bag_latched_topics(path: str | Path) -> frozenset[str]:
+    """The topics of a ROS bag that a late subscriber gets in full: a ROS 2 bag's topics
+    offered ``transient_local`` (rosbag2's ``offered_qos_profiles``), a ROS 1 bag's latching
+    connections. Empty for anything rosbags does not open (a ``.hfr``, a damaged bag)."""
+    from rosbags.highlevel import AnyReader
+    from rosbags.interfaces import ConnectionExtRosbag1, ConnectionExtRosbag2
+
+    try:
+        with AnyReader([Path(path)]) as reader:
+            connections = list(reader.connections)
+    except Exception:  # not a bag rosbags opens: nothing latched (replay says what is wrong)
+        return frozenset()
+    topics = set()
+    for conn in connections:
+        ext = conn.ext
+        if isinstance(ext, ConnectionExtRosbag1) and ext.latching:
+            topics.add(conn.topic)
+        elif isinstance(ext, ConnectionExtRosbag2):
+            profiles = ext.offered_qos_profiles
+            if isinstance(profiles, str):  # older rosbag2 metadata: YAML text
+                latched = "durability: 1" in profiles or "transient_local" in profiles.lower()
+            else:
+                latched = any(getattr(q.durability, "value", q.durability) == 1 for q in profiles)
+            if latched:
+                topics.add(conn.topic)
+    return frozenset(topics)
 
 
 def serve_line(server: Any) -> str:

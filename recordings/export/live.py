@@ -164,7 +164,9 @@ class FoxgloveServer(LiveSink):
     connections, ``handshake_timeout`` s to send the upgrade request and
     ``idle_timeout`` s of silence (no pong to a ping) before a client is closed.
     ``playback_time`` advertises the protocol's ``time`` capability and sends the frames'
-    time (a replay's clock for Foxglove's timeline).
+    time (a replay's clock for Foxglove's timeline). ``latched`` names topics whose every
+    message a late subscriber gets (a bag's ``transient_local`` or latching topics), besides
+    ``/tf_static`` and sensors whose spec says so (:func:`latched`).
     """
 
     def __init__(
@@ -184,6 +186,7 @@ class FoxgloveServer(LiveSink):
         handshake_timeout: float = 5.0,
         idle_timeout: float = 30.0,
         playback_time: bool = False,
+        latched: Iterable[str] = (),
         name: str = "hyperframes",
     ) -> None:
         if backlog < 1 or client_backlog < 1 or client_backlog_bytes < 1:
@@ -202,6 +205,7 @@ class FoxgloveServer(LiveSink):
         self._port = port
         self.name = name
         self.playback_time = playback_time
+        self.latched = frozenset(latched) | LATCHED_TOPICS
         self._time_sent: int | None = None
         self.client_backlog = client_backlog
         self.client_backlog_bytes = min(client_backlog_bytes, budget)
@@ -246,7 +250,7 @@ class FoxgloveServer(LiveSink):
                 max_clients=self.max_clients,
                 handshake_timeout=self.handshake_timeout,
                 idle_timeout=self.idle_timeout,
-                latched=LATCHED_TOPICS,
+                latched=self.latched,
             )
         except OSError as err:
             raise OSError(f"cannot serve Foxglove on {self.host}:{self._port}: {err}") from err
@@ -381,7 +385,7 @@ class FoxgloveServer(LiveSink):
 
     def _hold(self, topic: str, frame: Frame) -> None:
         spec = self._specs.get(frame.sensor)
-        keep = _HOLD_LATCHED if topic in LATCHED_TOPICS or (spec and latched(spec)) else 1
+        keep = _HOLD_LATCHED if topic in self.latched or (spec and latched(spec)) else 1
         with self._cond:
             held = self._held.get(topic)
             if held is None or held.maxlen != keep:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import time
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -365,3 +366,43 @@ async def test_a_late_subscriber_gets_every_held_message_of_a_latched_topic() ->
                         got[message.topic].append(message.log_time - 1_000)
         assert server.statistics().late == 4
     assert got == {"/map": [0, 1, 2], "/imu": [2]}
+
+
+BAG2 = Path(__file__).resolve().parents[2].parent / "shared/data/real/bags/rosbag2_cdr_test_0.mcap"
+
+
+@pytest.mark.skipif(not BAG2.exists(), reason="needs ../shared/data")
+async def test_a_bags_transient_local_topics_reach_a_late_subscriber_in_full() -> None:
+    """rosbag2's own test bag offers /test_topic (3 messages) and /array_topic (4)
+    transient_local: a client that subscribes after the replay sent them all gets every
+    one, byte for byte as rosbags reads them from the bag."""
+    from rosbags.highlevel import AnyReader
+
+    from hyperframes.cli.serve import bag_latched_topics
+    from recordings import open_source
+
+    with AnyReader([BAG2]) as reader:  # the reference
+        raw: dict[str, list[bytes]] = {}
+        for conn, _, data in reader.messages():
+            raw.setdefault(conn.topic, []).append(bytes(data))
+    latched = bag_latched_topics(BAG2)
+    assert latched == {"/test_topic", "/array_topic"}
+    source = open_source(BAG2, speed=None)
+    with FoxgloveServer(port=0, dating=None, sensors=source.specs, latched=latched) as server:
+        published = 0
+        async with source:
+            async for frame in source.frames():
+                server.publish(frame)
+                published += 1
+        _settled(server, published)
+        got: dict[str, list[bytes]] = {"/test_topic": [], "/array_topic": []}
+        async with connect(server.url) as ws:
+            client = LiveClient(ws)
+            await client.wait_topics(set(got))
+            await client.subscribe(set(got))
+            with anyio.move_on_after(10):
+                while len(got["/test_topic"]) < 3 or len(got["/array_topic"]) < 4:
+                    message = await client.receive()
+                    if message is not None:
+                        got[message.topic].append(message.payload)
+    assert got == {topic: raw[topic] for topic in got}
