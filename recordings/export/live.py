@@ -391,6 +391,14 @@ class FoxgloveServer(LiveSink):
             if held is None or held.maxlen != keep:
                 held = self._held[topic] = deque(held or (), maxlen=keep)
             held.append(frame)
+            if keep > 1:  # a latched topic's frames: within a quarter of the budget too
+                sizes = [_payload_bytes(f.data) for f in held]
+                total = sum(sizes)
+                for size in sizes[:-1]:
+                    if total <= self.budget // 4:
+                        break
+                    held.popleft()
+                    total -= size
 
     def _log(self, frame: Frame) -> _Done:
         writer = self._writer
@@ -505,6 +513,17 @@ class _Done:
     groups: int = 0
     skipped: bool = False
     error: BaseException | None = None
+
+
+def _payload_bytes(data: Any) -> int:
+    """About how many bytes a frame's payload holds (arrays, bytes, dicts of them)."""
+    if isinstance(data, np.ndarray):
+        return int(data.nbytes)
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return len(data)
+    if isinstance(data, Mapping):
+        return sum(_payload_bytes(v) for v in data.values())
+    return 64
 
 
 def result_json(value: Any) -> dict[str, Any]:

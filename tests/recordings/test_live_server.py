@@ -406,3 +406,23 @@ async def test_a_bags_transient_local_topics_reach_a_late_subscriber_in_full() -
                     if message is not None:
                         got[message.topic].append(message.payload)
     assert got == {topic: raw[topic] for topic in got}
+
+
+async def test_held_frames_of_a_latched_topic_stay_within_a_quarter_of_the_budget() -> None:
+    """Ten 100 kB frames of a latched topic, nobody watching, a 1 MiB budget: the server
+    holds the newest that fit in 256 kiB, and a late subscriber gets those, in order."""
+    with FoxgloveServer(port=0, dating=None, budget=1 << 20, latched=["/big"]) as server:
+        for i in range(10):
+            server.publish(Frame("big", i, 1_000 + i, {"v": np.full(12_500, i, np.float64)}))
+        _settled(server, 10)
+        got: list[int] = []
+        async with connect(server.url) as ws:
+            client = LiveClient(ws)
+            await client.wait_topics({"/big"})
+            await client.subscribe({"/big"})
+            with anyio.move_on_after(3):
+                while True:
+                    message = await client.receive()
+                    if message is not None:
+                        got.append(message.log_time - 1_000)
+    assert got == [8, 9]  # 2 x 100 kB fit in 256 kiB, 3 do not
