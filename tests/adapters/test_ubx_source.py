@@ -356,3 +356,46 @@ def test_udp_datagrams_that_cut_ubx_messages_anywhere_are_joined() -> None:
     assert [f.t_sensor for f in got if f.sensor == "gnss.pvt"] == [
         f.t_sensor for f in read_all(NmeaSource(path, protocol="ubx")) if f.sensor == "gnss.pvt"
     ]
+
+
+def test_a_serial_port_of_ubx_and_nmea_gives_the_frames_of_the_file() -> None:
+    """A pseudo-terminal stands for the receiver's serial port (raw mode, as a UART):
+    the real mixed log written into it in pieces gives the frames of the file."""
+    import os
+    import tty
+
+    path = DATA / "pygpsdata-MIXED2.log"
+    payload = path.read_bytes()
+    expected = Counter(f.sensor for f in read_all(NmeaSource(path, protocol="auto")))
+    expected["gnss"] -= 1  # the file's last epoch is sent at its end; live, it stays open
+    master, slave = os.openpty()
+    tty.setraw(slave)
+    source = NmeaSource(port=os.ttyname(slave), baud=115200, protocol="auto")
+    got: list[Any] = []
+
+    async def main() -> None:
+        complete = anyio.Event()
+        with anyio.fail_after(20):
+            async with source, anyio.create_task_group() as tg:
+
+                async def consume() -> None:
+                    async for frame in source.frames():
+                        got.append(frame)
+                        if Counter(f.sensor for f in got) == +expected:
+                            complete.set()
+
+                tg.start_soon(consume)
+                await anyio.sleep(0.3)
+                for at in range(0, len(payload), 97):
+                    os.write(master, payload[at : at + 97])
+                    await anyio.sleep(0.002)
+                with anyio.move_on_after(5):
+                    await complete.wait()
+                tg.cancel_scope.cancel()
+
+    try:
+        anyio.run(main)
+    finally:
+        os.close(master)
+        os.close(slave)
+    assert Counter(f.sensor for f in got) == +expected
