@@ -186,3 +186,28 @@ def test_info_on_a_pcapng_capture(tmp_path: Path) -> None:
     assert sum(e["datagrams"] for e in doc["ports"].values()) == 50
     table = info(str(out))
     assert "a pcapng capture" in table.stdout
+
+
+def test_info_names_hesai_and_ars548_packets_in_captures_of_the_real_bags(tmp_path: Path) -> None:
+    """Captures written of tier4/nebula's real packet bags (a Pandar40P's and an ARS548's):
+    every datagram counted on its port, each port named for the sensor its payloads are."""
+    from tests.adapters.hesai_testdata import bag_payloads, capture
+    from tests.adapters.lidar_testdata import write_pcap
+    from tests.adapters.radar_testdata import bag_packets
+
+    bag, _ = capture("40p", tmp_path)
+    hesai = bag_payloads(bag)[:200]
+    radar = bag_packets()
+    records = [(t, 2368, p) for t, p in hesai] + [(t, 42102, p) for t, p in radar]
+    pcap = tmp_path / "drive.pcap"
+    write_pcap(pcap, sorted(records, key=lambda r: r[0]))
+    done = info(str(pcap), "--json")
+    assert done.returncode == 0, done.stderr
+    ports = json.loads(done.stdout)["ports"]
+    assert ports["2368"] == {
+        "datagrams": len(hesai),
+        "bytes": sum(len(p) for _, p in hesai),
+        "kind": "Hesai lidar",
+    }
+    assert ports["42102"]["datagrams"] == len(radar)
+    assert ports["42102"]["kind"] == "Continental ARS548 radar"
