@@ -29,7 +29,10 @@ comes (a GGA-only log) they go out on ``date`` (default 1970-01-01, so ``t``
 is the time of day) with one ``undated`` warning, and so do later undated
 fixes. A log whose first RMC comes after that jumps to the real date there.
 
-Accounting. Every non-blank line is one unit. A well-formed sentence of the
+Accounting. Every non-blank line is one unit. A line whose sentence comes after
+bytes that are not printable ASCII (a u-blox receiver's UBX binary right before
+the ``$``) is read from its ``$``: the bytes before it are a ``garbage`` warning
+(no unit lost), so they cost only themselves. A well-formed sentence of the
 receiver's burst goes into the fix of the epoch it arrived in: GGA, RMC, VTG,
 HDT and ZDA with their fields, and :data:`BURST` (GSA, GSV, GLL, GST, ...)
 without fields of their own, since a frame holds no satellites (one that

@@ -210,3 +210,18 @@ def test_any_mixed_log_gives_the_same_rows_and_ledger_in_blocks(
         assert not per_sensor
         assert units == b_units
         assert losses == b_losses
+
+
+def test_paced_blocks_are_the_unpaced_ones(tmp_path: Path) -> None:
+    lines = [f"({1.0 + k * 1e-4:.6f}) can0 1F0#{k % 256:02X}00000000000000" for k in range(50)]
+    log = tmp_path / "paced.log"
+    log.write_text("\n".join(lines) + "\n")
+    fast = read_all(CanSource(log, database=DATA / "motohawk.dbc", block=8))
+    paced = read_all(CanSource(log, database=DATA / "motohawk.dbc", block=8, speed=100.0))
+    stamps = [f.t_sensor for f in paced]
+    assert stamps == sorted(stamps)  # paced in the log's time order
+    assert sorted((f.sensor, f.seq, f.t_sensor) for f in paced) == sorted(
+        (f.sensor, f.seq, f.t_sensor) for f in fast
+    )
+    for a, b in zip(rows_by_sensor(fast).values(), rows_by_sensor(paced).values(), strict=True):
+        assert same_rows(a, b)
