@@ -140,8 +140,26 @@ def named(path: Path, words: str, advice: str) -> None:
     assert "bad magic" not in done.stderr
 
 
-def test_info_names_a_real_ouster_osf_file_and_says_what_to_do() -> None:
-    named(DATA / "ouster" / "osf_fw_3.2_10scans.osf", "is an Ouster OSF file", "ouster-sdk")
+def test_info_names_a_real_ouster_osf_file_or_summarises_it() -> None:
+    """Named with what to do while info has no OSF reader; summarised once it has one
+    (hyperframes.cli.osfinfo, another engineer's work in progress)."""
+    import importlib.util
+
+    osf = DATA / "ouster" / "osf_fw_3.2_10scans.osf"
+    if importlib.util.find_spec("hyperframes.cli.osfinfo") is None:
+        named(osf, "is an Ouster OSF file", "ouster-sdk")
+    else:
+        done = info(str(osf))
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "OSF" in done.stdout
+
+
+def test_info_names_a_gzip_file_that_is_not_a_can_log(tmp_path: Path) -> None:
+    import gzip
+
+    packed = tmp_path / "drive.gz"  # no inner suffix: not a CAN log python-can reads
+    packed.write_bytes(gzip.compress((REAL_CAN / "issue_1256.asc").read_bytes()))
+    named(packed, "is a gzip file", "gunzip it")
 
 
 def test_info_names_a_blf_log_without_its_suffix(tmp_path: Path) -> None:
