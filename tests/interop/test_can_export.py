@@ -192,3 +192,33 @@ def test_decoded_signals_export_as_typed_records_equal_to_cantools(
     groups = pq.read_table(table)
     assert groups.num_rows == -(-len(payloads) // block)  # a group per reference frame
     assert groups.column("bus_seq").null_count == 0
+
+
+def test_raw_frames_in_a_ros1_bag_are_can_msgs_frame_equal_to_python_can(tmp_path: Path) -> None:
+    from rosbags.rosbag1 import Reader
+    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+    log = REAL_CAN / "issue_1256.asc"
+    config = tmp_path / "can.toml"
+    config.write_text(f'[[sources]]\ntype = "can"\nname = "bus"\npath = "{log}"\nblock = 64\n')
+    out = tmp_path / "can.hfr"
+    assert cli("record", str(config), "-o", str(out)).returncode == 0
+    bag = tmp_path / "can.bag"
+    done = cli("export", str(out), "-o", str(bag), "--groups", "none")
+    assert done.returncode == 0, done.stdout + done.stderr
+    with Reader(bag) as reader:
+        (conn,) = reader.connections
+        assert conn.msgtype == "can_msgs/msg/Frame"
+        store = get_typestore(Stores.ROS1_NOETIC)
+        text = conn.msgdef.data if hasattr(conn.msgdef, "data") else conn.msgdef
+        store.register(get_types_from_msg(text.split("\n====")[0], conn.msgtype))
+        msgs = [store.deserialize_ros1(raw, c.msgtype) for c, _, raw in reader.messages()]
+    expected = reference(log)
+    assert len(msgs) == len(expected)
+    for msg, m in zip(msgs, expected, strict=True):
+        assert (msg.id, msg.is_extended, msg.is_rtr) == (
+            m.arbitration_id,
+            m.is_extended_id,
+            m.is_remote_frame,
+        )
+        assert bytes(msg.data[: msg.dlc]) == bytes(m.data)
