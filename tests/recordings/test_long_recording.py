@@ -410,3 +410,33 @@ def test_the_snapshot_writer_splits_its_writes_too(
         assert not log.verify()
         assert len(log.summary().sensors) == 300
         assert log.summary().count == 10 * 300 + 1  # [t - 1 s, t]: 10 rounds and 1 frame
+
+
+def test_past_the_block_budget_the_index_leaves_blocks_to_the_chunks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hours of stamp blocks would make the INDEX hundreds of MB: past the budget (here
+    2 KB) its entries leave them out, packed, and a reader that cannot use the STAMPS
+    record takes each chunk's block from its own meta, decoding no payload."""
+    from fusion import Nearest
+    from recordings import writer
+    from recordings.offline_sync import sync_recording
+    from tests.recordings.helpers import without_stamp_index
+
+    monkeypatch.setattr(writer, "INDEX_BLOCK_BYTES", 2048)
+    path = tmp_path / "d.hfr"
+    with Recorder(path, wall_clock=False) as rec:
+        for frame in drive(30):
+            rec.write(frame)
+    policy = Nearest("gnss", ["gnss", "cam", "imu"], 20 * MS)
+    with open_recording(path) as log:
+        assert len(log.chunks) == 30
+        assert all(c.stamps is None for c in log.chunks)  # not in the index
+        assert not log.verify()
+        with sync_recording(log, policy) as g:
+            want = g.columns.t.tolist(), g.statistics.groups
+    without_stamp_index(path)
+    with open_recording(path) as log, sync_recording(log, policy) as g:
+        assert not g.statistics.stamp_index
+        assert g.statistics.chunks_read == 0  # the blocks came from the chunks' metas
+        assert (g.columns.t.tolist(), g.statistics.groups) == want
