@@ -56,6 +56,7 @@ import anyio
 from adapters._side_files import METADATA_LIMIT, read_small, refuse_special
 from adapters.errors import DecodeError, SourceOpenError
 from adapters.lidar._ouster_limits import metadata_problem, stated_mode_problem
+from adapters.lidar._ouster_osf import Ledger, OsfContents, OsfScans, open_osf
 from adapters.lidar.ouster_packets import (
     DECODERS,
     IMU_FIELDS,
@@ -138,6 +139,37 @@ def _read_metadata(path: str | Path, sensor: str) -> tuple[bytes, Any]:
     return raw, info
 
 
+def read_osf(path: str | Path, name: str = "lidar") -> OsfContents:
+    """What the OSF file at ``path`` holds (its lidar streams, named as
+    ``OusterSource(osf=path, name=name)`` names them, and its time range), from its
+    metadata; a one-line :class:`~adapters.errors.SourceOpenError` when it cannot be read."""
+    return open_osf(path, name)
+
+
+def osf_sensor_names(path: str | Path, name: str = "lidar") -> list[str]:
+    """The sensors ``OusterSource(osf=path, name=name)`` produces (read from the file's
+    metadata): each lidar stream's and, where its scans carry IMU samples, its IMU's."""
+    names: list[str] = []
+    for stream in open_osf(path, name).streams:
+        names += [stream.sensor] if stream.imu is None else [stream.sensor, stream.imu]
+    return names
+
+
+def _lidar_meta(info: Any) -> dict[str, Any]:
+    """A lidar sensor's spec meta, from its ``SensorInfo``."""
+    fmt = info.format
+    return {
+        "model": str(info.prod_line),
+        "serial": str(info.sn),
+        "lidar_mode": str(info.config.lidar_mode),
+        "udp_profile": str(fmt.udp_profile_lidar),
+        "beams": int(fmt.pixels_per_column),
+        "columns": int(fmt.columns_per_frame),
+        "fields": list(OUSTER_DTYPE.names or ()),
+        "frame": "Ouster sensor frame (ouster-sdk XYZLut), metres",
+    }
+
+
 _GUESS_DATAGRAMS = 4096  # a capture's first datagrams looked at to find its ports
 
 
@@ -166,14 +198,16 @@ class OusterSource(Source):
     """Scans of an Ouster lidar and its IMU (contract).
 
     ``OusterSource(pcap="x.pcap", metadata="x.json")`` decodes a capture
-    (pcap or pcapng); ``OusterSource(metadata="x.json", lidar_port=7502)``
-    listens live (``lidar_port=0`` / ``imu_port=0`` pick free ports;
-    :meth:`wait_listening` returns them; ``host`` keeps only datagrams from
-    that address). The metadata is the sensor's JSON (``ouster-cli source
-    HOST save`` or the sensor's HTTP API), legacy or current layout. Ports not
-    given come from the metadata, else (a capture) from the capture's traffic,
-    else 7502/7503 (``ports_from`` says which). ``require_imu=True`` makes a
-    run without IMU packets fail; by default ``<name>_imu`` is optional.
+    (pcap or pcapng); ``OusterSource(osf="x.osf")`` reads an OSF file (Ouster's
+    own format, through ouster-sdk's OSF reader; see below);
+    ``OusterSource(metadata="x.json", lidar_port=7502)`` listens live
+    (``lidar_port=0`` / ``imu_port=0`` pick free ports; :meth:`wait_listening`
+    returns them; ``host`` keeps only datagrams from that address). The
+    metadata is the sensor's JSON (``ouster-cli source HOST save`` or the
+    sensor's HTTP API), legacy or current layout. Ports not given come from
+    the metadata, else (a capture) from the capture's traffic, else 7502/7503
+    (``ports_from`` says which). ``require_imu=True`` makes a run without IMU
+    packets fail; by default ``<name>_imu`` is optional.
 
     ``decoder="numba"`` (the default) decodes a scan's packets at once, straight
     into its point array, with compiled kernels (:mod:`adapters.lidar.ouster_kernel`)
@@ -192,6 +226,15 @@ class OusterSource(Source):
     counted and skipped; when the first packets all misfit, the metadata is
     of another sensor or mode and :meth:`frames` raises
     :class:`~fusion.DecodeError` naming the mismatch.
+
+    An OSF file holds its sensors' metadata and their scans, already batched:
+    one lidar sensor per lidar stream (``name``, then ``name_1`` ...), and
+    ``<lidar>_imu`` only where the scans carry IMU samples (the
+    ``ACCEL32_GYRO32_NMEA`` IMU profile, its fields kept). A scan's points,
+    fields, ``t_sensor`` (its first valid column's timestamp) and meta are those
+    the capture of its packets gives (fields the file did not keep are 0); its
+    ``t_arrival`` the receive time of its last packet. The ledger's unit is
+    an OSF message (an IMU sample on ``<lidar>_imu``).
     """
 
     _ledger_unit = "datagram"
@@ -200,7 +243,8 @@ class OusterSource(Source):
         self,
         pcap: str | Path | None = None,
         *,
-        metadata: str | Path,
+        metadata: str | Path | None = None,
+        osf: str | Path | None = None,
         lidar_port: int | None = None,
         imu_port: int | None = None,
         require_imu: bool = False,
@@ -217,6 +261,25 @@ class OusterSource(Source):
     ) -> None:
         if speed is not None and speed <= 0:
             raise ConfigError(f"speed must be > 0 or None, got {speed}")
+        if decoder not in DECODERS:
+            raise ConfigError(f"decoder must be one of {', '.join(DECODERS)}; got {decoder!r}")
+        self.osf: Path | None = None
+        """The OSF file read (``osf=``), else None."""
+        self.osf_contents: OsfContents | None = None
+        """What the OSF file holds (its lidar streams, time range), once opened."""
+        if osf is not None:
+            if pcap is not None or metadata is not None:
+                raise ConfigError(
+                    "OusterSource: give osf= alone (the OSF file holds its sensors' "
+                    "metadata), or pcap= and metadata="
+                )
+            self._init_osf(Path(osf), name, require_imu, partial_scans, speed, clock, capacity)
+            return
+        if metadata is None:
+            raise ConfigError(
+                "OusterSource needs metadata= (the sensor's JSON) for a capture or a live "
+                "sensor, or osf= (an OSF file, which holds it)"
+            )
         self.pcap = None if pcap is None else Path(pcap)
         self._pcap_size = 0
         if self.pcap is not None:
@@ -228,7 +291,7 @@ class OusterSource(Source):
                 refuse_special(self.pcap, "pcap file", lambda m: SourceOpenError(m, sensor=name))
                 raise SourceOpenError(f"pcap file {str(self.pcap)!r} does not exist", sensor=name)
             self._pcap_size = stat.st_size
-        self.metadata = Path(metadata)
+        self.metadata: Path | None = Path(metadata)
         raw, self.info = _read_metadata(self.metadata, name)
         self.lidar_port, self.imu_port, self.ports_from = self._ports(lidar_port, imu_port, name)
         if host is not None:
@@ -238,15 +301,12 @@ class OusterSource(Source):
         self.udp: UdpPorts | None = None
         """The live ports' receivers (kernel drops, foreign senders), once listening."""
         self.partial_scans = partial_scans
-        if decoder not in DECODERS:
-            raise ConfigError(f"decoder must be one of {', '.join(DECODERS)}; got {decoder!r}")
         self.decoder = decoder
         self.speed = speed
         self.recv_buffer = recv_buffer
         self.imu_name = f"{name}_imu"
         live = self.pcap is None
         overflow = overflow or ("drop_oldest" if live else "block")
-        fmt = self.info.format
         super().__init__(
             specs=(
                 SensorSpec(
@@ -255,16 +315,7 @@ class OusterSource(Source):
                     clock=clock,
                     capacity=capacity,
                     overflow=overflow,
-                    meta={
-                        "model": str(self.info.prod_line),
-                        "serial": str(self.info.sn),
-                        "lidar_mode": str(self.info.config.lidar_mode),
-                        "udp_profile": str(fmt.udp_profile_lidar),
-                        "beams": int(fmt.pixels_per_column),
-                        "columns": int(fmt.columns_per_frame),
-                        "fields": list(OUSTER_DTYPE.names or ()),
-                        "frame": "Ouster sensor frame (ouster-sdk XYZLut), metres",
-                    },
+                    meta=_lidar_meta(self.info),
                 ),
                 SensorSpec(
                     self.imu_name,
@@ -286,6 +337,64 @@ class OusterSource(Source):
         self._points = PointMaker(self.info, tables)
         self._at: int | tuple[str, int] = 0  # the datagram being read: byte offset or sender
         self._listening_ports: tuple[int, int] | None = None
+        self._listening = anyio.Event()
+
+    def _init_osf(
+        self,
+        path: Path,
+        name: str,
+        require_imu: bool,
+        partial_scans: bool,
+        speed: float | None,
+        clock: ClockModel | None,
+        capacity: int,
+    ) -> None:
+        """An OSF file's source: one lidar sensor per lidar stream (``name``, then
+        ``name_1`` ...), ``<lidar>_imu`` for a stream whose scans carry IMU samples."""
+        contents = open_osf(path, name)
+        self.osf, self.osf_contents = path, contents
+        self.pcap, self._pcap_size, self.metadata = None, 0, None
+        self.info = contents.streams[0].info
+        self.lidar_port, self.imu_port, self.ports_from = LIDAR_PORT, IMU_PORT, {}
+        self.host, self.bind, self.udp = None, "0.0.0.0", None
+        self.partial_scans, self.decoder, self.speed = partial_scans, "ouster-sdk", speed
+        self.recv_buffer = 0
+        self.imu_name = f"{name}_imu"
+        self.missing_columns = 0
+        self._scans: OsfScans | None = None
+        self._ledger_unit = "message"
+        if require_imu and contents.streams[0].imu is None:
+            raise SourceOpenError(
+                f"{path}: require_imu=True, but the OSF file's scans carry no IMU samples "
+                "(a sensor with the ACCEL32_GYRO32_NMEA IMU profile, IMU fields kept, has them)",
+                sensor=name,
+            )
+        specs: list[SensorSpec] = []
+        for stream in contents.streams:
+            meta = {**_lidar_meta(stream.info), "osf_stream": stream.stream_id}
+            specs.append(
+                SensorSpec(
+                    stream.sensor,
+                    kind="lidar",
+                    clock=clock,
+                    capacity=capacity,
+                    overflow="block",
+                    meta=meta,
+                )
+            )
+            if stream.imu is not None:
+                specs.append(
+                    SensorSpec(
+                        stream.imu,
+                        kind="imu",
+                        clock=clock,
+                        capacity=max(capacity, 64),
+                        overflow="block",
+                        meta={"fields": list(IMU_FIELDS), "units": "m/s^2, rad/s"},
+                    )
+                )
+        Source.__init__(self, specs=tuple(specs))
+        self._listening_ports = None
         self._listening = anyio.Event()
 
     def _ports(
@@ -339,14 +448,52 @@ class OusterSource(Source):
 
     async def wait_listening(self) -> tuple[int, int]:
         """Wait until the live sockets are bound; return ``(lidar_port, imu_port)``."""
-        if self.pcap is not None:
-            raise UsageError("wait_listening() is for live sources, not pcap")
+        if self.pcap is not None or self.osf is not None:
+            raise UsageError("wait_listening() is for live sources, not a pcap or OSF file")
         await self._listening.wait()
         assert self._listening_ports is not None
         return self._listening_ports
 
     def frames(self) -> AsyncIterator[Frame]:
+        if self.osf is not None:
+            return self._osf_frames()
         return self._pcap_frames() if self.pcap is not None else self._live_frames()
+
+    # -- OSF -----------------------------------------------------------------------------
+
+    async def _osf_frames(self) -> AsyncIterator[Frame]:
+        assert self.osf_contents is not None
+        ledger = Ledger(
+            lambda units, sensor: self.count_received(units, sensor=sensor),
+            lambda reason, message, units, sensor: self.count_error(
+                reason, message, units=units, sensor=sensor
+            ),
+            lambda t, data, sensor, arrival, meta, units: self.make_frame(
+                t, data, sensor=sensor, t_arrival=arrival, meta=meta, units=units
+            ),
+        )
+        scans = self._scans = OsfScans(self.osf_contents, ledger, partial_scans=self.partial_scans)
+        clock = current_clock()
+        start: tuple[int, int] | None = None
+        try:
+            done = False
+            while not done:  # a few scans a worker-thread round trip (decoding is the work)
+                batch, done = await self.run_blocking(scans.batch, _SCANS)
+                for frame in batch:
+                    if self.speed is not None and frame.t_arrival is not None:
+                        if start is None:
+                            start = (clock.now(), frame.t_arrival)
+                        due = start[0] + round((frame.t_arrival - start[1]) / self.speed)
+                        await clock.sleep_until(due)
+                    yield frame
+        finally:
+            self.missing_columns = scans.missing_columns
+            scans.close()
+
+    def expected_frames(self) -> int | None:
+        if self.osf_contents is not None:
+            return sum(s.messages for s in self.osf_contents.streams)
+        return None
 
     # -- offline -------------------------------------------------------------------------
 
@@ -531,12 +678,21 @@ class OusterSource(Source):
 
     def statistics(self) -> dict[str, Any]:
         stats = dict(super().statistics())
+        if self.osf is not None:
+            scans = self._scans
+            stats.update(
+                missing_columns=scans.missing_columns if scans else 0,
+                other_messages=scans.other_messages if scans else 0,
+            )
+            return stats
         stats.update(packets=self.assembler.accepted, missing_columns=self.missing_columns)
         if self.udp is not None:
             stats["udp"] = {r.sensor: r.statistics().as_dict() for r in self.udp.receivers}
         return stats
 
     def __repr__(self) -> str:
+        if self.osf is not None:
+            return f"OusterSource(osf={str(self.osf)!r}, name={self.name!r})"
         where = (
             f"pcap={str(self.pcap)!r}" if self.pcap is not None else f"lidar_port={self.lidar_port}"
         )

@@ -42,7 +42,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "file",
         help="a .hfr file (or the base name of a split recording), an MCAP file, a bag, a "
-        "ULog, a CAN log, a pcap/pcapng capture or an NMEA/UBX log",
+        "ULog, an Ouster OSF file, a CAN log, a pcap/pcapng capture or an NMEA/UBX log",
     )
     p.add_argument("--json", action="store_true", help="print one JSON document instead")
     p.add_argument(
@@ -69,7 +69,6 @@ def recording_parts(path: Path) -> list[Path]:
 
 def run(args: argparse.Namespace) -> int:
     from hyperframes.cli.audioinfo import audio_details, audio_table
-    from hyperframes.cli.audioinfo import audio_details, audio_table
     from hyperframes.cli.common import console_for, error, note, warn
     from hyperframes.cli.losses import ledger_table, print_losses
     from recordings import open_recording
@@ -95,6 +94,10 @@ def run(args: argparse.Namespace) -> int:
         from hyperframes.cli.nmeainfo import nmea_info
 
         return nmea_info(args, console)
+    if fmt is not None and fmt.reader == "osf":
+        from hyperframes.cli.osfinfo import osf_info
+
+        return osf_info(args, console)
     if fmt is not None and fmt.reader in ("can", "pcap"):
         from hyperframes.cli.fileinfo import file_info
 
@@ -118,14 +121,10 @@ def run(args: argparse.Namespace) -> int:
                     deep, read_from = sensor_report(log, part, console)
                 video = {} if args.quick else video_details(log)
                 audio = {} if args.quick else audio_details(log)
-                audio = {} if args.quick else audio_details(log)
             for name, track in video.items():
                 assert deep is not None
                 deep.setdefault(name, {})["video"] = track
                 deep[name]["payload"] = f"{track['codec']} {track['width']}x{track['height']}"
-            for name, sound in audio.items():
-                assert deep is not None
-                deep.setdefault(name, {})["audio"] = sound
             for name, sound in audio.items():
                 assert deep is not None
                 deep.setdefault(name, {})["audio"] = sound
@@ -138,8 +137,6 @@ def run(args: argparse.Namespace) -> int:
                 console.print(sensor_table(summary, deep))
                 if video:
                     console.print(video_table(video))
-                if audio:
-                    console.print(audio_table(audio))
                 if audio:
                     console.print(audio_table(audio))
                 if summary.ledgers:

@@ -24,7 +24,8 @@ class Format:
     name: str
     """In words, with its article: ``"a Vector BLF log"``."""
     reader: str | None = None
-    """The summary ``info`` makes (``"can"``, ``"pcap"``, ``"gnss"``), ``None``: not read."""
+    """The summary ``info`` makes (``"can"``, ``"pcap"``, ``"gnss"``, ``"osf"``), ``None``:
+    not read."""
     advice: str = ""
     """What to do with it, for a format not read here."""
     detail: str = ""
@@ -139,11 +140,7 @@ def identify(path: str | Path) -> Format | None:
     if head[:2] == _UBX:
         return Format("a u-blox UBX log", "gnss")
     if head[8:11] == b"OSF":
-        return Format(
-            "an Ouster OSF file",
-            advice="ouster-sdk reads it (ouster-cli source FILE save out.pcap writes a pcap "
-            'and its metadata JSON); read those with type = "ouster"',
-        )
+        return Format("an Ouster OSF file", "osf")
     if head[:4] == b"ULog":
         return Format(
             "a PX4 ULog",

@@ -257,6 +257,7 @@ def build_source(
         return OusterSource(
             cfg.pcap,
             metadata=cfg.metadata,
+            osf=cfg.osf,
             lidar_port=cfg.lidar_port,
             imu_port=cfg.imu_port,
             require_imu=cfg.require_imu,

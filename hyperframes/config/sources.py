@@ -125,10 +125,12 @@ class HesaiConfig(_SourceBase):
 
 class OusterConfig(_SourceBase):
     type: Literal["ouster"]
-    metadata: str
-    """The sensor's metadata JSON (legacy or current layout)."""
+    metadata: str | None = None
+    """The sensor's metadata JSON (legacy or current layout); not with ``osf``."""
     pcap: str | None = None
-    """A capture (pcap or pcapng); without it the source listens live."""
+    """A capture (pcap or pcapng); without it (and ``osf``) the source listens live."""
+    osf: str | None = None
+    """An Ouster OSF file (it holds its sensors' metadata): one lidar per lidar stream."""
     lidar_port: int | None = Field(None, ge=0, le=65535)
     """None: the metadata's ``udp_port_lidar``, else (a capture) the port its lidar packets
     go to, else 7502."""
@@ -143,9 +145,24 @@ class OusterConfig(_SourceBase):
     speed: float | None = Field(None, gt=0)
     partial_scans: bool = True
 
+    @model_validator(mode="after")
+    def _one_input(self) -> OusterConfig:
+        if self.osf is not None and (self.metadata is not None or self.pcap is not None):
+            raise ValueError("give 'osf' alone (it holds the metadata), or 'metadata' (and 'pcap')")
+        if self.osf is None and self.metadata is None:
+            raise ValueError("give 'metadata' (the sensor's JSON) or 'osf' (an OSF file)")
+        return self
+
     def sensor_names(self) -> list[str]:
-        """The lidar and its IMU."""
-        return [self.name, f"{self.name}_imu"]
+        """The lidar and its IMU; of an OSF file, its streams' (read from the file)."""
+        if self.osf is None:
+            return [self.name, f"{self.name}_imu"]
+        from adapters.lidar.ouster import osf_sensor_names
+
+        try:
+            return osf_sensor_names(self.osf, self.name)
+        except Exception:  # the source itself says why when it is built
+            return [self.name]
 
 
 class PointCloudFilesConfig(_SourceBase):
