@@ -74,6 +74,10 @@ class TopicIndex:
     connections: tuple[Any, ...]
 
 
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+"""The first four bytes of a zstd frame."""
+
+
 @functools.lru_cache(maxsize=1)
 def _zstd() -> Any:
     import zstandard
@@ -115,7 +119,11 @@ class BagReader:
         self._chunk = ChunkCache()
         self._reader.open()
         try:
-            self.connections: list[Any] = list(self._reader.connections)
+            self.connections: list[Any] = _service_definitions(
+                list(self._reader.connections), _storages(self._reader) if self.is2 else []
+            )
+            self._detected = False
+            self._detected = self._detect_compression()
             self.ros_distro, self.distro_reason = self._distro(ros_distro)
             """The distribution of the default types and the raw decoders' reference, and why."""
             self.standard = type_store(self.ros_distro)
@@ -127,7 +135,10 @@ class BagReader:
             }
             """Topics of an MCAP file of another profile that are not ROS 2 CDR, with their
             message encoding: read as bytes (:mod:`adapters.bags.mcapstorage`)."""
+            self.notes: list[str] = []
+            """Warnings about the bag (a stored definition replaced by the standard type)."""
             self.typestore, self.types = self._types()
+            self._fallback_definitions()
             self.topics = self._index()
         except BaseException:
             self.close()
@@ -172,9 +183,12 @@ class BagReader:
 
     @property
     def compression(self) -> str | None:
-        """rosbag2's bag compression: ``"zstd (file)"``, ``"zstd (message)"`` or ``None``."""
+        """rosbag2's bag compression: ``"zstd (file)"``, ``"zstd (message)"``,
+        ``"zstd (message, detected from the data)"`` or ``None``."""
         if not self.is2:
             return None
+        if self._detected:
+            return "zstd (message, detected from the data)"
         meta = self._reader.storage.metadata
         if not meta.compression_mode:
             return None
@@ -182,8 +196,31 @@ class BagReader:
 
     @property
     def message_compression(self) -> bool:
-        """Whether every message is zstd-compressed on its own (see :func:`decompress_message`)."""
-        return bool(self.is2 and self._reader.storage.metadata.compression_mode == "message")
+        """Whether every message is zstd-compressed on its own (see :func:`decompress_message`):
+        as ``metadata.yaml`` says, or as the data says when it does not (a ``.db3`` alone)."""
+        if not self.is2:
+            return False
+        return self._detected or self._reader.storage.metadata.compression_mode == "message"
+
+    def _detect_compression(self) -> bool:
+        """Whether the first message is a zstd frame though no metadata says so.
+
+        A CDR message starts with its encapsulation header (``00 00``/``00 01``...),
+        a zstd frame with the magic ``28 b5 2f fd``: one message tells them apart.
+        """
+        if not self.is2 or not self.connections:
+            return False
+        meta = getattr(self._reader.storage, "metadata", None)
+        if getattr(meta, "compression_mode", None):
+            return False
+        messages = self.messages()
+        try:
+            first = next(messages, None)
+        except Exception:  # a damaged bag: reading it will say so
+            return False
+        finally:
+            messages.close()
+        return first is not None and bytes(first[2][:4]) == ZSTD_MAGIC
 
     @property
     def start_time(self) -> int:
@@ -223,6 +260,68 @@ class BagReader:
         store, source, unreadable = bag_types(ros, self.standard, self.ros_distro, self.is2)
         self.unreadable.update(unreadable)
         return store, source
+
+    def _fallback_definitions(self) -> None:
+        """Stored definitions that cannot describe the stored bytes give way to the standard
+        type of that name, with a note.
+
+        Some bags store placeholders (rosbag2's own sqlite3 talker test bag stores
+        ``uint8 level`` for ``rcl_interfaces/msg/Log``). For each type the bag
+        defines otherwise than the distribution's standard store, its first
+        message is deserialised with the stored definition; if that fails and the
+        standard type of that name reads it, the topic is read as the standard type.
+        """
+        from rosbags.interfaces import MessageDefinition, MessageDefinitionFormat
+
+        if not self.is2:
+            return
+        standard = self.standard.fielddefs
+        by_type: dict[str, list[Any]] = {}
+        for conn in self.connections:
+            if (
+                conn.topic not in self.unreadable
+                and conn.topic not in self.raw_topics
+                and conn.msgtype in standard
+                and conn.msgtype in self.typestore.fielddefs
+                and self.typestore.fielddefs[conn.msgtype] != standard[conn.msgtype]
+            ):
+                by_type.setdefault(conn.msgtype, []).append(conn)
+        replaced: set[str] = set()
+        for msgtype, conns in by_type.items():
+            messages = self.messages(conns)
+            try:
+                first = next(messages, None)
+            except Exception:  # a damaged bag: reading it will say so
+                first = None
+            finally:
+                messages.close()
+            if first is None:
+                continue
+            raw = first[2]
+            try:
+                if self.message_compression:
+                    raw = decompress_message(raw)
+                self.typestore.deserialize_cdr(raw, msgtype)
+                continue
+            except Exception as err:  # rosbags' errors have no common base
+                why = str(err).strip() or type(err).__name__
+            try:
+                self.standard.deserialize_cdr(raw, msgtype)
+            except Exception:  # neither reads it: the messages will be counted undecodable
+                continue
+            replaced.add(msgtype)
+            topics = ", ".join(sorted({c.topic for c in conns}))
+            self.notes.append(
+                f"{topics}: the bag's definition of {msgtype} does not describe its messages "
+                f"({why}); read as the ROS {self.ros_distro} type of that name"
+            )
+        if not replaced:
+            return
+        none = MessageDefinition(MessageDefinitionFormat.NONE, "")
+        self.connections = [
+            c._replace(msgdef=none) if c.msgtype in replaced else c for c in self.connections
+        ]
+        self.typestore, self.types = self._types()
 
     def _standard_digest(self, conn: Any) -> bool:
         """Whether a ROS 1 connection's definition MD5 is the standard type's of that name."""
@@ -364,6 +463,37 @@ def _unnamed_storage(path: Path) -> Path | None:
         return None
     files = sorted(path.glob("*.db3")) + sorted(path.glob("*.mcap"))
     return files[0] if len(files) == 1 else None
+
+
+def _service_definitions(connections: list[Any], storages: list[Any]) -> list[Any]:
+    """Connections of service-event topics given the definition a sqlite3 bag stores for them.
+
+    rosbag2's sqlite3 storage (Jazzy and later) keys a service event's definition
+    by the service's type, ``pkg/srv/X``, while the topic's type is
+    ``pkg/srv/X_Event``; ``rosbags`` looks it up under the topic's type and
+    finds none. Here such a connection takes the ``pkg/srv/X`` row (the ``.srv``
+    text, as rosbag2's MCAP storage writes it under ``X_Event``).
+    """
+    from rosbags.interfaces import MessageDefinition, MessageDefinitionFormat
+
+    stored: dict[str, tuple[str, str]] = {}
+    for storage in storages:
+        for row in getattr(storage, "msgtypes", None) or []:
+            stored.setdefault(row["name"], (row["encoding"], row["msgdef"]))
+    formats = {"ros2msg": MessageDefinitionFormat.MSG, "ros2idl": MessageDefinitionFormat.IDL}
+    out = []
+    for conn in connections:
+        service = conn.msgtype[: -len("_Event")] if conn.msgtype.endswith("_Event") else ""
+        if (
+            "/srv/" in service
+            and conn.msgdef.format == MessageDefinitionFormat.NONE
+            and service in stored
+            and stored[service][0] in formats
+        ):
+            encoding, text = stored[service]
+            conn = conn._replace(msgdef=MessageDefinition(formats[encoding], text))
+        out.append(conn)
+    return out
 
 
 def _storages(reader: Any) -> list[Any]:

@@ -158,6 +158,7 @@ class BagSource(Source):
         """The ROS distribution of the default and reference types."""
         self.types = reader.types
         """Where the message types came from (the bag, or the ROS distribution's store)."""
+        self._notes = list(reader.notes)
         try:
             self._topics = self._summarise(reader)
             self._span = (reader.start_time, reader.end_time)
@@ -335,6 +336,9 @@ class BagSource(Source):
                 arrived=False,
             )
         self._skipped = {}
+        for note in self._notes:  # a stored definition replaced by the standard type
+            self.count_error("definition_replaced", f"bag '{self.path}': {note}", units=0)
+        self._notes = []
         messages = self._messages(reader)
         clock = current_clock()
         started = False

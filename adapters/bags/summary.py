@@ -87,6 +87,9 @@ class BagSummary:
     """The names of an MCAP file's attachments."""
     metadata: tuple[str, ...] = ()
     """The names of an MCAP file's metadata records."""
+    notes: tuple[str, ...] = ()
+    """Warnings about the bag (a stored definition that cannot describe its messages,
+    replaced by the standard type of that name)."""
 
     @property
     def duration_ns(self) -> int:
@@ -180,6 +183,7 @@ def _ros_summary(path: Path, ros_distro: str | None, check: bool) -> BagSummary:
             ros_distro=reader.ros_distro,
             checked=check,
             damage=tuple(damage),
+            notes=tuple(reader.notes),
         )
 
 

@@ -65,6 +65,8 @@ def bag_info(args: argparse.Namespace, console: Any) -> int:
             )
     for line in info.damage:
         warn(console, "damage:", literal(line))
+    for line in info.notes:
+        warn(console, "note:", literal(line))
     return 0
 
 
@@ -87,6 +89,7 @@ def bag_document(info: BagSummary) -> dict[str, Any]:
         "index": info.index,
         "attachments": list(info.attachments),
         "metadata": list(info.metadata),
+        "notes": list(info.notes),
         "checked": info.checked,
         "missing": info.missing if info.checked else None,
         "damage": list(info.damage),
