@@ -117,7 +117,20 @@ class BagReader:
                 )
         self._reader = _make_reader(self.path, self.is2)
         self._chunk = ChunkCache()
-        self._reader.open()
+        try:
+            self._reader.open()
+        except Exception as err:  # rosbags' errors have no common base
+            # A ros2-profile MCAP file rosbags cannot open (a channel of another
+            # encoding, a schema encoding it does not know): read as any profile.
+            if not (self.is2 and self.path.is_file() and mcap_profile(self.path) == "ros2"):
+                raise
+            from adapters.bags.mcapstorage import McapAnyReader
+
+            self._reader = McapAnyReader(self.path)
+            try:
+                self._reader.open()
+            except Exception:
+                raise err from None
         try:
             self.connections: list[Any] = _service_definitions(
                 list(self._reader.connections), _storages(self._reader) if self.is2 else []

@@ -241,3 +241,70 @@ def test_info_as_a_process_says_how_it_read_the_file(
     assert [(t["topic"], t["type"], t["count"], t["read"]) for t in doc["topics"]] == [
         ("example", "Example", 10, 10)
     ]
+
+
+@pytest.mark.parametrize("profile", ["ros2", "foxglove", "", "x-custom"])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"use_chunking": False},
+        {"repeat_channels": False, "repeat_schemas": False},
+        {"use_statistics": False, "index_types": "NONE"},
+        {"use_chunking": False, "use_statistics": False, "repeat_channels": False},
+    ],
+    ids=["full", "unchunked", "not-repeated", "no-stats-no-index", "bare"],
+)
+def test_every_profile_written_by_the_mcap_writer(
+    tmp_path: Path, profile: str, options: dict[str, Any]
+) -> None:
+    """The ``mcap`` Python writer (another independent implementation) with each of its
+    summary options off, under any profile: a ROS 2 CDR channel is decoded, a JSON one
+    read as bytes, every message counted from the data where no statistics say so."""
+    from mcap.writer import CompressionType, IndexType, Writer
+    from rosbags.typesys import Stores, get_typestore
+
+    if "index_types" in options:
+        options = {**options, "index_types": IndexType[options["index_types"]]}
+
+    store = get_typestore(Stores.ROS2_JAZZY)
+    string = store.types["std_msgs/msg/String"]
+    path = tmp_path / "any.mcap"
+    with path.open("wb") as f:
+        w = Writer(f, compression=CompressionType.LZ4, chunk_size=200, **options)
+        w.start(profile=profile, library="test")
+        ros = w.register_schema("std_msgs/msg/String", "ros2msg", b"string data\n")
+        text = w.register_schema("Note", "jsonschema", b'{"type": "object"}')
+        c1 = w.register_channel("/chatter", "cdr", ros)
+        c2 = w.register_channel("/notes", "json", text)
+        for i in range(40):  # log times out of order on /notes
+            w.add_message(
+                c1,
+                1000 + i,
+                bytes(store.serialize_cdr(string(f"hi {i}"), "std_msgs/msg/String")),
+                1000 + i,
+                i,
+            )
+            w.add_message(c2, 2000 - i, f'{{"i": {i}}}'.encode(), 2000 - i, i)
+        w.finish()  # type: ignore[no-untyped-call]
+    info = read_bag_summary(path)
+    assert {t.name: (t.msgtype, t.count, t.read) for t in info.topics} == {
+        "/chatter": ("std_msgs/msg/String", 40, 40),
+        "/notes": ("Note", 40, 40),
+    }
+    assert (info.start_ns, info.end_ns, info.damage) == (1000, 2000, ())
+    source = BagSource(path)
+
+    async def frames(source: BagSource = source) -> list[Any]:
+        return [f async for f in source.frames()]
+
+    try:
+        got = anyio.run(frames)
+    finally:
+        source.close()
+    assert source.reports == []
+    assert [f.t_arrival for f in got] == sorted(f.t_arrival for f in got)
+    chatter = [str(f.data["data"]) for f in got if f.meta["topic"] == "/chatter"]
+    notes = [f.data for f in got if f.meta["topic"] == "/notes"]
+    assert chatter == [f"hi {i}" for i in range(40)]
+    assert notes == [f'{{"i": {i}}}'.encode() for i in reversed(range(40))]
