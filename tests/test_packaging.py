@@ -88,6 +88,7 @@ def test_the_wheel_holds_the_four_packages_their_types_and_nothing_else(wheel: P
         assert f"{package}/py.typed" in names
     assert "recordings/FORMAT.md" in names
     assert "fusion/workers/model_files/bev_occupancy.onnx" in names  # the demo's models
+    assert "fusion/policies/_nearest_native.c" in names  # the C merge kernel's source
     info = next(n for n in names if n.endswith(".dist-info/METADATA"))
     metadata = zipfile.ZipFile(wheel).read(info).decode()
     assert "License-Expression: Apache-2.0" in metadata

@@ -20,13 +20,10 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import hashlib
 import logging
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -54,15 +51,32 @@ class Unsorted(ValueError):
         self.columns = columns
 
 
+# Finding the library is on the path of every call that has not loaded it, so it
+# imports nothing heavy: no shutil (which), hashlib or tempfile (~10 ms together
+# on a busy machine, as much as the kernel's run on 1 M stamps); build() imports
+# what it needs.
+
+
+@functools.cache
 def _compiler() -> str | None:
-    return os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    env = os.environ.get("CC")
+    if env:
+        return env
+    for name in ("cc", "gcc"):
+        for folder in os.environ.get("PATH", "").split(os.pathsep):
+            path = os.path.join(folder, name)
+            if folder and os.path.isfile(path) and os.access(path, os.X_OK):
+                return path
+    return None
 
 
 @functools.cache
 def _name(compiler: str) -> str:
-    digest = hashlib.sha256(_SOURCE.read_bytes())
-    digest.update(" ".join((compiler, *_FLAGS, sys.platform, os.uname().machine)).encode())
-    return f"hf_nearest-{digest.hexdigest()[:16]}{_SUFFIX}"
+    """The library's file name: a checksum of the source, the compiler and the flags."""
+    key = " ".join((compiler, *_FLAGS, sys.platform, os.uname().machine)).encode()
+    source = _SOURCE.read_bytes()
+    crc = (zlib.crc32(source) << 32) | zlib.crc32(key + source)
+    return f"hf_nearest-{crc:016x}{_SUFFIX}"
 
 
 def _directories() -> list[Path]:
@@ -99,6 +113,9 @@ def failure() -> str | None:
 def build() -> Path | None:
     """Compile the library into the first writable cache directory; None (and a log
     line, once) when there is no compiler or it fails."""
+    import subprocess
+    import tempfile
+
     global _failure
     if _failure is not None:
         return None

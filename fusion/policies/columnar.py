@@ -49,7 +49,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -116,12 +116,16 @@ def group_columns(
     ``TypeError`` for any other policy than ``ExactTime`` and ``Nearest``.
 
     ``compiled`` chooses how ``Nearest`` is computed, never what: ``True``
-    runs the compiled merge kernel (:mod:`fusion.policies.nearest_kernel`,
-    3-7x faster; the first use in a process imports numba and loads the
-    kernel from numba's cache, ~0.5 s of CPU, or compiles it, ~3 s, the
-    first time ever), ``False`` the numpy form; ``None`` the
-    kernel once it is loaded in this process or when the input is large
-    enough to pay for loading it, else numpy.
+    runs a compiled merge kernel, 3-7x faster than numpy: the C one
+    (:mod:`fusion.policies._nearest_native`: ~1 ms to load once built; built
+    by the system C compiler the first time, ~0.3 s), else numba's
+    (:mod:`fusion.policies.nearest_kernel`: ~0.3 s of CPU to load in each
+    process, ~3 s to compile the first time); ``False`` the numpy form;
+    ``None`` (the default) whichever costs least now: the C kernel when it
+    is built (a ``stat`` says so), numba's when it is already loaded in this
+    process, the C kernel built now from 100,000 stamps (a one-time cost
+    that every later process saves), numba's from 100 M stamps when there is no
+    C compiler, else numpy.
     """
     if isinstance(policy, ApproximateTime):
         raise ValueError(
@@ -131,8 +135,10 @@ def group_columns(
     if not isinstance(policy, (ExactTime, Nearest)):
         raise TypeError(f"expected ExactTime or Nearest, got {type(policy).__name__}")
     cols = {s: np.asarray(stamps.get(s, np.empty(0, np.int64)), np.int64) for s in policy.sensors}
-    if isinstance(policy, Nearest) and _use_kernel(compiled, cols):
-        return _nearest_compiled(policy, cols)  # checks the order in its first pass
+    if isinstance(policy, Nearest):
+        engine = _engine(compiled, cols)
+        if engine != "numpy":
+            return _nearest_compiled(policy, cols, engine)  # checks the order in its first pass
     for s, t in cols.items():
         if len(t) > 1 and not bool(np.all(t[1:] > t[:-1])):
             raise _unsorted(s)
@@ -145,26 +151,47 @@ def _unsorted(sensor: str) -> ValueError:
     return ValueError(f"stamps of {sensor!r} are not strictly increasing; filter with admitted()")
 
 
-# Loading the kernel costs ~0.5 s of CPU once per process (numba's import
-# ~0.33 s, the machine code read from numba's cache ~0.16 s; compiling it
-# the very first time ~3 s), and it saves ~4.7 ns of CPU a stamp over numpy
-# (bench_offline_sync --peers at 10 M), so a single call pays for loading it
-# from about this many stamps.
+# When ``compiled`` is None. Loading numba's kernel costs ~0.3-0.5 s of CPU once
+# per process (numba's import, the machine code read from its cache) and saves
+# ~4.7 ns of CPU a stamp over numpy, so a single call pays for it from about
+# _KERNEL_FROM stamps. The C kernel loads in ~1 ms once built, so it is used
+# whenever it is built; building it (~0.2-0.8 s of the C compiler, once per
+# installation) is paid by the first call from _BUILD_FROM stamps (numpy takes
+# about a millisecond there, polars as long): below it, numpy is as fast as any.
 _KERNEL_FROM = 100_000_000
+_BUILD_FROM = 100_000
+
+Engine = Literal["native", "numba", "numpy"]
 
 
-def _use_kernel(compiled: bool | None, cols: Mapping[str, Int64]) -> bool:
-    if compiled is not None:
-        return compiled
+def _engine(compiled: bool | None, cols: Mapping[str, Int64]) -> Engine:
+    """Which form computes ``Nearest``: see ``compiled`` in :func:`group_columns`."""
+    if compiled is False:
+        return "numpy"
+    from fusion.policies import _nearest_native as native
+
+    if native.load(build_if_missing=False):  # loaded, or built: a stat
+        return "native"
     kernel = sys.modules.get("fusion.policies.nearest_kernel")  # loaded without importing numba
     if kernel is not None and kernel.loaded():
-        return True
-    return sum(len(t) for t in cols.values()) >= _KERNEL_FROM
+        return "numba"
+    total = sum(len(t) for t in cols.values())
+    if compiled or total >= _BUILD_FROM:
+        if native.load():
+            return "native"
+        if compiled or total >= _KERNEL_FROM:
+            return "numba"
+    return "numpy"
 
 
-def _nearest_compiled(policy: Nearest, cols: dict[str, Int64]) -> GroupColumns:
-    """``Nearest`` by the merge kernel: the same columns as :func:`_nearest`."""
-    from fusion.policies.nearest_kernel import Unsorted, nearest_groups
+def _nearest_compiled(policy: Nearest, cols: dict[str, Int64], engine: Engine) -> GroupColumns:
+    """``Nearest`` by a merge kernel: the same columns as :func:`_nearest`."""
+    from fusion.policies._nearest_native import Unsorted
+
+    if engine == "native":
+        from fusion.policies._nearest_native import nearest_groups
+    else:
+        from fusion.policies.nearest_kernel import nearest_groups
 
     matched = list(policy.tolerance)
     windows = list(policy.windows)

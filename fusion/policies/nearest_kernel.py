@@ -48,6 +48,10 @@ from typing import Any
 import numba
 import numpy as np
 
+from fusion.policies._nearest_native import Unsorted
+
+__all__ = ["Unsorted", "loaded", "nearest_groups"]
+
 Int64 = np.ndarray[Any, np.dtype[np.int64]]
 _SPAN = (1 << 64) - 1
 _SIGN = np.uint64(1 << 63)
@@ -254,15 +258,6 @@ def _frozen(a: Int64) -> Int64:
     v = np.ascontiguousarray(a, np.int64).view()
     v.flags.writeable = False
     return v
-
-
-class Unsorted(ValueError):
-    """Stamps that are not strictly increasing; ``columns``: their positions
-    (0 the references, then the sensors in the order given)."""
-
-    def __init__(self, columns: list[int]) -> None:
-        super().__init__(f"columns {columns} are not strictly increasing")
-        self.columns = columns
 
 
 def nearest_groups(

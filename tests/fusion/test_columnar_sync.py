@@ -19,7 +19,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fusion import ApproximateTime, ExactTime, Frame, FrameGroup, Nearest
-from fusion.policies.columnar import GroupColumns, admitted, group_columns
+from fusion.policies import _nearest_native as native
+from fusion.policies import columnar
+from fusion.policies.columnar import Engine, GroupColumns, admitted, group_columns
 
 SENSORS = ["ref", "cam", "imu"]
 Key = tuple[int, tuple[tuple[str, Any], ...], frozenset[str]]
@@ -262,17 +264,38 @@ def test_approximate_time_has_no_columnar_form() -> None:
         group_columns(ApproximateTime(SENSORS), {})
 
 
-@pytest.mark.parametrize("compiled", [False, True])
+# The two compiled forms of Nearest: C (built here by the system compiler) and numba.
+KERNELS = ("native", "numba")
+
+
+def compiled_by(engine: Engine, pol: Nearest, stamps: dict[str, np.ndarray]) -> GroupColumns:
+    """``group_columns`` as ``compiled=True`` computes it, by the kernel named."""
+    if engine == "native":
+        assert native.load(), native.failure()
+    cols = {s: np.asarray(stamps.get(s, np.empty(0, np.int64)), np.int64) for s in pol.sensors}
+    return columnar._nearest_compiled(pol, cols, engine)
+
+
+@pytest.mark.parametrize("engine", ["numpy", *KERNELS])
 @pytest.mark.parametrize("at", [1, 4095, 4096, 4097, 9999])
-def test_unsorted_stamps_are_refused(compiled: bool, at: int) -> None:
-    """Wherever the first stamp not after its predecessor is (the kernel checks in blocks)."""
+def test_unsorted_stamps_are_refused(engine: Engine, at: int) -> None:
+    """Wherever the first stamp not after its predecessor is (the kernels check in blocks)."""
     t = np.arange(10_000, dtype=np.int64)
     t[at] = t[at - 1]
     pol = Nearest("ref", ["ref", "cam"], 5)
+    stamps = {"ref": np.arange(3), "cam": t}
+
+    def run() -> GroupColumns:
+        if engine == "numpy":
+            return group_columns(pol, stamps, compiled=False)
+        return compiled_by(engine, pol, stamps)
+
     with pytest.raises(ValueError, match="stamps of 'cam' are not strictly increasing"):
-        group_columns(pol, {"ref": np.arange(3), "cam": t}, compiled=compiled)
+        run()
     with pytest.raises(ValueError, match="stamps of 'cam' are not strictly increasing"):
-        group_columns(ExactTime(["cam"]), {"cam": np.array([2, 1], np.int64)}, compiled=compiled)
+        group_columns(
+            ExactTime(["cam"]), {"cam": np.array([2, 1], np.int64)}, compiled=engine != "numpy"
+        )
 
 
 def test_admitted_drops_what_push_drops_as_out_of_order() -> None:
@@ -326,9 +349,9 @@ def test_the_merge_kernel_gives_the_numpy_columns(
     for s, values in per.items():
         t = np.array(values, np.int64)
         stamps[s] = t[admitted(t)]
-    same_columns(
-        group_columns(pol, stamps, compiled=False), group_columns(pol, stamps, compiled=True)
-    )
+    numpy_form = group_columns(pol, stamps, compiled=False)
+    for engine in KERNELS:
+        same_columns(numpy_form, compiled_by(engine, pol, stamps))
 
 
 def test_a_dense_sensor_beside_a_sparse_reference() -> None:
@@ -344,9 +367,9 @@ def test_a_dense_sensor_beside_a_sparse_reference() -> None:
         Nearest("ref", ["ref", "fast"], 60_000),  # wider than half the reference period
     ):
         stamps = {"ref": ref, "fast": fast}
-        same_columns(
-            group_columns(pol, stamps, compiled=False), group_columns(pol, stamps, compiled=True)
-        )
+        numpy_form = group_columns(pol, stamps, compiled=False)
+        for engine in KERNELS:
+            same_columns(numpy_form, compiled_by(engine, pol, stamps))
 
 
 def test_small_inputs_do_not_load_numba() -> None:
