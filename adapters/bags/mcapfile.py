@@ -528,6 +528,8 @@ class McapFile:
         """The messages of one segment, in file order (``channels``: ids wanted, all if None)."""
         if not seg.chunk:
             body = self._record_at(seg.offset, OP_MESSAGE)
+            if len(body.buf) < _MSG.size:
+                raise McapFormatError(f"the Message at byte {seg.offset} has {len(body.buf)} bytes")
             return [m for m in [_message(body.buf)] if channels is None or m.channel_id in channels]
         out = []
         where = f"chunk at byte {seg.offset}"
