@@ -94,7 +94,7 @@ class BatchSizer:
         latency_budget: int | None = None,
         samples: int = 4,
         window: int = 8,
-        drift: float = 0.3,
+        drift: float = 0.5,
         period: int = 30_000_000_000,
     ) -> None:
         if max_batch < 1:
@@ -126,7 +126,8 @@ class BatchSizer:
         self._step_seen = 0  # batches of any size, in this step
         self._reference = 0.0  # the chosen size's estimate when it was chosen
         self._since = 0  # processing ns recorded since the search ended
-        self._recent: deque[float] = deque(maxlen=samples)  # the chosen size, exploiting
+        self._fitted = True  # the chosen size fitted the latency budget when chosen
+        self._recent: deque[float] = deque(maxlen=window)  # the chosen size, exploiting
         if max_batch > 1:
             self._start("start")
 
@@ -219,6 +220,7 @@ class BatchSizer:
 
     def _settle(self, size: int, reason: str) -> None:
         self._phase = "exploit"
+        self._fitted = self._fits(size)  # if not, nothing did: no new search for the budget
         self._limit = size
         self._reason = reason
         self._reference = self.estimate(size) or 0.0
@@ -260,7 +262,7 @@ class BatchSizer:
                     self._start("drift")
                     return
                 budget = self.latency_budget
-                if budget is not None and size > 1 and now * size > budget:
+                if budget is not None and self._fitted and now * size > budget:
                     self._start("budget")
                     return
         if self._since >= self.period:

@@ -67,8 +67,9 @@ class StreamSettings:
     latency_budget: int | None = None
     deadline: int | None = None
     window: int | None = None
-    adaptive: bool = True
-    """Measure which batch size runs fastest and cap batches at it (:class:`BatchSizer`)."""
+    sizer: BatchSizer | None = None
+    """Caps batches at the size measured to run fastest (``None``: ``max_batch``); the
+    worker keeps one across its streams, so a later stream starts from what it found."""
 
 
 @dataclass(slots=True)
@@ -112,16 +113,13 @@ class StreamRun:
         self.slots = replicas + 1
         max_batch = settings.max_batch
         self.window = settings.window or max(2 * max_batch * (self.slots + 1), 16)
-        adaptive = settings.adaptive and (max_batch > 1 or settings.latency_budget is not None)
         self.batcher: DynamicBatcher[tuple[int, Any]] = DynamicBatcher(
             max_batch,
             settings.max_delay,
             preferred_sizes=settings.preferred_batch_sizes,
             capacity=max(max_batch, self.window // 2),
             latency_budget=settings.latency_budget,
-            sizer=BatchSizer(max_batch, latency_budget=settings.latency_budget)
-            if adaptive
-            else None,
+            sizer=settings.sizer,
         )
         self.reorder: ReorderBuffer[_Done] = ReorderBuffer(self.window)
         self.lanes = Lanes(runner, replicas, self.clock)

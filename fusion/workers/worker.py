@@ -20,6 +20,7 @@ without sleeping; model work marks the clock busy, so it takes no virtual time.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any
@@ -34,7 +35,15 @@ from fusion.workers.execution import ModelRunner, Postprocess, Preprocess
 from fusion.workers.gate import ChangeGate
 from fusion.workers.preprocess import fuse_resize
 from fusion.workers.results import WorkerCounters, WorkerResult, WorkerStatistics
-from fusion.workers.sessions import ModelSession, ModelSource, ProviderFailure, default_threads
+from fusion.workers.sessions import (
+    ModelSession,
+    ModelSource,
+    ProviderFailure,
+    cpu_layout,
+    default_threads,
+    runs_on_cpu,
+)
+from fusion.workers.sizing import BatchSizer
 from fusion.workers.stream import StreamRun, StreamSettings
 
 # Defaults per device. On a CPU batching buys little (the cores are busy
@@ -70,6 +79,11 @@ class BatchWorker:
     ``reserve_threads`` (cores to leave to other busy threads), split among
     the replicas. Threads never spin, so a light decode thread shares a core
     with them cheaply: reserving a whole core for it left one of two idle.
+    ``replicas`` defaults to 1, except on the CPU with ``threads`` not given:
+    then two replicas split the cores when there are two or more
+    (:func:`~fusion.workers.sessions.cpu_layout`), which costs less CPU per
+    item than one session across every core; :attr:`replicas` and
+    :attr:`threads` hold the layout once started.
     ``warmup`` is True (zeros of the model's input shapes at batch 1 and
     ``max_batch``), False, or sample items to preprocess and run.
     """
@@ -83,7 +97,7 @@ class BatchWorker:
         max_batch: int | None = None,
         max_delay: int | None = None,
         providers: str | Sequence[str] = "auto",
-        replicas: int = 1,
+        replicas: int | None = None,
         threads: int | None = None,
         reserve_threads: int = 0,
         preferred_batch_sizes: Iterable[int] = (),
@@ -95,7 +109,7 @@ class BatchWorker:
         max_restarts: int = 3,
         provider_options: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
-        if replicas < 1:
+        if replicas is not None and replicas < 1:
             raise ConfigError(f"replicas must be >= 1, got {replicas}")
         if max_batch is not None and max_batch < 1:
             raise ConfigError(f"max_batch must be >= 1, got {max_batch}")
@@ -111,9 +125,12 @@ class BatchWorker:
         self._max_batch_arg = max_batch
         self._max_delay_arg = max_delay
         self._providers_arg = providers
-        self.replicas = replicas
+        self._replicas_arg = replicas
+        self._threads_arg = threads
+        self._reserve_threads = reserve_threads
+        self.replicas = replicas or 1
         self.threads = (
-            threads if threads is not None else default_threads(replicas, reserve_threads)
+            threads if threads is not None else default_threads(self.replicas, reserve_threads)
         )
         self.preferred_batch_sizes = tuple(preferred_batch_sizes)
         self.latency_budget = latency_budget
@@ -131,6 +148,7 @@ class BatchWorker:
         self._restarts_before = 0  # restarts counted by runners since released
         self._counters = WorkerCounters()
         self._batcher: DynamicBatcher[Any] | None = None
+        self._sizer: BatchSizer | None = None  # made at start, kept across streams
 
     # -- lifecycle ----------------------------------------------------------
 
@@ -140,6 +158,11 @@ class BatchWorker:
             await run_sync(self._start_sync)
 
     def _start_sync(self) -> None:
+        if self._replicas_arg is None and self._threads_arg is None:
+            if runs_on_cpu(self._providers_arg):
+                self.replicas, self.threads = cpu_layout(self._reserve_threads)
+            else:
+                self.replicas, self.threads = 1, default_threads(1, self._reserve_threads)
         runner = ModelRunner.load(
             self._model_source,
             providers=self._providers_arg,
@@ -159,6 +182,9 @@ class BatchWorker:
             sizes = self.preferred_batch_sizes
             raise ConfigError(f"preferred batch sizes {sizes} exceed max_batch {self.max_batch}")
         runner.warm_up(self._warmup, self.max_batch)
+        sizing = self.adaptive and (self.max_batch > 1 or self.latency_budget is not None)
+        if sizing and (self._sizer is None or self._sizer.max_batch != self.max_batch):
+            self._sizer = BatchSizer(self.max_batch, latency_budget=self.latency_budget)
         self._runner = runner
 
     async def aclose(self) -> None:
@@ -229,18 +255,23 @@ class BatchWorker:
         items: AsyncIterable[Any] | Iterable[Any] | Source,
         *,
         gate: ChangeGate | None = None,
+        resize_in_decoder: bool = True,
     ) -> AsyncIterator[WorkerResult]:
         """Run every item through the model; yield one :class:`WorkerResult` each, in order.
 
-        ``items`` may be a :class:`~fusion.Source` itself (not yet reading): then
-        the worker asks it to resize while decoding for its preprocess
-        (:func:`~fusion.workers.preprocess.fuse_resize`; the outcome is in
-        :attr:`resize_outcome`) and streams its frames. Close the generator
+        ``items`` may be a :class:`~fusion.Source` itself, or the not yet started
+        ``frames()`` of one: then the worker asks the source to resize while
+        decoding for its preprocess (:func:`~fusion.workers.preprocess.fuse_resize`;
+        the outcome is in :attr:`resize_outcome`), so the frames the results carry
+        are at the model's size. ``resize_in_decoder=False`` keeps the source's
+        full frames (the preprocess resizes them). Close the generator
         (``contextlib.aclosing``) if you stop iterating early. See
         :mod:`fusion.workers.stream` for how items flow.
         """
+        source = _source_of(items) if resize_in_decoder else None
+        if source is not None:
+            self.resize_outcome = fuse_resize([source], self._preprocess)
         if isinstance(items, Source):
-            self.resize_outcome = fuse_resize([items], self._preprocess)
             items = items.frames()
         await self.start()
         assert self._runner is not None
@@ -249,7 +280,7 @@ class BatchWorker:
             max_delay=self.max_delay,
             preferred_batch_sizes=self.preferred_batch_sizes,
             latency_budget=self.latency_budget,
-            adaptive=self.adaptive,
+            sizer=self._sizer,
             deadline=self.deadline,
             window=self._window_arg,
         )
@@ -258,3 +289,17 @@ class BatchWorker:
         async with aclosing(run.results(items)) as results:
             async for result in results:
                 yield result
+
+
+def _source_of(items: object) -> Source | None:
+    """The source of ``items``: a :class:`~fusion.Source` itself, or the source whose
+    ``frames()`` generator ``items`` is while it has not started; else ``None``.
+    (A source that is already decoding refuses the resize itself.)"""
+    if isinstance(items, Source):
+        return items
+    if not inspect.isasyncgen(items) or items.ag_running or items.ag_frame is None:
+        return None
+    if items.ag_code.co_name != "frames":
+        return None
+    owner = items.ag_frame.f_locals.get("self")
+    return owner if isinstance(owner, Source) else None

@@ -217,7 +217,7 @@ def test_after_a_change_mid_run_it_settles_again_on_the_new_best(
     best = best_size(after, max_batch, budget)
     chosen = sizer.limit
     assert budget is None or after(chosen) <= budget  # an overrun starts a new search
-    changed = abs(per_item(after, chosen) / per_item(before, chosen) - 1) > 0.3
+    changed = abs(per_item(after, chosen) / per_item(before, chosen) - 1) > sizer.drift
     if changed or sizer.statistics().explorations > first:
         # A new search ran: it found the new best (or a size within 3 %), within the budget.
         assert budget is None or after(chosen) <= budget

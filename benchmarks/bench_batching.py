@@ -1,0 +1,214 @@
+"""Dynamic batching that measures: BatchWorker against every fixed batch size, same run.
+
+For each model, on the CPU provider with the worker's thread default:
+
+* **fixed**: a plain loop over pre-made items, ``np.stack`` of ``b`` items then
+  ``session.run`` (the same session options the worker uses), for every
+  ``b`` in 1..``max_batch``; items per second of wall time and process CPU;
+* **worker**: ``BatchWorker(model, max_batch=..., providers="cpu")`` (adaptive
+  sizing, the default) streaming the same items from a list; one worker for
+  the whole run, so its first stream holds the search (reported apart, as
+  "first stream") and the later ones use what it found (it searches again
+  on drift or after its period); the size it chose and its per-size
+  estimates after each stream;
+* **worker, cap b**: the same with ``adaptive=False, max_batch=b`` for the
+  powers of two ``b`` up to ``max_batch`` (cap ``max_batch`` is what the worker
+  did before: batches of ``max_batch`` whenever that many are queued). The
+  best of these is the most the sizer could find inside the worker; the gap
+  from it to the best fixed loop is the worker's own plumbing (threads, event
+  loop, ordering).
+
+Models: ``tiny_cnn(224)`` (batch 1 was fastest on this CPU) and ``mid_cnn(224)``
+(0.3 GMAC; batching helps a little) by default; ``scale_model(N)`` (a
+one-matmul model whose cost per batch is mostly overhead: batching pays) with
+``--models scale``. Rounds interleave everything; each figure is the best of
+``--repeat`` rounds; the load average is printed before and after each model.
+The goal: the worker at least 0.95x the best fixed size.
+
+    .venv/bin/python benchmarks/bench_batching.py [--repeat 3] [--seconds 1.5] [--max-batch 16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import numpy as np
+import onnxruntime as ort
+from rich.console import Console
+from rich.table import Table
+
+from fusion import Frame
+from fusion.workers import BatchWorker
+from fusion.workers.models import mid_cnn, scale_model, tiny_cnn
+from fusion.workers.sessions import default_threads, session_options
+
+MODELS: dict[str, tuple[Callable[[], bytes], tuple[int, ...]]] = {
+    "tiny_cnn": (lambda: tiny_cnn(224), (3, 224, 224)),
+    "mid_cnn": (lambda: mid_cnn(224), (3, 224, 224)),
+    "scale": (lambda: scale_model(features=256), (256,)),
+}
+
+
+def clock() -> tuple[float, float]:
+    return time.perf_counter(), time.process_time()
+
+
+def items(shape: tuple[int, ...], n: int) -> list[Frame]:
+    pool = np.random.default_rng(0).random((16, *shape), dtype=np.float32)
+    return [Frame("cam", i, i * 1_000_000, pool[i % len(pool)]) for i in range(n)]
+
+
+def fixed(session: ort.InferenceSession, frames: list[Frame], batch: int) -> tuple[float, float]:
+    """Wall and CPU seconds of a plain loop: stack ``batch`` items, run, keep the outputs."""
+    name = session.get_inputs()[0].name
+    outputs = []
+    w0, c0 = clock()
+    for i in range(0, len(frames), batch):
+        x = np.stack([f.data for f in frames[i : i + batch]])
+        outputs.extend(session.run(None, {name: x})[0])
+    w1, c1 = clock()
+    assert len(outputs) == len(frames)
+    return w1 - w0, c1 - c0
+
+
+async def stream_all(worker: BatchWorker, frames: list[Frame]) -> tuple[float, float]:
+    """Wall and CPU seconds of one ``worker.stream`` over ``frames``, every result checked."""
+    w0, c0 = clock()
+    n = 0
+    async for r in worker.stream(frames):
+        assert r.error is None
+        n += 1
+    w1, c1 = clock()
+    assert n == len(frames)
+    return w1 - w0, c1 - c0
+
+
+def bench_model(name: str, args: argparse.Namespace, console: Console) -> dict[str, Any]:
+    return anyio.run(_bench_model, name, args, console)
+
+
+async def _bench_model(name: str, args: argparse.Namespace, console: Console) -> dict[str, Any]:
+    build, shape = MODELS[name]
+    model = build()
+    threads = default_threads()
+    session = ort.InferenceSession(
+        model, session_options(threads), providers=["CPUExecutionProvider"]
+    )
+    probe = items(shape, 16)
+    for b in (1, args.max_batch):
+        fixed(session, probe, b)  # warm-up: first runs of a shape allocate
+    w, _ = fixed(session, probe, 1)
+    n = max(args.min_items, int(args.seconds * 16 / w))  # about --seconds at batch 1
+    n -= n % args.max_batch
+    frames = items(shape, n)
+    sizes = list(range(1, args.max_batch + 1))
+    caps = sorted({1 << k for k in range(args.max_batch.bit_length())} | {args.max_batch})
+    caps = [b for b in caps if b <= args.max_batch]
+    # One worker of each kind for the whole run: the adaptive one searches in its first
+    # stream and keeps what it found for the next ones (again on drift or period).
+    adaptive = BatchWorker(model, providers="cpu", max_batch=args.max_batch)
+    capped = {b: BatchWorker(model, providers="cpu", max_batch=b, adaptive=False) for b in caps}
+    for worker in (adaptive, *capped.values()):
+        await worker.start()  # loading and warm-up are not the stream's work
+    best: dict[str, tuple[float, float]] = {}
+    chosen: list[Any] = []
+    load_before = os.getloadavg()
+
+    def keep(key: str, wall: float, cpu: float) -> None:
+        old = best.get(key, (float("inf"), float("inf")))
+        best[key] = (min(old[0], wall), min(old[1], cpu))
+
+    for round_ in range(args.repeat):
+        wall, cpu = await stream_all(adaptive, frames)
+        keep("worker, first stream" if round_ == 0 else "worker", wall, cpu)
+        sizing = adaptive.statistics().batcher
+        chosen.append(sizing.sizing if sizing is not None else None)
+        for b in sizes:
+            keep(f"fixed {b}", *fixed(session, frames, b))
+        for b, worker in capped.items():
+            keep(f"worker, cap {b}", *await stream_all(worker, frames))
+    load_after = os.getloadavg()
+
+    table = Table(
+        title=f"{name}: {n} items per run, {threads} intra-op threads, best of {args.repeat} rounds"
+    )
+    for col in ("variant", "items/s", "CPU ms/item", "vs best fixed"):
+        table.add_column(col, justify="right" if col != "variant" else "left")
+    rates = {k: per_item_rate(n, w) for k, (w, _) in best.items()}
+    best_fixed = max((k for k in rates if k.startswith("fixed")), key=rates.__getitem__)
+    keys = [
+        *(f"fixed {b}" for b in sizes),
+        "worker, first stream",
+        "worker",
+        *(f"worker, cap {b}" for b in caps),
+    ]
+    for key in keys:
+        if key not in best:
+            continue
+        wall, cpu = best[key]
+        mark = " (best fixed)" if key == best_fixed else ""
+        table.add_row(
+            key + mark,
+            f"{rates[key]:,.0f}",
+            f"{cpu / n * 1e3:.3f}",
+            f"{rates[key] / rates[best_fixed]:.2f}x",
+        )
+    console.print(table)
+    console.print(f"load average before {load_before}, after {load_after}")
+    for i, sizing in enumerate(chosen):
+        if sizing is None:
+            continue
+        est = ", ".join(f"{s}: {ns / 1e3:.0f}" for s, ns in sizing.per_item_ns.items())
+        console.print(
+            f"  after stream {i + 1}: cap {sizing.limit} ({sizing.phase}: {sizing.reason}; "
+            f"searches {sizing.explorations}, last started by {sizing.last_trigger}); "
+            f"us/item per size {{{est}}}"
+        )
+    console.print(f"  batches the adaptive worker ran: {adaptive.statistics().batch_sizes}")
+    steady = "worker" if "worker" in rates else "worker, first stream"
+    best_cap = max((f"worker, cap {b}" for b in caps), key=rates.__getitem__)
+    return {
+        "model": name,
+        "best_fixed": best_fixed,
+        "ratio": rates[steady] / rates[best_fixed],
+        "first": rates["worker, first stream"] / rates[best_fixed],
+        "ratio_cpu": (best[best_fixed][1] / best[steady][1]),
+        "best_cap": best_cap,
+        "vs_cap": rates[steady] / rates[best_cap],
+        "before": rates[f"worker, cap {args.max_batch}"] / rates[best_fixed],
+    }
+
+
+def per_item_rate(n: int, wall: float) -> float:
+    return n / wall if wall > 0 else 0.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--models", default="tiny_cnn,mid_cnn", help=f"of {sorted(MODELS)}")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=1.5, help="about this long per run")
+    parser.add_argument("--max-batch", type=int, default=16)
+    parser.add_argument("--min-items", type=int, default=256, help="at least this many per run")
+    args = parser.parse_args()
+    console = Console(width=200)
+    console.print(f"cores: {os.cpu_count()}, onnxruntime {ort.__version__}")
+    rows = [bench_model(m, args, console) for m in args.models.split(",")]
+    for r in rows:
+        console.print(
+            f"{r['model']}: worker {r['ratio']:.2f}x the best fixed loop ({r['best_fixed']}) "
+            f"(first stream, search included: {r['first']:.2f}x), "
+            f"CPU {r['ratio_cpu']:.2f}x; {r['vs_cap']:.2f}x its own best cap ({r['best_cap']}); "
+            f"before (cap {args.max_batch}, not adaptive) {r['before']:.2f}x the best fixed loop"
+        )
+
+
+if __name__ == "__main__":
+    main()
