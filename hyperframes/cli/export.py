@@ -14,6 +14,8 @@ Examples::
     hyperframes export s.hfr -o s.mcap --sensors cam lidar --start 10 --end 20
     hyperframes export s.hfr -o sweeps/ --to pcd --sensors lidar
     hyperframes export s.hfr -o s.rrd --view rerun          # viewer if running, else s.rrd
+    hyperframes export s.hfr -o tables/ --to parquet        # a .parquet per CAN/series/radar sensor
+    hyperframes export s.hfr -o sig.parquet --sensors can.ExampleMessage   # one sensor, one file
     hyperframes export s.hfr -o s.mcap --type imu=sensor_msgs/msg/Imu
 
 Time series whose fields fit a standard message go out as it (ax..gz:
@@ -64,10 +66,11 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--to",
-        choices=("mcap", "mp4", "mkv", "wav", "pcd"),
+        choices=("mcap", "mp4", "mkv", "wav", "pcd", "parquet"),
         default="mcap",
         help="mcap (default); mp4 or mkv for one camera sensor (and one audio sensor beside "
-        "it); wav for audio sensors (a file each); pcd for point-cloud sweeps",
+        "it); wav for audio sensors (a file each); pcd for point-cloud sweeps; parquet for "
+        "time-series, CAN and radar tables (a file per sensor; the default for -o *.parquet)",
     )
     p.add_argument("--view", choices=("rerun",), help="log groups to Rerun instead of a file")
     p.add_argument(
@@ -120,6 +123,8 @@ def run(args: argparse.Namespace) -> int:
 
     console = console_for(args)
     sensors = args.sensors or None
+    if args.to == "mcap" and Path(args.output).suffix.lower() == ".parquet":
+        args.to = "parquet"  # -o x.parquet: a table, not an MCAP
     target: Target = "rerun" if args.view == "rerun" else args.to
     if args.to == "mcap" and args.view is None:
         target = args.profile

@@ -33,7 +33,7 @@ from recordings.export.kinds import is_internal
 from recordings.export.media import export_mp4, export_pcd, remux_mp4, write_pcd
 from recordings.reader import open_recording
 
-Target = Literal["ros2", "ros1", "foxglove", "mp4", "mkv", "wav", "pcd", "rerun"]
+Target = Literal["ros2", "ros1", "foxglove", "mp4", "mkv", "wav", "pcd", "rerun", "parquet"]
 
 __all__ = [
     "GROUP_TOPIC",
@@ -118,9 +118,10 @@ def export_recording(
     ``to``: ``"ros2"`` or ``"foxglove"`` (an MCAP file; ``"ros2"`` writes a bag
     directory when ``out`` has no ``.mcap`` suffix), ``"ros1"`` (a ROS 1 ``.bag``
     file, :mod:`recordings.export.ros1`), ``"mp4"`` (one camera
-    sensor), ``"pcd"`` (a folder of sweeps) or ``"rerun"`` (an ``.rrd`` file,
-    or a running viewer). ``sensors``/``start``/``end`` select frames (``t``,
-    ns, half-open). ``groups`` re-forms sync groups for the MCAP and Rerun
+    sensor), ``"pcd"`` (a folder of sweeps), ``"rerun"`` (an ``.rrd`` file,
+    or a running viewer) or ``"parquet"`` (a table per time-series, CAN or
+    radar sensor: :mod:`recordings.export.parquet`). ``sensors``/``start``/``end``
+    select frames (``t``, ns, half-open). ``groups`` re-forms sync groups for the MCAP and Rerun
     targets: ``"approximate"``, ``"exact"``, ``"nearest:REF[:TOL_MS]"`` or
     ``"none"`` (see :func:`make_policy`). A sensor recorded as encoded video
     goes to MP4 by copying its packets; ``reencode=True`` decodes and encodes
@@ -259,6 +260,14 @@ def _export(
         elif to == "wav":
             picked = names if sensors is not None else [n for n in names if kinds[n] == "audio"]
             _export_wav(log, picked, kinds, out, start, end, counted, report)
+        elif to == "parquet":
+            from recordings.export.parquet import export_parquet, pick_tables
+
+            names[:], single = pick_tables(names, kinds, sensors is not None, out)
+            tables = export_parquet(counted(frames()), out, specs, single=single)
+            report.written.update(tables.rows)
+            report.exported.update(tables.frames)
+            report.skipped.update(tables.skipped)
         elif to == "pcd":
             for name in names:
                 n, skipped = export_pcd(counted(log.frames([name], start, end)), out)
