@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from fusion.errors import UsageError
+
 log = logging.getLogger("fusion.policies")
 
 Int64 = np.ndarray[Any, np.dtype[np.int64]]
@@ -192,12 +194,12 @@ def nearest_groups(
 ) -> tuple[Int64, Int64, list[Int64], list[tuple[Int64, Int64]]]:
     """:func:`fusion.policies.nearest_kernel.nearest_groups`, computed by the C library.
 
-    Call :func:`load` first (``RuntimeError`` if it is not loaded). Raises
+    Call :func:`load` first (:class:`~fusion.errors.UsageError` if it is not loaded). Raises
     :class:`Unsorted` for columns that are not strictly increasing.
     """
     fn = _function
     if fn is None:
-        raise RuntimeError("the C merge kernel is not loaded: call load() first")
+        raise UsageError("the C merge kernel is not loaded: call load() first")
     refs = _c(refs)
     m = len(refs)
     n_m, n_w = len(matched), len(windows)
