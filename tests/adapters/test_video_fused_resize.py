@@ -14,6 +14,7 @@ tests/fusion/test_resize.py). Tolerance, per RGB channel in grey levels:
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import anyio
 import numpy as np
@@ -153,10 +154,52 @@ async def test_worker_stream_of_a_source_moves_the_resize_into_its_decoder(
     async with VideoSource(clip, name="cam", threads=1) as source:
         assert await stream_shapes(worker, source) == [(32, 32, 3)] * 6
     assert worker.resize_outcome == {"cam": "32x32 area in the source's decoder"}
-    # Its frames, not the source: the preprocess resizes the full frames itself.
+    # Its frames, not yet started, are the source's too: the same wiring.
     plain = BatchWorker(
         tiny_cnn(32), preprocess=ImagePreprocess((32, 32)), providers="cpu", max_batch=4, threads=1
     )
     async with VideoSource(clip, name="cam", threads=1) as source:
-        assert await stream_shapes(plain, source.frames()) == [(120, 160, 3)] * 6
-    assert plain.resize_outcome == {}
+        assert await stream_shapes(plain, source.frames()) == [(32, 32, 3)] * 6
+    assert plain.resize_outcome == {"cam": "32x32 area in the source's decoder"}
+    # resize_in_decoder=False keeps the full frames: the preprocess resizes them.
+    full = BatchWorker(
+        tiny_cnn(32), preprocess=ImagePreprocess((32, 32)), providers="cpu", max_batch=4, threads=1
+    )
+    async with VideoSource(clip, name="cam", threads=1) as source:
+        shapes: list[tuple[int, ...]] = []
+        async for result in full.stream(source.frames(), resize_in_decoder=False):
+            assert result.ok, result.error
+            shapes.append(result.item.data.shape)
+        assert shapes == [(120, 160, 3)] * 6
+    assert full.resize_outcome == {}
+
+
+async def test_frames_already_started_keep_their_size(tmp_path: Path) -> None:
+    """A frames() generator that has started decoding cannot change its size: the source
+    refuses, the worker says why, and the preprocess resizes the full frames."""
+    clip = tmp_path / "clip.mp4"
+    write_video(clip, [i * 33 for i in range(6)], size=(160, 120))
+    worker = BatchWorker(
+        tiny_cnn(32), preprocess=ImagePreprocess((32, 32)), providers="cpu", max_batch=4, threads=1
+    )
+    async with VideoSource(clip, name="cam", threads=1) as source:
+        frames = source.frames()
+        first = await frames.__anext__()
+
+        async def rest() -> Any:
+            yield first
+            async for frame in frames:
+                yield frame
+
+        assert await stream_shapes(worker, rest()) == [(120, 160, 3)] * 6
+        await frames.aclose()  # type: ignore[attr-defined]
+    assert worker.resize_outcome == {}
+    # The started generator itself: the source is decoding, so it says no.
+    again = BatchWorker(
+        tiny_cnn(32), preprocess=ImagePreprocess((32, 32)), providers="cpu", max_batch=4, threads=1
+    )
+    async with VideoSource(clip, name="cam", threads=1) as source:
+        frames = source.frames()
+        await frames.__anext__()
+        assert await stream_shapes(again, frames) == [(120, 160, 3)] * 5
+    assert again.resize_outcome == {"cam": "in the preprocess (the source is already decoding)"}

@@ -218,6 +218,47 @@ class TestLifecycle:
         assert 0 < stats.service_p50 <= stats.service_p99
 
 
+class TestThreadLayout:
+    """On the CPU with neither replicas nor threads given: two replicas split the cores."""
+
+    @pytest.mark.parametrize(
+        ("cores", "reserve", "layout"),
+        [(1, 0, (1, 1)), (2, 0, (2, 1)), (3, 0, (2, 1)), (8, 0, (2, 4)), (3, 1, (2, 1))],
+    )
+    async def test_the_cpu_default_is_two_replicas_over_the_free_cores(
+        self, monkeypatch: pytest.MonkeyPatch, cores: int, reserve: int, layout: tuple[int, int]
+    ) -> None:
+        monkeypatch.setattr(sessions_module, "free_cores", lambda: cores)
+        worker = BatchWorker(scale_model(), providers="cpu", max_batch=4, reserve_threads=reserve)
+        results = await collect(worker, frames(20))
+        assert (worker.replicas, worker.threads) == layout
+        assert len(worker._sessions) == layout[0]
+        assert [r.index for r in results] == list(range(20))
+        assert [float(r.value[0]) for r in results] == [2.0 * i for i in range(20)]
+        stats = worker.statistics()
+        assert (stats.replicas, stats.threads) == layout
+
+    async def test_given_replicas_or_threads_are_kept(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setattr(sessions_module, "free_cores", lambda: 4)
+        one = BatchWorker(scale_model(), providers="cpu", threads=3)
+        three = BatchWorker(scale_model(), providers="cpu", replicas=3)
+        await one.start()
+        await three.start()
+        assert (one.replicas, one.threads) == (1, 3)
+        assert (three.replicas, three.threads) == (3, 1)
+
+    def test_a_gpu_provider_that_cannot_load_is_a_cpu_layout(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setattr(sessions_module, "probe_provider", lambda p: "no driver")
+        assert sessions_module.runs_on_cpu("auto")
+        monkeypatch.setattr(sessions_module, "probe_provider", lambda p: None)
+        assert not sessions_module.runs_on_cpu("auto")
+        assert sessions_module.runs_on_cpu("cpu")
+
+
 class TestVirtualTime:
     async def test_no_item_waits_longer_than_max_delay_and_batches_stay_within_max_batch(
         self,
