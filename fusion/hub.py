@@ -36,12 +36,25 @@ alignment, overflow policy); per burst the event loop is entered once, not
 once per frame (a 1 kHz sensor). A deadline resolves after a pump's batch, and
 a frame taken into a batch guards the deadline until it is pushed.
 
+Files merged by time. With ``merge=True`` (a :class:`~fusion.Pipeline` sets it
+when every source reads a file: :attr:`~fusion.Source.from_file`) one task
+replaces the pumps: it holds the next frames of every source and hands the
+policy the oldest of them, refilling a source's frames whenever they run out,
+so the policy sees every sensor's frames in one time order however far one
+source's decoding runs ahead of another's (a clip's audio decodes far ahead of
+its pictures). A source ahead waits, by its channel's backpressure, for the
+others' watermarks; a source that ends is drained and no longer waited for.
+There is no ``max_latency`` deadline then (nothing is late in a file): the
+groups are those the stamps give, complete and the same at any speed. Equal
+times go in the sources' order; a source's own frames keep its order.
+
 When every source has ended, the hub drains the policy and closes its output.
 Cancelling the hub cancels the sources, closes them and the output.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from bisect import bisect_left
 from collections import deque
@@ -163,7 +176,9 @@ class SyncHub:
     ``tap`` is awaited with every frame after alignment, before the policy sees
     it (a recorder's ``send``): it records what arrived, matched or not.
     ``tap_batch`` instead takes each batch of aligned frames as one list (a
-    recorder's ``send_many``), before the policy sees any of them.
+    recorder's ``send_many``), before the policy sees any of them. ``merge=True``
+    merges the sources' frames by time before the policy (sources that read files:
+    see the module doc); ``max_latency`` is then not used.
     """
 
     def __init__(
@@ -176,6 +191,7 @@ class SyncHub:
         output_capacity: int = 64,
         tap: Callable[[Frame], Awaitable[None]] | None = None,
         tap_batch: Callable[[list[Frame]], Awaitable[None]] | None = None,
+        merge: bool = False,
     ) -> None:
         if max_latency is not None and max_latency <= 0:
             raise ConfigError(f"max_latency must be > 0 ns or None, got {max_latency}")
@@ -205,6 +221,8 @@ class SyncHub:
         self._tap_batch = tap_batch
         self._sources_scope: anyio.CancelScope | None = None
         self._stopping = False
+        self.merge = merge
+        """Frames merged by time across sources, no deadline (files; see the module doc)."""
 
     # -- running ---------------------------------------------------------------------
 
@@ -230,16 +248,22 @@ class SyncHub:
         self, sources: Sequence[Source], clock: Clock, task_status: TaskStatus[None]
     ) -> None:
         async with anyio.create_task_group() as outer:
-            if self.max_latency is not None:
+            if self.max_latency is not None and not self.merge:
                 outer.start_soon(self._run_deadlines, clock, self.max_latency)
             async with anyio.create_task_group() as tg, anyio.create_task_group() as producers:
                 self._sources_scope = producers.cancel_scope
                 if self._stopping:
                     producers.cancel_scope.cancel()
+                inputs: list[tuple[ChannelReceiver[Frame], deque[Frame]]] = []
                 for source in sources:
                     send, receive, queued = self._open_source_channel(source)
                     producers.start_soon(self._produce, source, send, queued)
-                    tg.start_soon(self._pump, receive, clock, queued)
+                    if self.merge:
+                        inputs.append((receive, queued))
+                    else:
+                        tg.start_soon(self._pump, receive, clock, queued)
+                if self.merge:
+                    tg.start_soon(self._merge, inputs, clock)
                 task_status.started()
             async with self._emit_lock:
                 await self._send_all(self.policy.drain(), None, clock)
@@ -403,6 +427,89 @@ class SyncHub:
                         await self._send_all(groups, now, clock)
                 if self._deadline_target > self._deadline_applied:
                     await self._apply_deadline(clock)
+
+    def _align(self, batch: list[Frame], now: int) -> None:
+        """Each frame's clock model (``observe``, ``align``) and its sensor's counters."""
+        sensors = self._sensors
+        for frame in batch:
+            state = sensors.get(frame.sensor)
+            if state is None:
+                state = sensors[frame.sensor] = _SensorState(None)
+            state.frames_in += 1
+            model = state.model
+            if frame.meta and frame.meta.get("segment_start"):
+                state.segments += 1
+                restart = getattr(model, "restart", None)
+                if restart is not None:
+                    restart()
+            if model is not None:
+                if frame.t_arrival is not None:
+                    model.observe(frame.t_sensor, frame.t_arrival)
+                frame.t = model.align(frame.t_sensor)
+            state.last_t = frame.t
+            state.last_received = now
+
+    async def _merge(
+        self, inputs: list[tuple[ChannelReceiver[Frame], deque[Frame]]], clock: Clock
+    ) -> None:
+        """The sources' frames to the policy in one time order (``merge=True``).
+
+        Every source still running must have a frame waiting before the oldest
+        waiting frame goes on: a source with none is waited for (the others' channels
+        fill and hold their sources back), a source that ended is no longer waited for.
+        """
+        heads: list[deque[Frame]] = [deque() for _ in inputs]
+        running = list(range(len(inputs)))
+        with contextlib.ExitStack() as stack:
+            for receive, _ in inputs:
+                stack.enter_context(receive)
+            while True:
+                for i in list(running):
+                    if heads[i]:
+                        continue
+                    try:
+                        batch = await inputs[i][0].receive_batch(_PUMP_BATCH)
+                    except anyio.EndOfStream:
+                        running.remove(i)
+                        continue
+                    self._align(batch, clock.now())
+                    heads[i].extend(batch)
+                out: list[Frame] = []
+                # the oldest waiting frame, while every running source has one waiting
+                while True:
+                    waiting = [i for i, head in enumerate(heads) if head]
+                    if not waiting or any(not heads[i] for i in running):
+                        break
+                    first = min(waiting, key=lambda i: heads[i][0].t)  # ties: source order
+                    out.append(heads[first].popleft())
+                    queued = inputs[first][1]
+                    if queued:  # taken for the policy: no longer in its channel
+                        queued.popleft()
+                if out:
+                    await self._push_merged(out, clock)
+                elif not running:
+                    return
+
+    async def _push_merged(self, batch: list[Frame], clock: Clock) -> None:
+        """A merged batch: the taps, then the policy, its groups sent in order."""
+        self._frames_in += len(batch)
+        if self._tap_batch is not None:
+            await self._tap_batch(batch)
+        elif self._tap is not None:
+            for frame in batch:
+                await self._tap(frame)
+        now = clock.now()
+        groups: list[FrameGroup] = []
+        push = self.policy.push
+        for frame in batch:
+            made = push(frame)
+            if made:
+                groups += made
+        if groups:
+            async with self._emit_lock:
+                await self._send_all(groups, now, clock)
+        else:
+            await anyio.lowlevel.checkpoint()
 
     async def _run_deadlines(self, clock: Clock, max_latency: int) -> None:
         received = self._received

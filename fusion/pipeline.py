@@ -155,6 +155,10 @@ class _StageState:
 class Pipeline:
     """Sources -> hub -> stages -> workers -> sinks, bounded, in one task group (contract).
 
+    ``merge`` (default: when every source reads a file, :attr:`Source.from_file`)
+    hands the policy the sources' frames merged by time, with no ``max_latency``
+    deadline: the groups the stamps give, at any speed (:mod:`fusion.hub`).
+
     A camera read by exactly one image model (``ImagePreprocess`` /
     ``group_input(..., "image")``) is asked to resize in its decoder when
     nothing else sees its pixels first (see :attr:`resize_plan`;
@@ -175,10 +179,13 @@ class Pipeline:
         clock: Clock | None = None,
         capacity: int = 16,
         resize_in_decoder: bool = True,
+        merge: bool | None = None,
     ) -> None:
         if not sources:
             raise ConfigError("a Pipeline needs at least one source")
         self.sources = list(sources)
+        if merge is None:  # files are merged by time: nothing in them is late
+            merge = all(source.from_file for source in self.sources)
         self.recorder = recorder
         self._frame_taps: list[Callable[[Frame], None]] = []
         for sink in sinks:
@@ -191,6 +198,7 @@ class Pipeline:
             clock=clock,
             output_capacity=capacity,
             tap_batch=self._tap_batch,
+            merge=merge,
         )
         self.recording_paused = False
         """While True the recorder skips frames (counted in ``frames_not_recorded``)."""

@@ -190,6 +190,15 @@ class Source(ABC):
         """
         return f"{type(self).__name__} does not resize while decoding"
 
+    @property
+    def from_file(self) -> bool:
+        """True when the source reads a file (a video or audio file, a capture, a log, a
+        recording): its frames are all there, so waiting for them loses nothing. A
+        :class:`~fusion.Pipeline` whose sources all read files merges them by time
+        instead of resolving groups by a wall-clock deadline (see :mod:`fusion.hub`).
+        False (the default) for live sources and any source that does not say."""
+        return False
+
     def expected_frames(self) -> int | None:
         """How many frames ``frames()`` will yield, when the source knows (a file read
         whole); ``None`` for a live or open-ended source. For progress bars only."""

@@ -107,6 +107,11 @@ class Replay(Source):
             raise UsageError(f"replay of '{self.path}' is closed")
         return self._log
 
+    @property
+    def from_file(self) -> bool:
+        """Reading a file: a pipeline of files merges its sources by time."""
+        return True
+
     async def frames(self) -> AsyncIterator[Frame]:
         """Yield the selected frames in recorded order, paced by the current clock."""
         log = self.recording

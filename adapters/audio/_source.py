@@ -146,6 +146,11 @@ class AudioSource(Source):
             "channels": None if opened is None else opened.channels,
         }
 
+    @property
+    def from_file(self) -> bool:
+        """Reading a file: a pipeline of files merges its sources by time."""
+        return not self.live
+
     async def frames(self) -> AsyncIterator[Frame]:
         queue: Prefetch[Batch] = Prefetch(64, drop_oldest=False, wake_after=1)
         stop = threading.Event()

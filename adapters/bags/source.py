@@ -321,6 +321,11 @@ class BagSource(Source):
 
     # -- frames -------------------------------------------------------------------------
 
+    @property
+    def from_file(self) -> bool:
+        """Reading a file: a pipeline of files merges its sources by time."""
+        return True
+
     async def frames(self) -> AsyncIterator[Frame]:
         """Yield the mapped topics' messages as frames, in log-time order."""
         reader = self._reader

@@ -344,6 +344,11 @@ class _DriveSource(Source):
 
     _ledger_unit = "file"
 
+    @property
+    def from_file(self) -> bool:
+        """Reading a file: a pipeline of files merges its sources by time."""
+        return True
+
     drive: KittiRawDrive
     speed: float | None
 

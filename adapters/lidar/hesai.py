@@ -267,6 +267,11 @@ class HesaiSource(Source):
 
     # -- offline -------------------------------------------------------------------------
 
+    @property
+    def from_file(self) -> bool:
+        """Reading a file: a pipeline of files merges its sources by time."""
+        return self.pcap is not None or self.bag is not None
+
     def frames(self) -> AsyncIterator[Frame]:
         if self.pcap is None and self.bag is None:
             return self._live_frames()

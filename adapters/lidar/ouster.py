@@ -454,6 +454,11 @@ class OusterSource(Source):
         assert self._listening_ports is not None
         return self._listening_ports
 
+    @property
+    def from_file(self) -> bool:
+        """Reading a file: a pipeline of files merges its sources by time."""
+        return self.pcap is not None or self.osf is not None
+
     def frames(self) -> AsyncIterator[Frame]:
         if self.osf is not None:
             return self._osf_frames()

@@ -180,6 +180,11 @@ class PointCloudFiles(Source):
             )
         return stamps
 
+    @property
+    def from_file(self) -> bool:
+        """Reading a file: a pipeline of files merges its sources by time."""
+        return True
+
     async def frames(self) -> AsyncIterator[Frame]:
         clock = current_clock()
         start: tuple[int, int] | None = None

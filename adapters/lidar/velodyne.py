@@ -214,6 +214,11 @@ class VelodyneSource(Source):
         assert self._bound_port is not None
         return self._bound_port
 
+    @property
+    def from_file(self) -> bool:
+        """Reading a file: a pipeline of files merges its sources by time."""
+        return self.pcap is not None
+
     def frames(self) -> AsyncIterator[Frame]:
         return self._pcap_frames() if self.pcap is not None else self._live_frames()
 

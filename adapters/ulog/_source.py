@@ -134,6 +134,11 @@ class UlogSource(Source):
     def expected_frames(self) -> int | None:
         return sum(len(t.rows) for t in self.content.topics)
 
+    @property
+    def from_file(self) -> bool:
+        """Reading a file: a pipeline of files merges its sources by time."""
+        return True
+
     async def frames(self) -> AsyncIterator[Frame]:
         async for batch in self.frame_batches():
             for frame in batch:

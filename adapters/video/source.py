@@ -266,6 +266,11 @@ class VideoSource(Source):
         """The latest skipped frames, each naming sensor, seq, PTS and reason."""
         self._decoder: DecoderThread | None = None
 
+    @property
+    def from_file(self) -> bool:
+        """Reading a file: a pipeline of files merges its sources by time."""
+        return not self.live
+
     async def frames(self) -> AsyncIterator[Frame]:
         """Decode the input, yielding frames in presentation order, until it ends."""
         # A file's consumer is woken once per half queue, a live one per frame.
