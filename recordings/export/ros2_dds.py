@@ -29,6 +29,10 @@ if TYPE_CHECKING:
 RESULTS_TOPIC = "/hyperframes/results/"
 """Prefix of the worker-result topics (``/hyperframes/results/<worker>``)."""
 RESULT_TYPE = "std_msgs/msg/String"
+ACK_BYTES = 65_000
+"""A reliable message larger than this (sent in fragments) is written only once every matched
+reader acknowledged the one before: a burst of them overruns a reader's socket buffer, and a
+reader keeping the last N replaces samples it has not completed."""
 _BAD_TOKEN = re.compile(r"[^A-Za-z0-9_]")
 
 
@@ -40,6 +44,8 @@ class TopicWriter:
     msgtype: str
     cls: type
     dds: Any
+    acked: bool = True
+    """Whether every reader acknowledged the last large message in time."""
 
 
 class DdsMessages(Ros2Messages):
@@ -52,6 +58,8 @@ class DdsMessages(Ros2Messages):
         self.writers: dict[str, TopicWriter] = {}
         self.unmatched: Counter[str] = Counter()
         self.failed: Counter[tuple[str, str]] = Counter()
+        self.unacknowledged: Counter[str] = Counter()
+        """Large reliable messages some matched reader had not acknowledged in time."""
         self.sent = 0
         """Messages written for at least one matched subscriber, all topics."""
         self.missed = 0
@@ -134,6 +142,22 @@ class DdsMessages(Ros2Messages):
         with self.lock:
             self.counts[writer.topic] += 1
             self.sent += 1
+        if self.owner.qos.reliability == "reliable" and len(data) > ACK_BYTES:
+            self._acknowledged(writer)
+
+    def _acknowledged(self, writer: TopicWriter) -> None:
+        """Wait (at most ``ack_timeout_s``) until every reliable reader acknowledged what
+        ``writer`` wrote; a message not acknowledged in time is counted ``unacknowledged``.
+        After one such, the writer's next messages only look (no wait) until its readers
+        caught up: a stalled reader costs one timeout, not one per message."""
+        timeout = int(self.owner.ack_timeout_s * 1e9) if writer.acked else 0
+        try:
+            writer.acked = bool(writer.dds.wait_for_acks(timeout))
+        except AttributeError:  # cyclonedds 11.0's wait_for_acks fails so on a timeout
+            writer.acked = False
+        if not writer.acked:
+            with self.lock:
+                self.unacknowledged[writer.topic] += 1
 
     def count_unmatched(self, topic: str) -> None:
         """One frame, marker or result that went to no subscriber on ``topic``."""

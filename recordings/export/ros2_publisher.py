@@ -76,6 +76,11 @@ class Ros2PublisherStatistics:
     ``(sensor or "groups", "cannot publish: ...")`` (a type with no DDS form)."""
     skipped: Counter[tuple[str, str]] = field(default_factory=Counter)
     """Frames with no ROS 2 message, by ``(sensor, reason)`` (as in an export)."""
+    unacknowledged: Counter[str] = field(default_factory=Counter)
+    """Large reliable messages (fragmented, over 65,000 bytes) that some matched reader had
+    not acknowledged within ``ack_timeout_s``, per topic: written, delivery not confirmed.
+    Every other large reliable message published was acknowledged by every reader matched
+    when it was written."""
     subscribers: dict[str, int] = field(default_factory=dict)
     """Subscribers matched now, per topic opened."""
     notes: tuple[str, ...] = ()
@@ -93,6 +98,11 @@ class Ros2PublisherStatistics:
         if self.failed:
             why = "; ".join(f"{t}: {n} {r}" for (t, r), n in sorted(self.failed.items()))
             parts.append(f"{sum(self.failed.values())} not taken by DDS ({why})")
+        if self.unacknowledged:
+            parts.append(
+                f"{sum(self.unacknowledged.values())} large messages not acknowledged "
+                "by every reader (delivery unconfirmed)"
+            )
         return ", ".join(parts)
 
     def describe(self) -> str:
@@ -119,8 +129,13 @@ class Ros2Publisher(LiveSink):
     volatile, keep last 10, which best-effort and reliable subscribers both
     match). ``subscribers=N`` makes each new topic wait up to
     ``match_timeout_s`` for N subscribers before its first message (a
-    volatile topic keeps nothing for readers that join later). Use it as a
-    context manager or :meth:`close` it.
+    volatile topic keeps nothing for readers that join later). A reliable
+    message over 65,000 bytes is followed by a wait (at most
+    ``ack_timeout_s``) for every matched reader's acknowledgement, so large
+    messages are delivered one at a time and what was delivered is known
+    (:attr:`Ros2PublisherStatistics.unacknowledged`). Its writers are never
+    matched by readers of this process (no echo of a ``Ros2Source`` it
+    republishes). Use it as a context manager or :meth:`close` it.
     """
 
     def __init__(
@@ -138,6 +153,7 @@ class Ros2Publisher(LiveSink):
         subscribers: int = 0,
         match_timeout_s: float = 10.0,
         max_blocking_s: float = 0.1,
+        ack_timeout_s: float = 1.0,
     ) -> None:
         if backlog < 1 or subscribers < 0 or max_blocking_s < 0:
             raise UsageError(
@@ -155,6 +171,7 @@ class Ros2Publisher(LiveSink):
         self.subscribers = subscribers
         self.match_timeout_s = match_timeout_s
         self.max_blocking_ns = int(max_blocking_s * 1e9)
+        self.ack_timeout_s = ack_timeout_s
         self._types = dict(types or {})
         self._prefix = topic_prefix
         self._frames: Counter[str] = Counter()
@@ -301,6 +318,7 @@ class Ros2Publisher(LiveSink):
                     dropped=Counter(self._dropped),
                     failed=Counter(encoder.failed) + self._failed,
                     skipped=Counter(self._skipped),
+                    unacknowledged=Counter(encoder.unacknowledged),
                     subscribers=encoder.matched(),
                     notes=tuple(encoder.notes),
                 )
