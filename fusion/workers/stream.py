@@ -131,8 +131,9 @@ class StreamRun:
         self._ready = _Signal()
         self._timer_wake: _Signal | None = _Signal() if settings.max_delay > 0 else None
         self._feeder_waiting = False
-        self._last_finish: int | None = None  # when the last batch came back, if every slot
-        # was busy right after it (so the next one's interval is the pipeline's pace)
+        # When the last ``replicas`` batches came back, and whether every slot was busy
+        # right after each (then the interval over them is the pipeline's pace).
+        self._finishes: deque[tuple[int, bool]] = deque(maxlen=replicas)
         self._fed = False
         self._closed = False
         self._failure: BaseException | None = None
@@ -299,15 +300,21 @@ class StreamRun:
             index = entry.item[0]
             self._complete(index, _Done(index, outcome))
         self._pump()
-        self._last_finish = now if self._free == 0 else None
+        self._finishes.append((now, self._free == 0))
 
     def _cost(self, done: Finished, now: int) -> int:
-        """What the batch cost, for the sizer: the time since the previous batch came
-        back when the pipeline was busy all along (its pace, with every overhead and
-        the contention of its threads in it), else the preprocess and run time."""
-        if self._last_finish is not None and now > self._last_finish:
-            return now - self._last_finish
-        return done.prep_ns + done.run_ns
+        """What the batch cost the pipeline, for the sizer: its pace when it was busy all
+        along (the time since the batch ``replicas`` returns ago came back, which is one
+        replica's turn, with every overhead and the contention of the threads in it),
+        else the preprocess and run time (items arrive slower than the model runs);
+        either shared by the replicas, which run side by side."""
+        finishes = self._finishes
+        replicas = finishes.maxlen or 1
+        if len(finishes) == replicas and all(busy for _, busy in finishes):
+            since = now - finishes[0][0]
+            if since > 0:
+                return since // replicas  # the replicas' turns overlap: the pipeline's share
+        return (done.prep_ns + done.run_ns) // replicas
 
     def _complete(self, index: int, entry: _Done) -> None:
         released = self.reorder.complete(index, entry)
