@@ -123,6 +123,8 @@ class CanSource(Source):
         specs = []
         for sensor, meta in self.decoder.sensors():
             quiet = sensor == name and not raw and unknown == "count" and database is not None
+            # A database lists messages a bus may never send: their sensors are optional.
+            quiet = quiet or meta.get("format") == "can_signals"
             specs.append(
                 SensorSpec(
                     sensor,
