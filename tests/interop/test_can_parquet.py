@@ -22,6 +22,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from adapters.can import RAW_DTYPE
 from fusion.frames import Frame, SensorSpec
@@ -224,3 +226,83 @@ def test_row_groups_and_memory_stay_bounded_however_long_the_recording(
         assert max(meta.row_group(i).num_rows for i in range(meta.num_row_groups)) == 4096
     # ten times the rows, the same buffers: the peak does not grow with the length
     assert peaks[1] < 1.5 * peaks[0], peaks
+
+
+FIELD_TYPES = ["<i1", "<u2", ">i4", "<u8", "<f4", ">f8", "?", "S4", "U3"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    types=st.lists(st.sampled_from(FIELD_TYPES), min_size=1, max_size=5),
+    shaped=st.booleans(),
+    sizes=st.lists(st.integers(0, 40), min_size=1, max_size=6),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_any_table_of_rows_reads_back_from_parquet_as_written(
+    tmp_path_factory: pytest.TempPathFactory,
+    types: list[str],
+    shaped: bool,
+    sizes: list[int],
+    seed: int,
+) -> None:
+    """Rows of any scalar, byte-string, text and sub-array fields, in frames of any size,
+    read back by pyarrow equal to the frames' rows (sub-arrays as fixed-size lists)."""
+    from recordings.export.parquet import export_parquet
+
+    fields: list[Any] = [("t", "<i8")] + [(f"f{k}", t) for k, t in enumerate(types)]
+    if shaped:
+        fields.append(("vec", "<f4", (2, 3)))
+    dtype = np.dtype(fields)
+    rng = np.random.default_rng(seed)
+    frames, t = [], 0
+    for seq, n in enumerate(sizes):
+        raw = rng.integers(0, 256, n * dtype.itemsize, dtype=np.uint8).tobytes()
+        rows = np.frombuffer(raw, dtype).copy()
+        for name in dtype.names or ():
+            if dtype[name].base.kind == "f":
+                rows[name] = rng.normal(size=rows[name].shape)  # no NaN payloads to compare
+            if dtype[name].kind == "U":
+                rows[name] = [f"é{k}" for k in range(n)]
+        rows["t"] = t + np.arange(n) * 1000
+        t += n * 1000
+        frames.append(Frame("s", seq, int(rows["t"][0]) if n else t, rows, t_sensor=7))
+    out = tmp_path_factory.mktemp("pq") / "s.parquet"
+    result = export_parquet(iter(frames), out, {"s": SensorSpec("s", "timeseries")}, single=True)
+    assert result.frames["s"] == len(sizes)
+    table = pq.read_table(out)
+    expected = np.concatenate([f.data for f in frames])
+    assert table.num_rows == len(expected)
+    assert table.column("t_sensor").to_pylist() == expected["t"].tolist()
+    assert table.column("seq").to_pylist() == [f.seq for f in frames for _ in f.data]
+    for name in dtype.names or ():
+        if name == "t":
+            continue
+        got = table.column(name).to_pylist()
+        want = expected[name]
+        if want.ndim > 1:
+            assert got == want.reshape(len(want), 6).tolist()
+        elif want.dtype.kind == "S":
+            assert got == [bytes(v) for v in want.tolist()]
+        else:
+            assert got == want.tolist(), name
+
+
+def test_frames_that_are_not_tables_are_counted_with_the_reason(tmp_path: Path) -> None:
+    from recordings.export.parquet import export_parquet
+
+    rows = np.zeros(2, [("t", "<i8"), ("v", "<f8")])
+    frames = [
+        Frame("s", 0, 0, rows),
+        Frame("s", 1, 1, np.zeros((4, 4), np.uint8)),
+        Frame("s", 2, 2, np.zeros(2, [("t", "<i8"), ("w", "<f4")])),
+        Frame("s", 3, 3, rows),
+    ]
+    result = export_parquet(
+        iter(frames), tmp_path / "s.parquet", {"s": SensorSpec("s", "timeseries")}, single=True
+    )
+    assert result.frames["s"] == 2
+    reasons = sorted(why for (_s, why) in result.skipped)
+    assert len(reasons) == 2
+    assert reasons[0].startswith("not a table (a uint8 array")
+    assert reasons[1].startswith("rows of dtype")
+    assert pq.read_table(tmp_path / "s.parquet").num_rows == 4
