@@ -106,6 +106,10 @@ class Publication:
     """``RIHS01_...`` from the writer's ``USER_DATA`` (Iron and later), if it sent one."""
     key: str
     """The writer's GUID."""
+    reliability: str | None = None
+    """``reliable`` or ``best_effort``, as the writer offers it (``None``: not said)."""
+    durability: str | None = None
+    """``volatile``, ``transient_local``... as the writer offers it (``None``: not said)."""
 
 
 class Participant:
@@ -226,6 +230,8 @@ class Participant:
                     sample.type_name,
                     type_hash_from_user_data(user_data),
                     str(sample.key),
+                    _policy(sample.qos, "Reliability"),
+                    _policy(sample.qos, "Durability"),
                 )
             )
         return out
@@ -311,6 +317,15 @@ def _effective(config: str | None) -> str:
 def _delete(entity: Any) -> None:
     """Delete a cyclonedds entity now (its ``__del__`` does it once; later calls do nothing)."""
     entity.__del__()
+
+
+def _policy(qos: Any, scope: str) -> str | None:
+    """``Policy.Reliability.BestEffort`` -> ``best_effort`` (a discovered endpoint's QoS)."""
+    policy = next((p for p in qos or () if getattr(p, "__scope__", None) == scope), None)
+    if policy is None:
+        return None
+    name = type(policy).__name__.rsplit(".", 1)[-1]
+    return "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
 
 
 def _user_data(qos: Any) -> bytes | None:

@@ -55,7 +55,7 @@ from adapters.bags.convert import MessageConverter, message_frame
 from adapters.bags.messages import decoder_info
 from adapters.bags.passthrough import MSGDEF, MSGTYPE, SERIALIZATION, message_definition
 from adapters.bags.source import sensor_name
-from adapters.bags.typestore import default_ros_distro, type_store
+from adapters.bags.typestore import ros_distros, type_store
 from adapters.errors import DecodeError, SourceOpenError
 from adapters.ros2.idltypes import UnsupportedType, message_class, sample_bytes
 from adapters.ros2.names import check_topic, dds_type_name
@@ -75,6 +75,22 @@ _TAKE = 256  # samples taken from one reader per round
 _MAX_REPORTS = 1000
 _CHECK_NS = 2_000_000_000  # how often the graph is read while a topic has no publisher
 _LOGGED = 10  # warnings logged per reason before only every 1000th is
+_SETTLE_S = 1.0  # discovery listens this much longer for a second type on a topic found
+
+DEFAULT_DISTRO = "jazzy"
+"""The ROS 2 distribution whose message definitions a source uses unless told: Jazzy, the
+LTS release robots run (rosbags also has Kilted and Lyrical; set ``ros_distro``)."""
+_POLICIES = {
+    2: "durability",
+    4: "deadline",
+    8: "liveliness",
+    11: "reliability",
+    13: "history",
+    21: "lifespan",
+    23: "data representation",
+}
+"""DDS QoS policy ids (DDS 1.4, 2.2.4.1) a ROS 2 reader and writer can disagree on."""
+_TYPE_CHECK = 24  # TYPE_CONSISTENCY_ENFORCEMENT: the writer's XTypes type is not ours
 
 
 @dataclass(slots=True)
@@ -91,6 +107,8 @@ class _Route:
     """Writers matched now (the reader's ``SUBSCRIPTION_MATCHED`` status)."""
     hashes: set[str] = field(default_factory=set)
     """Type hashes of publishers already checked against ours."""
+    mismatch: str | None = None
+    """Why the last publisher DDS refused to match was refused (QoS), if one was."""
 
 
 @dataclass(slots=True)
@@ -151,7 +169,7 @@ class Ros2Source(Source):
             raise ConfigError(f"discover_s must be >= 0, got {discover_s}")
         if not gap_s > 0:
             raise ConfigError(f"gap_s must be > 0, got {gap_s}")
-        self.ros_distro = ros_distro or default_ros_distro()
+        self.ros_distro = ros_distro or DEFAULT_DISTRO
         """The ROS distribution whose message definitions are used."""
         try:
             store = type_store(self.ros_distro)
@@ -192,7 +210,8 @@ class Ros2Source(Source):
         missing = [t for t in wanted if t not in found]
         deadline = time.monotonic() + discover_s
         seen: dict[str, set[str]] = {}
-        while missing:
+        settle: float | None = None  # once every type is known: a last look for a second
+        while missing or (settle is not None and time.monotonic() < settle):
             for pub in self.participant.publications():
                 if pub.topic in missing:
                     seen.setdefault(pub.topic, set()).add(pub.msgtype or pub.dds_type)
@@ -213,9 +232,18 @@ class Ros2Source(Source):
                     )
                 found[topic] = kind
                 missing.remove(topic)
-            if not missing or time.monotonic() >= deadline:
+            if not missing and settle is None and seen:
+                settle = min(deadline, time.monotonic() + _SETTLE_S)
+                continue
+            if (missing or settle is None) and time.monotonic() >= deadline:
                 break
             time.sleep(0.05)
+        for topic, kinds in seen.items():
+            if len(kinds) > 1 and topic not in given:  # a second type showed up while settling
+                raise SourceOpenError(
+                    f"ROS 2 topic {topic!r} is published with several types "
+                    f"({', '.join(sorted(kinds))}); give its type in types"
+                )
         if missing:
             example = f'types = {{ "{missing[0]}" = "sensor_msgs/msg/Imu" }}'
             raise SourceOpenError(
@@ -316,8 +344,7 @@ class Ros2Source(Source):
         checked = clock.now()
         while self.participant.dds is not None:  # closed (aclose from elsewhere): the end
             got = await self.run_blocking(self._take_round, clock)
-            idle = any(r.publishers == 0 for r in self._routes)
-            if got.joined or (idle and clock.now() - checked > _CHECK_NS):
+            if got.joined or clock.now() - checked > _CHECK_NS:
                 checked = clock.now()  # a publisher DDS will not match is only in the graph
                 self._check_hashes()
             for sensor, n in got.received.items():
@@ -400,6 +427,24 @@ class Ros2Source(Source):
                         rejected,
                     )
                 )
+        incompatible = reader.get_requested_incompatible_qos_status()
+        if incompatible.total_count_change > 0 and incompatible.last_policy_id == _TYPE_CHECK:
+            layout = self._layout_mismatch(route)
+            if layout is not None:  # another name is a type_mismatch (graph check)
+                route.mismatch = "distribution mismatch"
+                out.events.append((sensor, "distribution_mismatch", layout, 0))
+        elif incompatible.total_count_change > 0:
+            policy = _POLICIES.get(
+                int(incompatible.last_policy_id), f"policy {incompatible.last_policy_id}"
+            )
+            route.mismatch = f"QoS mismatch ({policy})"
+            message = (
+                f"ROS 2 topic {topic!r}: a publisher's QoS is incompatible with this source's "
+                f"requested {route.qos.describe()}: {policy} "
+                f"({self._offered(route, policy)}); DDS does not match them, set this "
+                f"topic's qos {policy} to what the publisher offers"
+            )
+            out.events.append((sensor, "qos_mismatch", message, 0))
         matched = reader.get_subscription_matched_status()
         count = int(matched.current_count)
         if count < route.publishers:
@@ -415,6 +460,41 @@ class Ros2Source(Source):
         elif count > route.publishers:
             out.joined = True
         route.publishers = count
+
+    def _layout_mismatch(self, route: _Route) -> str | None:
+        """The message for a publisher of ``route``'s DDS type whose XTypes layout DDS found
+        different from ours (another distribution's definition); ``None`` if none has our
+        type's name (a publisher of another type: a ``type_mismatch``)."""
+        ours = dds_type_name(route.msgtype)
+        if not any(
+            p.topic == route.topic and p.dds_type == ours for p in self.participant.publications()
+        ):
+            return None
+        mine = self._store.fielddefs[route.msgtype]
+        others = []
+        for distro in ros_distros():
+            if distro in ("noetic", self.ros_distro):
+                continue
+            defs = type_store(distro).fielddefs.get(route.msgtype)
+            if defs is not None and defs != mine:
+                others.append(distro)
+        where = f"{', '.join(others)} define it differently" if others else "no other rosbags store"
+        return (
+            f"ROS 2 topic {route.topic!r}: a publisher's {route.msgtype} has another layout "
+            f"than ROS 2 {self.ros_distro}'s (DDS's type check refused it): the robot runs "
+            f"another ROS 2 distribution ({where}); set ros_distro to the robot's"
+        )
+
+    def _offered(self, route: _Route, policy: str) -> str:
+        """What the topic's publishers in the graph offer of ``policy`` (for the message)."""
+        offers = sorted(
+            {
+                str(getattr(pub, policy))
+                for pub in self.participant.publications()
+                if pub.topic == route.topic and getattr(pub, policy, None)
+            }
+        )
+        return f"offered: {', '.join(offers)}" if offers else "see the publisher's QoS"
 
     def _check_hashes(self) -> None:
         """Warn about a publisher of another type (DDS does not match it) and one whose type
@@ -478,7 +558,9 @@ class Ros2Source(Source):
         """``"no publisher"`` while no writer of ``sensor``'s topic is matched."""
         for route in self._routes:
             if route.sensor == sensor:
-                return "no publisher" if route.publishers == 0 else None
+                if route.publishers:
+                    return None
+                return f"no publisher ({route.mismatch})" if route.mismatch else "no publisher"
         return None
 
     def publishers(self) -> dict[str, int]:

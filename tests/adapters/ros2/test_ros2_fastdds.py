@@ -25,6 +25,7 @@ import pytest
 
 from adapters import BagSource
 from adapters.bags.passthrough import MSGTYPE
+from adapters.errors import SourceOpenError
 from adapters.lidar import read_pcd
 from adapters.ros2 import Ros2Source, TopicQos, loopback_config
 from fusion.frames import Frame, SensorSpec
@@ -257,3 +258,82 @@ def test_replay_delivers_large_clouds_and_images_to_a_default_fast_dds_subscribe
         else:
             assert (msg.height, msg.width, msg.encoding) == (960, 1280, "rgb8")
             assert bytes(msg.data) == image.tobytes()
+
+
+def _run_source(source: Ros2Source, seconds: float) -> list[Frame]:
+    async def run() -> list[Frame]:
+        frames = []
+        async with source:
+            with anyio.move_on_after(seconds):
+                async for frame in source.frames():
+                    frames.append(frame)
+        return frames
+
+    return anyio.run(run)
+
+
+def test_a_qos_mismatch_is_reported_naming_the_offered_and_requested_policy(
+    tmp_path: Path,
+) -> None:
+    """A best-effort Fast DDS publisher, a source asking for reliable: DDS matches nothing,
+    and the source says why (was a bare "no publisher", 0 frames and an empty ledger)."""
+    domain = free_domain()
+    data = tmp_path / "imu.rec"
+    write_records(data, [(IMU, cdr) for cdr in _imu(5)])
+    robot = Peer("pub", domain, {IMU: IMU_TYPE}, "--data", str(data), "--best-effort")
+    try:
+        source = Ros2Source(
+            {IMU: "imu"},
+            domain_id=domain,
+            config=loopback_config(),
+            qos={IMU: TopicQos("reliable", "volatile", 10)},
+            discover_s=20,
+        )
+        frames = _run_source(source, 3)
+    finally:
+        robot.stop()
+    assert not frames
+    assert source.errors["qos_mismatch"] == 1
+    (report,) = [r for r in source.reports if "QoS" in r]
+    assert "requested reliable, volatile, depth 10: reliability (offered: best_effort)" in report
+    assert source.idle_reason("imu") == "no publisher (QoS mismatch (reliability))"
+
+
+def test_two_types_on_one_topic_are_refused_or_the_declared_one_taken_with_a_warning(
+    tmp_path: Path,
+) -> None:
+    """An Imu and a MagneticField publisher on one topic (was: whichever was discovered first
+    won, MagneticField recorded as imu in 5 of 17 runs)."""
+    domain = free_domain()
+    data = tmp_path / "imu.rec"
+    write_records(data, [(IMU, cdr) for cdr in _imu(5)])
+    field = "sensor_msgs/msg/MagneticField"
+    imu = Peer("pub", domain, {IMU: IMU_TYPE}, "--data", str(data), "--match-timeout", "60")
+    magnetic = Peer("pub", domain, {IMU: field}, "--data", str(data), "--match-timeout", "60")
+    try:
+        imu.wait_line("ready")
+        magnetic.wait_line("ready")  # both announced: the robot is up
+        refused = None
+        try:  # both seen at discovery: refused; one seen first: a warning names both
+            guessed = Ros2Source(
+                {IMU: "imu"}, domain_id=domain, config=loopback_config(), discover_s=20
+            )
+        except SourceOpenError as err:
+            refused = str(err)
+        if refused is not None:
+            assert f"several types ({IMU_TYPE}, {field})" in refused
+        else:
+            _run_source(guessed, 3)
+            taken = guessed.specs[0].meta[MSGTYPE]
+            other = field if taken == IMU_TYPE else IMU_TYPE
+            assert f"a publisher sends {other}, not {taken}" in " ".join(guessed.reports)
+        declared = Ros2Source(
+            {IMU: "imu"}, domain_id=domain, config=loopback_config(), types={IMU: IMU_TYPE}
+        )
+        _run_source(declared, 3)  # the graph is read again every 2 s
+    finally:
+        imu.stop()
+        magnetic.stop()
+    assert declared.specs[0].meta[MSGTYPE] == IMU_TYPE
+    (warning,) = [r for r in declared.reports if "not read" in r]
+    assert f"a publisher sends {field}, not {IMU_TYPE}" in warning

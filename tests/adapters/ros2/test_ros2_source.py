@@ -284,3 +284,46 @@ async def test_a_publisher_of_another_type_is_named_and_not_read() -> None:
         "not sensor_msgs/msg/Imu; it is not read"
     ]
     assert source.ledgers()["odom"].received == 0
+
+
+def test_a_humble_layout_is_reported_as_a_distribution_mismatch() -> None:
+    """A publisher with XTypes type information sending Humble's sensor_msgs/Range (no
+    ``variance``) to a Jazzy source: DDS's type check refuses the match, and the source says
+    the robot runs another distribution (was a bare "no publisher"); with ros_distro =
+    "humble" the same publisher's messages are read."""
+    topic = "/test/sensor_msgs/range"
+    domain = free_domain()
+    publisher = Publisher(domain, TYPES_BAG, [topic], "--reliable", "--hold-s", "30")
+    try:
+        wrong = Ros2Source(
+            {topic: "range"},
+            domain_id=domain,
+            config=loopback_config(),
+            types={topic: "sensor_msgs/msg/Range"},
+        )
+
+        async def run(source: Ros2Source, seconds: float) -> list[Frame]:
+            got = []
+            async with source:
+                with anyio.move_on_after(seconds):
+                    async for frame in source.frames():
+                        got.append(frame)
+            return got
+
+        assert anyio.run(run, wrong, 3) == []
+        right = Ros2Source(
+            {topic: "range"},
+            domain_id=domain,
+            config=loopback_config(),
+            types={topic: "sensor_msgs/msg/Range"},
+            ros_distro="humble",
+        )
+        read = anyio.run(run, right, 5)
+    finally:
+        publisher.kill()
+    assert len(read) == 2  # the bag's two Range messages
+    assert read[0].meta[RAW]
+    (report,) = [r for r in wrong.reports if "layout" in r]
+    assert "sensor_msgs/msg/Range has another layout than ROS 2 jazzy's" in report
+    assert "humble" in report
+    assert wrong.idle_reason("range") == "no publisher (distribution mismatch)"

@@ -22,7 +22,7 @@
 //
 // Records (FILE and --out): <u16 topic length><u32 data length><i64 ns><topic><CDR bytes>,
 // little endian; in --data the i64 is ignored, in --out it is the monotonic receive time.
-// pub prints "matched" once every writer has N subscribers, "sent <n>" and "acked <0|1>";
+// pub prints "ready" once its writers exist, "matched" once every writer has N subscribers, "sent <n>" and "acked <0|1>";
 // sub prints "ready" once its readers exist, "matched <topic>" per publication matched,
 // "incompatible <topic> <policy id>" for a requested-incompatible QoS, "lost <topic> <n>",
 // then "got <n>".
@@ -258,6 +258,7 @@ int run_pub(const Options& o) {
         writers[topic] = w;
         listeners.push_back(std::move(l));
     }
+    say("ready");
     auto deadline = now_ns() + static_cast<int64_t>(o.match_timeout * 1e9);
     for (;;) {
         bool all = true;
