@@ -13,7 +13,8 @@ from the numbers fed in, so it is tested with synthetic cost functions.
 
 **Estimates.** Per batch size, the time per item (processing ns / size) of its
 last ``window`` batches; the estimate is their median, so one batch slowed by
-another process does not move it.
+another process does not move it. A search leaves out each size's first batch
+(a model's first run of a shape allocates; the caller's pace spans the change).
 
 **Explore.** The sizes to try are the powers of two up to ``max_batch`` and
 ``max_batch`` itself, smallest first. Each is tried for ``samples`` batches
@@ -127,6 +128,7 @@ class BatchSizer:
         self._reference = 0.0  # the chosen size's estimate when it was chosen
         self._since = 0  # processing ns recorded since the search ended
         self._fitted = True  # the chosen size fitted the latency budget when chosen
+        self._met: set[int] = set()  # sizes whose first batch in this search was seen
         self._recent: deque[float] = deque(maxlen=window)  # the chosen size, exploiting
         if max_batch > 1:
             self._start("start")
@@ -164,6 +166,12 @@ class BatchSizer:
         """A batch of ``size`` items took ``ns`` of processing time; update the cap."""
         if size < 1 or ns < 0:
             raise ValueError(f"a batch of {size} items cannot take {ns} ns")
+        if self._phase != "exploit" and size not in self._met:
+            # A search's first batch of a size is not measured: the model's first run
+            # of a shape allocates, and the pace spans the change of size.
+            self._met.add(size)
+            self._step_seen += 1
+            return
         costs = self._costs.get(size)
         if costs is None:
             costs = self._costs[size] = deque(maxlen=self.window)
@@ -189,6 +197,7 @@ class BatchSizer:
         self._explorations += 1
         self._trigger = trigger
         self._costs.clear()
+        self._met.clear()
         self._since = 0
         sizes = {1 << k for k in range(self.max_batch.bit_length()) if 1 << k <= self.max_batch}
         self._plan = sorted(sizes | {self.max_batch})
