@@ -17,9 +17,13 @@ The decoded view (image, points, IMU dict...) stays the frame's ``data``;
 these ride along, are stored by :class:`~recordings.Recorder` like any other
 spec and frame meta, and come back from the reader. An exporter then needs no
 ROS install and no type store: :func:`ros2_message_type` builds the type from
-the stored definition and turns the bytes into ROS 2 CDR (a ROS 1 message is
-converted by ``rosbags``' ``ros1_to_cdr``; its ``Header`` loses ``seq``, which
-ROS 2 does not have; a ROS 2 message is written byte for byte).
+the stored definition and turns the bytes into ROS 2 CDR (a ROS 2 message is
+written byte for byte). A ROS 1 type goes out as ROS 2 defines it
+(:mod:`adapters.bags._ros1to2`): its ROS 2 equivalent's definition where one
+exists (``sensor_msgs/CameraInfo``'s ``d, k, r, p``, ``Header`` without ``seq``),
+else its own fields under ROS 2's naming rules; the bytes are converted by
+``rosbags``' ``ros1_to_cdr``, or field by field where the ROS 2 type has other
+fields (``visualization_msgs/Marker``).
 """
 
 from __future__ import annotations
@@ -52,14 +56,23 @@ class Ros2MessageType:
     type_hash: str
     """RIHS01 type hash, as rosbag2 records it."""
     store: Any
-    """A rosbags type store holding the type (ROS 2 ``Header``)."""
+    """A rosbags type store holding the type as ROS 2 defines it (what :attr:`msgdef` says)."""
     from_ros1: bool
+    source: Any = None
+    """For a ROS 1 type whose ROS 2 equivalent has other fields (``visualization_msgs/Marker``):
+    a store of the ROS 1 layout its messages are read with, then converted field by field;
+    ``None`` when the bytes convert as they are (:mod:`adapters.bags._ros1to2`)."""
 
     def to_cdr(self, raw: bytes | bytearray | memoryview) -> bytes:
         """The message as ROS 2 CDR bytes (unchanged when it already is)."""
         if not self.from_ros1:
             return raw if isinstance(raw, bytes) else bytes(raw)
-        return bytes(self.store.ros1_to_cdr(raw, self.name))
+        if self.source is None:
+            return bytes(self.store.ros1_to_cdr(raw, self.name))
+        from adapters.bags._ros1to2 import convert
+
+        msg = self.source.deserialize_ros1(raw, self.name)
+        return bytes(self.store.serialize_cdr(convert(msg, self.name, self.store), self.name))
 
 
 def passthrough_type(spec_meta: Mapping[str, Any]) -> Ros2MessageType | None:
@@ -82,11 +95,13 @@ def ros2_message_type(name: str, msgdef: str, from_ros1: bool) -> Ros2MessageTyp
         types = get_types_from_msg(msgdef, name)
     except Exception as err:  # rosbags' parser errors have no common base
         raise ValueError(f"the stored definition of {name} does not parse: {err}") from err
-    if from_ros1 and "std_msgs/msg/Header" in types:
-        # ROS 2's Header has no seq; ros1_to_cdr drops it on the way.
-        header = get_typestore(Stores.ROS2_HUMBLE).fielddefs["std_msgs/msg/Header"]
-        types["std_msgs/msg/Header"] = header
-    store = get_typestore(Stores.EMPTY)
-    store.register(types)
+    if not from_ros1:
+        store = get_typestore(Stores.EMPTY)
+        store.register(types)
+        text = store.generate_msgdef(name, ros_version=2)[0]
+        return Ros2MessageType(name, text, store.hash_rihs01(name), store, False)
+    from adapters.bags._ros1to2 import ros1_as_ros2
+
+    store, source = ros1_as_ros2(name, types)
     text = store.generate_msgdef(name, ros_version=2)[0]
-    return Ros2MessageType(name, text, store.hash_rihs01(name), store, from_ros1)
+    return Ros2MessageType(name, text, store.hash_rihs01(name), store, True, source)

@@ -57,7 +57,7 @@ from recordings.export.can import (
     frame_rows,
     signal_rows,
 )
-from recordings.export.generic import json_record, json_schema
+from recordings.export.generic import js_safe, json_record, json_schema, json_value
 from recordings.export.groups import GROUP_JSON_SCHEMA, GROUP_TOPIC, group_json
 from recordings.export.kinds import (
     classify,
@@ -290,7 +290,7 @@ class FoxgloveMcapWriter:
                 }
                 for name, value in values.items():
                     number = value.item()
-                    record[name] = None if number != number else number  # NaN: absent
+                    record[name] = None if number != number else js_safe(number)  # NaN: absent
                 if channel is None:
                     schema = _json_schema(f"hyperframes.{frame.sensor}", record)
                     channel = self._channel(topic, "can_signals", schema)
@@ -427,7 +427,7 @@ class FoxgloveMcapWriter:
             "timestamp": {"sec": t // 1_000_000_000, "nsec": t % 1_000_000_000}
         }
         for name, values in series_values(frame.data):
-            record[name] = float(values[0]) if values.size == 1 else values.tolist()
+            record[name] = float(values[0]) if values.size == 1 else json_value(values)
         return record
 
     def close(self) -> None:

@@ -15,7 +15,8 @@ array([...], uint8)}``) keeps every field in both MCAP profiles:
   from the first frame's is skipped and counted.
 * ``foxglove``: a JSON channel whose JSON schema lists every key (numbers,
   integers, booleans, strings, arrays of them); :func:`json_record` and
-  :func:`json_schema`.
+  :func:`json_schema`. An integer beyond 2^53 is written as a decimal string,
+  as JavaScript's ``JSON.parse`` would round it (:func:`js_safe`).
 """
 
 from __future__ import annotations
@@ -140,18 +141,50 @@ class RecordLayout:
         return cls(**values)
 
 
+JS_SAFE_INTEGER = 2**53 - 1
+"""JavaScript's ``Number.MAX_SAFE_INTEGER``: an integer beyond it is written as a string."""
+
+
+def js_int(value: int) -> int | str:
+    """``value``, or its decimal string when JavaScript's ``JSON.parse`` would round it."""
+    return value if -JS_SAFE_INTEGER <= value <= JS_SAFE_INTEGER else str(value)
+
+
+def js_safe(value: Any) -> Any:
+    """A JSON value (lists, dicts) with every integer beyond 2^53 as a decimal string."""
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return js_int(value)
+    if isinstance(value, list):
+        return [js_safe(v) for v in value]
+    if isinstance(value, dict):
+        return {k: js_safe(v) for k, v in value.items()}
+    return value
+
+
+def json_time(t: int) -> dict[str, int]:
+    """Epoch nanoseconds as Foxglove's time, ``{"sec", "nsec"}`` (JavaScript keeps both)."""
+    return {"sec": t // 1_000_000_000, "nsec": t % 1_000_000_000}
+
+
 def json_value(value: Any) -> Any:
-    """A numpy value as JSON: 0-d as a scalar, arrays as (nested) lists."""
+    """A numpy value as JSON: 0-d as a scalar, arrays as (nested) lists; integers beyond
+    2^53 as decimal strings (JavaScript would round them)."""
     arr = np.asarray(value)
     if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):  # JSON has no NaN: null
         arr = arr.astype(object)
         arr[~np.isfinite(arr.astype(np.float64))] = None
-    return arr.item() if arr.ndim == 0 else arr.tolist()
+    out = arr.item() if arr.ndim == 0 else arr.tolist()
+    wide = arr.dtype.kind in "iu" and arr.size > 0 and arr.itemsize >= 8
+    if wide and (int(arr.max()) > JS_SAFE_INTEGER or int(arr.min()) < -JS_SAFE_INTEGER):
+        return js_safe(out)
+    return out
 
 
 def json_record(t: int, data: Mapping[str, Any]) -> dict[str, Any]:
     """``{"timestamp": {...}, key: value...}``: every key of a record payload."""
-    record: dict[str, Any] = {"timestamp": {"sec": t // 1_000_000_000, "nsec": t % 1_000_000_000}}
+    record: dict[str, Any] = {"timestamp": json_time(t)}
     for key, value in data.items():
         record[str(key)] = json_value(value)
     return record

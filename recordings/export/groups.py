@@ -76,29 +76,43 @@ def group_record(group: FrameGroup) -> dict[str, str]:
 
 
 def group_json(group: FrameGroup) -> dict[str, Any]:
-    """Group as a JSON object for the Foxglove profile (plots of ``spread_ns`` work on it)."""
+    """Group as a JSON object for the Foxglove profile (plots of ``spread_ns`` work on it).
+
+    Times (``t``, each member's ``t`` and ``t_sensor``) are ``{"sec", "nsec"}`` as in
+    Foxglove's own schemas: epoch nanoseconds are beyond 2^53, which JavaScript's
+    ``JSON.parse`` rounds (by up to 128 ns); other integers beyond it are strings."""
+    from recordings.export.generic import js_int, json_time
+
     return {
-        "timestamp": {"sec": group.t // 1_000_000_000, "nsec": group.t % 1_000_000_000},
-        "t": group.t,
-        "spread_ns": group.spread,
+        "timestamp": json_time(group.t),
+        "t": json_time(group.t),
+        "spread_ns": js_int(group.spread),
         "size": len(group.members()),
         "missing": sorted(group.missing),
         "members": [
-            {"sensor": f.sensor, "seq": f.seq, "t": f.t, "t_sensor": f.t_sensor}
+            {
+                "sensor": f.sensor,
+                "seq": js_int(f.seq),
+                "t": json_time(f.t),
+                "t_sensor": None if f.t_sensor is None else json_time(f.t_sensor),
+            }
             for f in group.members()
         ],
     }
+
+
+_TIME_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"sec": {"type": "integer"}, "nsec": {"type": "integer"}},
+}
 
 
 GROUP_JSON_SCHEMA: dict[str, Any] = {
     "title": "hyperframes.SyncGroup",
     "type": "object",
     "properties": {
-        "timestamp": {
-            "type": "object",
-            "properties": {"sec": {"type": "integer"}, "nsec": {"type": "integer"}},
-        },
-        "t": {"type": "integer", "description": "group reference time, ns"},
+        "timestamp": _TIME_SCHEMA,
+        "t": {**_TIME_SCHEMA, "description": "group reference time"},
         "spread_ns": {"type": "integer", "description": "latest minus earliest member t"},
         "size": {"type": "integer"},
         "missing": {"type": "array", "items": {"type": "string"}},
@@ -109,8 +123,8 @@ GROUP_JSON_SCHEMA: dict[str, Any] = {
                 "properties": {
                     "sensor": {"type": "string"},
                     "seq": {"type": "integer"},
-                    "t": {"type": "integer"},
-                    "t_sensor": {"type": "integer"},
+                    "t": _TIME_SCHEMA,
+                    "t_sensor": {"oneOf": [_TIME_SCHEMA, {"type": "null"}]},
                 },
             },
         },

@@ -53,7 +53,7 @@ import numpy as np
 
 from fusion.errors import UsageError
 from fusion.frames import Frame, FrameGroup, SensorSpec
-from recordings.export.generic import json_value
+from recordings.export.generic import js_int, json_value
 from recordings.export.groups import GROUP_TOPIC
 from recordings.export.live_relay import ClientTraffic, Relay, RelayStatistics
 from recordings.export.live_sink import Dating, LiveSink
@@ -543,7 +543,9 @@ def _jsonable(value: Any) -> Any:
         if arr.size > _RESULT_MAX_VALUES:
             return {"dtype": str(arr.dtype), "shape": list(arr.shape), "values": "omitted"}
         return json_value(arr)
-    if isinstance(value, (bool, int, float, str)) or value is None:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return js_int(value)
+    if isinstance(value, (bool, float, str)) or value is None:
         return value
     if isinstance(value, Mapping):
         return {str(k): _jsonable(v) for k, v in value.items()}

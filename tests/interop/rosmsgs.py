@@ -2,7 +2,9 @@
 
 :func:`assert_same_message` walks two rosbags message objects by field name
 (constants are class attributes, not fields, so they are not compared);
-a ROS 1 ``Header``'s ``seq`` is ignored on the ROS 1 side, since ROS 2 has none.
+a ROS 1 ``Header``'s ``seq`` is ignored on the ROS 1 side, since ROS 2 has none, and
+ROS 1 names are matched case-insensitively (a ROS 1 ``CameraInfo``'s ``D`` goes out as
+ROS 2's ``d``); fields only the ROS 2 type has must be empty.
 """
 
 from __future__ import annotations
@@ -32,9 +34,22 @@ def assert_same_message(want: Any, got: Any, where: str = "") -> None:
             getattr(want, "__msgtype__", "") == "std_msgs/msg/Header"
         ):
             names = [n for n in names if n != "seq"]
-        assert list(_fields(got)) == names, f"{where}: fields differ"
+        # ROS 1 names under ROS 2's rules (CameraInfo's D is d); a ROS 2 type may have
+        # more fields than ROS 1's (Marker's textures), which must then be empty.
+        theirs = {n.lower(): n for n in _fields(got)}
+        assert [n.lower() for n in names if n.lower() in theirs] == [
+            n for n in theirs if n in {m.lower() for m in names}
+        ], f"{where}: fields differ"
+        missing = [n for n in names if n.lower() not in theirs]
+        assert not missing, f"{where}: fields {missing} missing"
         for name in names:
-            assert_same_message(getattr(want, name), getattr(got, name), f"{where}.{name}")
+            assert_same_message(
+                getattr(want, name), getattr(got, theirs[name.lower()]), f"{where}.{name}"
+            )
+        for extra in set(theirs) - {n.lower() for n in names}:
+            value = getattr(got, theirs[extra])
+            empty = not dataclasses.is_dataclass(value) and not np.any(value)
+            assert empty or dataclasses.is_dataclass(value), f"{where}.{extra}: {value!r}"
     elif isinstance(want, np.ndarray):
         assert isinstance(got, np.ndarray), f"{where}: {type(got)}"
         assert got.dtype == want.dtype, f"{where}: dtype {got.dtype} != {want.dtype}"

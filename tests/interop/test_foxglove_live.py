@@ -207,8 +207,12 @@ def _check(
         if message.topic == "/hyperframes/groups":
             for member in decoded["members"]:
                 frame = keys[(member["sensor"], member["seq"])]
-                assert member["t_sensor"] == frame.t_sensor
-                assert abs(member["t"] - utc(frame.t)) <= tolerance
+                t_sensor = member["t_sensor"]  # {sec, nsec}: JavaScript keeps epoch ns
+                assert frame.t_sensor == (t_sensor and t_sensor["sec"] * 10**9 + t_sensor["nsec"])
+                assert (
+                    abs(member["t"]["sec"] * 10**9 + member["t"]["nsec"] - utc(frame.t))
+                    <= tolerance
+                )
             matched["groups"] += 1
             continue
         sensor = message.topic.removeprefix("/")

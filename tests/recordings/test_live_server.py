@@ -186,10 +186,14 @@ async def test_worker_results_and_groups_reach_a_client_as_the_pipeline_made_the
         else:
             assert record["value"] == value
     assert errors >= 1  # every 7th sweep's model call fails: its error is served
+
+    def ns(time: dict[str, int]) -> int:  # {sec, nsec}: JavaScript keeps epoch ns
+        return time["sec"] * 1_000_000_000 + time["nsec"]
+
     for marker in markers:
-        group = by_t[marker["t"]]
+        group = by_t[ns(marker["t"])]
         members = [(f.sensor, f.seq, f.t) for f in group.members()]
-        assert [(m["sensor"], m["seq"], m["t"]) for m in marker["members"]] == members
+        assert [(m["sensor"], m["seq"], ns(m["t"])) for m in marker["members"]] == members
 
 
 async def test_a_client_that_stops_reading_loses_counted_messages_and_slows_nothing(
