@@ -36,6 +36,7 @@ thread computes; model work takes no virtual time.
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Iterable
 from contextlib import AbstractContextManager
@@ -133,7 +134,11 @@ class StreamRun:
         self._feeder_waiting = False
         # When the last ``replicas`` batches came back, and whether every slot was busy
         # right after each (then the interval over them is the pipeline's pace).
-        self._finishes: deque[tuple[int, bool]] = deque(maxlen=replicas)
+        self._finishes: deque[tuple[int, int, bool]] = deque(maxlen=replicas)
+        # On the CPU the cores are what the batch sizes compete for, and other
+        # processes take them too: the pace is read in this process's CPU time, which
+        # a busy neighbour does not inflate the way it inflates the wall clock.
+        self._cpu_pace = runner.device == "cpu"
         self._fed = False
         self._closed = False
         self._failure: BaseException | None = None
@@ -294,24 +299,27 @@ class StreamRun:
         counters.splits += done.splits
         counters.sizes[size] = counters.sizes.get(size, 0) + 1
         now = self.clock.now()
+        cpu = time.process_time_ns()
         counters.service.append(now - batch.formed_at)
-        self.batcher.record(size, self._cost(done, now))
+        self.batcher.record(size, self._cost(done, now, cpu))
         for entry, outcome in zip(batch.entries, done.outcomes, strict=True):
             index = entry.item[0]
             self._complete(index, _Done(index, outcome))
         self._pump()
-        self._finishes.append((now, self._free == 0))
+        self._finishes.append((now, cpu, self._free == 0))
 
-    def _cost(self, done: Finished, now: int) -> int:
+    def _cost(self, done: Finished, now: int, cpu: int) -> int:
         """What the batch cost the pipeline, for the sizer: its pace when it was busy all
-        along (the time since the batch ``replicas`` returns ago came back, which is one
-        replica's turn, with every overhead and the contention of the threads in it),
-        else the preprocess and run time (items arrive slower than the model runs);
-        either shared by the replicas, which run side by side."""
+        along (since the batch ``replicas`` returns ago came back, which is one replica's
+        turn, with every overhead and the contention of the threads in it: the process's
+        CPU time on the CPU, the runtime clock elsewhere), else the preprocess and run
+        time (items arrive slower than the model runs); shared by the replicas, which
+        run side by side."""
         finishes = self._finishes
         replicas = finishes.maxlen or 1
-        if len(finishes) == replicas and all(busy for _, busy in finishes):
-            since = now - finishes[0][0]
+        if len(finishes) == replicas and all(busy for *_, busy in finishes):
+            then, then_cpu, _ = finishes[0]
+            since = cpu - then_cpu if self._cpu_pace else now - then
             if since > 0:
                 return since // replicas  # the replicas' turns overlap: the pipeline's share
         return (done.prep_ns + done.run_ns) // replicas
