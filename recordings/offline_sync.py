@@ -39,6 +39,7 @@ from fusion.policies.base import SyncPolicy
 from fusion.policies.columnar import GroupColumns, admitted, group_columns
 from fusion.policies.exact import ExactTime
 from fusion.policies.nearest import Nearest
+from recordings._extras import pyarrow_modules
 from recordings.reader import Recording, open_recording
 from recordings.stamps import FrameFetcher, SensorStamps, read_stamps
 from recordings.summary import EPOCH_THRESHOLD_NS
@@ -134,7 +135,7 @@ class OfflineGroups:
 
     def to_parquet(self, path: str | os.PathLike[str]) -> Path:
         """Write :meth:`table` as Parquet: one row per group; needs ``pyarrow``."""
-        pa, pq = _pyarrow()
+        pa, pq = pyarrow_modules()
         table = self._plain_table()
         stamp = pa.timestamp("ns", tz="UTC")
         i64 = pa.int64()
@@ -367,15 +368,3 @@ def _describe(policy: ExactTime | Nearest) -> str:
             f"optional={sorted(policy.optional)}"
         )
     return f"exact sensors={','.join(policy.sensors)} optional={sorted(policy.optional)}"
-
-
-def _pyarrow() -> tuple[Any, Any]:
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError as err:
-        raise RuntimeError(
-            "writing Parquet needs pyarrow: pip install '.[parquet]' in the hyperframes "
-            "clone, or pyarrow itself (or write a .hfr instead)"
-        ) from err
-    return pa, pq

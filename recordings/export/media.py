@@ -30,6 +30,7 @@ with every numeric field of the point array (``x y z intensity ring ...``);
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -128,6 +129,7 @@ def _mux_options(fmt: str, audio: AudioTrack | None) -> dict[str, str] | None:
     """With an audio track, an MP4's edit lists in microseconds (FFmpeg's default is ms), so
     an audio track that starts after the video is placed to the microsecond."""
     return {"movie_timescale": "1000000"} if fmt == "mp4" and audio is not None else None
+
 
 _ANNEXB_CODECS = ("h264", "hevc")
 _ENCODER_OPTIONS = {"ffv1": {"slicecrc": "1"}}
@@ -245,7 +247,7 @@ def remux_mp4(
 def _durations(ordered: list[int]) -> dict[int, int]:
     """Each presentation time's duration (to the next; the last takes the one before), so an
     MP4's edit list (in microseconds when it carries audio) ends after the last picture."""
-    steps = [b - a for a, b in zip(ordered, ordered[1:], strict=False) if b > a]
+    steps = [b - a for a, b in itertools.pairwise(ordered) if b > a]
     out = dict(zip(ordered, steps, strict=False))
     if ordered and steps:
         out.setdefault(ordered[-1], steps[-1])

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from fusion.frames import Frame, SensorSpec
+from recordings._extras import pyarrow_modules
 
 ROW_GROUP_ROWS = 65_536
 """Rows buffered per sensor before a row group is written."""
@@ -47,18 +48,6 @@ TABLE_KINDS = ("timeseries", "imu", "gnss", "can", "radar")
 
 _RAW_CAN = ("id", "extended", "remote", "fd", "brs", "esi", "rx", "dlc", "channel")
 _SIGNAL_KEYS = ("unit", "scale", "offset", "minimum", "maximum")
-
-
-def _pyarrow() -> tuple[Any, Any]:
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError as err:
-        raise RuntimeError(
-            "writing Parquet needs pyarrow: pip install '.[parquet]' in the hyperframes "
-            "clone, or pyarrow itself"
-        ) from err
-    return pa, pq
 
 
 def _native(values: np.ndarray) -> np.ndarray:
@@ -95,7 +84,7 @@ class _Table:
     the writer (opened on the first row group)."""
 
     def __init__(self, path: Path, spec: SensorSpec, first: np.ndarray) -> None:
-        self.pa, self.pq = _pyarrow()
+        self.pa, self.pq = pyarrow_modules()
         self.path = path
         self.spec = spec
         self.dtype = first.dtype

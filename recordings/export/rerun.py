@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from fusion.errors import ConfigError
+from fusion.errors import ConfigError, UsageError
 from fusion.frames import Frame, FrameGroup
 from recordings.export.kinds import classify, series_values
 
@@ -54,7 +54,7 @@ class RerunSink:
         try:
             import rerun as rr
         except ImportError as err:
-            raise RuntimeError(
+            raise UsageError(
                 "the Rerun sink needs the 'rerun-sdk' package: install the 'rerun' extra "
                 "from the hyperframes clone (pip install '.[rerun]')"
             ) from err
