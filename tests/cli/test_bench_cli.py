@@ -130,5 +130,7 @@ def test_bench_only_infer_runs_its_quick_mode_against_the_script(
     assert [r[1] for r in rows] == [
         "VideoSource + BatchWorker (720p -> mid_cnn)",
         "share of the CPU-sum bound",
+        "fused path, fraction of the limit",
+        "worker.stream(src.frames()), fraction of the limit",
     ]
     assert "error" not in out
