@@ -245,6 +245,24 @@ def _losses(ledger: dict[str, Any] | None) -> str:
     return ", ".join(f"{k} {v}" for k, v in ledger["lost"].items())
 
 
+def quick() -> list[dict[str, object]]:
+    """``hyperframes bench`` row: 10 stalled clients against none, 4 s runs."""
+    with tempfile.TemporaryDirectory() as tmp:
+        alone = run(0, 0, 4.0, 256.0, Path(tmp))
+        crowd = run(10, 0, 4.0, 256.0, Path(tmp))
+    kept = crowd["imu"] >= alone["imu"] * crowd["imu_sent"] / max(alone["imu_sent"], 1) - 1
+    return [
+        {
+            "measure": "record --serve with 10 stalled clients: RSS over no clients",
+            "value": f"{crowd['rss_peak'] - alone['rss_peak']:+.0f} MiB",
+            "ratio": f"IMU {crowd['imu']}/{crowd['imu_sent']} (alone {alone['imu']}/"
+            f"{alone['imu_sent']})",
+            "target": "under the 256 MiB budget, nothing more lost",
+            "met": crowd["rss_peak"] - alone["rss_peak"] < 256 and kept,
+        }
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=12.0)

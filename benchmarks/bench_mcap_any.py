@@ -87,6 +87,25 @@ def timed(fn: Callable[[Path], int], path: Path) -> tuple[float, float, int]:
     return time.perf_counter() - w0, time.process_time() - c0, n
 
 
+def quick() -> list[dict[str, object]]:
+    """``hyperframes bench`` row: an indexed Foxglove export read by McapFile vs the mcap reader."""
+    with tempfile.TemporaryDirectory() as d:
+        path = make_export(Path(d), 5.0)
+        best = {"mcap": float("inf"), "McapFile": float("inf")}
+        for _ in range(3):
+            for label, fn in (("mcap", peer), ("McapFile", ours)):
+                best[label] = min(best[label], timed(fn, path)[1])
+    return [
+        {
+            "measure": "MCAP of the foxglove profile, indexed, read (CPU)",
+            "value": f"{best['McapFile'] * 1e3:.1f} ms",
+            "ratio": f"{best['mcap'] / best['McapFile']:.2f}x the mcap reader",
+            "target": "at least as fast as the mcap reader",
+            "met": best["McapFile"] <= best["mcap"],
+        }
+    ]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=20.0)
