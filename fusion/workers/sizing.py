@@ -32,8 +32,9 @@ no untried size lies between the best and its neighbours.
 time that is smaller wins (the same throughput, less latency).
 
 **Again.** Exploration starts over (the estimates cleared) when the chosen
-size's estimate drifts more than ``drift`` from what it was when chosen (the
-load changed: another process took the cores, the input got larger), and
+size's estimate (the median of its last ``window`` batches) stays more than
+``drift`` away from what it was when chosen for ``window`` batches in a row
+(the load changed: another process took the cores, the input got larger), and
 when its batches no longer fit the latency budget, and after every
 ``period`` ns of recorded processing time, since a change that leaves the
 chosen size's cost alone can still make another size better.
@@ -128,6 +129,7 @@ class BatchSizer:
         self._reference = 0.0  # the chosen size's estimate when it was chosen
         self._since = 0  # processing ns recorded since the search ended
         self._fitted = True  # the chosen size fitted the latency budget when chosen
+        self._strikes = 0  # batches in a row whose recent median was out of the drift band
         self._met: set[int] = set()  # sizes whose first batch in this search was seen
         self._recent: deque[float] = deque(maxlen=window)  # the chosen size, exploiting
         if max_batch > 1:
@@ -234,6 +236,7 @@ class BatchSizer:
         self._reason = reason
         self._reference = self.estimate(size) or 0.0
         self._since = 0
+        self._strikes = 0
         self._recent.clear()
 
     def _fits(self, size: int) -> bool:
@@ -267,7 +270,11 @@ class BatchSizer:
             self._recent.append(ns / size)
             if len(self._recent) == self._recent.maxlen:
                 now = median(self._recent)
-                if abs(now / self._reference - 1) > self.drift:
+                # Out of band for a whole window in a row: a burst of noise that moves
+                # one median for a batch or two does not start a search.
+                out = abs(now / self._reference - 1) > self.drift
+                self._strikes = self._strikes + 1 if out else 0
+                if self._strikes >= self.window:
                     self._start("drift")
                     return
                 budget = self.latency_budget
