@@ -83,9 +83,12 @@ $(NODE_PEERS): tests/peers/package.json tests/peers/package-lock.json | system-d
 
 $(STAMP_TEST): pyproject.toml $(VENV)/bin/python $(NODE_PEERS) | system-deps
 	$(PY) -m pip install -q -e '.[test,dev,bench,rerun,ray,ros2]'
-	@# ouster-sdk (OusterSource's decoder) pins rosbags==0.9.23, psutil<6 and click<8.1.8
-	@# for tools we do not use, against our rosbags>=0.11; its core needs only numpy.
-	$(PY) -m pip install -q --no-deps 'ouster-sdk>=1.0.1,<1.1'
+	@# ouster-sdk: the Ouster tests' reference decoder and the OSF reader (OusterSource needs
+	@# it for nothing else). It pins rosbags==0.9.23, psutil<6, click<8.1.8 and flask==3.0
+	@# against ours, so it goes outside site-packages, where `pip check` does not see it and
+	@# nothing imports it unasked; tests/conftest.py puts the folder on sys.path.
+	$(PY) -m pip uninstall -q -y ouster-sdk 2>/dev/null || true
+	$(PY) -m pip install -q --no-deps --upgrade --target $(VENV)/oracles/ouster 'ouster-sdk>=1.0.1,<1.1'
 	@touch $@ $(STAMP)
 
 clean:

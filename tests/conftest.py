@@ -14,10 +14,22 @@ file is serial too.
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+# ouster-sdk, the Ouster tests' reference decoder (and what reads OSF files), lives outside
+# the environment's site-packages (the Makefile: pip install --no-deps --target), where its
+# pins (rosbags==0.9.23, click<8.1.8 ...) cannot break it and `pip check` does not see it;
+# the suite and the processes it starts find it here. OusterSource itself never needs it.
+OUSTER_ORACLE = Path(sys.prefix) / "oracles" / "ouster"
+if OUSTER_ORACLE.is_dir() and str(OUSTER_ORACLE) not in sys.path:
+    sys.path.append(str(OUSTER_ORACLE))
+    _paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    os.environ["PYTHONPATH"] = os.pathsep.join([*_paths, str(OUSTER_ORACLE)])
 
 settings.register_profile(
     "hyperframes", deadline=None, suppress_health_check=[HealthCheck.too_slow]

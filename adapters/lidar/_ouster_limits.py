@@ -2,19 +2,22 @@
 
 A scan's arrays, the beam tables and the packet layout are all sized by the
 metadata: ``columns_per_frame x pixels_per_column`` points, ``columns_per_packet``
-columns a packet. ouster-sdk parses any number there (1.4 kB of JSON asked for
-12 GiB of beam tables with ``columns_per_frame = 16777216``; a ``columns_per_packet``
-of 0 ended in an ``IndexError``; an unknown lidar mode in ``ValueError:
-default_data_format``). :func:`metadata_problem` checks the parsed sensor info,
-and the JSON it came from, against what Ouster sensors are:
+columns a packet. A parser that takes any number there makes any size (1.4 kB of
+JSON asked ouster-sdk for 12 GiB of beam tables with ``columns_per_frame =
+16777216``; a ``columns_per_packet`` of 0 ended in an ``IndexError``; an unknown
+lidar mode in ``ValueError: default_data_format``). Before the parser
+(:mod:`adapters.lidar._ouster_meta`) sizes anything, :func:`stated_mode_problem`
+and :func:`stated_bounds_problem` check the JSON's lidar mode and data-format
+numbers; :func:`metadata_problem` then checks the parsed sensor info against what
+Ouster sensors are:
 
 * ``columns_per_frame`` one of the lidar modes' widths, :data:`MODE_COLUMNS`, and
   the ``lidar_mode``'s own width when it names one (``1024x10``: 1024);
 * ``pixels_per_column`` (beams) from 1 to :data:`MAX_BEAMS`;
 * ``columns_per_packet`` from 1 to :data:`MAX_COLUMNS_PER_PACKET`, dividing the frame;
 * ``column_window`` inside the frame, ``pixel_shift_by_row`` one shift per beam;
-* each number in the JSON's data format as the SDK read it (the SDK wraps or drops
-  numbers it cannot hold: ``2**40`` columns became 0);
+* each number in the JSON's data format a 32-bit unsigned integer (ouster-sdk wraps
+  or drops numbers it cannot hold: ``2**40`` columns became 0);
 * the lidar packet the profile makes fits a UDP datagram (:data:`MAX_PACKET`).
 
 So the largest scan is 4096 x 256 points. The packets themselves are then
@@ -24,7 +27,6 @@ the first packets all misfit the source names the mismatch).
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -38,28 +40,16 @@ MAX_PACKET = 65507
 """The largest UDP payload over IPv4: a lidar packet is one datagram."""
 
 _MODE = re.compile(r"^(\d+)x(\d+)$")
-_DATA_FORMAT_KEYS = ("data_format", "lidar_data_format")
+_DATA_FORMAT_KEYS = ("data_format", "lidar_data_format")  # legacy, current
 
 
-def metadata_problem(raw: bytes, info: Any) -> str | None:
-    """What is out of bounds in the metadata ``raw`` (parsed by ouster-sdk as ``info``),
-    in one phrase; ``None`` when it describes a scan an Ouster sensor can send."""
+def metadata_problem(info: Any) -> str | None:
+    """What is out of bounds in a parsed metadata ``info`` (an
+    :class:`~adapters.lidar._ouster_meta.OusterInfo`), in one phrase; ``None`` when it
+    describes a scan an Ouster sensor can send."""
     fmt = info.format
     columns, beams = int(fmt.columns_per_frame), int(fmt.pixels_per_column)
     per_packet = int(fmt.columns_per_packet)
-    stated_mode = stated_mode_problem(raw)
-    if stated_mode is not None:
-        return stated_mode
-    stated = _stated_format(raw)
-    for key, value in stated.items():
-        held = getattr(fmt, key, None)
-        if key == "column_window" and isinstance(value, list):
-            value, held = [*value], [*held] if held is not None else None
-        elif not isinstance(value, int) or isinstance(value, bool):
-            continue  # the SDK's own check names a value of the wrong type
-        if value != held:
-            shown = f"an integer of {len(str(abs(value)))} digits" if _long(value) else value
-            return f"data format {key} = {shown} is out of range (ouster-sdk reads it as {held})"
     if columns not in MODE_COLUMNS:
         widths = ", ".join(map(str, MODE_COLUMNS))
         return f"columns_per_frame = {columns} is not the width of an Ouster lidar mode ({widths})"
@@ -92,10 +82,9 @@ MODES = ("512x10", "512x20", "1024x10", "1024x20", "2048x10", "4096x5")
 """Ouster's lidar modes (``config_params.lidar_mode``, or ``lidar_mode`` in legacy files)."""
 
 
-def stated_mode_problem(raw: bytes) -> str | None:
-    """Why the JSON's ``lidar_mode`` is none of :data:`MODES` (``None``: it is, or is absent);
-    ouster-sdk refuses an unknown mode with only ``default_data_format``."""
-    doc = _json(raw)
+def stated_mode_problem(doc: Any) -> str | None:
+    """Why the JSON's ``lidar_mode`` (``config_params``, or the legacy top level) is none
+    of :data:`MODES` (``None``: it is, or is absent)."""
     if not isinstance(doc, dict):
         return None
     params = doc.get("config_params")
@@ -105,38 +94,35 @@ def stated_mode_problem(raw: bytes) -> str | None:
     return f"lidar_mode {str(mode)[:40]!r} is not an Ouster lidar mode ({', '.join(MODES)})"
 
 
+_UINT32 = 1 << 32
+
+
+def stated_bounds_problem(doc: Any) -> str | None:
+    """Why a number of the JSON's data format (``lidar_data_format``, or the legacy
+    ``data_format``) cannot be an Ouster sensor's, before anything is sized by it."""
+    for key in _DATA_FORMAT_KEYS:
+        part = doc.get(key) if isinstance(doc, dict) else None
+        if not isinstance(part, dict):
+            continue
+        for name in ("columns_per_frame", "columns_per_packet", "pixels_per_column", "fps"):
+            value = part.get(name)
+            if isinstance(value, int) and not isinstance(value, bool) and not 0 <= value < _UINT32:
+                shown = f"an integer of {len(str(abs(value)))} digits" if _long(value) else value
+                return f"data format {name} = {shown} is out of range"
+        beams = part.get("pixels_per_column")
+        if isinstance(beams, int) and not 1 <= beams <= MAX_BEAMS:
+            return f"pixels_per_column = {beams} is outside 1..{MAX_BEAMS}"
+    return None
+
+
 def _long(value: Any) -> bool:
     return isinstance(value, int) and abs(value) >= 10**15
 
 
-def _json(raw: bytes) -> Any:
-    try:
-        return json.loads(raw)
-    except (ValueError, RecursionError):
-        return None
-
-
-def _stated_format(raw: bytes) -> dict[str, Any]:
-    """The data format's numbers as the JSON states them (empty when it has none)."""
-    doc = _json(raw)
-    found: dict[str, Any] = {}
-    if not isinstance(doc, dict):
-        return found
-    for key in _DATA_FORMAT_KEYS:  # legacy and current layouts keep it at the top
-        value = doc.get(key)
-        if isinstance(value, dict):
-            keys = ("columns_per_frame", "columns_per_packet", "pixels_per_column", "column_window")
-            found.update({k: value[k] for k in keys if k in value})
-    return found
-
-
 def _packet_problem(info: Any) -> str | None:
-    from ouster.sdk import core
+    from adapters.lidar._ouster_layout import lidar_packet_size
 
-    try:
-        size = int(core.PacketFormat(info).lidar_packet_size)
-    except (ValueError, RuntimeError, OverflowError) as err:
-        return f"ouster-sdk makes no packet format of it ({err})"
+    size = lidar_packet_size(info.format)
     if size > MAX_PACKET:
         return f"its lidar packets would be {size} bytes, over a UDP datagram's {MAX_PACKET}"
     return None

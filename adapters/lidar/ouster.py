@@ -1,8 +1,9 @@
 """``OusterSource``: Ouster OS0/OS1/OS2/OSDome scans and IMU, from a pcap(ng) or live UDP.
 
-The packets are checked and batched by the sans-I/O
-:class:`~adapters.lidar.ouster_packets.ScanAssembler` (compiled decoding at the
-layout ouster-sdk describes);
+The metadata is read by :mod:`adapters.lidar._ouster_meta`, the packets checked
+and batched by the sans-I/O :class:`~adapters.lidar.ouster_packets.ScanAssembler`
+(compiled decoding at each UDP profile's documented layout; ouster-sdk is not
+needed, except to read OSF files or with ``decoder="ouster-sdk"``);
 this module moves bytes and keeps the ledger. Offline, a capture is read,
 batched and decoded in a worker thread (a capture up to 1 MiB, a scan or two, on
 the event loop: the round trip would cost more than the work); live, datagrams
@@ -55,8 +56,10 @@ import anyio
 
 from adapters._side_files import METADATA_LIMIT, read_small, refuse_special
 from adapters.errors import DecodeError, SourceOpenError
-from adapters.lidar._ouster_limits import metadata_problem, stated_mode_problem
-from adapters.lidar._ouster_osf import Ledger, OsfContents, OsfScans, open_osf
+from adapters.lidar._ouster_layout import lidar_packet_size
+from adapters.lidar._ouster_limits import metadata_problem
+from adapters.lidar._ouster_meta import NotMetadata, OusterInfo, OutOfBounds, parse_metadata
+from adapters.lidar._ouster_osf import OSF_INSTALL, Ledger, OsfContents, OsfScans, open_osf
 from adapters.lidar.ouster_packets import (
     DECODERS,
     IMU_FIELDS,
@@ -104,21 +107,14 @@ class _Capture:
             self.reader.close()
 
 
-def load_metadata(path: str | Path, *, sensor: str = "lidar") -> Any:
-    """An ``ouster.sdk.core.SensorInfo`` from a metadata JSON (legacy or current layout)."""
+def load_metadata(path: str | Path, *, sensor: str = "lidar") -> OusterInfo:
+    """The sensor described by a metadata JSON (legacy or current layout), checked;
+    a one-line :class:`~adapters.errors.SourceOpenError` naming what is wrong."""
     return _read_metadata(path, sensor)[1]
 
 
-def _read_metadata(path: str | Path, sensor: str) -> tuple[bytes, Any]:
-    """``(the file's bytes, its SensorInfo)``; a SourceOpenError naming what is wrong."""
-    try:
-        from ouster.sdk import core
-    except ImportError as err:  # pragma: no cover - the test extra installs it
-        raise SourceOpenError(
-            "OusterSource needs ouster-sdk: pip install --no-deps 'ouster-sdk>=1.0.1,<1.1' "
-            f"({err})",
-            sensor=sensor,
-        ) from err
+def _read_metadata(path: str | Path, sensor: str) -> tuple[bytes, OusterInfo]:
+    """``(the file's bytes, its OusterInfo)``; a SourceOpenError naming what is wrong."""
     where = Path(path)
 
     def refused(message: str) -> SourceOpenError:
@@ -127,13 +123,15 @@ def _read_metadata(path: str | Path, sensor: str) -> tuple[bytes, Any]:
     # A regular file of at most 4 MiB: /dev/zero or a FIFO is refused, not read.
     raw = read_small(where, "Ouster metadata", _MAX_METADATA, error=refused)
     try:
-        info = core.SensorInfo(raw.decode("utf-8", errors="replace"))
-    except (RuntimeError, ValueError, OverflowError, RecursionError) as err:
-        first = stated_mode_problem(raw) or " ".join(str(err).split())[:300]
+        info = parse_metadata(raw)
+    except NotMetadata as err:
+        first = " ".join(str(err).split())[:300]
         raise SourceOpenError(
             f"{str(where)!r} is not an Ouster sensor's metadata JSON: {first}", sensor=sensor
-        ) from err
-    problem = metadata_problem(raw, info)  # before any array is sized by it
+        ) from None
+    except OutOfBounds as err:
+        raise SourceOpenError(f"Ouster metadata {str(where)!r}: {err}", sensor=sensor) from None
+    problem = metadata_problem(info)  # before any array is sized by it
     if problem is not None:
         raise SourceOpenError(f"Ouster metadata {str(where)!r}: {problem}", sensor=sensor)
     return raw, info
@@ -166,7 +164,7 @@ def _lidar_meta(info: Any) -> dict[str, Any]:
         "beams": int(fmt.pixels_per_column),
         "columns": int(fmt.columns_per_frame),
         "fields": list(OUSTER_DTYPE.names or ()),
-        "frame": "Ouster sensor frame (ouster-sdk XYZLut), metres",
+        "frame": "Ouster sensor frame (as ouster-sdk's XYZLut), metres",
     }
 
 
@@ -211,12 +209,12 @@ class OusterSource(Source):
 
     ``decoder="numba"`` (the default) decodes a scan's packets at once, straight
     into its point array, with compiled kernels (:mod:`adapters.lidar.ouster_kernel`)
-    at the byte layout ouster-sdk describes and checks
-    (:mod:`adapters.lidar.ouster_fast`; profiles it cannot read fall back to
-    ouster-sdk); ``decoder="numpy"`` does the same with numpy views (no JIT:
-    nothing to compile or load on the first scan, 2-4x slower a scan);
-    ``decoder="ouster-sdk"`` batches every packet with ouster-sdk's
-    ``FrameBatcher``. All give the same points.
+    at the byte layout Ouster documents for the metadata's UDP profile (every
+    profile ouster-sdk 1.0 knows; no ouster-sdk needed); ``decoder="numpy"`` does
+    the same with numpy views (no JIT: nothing to compile or load on the first
+    scan, 2-4x slower a scan); ``decoder="ouster-sdk"`` batches every packet with
+    ouster-sdk's ``FrameBatcher`` (ouster-sdk must be installed). All give the
+    same points.
 
     Frames of sensor ``name`` hold an :data:`OUSTER_DTYPE` array of one scan's
     valid returns; ``meta`` has ``partial``, ``packets``, ``valid_columns`` and
@@ -415,10 +413,10 @@ class OusterSource(Source):
             else:
                 found[key] = (None, "default")
         if self.pcap is not None and any(p is None for p, _ in found.values()):
-            from ouster.sdk import core
+            from adapters.lidar._ouster_layout import imu_packet_size
 
-            fmt = core.PacketFormat(self.info)
-            sizes = {"lidar": int(fmt.lidar_packet_size), "imu": int(fmt.imu_packet_size)}
+            fmt = self.info.format
+            sizes = {"lidar": lidar_packet_size(fmt), "imu": imu_packet_size(fmt)}
             seen = _ports_by_size(self.pcap, sizes, name)
             for key, (port, _) in found.items():
                 if port is None and seen.get(key) is not None:
@@ -428,6 +426,15 @@ class OusterSource(Source):
         return lidar_port, imu_port, {k: v[1] for k, v in found.items()}
 
     def _assembler(self) -> ScanAssembler:
+        if self.decoder == "ouster-sdk":
+            try:
+                import ouster.sdk.core  # noqa: F401
+            except ImportError as err:
+                raise SourceOpenError(
+                    f"decoder='ouster-sdk' needs ouster-sdk: {OSF_INSTALL} ({err}); the "
+                    "default decoder does not",
+                    sensor=self.name,
+                ) from err
         return ScanAssembler(
             self.info, on_reject=self._rejected, decoder=self.decoder, prepared=self._prepared
         )
@@ -618,7 +625,15 @@ class OusterSource(Source):
                     sensor=self.imu_name,
                 )
                 return []
-            t_sensor, data = imu_sample(self.assembler.format, payload)
+            if self.assembler.imu_profile != "LEGACY":
+                self.count_error(
+                    "undecodable",
+                    f"{self._where()}IMU packet of profile {self.assembler.imu_profile}: "
+                    "only LEGACY IMU packets are decoded",
+                    sensor=self.imu_name,
+                )
+                return []
+            t_sensor, data = imu_sample(payload)
             return [self.make_frame(t_sensor, data, sensor=self.imu_name, t_arrival=t)]
         self.count_received()
         if kind != "lidar":

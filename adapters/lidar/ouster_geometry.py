@@ -28,7 +28,8 @@ def xyzlut_tables(info: Any) -> tuple[np.ndarray, np.ndarray]:
     """``(direction, offset)``, ``(columns, beams, 3)`` float32, from ouster-sdk's ``XYZLut``."""
     from ouster.sdk import core
 
-    lut = core.XYZLut(info)
+    text = getattr(info, "text", None)  # ours (OusterInfo): ouster-sdk reads its JSON again
+    lut = core.XYZLut(info if text is None else core.SensorInfo(text))
     beams, width = int(info.format.pixels_per_column), int(info.format.columns_per_frame)
 
     def column_major(table: Any) -> np.ndarray:

@@ -11,11 +11,11 @@ offset``, with ``XYZLut``'s tables in float32, from
 :func:`~adapters.lidar.ouster_geometry.beam_tables`).
 
 Nothing here knows a packet layout. :class:`ScanViews` takes zero-copy
-strided views of the joined packets at the byte offsets
-:class:`~adapters.lidar.ouster_fast.PacketLayout` learnt from ouster-sdk and
-checked against its readers; the kernels read those views, so numba compiles
-them once per combination of word types (LEGACY and the RNG19 profiles share
-one), and the masks come in as numbers.
+strided views of the joined packets at the byte offsets of the profile's
+:class:`~adapters.lidar._ouster_layout.PacketLayout`; the kernels read those
+views, so numba compiles them once per combination of word types (LEGACY and
+the RNG19 profiles share one), and the masks and shifts (the low-data profiles'
+8 mm range steps) come in as numbers.
 
 This module imports numba, so it is imported on first use (by
 :class:`~adapters.lidar.ouster_packets.ScanAssembler`); the compiled code is
@@ -32,7 +32,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from adapters.lidar.ouster_fast import PacketLayout
+from adapters.lidar._ouster_layout import PacketLayout
 
 FIELD_ORDER = ("RANGE", "SIGNAL", "REFLECTIVITY", "NEAR_IR")
 _jit = numba.njit(nogil=True, cache=True, boundscheck=False)
@@ -81,6 +81,7 @@ def _fill(
     reflectivity: Any,
     near_ir: Any,
     masks: Any,
+    shifts: Any,
     direction: Any,
     offset: Any,
     ring: Any,
@@ -93,6 +94,7 @@ def _fill(
     first = slot[ids[0]]
     t0 = np.int64(stamps[first // cpp, first % cpp])
     rm, sm, fm, nm = masks[0], masks[1], masks[2], masks[3]
+    rs, ss, fs, ns = shifts[0], shifts[1], shifts[2], shifts[3]
     k = 0
     for i in range(n_cols):
         m = ids[i]
@@ -100,11 +102,11 @@ def _fill(
         p, c = j // cpp, j % cpp
         dt = np.uint32((np.int64(stamps[p, c]) - t0) & 0xFFFFFFFF)
         for b in range(beams):
-            r = np.int64(rng[p, c, b]) & rm
+            r = (np.int64(rng[p, c, b]) & rm) << rs
             if r == 0:
                 continue
             metres = np.float32(r)
-            s = np.int64(signal[p, c, b]) & sm
+            s = (np.int64(signal[p, c, b]) & sm) << ss
             point = out[k]
             point.x = metres * direction[m, b, 0] + offset[m, b, 0]
             point.y = metres * direction[m, b, 1] + offset[m, b, 1]
@@ -113,8 +115,8 @@ def _fill(
             point.t = dt
             point.range = r
             point.signal = s
-            point.reflectivity = np.int64(reflectivity[p, c, b]) & fm
-            point.near_ir = np.int64(near_ir[p, c, b]) & nm
+            point.reflectivity = (np.int64(reflectivity[p, c, b]) & fm) << fs
+            point.near_ir = (np.int64(near_ir[p, c, b]) & nm) << ns
             point.ring = ring[b]
             point.column = m
             point.beam = b
@@ -127,14 +129,17 @@ fill: Callable[..., int] = _jit(_fill)
 
 
 class ScanViews:
-    """The kernels' inputs for one layout: views of a scan's joined packets, the masks."""
+    """The kernels' inputs for one layout: views of a scan's joined packets, the masks
+    and shifts."""
 
     def __init__(self, layout: PacketLayout) -> None:
         self.layout = layout
         self.masks = np.zeros(len(FIELD_ORDER), np.int64)
+        self.shifts = np.zeros(len(FIELD_ORDER), np.int64)
         for row, name in enumerate(FIELD_ORDER):
             if name in layout.fields:
                 self.masks[row] = layout.fields[name][3]
+                self.shifts[row] = layout.shifts.get(name, 0)
 
     def __call__(self, data: bytes) -> tuple[Any, ...]:
         """``(ids, status, stamps, range, signal, reflectivity, near_ir)`` of ``data``: column
@@ -164,4 +169,7 @@ def warm(views: ScanViews, dtype: np.dtype[Any]) -> None:
     table = np.zeros((1, views.layout.beams, 3), np.float32)
     ring = np.zeros(views.layout.beams, np.uint16)
     slot[0], picked[0] = 0, 0
-    fill(slot, picked, 0, stamps, *fields, views.masks, table, table, ring, np.empty(0, dtype))
+    fill(
+        slot, picked, 0, stamps, *fields, views.masks, views.shifts, table, table, ring,
+        np.empty(0, dtype),
+    )  # fmt: skip

@@ -1,20 +1,20 @@
-"""Ouster packets to scans and IMU samples, sans-I/O, at the layout ouster-sdk describes.
+"""Ouster packets to scans and IMU samples, sans-I/O, at the layout Ouster documents.
 
 Theory of operation. An Ouster sensor sends one UDP datagram per
 ``columns_per_packet`` columns of a scan (the *lidar packets*, port 7502) and
 one per IMU measurement (port 7503). Their layout depends on the sensor, the
 firmware and the UDP profile (``LEGACY``, ``RNG19_RFL8_SIG16_NIR16``,
-``RNG15_RFL8_NIR8``, dual returns...), all of which the metadata JSON says,
-and the vendor's library, ouster-sdk, knows: its ``PacketFormat`` gives the
-byte layout (:class:`~adapters.lidar.ouster_fast.PacketLayout` learns it and
-checks it against ouster-sdk's own readers), its ``XYZLut`` the beam
-geometry (whose tables :mod:`adapters.lidar.ouster_geometry` computes in numpy,
-bit for bit the same). A scan's packets are kept as bytes and decoded at once by the
-compiled kernels of :mod:`adapters.lidar.ouster_kernel` (the default: measured
-faster than ouster-sdk's own path, and equal to it point for point, see
-BENCHMARKS.md) or numpy views; a profile whose layout does not check out is
-batched packet by packet by ouster-sdk's ``FrameBatcher``. This module adds
-what a hyperframes source needs around it:
+``RNG15_RFL8_NIR8``, dual returns...), all of which the metadata JSON says
+(read by :mod:`adapters.lidar._ouster_meta`). The byte layout of every profile
+is :class:`~adapters.lidar._ouster_layout.PacketLayout`, the beam geometry
+:mod:`adapters.lidar.ouster_geometry` (ouster-sdk's ``XYZLut`` tables, bit for
+bit), neither needing ouster-sdk. A scan's packets are kept as bytes and
+decoded at once by the compiled kernels of :mod:`adapters.lidar.ouster_kernel`
+(the default: measured faster than ouster-sdk's own path, and equal to it point
+for point, see BENCHMARKS.md) or numpy views; ``decoder="ouster-sdk"`` batches
+them packet by packet with ouster-sdk's ``FrameBatcher`` instead (ouster-sdk
+then must be installed). This module adds what a hyperframes source needs
+around it:
 
 * every datagram is checked first (size, sensor id, column numbers) against
   the metadata, and a bad one is reported through ``on_reject(reason,
@@ -25,7 +25,7 @@ what a hyperframes source needs around it:
 * :meth:`ScanAssembler.decode` makes the scan's point array
   (:data:`OUSTER_DTYPE`): the valid returns of its valid columns, in firing
   order;
-* :func:`imu_sample` decodes an IMU packet into SI units.
+* :func:`imu_sample` decodes a LEGACY IMU packet into SI units.
 
 A scan's time is that of its first valid column (``t_sensor``, ns on the
 sensor's clock: since power-on, or PTP/GPS time if the sensor is set so);
@@ -42,7 +42,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from adapters.lidar.ouster_fast import Columns, PacketLayout, decode_packets, frame_columns
+from adapters.lidar import _ouster_layout
+from adapters.lidar._ouster_layout import PacketLayout
+from adapters.lidar.ouster_fast import Columns, decode_packets, frame_columns
 
 if TYPE_CHECKING:
     from adapters.lidar.ouster_setup import Prepared
@@ -124,13 +126,14 @@ def describe(info: Any) -> str:
 class ScanAssembler:
     """Checks lidar packets against the metadata and batches them into scans.
 
-    Where :class:`~adapters.lidar.ouster_fast.PacketLayout` reads the profile
-    (LEGACY, RNG19_RFL8_SIG16_NIR16 and its dual form), packets are kept as
-    bytes per scan (a scan ends at its window's last column or at the first
-    packet of another scan) and decoded at once, by the compiled kernels of
-    :mod:`adapters.lidar.ouster_kernel` (``decoder="numba"``) or numpy views
-    (``"numpy"``); otherwise, or with ``decoder="ouster-sdk"``, ouster-sdk's
-    ``FrameBatcher`` batches them.
+    Packets are kept as bytes per scan (a scan ends at its window's last column
+    or at the first packet of another scan) and decoded at once, by the compiled
+    kernels of :mod:`adapters.lidar.ouster_kernel` (``decoder="numba"``) or numpy
+    views (``"numpy"``), at the profile's
+    :class:`~adapters.lidar._ouster_layout.PacketLayout`; with
+    ``decoder="ouster-sdk"`` ouster-sdk's ``FrameBatcher`` batches them (``info``
+    then must carry its JSON, as :class:`~adapters.lidar._ouster_meta.OusterInfo`
+    does, or be ouster-sdk's own ``SensorInfo``).
     """
 
     def __init__(
@@ -141,26 +144,19 @@ class ScanAssembler:
         decoder: str = "numba",
         prepared: Prepared | None = None,
     ) -> None:
-        from ouster.sdk import core
-
         if decoder not in DECODERS:
             raise ValueError(f"decoder must be one of {', '.join(DECODERS)}; got {decoder!r}")
-        self._core = core
         self.info = info
-        self.format = core.PacketFormat(info)
-        self.packet_size = int(self.format.lidar_packet_size)
-        self.imu_packet_size = int(self.format.imu_packet_size)
+        # the layout of the packets' headers (and, unless ouster-sdk decodes, of their pixels)
+        self.packets = prepared.layout if prepared is not None else PacketLayout(info)
+        self.packet_size = self.packets.size
+        self.imu_packet_size = self.packets.imu_size
+        self.imu_profile = str(info.format.udp_profile_imu)
         self.columns = int(info.format.columns_per_frame)
         lo, hi = info.format.column_window
         self.window = (int(lo), int(hi))
         self._on_reject = on_reject
-        if decoder == "ouster-sdk":
-            self.layout: PacketLayout | None = None
-        elif prepared is not None:  # learnt and checked once per metadata (ouster_setup)
-            self.layout = prepared.layout
-        else:
-            layout = PacketLayout(info)
-            self.layout = layout if layout.usable else None
+        self.layout: PacketLayout | None = None if decoder == "ouster-sdk" else self.packets
         """The packets' byte layout, or None: ouster-sdk batches packet by packet."""
         self._views: Any = None  # the compiled path: an ouster_kernel.ScanViews
         if self.layout is not None and decoder == "numba":
@@ -171,15 +167,21 @@ class ScanAssembler:
 
                 self._views = ouster_kernel.ScanViews(self.layout)
                 ouster_kernel.warm(self._views, OUSTER_DTYPE)  # numba's cache, or a compile
-        self.decoder = decoder if self.layout is not None else "ouster-sdk"
-        """The decoder in use: ``decoder``, or ouster-sdk for a profile the others cannot read."""
-        self._check_ids = str(info.format.udp_profile_lidar) != "LEGACY"  # ids in the header
+        self.decoder = decoder
+        """The decoder in use."""
+        self._check_ids = self.packets.has_ids  # sensor ids in the header
         self._batcher: Any = None  # the ouster-sdk path's FrameBatcher and scan in progress
         self._frame: Any = None
+        self._core: Any = None
         if self.layout is None:
-            self._batcher = core.FrameBatcher(info)
+            from ouster.sdk import core  # only this decoder needs ouster-sdk
+
+            self._core = core
+            self._vendor_info = vendor_info(info)
+            self._vendor_format = core.PacketFormat(self._vendor_info)
+            self._batcher = core.FrameBatcher(self._vendor_info)
             self._batcher.set_max_cache_size(1)  # a scan ends at the first packet of the next
-            self._frame = core.LidarFrame(info)
+            self._frame = core.LidarFrame(self._vendor_info)
         self._counts: Counter[int] = Counter()  # accepted packets by scan (frame id)
         self._payloads: list[bytes] = []  # numpy path: the scan in progress
         self._frame_id: int | None = None
@@ -209,8 +211,7 @@ class ScanAssembler:
             )
             return True
         if self._check_ids:
-            buf = np.frombuffer(payload, np.uint8)
-            init_id, sn = int(self.format.init_id(buf)), int(self.format.prod_sn(buf))
+            init_id, sn = self.packets.sensor_ids(payload)
             if (init_id, sn) != (int(self.info.init_id), int(self.info.sn)):
                 self._reject(
                     "foreign_sender",
@@ -221,9 +222,8 @@ class ScanAssembler:
                 return True
         if self.layout is not None:
             top = max(self.layout.header(payload)[:2])
-        else:
-            buf = np.frombuffer(payload, np.uint8)
-            top = int(self.format.packet_header(self._core.ColHeader.MEASUREMENT_ID, buf).max())
+        else:  # any column's id (ouster-sdk reads what a column says, in any order)
+            top = int(self.packets.ids(payload).max())
         if top >= self.columns:
             self._reject(
                 "undecodable",
@@ -290,13 +290,13 @@ class ScanAssembler:
         return [scan]
 
     def _push_vendor(self, payload: bytes, t_arrival: int | None) -> list[OusterScan]:
-        packet = self._core.LidarPacket(self.format)
+        packet = self._core.LidarPacket(self._vendor_format)
         buf = np.frombuffer(payload, np.uint8)
         packet.buf[:] = buf
         packet.host_timestamp = 0 if t_arrival is None else t_arrival
         dropped = self._batcher.dropped_packets()
         finished = self._batcher.batch(packet, self._frame)
-        frame_id = int(self.format.frame_id(buf))
+        frame_id = self.packets.frame_id(payload)
         if self._batcher.dropped_packets() > dropped:
             self._stale(frame_id)
         else:
@@ -305,7 +305,7 @@ class ScanAssembler:
             return []
         # The scan is done, by its last column or by this packet starting the next one
         # (which the batcher then holds for the next frame).
-        frame, self._frame = self._frame, self._core.LidarFrame(self.info)
+        frame, self._frame = self._frame, self._core.LidarFrame(self._vendor_info)
         packets = self._counts.pop(int(frame.frame_id), 0)
         scan = OusterScan(int(frame.frame_id), t_arrival, packets, self._first, frame)
         self._first = False
@@ -322,13 +322,13 @@ class ScanAssembler:
             self._first, self._done_id = True, None
             return done
         frame = self._frame
-        self._frame = self._core.LidarFrame(self.info)
+        self._frame = self._core.LidarFrame(self._vendor_info)
         first, self._first = self._first, True
         valid = ((np.asarray(frame.status) & 1) != 0).any()
         packets = self._counts.pop(int(frame.frame_id), 0) if valid else 0
         held = sum(self._counts.values())
         self._counts.clear()
-        self._batcher = self._core.FrameBatcher(self.info)
+        self._batcher = self._core.FrameBatcher(self._vendor_info)
         self._batcher.set_max_cache_size(1)
         if held:
             self._on_reject("incomplete", f"{held} lidar packets held when the stream ended", held)
@@ -404,7 +404,7 @@ class PointMaker:
         out = np.empty(n_points, OUSTER_DTYPE)
         t0 = fill(
             slot, ids, n_cols, stamps, rng, *fields, views.masks,
-            self._direction, self._offset, self._ring, out,
+            views.shifts, self._direction, self._offset, self._ring, out,
         )  # fmt: skip
         return Decoded(ids[:n_cols], int(t0), out)
 
@@ -435,15 +435,23 @@ class PointMaker:
         return t0, np.take(words, np.flatnonzero(rng), axis=0).view(OUSTER_DTYPE).reshape(-1)
 
 
-def imu_sample(fmt: Any, payload: bytes) -> tuple[int, dict[str, Any]]:
-    """``(t_sensor, data)`` of a LEGACY-profile IMU packet: m/s² and rad/s.
+def imu_sample(payload: bytes) -> tuple[int, dict[str, Any]]:
+    """``(t_sensor, data)`` of a LEGACY-profile IMU packet (48 bytes): m/s² and rad/s.
 
     ``t_sensor`` is the gyroscope's time (the clock the lidar columns use).
     """
-    buf = np.frombuffer(payload, np.uint8)
-    accel = np.array([fmt.imu_la_x(buf), fmt.imu_la_y(buf), fmt.imu_la_z(buf)]) * _G
-    gyro = np.array([fmt.imu_av_x(buf), fmt.imu_av_y(buf), fmt.imu_av_z(buf)]) * _DEG
+    t_gyro, values, t_accel = _ouster_layout.imu_sample(payload)
+    accel = np.array(values[:3], np.float64) * _G  # the f32 values, as float64
+    gyro = np.array(values[3:], np.float64) * _DEG
     data: dict[str, Any] = dict(zip(IMU_FIELDS, (*accel.tolist(), *gyro.tolist()), strict=True))
     data["accel"], data["gyro"] = accel, gyro
-    data["accel_ts"] = int(fmt.imu_accel_ts(buf))
-    return int(fmt.imu_gyro_ts(buf)), data
+    data["accel_ts"] = int(t_accel)
+    return int(t_gyro), data
+
+
+def vendor_info(info: Any) -> Any:
+    """ouster-sdk's ``SensorInfo`` of ``info`` (ours: parsed again from its JSON)."""
+    from ouster.sdk import core
+
+    text = getattr(info, "text", None)
+    return info if text is None else core.SensorInfo(text)

@@ -1,11 +1,10 @@
 """What an Ouster source derives from its metadata before the first packet, once per content.
 
-Making an :class:`~adapters.OusterSource` learns the packets' byte layout from
-ouster-sdk and checks it against ouster-sdk's readers
-(:class:`~adapters.lidar.ouster_fast.PacketLayout`), loads the compiled kernels
-for it (:func:`~adapters.lidar.ouster_kernel.warm`) and computes the beam tables
-(:func:`~adapters.lidar.ouster_geometry.beam_tables`): about 2 ms on a 1024x32
-sensor, more than decoding its scan. All of it follows from the metadata alone,
+Making an :class:`~adapters.OusterSource` lays out the packets' bytes for its
+profile (:class:`~adapters.lidar._ouster_layout.PacketLayout`), loads the
+compiled kernels for it (:func:`~adapters.lidar.ouster_kernel.warm`) and computes
+the beam tables (:func:`~adapters.lidar.ouster_geometry.beam_tables`): about
+1 ms on a 1024x32 sensor, more than decoding its scan. All of it follows from the metadata alone,
 so :func:`prepare` keeps it in a small in-process cache keyed by the SHA-256 of
 the metadata file's bytes (the same bytes parse to the same sensor info, hence
 the same layout and tables): a second capture of the same sensor, or the same
@@ -23,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from adapters.lidar.ouster_fast import PacketLayout
+from adapters.lidar._ouster_layout import PacketLayout
 from adapters.lidar.ouster_geometry import beam_tables
 
 CACHE_SIZE = 4
@@ -32,11 +31,10 @@ _lock = threading.Lock()
 
 
 class Prepared:
-    """A metadata's packet layout (None: ouster-sdk must decode) and beam tables."""
+    """A metadata's packet layout and beam tables."""
 
     def __init__(self, info: Any) -> None:
-        layout = PacketLayout(info)
-        self.layout: PacketLayout | None = layout if layout.usable else None
+        self.layout = PacketLayout(info)
         self.direction, self.offset = beam_tables(info)
         self.direction.flags.writeable = False
         self.offset.flags.writeable = False
@@ -46,7 +44,6 @@ class Prepared:
     def views(self, dtype: np.dtype[Any]) -> Any:
         """The compiled decoder's :class:`~adapters.lidar.ouster_kernel.ScanViews` of the
         layout, its kernels loaded (numba imported on the first call in a process)."""
-        assert self.layout is not None
         with self._views_lock:
             if self._views is None:
                 from adapters.lidar import ouster_kernel

@@ -179,7 +179,7 @@ def side_file_cases(folder: Path) -> list[Case]:
         Case("Ouster metadata that is a FIFO", (*rec, fifo_meta), 2,
              "fifo.toml': is a FIFO, not a regular file"),
         Case("Ouster metadata nested 100000 deep", (*rec, deep), 2,
-             "deep.json' is not an Ouster sensor's metadata JSON: Data item nesting exceeds"),
+             "deep.json' is not an Ouster sensor's metadata JSON: JSON nested too deep"),
     ]  # fmt: skip
 
 
