@@ -75,7 +75,8 @@ def _compiler() -> str | None:
 @functools.cache
 def _name(compiler: str) -> str:
     """The library's file name: a checksum of the source, the compiler and the flags."""
-    key = " ".join((compiler, *_FLAGS, sys.platform, os.uname().machine)).encode()
+    machine = os.uname().machine if hasattr(os, "uname") else ""
+    key = " ".join((compiler, *_FLAGS, sys.platform, machine)).encode()
     source = _SOURCE.read_bytes()
     crc = (zlib.crc32(source) << 32) | zlib.crc32(key + source)
     return f"hf_nearest-{crc:016x}{_SUFFIX}"
