@@ -14,12 +14,8 @@ from typing import Any
 
 from fusion.errors import ConfigError
 from fusion.policies.base import SyncPolicy
+from hyperframes.config._source_type import BuildContext
 from hyperframes.config.base import MS, ClockConfig, FixedOffsetConfig, OnlineClockConfig
-from hyperframes.config.python_source import (
-    PythonSourceConfig,
-    load_class,
-    python_source_kwargs,
-)
 from hyperframes.config.schema import (
     PipelineConfig,
     RecorderConfig,
@@ -29,7 +25,6 @@ from hyperframes.config.schema import (
     parse_size,
 )
 from hyperframes.config.sources import (
-    AudioConfig,
     BagConfig,
     CanConfig,
     HesaiConfig,
@@ -38,14 +33,12 @@ from hyperframes.config.sources import (
     OusterConfig,
     PointCloudFilesConfig,
     RadarConfig,
-    ReplayConfig,
     Ros2Config,
-    SyntheticConfig,
+    SourceConfig,
     TimeSeriesCsvConfig,
     TimeSeriesUdpConfig,
     UlogConfig,
     VelodyneConfig,
-    VideoConfig,
 )
 
 
@@ -81,12 +74,7 @@ def build_pipeline(
     }
     sync = config.sync
     asked = {*(sync.sensors or ()), *sync.windows_ms, sync.reference}
-    chosen = [  # an Ouster's IMU the sync section names must produce frames
-        s.model_copy(update={"require_imu": True})
-        if isinstance(s, OusterConfig) and f"{s.name}_imu" in asked
-        else s
-        for s in chosen
-    ]
+    chosen = [s.for_sync(asked) for s in chosen]  # an Ouster's IMU [sync] names: required
     built = [(s, build_source(s, copied, gather_ms=gather_ms)) for s in chosen]
     sources = [source for _, source in built] + list(extra_sources)
     if not sources:
@@ -96,18 +84,7 @@ def build_pipeline(
         for spec in source.specs:
             # a KITTI drive's, a bag's or an Ouster's (lidar + imu) clock/capacity keys
             # apply to each of its sensors
-            multi = (
-                KittiRawConfig,
-                BagConfig,
-                PythonSourceConfig,
-                OusterConfig,
-                Ros2Config,
-                CanConfig,
-                UlogConfig,
-                RadarConfig,
-                NmeaConfig,
-            )
-            if spec.name != cfg.name and not isinstance(cfg, multi):
+            if spec.name != cfg.name and not cfg.every_sensor:
                 continue
             meta = spec.meta
             if cfg.export_type is not None:
@@ -130,7 +107,7 @@ def build_pipeline(
     recorder = None
     if recorder_path is not None or (config.recorder and config.recorder.path):
         options = dict(recorder_options or {})
-        if any(isinstance(s, (ReplayConfig, BagConfig)) for s in chosen) or extra_sources:
+        if any(s.recorded_stamps for s in chosen) or extra_sources:
             options.setdefault("wall_clock", False)  # frames keep their recorded times
         recorder = build_recorder(
             config.recorder or RecorderConfig(), recorder_path, specs, options
@@ -169,53 +146,21 @@ def build_clock(cfg: ClockConfig, spec: Any) -> Any:
 
 
 def build_source(
-    cfg: Any, copied: set[str] | None = None, *, gather_ms: float | None = None
+    cfg: SourceConfig, copied: Collection[str] | None = None, *, gather_ms: float | None = None
 ) -> Any:
-    if isinstance(cfg, SyntheticConfig):
-        from adapters.synthetic import SensorTiming, SyntheticCamera, SyntheticImu, SyntheticLidar
+    """The source a validated ``[[sources]]`` table describes: its type's own
+    :meth:`~hyperframes.config._source_type.SourceOptions.build`. ``copied``: sensors
+    recorded as the source's own packets; ``gather_ms``: a UDP time series' gather
+    where its table leaves it unset."""
+    context = BuildContext(copied=frozenset(copied or ()), gather_ms=gather_ms)
+    try:
+        return cfg.build(context)
+    except NotImplementedError:
+        return _legacy_build(cfg, context)
 
-        cls = {
-            "synthetic_camera": SyntheticCamera,
-            "synthetic_lidar": SyntheticLidar,
-            "synthetic_imu": SyntheticImu,
-        }[cfg.type]
-        kwargs: dict[str, Any] = {
-            "timing": SensorTiming(
-                offset_ns=int(cfg.offset_ms * MS),
-                skew_ppm=cfg.skew_ppm,
-                delay_ns=int(cfg.delay_ms * MS),
-                jitter_mean_ns=int(cfg.jitter_ms * MS),
-                drop_prob=cfg.drop_prob,
-            ),
-            "duration_s": cfg.duration_s,
-            "seed": cfg.seed,
-            "realtime": cfg.realtime,
-            "optional": cfg.optional,
-        }
-        if cfg.rate_hz is not None:
-            kwargs["rate_hz"] = cfg.rate_hz
-        return cls(cfg.name, **kwargs)
-    if isinstance(cfg, VideoConfig):
-        from adapters.video import VideoSource
 
-        return VideoSource(
-            cfg.url,
-            name=cfg.name,
-            pixel_format=cfg.pixel_format,
-            width=cfg.width,
-            height=cfg.height,
-            hwaccel=cfg.hwaccel,
-            live=cfg.live,
-            read_timeout=cfg.read_timeout_s,
-            open_timeout=cfg.open_timeout_s,
-            jump_threshold=cfg.jump_threshold_s,
-            options=cfg.options,
-            input_format=cfg.input_format,
-            stream=cfg.stream,
-            max_reconnects=cfg.max_reconnects,
-            backoff=(min(0.1, cfg.backoff_max_s), cfg.backoff_max_s),
-            keep_packets=cfg.name in (copied or ()),
-        )
+def _legacy_build(cfg: Any, context: BuildContext) -> Any:
+    gather_ms = context.gather_ms
     if isinstance(cfg, VelodyneConfig):
         from adapters.lidar import VelodyneSource
 
@@ -356,24 +301,6 @@ def build_source(
             speed=cfg.speed,
             block=cfg.block,
         )
-    if isinstance(cfg, AudioConfig):
-        from adapters.audio import AudioSource
-
-        return AudioSource(
-            cfg.url,
-            name=cfg.name,
-            stream=cfg.stream,
-            frame_ms=cfg.frame_ms,
-            frame_samples=cfg.frame_samples,
-            rate=cfg.rate,
-            layout=cfg.layout,
-            input_format=cfg.input_format,
-            options=cfg.options,
-            live=cfg.live,
-            speed=cfg.speed,
-            open_timeout=cfg.open_timeout_s,
-            read_timeout=cfg.read_timeout_s,
-        )
     if isinstance(cfg, UlogConfig):
         from adapters.ulog import UlogSource
 
@@ -425,21 +352,7 @@ def build_source(
             decode_images=cfg.decode_images,
             gap_s=cfg.gap_s,
         )
-    if isinstance(cfg, PythonSourceConfig):
-        from fusion.source import Source
-
-        cls = load_class(cfg.class_)
-        try:
-            source = cls(**python_source_kwargs(cls, cfg.name, cfg.options))
-        except Exception as err:
-            raise ConfigError(f"source {cfg.name!r}: {cfg.class_}(...) failed: {err}") from err
-        if not isinstance(source, Source):
-            raise ConfigError(f"source {cfg.name!r}: {cfg.class_} did not build a fusion.Source")
-        return source
-    assert isinstance(cfg, ReplayConfig)
-    from recordings import Replay
-
-    return Replay(cfg.path, speed=cfg.speed)
+    raise AssertionError(f"no builder for {cfg!r}")
 
 
 def build_policy(cfg: SyncConfig, names: list[str], quiet: Collection[str] = ()) -> SyncPolicy:

@@ -8,14 +8,18 @@ the pipeline starts.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from hyperframes.config.base import _SourceBase
+from fusion.errors import ConfigError
+from hyperframes.config._source_type import BuildContext, SourceOptions
+
+if TYPE_CHECKING:
+    from fusion.source import Source
 
 
-class PythonSourceConfig(_SourceBase):
+class PythonSourceConfig(SourceOptions):
     """A user's own :class:`fusion.Source` subclass, built as ``Class(**options)``.
 
     ``class = "package.module:ClassName"``; ``options`` are its keyword
@@ -24,7 +28,28 @@ class PythonSourceConfig(_SourceBase):
 
     type: Literal["python"]
     class_: str = Field(alias="class", pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+    """`"package.module:ClassName"`, a `fusion.Source` subclass"""
     options: dict[str, Any] = {}
+    """its keyword arguments, checked against its signature when the file is loaded; `name`
+    is passed too when it takes one"""
+
+    every_sensor: ClassVar[bool] = True
+    needs_sync: ClassVar[bool] = True
+
+    def open_ended(self) -> bool:
+        return True  # the class says its sensors when it is built
+
+    def build(self, context: BuildContext) -> Source:
+        from fusion.source import Source
+
+        cls = load_class(self.class_)
+        try:
+            source = cls(**python_source_kwargs(cls, self.name, self.options))
+        except Exception as err:
+            raise ConfigError(f"source {self.name!r}: {self.class_}(...) failed: {err}") from err
+        if not isinstance(source, Source):
+            raise ConfigError(f"source {self.name!r}: {self.class_} did not build a fusion.Source")
+        return source
 
     @model_validator(mode="after")
     def _class_takes_the_options(self) -> PythonSourceConfig:

@@ -21,16 +21,7 @@ from pydantic import BaseModel, Field, ValidationError, model_validator
 from fusion.errors import ConfigError
 from hyperframes.config._toml import read_toml
 from hyperframes.config.base import StrictModel, _refuse_size
-from hyperframes.config.sources import (
-    BagConfig,
-    CanConfig,
-    KittiRawConfig,
-    OusterConfig,
-    RadarConfig,
-    Ros2Config,
-    SourceConfig,
-    UlogConfig,
-)
+from hyperframes.config.sources import BY_TYPE, SourceConfig
 
 
 class SyncConfig(StrictModel):
@@ -130,8 +121,9 @@ class PipelineConfig(StrictModel):
             return raw
         sources = [s for s in raw.get("sources") or () if isinstance(s, dict)]
         names = [s.get("name") for s in sources]
-        multi = ("bag", "ros2", "kitti_raw", "python")  # sources of several sensors
-        simple = len(names) == 1 and sources[0].get("type") not in multi
+        kind = sources[0].get("type") if len(sources) == 1 else None
+        model = BY_TYPE.get(kind) if isinstance(kind, str) else None
+        simple = len(names) == 1 and not (model is not None and model.needs_sync)
         if simple and isinstance(names[0], str):
             return {**raw, "sync": {"policy": "nearest", "reference": names[0]}}
         first = names[0] if names and isinstance(names[0], str) else "SENSOR"
@@ -146,26 +138,13 @@ class PipelineConfig(StrictModel):
         names = [s.name for s in self.sources]
         if len(set(names)) != len(names):
             raise ValueError(f"source names must be unique, got {names}")
-        known = set(names)
-        known |= {
-            n for s in self.sources if isinstance(s, KittiRawConfig) for n in s.sensor_names()
-        }
-        for s in self.sources:
-            if isinstance(
-                s, (BagConfig, OusterConfig, Ros2Config, CanConfig, UlogConfig, RadarConfig)
-            ):
-                known |= set(s.sensor_names())
+        known = set(names) | {n for s in self.sources for n in s.sensor_names()}
         wanted = set(self.sync.sensors or ()) | set(self.sync.optional) | set(self.sync.windows_ms)
         wanted |= {self.sync.reference} if self.sync.reference else set()
         wanted |= {s.sensor for s in self.stages} | {w.input for w in self.workers}
         wanted |= set(self.recorder.video) if self.recorder else set()
         unknown = sorted(wanted - known)
-        open_ended = ("replay", "python") + (
-            ("bag",)
-            if any(isinstance(s, BagConfig) and s.topics is None for s in self.sources)
-            else ()
-        )
-        if unknown and not any(s.type in open_ended for s in self.sources):
+        if unknown and not any(s.open_ended() for s in self.sources):
             raise ValueError(
                 f"sensors {unknown} are not the name of any source; sources are {sorted(known)}"
             )

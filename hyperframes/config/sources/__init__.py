@@ -10,12 +10,18 @@ The ``python`` type, which loads a user's class, is in
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from collections.abc import Collection
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import AliasChoices, Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
-from hyperframes.config.base import StrictModel, UdpSender, _Sized, _SourceBase
+from hyperframes.config._source_type import SourceOptions, source_types_of, source_union
+from hyperframes.config.base import StrictModel, UdpSender
 from hyperframes.config.python_source import PythonSourceConfig
+from hyperframes.config.sources.audio import AudioConfig
+from hyperframes.config.sources.replay import ReplayConfig
+from hyperframes.config.sources.synthetic import SyntheticConfig
+from hyperframes.config.sources.video import VideoConfig
 
 RECORD_GATHER_MS = 50.0
 """A UDP time series' gather in a ``record`` nothing watches live: the frames only go
@@ -23,58 +29,7 @@ to disk (in chunks of a second), so waking 20 times a second instead of 100 cost
 nothing a user sees and about half the CPU per frame at 1 kHz (BENCHMARKS.md)."""
 
 
-class SyntheticConfig(_SourceBase):
-    type: Literal["synthetic_camera", "synthetic_lidar", "synthetic_imu"]
-    # A period of 1 ns to 11 days: 1e308 Hz made frames for ever, 1e-300 Hz a NaN period.
-    rate_hz: float | None = Field(None, ge=1e-6, le=1e9)
-    duration_s: float | None = Field(10.0, gt=0)
-    seed: int = Field(0, ge=0)  # numpy's generators take no negative seed
-    offset_ms: float = 0.0
-    skew_ppm: float = Field(0.0, ge=-1e6, le=1e6)  # a clock at most twice as fast, or stopped
-    delay_ms: float = Field(1.0, ge=0)
-    jitter_ms: float = Field(0.0, ge=0)
-    drop_prob: float = Field(0.0, ge=0, le=1)
-    realtime: bool = True
-
-
-class VideoConfig(_SourceBase, _Sized):
-    """A video file, stream URL or capture device (:class:`adapters.VideoSource`)."""
-
-    type: Literal["video"]
-    url: str
-    pixel_format: Literal["rgb24", "bgr24", "gray", "yuv420p"] = "rgb24"
-    hwaccel: str | None = None
-    live: bool | None = None
-    """``None``: decided from the URL (udp, tcp, rtsp, rtmp, srt, http(s) are live)."""
-    read_timeout_s: float | None = Field(
-        None, gt=0, validation_alias=AliasChoices("read_timeout_s", "read_timeout")
-    )
-    open_timeout_s: float | None = Field(
-        10.0, gt=0, validation_alias=AliasChoices("open_timeout_s", "open_timeout")
-    )
-    jump_threshold_s: float = Field(1.0, gt=0)
-    options: dict[str, str] = {}
-    """FFmpeg input options (``{ fflags = "nobuffer", probesize = "32768" }``)."""
-    input_format: str | None = None
-    stream: int = Field(0, ge=0)
-    max_reconnects: int | None = Field(None, ge=0)
-    backoff_max_s: float = Field(5.0, gt=0)
-    """Longest wait between reconnect attempts (they start at 0.1 s and double)."""
-
-    @field_validator("options", mode="before")
-    @classmethod
-    def _options_as_text(cls, value: Any) -> Any:
-        if isinstance(value, dict):  # TOML numbers and booleans are fine: FFmpeg takes text
-            return {
-                k: (str(v).lower() if isinstance(v, bool) else str(v))
-                if isinstance(v, (int, float, bool))
-                else v
-                for k, v in value.items()
-            }
-        return value
-
-
-class VelodyneConfig(_SourceBase):
+class VelodyneConfig(SourceOptions):
     type: Literal["velodyne"]
     model: str = "auto"
     calibration: str | None = None
@@ -93,7 +48,7 @@ class VelodyneConfig(_SourceBase):
         return self
 
 
-class HesaiConfig(_SourceBase):
+class HesaiConfig(SourceOptions):
     """A Hesai LiDAR (:class:`adapters.HesaiSource`): a pcap, a bag of packets or live UDP."""
 
     type: Literal["hesai"]
@@ -123,7 +78,7 @@ class HesaiConfig(_SourceBase):
         return self
 
 
-class OusterConfig(_SourceBase):
+class OusterConfig(SourceOptions):
     type: Literal["ouster"]
     metadata: str | None = None
     """The sensor's metadata JSON (legacy or current layout); not with ``osf``."""
@@ -145,6 +100,14 @@ class OusterConfig(_SourceBase):
     speed: float | None = Field(None, gt=0)
     partial_scans: bool = True
 
+    every_sensor: ClassVar[bool] = True
+
+    def for_sync(self, asked: Collection[str]) -> OusterConfig:
+        """Its IMU must produce frames when ``[sync]`` names ``<name>_imu``."""
+        if f"{self.name}_imu" in asked and not self.require_imu:
+            return self.model_copy(update={"require_imu": True})
+        return self
+
     @model_validator(mode="after")
     def _one_input(self) -> OusterConfig:
         if self.osf is not None and (self.metadata is not None or self.pcap is not None):
@@ -165,7 +128,7 @@ class OusterConfig(_SourceBase):
             return [self.name]
 
 
-class PointCloudFilesConfig(_SourceBase):
+class PointCloudFilesConfig(SourceOptions):
     type: Literal["pointcloud_files"]
     paths: str
     rate_hz: float | None = Field(None, gt=0)
@@ -192,7 +155,7 @@ class PointCloudFilesConfig(_SourceBase):
 KITTI_SENSORS = ("cam0", "cam1", "cam2", "cam3", "velodyne", "imu", "gnss")
 
 
-class KittiRawConfig(_SourceBase):
+class KittiRawConfig(SourceOptions):
     """A KITTI raw drive folder: every sensor in it (or ``sensors``), the dataset's stamps."""
 
     type: Literal["kitti_raw"]
@@ -202,12 +165,15 @@ class KittiRawConfig(_SourceBase):
     sweep_time: bool = False
     speed: float | None = Field(None, gt=0)
 
+    every_sensor: ClassVar[bool] = True
+    needs_sync: ClassVar[bool] = True
+
     def sensor_names(self) -> list[str]:
         """The names of the sensors this source can produce (prefix included)."""
         return [self.prefix + s for s in (self.sensors or KITTI_SENSORS)]
 
 
-class TimeSeriesCsvConfig(_SourceBase):
+class TimeSeriesCsvConfig(SourceOptions):
     type: Literal["timeseries_csv"]
     path: str
     time_column: str = "t"
@@ -216,7 +182,7 @@ class TimeSeriesCsvConfig(_SourceBase):
     kind: Literal["timeseries", "imu", "gnss", "can"] = "timeseries"
 
 
-class TimeSeriesUdpConfig(_SourceBase):
+class TimeSeriesUdpConfig(SourceOptions):
     """Live samples from UDP datagrams (:meth:`adapters.TimeSeriesSource.from_udp`)."""
 
     type: Literal["timeseries_udp"]
@@ -244,7 +210,7 @@ class TimeSeriesUdpConfig(_SourceBase):
     that nothing watches live (no ``--serve``, no ``--to-ros2``)."""
 
 
-class NmeaConfig(_SourceBase):
+class NmeaConfig(SourceOptions):
     """A GNSS receiver speaking NMEA 0183 and/or u-blox UBX (:class:`adapters.NmeaSource`,
     ``type = "gnss"``; ``"nmea"`` is its alias): exactly one of ``path`` (a log file),
     ``port`` (a serial device, at ``baud``) or ``url`` (``"udp://HOST:PORT"`` to listen,
@@ -269,6 +235,8 @@ class NmeaConfig(_SourceBase):
     """``tcp://``: reconnect attempts in a row before giving up (none: until stopped)."""
     backoff_max_s: float = Field(5.0, gt=0)
     """``tcp://``: longest wait between reconnect attempts (they start at 0.1 s and double)."""
+
+    every_sensor: ClassVar[bool] = True
 
     @property
     def chosen_protocol(self) -> Literal["auto", "nmea", "ubx"]:
@@ -296,7 +264,7 @@ class NmeaConfig(_SourceBase):
         return self
 
 
-class CanConfig(_SourceBase):
+class CanConfig(SourceOptions):
     """A CAN bus (:class:`adapters.CanSource`): exactly one of ``path`` (a log python-can
     reads) or ``interface`` (a python-can interface, with ``channel``), decoded with
     ``database`` (DBC, KCD, ARXML, SYM) when given."""
@@ -318,6 +286,8 @@ class CanConfig(_SourceBase):
     block: int = Field(1, ge=1)
     """Rows per frame (a frame per CAN frame by default; more: the fast path for long logs)."""
 
+    every_sensor: ClassVar[bool] = True
+
     @model_validator(mode="after")
     def _one_input(self) -> CanConfig:
         if (self.path is None) == (self.interface is None):
@@ -332,38 +302,7 @@ class CanConfig(_SourceBase):
         return [s for s, _ in CanDecoder(self.name, database=database, ids=self.ids).sensors()]
 
 
-class AudioConfig(_SourceBase):
-    """Audio of a file, stream or capture device (:class:`adapters.AudioSource`): frames of
-    ``frame_ms`` of float32 PCM samples (channels x samples)."""
-
-    type: Literal["audio"]
-    url: str
-    stream: int = Field(0, ge=0)
-    """Which audio stream of the input (a video file's audio track: 0)."""
-    frame_ms: float = Field(20.0, gt=0, le=60_000)
-    frame_samples: int | None = Field(None, ge=1, le=10_000_000)
-    rate: int | None = Field(None, ge=1, le=1_536_000)
-    """Resample to this rate (Hz); none: the stream's own."""
-    layout: str | None = None
-    """Channel layout (``"mono"``, ``"stereo"`` ...); none: the stream's own."""
-    input_format: str | None = None
-    """FFmpeg input format: ``"alsa"``, ``"pulse"``, ``"avfoundation"``, ``"dshow"`` for a
-    capture device; ``"sdp"`` for an RTP session description."""
-    options: dict[str, str] = {}
-    live: bool | None = None
-    speed: float | None = Field(None, gt=0)
-    open_timeout_s: float | None = Field(10.0, gt=0)
-    read_timeout_s: float | None = Field(5.0, gt=0)
-
-    @field_validator("options", mode="before")
-    @classmethod
-    def _options_as_text(cls, value: Any) -> Any:
-        if isinstance(value, dict):  # FFmpeg takes text
-            return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in value.items()}
-        return value
-
-
-class UlogConfig(_SourceBase):
+class UlogConfig(SourceOptions):
     """A PX4 flight log (:class:`adapters.UlogSource`), one sensor per topic
     (``<name>.<topic>``); ``topics`` keeps a subset (a name or ``name.<multi_id>``);
     ``name`` names the source only (default ``"ulog"``)."""
@@ -377,6 +316,8 @@ class UlogConfig(_SourceBase):
     speed: float | None = Field(None, gt=0)
     max_bytes: int = Field(4 << 30, gt=0)
 
+    every_sensor: ClassVar[bool] = True
+
     def sensor_names(self) -> list[str]:
         """The chosen topics' sensors, read from the log's header (every topic's if
         none is chosen and the log cannot be read here)."""
@@ -389,7 +330,7 @@ class UlogConfig(_SourceBase):
         return [ulog_sensor(self.name, t) for t in content.topics]
 
 
-class RadarConfig(_SourceBase):
+class RadarConfig(SourceOptions):
     """An automotive radar (:class:`adapters.RadarSource`), two sensors ``<name>_detections``
     and ``<name>_objects``. The Continental ARS548 (``model = "ars548"``): exactly one of
     ``pcap``, ``bag`` (nebula's packets, on ``topic``) or ``port`` (live UDP, ``group`` a
@@ -417,6 +358,8 @@ class RadarConfig(_SourceBase):
     sender: UdpSender = None
     recv_buffer: int = Field(8 * 1024 * 1024, gt=0)
 
+    every_sensor: ClassVar[bool] = True
+
     @model_validator(mode="after")
     def _one_input(self) -> RadarConfig:
         if self.model == "ars408":
@@ -443,7 +386,7 @@ class RadarConfig(_SourceBase):
         return [f"{self.name}_detections", f"{self.name}_objects"]
 
 
-class BagConfig(_SourceBase):
+class BagConfig(SourceOptions):
     """Topics of a ROS 1 or ROS 2 bag (:class:`adapters.BagSource`), one sensor per topic.
 
     ``topics`` maps topic -> sensor name (``{ "/camera/image_raw" = "cam" }``);
@@ -456,6 +399,10 @@ class BagConfig(_SourceBase):
     speed: float | None = Field(None, gt=0)
     decode_images: bool = True
 
+    every_sensor: ClassVar[bool] = True
+    needs_sync: ClassVar[bool] = True
+    recorded_stamps: ClassVar[bool] = True
+
     def sensor_names(self) -> list[str]:
         if isinstance(self.topics, dict):
             return list(self.topics.values())
@@ -464,6 +411,9 @@ class BagConfig(_SourceBase):
 
             return [sensor_name(t) for t in self.topics]
         return []
+
+    def open_ended(self) -> bool:
+        return self.topics is None  # every readable topic: known once the bag is read
 
 
 class Ros2QosConfig(StrictModel):
@@ -474,7 +424,7 @@ class Ros2QosConfig(StrictModel):
     depth: int = Field(5, ge=1)
 
 
-class Ros2Config(_SourceBase):
+class Ros2Config(SourceOptions):
     """Live ROS 2 topics over DDS (:class:`adapters.Ros2Source`), one sensor per topic.
 
     ``topics`` maps topic -> sensor name (``{ "/imu/data" = "imu" }``);
@@ -497,6 +447,9 @@ class Ros2Config(_SourceBase):
     decode_images: bool = True
     gap_s: float = Field(1.0, gt=0)
 
+    every_sensor: ClassVar[bool] = True
+    needs_sync: ClassVar[bool] = True
+
     @model_validator(mode="after")
     def _one_config(self) -> Ros2Config:
         if self.loopback and self.config is not None:
@@ -511,30 +464,32 @@ class Ros2Config(_SourceBase):
         return [sensor_name(t) for t in self.topics]
 
 
-class ReplayConfig(_SourceBase):
-    type: Literal["replay"]
-    path: str
-    speed: float | None = Field(None, gt=0)
+SOURCE_TYPES: tuple[type[SourceOptions], ...] = (
+    SyntheticConfig,
+    VideoConfig,
+    VelodyneConfig,
+    OusterConfig,
+    PointCloudFilesConfig,
+    HesaiConfig,
+    KittiRawConfig,
+    TimeSeriesCsvConfig,
+    TimeSeriesUdpConfig,
+    NmeaConfig,
+    CanConfig,
+    AudioConfig,
+    UlogConfig,
+    RadarConfig,
+    BagConfig,
+    Ros2Config,
+    PythonSourceConfig,
+    ReplayConfig,
+)
+"""Every source type, in the order ``docs/configuration.md`` lists them."""
 
+BY_TYPE = source_types_of(SOURCE_TYPES)
+"""``type`` value -> its model."""
 
-SourceConfig = Annotated[
-    SyntheticConfig
-    | VideoConfig
-    | VelodyneConfig
-    | HesaiConfig
-    | OusterConfig
-    | PointCloudFilesConfig
-    | TimeSeriesCsvConfig
-    | TimeSeriesUdpConfig
-    | NmeaConfig
-    | CanConfig
-    | UlogConfig
-    | AudioConfig
-    | RadarConfig
-    | BagConfig
-    | Ros2Config
-    | PythonSourceConfig
-    | ReplayConfig
-    | KittiRawConfig,
-    Field(discriminator="type"),
-]
+if TYPE_CHECKING:
+    SourceConfig = SourceOptions
+else:
+    SourceConfig = source_union(SOURCE_TYPES)
