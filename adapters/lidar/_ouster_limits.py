@@ -50,6 +50,11 @@ def metadata_problem(info: Any) -> str | None:
     fmt = info.format
     columns, beams = int(fmt.columns_per_frame), int(fmt.pixels_per_column)
     per_packet = int(fmt.columns_per_packet)
+    if str(fmt.udp_profile_lidar) == "OFF":
+        return (
+            "its lidar stream is off (config_params udp_port_lidar 0 or udp_dest empty): "
+            "no lidar packet fits it"
+        )
     if columns not in MODE_COLUMNS:
         widths = ", ".join(map(str, MODE_COLUMNS))
         return f"columns_per_frame = {columns} is not the width of an Ouster lidar mode ({widths})"

@@ -15,6 +15,8 @@ with ouster-sdk's defaults where a key is absent:
   ``pixels_per_column`` from the product line (``OS-1-32``: 32) when absent;
   ``pixel_shift_by_row`` padded with zeros (or cut) to one shift per beam;
 * ``header_type`` FUSA for the ``FUSA_RNG15_RFL8_NIR8_DUAL`` profile, else STANDARD;
+  the lidar profile ``OFF`` when ``udp_port_lidar`` is 0 or ``udp_dest`` empty (the
+  sensor sent no lidar data; such metadata decodes no capture);
 * ``lidar_origin_to_beam_origin_mm`` by product line (OS-0 27.67, OS-1 15.806,
   OS-2 13.762, else 12.163), ``beam_to_lidar_transform`` the identity moved by it;
   ``lidar_to_sensor_transform`` and ``imu_to_sensor_transform`` the OS-1's.
@@ -290,6 +292,9 @@ class _Reader:
             fmt.header_type = "FUSA"
         per_packet = self.integer("imu_data_format", "imu_measurements_per_packet")
         fmt.imu_measurements_per_packet = per_packet or 0
+        lidar_port = self.integer("config_params", "udp_port_lidar")
+        if lidar_port == 0 or self.get("config_params", "udp_dest", str) == "":
+            fmt.udp_profile_lidar = "OFF"  # the sensor was sending no lidar data (ouster-sdk)
         return fmt
 
     def angles(self, key: str, beams: int) -> np.ndarray:
