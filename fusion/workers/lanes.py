@@ -28,6 +28,7 @@ import asyncio
 import contextlib
 import queue
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -58,6 +59,9 @@ class Finished:
     """The worker cannot go on (sessions died too often); the stream re-raises it."""
     prep_ns: int = 0
     """Time in ``preprocess`` on the preprocessing thread, runtime clock."""
+    cpu_ns: int = 0
+    """CPU time of the two threads on this batch (preprocess, then run): all of it for a
+    session of one intra-op thread, the calling thread's share for a wider one."""
 
 
 class Lanes:
@@ -112,12 +116,12 @@ class Lanes:
         now = self._clock.now
         while (batch := self._prep_queue.get()) is not _STOP:
             feeds: Feeds | None
-            start = now()
+            start, cpu = now(), time.thread_time_ns()
             try:
                 feeds = prepare([it for _, it in batch.items])
             except Exception:  # isolated per item by the replica
                 feeds = None
-            self._run_queue.put((batch, feeds, now() - start))
+            self._run_queue.put((batch, feeds, now() - start, time.thread_time_ns() - cpu))
             del batch, feeds  # hold no frame while waiting for the next batch
         for _ in range(replicas):
             self._run_queue.put(_STOP)
@@ -126,13 +130,14 @@ class Lanes:
         run_batch = self._runner.run_batch
         now = self._clock.now
         while (job := self._run_queue.get()) is not _STOP:
-            batch, feeds, prep_ns = job
-            start = now()
+            batch, feeds, prep_ns, cpu_ns = job
+            start, cpu = now(), time.thread_time_ns()
             try:
                 outcomes, splits = run_batch(replica, [it for _, it in batch.items], feeds)
                 done = Finished(batch, outcomes, splits, now() - start, prep_ns=prep_ns)
             except BaseException as err:  # handed to the loop, which re-raises it
                 done = Finished(batch, [], 0, now() - start, failure=err, prep_ns=prep_ns)
+            done.cpu_ns = cpu_ns + time.thread_time_ns() - cpu
             self._deliver(done)
             del job, batch, feeds, done  # hold no frame while waiting for the next job
 

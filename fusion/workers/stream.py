@@ -313,8 +313,8 @@ class StreamRun:
         along (since the batch ``replicas`` returns ago came back, which is one replica's
         turn, with every overhead and the contention of the threads in it: the process's
         CPU time on the CPU, the runtime clock elsewhere), else the preprocess and run
-        time (items arrive slower than the model runs); shared by the replicas, which
-        run side by side."""
+        time (items arrive slower than the model runs: their threads' CPU time on the
+        CPU); shared by the replicas, which run side by side."""
         finishes = self._finishes
         replicas = finishes.maxlen or 1
         if len(finishes) == replicas and all(busy for *_, busy in finishes):
@@ -322,7 +322,8 @@ class StreamRun:
             since = cpu - then_cpu if self._cpu_pace else now - then
             if since > 0:
                 return since // replicas  # the replicas' turns overlap: the pipeline's share
-        return (done.prep_ns + done.run_ns) // replicas
+        alone = done.cpu_ns if self._cpu_pace else done.prep_ns + done.run_ns
+        return alone // replicas
 
     def _complete(self, index: int, entry: _Done) -> None:
         released = self.reorder.complete(index, entry)
