@@ -27,18 +27,13 @@ from hyperframes.config.schema import (
 from hyperframes.config.sources import (
     BagConfig,
     CanConfig,
-    HesaiConfig,
-    KittiRawConfig,
     NmeaConfig,
-    OusterConfig,
-    PointCloudFilesConfig,
     RadarConfig,
     Ros2Config,
     SourceConfig,
     TimeSeriesCsvConfig,
     TimeSeriesUdpConfig,
     UlogConfig,
-    VelodyneConfig,
 )
 
 
@@ -161,79 +156,6 @@ def build_source(
 
 def _legacy_build(cfg: Any, context: BuildContext) -> Any:
     gather_ms = context.gather_ms
-    if isinstance(cfg, VelodyneConfig):
-        from adapters.lidar import VelodyneSource
-
-        return VelodyneSource(
-            cfg.pcap,
-            model=cfg.model,
-            calibration=cfg.calibration,
-            port=cfg.port,
-            name=cfg.name,
-            speed=cfg.speed,
-            recv_buffer=cfg.recv_buffer,
-            sender=cfg.sender,
-        )
-    if isinstance(cfg, HesaiConfig):
-        from adapters.lidar.hesai import HesaiSource
-
-        return HesaiSource(
-            cfg.pcap,
-            bag=cfg.bag,
-            topic=cfg.topic,
-            port=cfg.port,
-            model=cfg.model,
-            calibration=cfg.calibration,
-            data_port=cfg.data_port,
-            name=cfg.name,
-            cut_angle=cfg.cut_angle,
-            min_range=cfg.min_range,
-            max_range=cfg.max_range,
-            dual_return_distance_threshold=cfg.dual_return_distance_threshold,
-            check_crc=cfg.check_crc,
-            partial_sweeps=cfg.partial_sweeps,
-            speed=cfg.speed,
-            recv_buffer=cfg.recv_buffer,
-            sender=cfg.sender,
-        )
-    if isinstance(cfg, OusterConfig):
-        from adapters.lidar import OusterSource
-
-        return OusterSource(
-            cfg.pcap,
-            metadata=cfg.metadata,
-            osf=cfg.osf,
-            lidar_port=cfg.lidar_port,
-            imu_port=cfg.imu_port,
-            require_imu=cfg.require_imu,
-            host=cfg.host,
-            recv_buffer=cfg.recv_buffer,
-            name=cfg.name,
-            speed=cfg.speed,
-            partial_scans=cfg.partial_scans,
-        )
-    if isinstance(cfg, PointCloudFilesConfig):
-        from adapters.lidar import PointCloudFiles
-
-        return PointCloudFiles(
-            cfg.paths,
-            rate_hz=cfg.rate_hz,
-            timestamps=cfg.timestamps,
-            name=cfg.name,
-            speed=cfg.speed,
-            layout=cfg.layout,
-            max_coordinate=cfg.max_coordinate,
-        )
-    if isinstance(cfg, KittiRawConfig):
-        from adapters.datasets import KittiRawSource
-
-        return KittiRawSource(
-            cfg.path,
-            sensors=cfg.sensors,
-            prefix=cfg.prefix,
-            sweep_time=cfg.sweep_time,
-            speed=cfg.speed,
-        )
     if isinstance(cfg, TimeSeriesCsvConfig):
         from adapters.timeseries import TimeSeriesSource
 

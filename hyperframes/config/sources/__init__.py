@@ -10,7 +10,6 @@ The ``python`` type, which loads a user's class, is in
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
@@ -19,158 +18,19 @@ from hyperframes.config._source_type import SourceOptions, source_types_of, sour
 from hyperframes.config.base import StrictModel, UdpSender
 from hyperframes.config.python_source import PythonSourceConfig
 from hyperframes.config.sources.audio import AudioConfig
+from hyperframes.config.sources.hesai import HesaiConfig
+from hyperframes.config.sources.kitti_raw import KittiRawConfig
+from hyperframes.config.sources.ouster import OusterConfig
+from hyperframes.config.sources.pointcloud_files import PointCloudFilesConfig
 from hyperframes.config.sources.replay import ReplayConfig
 from hyperframes.config.sources.synthetic import SyntheticConfig
+from hyperframes.config.sources.velodyne import VelodyneConfig
 from hyperframes.config.sources.video import VideoConfig
 
 RECORD_GATHER_MS = 50.0
 """A UDP time series' gather in a ``record`` nothing watches live: the frames only go
 to disk (in chunks of a second), so waking 20 times a second instead of 100 costs
 nothing a user sees and about half the CPU per frame at 1 kHz (BENCHMARKS.md)."""
-
-
-class VelodyneConfig(SourceOptions):
-    type: Literal["velodyne"]
-    model: str = "auto"
-    calibration: str | None = None
-    pcap: str | None = None
-    port: int | None = Field(None, ge=0, le=65535)
-    speed: float | None = Field(None, gt=0)
-    recv_buffer: int = Field(8 * 1024 * 1024, gt=0)
-    """Live: the socket's receive buffer in bytes (the effective size is logged)."""
-    sender: UdpSender = None
-    """Live: the only sender taken (``"10.0.0.5"`` or ``"10.0.0.5:2368"``)."""
-
-    @model_validator(mode="after")
-    def _one_input(self) -> VelodyneConfig:
-        if (self.pcap is None) == (self.port is None):
-            raise ValueError("give exactly one of 'pcap' (a file) or 'port' (live UDP)")
-        return self
-
-
-class HesaiConfig(SourceOptions):
-    """A Hesai LiDAR (:class:`adapters.HesaiSource`): a pcap, a bag of packets or live UDP."""
-
-    type: Literal["hesai"]
-    model: str = "auto"
-    calibration: str | None = None
-    """The sensor's angle CSV; without it the model's built-in default angles."""
-    pcap: str | None = None
-    bag: str | None = None
-    topic: str | None = None
-    port: int | None = Field(None, ge=0, le=65535)
-    data_port: int = Field(2368, ge=0, le=65535)
-    """Offline: the UDP port of a pcap's data packets."""
-    cut_angle: float = Field(0.0, ge=0, lt=360)
-    min_range: float | None = Field(None, ge=0)
-    max_range: float | None = Field(None, gt=0)
-    dual_return_distance_threshold: float = Field(0.1, ge=0)
-    check_crc: bool = True
-    partial_sweeps: bool = True
-    speed: float | None = Field(None, gt=0)
-    recv_buffer: int = Field(8 * 1024 * 1024, gt=0)
-    sender: UdpSender = None
-
-    @model_validator(mode="after")
-    def _one_input(self) -> HesaiConfig:
-        if sum(x is not None for x in (self.pcap, self.bag, self.port)) != 1:
-            raise ValueError("give exactly one of 'pcap', 'bag' (files) or 'port' (live UDP)")
-        return self
-
-
-class OusterConfig(SourceOptions):
-    type: Literal["ouster"]
-    metadata: str | None = None
-    """The sensor's metadata JSON (legacy or current layout); not with ``osf``."""
-    pcap: str | None = None
-    """A capture (pcap or pcapng); without it (and ``osf``) the source listens live."""
-    osf: str | None = None
-    """An Ouster OSF file (it holds its sensors' metadata): one lidar per lidar stream."""
-    lidar_port: int | None = Field(None, ge=0, le=65535)
-    """None: the metadata's ``udp_port_lidar``, else (a capture) the port its lidar packets
-    go to, else 7502."""
-    imu_port: int | None = Field(None, ge=0, le=65535)
-    """None: the metadata's ``udp_port_imu``, else the capture's, else 7503."""
-    require_imu: bool = False
-    """Fail a run whose IMU sends nothing (also when ``[sync]`` names ``<name>_imu``)."""
-    host: UdpSender = None
-    """Live: keep only datagrams from this address (others count as foreign_sender)."""
-    recv_buffer: int = Field(8 * 1024 * 1024, gt=0)
-    """Live: each port's receive buffer in bytes (the effective size is logged)."""
-    speed: float | None = Field(None, gt=0)
-    partial_scans: bool = True
-
-    every_sensor: ClassVar[bool] = True
-
-    def for_sync(self, asked: Collection[str]) -> OusterConfig:
-        """Its IMU must produce frames when ``[sync]`` names ``<name>_imu``."""
-        if f"{self.name}_imu" in asked and not self.require_imu:
-            return self.model_copy(update={"require_imu": True})
-        return self
-
-    @model_validator(mode="after")
-    def _one_input(self) -> OusterConfig:
-        if self.osf is not None and (self.metadata is not None or self.pcap is not None):
-            raise ValueError("give 'osf' alone (it holds the metadata), or 'metadata' (and 'pcap')")
-        if self.osf is None and self.metadata is None:
-            raise ValueError("give 'metadata' (the sensor's JSON) or 'osf' (an OSF file)")
-        return self
-
-    def sensor_names(self) -> list[str]:
-        """The lidar and its IMU; of an OSF file, its streams' (read from the file)."""
-        if self.osf is None:
-            return [self.name, f"{self.name}_imu"]
-        from adapters.lidar.ouster import osf_sensor_names
-
-        try:
-            return osf_sensor_names(self.osf, self.name)
-        except Exception:  # the source itself says why when it is built
-            return [self.name]
-
-
-class PointCloudFilesConfig(SourceOptions):
-    type: Literal["pointcloud_files"]
-    paths: str
-    rate_hz: float | None = Field(None, gt=0)
-    timestamps: str | None = None
-    speed: float | None = Field(None, gt=0)
-    layout: str | list[tuple[str, str]] | None = None
-    """Records of ``.bin`` files: a preset (``"kitti"``, ``"nuscenes"``, ``"waymo"``,
-    ``"xyzi"``, ``"xyz"``) or ``[["x", "<f4"], ...]`` (name, numpy type) pairs."""
-    max_coordinate: float = Field(1000.0, gt=0)
-    """Largest plausible coordinate (m) in a ``.bin`` file."""
-
-    @model_validator(mode="after")
-    def _known_layout(self) -> PointCloudFilesConfig:
-        if self.layout is not None:
-            from adapters.lidar.layouts import resolve_layout
-
-            try:
-                resolve_layout(self.layout)
-            except (TypeError, ValueError) as err:
-                raise ValueError(f"layout: {err}") from None
-        return self
-
-
-KITTI_SENSORS = ("cam0", "cam1", "cam2", "cam3", "velodyne", "imu", "gnss")
-
-
-class KittiRawConfig(SourceOptions):
-    """A KITTI raw drive folder: every sensor in it (or ``sensors``), the dataset's stamps."""
-
-    type: Literal["kitti_raw"]
-    path: str
-    sensors: list[Literal["cam0", "cam1", "cam2", "cam3", "velodyne", "imu", "gnss"]] | None = None
-    prefix: str = ""
-    sweep_time: bool = False
-    speed: float | None = Field(None, gt=0)
-
-    every_sensor: ClassVar[bool] = True
-    needs_sync: ClassVar[bool] = True
-
-    def sensor_names(self) -> list[str]:
-        """The names of the sensors this source can produce (prefix included)."""
-        return [self.prefix + s for s in (self.sensors or KITTI_SENSORS)]
 
 
 class TimeSeriesCsvConfig(SourceOptions):
