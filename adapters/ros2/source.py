@@ -10,9 +10,12 @@ ROS 2 node announces carry their DDS type name (``sensor_msgs::msg::dds_::Imu_``
 which names the ROS 2 type. A topic whose type cannot be learnt, or that the
 type store does not define, is refused when the source opens, the topic named.
 
-A worker thread waits on all readers at once (a DDS wait set, 100 ms at a
-time so a stop is never late) and takes what arrived. Each sample's bytes,
-kept raw by the type, are decoded by the same
+A taking thread waits on all readers at once (a DDS wait set, 100 ms at a
+time so a stop is never late) and takes what arrived, nothing more: decoding
+runs in a worker thread of the event loop meanwhile, so a camera's JPEGs never
+keep a 200 Hz IMU's reader from being emptied (what is taken and not decoded
+yet is bounded, 256 MiB; past it samples wait in DDS, whose queues count what
+they reject). Each sample's bytes, kept raw by the type, are decoded by the same
 :class:`~adapters.bags.convert.MessageConverter` that
 :class:`~adapters.BagSource` uses and made a frame by the same
 :func:`~adapters.bags.convert.message_frame`, so a live message is exactly
@@ -73,6 +76,7 @@ log = logging.getLogger("hyperframes.ros2")
 _WAIT_NS = 100_000_000  # one wait of the reading thread: how late a stop can be
 _TAKE = 256  # samples taken from one reader per round
 _MAX_REPORTS = 1000
+_PENDING_BYTES = 256 << 20  # taken and not decoded yet: past this, samples wait in DDS
 _CHECK_NS = 2_000_000_000  # how often the graph is read while a topic has no publisher
 _LOGGED = 10  # warnings logged per reason before only every 1000th is
 _SETTLE_S = 1.0  # discovery listens this much longer for a second type on a topic found
@@ -113,9 +117,12 @@ class _Route:
 
 @dataclass(slots=True)
 class _Round:
-    """What one wait of the reading thread brought (handed to the event loop)."""
+    """What one wait of the taking thread brought (handed to the event loop)."""
 
-    items: list[Frame | tuple[str, int, DecodeError]] = field(default_factory=list)
+    items: list[tuple[_Route, bytes, int]] = field(default_factory=list)
+    """``(route, CDR bytes, receive time)`` of each sample taken, not decoded yet."""
+    size: int = 0
+    """Bytes in ``items``."""
     received: dict[str, int] = field(default_factory=dict)
     events: list[tuple[str, str, str, int]] = field(default_factory=list)
     """``(sensor, reason, message, units lost)``; ``units == 0`` is a warning."""
@@ -199,6 +206,9 @@ class Ros2Source(Source):
         """Gaps and restarts per sensor, seen in the frames' stamps and arrivals."""
         self._ahead = {r.sensor: 0 for r in self._routes}
         self._lock = threading.Lock()
+        self._pending = _Round()
+        self._pending_cond = threading.Condition()
+        self._taker: threading.Thread | None = None
 
     # -- opening ------------------------------------------------------------------------
 
@@ -342,8 +352,9 @@ class Ros2Source(Source):
         self._ahead = dict(seqs)
         self._check_hashes()
         checked = clock.now()
+        self._start_taking(clock)
         while self.participant.dds is not None:  # closed (aclose from elsewhere): the end
-            got = await self.run_blocking(self._take_round, clock)
+            got = await self.run_blocking(self._next_rounds)
             if got.joined or clock.now() - checked > _CHECK_NS:
                 checked = clock.now()  # a publisher DDS will not match is only in the graph
                 self._check_hashes()
@@ -351,7 +362,9 @@ class Ros2Source(Source):
                 ledgers[sensor].receive(n)
             for sensor, reason, message, units in got.events:
                 self.count_error(reason, message, units=units, sensor=sensor, arrived=False)
-            for item in got.items:
+            # decoded in a worker thread while the taking thread goes on taking
+            items = await self.run_blocking(self._convert_all, got.items) if got.items else []
+            for item in items:
                 if isinstance(item, tuple):
                     self._skip(*item)
                     continue
@@ -360,8 +373,54 @@ class Ros2Source(Source):
                 ledgers[item.sensor].emit(1)
                 yield item
 
+    def _start_taking(self, clock: Clock) -> None:
+        """Start the thread that takes every reader's samples (once)."""
+        if self._taker is not None:
+            return
+        self._taker = threading.Thread(
+            target=self._take_loop, args=(clock,), name="ros2-take", daemon=True
+        )
+        self._taker.start()
+
+    def _take_loop(self, clock: Clock) -> None:
+        """Take samples as they come until the participant closes; nothing is decoded here,
+        so a camera's JPEG never keeps a 200 Hz IMU's queue from being emptied."""
+        while self.participant.dds is not None:
+            with self._pending_cond:
+                behind = self._pending.size >= _PENDING_BYTES
+            if behind:  # decoding is behind: leave the samples in DDS (its queues count)
+                with self._pending_cond:
+                    self._pending_cond.wait(0.05)
+                continue
+            got = self._take_round(clock)
+            if got.items or got.events or got.received or got.joined:
+                with self._pending_cond:
+                    pending = self._pending
+                    pending.items += got.items
+                    pending.size += got.size
+                    pending.events += got.events
+                    pending.joined = pending.joined or got.joined
+                    for sensor, n in got.received.items():
+                        pending.received[sensor] = pending.received.get(sensor, 0) + n
+                    self._pending_cond.notify_all()
+
+    def _next_rounds(self) -> _Round:
+        """What the taking thread took since the last call, waiting at most 100 ms for some
+        (runs in a worker thread)."""
+        with self._pending_cond:
+            if not (self._pending.items or self._pending.events or self._pending.joined):
+                self._pending_cond.wait(_WAIT_NS / 1e9)
+            got, self._pending = self._pending, _Round()
+            self._pending_cond.notify_all()
+        return got
+
+    def _convert_all(
+        self, items: list[tuple[_Route, bytes, int]]
+    ) -> list[Frame | tuple[str, int, DecodeError]]:
+        return [self._convert(route, raw, now) for route, raw, now in items]
+
     def _take_round(self, clock: Clock) -> _Round:
-        """Wait (at most 100 ms) and take what every reader has (runs in a worker thread)."""
+        """Wait (at most 100 ms) and take what every reader has (the taking thread)."""
         out = _Round()
         with self._lock:
             if self.participant.dds is None:
@@ -384,7 +443,9 @@ class Ros2Source(Source):
                     if info is None or not info.valid_data:
                         continue  # a writer's dispose or unregister: no message
                     n += 1
-                    out.items.append(self._convert(route, sample_bytes(sample), now))
+                    raw = sample_bytes(sample)
+                    out.items.append((route, raw, now))
+                    out.size += len(raw)
                 if n:
                     out.received[route.sensor] = out.received.get(route.sensor, 0) + n
         return out
@@ -585,6 +646,11 @@ class Ros2Source(Source):
                 wake.set(True)
             with self._lock:
                 participant.close()
+            taker = getattr(self, "_taker", None)
+            if taker is not None and taker is not threading.current_thread():
+                with self._pending_cond:
+                    self._pending_cond.notify_all()
+                taker.join(timeout=5)
         self._closed = True
 
     async def aclose(self) -> None:
