@@ -43,6 +43,11 @@ from adapters.lidar.pcap import read_udp
 from adapters.lidar.velodyne_decode import decode_sweeps
 from adapters.lidar.velodyne_models import MODELS, get_model
 
+# ouster-sdk, the Ouster rows' peer, outside site-packages (the Makefile's --target folder)
+OUSTER_ORACLE = Path(sys.prefix) / "oracles" / "ouster"
+if OUSTER_ORACLE.is_dir() and str(OUSTER_ORACLE) not in sys.path:
+    sys.path.append(str(OUSTER_ORACLE))
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / ".." / "shared" / "data" / "lidar"
 OURS_DATA = ROOT / "tests" / "data" / "velodyne"
@@ -443,8 +448,9 @@ def _sdk_points(scan: Any, points: Any) -> np.ndarray:
     n_cols, n_points = select(mid, status, rng, masks[0], slot, ids)
     out = np.empty(n_points, OUSTER_DTYPE)
     fields = [cols(name) for name in ("SIGNAL", "REFLECTIVITY", "NEAR_IR")]
-    fill(slot, ids, n_cols, stamps, rng, *fields, masks, points._direction, points._offset,
-         points._ring, out)  # fmt: skip
+    shifts = np.zeros(4, np.int64)
+    fill(slot, ids, n_cols, stamps, rng, *fields, masks, shifts, points._direction,
+         points._offset, points._ring, out)  # fmt: skip
     return out
 
 
@@ -555,6 +561,134 @@ def ouster_rows(repeat: int, scans: int = 100) -> list[str]:
     return rows
 
 
+def ouster_setup_rows(repeat: int = 50) -> list[str]:
+    """What a source derives from the metadata before its first packet, our written-down
+    layout and metadata reader against the layout learnt from ouster-sdk (the path before
+    issue 36), best of ``repeat``; and ``import ouster.sdk.core``, which the capture path no
+    longer pays, in fresh processes."""
+    import subprocess
+
+    from _ouster_sdk_layout import SdkLearntLayout
+    from ouster.sdk import core
+
+    from adapters.lidar._ouster_layout import PacketLayout
+    from adapters.lidar._ouster_meta import parse_metadata
+    from adapters.lidar.ouster_geometry import beam_tables, xyzlut_tables
+
+    raw = OUSTER_JSON.read_bytes()
+    text = raw.decode()
+
+    def ours() -> object:
+        info = parse_metadata(raw)
+        return PacketLayout(info), beam_tables(info)
+
+    def before() -> object:
+        info = core.SensorInfo(text)
+        layout = SdkLearntLayout(info)
+        assert layout.usable
+        return layout, beam_tables(info)
+
+    def sdk_lut() -> object:  # what ouster-sdk's own path builds: its XYZLut
+        return xyzlut_tables(core.SensorInfo(text))
+
+    best = {
+        name: best_of(repeat, fn)
+        for name, fn in (("ours", ours), ("before", before), ("xyzlut", sdk_lut))
+    }
+    parts = {
+        "metadata": (best_of(repeat, lambda: parse_metadata(raw)),
+                     best_of(repeat, lambda: core.SensorInfo(text))),
+        "layout": (best_of(repeat, lambda: PacketLayout(parse_metadata(raw))),
+                   best_of(repeat, lambda: SdkLearntLayout(core.SensorInfo(text)))),
+    }  # fmt: skip
+    imports = []
+    for _ in range(5):
+        done = subprocess.run(
+            [sys.executable, "-c", "import time; t = time.perf_counter(); "
+             "import ouster.sdk.core; print(time.perf_counter() - t)"],
+            capture_output=True, text=True, check=True,
+            env={**__import__("os").environ, "PYTHONPATH": str(OUSTER_ORACLE)},
+        )  # fmt: skip
+        imports.append(float(done.stdout))
+    ms = 1e3
+    return [
+        f"| metadata read | {parts['metadata'][0] * ms:.3f} ms (ours) "
+        f"| {parts['metadata'][1] * ms:.3f} ms (ouster-sdk SensorInfo) "
+        f"| {parts['metadata'][1] / parts['metadata'][0]:.1f}x |",
+        f"| metadata + packet layout | {parts['layout'][0] * ms:.3f} ms (written down) "
+        f"| {parts['layout'][1] * ms:.3f} ms (learnt from ouster-sdk, checked) "
+        f"| {parts['layout'][1] / parts['layout'][0]:.1f}x |",
+        f"| metadata + layout + beam tables (a source's set-up) | {best['ours'] * ms:.2f} ms "
+        f"| {best['before'] * ms:.2f} ms | {best['before'] / best['ours']:.1f}x |",
+        f"| ouster-sdk's own XYZLut tables (for reference) | - | {best['xyzlut'] * ms:.2f} ms | - |",
+        f"| import ouster.sdk.core, fresh process (no longer paid) | 0 ms "
+        f"| {min(imports) * ms:.0f} ms | - |",
+    ]
+
+
+_TIMED = """
+import sys, time, math, anyio
+sys.path.insert(0, sys.argv[1])
+from adapters.lidar import OusterSource, ouster_setup
+path, meta, repeat, cold = sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5] == "1"
+async def once():
+    if cold:
+        ouster_setup.clear_cache()
+    async with OusterSource(path, metadata=meta) as source:
+        return sum([1 async for f in source.frames() if f.sensor == "lidar"])
+t0 = time.perf_counter()
+anyio.run(once)
+first = time.perf_counter() - t0
+best = math.inf
+for _ in range(repeat):
+    t = time.perf_counter()
+    anyio.run(once)
+    best = min(best, time.perf_counter() - t)
+print(first, best, "ouster" in sys.modules)
+"""
+
+
+def ouster_versus_before(before: Path, repeat: int = 7, rounds: int = 3) -> list[str]:
+    """OusterSource of this tree against OusterSource of ``before`` (a tree of the code
+    before issue 36, whose layout was learnt from ouster-sdk: ``git archive eb95688^
+    adapters fusion | tar -x -C DIR``), in fresh processes taken in turns: the process's
+    first capture (imports, numba's cache, set-up), then the best of ``repeat`` (set-up
+    cache kept, or cleared)."""
+    import os
+    import subprocess
+
+    env = {**os.environ, "PYTHONPATH": str(OUSTER_ORACLE)}
+    results: dict[tuple[str, str, bool], list[tuple[float, float]]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        long = Path(tmp) / "long.pcap"
+        _longer_ouster_capture(long, 100)
+        cases = [("OS-1-32 capture (1 scan)", OUSTER_PCAP), ("100 scans made from it", long)]
+        for _ in range(rounds):
+            for label, path in cases:
+                for cold in (False, True):
+                    for tree, name in ((ROOT, "ours"), (before, "before")):
+                        done = subprocess.run(
+                            [sys.executable, "-c", _TIMED, str(tree), str(path),
+                             str(OUSTER_JSON), str(repeat), "1" if cold else "0"],
+                            capture_output=True, text=True, check=True, env=env, cwd=tmp,
+                        )  # fmt: skip
+                        first, best, imported = done.stdout.split()
+                        assert (imported == "True") == (name == "before"), (name, imported)
+                        key = (label, name, cold)
+                        results.setdefault(key, []).append((float(first), float(best)))
+    rows = []
+    for label, _ in cases:
+        for cold in (False, True):
+            ours = [min(x) for x in zip(*results[(label, "ours", cold)], strict=True)]
+            then = [min(x) for x in zip(*results[(label, "before", cold)], strict=True)]
+            what = "set-up cache cleared" if cold else "set-up cache kept"
+            rows.append(
+                f"| {label} | {what} | {ours[0] * 1e3:.0f} ms | {then[0] * 1e3:.0f} ms "
+                f"| {ours[1] * 1e3:.2f} ms | {then[1] * 1e3:.2f} ms | {then[1] / ours[1]:.2f}x |"
+            )
+    return rows
+
+
 def ouster_quick(scans: int = 100, repeat: int = 3) -> tuple[float, float, float]:
     """(our scans/s, wall ratio, CPU ratio) against ouster-sdk's path on ``scans`` scans."""
     runs = ouster_runs()
@@ -652,6 +786,11 @@ def main() -> None:
     )
     print("|---|---|---:|---:|---:|---:|")
     for row in ouster_rows(max(args.repeat, 5)):
+        print(row)
+    print()
+    print("| Ouster set-up, real OS-1-32 metadata | ours | before (ouster-sdk) | ratio |")
+    print("|---|---:|---:|---:|")
+    for row in ouster_setup_rows():
         print(row)
     print()
     print("| capture | reader | datagrams/s | vs dpkt |")
