@@ -26,14 +26,8 @@ from hyperframes.config.schema import (
 )
 from hyperframes.config.sources import (
     BagConfig,
-    CanConfig,
-    NmeaConfig,
-    RadarConfig,
     Ros2Config,
     SourceConfig,
-    TimeSeriesCsvConfig,
-    TimeSeriesUdpConfig,
-    UlogConfig,
 )
 
 
@@ -155,107 +149,6 @@ def build_source(
 
 
 def _legacy_build(cfg: Any, context: BuildContext) -> Any:
-    gather_ms = context.gather_ms
-    if isinstance(cfg, TimeSeriesCsvConfig):
-        from adapters.timeseries import TimeSeriesSource
-
-        return TimeSeriesSource.from_csv(
-            cfg.path,
-            time_column=cfg.time_column,
-            time_unit=cfg.time_unit,
-            columns=cfg.columns,
-            name=cfg.name,
-            kind=cfg.kind,
-        )
-    if isinstance(cfg, TimeSeriesUdpConfig):
-        from adapters.timeseries import TimeSeriesSource
-
-        gather = cfg.gather_ms if cfg.gather_ms is not None else gather_ms
-        return TimeSeriesSource.from_udp(
-            cfg.port,
-            host=cfg.host,
-            format=cfg.format,
-            time_field=cfg.time_field or None,
-            time_unit=cfg.time_unit,
-            fields=cfg.fields,
-            name=cfg.name,
-            kind=cfg.kind,
-            rate_hz=cfg.rate_hz,
-            block=cfg.block,
-            jump_threshold=cfg.jump_threshold_s,
-            sender=cfg.sender,
-            sender_timeout=cfg.sender_timeout_s,
-            recv_buffer=cfg.recv_buffer,
-            **({} if gather is None else {"gather": gather / 1e3}),
-        )
-    if isinstance(cfg, NmeaConfig):
-        from adapters.nmea import NmeaSource
-
-        return NmeaSource(
-            cfg.path,
-            port=cfg.port,
-            baud=cfg.baud,
-            url=cfg.url,
-            name=cfg.name,
-            date=cfg.date,
-            speed=cfg.speed,
-            sender=cfg.sender,
-            recv_buffer=cfg.recv_buffer,
-            max_reconnects=cfg.max_reconnects,
-            backoff=(min(0.1, cfg.backoff_max_s), cfg.backoff_max_s),
-            protocol=cfg.chosen_protocol,
-        )
-    if isinstance(cfg, CanConfig):
-        from adapters.can import CanSource
-
-        return CanSource(
-            cfg.path,
-            interface=cfg.interface,
-            channel=cfg.channel,
-            bitrate=cfg.bitrate,
-            fd=cfg.fd,
-            bus_options=cfg.bus_options,
-            database=cfg.database,
-            ids=cfg.ids,
-            unknown=cfg.unknown,
-            raw=cfg.raw,
-            name=cfg.name,
-            speed=cfg.speed,
-            block=cfg.block,
-        )
-    if isinstance(cfg, UlogConfig):
-        from adapters.ulog import UlogSource
-
-        return UlogSource(
-            cfg.path,
-            topics=cfg.topics,
-            name=cfg.name,
-            utc=cfg.utc,
-            speed=cfg.speed,
-            max_bytes=cfg.max_bytes,
-        )
-    if isinstance(cfg, RadarConfig):
-        from adapters.radar import RadarSource
-
-        return RadarSource(
-            cfg.pcap,
-            bag=cfg.bag,
-            topic=cfg.topic,
-            port=cfg.port,
-            host=cfg.host,
-            group=cfg.group,
-            data_port=cfg.data_port,
-            model=cfg.model,
-            log=cfg.log,
-            interface=cfg.interface,
-            channel=cfg.channel,
-            bitrate=cfg.bitrate,
-            bus_options=cfg.bus_options,
-            name=cfg.name,
-            speed=cfg.speed,
-            sender=cfg.sender,
-            recv_buffer=cfg.recv_buffer,
-        )
     if isinstance(cfg, BagConfig):
         from adapters.bags import BagSource
 
