@@ -18,8 +18,9 @@ For each model, on the CPU provider with the worker's thread default:
   from it to the best fixed loop is the worker's own plumbing (threads, event
   loop, ordering).
 
-Models: ``tiny_cnn(224)`` (batch 1 was fastest on this CPU) and ``mid_cnn(224)``
-(0.3 GMAC; batching helps a little) by default; ``scale_model(N)`` (a
+Models: ``tiny_cnn(224)`` (batching helps a little on an idle 2-core CPU; batch 2
+was fastest in another run) and ``tiny_cnn(448)`` (batches of 1-2 fastest: larger
+ones spill the caches) by default, ``mid_cnn(224)`` (0.3 GMAC) with ``--models``; ``scale_model(N)`` (a
 one-matmul model whose cost per batch is mostly overhead: batching pays) with
 ``--models scale``. Rounds interleave everything; each figure is the best of
 ``--repeat`` rounds; the load average is printed before and after each model.
@@ -50,6 +51,9 @@ from fusion.workers.sessions import default_threads, session_options
 MODELS: dict[str, tuple[Callable[[], bytes], tuple[int, ...]]] = {
     "tiny_cnn": (lambda: tiny_cnn(224), (3, 224, 224)),
     "mid_cnn": (lambda: mid_cnn(224), (3, 224, 224)),
+    # 448x448: each item's activations fill the caches, so batches only spill them
+    # (on 2 cores batch 1-2 ran 1.5x batch 16); built with onnx (the test extra)
+    "tiny_cnn_448": (lambda: tiny_cnn(448), (3, 448, 448)),
     "scale": (lambda: scale_model(features=256), (256,)),
 }
 
@@ -134,8 +138,10 @@ async def _bench_model(name: str, args: argparse.Namespace, console: Console) ->
             keep(f"worker, cap {b}", *await stream_all(worker, frames))
     load_after = os.getloadavg()
 
+    layout = f"{adaptive.replicas} replica(s) x {adaptive.threads} thread(s)"
     table = Table(
-        title=f"{name}: {n} items per run, {threads} intra-op threads, best of {args.repeat} rounds"
+        title=f"{name}: {n} items per run; loop: one session, {threads} intra-op threads; "
+        f"worker: {layout}; best of {args.repeat} rounds"
     )
     for col in ("variant", "items/s", "CPU ms/item", "vs best fixed"):
         table.add_column(col, justify="right" if col != "variant" else "left")
@@ -192,7 +198,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--models", default="tiny_cnn,mid_cnn", help=f"of {sorted(MODELS)}")
+    parser.add_argument("--models", default="tiny_cnn,tiny_cnn_448", help=f"of {sorted(MODELS)}")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=1.5, help="about this long per run")
     parser.add_argument("--max-batch", type=int, default=16)

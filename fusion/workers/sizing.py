@@ -245,7 +245,13 @@ class BatchSizer:
         return per_item is not None and (budget is None or per_item * size <= budget)
 
     def _best(self) -> int | None:
-        fits = {s: self.estimate(s) or 0.0 for s in self._costs if self._fits(s)}
+        # A size seen once (a batch formed before the cap changed) is no estimate yet.
+        enough = min(2, self.samples)
+        fits = {
+            s: self.estimate(s) or 0.0
+            for s, c in self._costs.items()
+            if len(c) >= enough and self._fits(s)
+        }
         if not fits:
             return None
         least = min(fits.values())
