@@ -121,9 +121,22 @@ def read_bag_summary(
     is scanned, and :attr:`BagSummary.index` says so); the readers' own errors
     (and :class:`~adapters.errors.SourceOpenError` for what is no bag) pass through.
     """
-    if path.is_file() and _mcap_profile(path) not in (None, "ros2"):
-        return _mcap_summary(path, check)
+    profile = _mcap_profile(path) if path.is_file() else None
+    if profile is not None and (profile != "ros2" or _cut_short(path)):
+        return _mcap_summary(path, check)  # a ros2 file cut short: the scan names the damage
     return _ros_summary(path, ros_distro, check)
+
+
+def _cut_short(path: Path) -> bool:
+    """Whether an MCAP file lacks its closing magic (a writer that never closed it)."""
+    from adapters.bags.detect import MCAP_MAGIC
+
+    with path.open("rb") as f:
+        size = f.seek(0, 2)
+        if size < 2 * len(MCAP_MAGIC):
+            return True
+        f.seek(size - len(MCAP_MAGIC))
+        return f.read(len(MCAP_MAGIC)) != MCAP_MAGIC
 
 
 def _mcap_profile(path: Path) -> str | None:
