@@ -139,14 +139,7 @@ def rewrite_table(page: str, models: Sequence[type[SourceOptions]]) -> str:
         start, end = lines.index(BEGIN), lines.index(END)
     except ValueError:
         raise ValueError(f"the page has no {BEGIN!r} ... {END!r} block") from None
-    new = rows(models)
-    cells = {r.split(" | ")[0] for r in new}
-    others = [  # types not (yet) declared as models keep their rows
-        r
-        for r in lines[start + 1 : end]
-        if r.startswith("| ") and r not in HEADER and r.split(" | ")[0] not in cells
-    ]
-    table = [BEGIN, "", *HEADER, *new, *others, "", END]
+    table = [BEGIN, "", *HEADER, *rows(models), "", END]
     return "\n".join([*lines[:start], *table, *lines[end + 1 :]]) + "\n"
 
 

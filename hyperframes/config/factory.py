@@ -24,11 +24,7 @@ from hyperframes.config.schema import (
     WorkerConfig,
     parse_size,
 )
-from hyperframes.config.sources import (
-    BagConfig,
-    Ros2Config,
-    SourceConfig,
-)
+from hyperframes.config.sources import SourceConfig
 
 
 def build_pipeline(
@@ -141,33 +137,7 @@ def build_source(
     :meth:`~hyperframes.config._source_type.SourceOptions.build`. ``copied``: sensors
     recorded as the source's own packets; ``gather_ms``: a UDP time series' gather
     where its table leaves it unset."""
-    context = BuildContext(copied=frozenset(copied or ()), gather_ms=gather_ms)
-    try:
-        return cfg.build(context)
-    except NotImplementedError:
-        return _legacy_build(cfg, context)
-
-
-def _legacy_build(cfg: Any, context: BuildContext) -> Any:
-    if isinstance(cfg, BagConfig):
-        from adapters.bags import BagSource
-
-        return BagSource(cfg.path, cfg.topics, speed=cfg.speed, decode_images=cfg.decode_images)
-    if isinstance(cfg, Ros2Config):
-        from adapters.ros2 import Ros2Source, TopicQos, loopback_config
-
-        return Ros2Source(
-            cfg.topics,
-            domain_id=cfg.domain_id,
-            config=loopback_config() if cfg.loopback else cfg.config,
-            qos={t: TopicQos(q.reliability, q.durability, q.depth) for t, q in cfg.qos.items()},
-            types=cfg.types,
-            ros_distro=cfg.ros_distro,
-            discover_s=cfg.discover_s,
-            decode_images=cfg.decode_images,
-            gap_s=cfg.gap_s,
-        )
-    raise AssertionError(f"no builder for {cfg!r}")
+    return cfg.build(BuildContext(copied=frozenset(copied or ()), gather_ms=gather_ms))
 
 
 def build_policy(cfg: SyncConfig, names: list[str], quiet: Collection[str] = ()) -> SyncPolicy:

@@ -27,11 +27,11 @@ class AudioConfig(SourceOptions):
     frame_samples: int | None = Field(None, ge=1, le=10_000_000)
     """none: from `frame_ms`"""
     rate: int | None = Field(None, ge=1, le=1_536_000)
-    """resample to this rate (Hz); none: the stream's own"""
+    """none: the stream's own; else resampled to this rate (Hz)"""
     layout: str | None = None
-    """channel layout (`"mono"`, `"stereo"` ...); none: the stream's own"""
+    """none: the stream's own; else a channel layout (`"mono"`, `"stereo"` ...)"""
     input_format: str | None = None
-    """FFmpeg input format: `"alsa"`, `"pulse"`, `"avfoundation"`, `"dshow"` for a capture
+    """FFmpeg's input format: `"alsa"`, `"pulse"`, `"avfoundation"`, `"dshow"` for a capture
     device; `"sdp"` for an RTP session description"""
     options: dict[str, str] = {}
     """FFmpeg input options"""

@@ -36,7 +36,7 @@ class CanConfig(SourceOptions):
     ids: list[int] = Field(default_factory=list)
     """ids that get a sensor `<name>.0x<ID>` of their own"""
     unknown: Literal["raw", "count"] = "raw"
-    """`"raw"`: ids the database does not know stay raw on `<name>`; `"count"`: counted as
+    """ids the database does not know: `"raw"` stay raw on `<name>`, `"count"` are counted as
     `unknown_id`"""
     raw: bool = True
     """every frame also raw on `<name>`"""

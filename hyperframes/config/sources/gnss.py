@@ -36,11 +36,11 @@ class NmeaConfig(SourceOptions):
     speed: float | None = Field(None, gt=0)
     """none: as fast as consumed"""
     sender: UdpSender = None
-    """`udp://`: none: the first sender heard; `"10.0.0.5"` or `"10.0.0.5:10110"`"""
+    """none: the first sender heard (`udp://`); `"10.0.0.5"` or `"10.0.0.5:10110"`"""
     recv_buffer: int | None = Field(None, gt=0)
-    """`udp://`: the socket's receive buffer in bytes (none: the system's)"""
+    """none: the system's; `udp://`: the socket's receive buffer in bytes"""
     max_reconnects: int | None = Field(None, ge=0)
-    """`tcp://`: reconnect attempts in a row before giving up (none: until stopped)"""
+    """none: until stopped; `tcp://`: reconnect attempts in a row before giving up"""
     backoff_max_s: float = Field(5.0, gt=0)
     """`tcp://`: the longest wait between reconnect attempts (they start at 0.1 s and double)"""
 
