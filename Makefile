@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 STAMP_TEST := $(VENV)/.installed-test
 
-.PHONY: demo test lint typecheck bench examples clean system-deps
+.PHONY: demo test lint typecheck bench examples clean system-deps test-system-deps
 
 demo: $(STAMP)
 	$(VENV)/bin/hyperframes demo
@@ -31,34 +31,21 @@ examples: $(STAMP_TEST)
 bench: $(STAMP_TEST)
 	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
 
-# System packages: libusb-1.0 (open3d loads it at import time), ffmpeg/ffprobe
-# (the acceptance tests send live streams with it and check files against ffprobe)
-# and editcap from wireshark-common (the pcapng tests convert real captures with it);
-# g++ and Fast DDS 2.9 (libfastrtps-dev): the ROS 2 tests' Fast DDS node, tests/peers/fastdds,
-# which a test builds into build/fastdds-peer/ on first use.
-# python3-rosbag: the real ROS 1 rosbag API (run by /usr/bin/python3) reads our .bag
-# exports back; Node.js and npm: the Node peers of tests/peers (@mcap/core reads our
-# MCAP exports, the foxglove/mcap conformance generator makes its inputs).
-# Installed with apt-get when missing and possible; otherwise a clear message.
-system-deps:
-	@missing=""; \
-	ldconfig -p 2>/dev/null | grep -q 'libusb-1.0.so.0' || missing="$$missing libusb-1.0-0"; \
-	command -v ffmpeg >/dev/null 2>&1 && command -v ffprobe >/dev/null 2>&1 || missing="$$missing ffmpeg"; \
-	command -v editcap >/dev/null 2>&1 || missing="$$missing wireshark-common"; \
-	[ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import rosbag' >/dev/null 2>&1 || missing="$$missing python3-rosbag"; \
-	command -v node >/dev/null 2>&1 || missing="$$missing nodejs"; \
-	command -v npm >/dev/null 2>&1 || missing="$$missing npm"; \
-	command -v g++ >/dev/null 2>&1 || missing="$$missing g++"; \
-	test -f /usr/include/fastdds/dds/domain/DomainParticipant.hpp || missing="$$missing libfastrtps-dev libfastcdr-dev"; \
+# System packages, installed with apt-get when missing and possible; otherwise a clear
+# message. `make demo` needs only libusb-1.0 (open3d loads it at import time) and ffmpeg;
+# `make test` also needs editcap from wireshark-common (the pcapng tests convert real
+# captures with it), python3-rosbag (the real ROS 1 rosbag API, run by /usr/bin/python3,
+# reads our .bag exports back), Node.js and npm (the Node peers of tests/peers: @mcap/core,
+# Foxglove's client library, the foxglove/mcap conformance generator), g++ and Fast DDS 2.9
+# (libfastrtps-dev: the ROS 2 tests' Fast DDS node, tests/peers/fastdds).
+define install_missing
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then SUDO=""; \
 	elif command -v apt-get >/dev/null 2>&1 && command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then SUDO="sudo -n"; \
 	else \
 		echo "error: missing system packages:$$missing" >&2; \
-		echo "       libusb-1.0 is needed by open3d, ffmpeg by the acceptance tests, python3-rosbag" >&2; \
-		echo "       (Debian's ROS 1 rosbag) and Node.js 18+ with npm by the interop tests." >&2; \
 		echo "       Debian/Ubuntu: 'sudo apt-get install$$missing'; Fedora: 'sudo dnf install libusb1 ffmpeg';" >&2; \
-		echo "       macOS: 'brew install libusb ffmpeg'. Then rerun make." >&2; \
+		echo "       macOS: 'brew install libusb ffmpeg node'. Then rerun make." >&2; \
 		exit 1; \
 	fi; \
 	echo "Installing$$missing with apt-get..."; \
@@ -66,6 +53,23 @@ system-deps:
 	$$SUDO apt-get install -y -q $$missing >/dev/null 2>&1 || \
 	{ $$SUDO apt-get update -q >/dev/null 2>&1 && $$SUDO apt-get install -y -q $$missing >/dev/null; } || \
 	{ echo "error: could not install$$missing with apt-get; install it yourself, then rerun make." >&2; exit 1; }
+endef
+
+system-deps:
+	@missing=""; \
+	ldconfig -p 2>/dev/null | grep -q 'libusb-1.0.so.0' || missing="$$missing libusb-1.0-0"; \
+	command -v ffmpeg >/dev/null 2>&1 && command -v ffprobe >/dev/null 2>&1 || missing="$$missing ffmpeg"; \
+	$(install_missing)
+
+test-system-deps: system-deps
+	@missing=""; \
+	command -v editcap >/dev/null 2>&1 || missing="$$missing wireshark-common"; \
+	[ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import rosbag' >/dev/null 2>&1 || missing="$$missing python3-rosbag"; \
+	command -v node >/dev/null 2>&1 || missing="$$missing nodejs"; \
+	command -v npm >/dev/null 2>&1 || missing="$$missing npm"; \
+	command -v g++ >/dev/null 2>&1 || missing="$$missing g++"; \
+	test -f /usr/include/fastdds/dds/domain/DomainParticipant.hpp || missing="$$missing libfastrtps-dev libfastcdr-dev"; \
+	$(install_missing)
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -77,11 +81,11 @@ $(STAMP): pyproject.toml $(VENV)/bin/python | system-deps
 
 # The Node peers (tests/peers/package.json, locked): npm ci into tests/peers/node_modules.
 NODE_PEERS := tests/peers/node_modules/.installed
-$(NODE_PEERS): tests/peers/package.json tests/peers/package-lock.json | system-deps
+$(NODE_PEERS): tests/peers/package.json tests/peers/package-lock.json | test-system-deps
 	cd tests/peers && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-$(STAMP_TEST): pyproject.toml $(VENV)/bin/python $(NODE_PEERS) | system-deps
+$(STAMP_TEST): pyproject.toml $(VENV)/bin/python $(NODE_PEERS) | test-system-deps
 	$(PY) -m pip install -q -e '.[test,dev,bench,rerun,ray,ros2]'
 	@# ouster-sdk: the Ouster tests' reference decoder and the OSF reader (OusterSource needs
 	@# it for nothing else). It pins rosbags==0.9.23, psutil<6, click<8.1.8 and flask==3.0
