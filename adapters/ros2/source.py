@@ -77,7 +77,8 @@ _WAIT_NS = 100_000_000  # one wait of the reading thread: how late a stop can be
 _TAKE = 256  # samples taken from one reader per round
 _MAX_REPORTS = 1000
 _PENDING_BYTES = 256 << 20  # taken and not decoded yet: past this, samples wait in DDS
-_CHECK_NS = 2_000_000_000  # how often the graph is read while a topic has no publisher
+_CHECK_NS = 2_000_000_000  # how often the graph is read
+_SILENT_NS = 5_000_000_000  # matched this long and nothing arrived: a layout DDS drops?
 _LOGGED = 10  # warnings logged per reason before only every 1000th is
 _SETTLE_S = 1.0  # discovery listens this much longer for a second type on a topic found
 
@@ -113,6 +114,10 @@ class _Route:
     """Type hashes of publishers already checked against ours."""
     mismatch: str | None = None
     """Why the last publisher DDS refused to match was refused (QoS), if one was."""
+    received: int = 0
+    """Samples taken so far."""
+    silent_since: int | None = None
+    """When a publisher matched while nothing had been received yet (runtime clock)."""
 
 
 @dataclass(slots=True)
@@ -209,6 +214,7 @@ class Ros2Source(Source):
         self._pending = _Round()
         self._pending_cond = threading.Condition()
         self._taker: threading.Thread | None = None
+        self._by_sensor = {r.sensor: r for r in self._routes}
 
     # -- opening ------------------------------------------------------------------------
 
@@ -358,8 +364,10 @@ class Ros2Source(Source):
             if got.joined or clock.now() - checked > _CHECK_NS:
                 checked = clock.now()  # a publisher DDS will not match is only in the graph
                 self._check_hashes()
+                self._check_silence(checked)
             for sensor, n in got.received.items():
                 ledgers[sensor].receive(n)
+                self._by_sensor[sensor].received += n
             for sensor, reason, message, units in got.events:
                 self.count_error(reason, message, units=units, sensor=sensor, arrived=False)
             # decoded in a worker thread while the taking thread goes on taking
@@ -522,6 +530,48 @@ class Ros2Source(Source):
             out.joined = True
         route.publishers = count
 
+    def _check_silence(self, now: int) -> None:
+        """A publisher matched for 5 s and nothing arrived, of a type that other
+        distributions define differently: say that the robot may run one of them (a node
+        without XTypes type information or type hash, as rmw_fastrtps and rmw_cyclonedds
+        on Humble, is matched by name, and Cyclone drops every sample that does not fit
+        our layout on receipt, where no counter shows it). Once per topic."""
+        for route in self._routes:
+            if route.received or not route.publishers:
+                route.silent_since = None
+                continue
+            if route.silent_since is None:
+                route.silent_since = now
+                continue
+            if now - route.silent_since < _SILENT_NS or route.mismatch:
+                continue
+            others = self._differing(route.msgtype)
+            route.mismatch = "distribution mismatch?"
+            if not others:
+                continue
+            self.count_error(
+                "distribution_mismatch",
+                f"ROS 2 topic {route.topic!r}: a publisher has been matched for "
+                f"{_SILENT_NS // 1_000_000_000} s and nothing arrived: if the robot runs ROS 2 "
+                f"{' or '.join(others)}, whose {route.msgtype} has another layout than "
+                f"{self.ros_distro}'s, DDS drops every message on receipt; set ros_distro "
+                "to the robot's",
+                units=0,
+                sensor=route.sensor,
+            )
+
+    def _differing(self, msgtype: str) -> list[str]:
+        """The ROS 2 distributions (rosbags' stores) whose ``msgtype`` is not ours."""
+        mine = self._store.fielddefs[msgtype]
+        out = []
+        for distro in ros_distros():
+            if distro in ("noetic", self.ros_distro):
+                continue
+            defs = type_store(distro).fielddefs.get(msgtype)
+            if defs is not None and defs != mine:
+                out.append(distro)
+        return out
+
     def _layout_mismatch(self, route: _Route) -> str | None:
         """The message for a publisher of ``route``'s DDS type whose XTypes layout DDS found
         different from ours (another distribution's definition); ``None`` if none has our
@@ -531,14 +581,7 @@ class Ros2Source(Source):
             p.topic == route.topic and p.dds_type == ours for p in self.participant.publications()
         ):
             return None
-        mine = self._store.fielddefs[route.msgtype]
-        others = []
-        for distro in ros_distros():
-            if distro in ("noetic", self.ros_distro):
-                continue
-            defs = type_store(distro).fielddefs.get(route.msgtype)
-            if defs is not None and defs != mine:
-                others.append(distro)
+        others = self._differing(route.msgtype)
         where = f"{', '.join(others)} define it differently" if others else "no other rosbags store"
         return (
             f"ROS 2 topic {route.topic!r}: a publisher's {route.msgtype} has another layout "
