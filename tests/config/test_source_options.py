@@ -60,9 +60,14 @@ class GadgetConfig(SourceOptions):
 
 
 def _schema_with(*models: type[SourceOptions]) -> type[PipelineConfig]:
-    union = source_union([*SOURCE_TYPES, *models])
+    """A ``PipelineConfig`` whose sources are ``models`` (each replaces the real type it
+    subclasses) and the real types."""
+    replaced = [next((m for m in models if issubclass(m, real)), real) for real in SOURCE_TYPES]
+    union = source_union([*replaced, *(m for m in models if m not in replaced)])
     extended: type[PipelineConfig] = create_model(
-        "PipelineConfig", __base__=PipelineConfig, sources=(list[union], Field(min_length=1))
+        "PipelineConfig",
+        __base__=PipelineConfig,
+        sources=(list[union], Field(min_length=1)),  # type: ignore[valid-type]
     )
     return extended
 
@@ -91,6 +96,29 @@ def test_an_option_declared_once_reaches_the_schema_the_factory_and_the_docs() -
     )
     page = f"intro\n{BEGIN}\n\n| `type` | keys (default) |\n|---|---|\n\n{END}\nrest\n"
     assert line in rewrite_table(page, [*SOURCE_TYPES, GadgetConfig]).splitlines()
+
+
+def test_an_option_added_to_a_real_type_needs_one_field_and_nothing_else() -> None:
+    """``SyntheticSensor(start_ns=...)`` has no TOML key; one field gives it one: the
+    schema checks it, the unchanged builder passes it, the docs row names it."""
+    from hyperframes.config.sources.synthetic import SyntheticConfig
+
+    class WithStart(SyntheticConfig):
+        start_ns: int = Field(0, ge=0)
+        """true time of the first frame"""
+
+    schema = _schema_with(WithStart)
+    raw = {"sources": [{"type": "synthetic_imu", "name": "imu", "start_ns": 5_000}]}
+    source = build_source(
+        validate_model(schema, raw, source="s.toml", what="the config").sources[0]
+    )
+    assert getattr(source, "start_ns") == 5_000  # noqa: B009
+    with pytest.raises(ConfigError, match=r"start_ns: expected greater than or equal to 0"):
+        validate_model(
+            schema, {"sources": [{**raw["sources"][0], "start_ns": -1}]}, source="s", what="it"
+        )
+    assert "`start_ns` (0: true time of the first frame; >= 0)" in row(WithStart)
+    assert "start_ns" not in row(SyntheticConfig)  # the real type is untouched
 
 
 def test_a_type_declared_twice_is_refused() -> None:
@@ -131,11 +159,12 @@ def test_every_key_a_model_passes_on_is_an_argument_of_its_adapter(
     model: type[SourceOptions],
 ) -> None:
     assert model.target is not None
-    target = _target(model.target)
+    target: Any = _target(model.target)
     params = dict(inspect.signature(target).parameters)
     if any(p.kind is p.VAR_KEYWORD for p in params.values()) and inspect.ismethod(target):
         # TimeSeriesSource.from_udp(..., **options) hands the rest to the class
-        params.update(inspect.signature(target.__self__).parameters)
+        owner: Any = target.__self__  # the class: its own arguments
+        params.update(inspect.signature(owner).parameters)
     passed = model.argument_names()
     stray = {key: arg for key, arg in passed.items() if arg not in params}
     assert not stray, f"{model.__name__} passes keys {model.target} does not take: {stray}"
