@@ -194,6 +194,53 @@ def per_item_rate(n: int, wall: float) -> float:
     return n / wall if wall > 0 else 0.0
 
 
+def video_ab(repeat: int, console: Console) -> None:
+    """The video -> model path (``worker.stream(VideoSource)``, CPU defaults) with the
+    sizer on and off (``adaptive=False``: the fixed cap as before), a fresh worker per
+    run of a 300-frame 720p clip, rounds interleaved: does the search cost anything
+    where the decoder sets the pace?"""
+    import resource
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from bench_infer import make_ffmpeg_clip
+
+    from adapters.video import VideoSource
+    from fusion.workers import ImagePreprocess
+
+    def cpu() -> float:
+        r = resource.getrusage(resource.RUSAGE_SELF)
+        return r.ru_utime + r.ru_stime
+
+    async def run(path: Path, model: bytes, adaptive: bool) -> tuple[float, float, Any]:
+        pre = ImagePreprocess((224, 224))
+        worker = BatchWorker(model, preprocess=pre, providers="cpu", adaptive=adaptive)
+        await worker.start()
+        w0, c0, n = time.perf_counter(), cpu(), 0
+        async for r in worker.stream(VideoSource(str(path))):
+            assert r.error is None
+            n += 1
+        wall, used = time.perf_counter() - w0, cpu() - c0
+        stats = worker.statistics()
+        return n / wall, used / n * 1e3, stats.batch_sizes
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "clip.mp4"
+        make_ffmpeg_clip(path, 300)
+        console.print(f"load average before {os.getloadavg()}")
+        for name, model in (("mid_cnn", mid_cnn(224)), ("tiny_cnn", tiny_cnn(224))):
+            for _ in range(repeat):
+                for adaptive in (True, False):
+                    fps, cpf, sizes = anyio.run(run, path, model, adaptive)
+                    what = "adaptive" if adaptive else "fixed cap"
+                    console.print(
+                        f"{name} {what}: {fps:.0f} f/s, CPU {cpf:.2f} ms/frame, batches {sizes}"
+                    )
+        console.print(f"load average after {os.getloadavg()}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -203,8 +250,14 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=1.5, help="about this long per run")
     parser.add_argument("--max-batch", type=int, default=16)
     parser.add_argument("--min-items", type=int, default=256, help="at least this many per run")
+    parser.add_argument(
+        "--video", action="store_true", help="only the video -> model A/B, sizer on and off"
+    )
     args = parser.parse_args()
     console = Console(width=200)
+    if args.video:
+        video_ab(args.repeat, console)
+        return
     console.print(f"cores: {os.cpu_count()}, onnxruntime {ort.__version__}")
     rows = [bench_model(m, args, console) for m in args.models.split(",")]
     for r in rows:
