@@ -1,6 +1,8 @@
-"""The per-type table of ``docs/configuration.md``, written from the source types' models.
+"""The source tables of ``docs/configuration.md``, written from the source types' models.
 
-One row per :class:`~hyperframes.config._source_type.SourceOptions` model: its
+The keys every source takes (:class:`~hyperframes.config.base._SourceBase`'s fields,
+between :data:`COMMON_BEGIN` and :data:`COMMON_END`): key, default, meaning. Then one
+row per :class:`~hyperframes.config._source_type.SourceOptions` model: its
 ``type`` values, its ``summary``, then each key as ``key`` (default: its
 docstring; bounds; choices; other spellings) and the ``see`` link. Defaults, bounds,
 ``Literal`` choices and ``validation_alias`` spellings are read from the fields,
@@ -22,11 +24,33 @@ import annotated_types as at
 from pydantic import AliasChoices
 from pydantic.fields import FieldInfo
 
-from hyperframes.config._source_type import SourceOptions, type_names
+from hyperframes.config._source_type import COMMON_KEYS, SourceOptions, type_names
 
 BEGIN = "<!-- source types: written by hyperframes/config/_source_docs.py; edit the models -->"
 END = "<!-- end of source types -->"
 HEADER = ["| `type` | keys (default) |", "|---|---|"]
+COMMON_BEGIN = "<!-- keys of every source: written from hyperframes/config/base.py -->"
+COMMON_END = "<!-- end of the keys of every source -->"
+COMMON_HEADER = ["| key | default | meaning |", "|---|---|---|"]
+
+
+def common_rows() -> list[str]:
+    """The rows of the keys every source takes (``type`` first): key, default, meaning.
+
+    A docstring ``none: X; meaning`` puts ``X`` in the default column."""
+    fields = SourceOptions.model_fields
+    found = []
+    for name in ["type", *(k for k in fields if k in COMMON_KEYS and k != "type")]:
+        field = fields[name]
+        doc = " ".join((field.description or "").split())
+        default = "(required)" if field.is_required() else default_text(field)
+        if default == "none" and doc.startswith("none: "):
+            default, _, doc = doc.removeprefix("none: ").partition("; ")
+        meaning = "; ".join(
+            m for m in (doc, bounds_text(field), choices_text(field.annotation)) if m
+        )
+        found.append(f"| `{name}` | {_cell(default)} | {_cell(meaning)} |")
+    return found
 
 
 def rows(models: Sequence[type[SourceOptions]]) -> list[str]:
@@ -133,14 +157,19 @@ def _cell(text: str) -> str:
 
 
 def rewrite_table(page: str, models: Sequence[type[SourceOptions]]) -> str:
-    """``page`` with the rows between :data:`BEGIN` and :data:`END` written from ``models``."""
+    """``page`` with the rows between :data:`BEGIN` and :data:`END` written from ``models``,
+    and those between :data:`COMMON_BEGIN` and :data:`COMMON_END` from the common keys."""
+    page = _rewrite_block(page, COMMON_BEGIN, COMMON_END, [*COMMON_HEADER, *common_rows()])
+    return _rewrite_block(page, BEGIN, END, [*HEADER, *rows(models)])
+
+
+def _rewrite_block(page: str, begin: str, end: str, table: list[str]) -> str:
     lines = page.splitlines()
     try:
-        start, end = lines.index(BEGIN), lines.index(END)
+        start, stop = lines.index(begin), lines.index(end)
     except ValueError:
-        raise ValueError(f"the page has no {BEGIN!r} ... {END!r} block") from None
-    table = [BEGIN, "", *HEADER, *rows(models), "", END]
-    return "\n".join([*lines[:start], *table, *lines[end + 1 :]]) + "\n"
+        raise ValueError(f"the page has no {begin!r} ... {end!r} block") from None
+    return "\n".join([*lines[:start], begin, "", *table, "", *lines[stop:]]) + "\n"
 
 
 def rewrite_page(path: str | Path, models: Sequence[type[SourceOptions]] | None = None) -> bool:

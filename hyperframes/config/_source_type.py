@@ -64,6 +64,7 @@ class SourceOptions(_SourceBase):
     model_config = ConfigDict(use_attribute_docstrings=True)
 
     type: str
+    """one of the types below"""
     summary: ClassVar[str] = ""
     see: ClassVar[str] = ""
     target: ClassVar[str | None] = None

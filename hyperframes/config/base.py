@@ -62,14 +62,30 @@ ClockConfig = Literal["none", "identity", "online"] | OnlineClockConfig | FixedO
 
 
 class _SourceBase(StrictModel):
+    """The keys every source takes; each docstring is ``docs/configuration.md``'s text
+    for the key (:mod:`hyperframes.config._source_docs`)."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     name: str = Field(min_length=1)
+    """the sensor's name (non-empty, unique)"""
     clock: ClockConfig = "none"
+    """`"none"` (the source's own model, usually none: `t` as stamped), `"identity"`,
+    `"online"` (an `OnlineClock`, with the source's declared wrap period),
+    `{ model = "online", window_s = 20, extra_offset_ms = 0, wrap_period_s = 3600 }`,
+    `{ model = "fixed", offset_ms = 12.5 }` ([clocks.md](clocks.md))"""
     optional: bool = False
+    """groups may go out without this sensor"""
     capacity: int | None = Field(None, ge=1)
+    """none: the source's; its channel into the hub"""
     overflow: Literal["block", "drop_oldest", "drop_newest"] | None = None
+    """none: the source's; what a full channel does"""
     export_type: str | None = None
-    """The message type ``hyperframes export`` writes this source's time series as
-    (``"sensor_msgs/msg/Imu"``...; :mod:`recordings.export.shapes`), recorded with it."""
+    """the message `hyperframes export` writes this source's time series as
+    (`"sensor_msgs/msg/Imu"`, `"sensor_msgs/msg/NavSatFix"`, `"nav_msgs/msg/Odometry"`,
+    `"geometry_msgs/msg/PoseStamped"`, `"std_msgs/msg/Float64MultiArray"`; see
+    `recordings.export.shapes`), recorded with the sensor
+    ([interop.md](interop.md#typed-time-series))"""
 
     @field_validator("export_type")
     @classmethod

@@ -21,7 +21,14 @@ from fusion.errors import ConfigError
 from fusion.frames import Frame, SensorSpec
 from fusion.source import Source
 from hyperframes.config import PipelineConfig
-from hyperframes.config._source_docs import BEGIN, END, rewrite_table, row
+from hyperframes.config._source_docs import (
+    BEGIN,
+    COMMON_BEGIN,
+    COMMON_END,
+    END,
+    rewrite_table,
+    row,
+)
 from hyperframes.config._source_type import BuildContext, SourceOptions, source_union
 from hyperframes.config.factory import build_source
 from hyperframes.config.schema import validate_model
@@ -94,7 +101,7 @@ def test_an_option_declared_once_reaches_the_schema_the_factory_and_the_docs() -
         "`gain_db` (0: an option added later: one line here, none in the builder; -60 to 60; "
         "also `gain`) ([configuration.md](configuration.md)) |"
     )
-    page = f"intro\n{BEGIN}\n\n| `type` | keys (default) |\n|---|---|\n\n{END}\nrest\n"
+    page = f"intro\n{COMMON_BEGIN}\n{COMMON_END}\n{BEGIN}\n\n{END}\nrest\n"
     assert line in rewrite_table(page, [*SOURCE_TYPES, GadgetConfig]).splitlines()
 
 
