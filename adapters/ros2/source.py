@@ -503,9 +503,7 @@ class Ros2Source(Source):
                 route.mismatch = "distribution mismatch"
                 out.events.append((sensor, "distribution_mismatch", layout, 0))
         elif incompatible.total_count_change > 0:
-            policy = _POLICIES.get(
-                int(incompatible.last_policy_id), f"policy {incompatible.last_policy_id}"
-            )
+            policy = policy_name(int(incompatible.last_policy_id))
             route.mismatch = f"QoS mismatch ({policy})"
             message = (
                 f"ROS 2 topic {topic!r}: a publisher's QoS is incompatible with this source's "
@@ -708,6 +706,11 @@ class Ros2Source(Source):
     def __repr__(self) -> str:
         names = ", ".join(f"{r.topic}={r.sensor}" for r in self._routes)
         return f"Ros2Source(domain {self.domain_id}: {names})"
+
+
+def policy_name(policy_id: int) -> str:
+    """A DDS QoS policy id as ROS 2 names the policy (``11`` -> ``reliability``)."""
+    return _POLICIES.get(policy_id, f"policy {policy_id}")
 
 
 def _topics(topics: Mapping[str, str] | Sequence[str]) -> dict[str, str]:

@@ -66,6 +66,7 @@ class DdsMessages(Ros2Messages):
         """Messages not written: their volatile topic had no subscriber."""
         self.renamed: dict[str, str] = {}
         self._final: dict[str, int] | None = None
+        self._final_refused: dict[str, str] | None = None
 
     def unmatched_topic(self, topic: str) -> bool:
         """Whether ``topic`` is open, volatile and matched by no subscriber (skip encoding)."""
@@ -192,10 +193,25 @@ class DdsMessages(Ros2Messages):
             for topic, w in self.writers.items()
         }
 
+    def refused(self) -> dict[str, str]:
+        """Topics some subscriber refused for an incompatible QoS (DDS's
+        ``offered_incompatible_qos``), each with the policy it refused last."""
+        from adapters.ros2.source import policy_name
+
+        if self._final_refused is not None:
+            return dict(self._final_refused)
+        out = {}
+        for topic, w in self.writers.items():
+            status = w.dds.get_offered_incompatible_qos_status()
+            if status.total_count:
+                out[topic] = policy_name(int(status.last_policy_id))
+        return out
+
     def close(self) -> None:
         """Keep the last matched counts: the writers go with the participant."""
         with self.lock:
             self._final = self.matched()
+            self._final_refused = self.refused()
 
     def wait_for_acks(self, timeout_s: float) -> bool:
         """Whether every reliable subscriber acknowledged every message (at most ``timeout_s``)."""

@@ -83,6 +83,9 @@ class Ros2PublisherStatistics:
     when it was written."""
     subscribers: dict[str, int] = field(default_factory=dict)
     """Subscribers matched now, per topic opened."""
+    refused: dict[str, str] = field(default_factory=dict)
+    """Topics some subscriber refused because its QoS asks for more than this publisher
+    offers (DDS's ``offered_incompatible_qos``), with the policy (``reliability``...)."""
     notes: tuple[str, ...] = ()
     """Things not done as asked, one line each (a sensor published under another name)."""
 
@@ -115,6 +118,9 @@ class Ros2PublisherStatistics:
             line += f", {sum(self.unmatched.values())} unmatched (no subscriber)"
         if self.skipped:
             line += f", {sum(self.skipped.values())} skipped (no ROS 2 message)"
+        if self.refused:
+            why = ", ".join(f"{t}: {p}" for t, p in sorted(self.refused.items()))
+            line += f", refused by a subscriber's QoS ({why}: it asks for more than offered)"
         losses = self.losses()
         return f"{line}, {losses}" if losses else line
 
@@ -320,6 +326,7 @@ class Ros2Publisher(LiveSink):
                     skipped=Counter(self._skipped),
                     unacknowledged=Counter(encoder.unacknowledged),
                     subscribers=encoder.matched(),
+                    refused=encoder.refused(),
                     notes=tuple(encoder.notes),
                 )
 

@@ -15,6 +15,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from adapters.lidar import read_pcd
 from adapters.ros2 import Ros2Source, TopicQos, loopback_config
 from fusion.frames import Frame, SensorSpec
 from recordings import Recorder, open_recording
+from recordings.export.ros2_publisher import Ros2Publisher
 from tests.acceptance.live_helpers import Recording
 from tests.adapters.ros2.ros2_helpers import DRIVE_BAG, JPEG_BAG, ROOT, TYPES_BAG, free_domain
 from tests.adapters.ros2.ros2_publisher import messages
@@ -425,3 +427,37 @@ def test_a_humble_node_s_range_without_type_information_is_named_a_likely_distri
     assert "if the robot runs ROS 2 " in report
     assert "humble" in report
     assert "sensor_msgs/msg/Range has another layout than jazzy's" in report
+
+
+def test_a_subscriber_asking_more_than_the_publisher_offers_is_reported(tmp_path: Path) -> None:
+    """``--ros2-qos best_effort`` and a Fast DDS subscriber with ROS 2's default (reliable):
+    DDS matches nothing, and the publisher's statistics name the topic and the policy."""
+    domain = free_domain()
+
+    async def frames() -> tuple[list[Frame], tuple[SensorSpec, ...]]:
+        async with BagSource(DRIVE_BAG, {IMU: "imu"}, end=47_700_000_000) as bag:
+            return [f async for f in bag.frames()], bag.specs
+
+    imu, specs = anyio.run(frames)
+    listener = Peer("sub", domain, {IMU: IMU_TYPE}, "--out", str(tmp_path / "got.rec"))
+    publisher = Ros2Publisher(
+        domain,
+        config=loopback_config(),
+        qos=TopicQos("best_effort", "volatile", 10),
+        sensors=specs,  # the bag's topic and type
+    )
+    try:
+        listener.wait_line("ready")
+        with publisher:
+            for frame in imu:
+                publisher.publish(frame)
+            assert publisher.flush(10)
+            deadline = time.monotonic() + 15
+            while not publisher.statistics().refused and time.monotonic() < deadline:
+                time.sleep(0.1)
+            stats = publisher.statistics()
+    finally:
+        listener.stop()
+    assert stats.refused == {IMU: "reliability"}, stats
+    assert f"refused by a subscriber's QoS ({IMU}: reliability" in stats.describe()
+    assert not read_records(tmp_path / "got.rec")
