@@ -106,6 +106,12 @@ def register(sub: Any) -> None:
     )
     add_allow_loss(p)
     add_serve_argument(p)
+    p.add_argument(
+        "--serve-hold",
+        action="store_true",
+        help="with --serve: at the end, wait for a seek from Foxglove instead of exiting "
+        "(Ctrl-C stops)",
+    )
     add_ros2_arguments(p)
     p.set_defaults(func=run)
 
@@ -161,11 +167,19 @@ def run(args: argparse.Namespace) -> int:
     from hyperframes.cli.playback import PacedSource, PlaybackControl, keyboard
 
     console = console_for(args)
-    server = publisher = None
+    server = publisher = playback = None
     try:
         control = PlaybackControl(args.rate, paused=args.start_paused)
         inner = open_source(args)
-        source = PacedSource(inner, control)
+        if args.serve_hold and args.serve is None:
+            raise ValueError("--serve-hold needs --serve")
+        window = source_window(inner, args)
+        # Foxglove seeks only a replay without a pipeline: a hub's policies need time to
+        # go forward. Pause, play and speed work either way.
+        reopen = None
+        if args.serve is not None and window is not None and args.config is None:
+            reopen = reopener(args, window)
+        source = PacedSource(inner, control, reopen=reopen, hold=args.serve_hold)
         pipeline = None
         if args.config is not None:
             from hyperframes.config import build_pipeline, load_config
@@ -179,14 +193,20 @@ def run(args: argparse.Namespace) -> int:
             from recordings.outputs import refuse_overlap
 
             refuse_overlap(args.metrics, [args.file, args.config])
+        if args.serve is not None and window is not None:
+            playback = served_playback(control, window, inner, seekable=reopen is not None)
         server = open_server(
             args.serve,
             inner.specs,
             **recorded_dates(inner),
             limits=serve_limits(args),
             playback_time=True,
+            playback=playback,
             bag=None if str(args.file).endswith(".hfr") else args.file,
         )
+        if server is not None and playback is not None:
+            ended = playback.ended
+            source.on_hold = lambda: server.tell_playback(ended())
         if server is not None and pipeline is not None:
             pipeline.add_sink(server)
         publisher = open_publisher(args, inner.specs, **recorded_dates(inner))
@@ -259,6 +279,11 @@ def run(args: argparse.Namespace) -> int:
         with keyboard(control, enabled=console.is_terminal and not args.fast):
             stats = anyio.run(fast if args.fast else main)
         stopped = False
+        if server is not None:  # the last frames reach the clients, who learn it ended
+            server.flush()
+            if playback is not None:
+                server.tell_playback(playback.ended())
+                server.flush(0.5)
     except KeyboardInterrupt:
         console.print("stopped")
         stats = None
@@ -287,6 +312,61 @@ def run(args: argparse.Namespace) -> int:
         warn(console, "skipped", line)
     lost = print_losses(console, inner.ledgers())
     return loss_exit(args, bool(errors) or lost > 0)
+
+
+def source_window(source: Any, args: argparse.Namespace) -> tuple[int, int] | None:
+    """The replayed span ``[start, end)`` in the source's own time (a bag's log time, a
+    recording's ``t``), ``--start-offset``/``--duration`` applied; ``None`` when the
+    source cannot be read again from a time (an NMEA log, encoded video)."""
+    from adapters.bags.source import BagSource
+    from recordings.replay import Replay
+
+    if isinstance(source, BagSource):
+        first, last = source.start_time, source.end_time - 1
+    elif isinstance(source, Replay):
+        summary = source.recording.summary()
+        if summary.t_start is None or summary.t_end is None:
+            return None
+        first, last = summary.t_start, summary.t_end
+    else:
+        return None
+    start = first + int(args.start_offset * 1e9)
+    end = last + 1 if args.duration is None else min(last + 1, start + int(args.duration * 1e9))
+    return start, max(start + 1, end)
+
+
+def reopener(args: argparse.Namespace, window: tuple[int, int]) -> Any:
+    """``t -> the replayed source from t`` (a Foxglove seek), within ``window``."""
+    from recordings.open import open_source as open_file
+
+    options = {"ros_distro": args.ros_distro} if getattr(args, "ros_distro", None) else {}
+
+    def reopen(t: int) -> Any:
+        return open_file(
+            args.file,
+            args.topic,
+            speed=None,
+            sensors=args.sensors,
+            start=t,
+            end=window[1],
+            loop=args.loop,
+            **options,
+        )
+
+    return reopen
+
+
+def served_playback(control: Any, window: tuple[int, int], source: Any, *, seekable: bool) -> Any:
+    """Foxglove's playback controls for this replay, in the served (dated) time."""
+    from hyperframes.cli.playback import ServedPlayback
+
+    dates = recorded_dates(source)
+    wall = dates["dating"]
+    if wall is None:
+        return ServedPlayback(control, window, seekable=seekable)
+    return ServedPlayback(
+        control, window, to_served=wall.to_utc, from_served=wall.from_utc, seekable=seekable
+    )
 
 
 def recorded_dates(source: Any) -> dict[str, Any]:

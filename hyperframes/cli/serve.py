@@ -101,11 +101,13 @@ def open_server(
     dated: Any = None,
     limits: dict[str, Any] | None = None,
     playback_time: bool = False,
+    playback: Any = None,
     bag: str | Path | None = None,
 ) -> Any:
     """A started :class:`FoxgloveServer` for ``--serve TEXT`` (``None`` without the flag),
     with ``limits`` (:func:`serve_limits`); ``playback_time`` sends the frames' time (a
-    replay); a ``bag``'s latched topics keep every message for late subscribers."""
+    replay), ``playback`` (a PlaybackHandler) takes Foxglove's playback controls; a
+    ``bag``'s latched topics keep every message for late subscribers."""
     if text is None:
         return None
     from recordings.export.live import FoxgloveServer
@@ -118,6 +120,7 @@ def open_server(
         dating=dating,
         dated=dated,
         playback_time=playback_time,
+        playback=playback,
         latched=() if bag is None else bag_latched_topics(bag),
         **(limits or {}),
     )

@@ -198,6 +198,16 @@ class FoxgloveMcapWriter:
         self._channels[topic] = (channel, kind)
         return channel
 
+    def advertise(self, sensor: str) -> bool:
+        """Open ``sensor``'s channel before its first frame when its schema is known without
+        one (a bag's original message type): the live view advertises it at once, so a
+        client can subscribe before the first message. ``False`` if it is not known."""
+        ptype = self.sensors.passthrough.get(sensor)
+        if ptype is None:
+            return False
+        self._ros_channel(self.topic_for(sensor), ptype.name, ptype.msgdef)
+        return True
+
     def write(self, frame: Frame, sensor_kind: str | None = None) -> bool:
         """Write one frame on its topic; ``False`` (and counted) if it has no mapping."""
         if is_internal(frame.sensor):

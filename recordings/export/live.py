@@ -47,7 +47,7 @@ import threading
 from collections import Counter, deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, Literal, Protocol, cast
 
 import numpy as np
 
@@ -150,6 +150,40 @@ class FoxgloveServerStatistics:
 _LISTED = 8  # slow clients named in a line; the rest are counted
 
 
+@dataclass(frozen=True, slots=True)
+class PlaybackRequest:
+    """Foxglove's playback control request (pause/play, speed, seek), as the app sent it."""
+
+    pause: bool
+    speed: float
+    seek: int | None
+    """The time to play from, in the served time (epoch ns), or ``None``."""
+
+
+@dataclass(frozen=True, slots=True)
+class PlaybackReply:
+    """What a :class:`PlaybackHandler` did: the playback state every client is told."""
+
+    status: Literal["playing", "paused", "ended"]
+    speed: float
+    did_seek: bool = False
+    time: int | None = None
+    """The current time (served, epoch ns); ``None``: the last time the server sent."""
+
+
+class PlaybackHandler(Protocol):
+    """What ``FoxgloveServer(playback=...)`` calls for Foxglove's playback controls."""
+
+    @property
+    def time_range(self) -> tuple[int, int]:
+        """The served time range (epoch ns) the app's timeline shows."""
+        ...
+
+    def __call__(self, request: PlaybackRequest) -> PlaybackReply:
+        """Act on ``request`` (from an SDK thread) and say the resulting state."""
+        ...
+
+
 class FoxgloveServer(LiveSink):
     """A Foxglove WebSocket server fed by a pipeline: a sink (``sinks=[FoxgloveServer()]``).
 
@@ -164,9 +198,12 @@ class FoxgloveServer(LiveSink):
     connections, ``handshake_timeout`` s to send the upgrade request and
     ``idle_timeout`` s of silence (no pong to a ping) before a client is closed.
     ``playback_time`` advertises the protocol's ``time`` capability and sends the frames'
-    time (a replay's clock for Foxglove's timeline). ``latched`` names topics whose every
-    message a late subscriber gets (a bag's ``transient_local`` or latching topics), besides
-    ``/tf_static`` and sensors whose spec says so (:func:`latched`).
+    time (a replay's clock for Foxglove's timeline). ``playback`` (a
+    :class:`PlaybackHandler`) advertises ``playbackControl`` with its time range: Foxglove's
+    play/pause, speed and seek reach it, and every client is told the resulting state.
+    ``latched`` names topics whose every message a late subscriber gets (a bag's
+    ``transient_local`` or latching topics), besides ``/tf_static`` and sensors whose spec
+    says so (:func:`latched`).
     """
 
     def __init__(
@@ -186,6 +223,7 @@ class FoxgloveServer(LiveSink):
         handshake_timeout: float = 5.0,
         idle_timeout: float = 30.0,
         playback_time: bool = False,
+        playback: PlaybackHandler | None = None,
         latched: Iterable[str] = (),
         name: str = "hyperframes",
     ) -> None:
@@ -204,7 +242,8 @@ class FoxgloveServer(LiveSink):
         self.host = host
         self._port = port
         self.name = name
-        self.playback_time = playback_time
+        self.playback_time = playback_time or playback is not None
+        self.playback = playback
         self.latched = frozenset(latched) | LATCHED_TOPICS
         self._time_sent: int | None = None
         self.client_backlog = client_backlog
@@ -224,7 +263,7 @@ class FoxgloveServer(LiveSink):
         self._server: Any = None
         self._writer: Any = None
         self._results: dict[str, Any] = {}
-        self._listener = _Subscriptions(self._subscribed)
+        self._listener = _Subscriptions(self._subscribed, self._playback_request)
 
     # -- lifetime ----------------------------------------------------------------
 
@@ -263,7 +302,8 @@ class FoxgloveServer(LiveSink):
                 message_backlog_size=_SDK_BACKLOG,
                 # the listener implements the two callbacks it needs of the protocol
                 server_listener=cast(Any, self._listener),
-                capabilities=[foxglove.Capability.Time] if self.playback_time else None,
+                capabilities=self._capabilities(),
+                playback_time_range=None if self.playback is None else self.playback.time_range,
             )
         except RuntimeError as err:  # the SDK reports a bind failure as RuntimeError
             relay.close()
@@ -283,6 +323,79 @@ class FoxgloveServer(LiveSink):
         self._thread = threading.Thread(target=self._run, name="foxglove-live", daemon=True)
         self._thread.start()
         return self
+
+    def _capabilities(self) -> list[Any] | None:
+        from foxglove.websocket import Capability
+
+        if self.playback is not None:
+            return [Capability.Time, Capability.PlaybackControl]
+        return [Capability.Time] if self.playback_time else None
+
+    def _playback_request(self, request: Any) -> Any:
+        """Foxglove's playback control (an SDK thread): the handler acts, the state goes
+        back to every client (the relay broadcasts it)."""
+        from foxglove.websocket import PlaybackCommand
+
+        assert self.playback is not None
+        seek = request.seek_time
+        reply = self.playback(
+            PlaybackRequest(
+                pause=request.playback_command == PlaybackCommand.Pause,
+                speed=float(request.playback_speed),
+                seek=None if seek is None else int(seek),
+            )
+        )
+        if reply.did_seek:
+            self._time_sent = None  # the next frame's time goes out at once
+        return self._state(reply, request.request_id)
+
+    def _state(self, reply: PlaybackReply, request_id: str | None) -> Any:
+        from foxglove.websocket import PlaybackState, PlaybackStatus
+
+        now = reply.time if reply.time is not None else self._time_sent
+        if now is None:
+            now = 0 if self.playback is None else self.playback.time_range[0]
+        status = {
+            "playing": PlaybackStatus.Playing,
+            "paused": PlaybackStatus.Paused,
+            "ended": PlaybackStatus.Ended,
+        }[reply.status]
+        return PlaybackState(
+            status=status,
+            current_time=max(0, now),
+            playback_speed=reply.speed,
+            did_seek=reply.did_seek,
+            request_id=request_id,
+        )
+
+    def tell_playback(self, reply: PlaybackReply) -> None:
+        """Tell every client a playback state that changed by itself (the end reached)."""
+        if self._server is not None and self.playback is not None:
+            self._server.broadcast_playback_state(self._state(reply, None))
+
+    def flush(self, timeout: float = 2.0) -> bool:
+        """Wait (at most ``timeout`` s) until every queued frame was encoded and what the
+        SDK sent has gone out to the clients; ``False`` if time ran out first. A replay
+        calls it at its end, so the last frames reach the clients before :meth:`close`."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while (self._queue or self._busy or self._wanted) and not self._closed:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(min(left, 0.05))
+        if self._relay is None:
+            return True
+        last = self._relay.settled()
+        while time.monotonic() < deadline:
+            time.sleep(0.1)
+            now = self._relay.settled()
+            if now == last and now[1] == 0:
+                return True
+            last = now
+        return False
 
     @property
     def port(self) -> int:
@@ -318,6 +431,7 @@ class FoxgloveServer(LiveSink):
 
     def _declare(self, spec: SensorSpec) -> None:
         self._writer.declare(spec)
+        self._writer.advertise(spec.name)  # a bag's topic: advertised before its first frame
         if self._relay is not None and latched(spec):
             self._relay.latched.add(self._writer.topic_for(spec.name))
 
@@ -479,10 +593,15 @@ class FoxgloveServer(LiveSink):
 
 
 class _Subscriptions:
-    """The SDK's server listener: the relay subscribed to a channel (SDK threads)."""
+    """The SDK's server listener: the relay subscribed to a channel, a client asked for
+    playback control (SDK threads)."""
 
-    def __init__(self, subscribed: Any) -> None:
+    def __init__(self, subscribed: Any, playback: Any) -> None:
         self._subscribed = subscribed
+        self._playback = playback
+
+    def on_playback_control_request(self, request: Any) -> Any:
+        return self._playback(request)
 
     def on_subscribe(self, client: Any, channel: Any) -> None:
         self._subscribed(str(channel.topic))

@@ -60,6 +60,9 @@ SDK_DROP_LOGGER = "foxglove.websocket.connected_client.send_lossy"
 """The logger the SDK's ``outbox for client ADDR full`` record reaches through pyo3-log."""
 _SDK_DROP = re.compile(r"outbox for client (\S+) full")
 _MESSAGE_DATA, _TIME = 0x01, 0x02  # Foxglove protocol binary opcodes (server to client)
+_PLAYBACK_STATE = 0x05  # foxglove-sdk's PlaybackState (server to client)
+_PLAYBACK_REQUEST = 0x03  # foxglove-sdk's PlaybackControlRequest (client to server)
+_BROADCAST = (_TIME, _PLAYBACK_STATE)  # binary messages every client gets
 _CONTROL_LIMIT = 4096  # control messages queued for one client before it is closed
 _CLIENT_MESSAGE_LIMIT = 1 << 20  # a client's subscribe lists, not data
 _UPSTREAM_LIMIT = 1 << 31
@@ -214,6 +217,7 @@ class Relay:
         self._up: socket.socket | None = None
         self._up_reader = ws.FrameReader(limit=_UPSTREAM_LIMIT, masked=False)
         self._up_out = bytearray()
+        self._heard_up = 0  # messages read from the SDK (settled() watches it)
         self._spare: int | None = None
         self._next_timers = 0.0
         self._listen_again = 0.0  # when to accept again after running out of descriptors
@@ -318,6 +322,12 @@ class Relay:
                 cached_bytes=self._cached,
                 via=getattr(self, "_up_address", ""),
             )
+
+    def settled(self) -> tuple[int, int]:
+        """``(messages read from the SDK so far, bytes queued for clients now)``: a caller
+        that sees both unchanged, the second 0, knows what the SDK sent has gone out."""
+        with self._lock:
+            return self._heard_up, self._queued
 
     def subscribers(self) -> int:
         """Clients subscribed to at least one channel now."""
@@ -569,6 +579,10 @@ class Relay:
                         self._unsubscribe(client, int(sid))
             except (ValueError, KeyError, TypeError, AttributeError):
                 self._status(client, "hyperframes: a request the live view does not understand")
+        elif message.opcode == ws.BINARY and message.payload[:1] == bytes([_PLAYBACK_REQUEST]):
+            # Foxglove's playback control (pause, play, seek, speed): the SDK's listener
+            # answers with a PlaybackState, which every client gets (they share one replay).
+            self._upstream_bytes(ws.masked(ws.BINARY, bytes(message.payload)))
 
     def _status(self, client: _Client, text: str) -> None:
         body = json.dumps({"op": "status", "level": 1, "message": text}).encode()
@@ -724,8 +738,11 @@ class Relay:
     # -- upstream (the SDK) ------------------------------------------------------------------
 
     def _upstream(self, request: dict[str, Any]) -> None:
+        self._upstream_bytes(ws.masked(ws.TEXT, json.dumps(request).encode()))
+
+    def _upstream_bytes(self, frame: bytes) -> None:
         assert self._up is not None
-        self._up_out += ws.masked(ws.TEXT, json.dumps(request).encode())
+        self._up_out += frame
         try:
             sent = self._up.send(self._up_out)
             del self._up_out[:sent]
@@ -755,6 +772,7 @@ class Relay:
 
     def _upstream_message(self, message: ws.Message, now: float) -> None:
         payload = message.payload
+        self._heard_up += 1
         if message.opcode == ws.BINARY and payload.nbytes >= 13 and payload[0] == _MESSAGE_DATA:
             cid = int.from_bytes(payload[1:5], "little")
             log_time = bytes(payload[5:13])
@@ -765,7 +783,7 @@ class Relay:
                 client = self._clients.get(fd)
                 if client is not None:
                     self._send_data(client, head, sid, log_time, data)
-        elif message.opcode == ws.BINARY and payload.nbytes and payload[0] == _TIME:
+        elif message.opcode == ws.BINARY and payload.nbytes and payload[0] in _BROADCAST:
             self._broadcast(ws.BINARY, bytes(payload))
         elif message.opcode == ws.TEXT:
             text = bytes(payload)
