@@ -21,7 +21,10 @@ another process does not move it. A search leaves out each size's first batch
 of that size (a step also ends after ``3 * samples`` batches of any size: when
 items arrive too slowly to fill a batch of that size, it cannot be had
 anyway). Trying stops at the first size whose whole batch took longer than
-``latency_budget``: a larger batch only takes longer.
+``latency_budget`` (a larger batch only takes longer), and once the last two
+sizes tried both cost over 10 % more per item than the best so far (the time
+per item has passed its minimum; trying batches of 64 where 2 is best would
+cost more than the search saves).
 
 **Refine.** The best size so far (least time per item, among sizes whose batch
 fits the latency budget) is compared with the sizes halfway to its tried
@@ -33,7 +36,8 @@ time that is smaller wins (the same throughput, less latency).
 
 **Again.** Exploration starts over (the estimates cleared) when the chosen
 size's estimate (the median of its last ``window`` batches) stays more than
-``drift`` away from what it was when chosen for ``window`` batches in a row
+``drift`` away from its median over its first ``window`` batches after the
+search, for ``window`` batches in a row
 (the load changed: another process took the cores, the input got larger), and
 when its batches no longer fit the latency budget, and after every
 ``period`` ns of recorded processing time, since a change that leaves the
@@ -126,11 +130,12 @@ class BatchSizer:
         self._plan: list[int] = []
         self._step_hits = 0  # batches of the size being tried, in this step
         self._step_seen = 0  # batches of any size, in this step
-        self._reference = 0.0  # the chosen size's estimate when it was chosen
+        self._reference = 0.0  # the chosen size's median over its first window, exploiting
         self._since = 0  # processing ns recorded since the search ended
         self._fitted = True  # the chosen size fitted the latency budget when chosen
         self._strikes = 0  # batches in a row whose recent median was out of the drift band
         self._met: set[int] = set()  # sizes whose first batch in this search was seen
+        self._tried: list[int] = []  # the sizes this search tried, in order
         self._recent: deque[float] = deque(maxlen=window)  # the chosen size, exploiting
         if max_batch > 1:
             self._start("start")
@@ -200,6 +205,7 @@ class BatchSizer:
         self._trigger = trigger
         self._costs.clear()
         self._met.clear()
+        self._tried.clear()
         self._since = 0
         sizes = {1 << k for k in range(self.max_batch.bit_length()) if 1 << k <= self.max_batch}
         self._plan = sorted(sizes | {self.max_batch})
@@ -207,11 +213,14 @@ class BatchSizer:
         self._try(self._plan.pop(0))
 
     def _try(self, size: int) -> None:
+        self._tried.append(size)
         self._limit = size
         self._step_hits = self._step_seen = 0
         self._reason = f"{self._phase}: trying batches of {size}"
 
     def _next_step(self) -> None:
+        if self._phase == "explore" and self._plan and self._past_best():
+            self._plan = []  # the time per item rises past its minimum: larger is worse
         if self._plan:
             self._try(self._plan.pop(0))
             return
@@ -234,10 +243,19 @@ class BatchSizer:
         self._fitted = self._fits(size)  # if not, nothing did: no new search for the budget
         self._limit = size
         self._reason = reason
-        self._reference = self.estimate(size) or 0.0
+        self._reference = 0.0  # taken from the next window of batches (see _watch)
         self._since = 0
         self._strikes = 0
         self._recent.clear()
+
+    def _past_best(self) -> bool:
+        """The last two sizes tried both cost over 10 % more per item than the best."""
+        tried = [s for s in self._tried if self.estimate(s) is not None]
+        best = self._best()
+        if len(tried) < 3 or best is None or best in tried[-2:]:
+            return False
+        least = self.estimate(best) or 0.0
+        return all((self.estimate(s) or 0.0) > least * 1.1 for s in tried[-2:])
 
     def _fits(self, size: int) -> bool:
         budget = self.latency_budget
@@ -272,10 +290,15 @@ class BatchSizer:
     def _watch(self, size: int, ns: int) -> None:
         """Exploiting: start the search again on drift or when the period is up."""
         self._since += ns
-        if size == self._limit and self._reference > 0:
+        if size == self._limit:
             self._recent.append(ns / size)
             if len(self._recent) == self._recent.maxlen:
                 now = median(self._recent)
+                if self._reference <= 0:
+                    # The first full window after settling is the reference: the
+                    # search's few batches per size are too few to hold drift against.
+                    self._reference = now
+                    return
                 # Out of band for a whole window in a row: a burst of noise that moves
                 # one median for a batch or two does not start a search.
                 out = abs(now / self._reference - 1) > self.drift

@@ -81,7 +81,9 @@ def test_batch_one_is_found_when_it_is_fastest() -> None:
     assert sizer.limit == 1
     stats = sizer.statistics()
     assert stats.phase == "exploit"
-    assert set(stats.per_item_ns) >= {1, 2, 4, 8, 16}  # every power of two was measured
+    assert set(stats.per_item_ns) >= {1, 2, 4}
+    # Two sizes in a row over 10 % dearer than the best: no batch of 16 was tried.
+    assert 16 not in stats.per_item_ns
     assert stats.per_item_ns[1] == pytest.approx(0.5 * MS)
     assert "best of" in stats.reason
     assert stats.reason.split(": ")[1].startswith("1 at 0.5 ms/item")
