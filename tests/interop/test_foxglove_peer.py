@@ -560,3 +560,64 @@ def test_serve_hold_keeps_a_finished_replay_for_a_seek_back() -> None:
         assert [int(r["log_time"]) for r in got[topic]] == [t for t, _ in messages] * 2, topic
         for (_, msg), record in zip(messages * 2, got[topic], strict=True):
             assert_decoded(msg, record["value"], topic)
+
+
+# -- the MCAP exports, as the Foxglove app reads them ---------------------------------------
+
+
+ROS1_BAGS = [
+    "fiducials_aruco_images.bag",
+    "robot_localization_test2.bag",
+    "rosbagjs_example-bz2.bag",
+    "webviz_only-a-cube.bag",
+    "embag_test.bag",
+]
+
+
+@pytest.mark.parametrize("profile", ["ros2", "foxglove"])
+@pytest.mark.parametrize("name", ROS1_BAGS)
+def test_a_ros1_bags_export_decodes_in_foxglove_as_rosbags_reads_it(
+    name: str, profile: str, tmp_path: Path
+) -> None:
+    """A real ROS 1 bag recorded, then exported: ``@mcap/core`` finds every message and
+    Foxglove's ROS 2 decoders read each with its schema (tests/peers/mcap_decode.mjs),
+    equal to rosbags' reading of the bag (ROS 2 names: CameraInfo's d, k, r, p)."""
+    import anyio
+
+    from adapters import BagSource
+    from recordings import Recorder
+    from recordings.export import export_recording
+
+    bag = BAGS / name
+    hfr, out = tmp_path / "bag.hfr", tmp_path / "out.mcap"
+
+    async def record() -> None:
+        source = BagSource(bag)
+        with Recorder(hfr, sensors=source.specs) as rec:
+            async with source:
+                async for frame in source.frames():
+                    rec.write(frame)
+
+    anyio.run(record)
+    report = export_recording(hfr, out, to=profile, groups="none")  # type: ignore[arg-type]
+    assert report.skipped == {}
+    run = subprocess.run(
+        [_node(), str(PEERS / "mcap_decode.mjs"), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=PEERS,
+    )
+    assert run.returncode == 0, run.stderr
+    got: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for line in run.stdout.splitlines():
+        record = json.loads(line)
+        assert "error" not in record, record
+        assert record["encoding"] == "cdr", record
+        got[record["topic"]].append(record)
+    want = bag_messages(bag)
+    assert set(got) == set(want)
+    for topic, messages in want.items():
+        assert [int(r["log_time"]) for r in got[topic]] == [t for t, _ in messages], topic
+        for (_, msg), record in zip(messages, got[topic], strict=True):
+            assert_decoded(msg, record["value"], topic)

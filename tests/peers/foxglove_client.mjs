@@ -16,70 +16,18 @@
 // "t"}, {"kind": "playbackState", ...}, {"kind": "sent", "request_id", ...},
 // {"kind": "end", "why"}. Integers that JavaScript reads as BigInt print as decimal
 // strings; byte arrays print as {"$bytes": length, "sha256": hex}.
-import crypto from "node:crypto";
-
 import wsProtocol from "@foxglove/ws-protocol";
-import rosmsg from "@foxglove/rosmsg";
-import rosmsg2Serialization from "@foxglove/rosmsg2-serialization";
-import rosmsgSerialization from "@foxglove/rosmsg-serialization";
-import protobuf from "protobufjs";
-import descriptor from "protobufjs/ext/descriptor/index.js";
 import WebSocket from "ws";
 
+import { decoderFor, replacer } from "./foxglove_decode.mjs";
+
 const { FoxgloveClient } = wsProtocol;
-const parseMessageDefinition = rosmsg.parse;
-const Ros2Reader = rosmsg2Serialization.MessageReader;
-const Ros1Reader = rosmsgSerialization.MessageReader;
 
 const [url, optionsText] = process.argv.slice(2);
 const options = JSON.parse(optionsText ?? "{}");
 const subprotocols = options.subprotocols ?? [FoxgloveClient.SUPPORTED_SUBPROTOCOL];
 const started = Date.now();
 const print = (record) => process.stdout.write(JSON.stringify(record, replacer) + "\n");
-
-function replacer(_key, value) {
-  if (typeof value === "bigint") return value.toString();
-  if (value instanceof Uint8Array || value instanceof Int8Array) return bytes(value);
-  if (ArrayBuffer.isView(value) && !(value instanceof DataView)) return Array.from(value);
-  return value;
-}
-
-function bytes(view) {
-  const buf = Buffer.from(view.buffer, view.byteOffset, view.byteLength);
-  return { $bytes: buf.length, sha256: crypto.createHash("sha256").update(buf).digest("hex") };
-}
-
-function decoderFor(channel) {
-  const { encoding, schemaEncoding, schema, schemaName } = channel;
-  if (encoding === "cdr" && schemaEncoding === "ros2msg") {
-    const reader = new Ros2Reader(parseMessageDefinition(schema, { ros2: true }));
-    return (data) => {
-      const value = reader.readMessage(data);
-      if (reader.lastReadHadTrailingBytes()) throw new Error("trailing bytes after the message");
-      return value;
-    };
-  }
-  if (encoding === "ros1" && schemaEncoding === "ros1msg") {
-    const reader = new Ros1Reader(parseMessageDefinition(schema));
-    return (data) => reader.readMessage(data);
-  }
-  if (encoding === "protobuf") {
-    const set = descriptor.FileDescriptorSet.decode(Buffer.from(schema, "base64"));
-    const type = protobuf.Root.fromDescriptor(set).lookupType(schemaName);
-    return (data) => {
-      const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
-      return type.toObject(type.decode(bytes), { longs: String, enums: String, defaults: true });
-    };
-  }
-  if (encoding === "json") {
-    const text = new TextDecoder();
-    return (data) => {
-      const raw = text.decode(data);
-      return options.raw_json ? { parsed: JSON.parse(raw), raw } : JSON.parse(raw);
-    };
-  }
-  throw new Error(`no decoder for ${encoding} / ${schemaEncoding}`);
-}
 
 // The playback control request of foxglove-sdk's protocol (client binary opcode 3:
 // command u8, speed f32, had_seek u8, seek u64, request id u32-length string; all LE).
@@ -162,7 +110,7 @@ client.on("advertise", (list) => {
   for (const channel of list) {
     channels.set(channel.id, channel);
     try {
-      decoders.set(channel.id, decoderFor(channel));
+      decoders.set(channel.id, decoderFor(channel, { rawJson: options.raw_json }));
     } catch (err) {
       decoders.set(channel.id, err);
     }
