@@ -4,10 +4,10 @@
 (``rt/`` topics, ``dds_`` type names, XCDR1, no type information, a
 localhost-only participant, ROS 2's default QoS), written against Debian's
 ``libfastrtps-dev`` (Fast DDS 2.9) and sharing no code with hyperframes.
-:func:`peer_binary` compiles it with g++ into ``build/fastdds-peer/`` (git-ignored;
-``make fastdds-peer`` does the same) the first time a test needs it, keyed by
-the source's hash; a missing Fast DDS fails the test with the package to
-install (``make system-deps`` installs it), it is never skipped.
+:func:`peer_binary` compiles it with g++ into ``.venv/peers/fastdds/`` (the
+environment's folder) the first time a test needs it, keyed by the source's
+hash; a missing Fast DDS fails the test with the package to install
+(``make test-system-deps`` installs it), it is never skipped.
 
 Messages travel as records ``<u16 topic length><u32 data length><i64 ns><topic><CDR>``
 (:func:`write_records`, :func:`read_records`): the publisher's input, the
@@ -22,6 +22,7 @@ import shutil
 import signal
 import struct
 import subprocess
+import sys
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -31,7 +32,9 @@ import pytest
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "peer.cpp"
 ROOT = HERE.parents[2]
-BUILD = ROOT / "build" / "fastdds-peer"
+BUILD = Path(sys.prefix) / "peers" / "fastdds"
+"""In the environment's own folder (``.venv/peers/fastdds`` under ``make test``): no test
+writes into the source tree, and a fresh environment builds afresh."""
 HEADER = "/usr/include/fastdds/dds/domain/DomainParticipant.hpp"
 RECORD = struct.Struct("<HIq")
 """A record's head: topic length, data length, nanoseconds."""
@@ -51,7 +54,7 @@ def peer_binary() -> Path:
     if not Path(HEADER).exists() or shutil.which("g++") is None:
         pytest.fail(
             "the Fast DDS peer needs g++ and Debian's libfastrtps-dev (Fast DDS 2.9): "
-            "run 'make system-deps' or 'apt-get install g++ libfastrtps-dev libfastcdr-dev'"
+            "run 'make test-system-deps' or 'apt-get install g++ libfastrtps-dev libfastcdr-dev'"
         )
     BUILD.mkdir(parents=True, exist_ok=True)
     partial = out.with_suffix(f".{os.getpid()}.tmp")
