@@ -225,11 +225,18 @@ def snapshot_options(args: argparse.Namespace, config: Any) -> dict[str, Any]:
     }
 
 
+INPUT_KEYS = (
+    "path", "pcap", "url", "paths", "osf", "metadata", "log", "bag", "database",
+    "calibration", "timestamps",
+)  # fmt: skip
+"""The source keys that name a file the session reads (an output may be none of them)."""
+
+
 def session_inputs(config_file: str | None, config: Any) -> list[Path]:
     """The files a session reads: its config and every source's file, capture or folder."""
     found: list[Path] = [Path(config_file)] if config_file else []
     for source in config.sources:
-        for key in ("path", "pcap", "url", "paths"):
+        for key in INPUT_KEYS:
             value = getattr(source, key, None)
             if not isinstance(value, str) or "://" in value:
                 continue

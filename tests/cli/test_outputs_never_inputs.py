@@ -9,6 +9,7 @@ import contextlib
 import hashlib
 import io
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -305,3 +306,23 @@ def test_the_demo_report_never_replaces_the_kept_recording(tmp_path: Path) -> No
     assert code == 2, text
     assert "output 'k.hfr' is the input 'k.hfr'" in text
     assert kept.read_bytes() == b"a kept session"
+
+
+@pytest.mark.parametrize("key", ["path", "database"])
+def test_record_never_writes_over_a_side_input_a_source_names(tmp_path: Path, key: str) -> None:
+    """Every key that names a file a source reads (a CAN log and its DBC here; also an OSF,
+    Ouster metadata, a calibration, a timestamps file) is an input ``-o`` may not be."""
+    data = Path(__file__).resolve().parents[1] / "data" / "can"
+    log, dbc = tmp_path / "drive.log", tmp_path / "vehicle.dbc"
+    shutil.copy(data / "candump_cantools_logreader.log", log)
+    shutil.copy(data / "vehicle.dbc", dbc)
+    (tmp_path / "can.toml").write_text(
+        f'[[sources]]\ntype = "can"\nname = "bus"\npath = "{log.name}"\ndatabase = "{dbc.name}"\n'
+    )
+    target = {"path": log, "database": dbc}[key]
+    before = sha(target)
+    code, text = in_process(["record", "can.toml", "--fast", "-o", target.name], tmp_path)
+    assert code == 2, text
+    line = next(ln for ln in text.splitlines() if "nothing was written" in ln)
+    assert f"'{target.name}'" in line
+    assert sha(target) == before
