@@ -33,6 +33,12 @@ the relay keeps the last message (a latched topic's every message) and sends
 it to each new subscriber first, as ROS 2's foxglove_bridge does for
 ``transient_local`` publishers.
 
+Playback. ``playback_time`` sends the frames' time (the ``time`` capability); a
+:class:`PlaybackHandler` (``replay --serve``) also advertises ``playbackControl`` with
+its time range: Foxglove's pause, play, speed and seek reach the handler and every
+client is told the resulting state; :meth:`FoxgloveServer.flush` lets the last frames
+reach the clients before the end is told (:meth:`FoxgloveServer.tell_playback`).
+
 Stamps are Unix-epoch ns, as in an export: ``dating="live"`` dates
 reference-clock times with a wall anchor (:func:`fusion.wallclock.sample_anchor`)
 taken at start and refreshed every second, as the recorder does per chunk; a

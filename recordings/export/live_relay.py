@@ -24,6 +24,9 @@ How. :class:`Relay` runs one ``selectors`` loop on one thread, every socket non-
   to 64 per ``sendmsg``; a client whose socket is full waits for it to be writable.
   Control messages (advertise, status) are never dropped; a client with 4,096 of them
   queued is closed;
+* Foxglove's playback control (a replay's pause, play, speed, seek): a client's request
+  (binary opcode 3) goes to the SDK, whose listener answers with the playback state
+  (binary opcode 5), which every client gets, as the ``time`` messages;
 * late subscribers: the last message of every channel (every message of a latched channel,
   ``/tf_static`` and ``transient_local`` topics, up to 256), if under ``budget / 16``,
   is kept (all together under ``budget / 4``) and sent to each new subscriber first;
