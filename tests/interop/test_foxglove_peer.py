@@ -591,14 +591,14 @@ def test_a_ros1_bags_export_decodes_in_foxglove_as_rosbags_reads_it(
     bag = BAGS / name
     hfr, out = tmp_path / "bag.hfr", tmp_path / "out.mcap"
 
-    async def record() -> None:
+    async def capture() -> None:
         source = BagSource(bag)
         with Recorder(hfr, sensors=source.specs) as rec:
             async with source:
                 async for frame in source.frames():
                     rec.write(frame)
 
-    anyio.run(record)
+    anyio.run(capture)
     report = export_recording(hfr, out, to=profile, groups="none")  # type: ignore[arg-type]
     assert report.skipped == {}
     run = subprocess.run(
@@ -621,3 +621,41 @@ def test_a_ros1_bags_export_decodes_in_foxglove_as_rosbags_reads_it(
         assert [int(r["log_time"]) for r in got[topic]] == [t for t, _ in messages], topic
         for (_, msg), record in zip(messages, got[topic], strict=True):
             assert_decoded(msg, record["value"], topic)
+
+
+def test_a_recordings_replay_seeks_in_its_dated_time(
+    live: tuple[Path, list[dict[str, Any]]],
+) -> None:
+    """``replay REC.hfr --serve``: the data range is the recording's span dated by its wall
+    clock (as ``export`` dates it); a seek 2 s in plays on from the recording's first frame
+    at or after that time."""
+    from tests.interop.test_foxglove_live import _recorded_frames
+
+    path, _ = live
+    frames, wall = _recorded_frames(path)
+    t0 = min(f.t for fs in frames.values() for f in fs)
+    records, _ = replayed(
+        path,
+        idle_ms=3000,
+        timeout_ms=4000,
+        commands=[
+            {"at_ms": 1000, "command": "play"},
+            {"at_ms": 1600, "command": "play", "seek_offset": "2000000000"},
+        ],
+    )
+    info = next(r for r in records if r["kind"] == "serverInfo")
+    start = info["dataStartTime"]["sec"] * 10**9 + info["dataStartTime"]["nsec"]
+    assert start == wall.to_utc(t0)
+    (state,) = [r for r in records if r.get("request_id") == "request-1"][1:]
+    assert state["did_seek"]
+    after = [
+        r["value"]["timestamp"]
+        for r in records
+        if r["kind"] == "message" and r["topic"] == "/imu" and r["at_ms"] >= state["at_ms"]
+    ]
+    stamps = [ts["sec"] * 10**9 + ts["nsec"] for ts in after]
+    # Frames already on their way when the seek came (0.6 s were played) may still
+    # arrive; nothing from the skipped span does, and the first after it is the target.
+    assert not [t for t in stamps if start + 12 * 10**8 < t < start + 2 * 10**9]
+    want = min(f.t for f in frames["imu"] if f.t >= wall.from_utc(start + 2 * 10**9))
+    assert next(t for t in stamps if t >= start + 2 * 10**9) == wall.to_utc(want)
