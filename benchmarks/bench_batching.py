@@ -241,6 +241,21 @@ def video_ab(repeat: int, console: Console) -> None:
         console.print(f"load average after {os.getloadavg()}")
 
 
+def quick() -> list[dict[str, object]]:
+    """``hyperframes bench`` row: the adaptive worker against the best fixed batch, tiny_cnn."""
+    args = argparse.Namespace(repeat=1, seconds=0.3, max_batch=16, min_items=320)
+    r = bench_model("tiny_cnn_448", args, Console(quiet=True))
+    return [
+        {
+            "measure": "BatchWorker, adaptive batch size, tiny_cnn 448 (CPU)",
+            "value": f"best fixed: {r['best_fixed']}",
+            "ratio": f"{r['ratio']:.2f}x the best fixed-batch loop",
+            "target": "at least 0.95x the best fixed batch",
+            "met": r["ratio"] >= 0.95,
+        }
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
