@@ -526,6 +526,12 @@ class FoxgloveServer(LiveSink):
         if writer.unwatched(topic):
             self._hold(topic, self._dated_frame(frame))
             return _Done(unwatched=1)
+        with self._cond:  # subscribed before the relay's word reached us: held frames first,
+            early = topic in self._held  # so a client never sees time go back
+            if early:
+                self._wanted.add(topic)
+        if early:
+            self._write_held()
         before = sum(writer.counts.values())
         spec = self._specs.get(frame.sensor)
         dated = self._dated_frame(frame)
