@@ -38,7 +38,6 @@ def ulog_document(path: str, name: str = "ulog") -> dict[str, Any]:
             }
         )
     offset = content.utc_offset_ns
-    info = content.info
     return {
         "path": path,
         "format": "ulog",
