@@ -37,7 +37,7 @@ SYNC = b"HFR"
 VERSION_MAJOR = 1
 """Bumped for changes an older reader cannot read; such a reader refuses the file."""
 
-VERSION_MINOR = 6
+VERSION_MINOR = 7
 """Bumped for additions (new meta keys, new record kinds) an older reader can skip."""
 
 PREAMBLE = struct.Struct("<8sHHI")
@@ -62,6 +62,9 @@ class RecordKind(IntEnum):
     DETAILS = 6
     """What ``info`` reports of every frame beyond its stamps, right before the INDEX
     (format 1.6, ``recordings/details.py``)."""
+    TABLE = 7
+    """The footer index's chunk list as columns, right before the INDEX (format 1.7,
+    ``recordings/chunk_table.py``)."""
 
 
 CHUNK_KINDS = frozenset({RecordKind.CHUNK, RecordKind.COLUMNS})

@@ -36,6 +36,7 @@ __all__ = [
     "Frames",
     "declared_size",
     "frame_spans",
+    "has_checksum",
     "names_and_counts",
     "pieces_then_close",
     "unframe",
@@ -90,8 +91,14 @@ class ColumnFrames:
 
     def __init__(self, width: int, level: int = 3, *, spool: bool = False) -> None:
         self.width = width
-        self._cctx = zstandard.ZstdCompressor(level=level, write_content_size=True)
-        self._fast = zstandard.ZstdCompressor(level=-100, write_content_size=True)
+        # Every frame carries zstd's content checksum (1.7): a reader that takes one
+        # sensor's columns checks them without reading the whole payload for its CRC.
+        self._cctx = zstandard.ZstdCompressor(
+            level=level, write_content_size=True, write_checksum=True
+        )
+        self._fast = zstandard.ZstdCompressor(
+            level=-100, write_content_size=True, write_checksum=True
+        )
         self._bufs: dict[str, list[bytearray]] = {}
         self._frames: dict[str, list[list[bytes | tuple[int, int]]]] = {}
         self._spool_ok = spool
@@ -234,14 +241,33 @@ def declared_size(frame: memoryview) -> int:
         return 0
 
 
-def unframe(payload: memoryview, spans: list[tuple[int, int]], want: int, what: str) -> bytes:
+def has_checksum(frame: memoryview | bytes) -> bool:
+    """Whether ``frame`` starts a zstd frame whose header sets the content checksum flag
+    (libzstd then verifies the checksum as it decompresses)."""
+    return len(frame) > 4 and bytes(frame[:4]) == _ZSTD_MAGIC and bool(frame[4] & 0x04)
+
+
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+def unframe(
+    payload: memoryview,
+    spans: list[tuple[int, int]],
+    want: int,
+    what: str,
+    *,
+    checksummed: bool = False,
+) -> bytes:
     """The column made of ``spans`` of ``payload``: exactly ``want`` bytes, else
     ``ValueError`` naming ``what`` (a frame that declares more, does not decompress, or
-    frames that add up to another size)."""
+    frames that add up to another size). ``checksummed``: every frame must carry its
+    content checksum (the payload's CRC was not checked)."""
     parts = []
     got = 0
     for start, length in spans:
         frame = payload[start : start + length]
+        if checksummed and not has_checksum(frame):
+            raise ValueError(f"a frame of {what} has no checksum")
         try:
             size = zstandard.frame_content_size(frame)
             if not 0 <= size <= want - got:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -82,9 +83,10 @@ class ChunkLocator:
     _specs: dict[str, SensorSpec]
     _ledgers: dict[str, SensorLedger]
     _header_wall: WallAnchor | None
-    _chunks: list[ChunkMeta]
+    _chunks: Sequence[ChunkMeta]
     _body: int
     _details_at: tuple[int, Any] | None
+    _chunk_table_problem: str | None = "the footer index is not used"
     """``(index offset, the INDEX's "details" pointer)`` of an indexed file (1.6)."""
 
     def _open(self) -> None:
@@ -122,6 +124,8 @@ class ChunkLocator:
                 )
             )
             return False
+        if self._read_table(index_offset):
+            return True
         rec = self._read_record_head(index_offset)
         if isinstance(rec, RecordingError) or rec.kind != RecordKind.INDEX:
             self._report(
@@ -148,7 +152,51 @@ class ChunkLocator:
             self._take_specs(c.new_specs)
         return True
 
+    def _read_table(self, index_offset: int) -> bool:
+        """The chunk list from the chunk table (1.7, :mod:`recordings.chunk_table`): the
+        INDEX's meta CRC-checked and its keys read, its chunk entries skipped, not
+        decoded. ``False`` (the INDEX is then parsed) when the file has no table or it
+        does not check out (``Recording.chunk_table_problem`` says why)."""
+        from recordings.chunk_table import index_keys, read_chunk_table
+
+        _, _, meta_len, _, _, _ = PRELUDE.unpack(os.pread(self._fd, PRELUDE.size, index_offset))
+        if meta_len > self.limits.max_meta_bytes:
+            self._chunk_table_problem = "the footer index is over the reader's meta limit"
+            return False
+        data = os.pread(self._fd, PRELUDE.size + meta_len, index_offset)
+        got = index_keys(data, index_offset, self.size)
+        if isinstance(got, str):
+            self._chunk_table_problem = got
+            return False
+        keys, count = got
+        if "table" not in keys:
+            self._chunk_table_problem = (
+                f"the file has no chunk table (format {self.version[0]}.{self.version[1]}; "
+                "it came in 1.7)"
+            )
+            return False
+        table = read_chunk_table(
+            self._fd, keys["table"], index_offset, count, self.limits.max_chunk_bytes
+        )
+        if isinstance(table, str):
+            self._chunk_table_problem = table
+            return False
+        self._chunk_table_problem = None
+        self._chunks = table
+        self._details_at = (index_offset, keys.get("details"))
+        self._take_specs(keys.get("sensors"))
+        if "ledger" in keys:
+            try:
+                self._ledgers = parse_ledgers(keys["ledger"])
+            except ValueError as err:
+                self._report(CorruptChunk(f"{err}; ignoring it", **self._at(index_offset)))
+        for specs in table.new.values():
+            self._take_specs(specs)
+        return True
+
     def _scan(self, offset: int) -> None:
+        found: list[ChunkMeta] = []
+        self._chunks = found
         while offset < self.size:
             rec = self._read_record_head(offset)
             if isinstance(rec, RecordingError):
@@ -170,7 +218,7 @@ class ChunkLocator:
                 if isinstance(chunk, RecordingError):
                     self._report(chunk)
                 else:
-                    self._chunks.append(chunk)
+                    found.append(chunk)
                     self._take_specs(chunk.new_specs)
             elif rec.kind == RecordKind.INDEX:
                 return  # what follows is the trailer

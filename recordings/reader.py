@@ -34,7 +34,7 @@ import collections
 import itertools
 import os
 import threading
-from collections.abc import Callable, Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from pathlib import Path
 from types import MappingProxyType, TracebackType
@@ -45,6 +45,7 @@ import numpy as np
 from fusion.frames import Frame, SensorSpec
 from fusion.wallclock import WallAnchor, WallClock
 from recordings.budget import admit, static_cost
+from recordings.chunk_table import ChunkTable
 from recordings.details import FrameDetails, read_details
 from recordings.errors import CorruptChunk, LimitExceeded, RecordingError
 from recordings.format import PREAMBLE, crc32
@@ -89,7 +90,7 @@ class Recording(ChunkLocator):
         self._header_wall: WallAnchor | None = None
         self._dated: frozenset[str] | None = None
         self._wall: tuple[WallClock | None] | None = None
-        self._chunks: list[ChunkMeta] = []
+        self._chunks: Sequence[ChunkMeta] = []
         self._indexed = False
         self._use_index = use_index
         self._body = PREAMBLE.size  # where the records after the header start
@@ -98,8 +99,8 @@ class Recording(ChunkLocator):
         self._stamp_index: StampIndex | str | None = None
         self._details_at = None
         self._frame_details: FrameDetails | str | None = None
-        self._max_end: list[int] = []
-        self._min_start_from: list[int] = []
+        self._max_end: Sequence[int] | np.ndarray[Any, Any] = []
+        self._min_start_from: Sequence[int] | np.ndarray[Any, Any] = []
         self._fd = os.open(self.path, os.O_RDONLY)
         try:
             self.size = os.fstat(self._fd).st_size
@@ -132,14 +133,21 @@ class Recording(ChunkLocator):
                 if closed:
                     os.close(self._fd)
                     self._fd = -1
-            self._max_end = list(itertools.accumulate((c.t_end for c in self._chunks), max))
-            mins = list(itertools.accumulate((c.t_start for c in reversed(self._chunks)), min))
-            self._min_start_from = mins[::-1]
+            table = self._chunks if isinstance(self._chunks, ChunkTable) else None
+            if table is not None:  # 1.7: the bisection keys from the columns, no chunk built
+                self._max_end = np.maximum.accumulate(table.cols["t1"])
+                self._min_start_from = np.minimum.accumulate(table.cols["t0"][::-1])[::-1]
+            else:
+                self._max_end = list(itertools.accumulate((c.t_end for c in self._chunks), max))
+                mins = itertools.accumulate((c.t_start for c in reversed(self._chunks)), min)
+                self._min_start_from = list(mins)[::-1]
             self._loaded = True
 
     @property
-    def chunks(self) -> list[ChunkMeta]:
-        """Every chunk found, in file order (from the footer index, or by scanning)."""
+    def chunks(self) -> Sequence[ChunkMeta]:
+        """Every chunk found, in file order (from the footer index, or by scanning): a
+        list, or for a 1.7 file a :class:`~recordings.chunk_table.ChunkTable`, which
+        builds each :class:`ChunkMeta` when it is first asked for."""
         self._load()
         return self._chunks
 
@@ -148,6 +156,13 @@ class Recording(ChunkLocator):
         """The chunks came from a valid footer index (the writer closed the file)."""
         self._load()
         return self._indexed
+
+    @property
+    def chunk_table_problem(self) -> str | None:
+        """Why the chunk list did not come from the chunk table (format 1.7,
+        :mod:`recordings.chunk_table`); ``None`` when it did."""
+        self._load()
+        return self._chunk_table_problem
 
     @property
     def damage(self) -> list[RecordingError]:
@@ -176,7 +191,7 @@ class Recording(ChunkLocator):
                 self._stamp_index = "the footer is not used"
             else:
                 self._stamp_index = read_stamp_index(
-                    self._fd, self.size, self.limits.max_chunk_bytes
+                    self._fd, self.size, self.limits.max_chunk_bytes, self._pread
                 )
         return None if isinstance(self._stamp_index, str) else self._stamp_index
 
@@ -208,6 +223,18 @@ class Recording(ChunkLocator):
                     )
                 self._frame_details = found
         return None if isinstance(self._frame_details, str) else self._frame_details
+
+    def _pread(self, offset: int, length: int) -> bytes:
+        """``length`` bytes at ``offset`` of the open file (footer columns read as they
+        are wanted); after :meth:`close`, the file is opened again for the read, as
+        :attr:`chunks` does (every column is checked by its frames' checksums)."""
+        if self._fd >= 0:
+            return os.pread(self._fd, length, offset)
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            return os.pread(fd, length, offset)
+        finally:
+            os.close(fd)
 
     @property
     def frame_details_problem(self) -> str | None:
@@ -281,9 +308,9 @@ class Recording(ChunkLocator):
         """Chunks that may hold frames of ``sensors`` with ``start <= t < end``."""
         lo, hi = 0, len(self.chunks)  # loads the chunk list and the bisection keys
         if start is not None:
-            lo = bisect.bisect_left(self._max_end, start)
+            lo = _bisect_left(self._max_end, start)
         if end is not None:
-            hi = bisect.bisect_left(self._min_start_from, end)
+            hi = _bisect_left(self._min_start_from, end)
         wanted = None if sensors is None else set(sensors)
         out = []
         for c in self.chunks[lo:hi]:
@@ -417,18 +444,28 @@ class Recording(ChunkLocator):
 
     def summary(self) -> RecordingSummary:
         """Sensors, counts, time range, sizes: from chunk metas, nothing decompressed."""
-        counts: dict[str, int] = {}
-        ranges: dict[str, tuple[int, int]] = {}
         # A meta declaring more frames than a reader decodes is refused as damaged
         # when read; its count is the file's word only, so no total adds it.
         limit = self.limits.max_chunk_frames
-        overcounted = tuple(c.index for c in self.chunks if c.count > limit)
-        for c in self.chunks:
-            for name, n, (a, b) in zip(c.sensors, c.counts, c.ranges, strict=True):
-                if c.count <= limit:
-                    counts[name] = counts.get(name, 0) + n
-                lo, hi = ranges.get(name, (a, b))
-                ranges[name] = (min(lo, a), max(hi, b))
+        chunks = self.chunks
+        if isinstance(chunks, ChunkTable):
+            counts, ranges, totals = _table_totals(chunks, limit)
+        else:
+            counts, ranges = {}, {}
+            for c in chunks:
+                for name, n, (a, b) in zip(c.sensors, c.counts, c.ranges, strict=True):
+                    if c.count <= limit:
+                        counts[name] = counts.get(name, 0) + n
+                    lo, hi = ranges.get(name, (a, b))
+                    ranges[name] = (min(lo, a), max(hi, b))
+            totals = {
+                "overcounted": tuple(c.index for c in chunks if c.count > limit),
+                "count": sum(c.count for c in chunks if c.count <= limit),
+                "t_start": min((c.t_start for c in chunks), default=None),
+                "t_end": max((c.t_end for c in chunks), default=None),
+                "raw_bytes": sum(c.raw_size for c in chunks),
+                "stored_bytes": sum(c.stored_size for c in chunks),
+            }
         names = list(self.specs) + [n for n in counts if n not in self.specs]
         sensors = {
             n: SensorSummary(
@@ -443,20 +480,20 @@ class Recording(ChunkLocator):
             path=self.path,
             version=self.version,
             sensors=MappingProxyType(sensors),
-            count=sum(c.count for c in self.chunks if c.count <= limit),
-            chunks=len(self.chunks),
-            t_start=min((c.t_start for c in self.chunks), default=None),
-            t_end=max((c.t_end for c in self.chunks), default=None),
+            count=totals["count"],
+            chunks=len(chunks),
+            t_start=totals["t_start"],
+            t_end=totals["t_end"],
             file_size=self.size,
-            raw_bytes=sum(c.raw_size for c in self.chunks),
-            stored_bytes=sum(c.stored_size for c in self.chunks),
+            raw_bytes=totals["raw_bytes"],
+            stored_bytes=totals["stored_bytes"],
             indexed=self.indexed,
             damage=tuple(str(e) for e in self.damage),
             metadata=MappingProxyType(dict(self.metadata)),
             wall_clock=self.wall_clock,
             dated=self.dated,
             ledgers=MappingProxyType(dict(self.ledgers)),
-            overcounted=overcounted,
+            overcounted=totals["overcounted"],
         )
 
     @property
@@ -470,6 +507,9 @@ class Recording(ChunkLocator):
         either: those are not dated, and exports leave their stamps alone.
         """
         if self._dated is not None:  # the chunk list never changes once read
+            return self._dated
+        if isinstance(self.chunks, ChunkTable):
+            self._dated = _table_dated(self.chunks)
             return self._dated
         fits: dict[str, bool] = {}
         for c in self.chunks:
@@ -489,7 +529,13 @@ class Recording(ChunkLocator):
         are on the reference clock; ``t_sensor`` is on the sensor's own).
         """
         if self._wall is None:  # built once: the chunk list never changes once read
-            anchors = [WallAnchor(*c.wall) for c in self.chunks if c.wall is not None]
+            chunks = self.chunks
+            if isinstance(chunks, ChunkTable):
+                has = chunks.cols["has_w"] == 1
+                w0, w1 = chunks.cols["w0"][has].tolist(), chunks.cols["w1"][has].tolist()
+                anchors = [WallAnchor(a, b) for a, b in zip(w0, w1, strict=True)]
+            else:
+                anchors = [WallAnchor(*c.wall) for c in chunks if c.wall is not None]
             if self._header_wall is not None:
                 anchors.append(self._header_wall)
             self._wall = (WallClock(anchors) if anchors else None,)
@@ -520,6 +566,61 @@ class Recording(ChunkLocator):
 
     def __repr__(self) -> str:
         return f"Recording('{self.path}', chunks={len(self.chunks)}, damage={len(self.damage)})"
+
+
+def _table_totals(
+    table: ChunkTable, limit: int
+) -> tuple[dict[str, int], dict[str, tuple[int, int]], dict[str, Any]]:
+    """:meth:`Recording.summary`'s per-sensor counts and ranges and its totals, from the
+    chunk table's columns (no chunk built), as the loop over chunk metas gives them."""
+    c = table.cols
+    n = c["n"]
+    ok = n <= limit
+    chunk_of = table.entry_chunk()
+    sensor = c["sensor"].astype(np.int64)
+    k = len(table.names)
+    counts_v = np.zeros(k, np.int64)
+    np.add.at(counts_v, sensor[ok[chunk_of]], c["count"][ok[chunk_of]])
+    lo_v = np.full(k, np.iinfo(np.int64).max, np.int64)
+    hi_v = np.full(k, np.iinfo(np.int64).min, np.int64)
+    np.minimum.at(lo_v, sensor, c["start"])
+    np.maximum.at(hi_v, sensor, c["end"])
+    ranges = {table.names[s]: (int(lo_v[s]), int(hi_v[s])) for s in np.unique(sensor).tolist()}
+    used, first = np.unique(sensor[ok[chunk_of]], return_index=True)
+    counts = {  # in order of first appearance, as the loop over chunks adds them
+        table.names[s]: int(counts_v[s]) for s in used[np.argsort(first, kind="stable")].tolist()
+    }
+    totals = {
+        "overcounted": tuple(c["i"][~ok].tolist()),
+        "count": int(n[ok].sum()),
+        "t_start": int(c["t0"].min()) if len(n) else None,
+        "t_end": int(c["t1"].max()) if len(n) else None,
+        "raw_bytes": int(c["raw"].sum()),
+        "stored_bytes": int(c["len"].sum()),
+    }
+    return counts, ranges, totals
+
+
+def _table_dated(table: ChunkTable) -> frozenset[str]:
+    """:attr:`Recording.dated` from the chunk table's columns."""
+    c = table.cols
+    chunk_of = table.entry_chunk()
+    anchor = c["w0"][chunk_of]
+    fits = (
+        (c["has_w"][chunk_of] == 1)
+        & (anchor - DATED_BEFORE_NS <= c["start"])
+        & (c["end"] <= anchor + DATED_AFTER_NS)
+    )
+    sensor = c["sensor"].astype(np.int64)
+    bad = np.zeros(len(table.names), bool)
+    bad[sensor[~fits]] = True
+    return frozenset(table.names[s] for s in np.unique(sensor).tolist() if not bad[s])
+
+
+def _bisect_left(keys: Sequence[int] | np.ndarray[Any, Any], x: int) -> int:
+    if isinstance(keys, np.ndarray):
+        return int(np.searchsorted(keys, x, side="left"))
+    return bisect.bisect_left(keys, x)
 
 
 _scratch = threading.local()

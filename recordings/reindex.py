@@ -103,7 +103,8 @@ def reindex(log: Recording, out: str | os.PathLike[str]) -> int:
                 entry["len"] = payload_len
                 entries.append(entry)
                 at += PRELUDE.size + len(meta_bytes) + payload_len
-            index_meta["chunks"] = entries
+            index_meta["chunks"] = entries  # with their blocks: no chunk table (1.7) needed
+            index_meta.pop("table", None)  # the input's points into the input
             found = details.record()
             if found is not None:
                 pieces, length = found

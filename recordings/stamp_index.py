@@ -51,7 +51,7 @@ stamps.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import msgpack
@@ -146,6 +146,7 @@ class StampIndexWriter:
                 "c": list(self._count.values()),
                 "chunks": self.chunks,
                 "z": lengths,
+                "ck": True,  # 1.7: every frame carries its zstd checksum
             },
             use_bin_type=True,
         )
@@ -161,8 +162,10 @@ class StampIndex:
         sensors: tuple[str, ...],
         counts: tuple[int, ...],
         chunks: int,
-        payload: memoryview,
+        payload: memoryview | Callable[[int, int], bytes],
         spans: list[list[list[tuple[int, int]]]],
+        *,
+        checksummed: bool = False,
     ) -> None:
         self.sensors = sensors
         """Sensor names, in the record's order."""
@@ -170,8 +173,11 @@ class StampIndex:
         """Frames per sensor, parallel to :attr:`sensors`."""
         self.chunks = chunks
         """Chunks the index describes (the footer index's chunk count)."""
-        self._payload = payload
+        self._payload = payload  # the payload, or read(offset in it, length) (1.7)
         self._spans = spans  # per sensor, per column: (start, length) of each frame
+        self._checksummed = checksummed
+        self.bytes_read = 0
+        """Payload bytes read for the columns decoded so far (when read per column)."""
 
     def __len__(self) -> int:
         return sum(self.counts)
@@ -183,15 +189,31 @@ class StampIndex:
 
     def _column(self, k: int, j: int) -> np.ndarray[Any, Any]:
         dtype = np.dtype(_DTYPES[j])
-        spans = self._spans[k][j]
+        payload, spans = self._region(self._spans[k][j])
         what = f"a stamp index column of {self.sensors[k]!r}"
         if j == 0:  # runs: as many as the frames declare, an even number of u4, checked above
-            want = sum(declared_size(self._payload[a : a + b]) for a, b in spans)
+            want = sum(declared_size(payload[a : a + b]) for a, b in spans)
             if want % 8 or want > 8 * self.counts[k]:
                 raise ValueError(f"{what} has the wrong size")
         else:
             want = self.counts[k] * dtype.itemsize
-        return np.frombuffer(unframe(self._payload, spans, want, what), dtype)
+        raw = unframe(payload, spans, want, what, checksummed=self._checksummed)
+        return np.frombuffer(raw, dtype)
+
+    def _region(self, spans: list[tuple[int, int]]) -> tuple[memoryview, list[tuple[int, int]]]:
+        """The bytes holding one column's frames, and the frames' spans in them: the
+        payload itself, or (a checksummed record) only that column, read now."""
+        if not callable(self._payload):
+            return self._payload, spans
+        if not spans:
+            return memoryview(b""), spans
+        lo = spans[0][0]
+        hi = spans[-1][0] + spans[-1][1]
+        data = self._payload(lo, hi - lo)
+        self.bytes_read += len(data)
+        if len(data) != hi - lo:
+            raise ValueError("the file ends inside its stamp index")
+        return memoryview(data), [(a - lo, b) for a, b in spans]
 
     def of(self, name: str) -> tuple[Int64, Int64, Int64, Int64]:
         """``(t, seq, chunk, rank)`` of sensor ``name``'s frames, in recorded order;
@@ -243,8 +265,15 @@ class StampIndex:
         return np.cumsum(self._column(k, 3).view(np.int64)), has.astype(bool)
 
 
-def read_stamp_index(fd: int, size: int, max_bytes: int) -> StampIndex | str:
-    """The file's STAMPS record, checked, or the reason it cannot be used."""
+def read_stamp_index(
+    fd: int, size: int, max_bytes: int, read: Callable[[int, int], bytes] | None = None
+) -> StampIndex | str:
+    """The file's STAMPS record, checked, or the reason it cannot be used.
+
+    With ``read(offset, length)`` (a reader that keeps the file open) and a record
+    whose frames carry checksums (1.7, meta key ``ck``), only the meta is read now
+    and each sensor's columns when that sensor is asked for; otherwise the whole
+    record is read and its payload CRC checked."""
     if size < 16 + TRAILER.size + 2 * PRELUDE.size:
         return "the file is too short for a stamp index"
     trailer = os.pread(fd, TRAILER.size, size - TRAILER.size)
@@ -268,27 +297,43 @@ def read_stamp_index(fd: int, size: int, max_bytes: int) -> StampIndex | str:
         return "the stamp index does not end at the trailer"
     if payload_len > max_bytes + 4096:  # zstd frames never exceed their data by much
         return f"the stamp index of {payload_len} bytes is over the reader's limit"
-    data = os.pread(fd, end - at, at)
-    if len(data) != end - at:
+    data = os.pread(fd, PRELUDE.size + meta_len, at)
+    if len(data) != PRELUDE.size + meta_len:
         return "the file ends inside its stamp index"
-    meta_bytes = data[PRELUDE.size : PRELUDE.size + meta_len]
-    payload = memoryview(data)[PRELUDE.size + meta_len :]
-    if crc32(data[:16], meta_bytes) != meta_crc or crc32(payload) != payload_crc:
+    meta_bytes = data[PRELUDE.size :]
+    if crc32(data[:16], meta_bytes) != meta_crc:
         return "the stamp index fails its CRC"
     if walked_cost(meta_bytes, MAX_META_COST) > MAX_META_COST:
         return f"the stamp index meta of {meta_len} bytes would decode to too many objects"
     try:
         meta = msgpack.unpackb(meta_bytes, raw=False)
         names, counts, chunks, lengths = meta["s"], meta["c"], meta["chunks"], meta["z"]
+        checksummed = meta.get("ck") is True and read is not None
     except Exception as err:  # msgpack raises many types on garbage
         return f"the stamp index meta does not decode ({err})"
     shaped = names_and_counts(names, counts, chunks)
-    spans = frame_spans(lengths, len(names), len(_DTYPES), len(payload)) if shaped else None
+    spans = frame_spans(lengths, len(names), len(_DTYPES), payload_len) if shaped else None
     if spans is None:
         return "the stamp index meta is malformed"
     if max(counts, default=0) * ROW_BYTES > max_bytes:  # a sensor is decoded at a time
         return f"the stamp index of {max(counts)} frames of one sensor is over the reader's limit"
-    return StampIndex(tuple(names), tuple(counts), chunks, payload, spans)
+    base = at + PRELUDE.size + meta_len
+    if checksummed:
+        assert read is not None
+        return StampIndex(
+            tuple(names),
+            tuple(counts),
+            chunks,
+            lambda offset, length: read(base + offset, length),
+            spans,
+            checksummed=True,
+        )
+    payload = os.pread(fd, payload_len, base)
+    if len(payload) != payload_len:
+        return "the file ends inside its stamp index"
+    if crc32(payload) != payload_crc:
+        return "the stamp index fails its CRC"
+    return StampIndex(tuple(names), tuple(counts), chunks, memoryview(payload), spans)
 
 
 class StampChecker:

@@ -34,6 +34,7 @@ def verify(
     if table is not None and table.problem:
         rec._report(RecordingError(table.problem, path=str(rec.path)))
     details = _details_checker(rec) if decode else None
+    _check_table(rec)
     rows: dict[str, int] = {}  # each sensor's frames in the chunks before this one
     whole = True  # every chunk compared with the frame details
     for ci, chunk in enumerate(rec.chunks):
@@ -67,6 +68,44 @@ def verify(
     for name, parts in seqs.items():
         _check_unique(rec, name, parts)
     return list(rec.damage)
+
+
+def _check_table(rec: Recording) -> None:
+    """When the chunk list came from the chunk table (1.7), the footer index's entries
+    (what a reader before 1.7 uses) must describe the same chunks; every chunk is then
+    compared with what it holds as it is decoded."""
+    import dataclasses
+
+    from recordings.chunk_table import ChunkTable
+    from recordings.parser import parse_index
+
+    if not isinstance(rec.chunks, ChunkTable) or rec._details_at is None:
+        return
+    at = rec._details_at[0]
+    head = rec._read_record_head(at)
+    listed = head if isinstance(head, RecordingError) else None
+    if listed is None:
+        assert not isinstance(head, RecordingError)
+        parsed = parse_index(head.meta, index_offset=at, where=str(rec.path))
+        if isinstance(parsed, RecordingError):
+            listed = parsed
+        else:
+            for i, (a, b) in enumerate(zip(parsed, rec.chunks, strict=False)):
+                if dataclasses.replace(a, stamps=None) != b:
+                    listed = CorruptChunk(
+                        f"the chunk table does not match the footer index at chunk {i} "
+                        f"({b.describe()}; the index: {a.describe()})",
+                        **rec._at(b.offset),
+                    )
+                    break
+            if listed is None and len(parsed) != len(rec.chunks):
+                listed = CorruptChunk(
+                    f"the chunk table lists {len(rec.chunks)} chunks, the footer index "
+                    f"{len(parsed)}",
+                    **rec._at(at),
+                )
+    if listed is not None:
+        rec._report(listed)
 
 
 def _details_checker(rec: Recording) -> DetailsChecker | None:

@@ -55,6 +55,7 @@ from recordings._writev import write_all
 from recordings.builder import ChunkBuilder
 from recordings.chunk_encode import encode_chunk
 from recordings.chunk_encode import pack as _pack
+from recordings.chunk_table import ChunkTableWriter
 from recordings.closing import Closeable
 from recordings.details import DetailsWriter
 from recordings.effort import AUTO, AutoEffort, Level, check_level
@@ -619,6 +620,7 @@ class Recorder(Closeable):
         self._index_block_bytes = 0  # -1 once the part's blocks are left out of its index
         self._stamp_index = StampIndexWriter(spool=True)  # small: the default level
         self._details = DetailsWriter(spool=True)  # spooled: flat memory over hours
+        self._table = ChunkTableWriter()  # 1.7: the chunk list as columns
         self._part_bytes = 0
         self._part_t0 = None
         self._emit(
@@ -632,6 +634,7 @@ class Recorder(Closeable):
         self._index_blocks(entry)
         entry["off"] = self._part_bytes
         entry["len"] = sum(len(p) for p in parts[2:])  # the payload, possibly in pieces
+        self._table.add(meta, entry["off"], entry["len"])
         self._emit(parts)
         if self._durable:
             os.fsync(self._fd)
@@ -658,6 +661,9 @@ class Recorder(Closeable):
         frame's stamps: blocks in the index only spare a reader that cannot use that
         record a read per chunk. Hours of them would make the INDEX hundreds of MB
         (refused by readers as over their meta limit) and the writer's memory grow.
+        An INDEX without blocks also gets the chunk table (1.7,
+        :mod:`recordings.chunk_table`), which has none: a reader of a file whose INDEX
+        holds its blocks (a short one) parses the INDEX, in milliseconds at that size.
         """
         block = entry.get("st")
         if block is None:
@@ -701,6 +707,11 @@ class Recorder(Closeable):
             pieces, length = details
             index_meta["details"] = [index_offset, length]
             index_offset += length
+        if self._index_block_bytes <= 0:  # 1.7, right before the INDEX: see _index_blocks
+            table, length = self._table.record()
+            index_meta["table"] = [index_offset, length]
+            index_offset += length
+            pieces = itertools.chain(pieces, table)
         index = _pack_index(self._index, index_meta)
         stamps = self._stamp_index.record() or ()  # between the INDEX and the trailer
         self._emit(

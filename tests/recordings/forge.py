@@ -57,8 +57,11 @@ def rewrite(
     entries: list[dict[str, Any]] = []
     for r in recs:
         offset = len(out)
+        if r.kind == RecordKind.TABLE:
+            continue  # the forged INDEX is the chunk list (as in a file before 1.7)
         if r.kind == RecordKind.INDEX:
             meta = dict(r.meta)
+            meta.pop("table", None)
             if index_edit is not None:
                 index_edit(entries)
             meta["chunks"] = entries

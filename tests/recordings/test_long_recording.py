@@ -440,3 +440,108 @@ def test_past_the_block_budget_the_index_leaves_blocks_to_the_chunks(
         assert not g.statistics.stamp_index
         assert g.statistics.chunks_read == 0  # the blocks came from the chunks' metas
         assert (g.columns.t.tolist(), g.statistics.groups) == want
+
+
+# -- the chunk table (1.7): opening and seeking without the INDEX's entries ----------------
+
+
+def _without_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Readers as before 1.7: the INDEX's entries parsed one by one."""
+    from recordings.locate import ChunkLocator
+
+    monkeypatch.setattr(ChunkLocator, "_read_table", lambda self, at: False)
+
+
+def test_the_long_file_opens_from_its_chunk_table_as_from_its_index(
+    long_file: tuple[Path, int, list[int]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The chunk list, summary, dates and seek keys come from the table's columns (no
+    chunk meta built for them) and equal what parsing every INDEX entry gives."""
+    from recordings.chunk_table import ChunkTable
+
+    path, n, _ = long_file
+    with open_recording(path) as log:
+        assert log.chunk_table_problem is None
+        table = log.chunks
+        assert isinstance(table, ChunkTable)
+        summary, dated, wall = log.summary(), log.dated, log.wall_clock
+        assert not any(table._built)  # nothing built for the summary
+        chunks = list(table)
+    assert summary.count == n
+    with monkeypatch.context() as mp:
+        _without_table(mp)
+        with open_recording(path) as old:
+            assert old.chunk_table_problem is not None
+            assert not isinstance(old.chunks, ChunkTable)
+            assert old.summary() == summary
+            assert (old.dated, old.wall_clock) == (dated, wall)
+            assert list(old.chunks) == chunks
+            assert not old.verify(decode=False)
+
+
+def test_a_seek_in_the_long_file_decodes_only_the_chunks_it_reads(
+    long_file: tuple[Path, int, list[int]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``frames(start=...)`` bisects the table's columns and decompresses only the
+    chunks holding the window: counted, not timed."""
+    import recordings.records as records_mod
+
+    path, _, _ = long_file
+    real = records_mod.decompress_chunk
+    calls: list[int] = []
+
+    def counting(payload: Any, chunk: Any, **kw: Any) -> Any:
+        calls.append(chunk.index)
+        return real(payload, chunk, **kw)
+
+    monkeypatch.setattr(records_mod, "decompress_chunk", counting)
+    got = {}
+    for use_table in (True, False):
+        with monkeypatch.context() as mp:
+            if not use_table:
+                _without_table(mp)
+            calls.clear()
+            with open_recording(path, readahead=0) as log:
+                t0 = log.summary().t_start or 0
+                start = t0 + 1300 * 1_000_000_000
+                got[use_table] = [
+                    (f.sensor, f.seq, f.t) for f in log.frames(start=start, end=start + 50 * MS)
+                ]
+                built = sum(c is not None for c in getattr(log.chunks, "_built", []))
+            assert 1 <= len(calls) <= 2, calls
+            if use_table:
+                assert built <= 4  # the chunks around the window, not the 1,400
+    assert got[True] == got[False]
+    assert 70 <= len(got[True]) <= 76  # 50 ms of 1,440 frames a second
+
+
+def test_check_reports_a_chunk_table_that_disagrees_with_the_index(tmp_path: Path) -> None:
+    """A table that passes its CRCs but lies (chunk 1's wall anchor changed as the
+    writer made it) is caught by ``check``, which compares it with every INDEX entry."""
+    import dataclasses
+
+    import recordings.writer as writer_mod
+    from recordings.chunk_table import ChunkTableWriter
+
+    real_add = ChunkTableWriter.add
+
+    def lying(self: ChunkTableWriter, meta: Any, offset: int, length: int) -> None:
+        if meta.index == 1:
+            meta = dataclasses.replace(meta, wall=(1, 2))
+        real_add(self, meta, offset, length)
+
+    path = tmp_path / "short.hfr"
+    for lie in (False, True):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(writer_mod, "INDEX_BLOCK_BYTES", 0)  # an INDEX without blocks: a table
+            if lie:
+                mp.setattr(ChunkTableWriter, "add", lying)
+            with Recorder(path, wall_clock=False, chunk_duration=0.1) as rec:
+                for frame in drive(2):
+                    rec.write(frame)
+        with open_recording(path) as log:
+            assert log.chunk_table_problem is None
+            assert (log.chunks[1].wall == (1, 2)) is lie
+            problems = [str(e) for e in log.verify()]
+        assert bool(problems) is lie
+    assert any("chunk table does not match the footer index at chunk 1" in p for p in problems)

@@ -184,9 +184,10 @@ def test_an_index_that_does_not_check_out_is_not_used(
         "has_arrival": _one_sensor([(0, 2)], has=2),
         "meta": ({"s": ["cam"], "c": [-1], "chunks": 9, "z": [[[1]] * 5]}, [b"x"]),
     }
-    if case == "crc":
+    if case == "crc":  # a 1.6 record (no checksummed frames): the payload CRC decides
+        _without_checksum_key(path)
         data = bytearray(path.read_bytes())
-        data[stamp_record_span(data)[1] - 3] ^= 0x01
+        data[stamp_record_span(bytes(data))[1] - 3] ^= 0x01
         path.write_bytes(bytes(data))
     elif case in forged:
         _replace_record(path, *forged[case])
@@ -205,6 +206,70 @@ def test_an_index_that_does_not_check_out_is_not_used(
         else:
             assert reason in (log.stamp_index_problem or "")
     assert groups_of(path) == expected  # the chunks' blocks instead
+
+
+def _stamp_record(path: Path) -> tuple[dict[str, Any], list[bytes]]:
+    """The STAMPS record's meta and its payload as one piece."""
+    data = path.read_bytes()
+    a, b = stamp_record_span(data)
+    _, _, meta_len, _, _, _ = PRELUDE.unpack_from(data, a)
+    meta = msgpack.unpackb(data[a + PRELUDE.size : a + PRELUDE.size + meta_len])
+    return meta, [data[a + PRELUDE.size + meta_len : b]]
+
+
+def _without_checksum_key(path: Path) -> None:
+    """Rewrite the STAMPS record as a 1.6 writer left it: no ``ck`` key."""
+    meta, payload = _stamp_record(path)
+    del meta["ck"]
+    _replace_record(path, meta, payload)
+
+
+def test_a_checksummed_index_reads_only_the_wanted_sensors_columns(tmp_path: Path) -> None:
+    """1.7: the frames carry zstd checksums, so a reader takes one sensor's columns
+    without the rest of the payload; a flipped byte costs the sensor it is in (its
+    column fails its checksum, the blocks serve) and no other."""
+    path = tmp_path / "mixed.hfr"
+    write_mixed(path)
+    expected = groups_of(path)
+    meta, payload = _stamp_record(path)
+    assert meta["ck"] is True
+    with open_recording(path) as log:
+        index = log.stamp_index()
+        assert index is not None
+        index.of("lidar")
+        assert 0 < index.bytes_read < len(payload[0]) // 2
+    # the last byte of the payload is in the last sensor's has_arrival column
+    last = meta["s"][-1]
+    data = bytearray(path.read_bytes())
+    data[stamp_record_span(bytes(data))[1] - 3] ^= 0x01
+    path.write_bytes(bytes(data))
+    with open_recording(path) as log:
+        index = log.stamp_index()
+        assert index is not None
+        with pytest.raises(ValueError, match=f"{last!r}"):
+            index.arrivals(last)
+        for name in meta["s"]:
+            index.of(name)  # seq and t of every sensor still check out
+    assert groups_of(path) == expected
+    # a frame stored without its checksum is refused when the meta says they all have one
+    meta, _ = _stamp_record(path)
+    frames = [
+        _z([[0, 2]], "<u4"),
+        _z([1, 1], "<i8"),
+        _z([1, 1], "<i8"),
+        _z([0, 0], "<i8"),
+        _z([0, 0], "u1"),
+    ]
+    _replace_record(
+        path,
+        {"s": ["cam"], "c": [2], "chunks": 9, "z": [[[len(f)] for f in frames]], "ck": True},
+        frames,
+    )
+    with open_recording(path) as log:
+        index = log.stamp_index()
+        assert index is not None
+        with pytest.raises(ValueError, match="no checksum"):
+            index.of("cam")
 
 
 def test_a_fetched_frame_that_does_not_match_its_stamp_is_refused(tmp_path: Path) -> None:
