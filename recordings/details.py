@@ -51,7 +51,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import msgpack
@@ -317,9 +317,13 @@ def _differs(a: Any, b: Any) -> bool:
 class DetailsWriter:
     """Builds a DETAILS record chunk by chunk (the writer thread calls it per chunk)."""
 
-    def __init__(self, level: int = 3, *, spool: bool = False) -> None:
+    def __init__(
+        self, level: int = 3, *, spool: bool = False, reducer: Callable[[], Any] | None = None
+    ) -> None:
         self._cols = ColumnFrames(len(_DTYPES), level, spool=spool)
         self._notes: dict[str, _Notes] = {}
+        self._reducer = reducer  # makes a sensor's SensorReducer (1.7 summaries), if any
+        self._reducers: dict[str, Any] = {}
         self.chunks = 0
 
     def skip_chunk(self) -> None:
@@ -327,9 +331,16 @@ class DetailsWriter:
         self.chunks = -1
 
     def add(
-        self, sensors: tuple[str, ...], sensor: np.ndarray[Any, Any], details: ChunkDetails
+        self,
+        sensors: tuple[str, ...],
+        sensor: np.ndarray[Any, Any],
+        details: ChunkDetails,
+        stamps: tuple[Any, Any, Any, Any] | None = None,
     ) -> None:
-        """The next chunk's details (``sensor``: each row's index into ``sensors``)."""
+        """The next chunk's details (``sensor``: each row's index into ``sensors``);
+        with its ``stamps`` (``seq``, ``t``, ``t_arrival``, ``has_arrival`` of each row)
+        each sensor's summary (1.7, :mod:`recordings.sensor_summary`) is reduced too,
+        when the writer was given a ``reducer``."""
         if self.chunks < 0:
             return
         sensor = np.asarray(sensor)
@@ -360,7 +371,10 @@ class DetailsWriter:
                 if len(notes.shapes) > MAX_SHAPES:
                     notes.over = True
                     notes.shapes = {}
+            before = len(notes.conn)
             self._conn(notes, details, rows, sensor, k)
+            if stamps is not None and self._reducer is not None:
+                self._reduce(name, notes, stamps, rows, offset, details, notes.conn[before:])
             notes.count += len(rows)
             self._cols.add(name, 0, delta.astype("<i8").tobytes())
             self._cols.add(name, 1, details.flags[rows].tobytes())
@@ -380,6 +394,52 @@ class DetailsWriter:
                 else:
                     notes.over = True
         self.chunks += 1
+
+    def _reduce(
+        self,
+        name: str,
+        notes: _Notes,
+        stamps: tuple[Any, Any, Any, Any],
+        rows: Any,
+        offset: Any,
+        details: ChunkDetails,
+        conn: list[int],
+    ) -> None:
+        reducer = self._reducers.get(name)
+        if reducer is None:
+            assert self._reducer is not None
+            reducer = self._reducers[name] = self._reducer()
+        seq, t, arrival, has = (np.asarray(c)[rows] for c in stamps)
+        t = t.astype(np.int64)
+        has = has.astype(bool)
+        reducer.add(
+            seq.astype(np.int64),
+            t,
+            offset,
+            np.where(has, arrival.astype(np.int64), t),
+            has,
+            details.flags[rows],
+            details.size[rows],
+            details.shapes,
+            details.shape[rows],
+            conn,
+        )
+
+    def summaries(self) -> dict[str, Any]:
+        """Each sensor's summary (its wire form) or why it has none: the INDEX's
+        ``summaries`` (1.7); empty unless every chunk came with its stamps."""
+        if self.chunks < 0 or not self._reducers or set(self._reducers) != set(self._notes):
+            return {}
+        out: dict[str, Any] = {}
+        for name, reducer in self._reducers.items():
+            notes = self._notes[name]
+            got = "its details notes are over their bound" if notes.over else None
+            if got is None:
+                got = reducer.finish(notes.gaps)
+            if isinstance(got, dict):
+                got["first"] = notes.first or payload_brief(None)
+            out[name] = got
+        return out
 
     @staticmethod
     def _conn(notes: _Notes, details: ChunkDetails, rows: Any, sensor: Any, k: int) -> None:

@@ -87,6 +87,8 @@ class ChunkLocator:
     _body: int
     _details_at: tuple[int, Any] | None
     _chunk_table_problem: str | None = "the footer index is not used"
+    _summaries: Any = None
+    """The INDEX's ``summaries`` (1.7) as decoded, unchecked."""
     """``(index offset, the INDEX's "details" pointer)`` of an indexed file (1.6)."""
 
     def _open(self) -> None:
@@ -142,6 +144,7 @@ class ChunkLocator:
             return False
         self._chunks = chunks
         self._details_at = (index_offset, meta.get("details"))
+        self._summaries = meta.get("summaries")
         self._take_specs(meta.get("sensors"))
         if "ledger" in meta:
             try:
@@ -184,6 +187,7 @@ class ChunkLocator:
         self._chunk_table_problem = None
         self._chunks = table
         self._details_at = (index_offset, keys.get("details"))
+        self._summaries = keys.get("summaries")
         self._take_specs(keys.get("sensors"))
         if "ledger" in keys:
             try:

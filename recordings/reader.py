@@ -224,6 +224,19 @@ class Recording(ChunkLocator):
                 self._frame_details = found
         return None if isinstance(self._frame_details, str) else self._frame_details
 
+    def sensor_summaries(self) -> dict[str, dict[str, Any] | str] | None:
+        """Each sensor's summary written at close (format 1.7, INDEX key ``summaries``;
+        :mod:`recordings.sensor_summary`): a map, or the writer's reason it has none;
+        ``None`` when the file has none or they are malformed. Not checked against the
+        frames (``hyperframes check`` does that)."""
+        self._load()
+        found = self._summaries
+        if not isinstance(found, dict) or not all(
+            type(k) is str and isinstance(v, dict | str) for k, v in found.items()
+        ):
+            return None
+        return found
+
     def _pread(self, offset: int, length: int) -> bytes:
         """``length`` bytes at ``offset`` of the open file (footer columns read as they
         are wanted); after :meth:`close`, the file is opened again for the read, as

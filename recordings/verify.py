@@ -35,6 +35,7 @@ def verify(
         rec._report(RecordingError(table.problem, path=str(rec.path)))
     details = _details_checker(rec) if decode else None
     _check_table(rec)
+    summaries = _SummaryCheck(rec) if decode else None
     rows: dict[str, int] = {}  # each sensor's frames in the chunks before this one
     whole = True  # every chunk compared with the frame details
     for ci, chunk in enumerate(rec.chunks):
@@ -49,6 +50,8 @@ def verify(
                         f"the stamp index does not match {chunk.describe()}: {problem}",
                         **rec._at(chunk.offset),
                     )
+                if summaries is not None:
+                    summaries.add(chunk, frames)
                 problem = details.compare(chunk.sensors, frames, rows) if details else None
                 if problem:
                     raise CorruptChunk(
@@ -63,6 +66,9 @@ def verify(
         for name, n in zip(chunk.sensors, chunk.counts, strict=True):
             rows[name] = rows.get(name, 0) + n
     problem = details.finish() if details is not None and whole else None
+    if problem:
+        rec._report(RecordingError(problem, path=str(rec.path)))
+    problem = summaries.finish() if summaries is not None and whole else None
     if problem:
         rec._report(RecordingError(problem, path=str(rec.path)))
     for name, parts in seqs.items():
@@ -106,6 +112,49 @@ def _check_table(rec: Recording) -> None:
                 )
     if listed is not None:
         rec._report(listed)
+
+
+class _SummaryCheck:
+    """The sensor summaries (1.7) reduced again from the decoded frames, as the writer
+    reduced them, and compared with the file's."""
+
+    def __init__(self, rec: Recording) -> None:
+        from recordings.details import DetailsWriter
+        from recordings.sensor_summary import SensorReducer
+
+        self.stored = rec.sensor_summaries()
+        self.writer = None
+        if self.stored:
+            self.writer = DetailsWriter(level=1, spool=True, reducer=SensorReducer)
+
+    def add(self, chunk: ChunkMeta, frames: list[Any]) -> None:
+        from recordings.details import chunk_details
+
+        if self.writer is None:
+            return
+        index = {name: i for i, name in enumerate(chunk.sensors)}
+        sensor = np.fromiter((index[f.sensor] for f in frames), np.int64, len(frames))
+        stamps = (
+            np.fromiter((f.seq for f in frames), np.int64, len(frames)),
+            np.fromiter((f.t for f in frames), np.int64, len(frames)),
+            np.fromiter((f.t_arrival or 0 for f in frames), np.int64, len(frames)),
+            np.fromiter((f.t_arrival is not None for f in frames), bool, len(frames)),
+        )
+        self.writer.add(chunk.sensors, sensor, chunk_details(frames, index), stamps)
+
+    def finish(self) -> str | None:
+        """Why the file's summaries do not describe its frames, if they do not."""
+        if self.writer is None or self.stored is None:
+            return None
+        found = self.writer.summaries()
+        for name in sorted(set(found) | set(self.stored)):
+            if found.get(name) != self.stored.get(name):
+                return (
+                    f"the sensor summary of {name!r} does not match its frames "
+                    f"(stored {self.stored.get(name)!r:.200}, frames give "
+                    f"{found.get(name)!r:.200})"
+                )
+        return None
 
 
 def _details_checker(rec: Recording) -> DetailsChecker | None:

@@ -72,6 +72,7 @@ from recordings.format import (
 )
 from recordings.layout import ChunkMeta
 from recordings.ledgers import ledger_entries
+from recordings.sensor_summary import SensorReducer
 from recordings.stamp_block import raw_block
 from recordings.stamp_index import StampIndexWriter
 
@@ -619,7 +620,7 @@ class Recorder(Closeable):
         self._index = []
         self._index_block_bytes = 0  # -1 once the part's blocks are left out of its index
         self._stamp_index = StampIndexWriter(spool=True)  # small: the default level
-        self._details = DetailsWriter(spool=True)  # spooled: flat memory over hours
+        self._details = DetailsWriter(spool=True, reducer=SensorReducer)  # spooled: flat memory
         self._table = ChunkTableWriter()  # 1.7: the chunk list as columns
         self._part_bytes = 0
         self._part_t0 = None
@@ -691,7 +692,7 @@ class Recorder(Closeable):
         if details is None:
             self._details.skip_chunk()
         else:
-            self._details.add(meta.sensors, sensor, details)
+            self._details.add(meta.sensors, sensor, details, (seq, t, arrival, has))
 
     def _finish_part(self) -> None:
         index_offset = self._part_bytes
@@ -707,6 +708,9 @@ class Recorder(Closeable):
             pieces, length = details
             index_meta["details"] = [index_offset, length]
             index_offset += length
+            summaries = self._details.summaries()  # 1.7: what info reports, per sensor
+            if summaries:
+                index_meta["summaries"] = summaries
         if self._index_block_bytes <= 0:  # 1.7, right before the INDEX: see _index_blocks
             table, length = self._table.record()
             index_meta["table"] = [index_offset, length]

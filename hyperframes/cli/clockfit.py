@@ -11,11 +11,22 @@ fitted.
 
 from __future__ import annotations
 
-import bisect
 import itertools
 from typing import Any
 
 import numpy as np
+
+from recordings.sensor_summary import EARLY_GLITCH_NS, hull_candidates, skew_from_hull
+
+__all__ = [
+    "EARLY_GLITCH_NS",
+    "clock_fit",
+    "envelope_skew",
+    "hull_candidates",
+    "robust_slope",
+    "segmented_clock_fit",
+    "without_early_glitches",
+]
 
 Int64 = np.ndarray[Any, np.dtype[np.int64]]
 Bools = np.ndarray[Any, np.dtype[np.bool_]]
@@ -88,51 +99,7 @@ def envelope_skew(x: Int64, arrival: Int64) -> float | None:
     env = LowerEnvelope(int(xs[-1]) - int(xs[0]) + 1, len(cand) + 1)
     for px, py in zip(xs[cand].tolist(), ys[cand].tolist(), strict=True):
         env.add(px, py)
-    hull = env.hull
-    if len(hull) == 1:
-        return 0.0
-    hx = [h[0] for h in hull]
-    k = min(max(bisect.bisect_right(hx, mean_x) - 1, 0), len(hull) - 2)
-    (ax, ay), (bx, by) = hull[k], hull[k + 1]
-    slope = min(max((by - ay) / (bx - ax), -0.5), 0.5)  # LowerEnvelope.fit(-0.5, 0.5)'s box
-    return float((1 / (1 + slope) - 1) * 1e6)
-
-
-def hull_candidates(x: Int64, y: Int64, passes: int = 64) -> Int64:
-    """Indices of the points that may be vertices of the lower convex hull of ``(x, y)``
-    (``x`` strictly increasing): every vertex, and fewer points the more passes run.
-
-    Each pass drops, all at once and in numpy, the points that lie clearly above the
-    segment joining their two remaining neighbours (a point above a segment between two
-    points of the set is no vertex, whatever else is dropped). The test is in float64
-    with a margin far above its rounding error, so a doubtful point stays; the exact
-    hull is then :class:`~fusion.clock_envelope.LowerEnvelope`'s, over the few left.
-    A Python loop over an hour of a 1 kHz IMU took seconds; this takes milliseconds.
-    """
-    idx = np.arange(len(x))
-    fx = (x - x[0]).astype(np.float64)
-    fy = (y - y.min()).astype(np.float64)
-    for _ in range(passes):
-        if len(fx) < 3:
-            break
-        one = (fx[1:-1] - fx[:-2]) * (fy[2:] - fy[:-2])  # neighbours by slicing: no gathers
-        two = (fy[1:-1] - fy[:-2]) * (fx[2:] - fx[:-2])
-        margin = np.abs(one)
-        margin += np.abs(two)
-        margin *= 1e-9
-        margin += 1.0
-        one -= two
-        above = one < -margin
-        if not above.any():
-            break
-        keep = np.ones(len(fx), bool)
-        keep[1:-1] = ~above
-        fx, fy, idx = fx[keep], fy[keep], idx[keep]
-    return idx
-
-
-EARLY_GLITCH_NS = 20_000_000
-"""A delay this much below its neighbours' median is a glitch, not the link's floor."""
+    return skew_from_hull(env.hull, mean_x)
 
 
 def without_early_glitches(y: np.ndarray, half: int = 4) -> Bools:

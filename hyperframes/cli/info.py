@@ -159,8 +159,16 @@ def sensor_report(
 ) -> tuple[dict[str, dict[str, Any]], str | None]:
     """The per-sensor report and why every frame was read (``None``: the footer of a 1.6
     file held it all, no chunk was read)."""
-    from hyperframes.cli.sensorstats import columns_from_footer, columns_from_frames, summarize
+    from hyperframes.cli.sensorstats import (
+        columns_from_footer,
+        columns_from_frames,
+        report_from_summaries,
+        summarize,
+    )
 
+    report = report_from_summaries(log)  # a long 1.7 file: only the footer index read
+    if not isinstance(report, str):
+        return report, None
     columns = columns_from_footer(log)
     read_from = None
     if isinstance(columns, str):

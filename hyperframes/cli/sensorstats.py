@@ -30,19 +30,12 @@ from recordings.details import (
     payload_brief,
     payload_size,
 )
+from recordings.sensor_summary import SEGMENT_JUMP_NS, TAIL_FRAMES  # the recorder's too
 
 Int64 = np.ndarray[Any, np.dtype[np.int64]]
 
 PROGRESS_EVERY = 256
 """Frames between two progress updates (a bar per frame would cost more than a frame)."""
-
-TAIL_FRAMES = 2
-"""Frames at the end of a connection or segment left out of the skew fit: a demuxer
-that holds each frame until the next one's data comes (MPEG-TS) hands the last ones
-over at once when the stream ends, a frame period earlier than all the others."""
-
-SEGMENT_JUMP_NS = 1_000_000_000
-"""``t_sensor`` going back by more than this starts a new segment (a restarted sender)."""
 
 
 @dataclasses.dataclass
@@ -141,6 +134,68 @@ def _sensor_columns(name: str, details: Any, stamps: Any) -> SensorColumns | str
         gaps=list(notes.gaps),
         conn=list(notes.conn),
     )
+
+
+SUMMARIES_FROM_FRAMES = 1_000_000
+"""Frames from which ``info`` takes a 1.7 file's per-sensor summaries written at close
+(:mod:`recordings.sensor_summary`) instead of computing the report from the footer's
+columns: the summaries' delay percentiles may be read from buckets of a few ns, so a
+smaller file keeps the exact computation, which takes well under a second there."""
+
+
+def report_from_summaries(log: Any) -> dict[str, dict[str, Any]] | str:
+    """:func:`summarize` of each sensor from the summaries the recorder wrote at close
+    (format 1.7; nothing but the footer index read), or why they are not used."""
+    summary = log.summary()
+    if summary.count < SUMMARIES_FROM_FRAMES:
+        return f"under {SUMMARIES_FROM_FRAMES:,} frames: computed from the columns"
+    found = log.sensor_summaries()
+    if found is None:
+        return "the file has no sensor summaries"
+    expected = {name: s.count for name, s in summary.sensors.items() if s.count}
+    out = {}
+    for name, count in expected.items():
+        wire = found.get(name)
+        if not isinstance(wire, dict):
+            return f"{name!r} has no summary ({wire or 'none written'})"
+        try:
+            out[name] = _report_of(wire, count)
+        except (KeyError, TypeError, ValueError) as err:
+            return f"the summary of {name!r} is malformed ({err})"
+    return out
+
+
+def _report_of(w: dict[str, Any], count: int) -> dict[str, Any]:
+    """The report of one sensor from its summary's wire form (types checked)."""
+    ints = (w["n"], w["dropped"], w["segments"], w["offset"])
+    if not all(type(x) is int for x in ints) or w["n"] != count:
+        raise ValueError("counts are not the chunks'")
+    gaps, payload, fit, first = w["gaps"], w["payload"], w["fit"], w["first"]
+    if not (isinstance(gaps, list) and all(type(g) is int for g in gaps)):
+        raise TypeError("gaps")
+    if not (isinstance(first, list) and len(first) == 4 and isinstance(fit, dict)):
+        raise TypeError("first or fit")
+    shapes: Counter[tuple[int, ...]] = Counter()
+    for shape, n in payload["shapes"]:
+        shapes[tuple(int(d) for d in shape)] = int(n)
+    sizes = (payload["median"], payload["min"], payload["max"]) if "median" in payload else None
+    if sizes is not None and not all(type(x) is int for x in sizes):
+        raise TypeError("payload sizes")
+    report: dict[str, Any] = {
+        "dropped": w["dropped"],
+        "payload": describe_payload(tuple(first), sizes, shapes),
+        "segments": w["segments"],
+        "gaps_ns": gaps,
+        "offset_ns": w["offset"],
+    }
+    for key in ("skew_ppm", "delay_ms_p50", "delay_ms_p99"):
+        if key in fit:
+            if type(fit[key]) is not float:
+                raise TypeError(key)
+            report[key] = fit[key]
+    if "skew_segment" in w:
+        report["skew_segment"] = int(w["skew_segment"])
+    return report
 
 
 def columns_from_footer(log: Any) -> dict[str, SensorColumns] | str:
@@ -308,16 +363,27 @@ class PayloadSizes:
 
     def describe(self) -> str:
         """``6 fields x 13,902 (median; 443-14,024)``, ``uint8 (480, 640, 3)``, ..."""
-        kind, fields, dtype, text = self.first
-        if len(self.counts):
-            n = self.counts
-            median = int(np.median(n))
-            spread = "" if n.min() == n.max() else f" (median; {n.min():,}-{n.max():,})"
-            if kind == "struct":
-                return f"{fields} fields x {median:,}{spread}"
-            return f"{median:,} bytes{spread}"
-        if self.shapes:
-            (shape, _), *others = self.shapes.most_common()
-            varies = f" (and {len(others)} other sizes)" if others else ""
-            return f"{dtype or 'array'} {shape}{varies}"
-        return str(text)
+        n = self.counts
+        sizes = (int(np.median(n)), int(n.min()), int(n.max())) if len(n) else None
+        return describe_payload(self.first, sizes, self.shapes)
+
+
+def describe_payload(
+    first: tuple[Any, ...],
+    sizes: tuple[int, int, int] | None,
+    shapes: Counter[tuple[int, ...]],
+) -> str:
+    """:meth:`PayloadSizes.describe` from the first payload's brief, ``(median, min, max)``
+    of the counted sizes (``None``: none) and the plain shapes' counts (first seen first)."""
+    kind, fields, dtype, text = first
+    if sizes is not None:
+        median, lo, hi = sizes
+        spread = "" if lo == hi else f" (median; {lo:,}-{hi:,})"
+        if kind == "struct":
+            return f"{fields} fields x {median:,}{spread}"
+        return f"{median:,} bytes{spread}"
+    if shapes:
+        (shape, _), *others = shapes.most_common()
+        varies = f" (and {len(others)} other sizes)" if others else ""
+        return f"{dtype or 'array'} {shape}{varies}"
+    return str(text)

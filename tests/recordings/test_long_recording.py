@@ -545,3 +545,89 @@ def test_check_reports_a_chunk_table_that_disagrees_with_the_index(tmp_path: Pat
             problems = [str(e) for e in log.verify()]
         assert bool(problems) is lie
     assert any("chunk table does not match the footer index at chunk 1" in p for p in problems)
+
+
+# -- sensor summaries (1.7): info of the long file from the footer index alone ---------
+
+
+def test_info_of_the_long_file_reads_the_summaries_and_no_chunk(
+    long_file: tuple[Path, int, list[int]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``info`` of 2 M frames takes each sensor's report from the summaries the recorder
+    wrote at close: no chunk payload decompressed, no footer column decoded; the report
+    equals the one computed from every frame's columns (delay percentiles within the
+    summary's bucket of 2**bin ns)."""
+    import recordings.details as details_mod
+    import recordings.framed as framed_mod
+    import recordings.records as records_mod
+    import recordings.stamp_index as stamp_index_mod
+    from hyperframes.cli import main
+    from hyperframes.cli.sensorstats import columns_from_footer, summarize
+
+    path, n, _ = long_file
+    with open_recording(path) as log:
+        exact = {name: summarize(c) for name, c in columns_from_footer(log).items()}  # type: ignore[union-attr]
+        wires = log.sensor_summaries()
+    assert wires is not None
+    decoded: list[str] = []
+    real_chunk = records_mod.decompress_chunk
+
+    def chunk(*a: Any, **k: Any) -> Any:
+        decoded.append("chunk")
+        return real_chunk(*a, **k)
+
+    def column(*a: Any, **k: Any) -> Any:
+        decoded.append("column")
+        return framed_mod.unframe(*a, **k)
+
+    monkeypatch.setattr(records_mod, "decompress_chunk", chunk)
+    for module in (stamp_index_mod, details_mod):  # the footer's columns
+        monkeypatch.setattr(module, "unframe", column)
+    import io
+    from contextlib import redirect_stdout
+
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["info", str(path), "--json"]) == 0
+    assert decoded == []
+    doc = json.loads(out.getvalue())
+    assert doc["frames"] == n
+    assert doc["details_from"] == "footer"
+    assert doc["frames_read_because"] is None
+    for name, want in exact.items():
+        got = {k: doc["sensors"][name][k] for k in want}
+        wire = wires[name]
+        assert isinstance(wire, dict)
+        width_ms = 2 ** int(wire["bin"]) / 1e6
+        for key in ("delay_ms_p50", "delay_ms_p99"):
+            assert abs(got.pop(key) - want.pop(key)) <= width_ms
+        assert got == want, name
+
+
+def test_check_reports_a_summary_that_does_not_match_the_frames(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A summary that passes the INDEX's CRC but lies (one more frame dropped) is found
+    by ``check``, which reduces the decoded frames again and compares."""
+    from recordings.details import DetailsWriter
+
+    path = tmp_path / "s.hfr"
+    real = DetailsWriter.summaries
+    for lie in (False, True):
+
+        def summaries(self: DetailsWriter, lie: bool = lie) -> dict[str, Any]:
+            got = real(self)
+            if lie:
+                got["imu"]["dropped"] += 1
+            return got
+
+        monkeypatch.setattr(DetailsWriter, "summaries", summaries)
+        with Recorder(path, wall_clock=False) as rec:
+            for frame in drive(3):
+                rec.write(frame)
+        monkeypatch.undo()
+        with open_recording(path) as log:
+            assert log.sensor_summaries() is not None
+            problems = [str(e) for e in log.verify()]
+        assert bool(problems) is lie
+    assert "the sensor summary of 'imu' does not match its frames" in problems[0]

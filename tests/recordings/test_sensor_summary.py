@@ -1,0 +1,110 @@
+"""Format 1.7: per-sensor summaries reduced chunk by chunk equal the full computation.
+
+:class:`recordings.sensor_summary.SensorReducer` is fed one sensor's rows in random
+chunk splits; the report ``info`` builds from its summary must equal
+:func:`hyperframes.cli.sensorstats.summarize` over the whole columns (segments,
+restarts, connections, re-paced arrivals, early glitches, seq gaps, payload sizes
+and shapes), the delay percentiles exactly while a segment's delays take few
+distinct values (always here).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hyperframes.cli.sensorstats import SensorColumns, _report_of, summarize
+from recordings.details import PLAIN, REPACED, SEGMENT
+from recordings.sensor_summary import SensorReducer
+
+MS = 1_000_000
+SHAPES = [(6,), (3, 2)]
+
+
+@st.composite
+def sensors(draw: st.DrawFn) -> dict[str, Any]:
+    n = draw(st.integers(1, 400))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    period = int(draw(st.sampled_from([1, 10, 100]))) * MS
+    t = np.cumsum(rng.integers(period // 2, period * 2, n)).astype(np.int64)
+    ts = t - 5 * MS + rng.integers(-20_000, 20_000, n)
+    for at in draw(st.lists(st.integers(1, n), max_size=3)):  # restarts: t_sensor jumps back
+        if at < n:
+            ts[at:] -= int(draw(st.sampled_from([2, 5, 60]))) * 1_000_000_000
+    has = rng.random(n) < draw(st.sampled_from([0.0, 0.5, 1.0]))
+    arrival = t + rng.integers(200_000, 2_200_000, n)
+    glitch = rng.random(n) < 0.05
+    arrival[glitch] -= 30 * MS  # early glitches the fit leaves out
+    arrival = np.where(has, arrival, t)
+    flags = np.zeros(n, np.uint8)
+    flags[rng.random(n) < 0.02] |= SEGMENT
+    flags[rng.random(n) < 0.1] |= REPACED
+    seq = np.cumsum(rng.integers(1, 3, n)) - 1  # some numbers never seen
+    kind = draw(st.sampled_from(["plain", "bytes", "mixed"]))
+    shape = rng.integers(0, 2, n).astype(np.int32) if kind != "bytes" else np.full(n, -1, np.int32)
+    size = np.full(n, PLAIN, np.int64)
+    if kind != "plain":
+        sized = rng.random(n) < (1.0 if kind == "bytes" else 0.5)
+        size[sized] = rng.integers(10, 20, int(sized.sum()))
+        shape[sized] = -1
+    conn = sorted(set(draw(st.lists(st.integers(1, max(1, n - 1)), max_size=3)))) if n > 1 else []
+    cuts = sorted(set(draw(st.lists(st.integers(1, max(1, n - 1)), max_size=6)))) if n > 1 else []
+    return {
+        "seq": seq.astype(np.int64), "t": t, "ts": ts.astype(np.int64), "arrival": arrival,
+        "has": has, "flags": flags, "size": size, "shape": shape, "conn": conn, "cuts": cuts,
+    }  # fmt: skip
+
+
+def _full(s: dict[str, Any]) -> dict[str, Any]:
+    size = s["size"].copy()
+    ids: dict[int, int] = {}
+    for i in np.flatnonzero(size == PLAIN).tolist():  # numbered by first appearance
+        size[i] = -2 - ids.setdefault(int(s["shape"][i]), len(ids))
+    return summarize(
+        SensorColumns(
+            seq=s["seq"], t=s["t"], t_sensor=s["ts"], arrival=s["arrival"], has_arrival=s["has"],
+            flags=s["flags"], size=size, shapes=tuple(SHAPES[k] for k in ids),
+            first=("array", 0, "float32", "x"), gaps=[], conn=s["conn"],
+        )
+    )  # fmt: skip
+
+
+def _reduced(s: dict[str, Any]) -> dict[str, Any] | str:
+    r = SensorReducer()
+    bounds = [0, *s["cuts"], len(s["t"])]
+    for a, b in itertools.pairwise(bounds):
+        r.add(
+            s["seq"][a:b], s["t"][a:b], (s["ts"] - s["t"])[a:b], s["arrival"][a:b],
+            s["has"][a:b], s["flags"][a:b], s["size"][a:b], SHAPES, s["shape"][a:b],
+            [c for c in s["conn"] if a <= c < b],
+        )  # fmt: skip
+    wire = r.finish([])
+    if isinstance(wire, str):
+        return wire
+    assert wire["bin"] == 0  # few distinct delays: exact percentiles
+    wire["first"] = ["array", 0, "float32", "x"]
+    return _report_of(wire, len(s["t"]))
+
+
+@given(sensors())
+@settings(max_examples=150, deadline=None)
+def test_a_summary_reduced_chunk_by_chunk_gives_the_full_report(s: dict[str, Any]) -> None:
+    got = _reduced(s)
+    if isinstance(got, str):  # a segment whose fit is a robust slope over every frame
+        assert "measured arrivals" in got
+        return
+    want = _full(s)
+    assert got == want
+    assert list(got) == list(want)  # the same keys in the same order: the same JSON
+
+
+def test_seq_going_back_is_left_to_the_full_computation() -> None:
+    r = SensorReducer()
+    t = np.arange(4, dtype=np.int64) * MS
+    z = np.zeros(4, np.int64)
+    r.add(np.array([0, 2, 1, 3]), t, z, t, z.astype(bool), z.astype(np.uint8), z, [], z, [])
+    assert r.finish([]) == "its seq numbers go back"
