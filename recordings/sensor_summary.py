@@ -214,7 +214,7 @@ class _Segment:
             self.any_delay = True
         self.buffered.append(delay)
         self.buffered_rows += len(delay)
-        if self.buffered_rows > 1 << 20:
+        if self.buffered_rows > 1 << 17:  # 1 MB of delays per sensor at most
             self._merge()
         x = ts[measured]
         if not len(x):
