@@ -631,3 +631,58 @@ def test_check_reports_a_summary_that_does_not_match_the_frames(
             problems = [str(e) for e in log.verify()]
         assert bool(problems) is lie
     assert "the sensor summary of 'imu' does not match its frames" in problems[0]
+
+
+@pytest.mark.parametrize(
+    ("lie", "reason"),
+    [
+        ("crc", "fails its CRC"),
+        ("offset", "outside the chunk region or overlapping"),
+        ("counts", "do not add up"),
+        ("range", "outside their chunk's"),
+        ("pointer", "does not point at a chunk table"),
+    ],
+)
+def test_a_chunk_table_that_does_not_check_out_is_not_used(
+    tmp_path: Path, lie: str, reason: str
+) -> None:
+    """The reader falls back to the INDEX's entries, saying why, and reads the same."""
+    import dataclasses
+
+    import recordings.writer as writer_mod
+    from recordings.chunk_table import ChunkTableWriter
+
+    real_add, real_record = ChunkTableWriter.add, ChunkTableWriter.record
+
+    def add(self: ChunkTableWriter, meta: Any, offset: int, length: int) -> None:
+        if meta.index == 1 and lie == "offset":
+            offset += 1 << 40
+        if meta.index == 1 and lie == "counts":
+            meta = dataclasses.replace(meta, counts=(meta.counts[0] + 1, *meta.counts[1:]))
+        if meta.index == 1 and lie == "range":
+            a, b = meta.ranges[0]
+            meta = dataclasses.replace(meta, ranges=((a - 1, b), *meta.ranges[1:]))
+        real_add(self, meta, offset, length)
+
+    def record(self: ChunkTableWriter) -> tuple[list[bytes], int]:
+        pieces, length = real_record(self)
+        if lie == "crc":
+            pieces[-1] = pieces[-1][:-1] + bytes([pieces[-1][-1] ^ 1])
+        if lie == "pointer":  # the INDEX points one byte into the record
+            pieces = [b"\0", *pieces[:-1], pieces[-1][:-1]]
+        return pieces, length
+
+    path = tmp_path / "t.hfr"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(writer_mod, "INDEX_BLOCK_BYTES", 0)
+        mp.setattr(ChunkTableWriter, "add", add)
+        mp.setattr(ChunkTableWriter, "record", record)
+        with Recorder(path, wall_clock=False, chunk_duration=0.1) as rec:
+            for frame in drive(2):
+                rec.write(frame)
+    with open_recording(path) as log:
+        assert reason in (log.chunk_table_problem or "")
+        assert isinstance(log.chunks, list)  # the INDEX parsed
+        assert len(log.chunks) > 10
+        assert log.summary().count == 2 * sum(RATES.values())
+        assert not log.verify()
