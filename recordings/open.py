@@ -37,24 +37,35 @@ def is_bag(path: str | os.PathLike[str]) -> bool:
     ROS 1 bag when it starts with ``#ROSBAG V2.0``, a ROS 2 one when it is
     MCAP or a rosbag2 ``.db3``.
     """
+    if _has_magic(path):  # a .hfr recording: no bag reader imported (~0.1 s)
+        return False
     from adapters.bags.detect import bag_format
 
     return bag_format(path) is not None
 
 
-def _check_recording(path: str | os.PathLike[str]) -> None:
-    """Raise one line naming everything tried when ``path`` is neither a bag nor a ``.hfr``."""
-    from adapters.bags.detect import not_a_bag
-    from adapters.errors import SourceOpenError
+def _has_magic(path: str | os.PathLike[str]) -> bool:
+    """``path`` is a file that starts with the ``.hfr`` magic bytes."""
     from recordings.format import MAGIC
 
-    p = Path(path)
-    if p.is_file():
-        with open(p, "rb") as f:
-            if f.read(len(MAGIC)) == MAGIC:
-                return
+    if not os.path.isfile(path):  # never open a FIFO or a device: it may block
+        return False
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(MAGIC)) == MAGIC
+    except OSError:  # a directory (a ROS 2 bag), a missing file: the callers say
+        return False
+
+
+def _check_recording(path: str | os.PathLike[str]) -> None:
+    """Raise one line naming everything tried when ``path`` is neither a bag nor a ``.hfr``."""
+    if _has_magic(path):
+        return
+    from adapters.bags.detect import not_a_bag
+    from adapters.errors import SourceOpenError
+
     raise SourceOpenError(
-        f"{not_a_bag(p)}; nor is it a .hfr recording (no HFR magic bytes) or an NMEA log"
+        f"{not_a_bag(Path(path))}; nor is it a .hfr recording (no HFR magic bytes) or an NMEA log"
     )
 
 
@@ -98,9 +109,7 @@ def open_source(
         return bag
     if topics:
         raise ValueError(f"'{path}' is not a ROS bag; --topic applies to bags only")
-    from adapters.nmea.source import looks_like_nmea
-
-    if looks_like_nmea(path):
+    if not _has_magic(path) and _nmea(path):
         window = (start, end, start_offset, duration)
         if sensors is not None or loop or any(v is not None for v in window):
             raise ValueError(
@@ -129,6 +138,12 @@ def open_source(
     except BaseException:
         log.close()
         raise
+
+
+def _nmea(path: str | os.PathLike[str]) -> bool:
+    from adapters.nmea.source import looks_like_nmea
+
+    return looks_like_nmea(path)
 
 
 def _window(

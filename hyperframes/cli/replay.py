@@ -15,6 +15,7 @@ recording's pace with its dated stamps.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -318,16 +319,17 @@ def source_window(source: Any, args: argparse.Namespace) -> tuple[int, int] | No
     """The replayed span ``[start, end)`` in the source's own time (a bag's log time, a
     recording's ``t``), ``--start-offset``/``--duration`` applied; ``None`` when the
     source cannot be read again from a time (an NMEA log, encoded video)."""
-    from adapters.bags.source import BagSource
     from recordings.replay import Replay
 
-    if isinstance(source, BagSource):
-        first, last = source.start_time, source.end_time - 1
-    elif isinstance(source, Replay):
+    if isinstance(source, Replay):  # first: a recording's replay loads no bag reader
         summary = source.recording.summary()
         if summary.t_start is None or summary.t_end is None:
             return None
         first, last = summary.t_start, summary.t_end
+    elif (bags := sys.modules.get("adapters.bags.source")) is not None and isinstance(
+        source, bags.BagSource
+    ):  # a BagSource exists only once its module was loaded
+        first, last = source.start_time, source.end_time - 1
     else:
         return None
     start = first + int(args.start_offset * 1e9)
