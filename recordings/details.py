@@ -374,7 +374,11 @@ class DetailsWriter:
             before = len(notes.conn)
             self._conn(notes, details, rows, sensor, k)
             if stamps is not None and self._reducer is not None:
-                self._reduce(name, notes, stamps, rows, offset, details, notes.conn[before:])
+                try:
+                    self._reduce(name, notes, stamps, rows, offset, details, notes.conn[before:])
+                except Exception as err:  # a summary is never worth the recording
+                    if name in self._reducers:
+                        self._reducers[name].why = f"the summary could not be reduced ({err!r})"
             notes.count += len(rows)
             self._cols.add(name, 0, delta.astype("<i8").tobytes())
             self._cols.add(name, 1, details.flags[rows].tobytes())
@@ -435,7 +439,10 @@ class DetailsWriter:
             notes = self._notes[name]
             got = "its details notes are over their bound" if notes.over else None
             if got is None:
-                got = reducer.finish(notes.gaps)
+                try:
+                    got = reducer.finish(notes.gaps)
+                except Exception as err:  # a summary is never worth the recording
+                    got = f"the summary could not be reduced ({err!r})"
             if isinstance(got, dict):
                 got["first"] = notes.first or payload_brief(None)
             out[name] = got

@@ -686,3 +686,26 @@ def test_a_chunk_table_that_does_not_check_out_is_not_used(
         assert len(log.chunks) > 10
         assert log.summary().count == 2 * sum(RATES.values())
         assert not log.verify()
+
+
+def test_a_summary_that_fails_costs_only_the_summary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reducer that raises (a bug) leaves its reason in the summaries; the recording
+    closes with every frame and its footer."""
+    from recordings.sensor_summary import SensorReducer
+
+    def broken(self: SensorReducer, *a: Any, **k: Any) -> None:
+        raise ZeroDivisionError("bug")
+
+    monkeypatch.setattr(SensorReducer, "finish", broken)
+    path = tmp_path / "s.hfr"
+    with Recorder(path, wall_clock=False) as rec:
+        for frame in drive(1):
+            rec.write(frame)
+    with open_recording(path) as log:
+        assert log.summary().count == sum(RATES.values())
+        summaries = log.sensor_summaries()
+        assert summaries is not None
+        assert all("could not be reduced (ZeroDivisionError" in str(v) for v in summaries.values())
+        assert log.frame_details() is not None
