@@ -598,10 +598,14 @@ def _table_totals(
     hi_v = np.full(k, np.iinfo(np.int64).min, np.int64)
     np.minimum.at(lo_v, sensor, c["start"])
     np.maximum.at(hi_v, sensor, c["end"])
-    ranges = {table.names[s]: (int(lo_v[s]), int(hi_v[s])) for s in np.unique(sensor).tolist()}
-    used, first = np.unique(sensor[ok[chunk_of]], return_index=True)
+    present = np.bincount(sensor, minlength=k) > 0  # sensor numbers are small: counted
+    ranges = {table.names[s]: (int(lo_v[s]), int(hi_v[s])) for s in np.flatnonzero(present)}
+    counted = sensor[ok[chunk_of]]
+    first = np.full(k, len(counted), np.int64)  # each sensor's first counted entry
+    np.minimum.at(first, counted, np.arange(len(counted), dtype=np.int64))
+    used = np.flatnonzero(first < len(counted))
     counts = {  # in order of first appearance, as the loop over chunks adds them
-        table.names[s]: int(counts_v[s]) for s in used[np.argsort(first, kind="stable")].tolist()
+        table.names[s]: int(counts_v[s]) for s in used[np.argsort(first[used], kind="stable")]
     }
     totals = {
         "overcounted": tuple(c["i"][~ok].tolist()),
@@ -627,7 +631,8 @@ def _table_dated(table: ChunkTable) -> frozenset[str]:
     sensor = c["sensor"].astype(np.int64)
     bad = np.zeros(len(table.names), bool)
     bad[sensor[~fits]] = True
-    return frozenset(table.names[s] for s in np.unique(sensor).tolist() if not bad[s])
+    present = np.bincount(sensor, minlength=len(table.names)) > 0
+    return frozenset(table.names[s] for s in np.flatnonzero(present & ~bad).tolist())
 
 
 def _bisect_left(keys: Sequence[int] | np.ndarray[Any, Any], x: int) -> int:

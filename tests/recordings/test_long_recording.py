@@ -709,3 +709,39 @@ def test_a_summary_that_fails_costs_only_the_summary(
         assert summaries is not None
         assert all("could not be reduced (ZeroDivisionError" in str(v) for v in summaries.values())
         assert log.frame_details() is not None
+
+
+def test_a_live_recordings_dates_from_the_chunk_table_equal_the_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Wall anchors and dated sensors (a live clock: frames near their chunk's anchor,
+    one sensor on its own clock) read from the table's columns as from the INDEX."""
+    import dataclasses
+    import time
+
+    import recordings.writer as writer_mod
+    from recordings.chunk_table import ChunkTable
+
+    path = tmp_path / "live.hfr"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(writer_mod, "INDEX_BLOCK_BYTES", 0)
+        with Recorder(path, chunk_duration=0.05) as rec:
+            now = time.monotonic_ns()
+            for i in range(200):
+                rec.write(Frame("imu", i, now + i * MS, np.zeros(3)))
+                rec.write(Frame("pts", i, i * MS, np.zeros(3)))  # its own stamps: not dated
+
+    def facts(log: Any) -> tuple[Any, ...]:
+        wall = log.wall_clock
+        assert wall is not None
+        s = dataclasses.replace(log.summary(), wall_clock=None)  # WallClock: by identity
+        return s, log.dated, wall.anchors, s.utc_start
+
+    with open_recording(path) as log:
+        assert isinstance(log.chunks, ChunkTable)
+        got = facts(log)
+    assert got[1] == frozenset({"imu"})
+    _without_table(monkeypatch)
+    with open_recording(path) as old:
+        assert not isinstance(old.chunks, ChunkTable)
+        assert facts(old) == got
