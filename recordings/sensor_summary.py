@@ -27,7 +27,7 @@ of a long file reads only that. :class:`SensorReducer` keeps, per sensor:
 What the full computation gives, this gives, but for two documented
 approximations: the delay percentiles are exact while a segment's delays take
 at most :data:`DELAY_BINS` distinct values, else read from buckets of ``2**k``
-ns (the ``bin`` key gives ``k``; an hour of a jittered 1 kHz IMU: 32 ns); the
+ns (the ``bin`` key gives ``k``; 8 hours of a 1 kHz IMU jittered over 2 ms: 256 ns); the
 mean ``t_sensor`` that picks the hull edge is the exact integer mean, where
 numpy sums floats (they differ only when the mean lands within a rounding
 error of a hull vertex). A sensor the reduction cannot describe (``seq``
@@ -75,8 +75,16 @@ EARLY_GLITCH_NS = 20_000_000
 HALF = 4
 """Neighbours on each side of a delay in the glitch test."""
 
-DELAY_BINS = 1 << 16
-"""Distinct delay values (or buckets) a segment's histogram holds before its buckets double."""
+DELAY_BINS = 1 << 13
+"""Distinct delay values (or buckets) a segment's histogram holds before its buckets double.
+
+Small, as every buffer here, so that no temporary of the writer thread passes 128 KB:
+once glibc frees a large block it raises its mmap threshold, and later blocks of that
+size fragment the thread's heap (the recorder grew 11 MB an hour with 64 K bins and
+1 MB buffers, 1 MB an hour like the recorder without summaries with this)."""
+
+BUFFER_ROWS = 1 << 13
+"""Delays and kept points a segment buffers before it merges them (64 KB a column)."""
 
 MAX_SIZES = 1 << 16
 """Distinct payload sizes a sensor's histogram holds."""
@@ -214,7 +222,7 @@ class _Segment:
             self.any_delay = True
         self.buffered.append(delay)
         self.buffered_rows += len(delay)
-        if self.buffered_rows > 1 << 17:  # 1 MB of delays per sensor at most
+        if self.buffered_rows > BUFFER_ROWS:
             self._merge()
         x = ts[measured]
         if not len(x):
@@ -265,7 +273,7 @@ class _Segment:
         self.sum_dx += int((xs - self.x0).sum())
         self.points.append((xs, ys))
         self.points_rows += len(xs)
-        if self.points_rows >= 1 << 16:  # numpy's passes pay per call: batched
+        if self.points_rows >= BUFFER_ROWS:  # numpy's passes pay per call: batched
             self._hull()
 
     def _hull(self) -> None:
