@@ -48,7 +48,7 @@ def test_every_chunk_has_a_block_equal_to_its_frames(tmp_path: Path) -> None:
         assert log.version == (1, 7)
         assert len(log.chunks) > 5
         assert {c.kind for c in log.chunks} == {4}
-        rows = []
+        rows: list[tuple[object, ...]] = []
         for c in log.chunks:
             block = decode_block(c, 1 << 30)
             names = [c.sensors[k] for k in block.sensor.tolist()]

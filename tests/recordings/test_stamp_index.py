@@ -30,7 +30,7 @@ Int64 = np.ndarray[Any, np.dtype[np.int64]]
 POLICY = Nearest("lidar", list(SENSORS), {"cam": 2 * MS, "imu": 2 * MS})
 
 
-def groups_of(path: Path, **open_options: bool) -> tuple[list[int], list[object]]:
+def groups_of(path: Path, **open_options: Any) -> tuple[list[int], list[object]]:
     with open_recording(path, **open_options) as log, sync_recording(log, POLICY) as g:
         return g.columns.t.tolist(), [grp.keys for grp in g.groups()]
 
