@@ -184,6 +184,11 @@ class StreamSplitter:
                 self._scan(out)
                 continue
             if self.nmea and buf[:1] in (bytearray(b"$"), bytearray(b"!")):
+                if not _sentence_header(buf + b"\n", 0, len(buf) + 1):
+                    self._garbage += 1  # a '$' the stream ended before an address followed
+                    del buf[:1]
+                    self._scan(out)
+                    continue
                 self._flush_garbage(out)
                 out.append(Sentence(bytes(buf).rstrip(b"\r\n"), cut=False))
                 self._buffer = bytearray()

@@ -405,3 +405,19 @@ def test_a_serial_port_of_ubx_and_nmea_gives_the_frames_of_the_file() -> None:
         os.close(master)
         os.close(slave)
     assert Counter(f.sensor for f in got) == +expected
+
+
+def test_a_dollar_that_ends_the_stream_is_garbage_not_a_sentence() -> None:
+    # found by the property above on CI: a damaged checksum whose last byte became '$'
+    raw = ubx_message(0, 0, b"n\x08\\]\xa4")
+    damaged = raw[:-1] + bytes([raw[-1] ^ 0xFF])
+    assert damaged.endswith(b"$")
+    splitter = StreamSplitter()
+    out = splitter.feed(damaged[:1]) + splitter.feed(damaged[1:]) + splitter.flush()
+    assert out == [Garbage(len(damaged), 1)]
+    # an address with no ',' or '*' before the end is no sentence either; one with it is
+    assert StreamSplitter().feed(b"$GPGGA") + [] == []
+    tail = StreamSplitter()
+    assert tail.feed(b"$GPGGA") == [] and tail.flush() == [Garbage(6, 0)]
+    whole = StreamSplitter()
+    assert whole.feed(b"$GPGGA,1") == [] and whole.flush() == [Sentence(b"$GPGGA,1")]
