@@ -377,10 +377,8 @@ class SyncHub:
         self, receive: ChannelReceiver[Frame], clock: Clock, queued: deque[Frame]
     ) -> None:
         policy = self.policy
-        sensors = self._sensors
         received = self._received
         track = self.max_latency is not None
-        tap, tap_batch = self._tap, self._tap_batch
         with receive:
             while True:
                 try:
@@ -388,29 +386,8 @@ class SyncHub:
                 except anyio.EndOfStream:
                     return
                 now = clock.now()
-                for frame in batch:
-                    state = sensors.get(frame.sensor)
-                    if state is None:
-                        state = sensors[frame.sensor] = _SensorState(None)
-                    state.frames_in += 1
-                    model = state.model
-                    if frame.meta and frame.meta.get("segment_start"):
-                        state.segments += 1
-                        restart = getattr(model, "restart", None)
-                        if restart is not None:
-                            restart()
-                    if model is not None:
-                        if frame.t_arrival is not None:
-                            model.observe(frame.t_sensor, frame.t_arrival)
-                        frame.t = model.align(frame.t_sensor)
-                    state.last_t = frame.t
-                    state.last_received = now
-                self._frames_in += len(batch)
-                if tap_batch is not None:
-                    await tap_batch(batch)
-                elif tap is not None:
-                    for frame in batch:
-                        await tap(frame)
+                self._align(batch, now)
+                await self._take(batch)
                 groups: list[FrameGroup] = []
                 for frame in batch:
                     if queued:  # pushed now: no longer guards the deadline
@@ -448,6 +425,15 @@ class SyncHub:
                 frame.t = model.align(frame.t_sensor)
             state.last_t = frame.t
             state.last_received = now
+
+    async def _take(self, batch: list[Frame]) -> None:
+        """An aligned batch taken for the policy: counted, then handed to the taps."""
+        self._frames_in += len(batch)
+        if self._tap_batch is not None:
+            await self._tap_batch(batch)
+        elif self._tap is not None:
+            for frame in batch:
+                await self._tap(frame)
 
     async def _merge(
         self, inputs: list[tuple[ChannelReceiver[Frame], deque[Frame]]], clock: Clock
@@ -492,12 +478,7 @@ class SyncHub:
 
     async def _push_merged(self, batch: list[Frame], clock: Clock) -> None:
         """A merged batch: the taps, then the policy, its groups sent in order."""
-        self._frames_in += len(batch)
-        if self._tap_batch is not None:
-            await self._tap_batch(batch)
-        elif self._tap is not None:
-            for frame in batch:
-                await self._tap(frame)
+        await self._take(batch)
         now = clock.now()
         groups: list[FrameGroup] = []
         push = self.policy.push
