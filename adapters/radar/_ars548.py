@@ -413,10 +413,12 @@ def _detections(payload: bytes | memoryview) -> Scan | Rejected:
     out = np.empty(count, DETECTION_DTYPE)
     for name in _DETECTION_COPY:
         out[name] = rows[name]
-    r = rows["range"].astype(np.float64)
-    az = rows["azimuth"].astype(np.float64)
-    el = rows["elevation"].astype(np.float64)
+    # A damaged float may be a signalling NaN, which the widening cast itself flags
+    # (numpy's "invalid value encountered in cast"): the point is NaN, no warning.
     with np.errstate(invalid="ignore", over="ignore"):
+        r = rows["range"].astype(np.float64)
+        az = rows["azimuth"].astype(np.float64)
+        el = rows["elevation"].astype(np.float64)
         flat = r * np.cos(el)
         out["x"] = flat * np.cos(az)
         out["y"] = flat * np.sin(az)
