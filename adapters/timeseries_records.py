@@ -334,7 +334,9 @@ class RecordPacker:
         bad = []
         for name, value in zip(dtype.names or (), row, strict=True):
             try:
-                out[name] = value
+                # converted as the whole row is (a one-field record), not assigned to the
+                # column, which would spread a one-item list ["0"] over it as 0.0
+                out[name] = np.array([(value,)], [(name, dtype[name])])[name]
             except (TypeError, ValueError, OverflowError):
                 if dtype[name].base.kind != "f":
                     return None

@@ -313,6 +313,45 @@ def test_a_bad_value_costs_that_samples_field_and_every_good_sample_keeps_it(
     assert ledger.lost_total == 0
 
 
+@pytest.mark.parametrize("at", [0, 12])  # among the eight the schema is learned from; later
+@pytest.mark.parametrize("value", [["0"], [1.5], ["nan"]])
+def test_a_one_item_list_is_a_bad_value_not_its_item(at: int, value: list[Any]) -> None:
+    """Found by the bad-value property (count=9, bad={0: ['0']}): a sample whose row failed
+    was repaired field by field by assigning to the column, which spread ``["0"]`` over
+    it as 0.0; the whole row's conversion rejects any list for a float field."""
+    source = TimeSeriesSource.from_iterable([], name="imu")
+    packer = RecordPacker("t", "ns", None)
+    rows = []
+    for i in range(16):
+        source.count_received()
+        rows += list(packer.pack([imu_sample(i, value if i == at else 0.5 * i)], source)[0])
+    assert len(rows) == 16
+    assert np.isnan(rows[at]["ax"])
+    assert rows[at]["ay"] == -0.25 * at
+    assert [float(r["ax"]) for i, r in enumerate(rows) if i != at] == [
+        0.5 * i for i in range(16) if i != at
+    ]
+    assert source.errors == {"bad_value": 1}
+
+
+def test_a_repaired_row_keeps_a_vector_field_as_the_whole_row_would() -> None:
+    """The field-by-field repair converts as the row does: a vector field takes a list of
+    its length or one number for every item; only the float field that fits nothing is NaN."""
+    dtype = np.dtype([("acc", "<f8", (3,)), ("ax", "<f8")])
+    source = TimeSeriesSource.from_iterable([], name="imu")
+    packer = RecordPacker("t", "ns", dtype)
+    records = [
+        {"t": 1, "acc": [1, 2, 3], "ax": "x"},
+        {"t": 2, "acc": 5.0, "ax": {"a": 1}},
+        {"t": 3, "acc": [1, 2, 3], "ax": ["0"]},
+    ]
+    rows, weights = packer.pack(records, source)
+    assert rows["acc"].tolist() == [[1, 2, 3], [5, 5, 5], [1, 2, 3]]
+    assert np.isnan(rows["ax"]).all()
+    assert list(weights) == [0, 0, 1]
+    assert source.errors == {"bad_value": 3}
+
+
 async def test_live_udp_samples_with_bad_values_among_the_first_eight_keep_their_fields() -> None:
     """The reported case, on a real socket: ``ax`` a string, a list and a map among the
     first eight datagrams; every later frame still has ``ax``."""
