@@ -188,11 +188,57 @@ def _c(a: Int64) -> Int64:
     return np.ascontiguousarray(a, np.int64)
 
 
+# What both compiled forms (this and fusion.policies.nearest_kernel) do around the kernel.
+Groups = tuple[Int64, Int64, list[Int64], list[tuple[Int64, Int64]]]
+UInt64 = np.ndarray[Any, np.dtype[np.uint64]]
+Bools = np.ndarray[Any, np.dtype[np.bool_]]
+
+
+def references_alone(refs: Int64) -> Groups:
+    """The groups when no sensor but the references is asked for: every reference one.
+
+    Raises :class:`Unsorted` when ``refs`` is not strictly increasing.
+    """
+    m = len(refs)
+    if m > 1 and not bool(np.all(refs[1:] > refs[:-1])):
+        raise Unsorted([0])
+    return refs.copy(), np.arange(m, dtype=np.int64), [], []
+
+
+def limits(
+    matched: Sequence[tuple[Int64, int, bool]],
+    windows: Sequence[tuple[Int64, int, int, bool]],
+) -> tuple[UInt64, UInt64, UInt64, Bools]:
+    """A row per sensor (the matched, then the windows): tolerance, before, after (each
+    clamped to the span every distance is within; 0 where it does not apply), required."""
+    n_m, n_w = len(matched), len(windows)
+    tol = np.array([min(int(t), _SPAN) for _, t, _ in matched] + [0] * n_w, np.uint64)
+    before = np.array([0] * n_m + [min(int(b), _SPAN) for _, b, _, _ in windows], np.uint64)
+    after = np.array([0] * n_m + [min(int(a), _SPAN) for _, _, a, _ in windows], np.uint64)
+    required = np.array([r for *_, r in matched] + [r for *_, r in windows], np.bool_)
+    return tol, before, after, required
+
+
+def scratch(n_m: int, n_w: int, m: int) -> tuple[Int64, Int64, Int64, Int64, Int64]:
+    """The kernel's outputs, a row per reference: picks, window ``lo`` and ``hi``, times, refs."""
+    pick = np.empty((n_m, m), np.int64)
+    lo = np.empty((n_w, m), np.int64)
+    hi = np.empty((n_w, m), np.int64)
+    return pick, lo, hi, np.empty(m, np.int64), np.empty(m, np.int64)
+
+
+def trimmed(g: int, pick: Int64, lo: Int64, hi: Int64, out_t: Int64, out_ref: Int64) -> Groups:
+    """The first ``g`` rows of the kernel's outputs (the complete groups), as returned."""
+    picks = [pick[j, :g] for j in range(len(pick))]
+    spans = [(lo[j, :g], hi[j, :g]) for j in range(len(lo))]
+    return out_t[:g], out_ref[:g], picks, spans
+
+
 def nearest_groups(
     refs: Int64,
     matched: Sequence[tuple[Int64, int, bool]],
     windows: Sequence[tuple[Int64, int, int, bool]],
-) -> tuple[Int64, Int64, list[Int64], list[tuple[Int64, Int64]]]:
+) -> Groups:
     """:func:`fusion.policies.nearest_kernel.nearest_groups`, computed by the C library.
 
     Call :func:`load` first (:class:`~fusion.errors.UsageError` if it is not loaded). Raises
@@ -204,23 +250,14 @@ def nearest_groups(
     refs = _c(refs)
     m = len(refs)
     n_m, n_w = len(matched), len(windows)
-    if n_m + n_w == 0:  # the references alone: every one a group
-        if m > 1 and not bool(np.all(refs[1:] > refs[:-1])):
-            raise Unsorted([0])
-        return refs.copy(), np.arange(m, dtype=np.int64), [], []
+    if n_m + n_w == 0:
+        return references_alone(refs)
     cols = [_c(x[0]) for x in matched] + [_c(x[0]) for x in windows]
     pointers = np.array([c.ctypes.data for c in cols], np.uintp)
     lens = np.array([len(c) for c in cols], np.int64)
-    # Tolerances (matched) and windows clamped to the span every distance is within.
-    tol = np.array([min(int(t), _SPAN) for _, t, _ in matched] + [0] * n_w, np.uint64)
-    before = np.array([0] * n_m + [min(int(b), _SPAN) for _, b, _, _ in windows], np.uint64)
-    after = np.array([0] * n_m + [min(int(a), _SPAN) for _, _, a, _ in windows], np.uint64)
-    required = np.array([r for *_, r in matched] + [r for *_, r in windows], np.uint8)
-    pick = np.empty((n_m, m), np.int64)
-    lo = np.empty((n_w, m), np.int64)
-    hi = np.empty((n_w, m), np.int64)
-    out_t = np.empty(m, np.int64)
-    out_ref = np.empty(m, np.int64)
+    tol, before, after, flags = limits(matched, windows)
+    required = flags.view(np.uint8)  # the C side reads one byte, 0 or 1
+    pick, lo, hi, out_t, out_ref = scratch(n_m, n_w, m)
     unsorted = np.zeros(1 + n_m + n_w, np.uint8)
     arrays = (refs, pointers, lens, required, tol, before, after, pick, lo, hi, out_t, out_ref)
     refs_p, cols_p, lens_p, req_p, tol_p, before_p, after_p, *outs = (a.ctypes.data for a in arrays)
@@ -230,6 +267,4 @@ def nearest_groups(
         raise Unsorted(np.flatnonzero(unsorted).tolist())
     if g < 0:
         raise MemoryError("the C merge kernel could not allocate its scratch space")
-    picks = [pick[j, :g] for j in range(n_m)]
-    spans = [(lo[j, :g], hi[j, :g]) for j in range(n_w)]
-    return out_t[:g], out_ref[:g], picks, spans
+    return trimmed(g, pick, lo, hi, out_t, out_ref)

@@ -48,7 +48,13 @@ from typing import Any
 import numba
 import numpy as np
 
-from fusion.policies._nearest_native import Unsorted
+from fusion.policies._nearest_native import (
+    Unsorted,
+    limits,
+    references_alone,
+    scratch,
+    trimmed,
+)
 
 __all__ = ["Unsorted", "loaded", "nearest_groups"]
 
@@ -278,23 +284,13 @@ def nearest_groups(
     refs = _frozen(refs)
     m = len(refs)
     n_m, n_w = len(matched), len(windows)
-    if n_m + n_w == 0:  # the references alone: every one a group
-        if m > 1 and not bool(np.all(refs[1:] > refs[:-1])):
-            raise Unsorted([0])
-        return refs.copy(), np.arange(m, dtype=np.int64), [], []
+    if n_m + n_w == 0:
+        return references_alone(refs)
     cols = tuple(_frozen(c) for c in [x[0] for x in matched] + [x[0] for x in windows])
-    # Tolerances (matched) and windows clamped to the span every distance is within.
-    tol = np.array([min(int(t), _SPAN) for _, t, _ in matched] + [0] * n_w, np.uint64)
-    before = np.array([0] * n_m + [min(int(b), _SPAN) for _, b, _, _ in windows], np.uint64)
-    after = np.array([0] * n_m + [min(int(a), _SPAN) for _, _, a, _ in windows], np.uint64)
-    required = np.array([r for *_, r in matched] + [r for *_, r in windows], bool)
+    tol, before, after, required = limits(matched, windows)
     # A row per sensor, filled by its pass, then compacted in place by the
     # resolution (group g is written from reference k >= g, already read).
-    pick = np.empty((n_m, m), np.int64)
-    lo = np.empty((n_w, m), np.int64)
-    hi = np.empty((n_w, m), np.int64)
-    out_t = np.empty(m, np.int64)
-    out_ref = np.empty(m, np.int64)
+    pick, lo, hi, out_t, out_ref = scratch(n_m, n_w, m)
     unsorted = np.zeros(1 + n_m + n_w, bool)
     global _used
     _used = True
@@ -305,6 +301,4 @@ def nearest_groups(
     )
     if g < 0:
         raise Unsorted(np.flatnonzero(unsorted).tolist())
-    picks = [pick[j, :g] for j in range(n_m)]
-    spans = [(lo[j, :g], hi[j, :g]) for j in range(n_w)]
-    return out_t[:g], out_ref[:g], picks, spans
+    return trimmed(g, pick, lo, hi, out_t, out_ref)
