@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from hyperframes.cli.common import add_output_flags, configure_logging
+from hyperframes.cli.common import add_output_flags, command_logging
 
 # Order here is the order ``--help`` lists them.
 COMMANDS = (
@@ -131,10 +131,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
-    configure_logging(args)
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
-        code: int = args.func(args)
+        with command_logging(args):
+            code: int = args.func(args)
     except KeyboardInterrupt:  # Ctrl-C (or SIGTERM) outside a pipeline's graceful handling
         print(f"hyperframes {args.command}: interrupted", file=sys.stderr)
         return 130

@@ -66,17 +66,38 @@ def add_output_flags(parser: argparse.ArgumentParser) -> None:
         )
 
 
-def configure_logging(args: argparse.Namespace) -> None:
-    """Plain ``logging`` to stderr: warnings by default, -v info, -vv debug, -q errors."""
+@contextmanager
+def command_logging(args: argparse.Namespace) -> Iterator[None]:
+    """Plain ``logging`` to stderr while a command runs: warnings by default, -v info,
+    -vv debug, -q errors.
+
+    The root logger's level and handlers are the command's only while it runs, then
+    restored as they were: a command run in-process (``main([...])`` from a test, a
+    notebook or another program) leaves its caller's logging as it found it.
+    """
     verbose = getattr(args, "verbose", 0) or 0
     level = (
         logging.ERROR
         if getattr(args, "quiet", False)
         else (logging.WARNING, logging.INFO, logging.DEBUG)[min(verbose, 2)]
     )
-    logging.basicConfig(
-        level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr, force=True
-    )
+    root = logging.getLogger()
+    saved_level, saved = root.level, list(root.handlers)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    for h in saved:
+        root.removeHandler(h)
+    root.addHandler(handler)
+    root.setLevel(level)
+    try:
+        yield
+    finally:
+        for h in list(root.handlers):
+            root.removeHandler(h)
+        handler.close()
+        for h in saved:
+            root.addHandler(h)
+        root.setLevel(saved_level)
 
 
 PIPE_WIDTH = 200
