@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.errors import DecodeError, SourceOpenError
+from adapters.lidar._hesai_correction import HesaiCorrection, find_fields
 from adapters.lidar.hesai_decode import HESAI_DTYPE, HesaiDecoder, HesaiSweep
 from adapters.lidar.hesai_models import (
     RETURN_MODES,
@@ -30,7 +31,7 @@ from adapters.lidar.hesai_models import (
     default_angles,
     get_model,
     identify,
-    read_angles,
+    read_any_angles,
 )
 from adapters.lidar.hesai_packets import PACKET_TYPES, BadMessage, bag_packets, prepare
 from adapters.net.udp import DEFAULT_SENDER_TIMEOUT, UdpReceiver
@@ -50,8 +51,8 @@ Packet = tuple[bytes, int | None, str]  # payload, arrival, where (for messages)
 
 
 class HesaiSource(Source):
-    """Sweeps of a Hesai LiDAR: Pandar40P, Pandar64, QT64, QT128, XT16, XT32, XT32M, OT128
-    (contract name).
+    """Sweeps of a Hesai LiDAR: Pandar40P, Pandar64, QT64, QT128, XT16, XT32, XT32M, OT128,
+    AT128 (contract name).
 
     Exactly one input: ``pcap=`` (pcap or pcapng: UDP datagrams to ``data_port``),
     ``bag=`` (a ROS 1/2 bag of ``pandar_msgs/PandarScan`` or
@@ -59,13 +60,16 @@ class HesaiSource(Source):
     or ``port=`` (live UDP; ``port=0`` picks a free one, see :meth:`wait_listening`).
     ``model="auto"`` tells the model from the packets' header (nebula's layouts,
     :mod:`adapters.lidar.hesai_models`); a declared model refuses packets of
-    another (``bad_header``). ``calibration`` is the sensor's angle CSV; without
-    one the model's default angles (nebula's files) are used, which are only
-    nominal for a given unit.
+    another (``bad_header``). ``calibration`` is the sensor's angle CSV (the
+    AT128: its binary ``.dat`` angle correction); without one the model's default
+    angles (nebula's files) are used, which are only nominal for a given unit.
 
     Each frame's ``data`` is a :data:`HESAI_DTYPE` array of one rotation, cut
     channel by channel where its corrected azimuth crosses ``cut_angle`` degrees
-    (as nebula cuts). ``min_range``/``max_range`` narrow the sensor's own range;
+    (as nebula cuts; None: the model's, 150° for the AT128, else 0°); ``fov``
+    (degrees, both ends kept) drops points whose corrected azimuth is outside it
+    (None: the model's, 30-150° for the AT128, else the whole circle).
+    ``min_range``/``max_range`` narrow the sensor's own range;
     ``dual_return_distance_threshold`` (m) drops a non-last echo that close to
     another (nebula's default 0.1). The first sweep and the sweeps still open at
     the end are ``meta["partial"]``; ``partial_sweeps=False`` drops them (their
@@ -86,11 +90,12 @@ class HesaiSource(Source):
         topic: str | None = None,
         port: int | None = None,
         model: str | HesaiModel = "auto",
-        calibration: str | Path | HesaiAngles | None = None,
+        calibration: str | Path | HesaiAngles | HesaiCorrection | None = None,
         host: str = "0.0.0.0",
         data_port: int = DEFAULT_PORT,
         name: str = "lidar",
-        cut_angle: float = 0.0,
+        cut_angle: float | None = None,
+        fov: tuple[int, int] | None = None,
         min_range: float | None = None,
         max_range: float | None = None,
         dual_return_distance_threshold: float = 0.1,
@@ -111,8 +116,10 @@ class HesaiSource(Source):
             raise ConfigError("give one of pcap= or bag= (offline) or port= (live)")
         if speed is not None and speed <= 0:
             raise ConfigError(f"speed must be > 0 or None, got {speed}")
-        if not 0.0 <= cut_angle < 360.0:
+        if cut_angle is not None and not 0.0 <= cut_angle < 360.0:
             raise ConfigError(f"cut_angle must be in [0, 360) degrees, got {cut_angle}")
+        if fov is not None and not all(0 <= a <= 360 for a in fov):
+            raise ConfigError(f"fov must be two angles in [0, 360] degrees, got {fov}")
         if dual_return_distance_threshold < 0:
             raise ConfigError("dual_return_distance_threshold must be >= 0 metres")
         if min_range is not None and max_range is not None and min_range >= max_range:
@@ -124,10 +131,10 @@ class HesaiSource(Source):
             raise ConfigError(str(err)) from None
         if isinstance(calibration, (str, Path)):
             try:
-                calibration = read_angles(calibration)
+                calibration = read_any_angles(calibration)
             except DecodeError as err:
                 raise SourceOpenError(str(err), sensor=name) from err
-        self.calibration: HesaiAngles | None = calibration
+        self.calibration: HesaiAngles | HesaiCorrection | None = calibration
         self.pcap = None if pcap is None else Path(pcap)
         self.bag = None if bag is None else Path(bag)
         for what, path in (("pcap file", self.pcap), ("bag", self.bag)):
@@ -137,6 +144,7 @@ class HesaiSource(Source):
         self.port = DEFAULT_PORT if not given else port
         self.host, self.data_port = host, data_port
         self.cut_angle, self.min_range, self.max_range = cut_angle, min_range, max_range
+        self.fov = fov
         self.threshold = dual_return_distance_threshold
         self.check_crc, self.partial_sweeps, self.speed = check_crc, partial_sweeps, speed
         self.recv_buffer, self.sender, self.sender_timeout = recv_buffer, sender, sender_timeout
@@ -152,6 +160,7 @@ class HesaiSource(Source):
             "model": "auto" if self.declared is None else self.declared.name,
             "vendor": "Hesai",
             "cut_angle_deg": cut_angle,
+            "fov_deg": fov,
             "fields": list(HESAI_DTYPE.names or ()),
             "frame": "x = r cos(el) sin(az), y = r cos(el) cos(az), z up (nebula)",
         }
@@ -167,6 +176,7 @@ class HesaiSource(Source):
         )
         self.watch = StreamWatch(name, int(jump_threshold * 1e9), log)
         self._waiting: list[Packet] = []
+        self._fields: Any = None
         self._listening_port: int | None = None
         self._listening: Any = None
 
@@ -205,6 +215,7 @@ class HesaiSource(Source):
                 model,
                 angles,
                 cut_angle=self.cut_angle,
+                fov=self.fov,
                 min_range=self.min_range,
                 max_range=self.max_range,
                 dual_return_distance_threshold=self.threshold,
@@ -213,7 +224,17 @@ class HesaiSource(Source):
         except ValueError as err:
             self._give_up(f"the packets say {model.name}, but {err}")
         self.model = model
-        self._meta.update(model=model.name, model_evidence=said, angles=angles.source)
+        assert self.decoder is not None
+        geo = self.decoder.geometry
+        self._meta.update(
+            model=model.name,
+            model_evidence=said,
+            angles=angles.source,
+            cut_angle_deg=model.default_cut if self.cut_angle is None else self.cut_angle,
+            fov_deg=self.fov if self.fov is not None else model.fov,
+        )
+        corr = geo.correction
+        self._fields = None if corr is None else (lambda az: find_fields(corr, az))
         if self.declared is None:
             log.info("%s: %s (%s; angles %s)", self.name, model.name, said, angles.source)
 
@@ -233,7 +254,10 @@ class HesaiSource(Source):
         decoder = self.decoder
         assert decoder is not None
         batch, rejected = prepare(
-            decoder.model, [p for p, _t, _w in packets], check_crc=self.check_crc
+            decoder.model,
+            [p for p, _t, _w in packets],
+            check_crc=self.check_crc,
+            fields=self._fields,
         )
         for i, reason, message in rejected:
             self.count_error(reason, f"{packets[i][2]}{message}")
@@ -320,7 +344,7 @@ class HesaiSource(Source):
                 yield d.payload, d.t_capture, f"{self.pcap}: record at byte {d.offset}: "
 
     def _bag_packets(self) -> Iterator[Packet]:
-        from adapters.bags.reader import BagReader, decompress_message
+        from adapters.bags import BagReader, decompress_message
 
         assert self.bag is not None
         with BagReader(self.bag) as reader:

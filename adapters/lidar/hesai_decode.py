@@ -27,6 +27,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from adapters.lidar._hesai_correction import (
+    CIRCLE,
+    HesaiCorrection,
+    azimuth_rad,
+    corrected_angles,
+    lut_sin_cos,
+)
 from adapters.lidar.hesai_geometry import (
     Columns,
     CutState,
@@ -36,7 +43,7 @@ from adapters.lidar.hesai_geometry import (
     normalize,
 )
 from adapters.lidar.hesai_models import HesaiAngles, HesaiModel
-from adapters.lidar.hesai_packets import Batch, time_table
+from adapters.lidar.hesai_packets import Batch, block_azimuths, time_table
 
 HESAI_DTYPE = np.dtype(
     [
@@ -65,11 +72,16 @@ def decode_numpy(
     r = int(batch.returns[0])
     P, C, G = len(batch.raw), model.channels, model.blocks // r
     raw = batch.raw
-    offs = np.array([model.block_offset(g * r) + model.azimuth_at for g in range(G)])
-    az = raw[:, offs].astype(np.int64) | (raw[:, offs + 1].astype(np.int64) << 8)  # (P, G)
-    brad = geo.block_rad[az]  # (P, G) float32
-    spatial = (brad[:, :, None] + geo.offset[None, None, :]).astype(np.float32)  # (P, G, C)
-    chan_az = normalize(spatial).reshape(P * G, C)
+    az = np.stack([block_azimuths(model, raw, g * r) for g in range(G)], axis=1)  # (P, G)
+    corrected = None
+    if geo.correction is not None:
+        az_i, el_i = corrected_angles(geo.correction, az.reshape(-1))  # (P*G, C)
+        chan_az = azimuth_rad(az_i)
+        corrected = (az_i, el_i)
+    else:
+        brad = geo.block_rad[az]  # (P, G) float32
+        spatial = (brad[:, :, None] + geo.offset[None, None, :]).astype(np.float32)
+        chan_az = normalize(spatial).reshape(P * G, C)
     # the cut, channel by channel
     cut = geo.cut
     prev = np.concatenate([state.last[None, :], chan_az[:-1]])
@@ -84,7 +96,7 @@ def decode_numpy(
     packet_sweep = sweep_of_group.reshape(P, G, C)[:, 0, :].min(axis=1)
     # the units: (P, G, C, r) distance and reflectivity
     unit_base = np.array(
-        [[model.block_offset(g * r + j) + model.azimuth_at + 2 for j in range(r)] for g in range(G)]
+        [[model.block_offset(g * r + j) + model.units_at for j in range(r)] for g in range(G)]
     )  # (G, r)
     cols = unit_base[:, None, :] + (np.arange(C) * model.unit)[None, :, None]  # (G, C, r)
     dist_raw = raw[:, cols].astype(np.int64) | (raw[:, cols + 1].astype(np.int64) << 8)
@@ -92,6 +104,7 @@ def decode_numpy(
     dist = (dist_raw * batch.dis_unit[:, None, None, None]).astype(np.float32)
     lo, hi, threshold = limits
     valid = (dist_raw != 0) & ~(dist < lo) & ~(dist > hi)
+    valid &= geo.in_fov(chan_az).reshape(P, G, C)[..., None]
     if r > 1:
         for j in range(r - 1):
             dup = np.zeros(valid.shape[:3], bool)
@@ -115,12 +128,18 @@ def decode_numpy(
     pg = sel // (C * r)  # packet * G + group
     c = (sel // r) % C
     echo = sel % r
-    sp = spatial.reshape(P * G, C)[pg, c]
-    xy = (d * geo.cos_el[c]).astype(np.float32)
+    if corrected is not None:
+        sin_az, cos_az = lut_sin_cos(corrected[0][pg, c])
+        sin_el, cos_el = lut_sin_cos(corrected[1][pg, c] % CIRCLE)
+    else:
+        sp = spatial.reshape(P * G, C)[pg, c]
+        sin_az, cos_az = np.sin(sp), np.cos(sp)
+        sin_el, cos_el = geo.sin_el[c], geo.cos_el[c]
+    xy = (d * cos_el).astype(np.float32)
     return Columns(
-        x=(xy * np.sin(sp)).astype(np.float32),
-        y=(xy * np.cos(sp)).astype(np.float32),
-        z=(d * geo.sin_el[c]).astype(np.float32),
+        x=(xy * sin_az).astype(np.float32),
+        y=(xy * cos_az).astype(np.float32),
+        z=(d * sin_el).astype(np.float32),
         intensity=refl.reshape(-1)[sel],
         channel=c.astype(np.uint16),
         t_abs=t_abs.reshape(-1)[sel],
@@ -159,16 +178,18 @@ class HesaiDecoder:
     def __init__(
         self,
         model: HesaiModel,
-        angles: HesaiAngles,
+        angles: HesaiAngles | HesaiCorrection,
         *,
-        cut_angle: float = 0.0,
+        cut_angle: float | None = None,
+        fov: tuple[int, int] | None = None,
         min_range: float | None = None,
         max_range: float | None = None,
         dual_return_distance_threshold: float = 0.1,
         kernel: bool = True,
     ) -> None:
         self.model = model
-        self.geometry = Geometry(model, angles, cut_angle)
+        cut = model.default_cut if cut_angle is None else cut_angle
+        self.geometry = Geometry(model, angles, cut, model.fov if fov is None else fov)
         lo = float(np.float32(model.min_range))
         hi = float(np.float32(model.max_range))
         if min_range is not None:

@@ -95,6 +95,132 @@ def _decode(  # pragma: no cover - compiled
     return n
 
 
+@numba.njit(nogil=True, cache=True, boundscheck=False)
+def _decode_tabled(  # pragma: no cover - compiled
+    raw: Any, ints: Any, dis: Any, stamps: Any, ttab: Any,
+    chan_az: Any, sa: Any, ca: Any, se: Any, ce: Any, fov: Any, lims: Any,
+    last: Any, sweep: Any, cut: Any,
+    ox: Any, oy: Any, oz: Any, oi: Any, oc: Any, ot: Any, orr: Any, osw: Any, psw: Any,
+) -> int:  # fmt: skip
+    """The AT128 loop: the angles of every (packet x group, channel) are given."""
+    P = raw.shape[0]
+    r, G, C = ints[0], ints[1], ints[2]
+    header, bsize, units_at, usize = ints[3], ints[4], ints[5], ints[6]
+    lo, hi, thr = lims[0], lims[1], lims[2]
+    fov_on, fov_lo, fov_hi = fov[0] != 0.0, np.float32(fov[1]), np.float32(fov[2])
+    n = 0
+    dist = np.empty(3, np.float32)
+    draw = np.empty(3, np.int64)
+    refl = np.empty(3, np.int64)
+    for p in range(P):
+        du = dis[p]
+        for g in range(G):
+            pg = p * G + g
+            first_sweep = np.int64(1) << 62
+            for c in range(C):
+                az = chan_az[pg, c]
+                prev = last[c]
+                if prev != az:
+                    wraps = az < prev
+                    inside = (cut <= az or prev <= cut) if wraps else (prev <= cut <= az)
+                    if inside and cut != az:
+                        sweep[c] += 1
+                last[c] = az
+                k = sweep[c]
+                if k < first_sweep:
+                    first_sweep = k
+                if fov_on:
+                    if fov_hi < fov_lo:
+                        if not (az <= fov_hi or fov_lo <= az):
+                            continue
+                    elif not (fov_lo <= az <= fov_hi):
+                        continue
+                for j in range(r):
+                    u = header + (g * r + j) * bsize + units_at + c * usize
+                    draw[j] = np.int64(raw[p, u]) | (np.int64(raw[p, u + 1]) << 8)
+                    refl[j] = raw[p, u + 2]
+                    dist[j] = np.float32(draw[j] * du)
+                for j in range(r):
+                    if draw[j] == 0 or dist[j] < lo or dist[j] > hi:
+                        continue
+                    if j != r - 1:
+                        drop = False
+                        for q in range(r):
+                            if q == j:
+                                continue
+                            if draw[q] == draw[j] and refl[q] == refl[j]:
+                                drop = True
+                            if abs(dist[q] - dist[j]) < thr:
+                                drop = True
+                        if drop:
+                            continue
+                    xy = np.float32(dist[j] * ce[pg, c])
+                    ox[n] = np.float32(xy * sa[pg, c])
+                    oy[n] = np.float32(xy * ca[pg, c])
+                    oz[n] = np.float32(dist[j] * se[pg, c])
+                    oi[n] = refl[j]
+                    oc[n] = c
+                    ot[n] = stamps[p] + ttab[g * r + j, c]
+                    orr[n] = j + 1
+                    osw[n] = k
+                    n += 1
+            if g == 0:
+                psw[p] = first_sweep
+    return n
+
+
+def _decode_corrected(
+    model: HesaiModel,
+    batch: Batch,
+    geo: Geometry,
+    state: CutState,
+    limits: tuple[float, float, float],
+) -> Columns:
+    """AT128: angles per block in numpy (:mod:`adapters.lidar._hesai_correction`), the loop
+    compiled."""
+    from adapters.lidar._hesai_correction import (
+        CIRCLE,
+        azimuth_rad,
+        corrected_angles,
+        lut_sin_cos,
+    )
+    from adapters.lidar.hesai_packets import block_azimuths
+
+    assert geo.correction is not None
+    r = int(batch.returns[0])
+    P, C, G = len(batch.raw), model.channels, model.blocks // r
+    az = np.stack([block_azimuths(model, batch.raw, g * r) for g in range(G)], axis=1)
+    az_i, el_i = corrected_angles(geo.correction, az.reshape(-1))
+    chan_az = azimuth_rad(az_i)
+    sa, ca = lut_sin_cos(az_i)
+    se, ce = lut_sin_cos(el_i % CIRCLE)
+    if not state.started:
+        state.sweep[:] = initial_sweeps(chan_az[0], geo.cut, geo)
+        state.last[:] = chan_az[0]
+        state.started = True
+    keys = np.unique(batch.time_key)
+    assert len(keys) == 1  # the AT128's firing times depend on the return count only
+    ttab = time_table(model, r, int(keys[0])).astype(np.int64)
+    ints = np.array([r, G, C, model.header, model.block_size, model.units_at, model.unit], np.int64)
+    fov = np.zeros(3, np.float32)
+    if geo.fov is not None:
+        fov[:] = (1.0, geo.fov[0], geo.fov[1])
+    cap = P * G * C * r
+    ox, oy, oz = (np.empty(cap, np.float32) for _ in range(3))
+    oi = np.empty(cap, np.uint8)
+    oc = np.empty(cap, np.uint16)
+    ot = np.empty(cap, np.int64)
+    orr = np.empty(cap, np.uint8)
+    osw = np.empty(cap, np.int64)
+    psw = np.empty(P, np.int64)
+    n = _decode_tabled(
+        batch.raw, ints, batch.dis_unit, batch.stamps, ttab,
+        chan_az, sa, ca, se, ce, fov, np.array(limits, np.float64),
+        state.last, state.sweep, geo.cut, ox, oy, oz, oi, oc, ot, orr, osw, psw,
+    )  # fmt: skip
+    return Columns(ox[:n], oy[:n], oz[:n], oi[:n], oc[:n], ot[:n], orr[:n], osw[:n], psw)
+
+
 def decode_kernel(
     model: HesaiModel,
     batch: Batch,
@@ -103,6 +229,8 @@ def decode_kernel(
     limits: tuple[float, float, float],
 ) -> Columns:
     """Points of ``batch`` (one return count throughout), updating ``state`` (compiled)."""
+    if geo.correction is not None:
+        return _decode_corrected(model, batch, geo, state, limits)
     r = int(batch.returns[0])
     P, C, G = len(batch.raw), model.channels, model.blocks // r
     if not state.started:

@@ -11,8 +11,10 @@ lasers, blocks), see :func:`identify`.
 The angle-correction file is Hesai's CSV (``Laser id,Elevation,Azimuth``, one
 row per channel, degrees), as the sensor serves it and as nebula ships it; the
 defaults nebula ships per model are packaged here (``hesai_calibration/``).
-AT128 (correction-based ``.dat`` angles, mirror-sensitive) and JT16/JT128 (not
-in nebula) are recognised and refused as unsupported.
+The AT128 (a rotating mirror, not a rotating head) takes a binary ``.dat``
+correction instead (:mod:`adapters.lidar._hesai_correction`): its azimuth and
+elevation depend on the mirror field and the block azimuth. JT16/JT128, ATX,
+FT120 (not in nebula) are recognised and refused as unsupported.
 """
 
 from __future__ import annotations
@@ -24,8 +26,13 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from adapters._side_files import CALIBRATION_LIMIT, read_small_text
+from adapters._side_files import CALIBRATION_LIMIT, read_small, read_small_text
 from adapters.errors import DecodeError
+from adapters.lidar._hesai_correction import (
+    HesaiCorrection,
+    looks_like_correction,
+    parse_correction,
+)
 
 # Return modes (tail byte): name and number of returns per firing.
 RETURN_MODES: dict[int, tuple[str, int]] = {
@@ -41,9 +48,7 @@ RETURN_MODES: dict[int, tuple[str, int]] = {
     0x3E: ("dual_strongest_second_strongest", 2),
 }
 
-UNSUPPORTED = {
-    (4, 128, 2): "PandarAT128 (its angles are a correction-based .dat file, not decoded here)",
-}
+UNSUPPORTED: dict[tuple[int, int, int], str] = {}
 """Headers recognised as Hesai but not decoded: (protocol major, lasers, blocks) -> why."""
 
 
@@ -83,10 +88,30 @@ class HesaiModel:
     t_operational_state: int | None = None
     calibration_file: str = ""
     aliases: tuple[str, ...] = field(default=())
+    fine_azimuth: bool = False
+    """A block's azimuth is a u16 and a u8 (1/25600°, AT128), not a u16 (1/100°)."""
+    epoch_seconds: bool = False
+    """The tail's date is a zero byte and 5 big-endian bytes of seconds (AT128)."""
+    corrected: bool = False
+    """Angles from a ``.dat`` correction (mirror fields), not an angle CSV (AT128)."""
+    fov: tuple[int, int] | None = None
+    """Degrees of corrected azimuth kept by default (nebula's cloud_min/max_angle)."""
+    default_cut: float = 0.0
+    """Degrees where nebula's configuration for the model cuts sweeps."""
 
     @property
     def block_size(self) -> int:
-        return (4 if self.sob else 2) + self.channels * self.unit
+        return (4 if self.sob else 2) + int(self.fine_azimuth) + self.channels * self.unit
+
+    @property
+    def angle_unit(self) -> int:
+        """Block azimuth counts per degree."""
+        return 25600 if self.fine_azimuth else 100
+
+    @property
+    def units_at(self) -> int:
+        """Offset of a block's first channel unit within the block."""
+        return self.azimuth_at + 2 + int(self.fine_azimuth)
 
     @property
     def azimuth_at(self) -> int:
@@ -188,6 +213,20 @@ _OT128_AS1 = (
 )  # fmt: skip
 
 
+_AT128_FIRE = (
+    0, 0, 8240, 4112, 4144, 8240, 0, 0, 12424, 4144, 4112, 8264, 12376,
+    12376, 8264, 12424, 0, 0, 4112, 8240, 4144, 0, 0, 4144, 12424, 8264,
+    4112, 12376, 12376, 12424, 8264, 848, 2504, 4976, 6616, 6616, 9112, 2504, 848,
+    10768, 13280, 13280, 4976, 9112, 14928, 14928, 10768, 2504, 848, 6616, 4976, 9112,
+    6616, 848, 2504, 13280, 10768, 4976, 13280, 14928, 9112, 10768, 14928, 13280, 848,
+    9112, 13280, 2504, 4976, 848, 2504, 14928, 10768, 10768, 14928, 4976, 6616, 6616,
+    9112, 848, 13280, 13280, 9112, 4976, 2504, 2504, 848, 10768, 14928, 14928, 10768,
+    6616, 4976, 9112, 6616, 4112, 12424, 0, 4144, 0, 0, 12424, 0, 8264,
+    4112, 4144, 8240, 8240, 8264, 12376, 12376, 12424, 4112, 4144, 0, 0, 0,
+    0, 0, 12424, 8264, 8240, 4144, 8264, 8240, 12376, 12376, 8264,
+)  # fmt: skip
+
+
 def point_time_offset(model: HesaiModel, block: int, channel: int, n_ret: int, key: int) -> int:
     """nebula's ``get_packet_relative_point_time_offset`` (ns from the packet stamp).
 
@@ -224,6 +263,9 @@ def point_time_offset(model: HesaiModel, block: int, channel: int, n_ret: int, k
         state = (key >> (16 + 2 * block)) & 0b11
         table = _OT128_STATIC if not hires else (_OT128_AS0 if state == 0 else _OT128_AS1)
         return base + 43346 + table[channel]
+    if name == "PandarAT128":
+        base = -9249 - 41666 * (2 - block) if n_ret == 1 else -9249 - 41666
+        return base + _AT128_FIRE[channel]
     raise ValueError(f"no firing times for {name}")  # pragma: no cover - table is closed
 
 
@@ -270,6 +312,13 @@ MODELS: dict[str, HesaiModel] = {
            t_azimuth_state=9,
            t_operational_state=11, calibration_file="Pandar128E4X.csv",
            aliases=("ot128", "pandar128e4x", "128e4x", "pandarot128")),
+        # AT128E2X: 2 blocks of (u16 + u8 azimuth, 128 x 4-byte units), body CRC, 32-byte tail
+        _m(name="PandarAT128", channels=128, blocks=2, size=1078, header=12, sob=False, unit=4,
+           tail=1046, t_return_mode=24, t_timestamp=20, t_date=26, year_base=0,
+           max_returns=2, min_range=1.0, max_range=180.0, signature=(4, 3, 128, 2),
+           fine_azimuth=True, epoch_seconds=True, corrected=True, fov=(30, 150),
+           default_cut=150.0, calibration_file="PandarAT128.dat",
+           aliases=("at128", "at128e2x", "pandarat128e2x", "pandarat128")),
     )
 }  # fmt: skip
 """Every decoded model by name."""
@@ -324,6 +373,7 @@ PACKET_LENGTHS: dict[str, tuple[int, ...]] = {
     "PandarXT32M": (820,),
     "PandarQT128": (1095, 1127),  # with the 32-byte signature or not
     "PandarOT128": (861, 893),
+    "PandarAT128": (1086, 1118),  # with the 32-byte cyber-security signature or not
 }
 """The datagram sizes each decoded model sends (the user manuals; the real captures'
 sizes: 40P 1262, 64 1198, QT64 1072, XT16 568, XT32 1080, XT32M 820, QT128 1127)."""
@@ -419,7 +469,34 @@ def read_angles(path: str | Path) -> HesaiAngles:
     return parse_angles(text, str(path))
 
 
-def default_angles(model: HesaiModel) -> HesaiAngles:
-    """The angles nebula ships for ``model`` (its ``calibration/*.csv``, packaged here)."""
+def default_angles(model: HesaiModel) -> HesaiAngles | HesaiCorrection:
+    """The angles nebula ships for ``model`` (its ``calibration/*.csv``, or the AT128's
+    ``PandarAT128.dat`` correction; packaged here)."""
     ref = resources.files("adapters.lidar") / "hesai_calibration" / model.calibration_file
-    return parse_angles(ref.read_text(encoding="utf-8"), f"built-in {model.calibration_file}")
+    source = f"built-in {model.calibration_file}"
+    if model.corrected:
+        return parse_correction(ref.read_bytes(), source)
+    return parse_angles(ref.read_text(encoding="utf-8"), source)
+
+
+def parse_any_angles(data: bytes, source: str) -> HesaiAngles | HesaiCorrection:
+    """An angle CSV or a ``.dat`` correction, told apart by the correction's ``EE FF``
+    start (a CSV is text)."""
+    if looks_like_correction(data):
+        return parse_correction(data, source)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise DecodeError(
+            f"{source}: neither UTF-8 text (an angle CSV) nor a .dat: {err}"
+        ) from None
+    return parse_angles(text, source)
+
+
+def read_any_angles(path: str | Path) -> HesaiAngles | HesaiCorrection:
+    """The angle CSV or ``.dat`` correction at ``path`` (see :func:`parse_any_angles`)."""
+    data = read_small(  # a regular file: /dev/zero or a FIFO is refused, not read
+        path, "Hesai angle file", CALIBRATION_LIMIT, limit_name="a calibration file",
+        error=DecodeError,
+    )  # fmt: skip
+    return parse_any_angles(data, str(path))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,10 +88,26 @@ def _u32(raw: npt.NDArray[np.uint8], at: int) -> npt.NDArray[np.int64]:
     return _u16(raw, at) | (_u16(raw, at + 2) << 16)
 
 
+def block_azimuths(model: HesaiModel, raw: npt.NDArray[np.uint8], block: int) -> Any:
+    """Each row's azimuth of ``block`` in the model's counts (1/100° or 1/25600°)."""
+    at = model.block_offset(block) + model.azimuth_at
+    az = _u16(raw, at)
+    if model.fine_azimuth:
+        az = (az << 8) | raw[:, at + 2].astype(np.int64)
+    return az
+
+
 def prepare(
-    model: HesaiModel, payloads: list[bytes], *, check_crc: bool = True
+    model: HesaiModel,
+    payloads: list[bytes],
+    *,
+    check_crc: bool = True,
+    fields: Callable[[Any], Any] | None = None,
 ) -> tuple[Batch, list[tuple[int, str, str]]]:
-    """Check ``payloads`` as packets of ``model``; ``(kept batch, [(index, reason, message)])``."""
+    """Check ``payloads`` as packets of ``model``; ``(kept batch, [(index, reason, message)])``.
+
+    ``fields`` (AT128): block azimuths in, each one's mirror field out (-1: none);
+    a packet with a block in no field of the correction is ``bad_azimuth``."""
     rejected: list[tuple[int, str, str]] = []
     size = model.size
     keep = []
@@ -147,19 +164,33 @@ def prepare(
                 "bad_crc",
                 lambda r, f=first, e=end: f"CRC of bytes {f}..{e} does not match",
             )
+    unit = model.angle_unit
     for b in range(model.blocks):
-        az = _u16(raw, model.block_offset(b) + model.azimuth_at)
+        az = block_azimuths(model, raw, b)
         reject(
-            az >= 36000,
+            az >= 360 * unit,
             "bad_azimuth",
-            lambda r, az=az, b=b: f"block {b} azimuth {az[r] / 100:.2f}° is not below 360°",
+            lambda r, az=az, b=b: f"block {b} azimuth {az[r] / unit:.2f}° is not below 360°",
         )
+        if fields is not None:
+            reject(
+                fields(np.minimum(az, 360 * unit - 1)) < 0,
+                "bad_azimuth",
+                lambda r, az=az, b=b: (
+                    f"block {b} azimuth {az[r] / unit:.4f}° is in no mirror field of the correction"
+                ),
+            )
     raw, index, modes = raw[ok], index[ok], modes[ok]
     t = model.tail + model.t_date
-    year = raw[:, t].astype(np.int64) + model.year_base
-    days = _days_from_civil(year, raw[:, t + 1].astype(np.int64), raw[:, t + 2].astype(np.int64))
-    hms = raw[:, t + 3 : t + 6].astype(np.int64)
-    secs = days * 86400 + hms[:, 0] * 3600 + hms[:, 1] * 60 + hms[:, 2]
+    if model.epoch_seconds:  # a zero byte, then 5 big-endian bytes of seconds
+        secs = np.zeros(len(raw), np.int64)
+        for i in range(1, 6):
+            secs = (secs << 8) | raw[:, t + i].astype(np.int64)
+    else:
+        year = raw[:, t].astype(np.int64) + model.year_base
+        m, d = raw[:, t + 1].astype(np.int64), raw[:, t + 2].astype(np.int64)
+        hms = raw[:, t + 3 : t + 6].astype(np.int64)
+        secs = _days_from_civil(year, m, d) * 86400 + hms[:, 0] * 3600 + hms[:, 1] * 60 + hms[:, 2]
     stamps = secs * 1_000_000_000 + _u32(raw, model.tail + model.t_timestamp) * 1000
     if model.fixed_dis_unit is not None:
         dis = np.full(len(raw), model.fixed_dis_unit)

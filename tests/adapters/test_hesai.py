@@ -169,21 +169,21 @@ def test_bad_crc_length_and_header_are_counted(tmp_path: Path) -> None:
 
 
 def test_unsupported_and_foreign_packets_named() -> None:
-    at128 = b"\xee\xff\x04\x03\x00\x00\x80\x02" + b"\x00" * 1100
-    model, said = identify(at128)
+    jt = b"\xee\xff\x07\x01\x00\x00\x80\x02" + b"\x00" * 1100
+    model, said = identify(jt)
     assert model is None
-    assert said.startswith("Hesai protocol 4.3, 128 lasers, 2 blocks: PandarAT128")
+    assert said == "Hesai protocol 7.1, 128 lasers, 2 blocks: a model not decoded here"
     velodyne = b"\xff\xee" + b"\x00" * 1204
     assert identify(velodyne)[0] is MODELS["Pandar40P"]  # same flag; prepare refuses its length
 
 
-def test_at128_pcap_refused_with_reason(tmp_path: Path) -> None:
-    pcap = tmp_path / "at128.pcap"
+def test_unknown_model_pcap_refused_with_reason(tmp_path: Path) -> None:
+    pcap = tmp_path / "jt.pcap"
     write_pcap(
-        pcap, [(10**18 + i, b"\xee\xff\x04\x03\x00\x00\x80\x02" + b"\0" * 1100) for i in range(5)]
+        pcap, [(10**18 + i, b"\xee\xff\x07\x01\x00\x00\x80\x02" + b"\0" * 1100) for i in range(5)]
     )
     source = HesaiSource(pcap)
-    with pytest.raises(DecodeError, match="PandarAT128"):
+    with pytest.raises(DecodeError, match=r"protocol 7\.1, 128 lasers, 2 blocks: a model not"):
         anyio.run(sweeps, source)
     assert source.ledger().statistics().lost == {"unsupported_model": 5}
 
@@ -240,9 +240,11 @@ def test_hesai_packets_cut_or_with_a_wrong_minor_are_not_certain(tmp_path: Path)
     assert hesai_signature(packet) == "protocol 6.1, 32 lasers, 8 blocks: PandarXT32"
     assert hesai_signature(packet[:1000]) is None
     assert hesai_signature(packet[:3] + b"\x07" + packet[4:]) is None
-    at128 = b"\xee\xff\x04\x03\x00\x00\x80\x02" + b"\x00" * 1110  # 2 blocks of 128 units
-    assert (hesai_signature(at128) or "").startswith("Hesai protocol 4.3")
+    at128 = b"\xee\xff\x04\x03\x00\x00\x80\x02" + b"\x00" * 1110  # 1118 bytes
+    assert hesai_signature(at128) == "protocol 4.3, 128 lasers, 2 blocks: PandarAT128"
     assert hesai_signature(at128[:400]) is None
+    jt = b"\xee\xff\x07\x01\x00\x00\x80\x02" + b"\x00" * 1110  # 2 blocks of 128 units
+    assert (hesai_signature(jt) or "").startswith("Hesai protocol 7.1")
 
 
 async def _drain(source: object) -> None:

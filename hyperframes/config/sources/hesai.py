@@ -20,9 +20,10 @@ class HesaiConfig(SourceOptions):
     type: Literal["hesai"]
     model: str = "auto"
     """told from the packet header; or `"Pandar40P"`, `"Pandar64"`, `"PandarQT64"`,
-    `"PandarQT128"`, `"PandarXT16"`, `"PandarXT32"`, `"PandarXT32M"`, `"PandarOT128"`"""
+    `"PandarQT128"`, `"PandarXT16"`, `"PandarXT32"`, `"PandarXT32M"`, `"PandarOT128"`,
+    `"PandarAT128"`"""
     calibration: str | None = None
-    """none: the model's built-in default angles; else the unit's angle CSV"""
+    """none: the model's built-in default angles; else the unit's angle CSV (AT128: its `.dat`)"""
     pcap: str | None = None
     """a capture"""
     bag: str | None = None
@@ -33,8 +34,10 @@ class HesaiConfig(SourceOptions):
     """live UDP"""
     data_port: int = Field(2368, ge=0, le=65535)
     """a pcap's data port"""
-    cut_angle: float = Field(0.0, ge=0, lt=360)
-    """degrees where a sweep starts"""
+    cut_angle: float | None = Field(None, ge=0, lt=360)
+    """the model's (AT128 150, else 0): degrees where a sweep starts"""
+    fov: tuple[int, int] | None = None
+    """the model's (AT128 [30, 150], else all): degrees of azimuth kept, both ends"""
     min_range: float | None = Field(None, ge=0)
     """none: the sensor's; metres"""
     max_range: float | None = Field(None, gt=0)
