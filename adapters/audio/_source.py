@@ -17,8 +17,21 @@ from typing import Any
 
 import anyio
 
-from adapters.audio._decode import AUDIO_DEVICES, AudioOptions, Batch, Loss, Opened, decode
-from adapters.audio._framer import Cut, Discontinuity
+from adapters.audio._decode import (
+    AUDIO_DEVICES,
+    AudioOptions,
+    Batch,
+    Item,
+    Loss,
+    Opened,
+    OpenFailed,
+    Reconnected,
+    Silence,
+    decode,
+    is_network,
+    is_sdp,
+)
+from adapters.audio._framer import Discontinuity
 from adapters.video.prefetch import Prefetch
 from adapters.video.probe import is_live
 from fusion.clock import ClockModel
@@ -43,9 +56,13 @@ class AudioSource(Source):
     ``url``: a file any PyAV container holds (WAV, FLAC, MP3, an MP4/MKV/TS's
     audio track: ``stream`` picks among its audio streams), a stream
     (``udp://``, ``rtp://``, ``rtsp://``, ``tcp://``, ``srt://``, ``http(s)://``;
-    an SDP file for RTP) or, with ``input_format`` (``"alsa"``, ``"pulse"``,
-    ``"avfoundation"``, ``"dshow"``), a capture device (``"default"``,
-    ``"hw:0"``, ``":0"``). ``options`` are FFmpeg input options.
+    an ``.sdp`` file for RTP, opened with ``protocol_whitelist`` =
+    ``file,udp,rtp,crypto,data`` unless ``options`` name one) or, with
+    ``input_format`` (``"alsa"``, ``"pulse"``, ``"avfoundation"``, ``"dshow"``,
+    ``"lavfi"`` ...), a capture device (``"default"``, ``"hw:0"``, ``":0"``);
+    ``device="alsa:hw:0"`` says both at once (format, a colon, the device).
+    ``options`` are FFmpeg input options; ``transport`` (``"tcp"``, ``"udp"``
+    ...) is RTSP's ``rtsp_transport``.
 
     Frames hold ``frame_ms`` (default 20 ms) of samples, rounded to whole
     samples (``frame_samples`` sets the count instead), resampled to ``rate``
@@ -62,14 +79,27 @@ class AudioSource(Source):
     demuxed packet: each ends in the frame holding its last sample, or lost
     as ``undecodable``. Live inputs stamp ``t_arrival`` (host time of the
     packet that completed the frame); ``speed`` paces a file at its own timing.
+
+    A live network input (``reconnect``, on by default for them) that goes
+    quiet past ``read_timeout``, fails or ends is reopened with exponential
+    backoff (``backoff`` = (first, longest) wait in s; ``max_reconnects``
+    attempts in a row, None: for ever). Counted as warnings (units=0): a
+    ``silence`` when it stopped, ``open_failed`` per refused attempt and a
+    ``reconnect`` when samples flow again; the new connection's first frame
+    has ``meta["segment_start"]``, ``meta["connection"]`` and ``meta["gap_ns"]``
+    (arrival time without data), and its ``t_sensor`` follows the new stream's
+    own PTS (a restarted sender's new epoch, said in the ``reconnect``
+    message), so the hub's clock model starts over there.
     """
 
     _ledger_unit = "packet"
 
     def __init__(
         self,
-        url: str | Path,
+        url: str | Path | None = None,
         *,
+        device: str | None = None,
+        transport: str | None = None,
         name: str = "audio",
         stream: int = 0,
         frame_ms: float = 20.0,
@@ -82,11 +112,35 @@ class AudioSource(Source):
         speed: float | None = None,
         open_timeout: float | None = 10.0,
         read_timeout: float | None = 5.0,
+        reconnect: bool | None = None,
+        backoff: tuple[float, float] = (0.1, 2.0),
+        max_reconnects: int | None = None,
         clock: ClockModel | None = None,
         capacity: int = 256,
         overflow: Overflow | None = None,
     ) -> None:
+        if (url is None) == (device is None):
+            raise ConfigError("give either url or device (as 'alsa:hw:0'), not both or neither")
+        if device is not None:
+            kind, sep, rest = device.partition(":")
+            if not sep or kind not in AUDIO_DEVICES or not rest:
+                raise ConfigError(
+                    f"device {device!r}: expected '<input>:<device>' with <input> one of "
+                    f"{', '.join(AUDIO_DEVICES)} (e.g. 'alsa:hw:0', 'pulse:default')"
+                )
+            if input_format not in (None, kind):
+                raise ConfigError(f"device {device!r} contradicts input_format {input_format!r}")
+            input_format, url = kind, rest
         url = str(url)
+        options = {k: str(v) for k, v in (options or {}).items()}
+        if transport is not None:
+            if not url.lower().startswith(("rtsp://", "rtsps://")):
+                raise ConfigError(f"transport {transport!r} is for rtsp:// URLs, not {url!r}")
+            options["rtsp_transport"] = transport
+        if not (0 < backoff[0] <= backoff[1]):
+            raise ConfigError(f"backoff must be (first > 0, longest >= first) s, got {backoff!r}")
+        if max_reconnects is not None and max_reconnects < 0:
+            raise ConfigError(f"max_reconnects must be >= 0 or None, got {max_reconnects}")
         if not frame_ms > 0 or frame_ms > 60_000:
             raise ConfigError(f"frame_ms must be in (0, 60000], got {frame_ms}")
         if frame_samples is not None and not 1 <= frame_samples <= 10_000_000:
@@ -105,7 +159,13 @@ class AudioSource(Source):
         if speed is not None and speed <= 0:
             raise ConfigError(f"speed must be > 0 or None, got {speed}")
         if live is None:
-            live = is_live(url, input_format) or input_format in AUDIO_DEVICES
+            live = (
+                is_live(url, input_format)
+                or input_format in AUDIO_DEVICES
+                or is_sdp(url, input_format)
+            )
+        if reconnect is None:
+            reconnect = live and is_network(url, input_format)
         self.options = AudioOptions(
             url=url,
             stream=stream,
@@ -114,10 +174,14 @@ class AudioSource(Source):
             rate=rate,
             layout=layout,
             input_format=input_format,
-            options={k: str(v) for k, v in (options or {}).items()},
+            options=options,
             live=live,
             open_timeout=open_timeout,
             read_timeout=read_timeout,
+            reconnect=reconnect,
+            backoff_initial=backoff[0],
+            backoff_max=backoff[1],
+            max_reconnects=max_reconnects,
         )
         self.live = live
         self.speed = speed
@@ -135,6 +199,12 @@ class AudioSource(Source):
         """The stream as decoded (codec, rates, layouts), once open."""
         self.gap_samples = 0
         """Samples the stream's PTS skipped (gaps)."""
+        self.reconnects = 0
+        """Times a live network input was reopened and delivered again."""
+        self.silences_ns: list[int] = []
+        """Arrival time without data around each reconnect (the last 256)."""
+        self._restart: dict[str, Any] | None = None  # meta for the next frame
+        self._last_arrival: int | None = None
 
     def statistics(self) -> Mapping[str, Any]:
         """Base counters plus the decoded stream's facts and the samples its gaps skipped."""
@@ -142,6 +212,7 @@ class AudioSource(Source):
         return {
             **super().statistics(),
             "gap_samples": self.gap_samples,
+            "reconnects": self.reconnects,
             "rate": None if opened is None else opened.rate,
             "channels": None if opened is None else opened.channels,
         }
@@ -201,13 +272,60 @@ class AudioSource(Source):
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(thread.join, 5.0)
 
-    def _item(self, item: Cut | Discontinuity | Loss | Opened, arrival: int | None) -> Frame | None:
+    def silence_timeout_s(self) -> float:
+        """The read timeout of a live input; otherwise the base rule."""
+        timeout = self.options.read_timeout
+        return float(timeout) if timeout and self.live else super().silence_timeout_s()
+
+    def _item(self, item: Item, arrival: int | None) -> Frame | None:
         if isinstance(item, Opened):
             self.opened = item
             log.info(
-                "%s: %s %d Hz %s -> %d Hz %s",
-                self.name, item.codec, item.source_rate, item.source_layout, item.rate, item.layout,
+                "%s: %s %d Hz %s -> %d Hz %s (connection %d)",
+                self.name, item.codec, item.source_rate, item.source_layout, item.rate,
+                item.layout, item.connection,
             )  # fmt: skip
+            return None
+        if isinstance(item, Silence):
+            message = (
+                f"{self.name}: {self.options.url}: {item.reason} (connection {item.connection}"
+                f"{'' if item.last_index is None else f', after sample {item.last_index}'}); "
+                "reconnecting"
+            )
+            self.count_error("silence", message, units=0)
+            log.warning("%s", message)
+            return None
+        if isinstance(item, OpenFailed):
+            self.count_error("open_failed", f"{self.name}: {item.reason}", units=0)
+            if item.attempt == 0:
+                retry = "giving up" if item.retry_in_s is None else "retrying until it answers"
+                log.warning("%s: %s (%s)", self.name, item.reason, retry)
+            return None
+        if isinstance(item, Reconnected):
+            gap_ns = (
+                None
+                if arrival is None or self._last_arrival is None
+                else arrival - self._last_arrival
+            )
+            self.reconnects += 1
+            if gap_ns is not None:
+                self.silences_ns = [*self.silences_ns[-255:], gap_ns]
+            epoch = (
+                "a new timeline"
+                if item.expected is None or abs(item.found - item.expected) > 1
+                else "the same timeline"
+            )
+            message = (
+                f"{self.name}: reconnected (connection {item.connection}"
+                f"{'' if gap_ns is None else f', {gap_ns / 1e9:.2f} s without data'}): "
+                f"{epoch}, starting at sample {item.found}"
+                f"{'' if item.expected is None else f' (the last ended at {item.expected})'}"
+            )
+            self.count_error("reconnect", message, units=0)
+            log.warning("%s", message)
+            self._restart = {"segment_start": True, "connection": item.connection}
+            if gap_ns is not None:
+                self._restart["gap_ns"] = gap_ns
             return None
         if isinstance(item, Loss):
             self.count_received(item.units)
@@ -228,16 +346,24 @@ class AudioSource(Source):
             return None
         self.count_received(item.units)
         n = item.samples.shape[1]
+        meta: dict[str, Any] = {
+            "sample_index": item.index,
+            "rate": rate,
+            "samples": n,
+            "partial": item.partial,
+            "layout": opened.layout,
+        }
+        if opened.connection:
+            meta["connection"] = opened.connection
+        if self._restart is not None:
+            meta |= self._restart
+            self._restart = None
+        if arrival is not None:
+            self._last_arrival = arrival
         return self.make_frame(
             sample_time(item.index, rate),
             item.samples,
             t_arrival=arrival,
             units=item.units,
-            meta={
-                "sample_index": item.index,
-                "rate": rate,
-                "samples": n,
-                "partial": item.partial,
-                "layout": opened.layout,
-            },
+            meta=meta,
         )
