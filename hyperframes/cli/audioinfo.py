@@ -18,7 +18,9 @@ from hyperframes.cli.common import literal
 
 def audio_details(log: Any) -> dict[str, dict[str, Any]]:
     """Per audio sensor: ``rate``, ``channels``, ``frames``, ``samples``, ``seconds``,
-    ``gaps``/``gap_samples``, ``overlaps``/``overlap_samples``."""
+    ``gaps``/``gap_samples``, ``overlaps``/``overlap_samples`` and ``reconnects`` (frames
+    that start a live stream's new connection, ``meta["segment_start"]``: a new timeline,
+    so neither a gap nor an overlap)."""
     out: dict[str, dict[str, Any]] = {}
     summary = log.summary()
     for name, sensor in summary.sensors.items():
@@ -26,6 +28,7 @@ def audio_details(log: Any) -> dict[str, dict[str, Any]]:
             continue
         d: dict[str, Any] = {"rate": None, "channels": None, "frames": 0, "samples": 0}
         d |= {"gaps": 0, "gap_samples": 0, "overlaps": 0, "overlap_samples": 0}
+        d["reconnects"] = 0
         end = None
         for frame in log.frames([name]):
             d["frames"] += 1
@@ -39,7 +42,9 @@ def audio_details(log: Any) -> dict[str, dict[str, Any]]:
                 d["rate"] = rate
             if not isinstance(index, int):
                 continue
-            if end is not None and abs(index - end) > 1:
+            if frame.meta.get("segment_start"):  # a reconnect: a new timeline, not a gap
+                d["reconnects"] = d.get("reconnects", 0) + 1
+            elif end is not None and abs(index - end) > 1:
                 key = "gap" if index > end else "overlap"
                 d[f"{key}s"] += 1
                 d[f"{key}_samples"] += abs(index - end)
@@ -50,9 +55,11 @@ def audio_details(log: Any) -> dict[str, dict[str, Any]]:
 
 
 def audio_table(audio: dict[str, dict[str, Any]]) -> Table:
-    """The audio sensors: rate, channels, frames, samples, seconds, gaps and overlaps."""
+    """The audio sensors: rate, channels, frames, samples, seconds, gaps, overlaps and
+    reconnects."""
     table = Table(title="audio")
-    cols = ("sensor", "Hz", "channels", "frames", "samples", "seconds", "gaps", "overlaps")
+    cols = ["sensor", "Hz", "channels", "frames", "samples", "seconds", "gaps", "overlaps"]
+    cols.append("reconnects")
     for col in cols:
         table.add_column(col, justify="left" if col == "sensor" else "right")
     for name, d in sorted(audio.items()):
@@ -65,6 +72,7 @@ def audio_table(audio: dict[str, dict[str, Any]]) -> Table:
             "-" if d["seconds"] is None else f"{d['seconds']:.3f}",
             _lost(d, "gap"),
             _lost(d, "overlap"),
+            str(d.get("reconnects", 0)),
         )
     return table
 

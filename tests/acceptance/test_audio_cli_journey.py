@@ -17,30 +17,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from recordings import open_recording
+from tests.acceptance.av_clip import CLIP, SYNC_ARGS, write_config
 from tests.acceptance.live_helpers import hyperframes, info_json, need_ffmpeg
-
-CLIP = Path(__file__).resolve().parents[2].parent / "shared/data/real/video"
-CLIP = CLIP / "androidx_sample_rotate_and_reflect.mp4"  # H.264 30 frames + AAC 44.1 kHz mono
-
-CONFIG = """
-[[sources]]
-type = "video"
-name = "cam"
-url = "{clip}"
-
-[[sources]]
-type = "audio"
-name = "mic"
-url = "{clip}"
-
-[sync]
-policy = "nearest"
-reference = "cam"
-sensors = ["cam", "mic"]
-tolerance_ms = 40
-windows_ms = {{ mic = [16.68, 16.68] }}
-optional = ["mic"]
-"""
 
 
 def pyav_samples(path: Path) -> tuple[np.ndarray, int]:
@@ -67,8 +45,7 @@ def test_record_info_sync_replay_export_of_a_phone_clips_video_and_audio(tmp_pat
     probe = ffprobe_streams(CLIP)
     assert {s["codec_type"]: s["codec_name"] for s in probe} == {"video": "h264", "audio": "aac"}
     want, first_pts = pyav_samples(CLIP)
-    config = tmp_path / "av.toml"
-    config.write_text(CONFIG.format(clip=CLIP))
+    config = write_config(tmp_path)
     rec = tmp_path / "av.hfr"
 
     done = hyperframes("record", str(config), "-o", str(rec), timeout=120)
@@ -87,18 +64,14 @@ def test_record_info_sync_replay_export_of_a_phone_clips_video_and_audio(tmp_pat
     assert sound["audio"] == {
         "rate": 44100, "channels": 1, "frames": len(mic), "samples": want.shape[1],
         "seconds": want.shape[1] / 44100, "gaps": 0, "gap_samples": 0,
-        "overlaps": 0, "overlap_samples": 0,
+        "overlaps": 0, "overlap_samples": 0, "reconnects": 0,
     }  # fmt: skip
     shown = hyperframes("info", str(rec))
     assert "44100" in shown.stdout
     assert "audio" in shown.stdout
 
     groups = tmp_path / "groups.parquet"
-    done = hyperframes(
-        "sync", str(rec), "--reference", "cam", "--sensors", "cam", "mic",
-        "--tolerance", "40ms", "--window", "mic=16.68ms:16.68ms", "--optional", "mic",
-        "-o", str(groups),
-    )  # fmt: skip
+    done = hyperframes("sync", str(rec), *SYNC_ARGS, "-o", str(groups))
     assert done.returncode == 0, done.stdout + done.stderr
     table = pq.read_table(groups).to_pylist()
     assert [row["cam_seq"] for row in table] == list(range(30))

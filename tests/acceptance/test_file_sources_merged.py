@@ -11,30 +11,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from tests.acceptance.av_clip import SYNC_ARGS, write_config
 from tests.acceptance.live_helpers import hyperframes
-
-CLIP = Path(__file__).resolve().parents[2].parent / "shared/data/real/video"
-CLIP = CLIP / "androidx_sample_rotate_and_reflect.mp4"  # H.264 30 frames + AAC 44.1 kHz mono
-
-CONFIG = """
-[[sources]]
-type = "video"
-name = "cam"
-url = "{clip}"
-
-[[sources]]
-type = "audio"
-name = "mic"
-url = "{clip}"
-
-[sync]
-policy = "nearest"
-reference = "cam"
-sensors = ["cam", "mic"]
-tolerance_ms = 40
-windows_ms = {{ mic = [16.68, 16.68] }}
-optional = ["mic"]
-"""
 
 
 def metrics(path: Path) -> dict[str, float]:
@@ -51,8 +29,7 @@ def metrics(path: Path) -> dict[str, float]:
 def test_video_and_audio_of_one_clip_group_every_picture_while_recording(
     tmp_path: Path, fast: bool
 ) -> None:
-    config = tmp_path / "av.toml"
-    config.write_text(CONFIG.format(clip=CLIP))
+    config = write_config(tmp_path)
     rec, kept = tmp_path / "av.hfr", tmp_path / "metrics.prom"
     done = hyperframes(
         "record", str(config), "-o", str(rec), "--metrics", str(kept),
@@ -70,11 +47,7 @@ def test_video_and_audio_of_one_clip_group_every_picture_while_recording(
     assert seen['hyperframes_hub_groups_total{outcome="dropped"}'] == 0
     # the groups the stamps give, by sync over the recording
     groups = tmp_path / "groups.parquet"
-    done = hyperframes(
-        "sync", str(rec), "--reference", "cam", "--sensors", "cam", "mic",
-        "--tolerance", "40ms", "--window", "mic=16.68ms:16.68ms", "--optional", "mic",
-        "-o", str(groups),
-    )  # fmt: skip
+    done = hyperframes("sync", str(rec), *SYNC_ARGS, "-o", str(groups))
     assert done.returncode == 0, done.stdout + done.stderr
     table = pq.read_table(groups).to_pylist()
     assert [row["cam_seq"] for row in table] == list(range(30))
