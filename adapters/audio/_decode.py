@@ -302,13 +302,16 @@ def _run(
     # with the next samples
     packets = container.demux(stream)
     announced = connection == 0
+    last: int | None = None  # the last packet's arrival: the silence starts there
     while True:
         try:
             packet = next(packets)
         except StopIteration:
             if not reopen or stop.is_set():
                 break
-            _end_connection(framer, resampler, carry, put, "the stream ended", connection, now())
+            _end_connection(
+                framer, resampler, carry, put, "the stream ended", connection, last or now()
+            )
             raise _Lost(framer.next_index) from None
         except (av.error.FFmpegError, OSError, EOFError) as err:
             if stop.is_set():
@@ -323,11 +326,12 @@ def _run(
                 if opts.live:
                     raise DecodeError(f"{opts.url!r}: {reason}") from err
                 raise
-            _end_connection(framer, resampler, carry, put, reason, connection, now())
+            _end_connection(framer, resampler, carry, put, reason, connection, last or now())
             raise _Lost(framer.next_index) from err
         if stop.is_set():
             return None
         arrival = now() if opts.live else None
+        last = arrival
         batch = Batch(arrival=arrival)
         flushing = packet.size == 0
         if not flushing:
