@@ -19,6 +19,8 @@ any thread; replicas never share a session.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -63,6 +65,8 @@ class ModelRunner:
         self.restarts = 0
         self._restart_lock = threading.Lock()
         self.sessions = [self._new_session() for _ in range(replicas)]
+        self._buffers: dict[int, np.ndarray] = {}  # per replica: its stacked batches
+        self._capacity = 1  # the largest batch a replica's buffer holds (max_batch once warm)
         self.probe: Feeds | None = self.sessions[0].dummy_feeds(1)
         """A known-good input (batch 1) to tell a dead session from bad data."""
 
@@ -70,6 +74,11 @@ class ModelRunner:
     def load(cls, source: Any, **kwargs: Any) -> ModelRunner:
         """Read the model (path or bytes) and build the replicas."""
         return cls(load_model(source), **kwargs)
+
+    @functools.cached_property
+    def digest(self) -> str:
+        """A hash of the model's bytes (what the sizes it ran best at are kept under)."""
+        return hashlib.blake2b(self._model, digest_size=16).hexdigest()
 
     @property
     def device(self) -> str:
@@ -95,6 +104,7 @@ class ModelRunner:
 
     def warm_up(self, warmup: bool | Sequence[Any], max_batch: int) -> None:
         """Run dummy inputs (``True``) or sample items on every replica before real work."""
+        self._capacity = max(self._capacity, max_batch)
         if warmup is False:
             return
         session = self.sessions[0]
@@ -116,13 +126,38 @@ class ModelRunner:
 
     # -- one batch ---------------------------------------------------------------
 
-    def prepare(self, items: list[Any]) -> Feeds:
-        """``preprocess(items)`` named by the model's inputs."""
+    def prepare(self, items: list[Any], replica: int | None = None) -> Feeds:
+        """``preprocess(items)`` named by the model's inputs.
+
+        Without a ``preprocess`` the items' data are stacked; given the ``replica``
+        whose thread prepares and then runs the batch, into that replica's reused
+        buffer (in use only until its ``run_batch`` returns, on that same thread):
+        a fresh batch array per batch cost page faults on every batch.
+        """
         if self._preprocess is not None:
             arrays = self._preprocess(items)
         else:
-            arrays = np.stack([np.asarray(_data(it)) for it in items])
+            data = [np.asarray(_data(it)) for it in items]
+            arrays = self._stack(data, replica)
         return self.sessions[0].feeds(arrays)
+
+    def _stack(self, data: list[np.ndarray], replica: int | None) -> np.ndarray:
+        first = data[0] if data else None
+        if replica is None or first is None or any(d.dtype != first.dtype for d in data):
+            return np.stack(data)  # mixed dtypes: numpy's promotion, as ever
+        buffer = self._buffers.get(replica)
+        shape, n = first.shape, len(data)
+        if (
+            buffer is None
+            or buffer.dtype != first.dtype
+            or buffer.shape[1:] != shape
+            or len(buffer) < n
+        ):
+            buffer = None
+        if buffer is None:
+            capacity = max(n, self._capacity)
+            buffer = self._buffers[replica] = np.empty((capacity, *shape), first.dtype)
+        return np.stack(data, out=buffer[:n])  # checks every item's shape as ever
 
     def run_batch(
         self, replica: int, items: list[Any], feeds: Feeds | None

@@ -23,10 +23,14 @@ that also reorder ``HWC`` to ``CHW`` (0.08 ms for 1280x720 -> 224x224), but
 it aliases: use it only for a model trained that way.
 
 Buffers are reused from a small ring instead of allocated per batch, each
-starting on a 64-byte boundary (:mod:`fusion.buffers`). A buffer is in use
-from preprocessing until its batch's ``session.run`` returns, and a worker has
-at most ``replicas + 1`` batches in flight, so the ring needs at least
-``replicas + 2`` buffers; the default 4 covers two replicas.
+starting on a 64-byte boundary (:mod:`fusion.buffers`); every thread that
+calls the preprocess has its own ring (``buffers`` each, default 2). A buffer
+is in use from preprocessing until its batch's ``session.run`` returns. A
+worker with several replicas prepares each batch on the replica thread that
+runs it, so a thread's buffer is free again by its next call; with one
+replica a preprocessing thread has at most two batches in flight, finished in
+order. (One ring shared by every thread was overwritten while a large batch
+still ran, once another replica had come round it with small batches.)
 """
 
 from __future__ import annotations
@@ -65,7 +69,7 @@ class ImagePreprocess:
         mean: Sequence[float] = _IMAGENET_MEAN,
         std: Sequence[float] = _IMAGENET_STD,
         max_batch: int = 16,
-        buffers: int = 4,
+        buffers: int = 2,
     ) -> None:
         self.size = size
         self.interpolation = check_interpolation(interpolation)
@@ -73,11 +77,11 @@ class ImagePreprocess:
         std_a = np.asarray(std, np.float32)
         self._scale = (1.0 / (255.0 * std_a)).reshape(1, 3, 1, 1)
         self._bias = (-np.asarray(mean, np.float32) / std_a).reshape(1, 3, 1, 1)
+        if buffers < 1:
+            raise ValueError(f"buffers must be >= 1, got {buffers}")
         self.max_batch = max_batch
-        self._ring = [aligned_empty((max_batch, 3, *size), np.float32) for _ in range(buffers)]
-        self._staging = [aligned_empty((max_batch, 3, *size), np.uint8) for _ in range(buffers)]
-        self._next = 0
-        self._lock = threading.Lock()
+        self.buffers = buffers
+        self._local = threading.local()  # this thread's ring: buffers, staging, next slot
         self._resamplers: dict[tuple[int, int], Resampler] = {}
         self._flat_cache: dict[tuple[int, int], np.ndarray] = {}
 
@@ -90,11 +94,13 @@ class ImagePreprocess:
         n = len(items)
         if n > self.max_batch:
             raise ValueError(f"batch of {n} exceeds this preprocess's max_batch {self.max_batch}")
-        with self._lock:
-            slot = self._next
-            self._next = (slot + 1) % len(self._ring)
-        buf = self._ring[slot][:n]
-        staging = self._staging[slot][:n]
+        local = self._local
+        if not hasattr(local, "ring"):
+            self._make_ring()
+        slot = local.next
+        local.next = (slot + 1) % self.buffers
+        buf: np.ndarray = local.ring[slot][:n]
+        staging: np.ndarray = local.staging[slot][:n]
         for i, item in enumerate(items):
             image = self._image(item)
             if image.shape[:2] == self.size:
@@ -110,6 +116,26 @@ class ImagePreprocess:
         np.multiply(staging, self._scale, out=buf)
         buf += self._bias
         return buf
+
+    def _make_ring(self) -> None:
+        shape = (self.max_batch, 3, *self.size)
+        self._local.ring = [aligned_empty(shape, np.float32) for _ in range(self.buffers)]
+        self._local.staging = [aligned_empty(shape, np.uint8) for _ in range(self.buffers)]
+        self._local.next = 0
+
+    @property
+    def _ring(self) -> list[np.ndarray]:
+        """The calling thread's output buffers."""
+        if not hasattr(self._local, "ring"):
+            self._make_ring()
+        return list(self._local.ring)
+
+    @property
+    def _staging(self) -> list[np.ndarray]:
+        """The calling thread's uint8 staging buffers."""
+        if not hasattr(self._local, "ring"):
+            self._make_ring()
+        return list(self._local.staging)
 
     def _image(self, item: Any) -> np.ndarray:
         image = item.data if isinstance(item, Frame) else item

@@ -13,6 +13,7 @@ Sans-I/O, like the batcher: no clock, no waiting.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Generic, TypeVar
 
 from fusion.errors import ConfigError, UsageError
@@ -59,12 +60,22 @@ class ReorderBuffer(Generic[T]):
 
     def complete(self, seq: int, result: T) -> list[T]:
         """Store the result of ``seq``; return every result now releasable, in order."""
-        if not self._next_out <= seq < self._next_seq:
-            outstanding = f"{self._next_out}..{self._next_seq - 1}"
-            raise ValueError(f"seq {seq} is not outstanding (outstanding: {outstanding})")
-        if seq in self._done:
-            raise ValueError(f"seq {seq} completed twice")
-        self._done[seq] = result
+        return self.complete_many(((seq, result),))
+
+    def complete_many(self, results: Iterable[tuple[int, T]]) -> list[T]:
+        """Store each ``(seq, result)``; return every result now releasable, in order.
+
+        One call per finished batch instead of one per item. Raises ``ValueError``
+        at the first ``seq`` not outstanding or completed twice (those before it
+        are stored)."""
+        done = self._done
+        for seq, result in results:
+            if not self._next_out <= seq < self._next_seq:
+                outstanding = f"{self._next_out}..{self._next_seq - 1}"
+                raise ValueError(f"seq {seq} is not outstanding (outstanding: {outstanding})")
+            if seq in done:
+                raise ValueError(f"seq {seq} completed twice")
+            done[seq] = result
         out: list[T] = []
         while self._next_out in self._done:
             out.append(self._done.pop(self._next_out))

@@ -13,8 +13,8 @@ from the numbers fed in, so it is tested with synthetic cost functions.
 
 **Estimates.** Per batch size, the time per item (processing ns / size) of its
 last ``window`` batches; the estimate is their median, so one batch slowed by
-another process does not move it. A search leaves out each size's first batch
-(a model's first run of a shape allocates; the caller's pace spans the change).
+another process does not move it. Each size's first batch ever is left out (a
+model's first run of a shape allocates; a later search does not pay it again).
 
 **Explore.** The sizes to try are the powers of two up to ``max_batch`` and
 ``max_batch`` itself, smallest first. Each is tried for ``samples`` batches
@@ -34,6 +34,12 @@ no untried size lies between the best and its neighbours.
 **Exploit.** The best size is the cap. A size within 2 % of the best per-item
 time that is smaller wins (the same throughput, less latency).
 
+**Recalled.** :meth:`BatchSizer.resume` starts from a size found before (by
+another worker of the same model in this process): the cap is that size at
+once, and the first ``window`` batches check it. If their median per item is
+within ``recall_tolerance`` of the recalled estimate the size is kept and no
+search runs; otherwise (other inputs, another load) the search starts.
+
 **Again.** Exploration starts over (the estimates cleared) when the chosen
 size's estimate (the median of its last ``window`` batches) stays more than
 ``drift`` away from its median over its first ``window`` batches after the
@@ -47,6 +53,7 @@ chosen size's cost alone can still make another size better.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from statistics import median
 from typing import Literal
@@ -75,7 +82,9 @@ class SizerStatistics:
     explorations: int = 0
     """Searches started: the first one, then one per drift, budget overrun or period."""
     last_trigger: str = "start"
-    """What started the current search: ``start``, ``drift``, ``budget`` or ``period``."""
+    """What started the current search: ``start``, ``drift``, ``budget``, ``period`` or
+    ``recalled`` (a recalled size's check failed); ``recalled`` too while a recalled
+    size is in use without a search."""
 
     @property
     def items_per_second(self) -> dict[int, float]:
@@ -98,7 +107,7 @@ class BatchSizer:
         max_batch: int,
         *,
         latency_budget: int | None = None,
-        samples: int = 4,
+        samples: int = 3,
         window: int = 8,
         drift: float = 0.5,
         period: int = 30_000_000_000,
@@ -134,7 +143,9 @@ class BatchSizer:
         self._since = 0  # processing ns recorded since the search ended
         self._fitted = True  # the chosen size fitted the latency budget when chosen
         self._strikes = 0  # batches in a row whose recent median was out of the drift band
-        self._met: set[int] = set()  # sizes whose first batch in this search was seen
+        self._met: set[int] = set()  # sizes whose first batch ever was seen (left out)
+        self._recalled = 0.0  # a recalled size's per-item estimate, until its check
+        self._tolerance = 0.25
         self._tried: list[int] = []  # the sizes this search tried, in order
         self._recent: deque[float] = deque(maxlen=window)  # the chosen size, exploiting
         if max_batch > 1:
@@ -167,17 +178,39 @@ class BatchSizer:
             last_trigger=self._trigger,
         )
 
+    def resume(self, size: int, per_item_ns: float, *, tolerance: float = 0.25) -> None:
+        """Use ``size``, found before at ``per_item_ns`` per item, without a search.
+
+        The first ``window`` batches of it check the estimate: if their median per
+        item is more than ``tolerance`` (relative) away, the search starts. Call it
+        before recording anything."""
+        if not 1 <= size <= self.max_batch:
+            raise ConfigError(f"a recalled size must lie in [1, {self.max_batch}], got {size}")
+        if not per_item_ns > 0 or not tolerance > 0:
+            raise ConfigError(f"need per_item_ns > 0 and tolerance > 0, got {per_item_ns}")
+        if self.max_batch == 1:
+            return
+        self._settle(size, f"recalled: {size} at {per_item_ns / 1e6:.3g} ms/item, checking")
+        budget = self.latency_budget
+        self._fitted = budget is None or per_item_ns * size <= budget
+        self._trigger = "recalled"
+        self._explorations = 0  # the search begun at construction never ran
+        self._recalled = per_item_ns
+        self._tolerance = tolerance
+        self._met.add(size)  # the session ran this size for whoever chose it
+
     # -- the measurements -----------------------------------------------------------
 
     def record(self, size: int, ns: int) -> None:
         """A batch of ``size`` items took ``ns`` of processing time; update the cap."""
         if size < 1 or ns < 0:
             raise ValueError(f"a batch of {size} items cannot take {ns} ns")
-        if self._phase != "exploit" and size not in self._met:
-            # A search's first batch of a size is not measured: the model's first run
-            # of a shape allocates, and the pace spans the change of size.
+        if size not in self._met:
+            # A size's first batch is not measured: the model's first run of a shape
+            # allocates (its sessions keep the shape's plan, so only once).
             self._met.add(size)
-            self._step_seen += 1
+            if self._phase != "exploit":
+                self._step_seen += 1
             return
         costs = self._costs.get(size)
         if costs is None:
@@ -204,8 +237,8 @@ class BatchSizer:
         self._explorations += 1
         self._trigger = trigger
         self._costs.clear()
-        self._met.clear()
         self._tried.clear()
+        self._recalled = 0.0
         self._since = 0
         sizes = {1 << k for k in range(self.max_batch.bit_length()) if 1 << k <= self.max_batch}
         self._plan = sorted(sizes | {self.max_batch})
@@ -298,6 +331,15 @@ class BatchSizer:
                     # The first full window after settling is the reference: the
                     # search's few batches per size are too few to hold drift against.
                     self._reference = now
+                    if self._recalled > 0:
+                        recalled, self._recalled = self._recalled, 0.0
+                        if abs(now / recalled - 1) > self._tolerance:
+                            self._start("recalled")
+                        else:
+                            self._reason = (
+                                f"recalled: {size}, checked at {now / 1e6:.3g} ms/item "
+                                f"(found at {recalled / 1e6:.3g})"
+                            )
                     return
                 # Out of band for a whole window in a row: a burst of noise that moves
                 # one median for a batch or two does not start a search.
@@ -312,3 +354,36 @@ class BatchSizer:
                     return
         if self._since >= self.period:
             self._start("period")
+
+
+class SizeMemory:
+    """The batch size each model settled on, for the process: a new worker of the same
+    model and layout starts from it (:meth:`BatchSizer.resume`) instead of searching.
+
+    Keys are whatever identifies the work (the worker uses the model's digest, the
+    device, the layout, ``max_batch``, the latency budget and the preprocess). Thread
+    safe enough for its use: one dict assignment per stream.
+    """
+
+    def __init__(self) -> None:
+        self._sizes: dict[Hashable, tuple[int, float]] = {}
+
+    def recall(self, key: Hashable) -> tuple[int, float] | None:
+        """``(size, per_item_ns)`` last kept for ``key``, or ``None``."""
+        return self._sizes.get(key)
+
+    def keep(self, key: Hashable, sizer: BatchSizer) -> None:
+        """Keep what ``sizer`` uses now, if it settled on a measured size."""
+        if sizer.phase != "exploit" or sizer.max_batch == 1:
+            return
+        costs = sizer._costs.get(sizer.limit)
+        if costs is not None and len(costs) >= sizer.samples:
+            self._sizes[key] = (sizer.limit, median(costs))
+
+    def clear(self) -> None:
+        """Forget every size (each new worker searches again)."""
+        self._sizes.clear()
+
+
+remembered_sizes = SizeMemory()
+"""The process's :class:`SizeMemory`, shared by every :class:`~fusion.BatchWorker`."""

@@ -43,7 +43,7 @@ from fusion.workers.sessions import (
     default_threads,
     runs_on_cpu,
 )
-from fusion.workers.sizing import BatchSizer
+from fusion.workers.sizing import BatchSizer, remembered_sizes
 from fusion.workers.stream import StreamRun, StreamSettings
 
 # Defaults per device. On a CPU batching buys little (the cores are busy
@@ -70,7 +70,10 @@ class BatchWorker:
     their batch. ``adaptive`` (default) measures which batch size gives the
     most items per second of processing time and caps batches at it, trying
     the sizes again when the cost drifts (:class:`~fusion.workers.sizing.BatchSizer`;
-    ``statistics().batcher.sizing`` says what it chose and why);
+    ``statistics().batcher.sizing`` says what it chose and why); a later worker
+    of the same model, layout and preprocess in the process starts from the
+    size found, checked by its first batches, instead of searching again
+    (:data:`~fusion.workers.sizing.remembered_sizes`);
     ``latency_budget`` (ns) excludes sizes whose batch takes longer.
     ``adaptive=False`` batches up to ``max_batch`` whenever items are queued.
     ``providers`` is ``"auto"`` (CUDA, then CPU), ``"cpu"``, ``"cuda"``,
@@ -149,6 +152,7 @@ class BatchWorker:
         self._counters = WorkerCounters()
         self._batcher: DynamicBatcher[Any] | None = None
         self._sizer: BatchSizer | None = None  # made at start, kept across streams
+        self._size_key: tuple[Any, ...] = ()  # what the size it settles on is kept under
 
     # -- lifecycle ----------------------------------------------------------
 
@@ -183,8 +187,21 @@ class BatchWorker:
             raise ConfigError(f"preferred batch sizes {sizes} exceed max_batch {self.max_batch}")
         runner.warm_up(self._warmup, self.max_batch)
         sizing = self.adaptive and (self.max_batch > 1 or self.latency_budget is not None)
+        self._size_key = (
+            runner.digest,
+            tuple(runner.providers),
+            self.replicas,
+            self.threads,
+            self.max_batch,
+            self.latency_budget,
+            type(self._preprocess).__qualname__,
+            getattr(self._preprocess, "size", None),
+        )
         if sizing and (self._sizer is None or self._sizer.max_batch != self.max_batch):
             self._sizer = BatchSizer(self.max_batch, latency_budget=self.latency_budget)
+            recalled = remembered_sizes.recall(self._size_key)
+            if recalled is not None:
+                self._sizer.resume(*recalled)
         self._runner = runner
 
     async def aclose(self) -> None:
@@ -286,9 +303,13 @@ class BatchWorker:
         )
         run = StreamRun(self._runner, self.replicas, settings, self._counters, gate)
         self._batcher = run.batcher
-        async with aclosing(run.results(items)) as results:
-            async for result in results:
-                yield result
+        try:
+            async with aclosing(run.results(items)) as results:
+                async for result in results:
+                    yield result
+        finally:
+            if self._sizer is not None:
+                remembered_sizes.keep(self._size_key, self._sizer)
 
 
 def _source_of(items: object) -> Source | None:

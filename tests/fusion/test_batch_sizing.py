@@ -25,7 +25,7 @@ from fusion import Frame
 from fusion.errors import ConfigError
 from fusion.workers import BatchWorker
 from fusion.workers.models import scale_model
-from fusion.workers.sizing import BatchSizer
+from fusion.workers.sizing import BatchSizer, remembered_sizes
 
 MS = 1_000_000
 Cost = Callable[[int], float]
@@ -73,6 +73,12 @@ def per_item(cost: Cost, n: int) -> float:
 def best_size(cost: Cost, max_batch: int, budget: float | None = None) -> int:
     fits = [n for n in range(1, max_batch + 1) if budget is None or cost(n) <= budget]
     return min(fits, key=lambda n: per_item(cost, n))
+
+
+@pytest.fixture(autouse=True)
+def _forget_sizes() -> None:
+    # Workers of earlier tests in this process keep the sizes they settled on.
+    remembered_sizes.clear()
 
 
 def test_batch_one_is_found_when_it_is_fastest() -> None:
@@ -253,3 +259,120 @@ async def test_a_worker_reports_the_size_it_chose_and_the_estimates_behind_it() 
     assert fixed_stats is not None
     assert fixed_stats.sizing is None
     assert fixed_stats.limit == 8
+
+
+def test_each_size_pays_its_first_batch_once_not_once_per_search() -> None:
+    sizer = BatchSizer(4, period=30 * MS)
+    cost = linear(1, 0.5)
+    first = run(sizer, cost, 20)
+    # The first search leaves out each size's first batch: 4 batches of 1, of 2, ...
+    assert first[:8] == [1, 1, 1, 1, 2, 2, 2, 2]
+    for _ in range(100):  # until the period starts the next search
+        if sizer.statistics().explorations == 2:
+            break
+        run(sizer, cost, 1)
+    assert sizer.statistics().explorations == 2
+    assert sizer.statistics().last_trigger == "period"
+    # The session ran these sizes before: every batch is measured, 3 end each step.
+    assert run(sizer, cost, 6) == [1, 1, 1, 2, 2, 2]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    cost=costs,
+    max_batch=st.integers(2, 64),
+    error=st.floats(-0.15, 0.15),
+    noise=st.sampled_from([0.0, 0.05]),
+    seed=st.integers(0, 2**16),
+)
+def test_a_recalled_size_whose_check_holds_is_kept_without_a_search(
+    cost: Cost, max_batch: int, error: float, noise: float, seed: int
+) -> None:
+    best = best_size(cost, max_batch)
+    sizer = BatchSizer(max_batch, period=10**15)
+    sizer.resume(best, per_item(cost, best) * (1 + error))
+    assert sizer.limit == best
+    assert sizer.statistics().reason.startswith("recalled")
+    sizes = run(sizer, cost, 40, noise=noise, seed=seed)
+    assert set(sizes) == {best}  # never searched: no other size was run
+    stats = sizer.statistics()
+    assert stats.explorations == 0
+    assert stats.last_trigger == "recalled"
+    assert "checked at" in stats.reason
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    cost=costs,
+    max_batch=st.integers(2, 64),
+    recalled=st.integers(1, 64),
+    factor=st.sampled_from([0.3, 0.6, 1.5, 3.0]),
+)
+def test_a_recalled_size_that_fails_its_check_starts_the_search(
+    cost: Cost, max_batch: int, recalled: int, factor: float
+) -> None:
+    size = min(recalled, max_batch)
+    sizer = BatchSizer(max_batch, period=10**15)
+    # Found for other inputs: its cost per item is off by 40 % or more.
+    sizer.resume(size, per_item(cost, size) * factor)
+    run(sizer, cost, 40 * (max_batch.bit_length() + 3))
+    stats = sizer.statistics()
+    assert stats.explorations == 1
+    assert stats.last_trigger == "recalled"
+    assert stats.phase == "exploit"
+    assert per_item(cost, sizer.limit) <= per_item(cost, best_size(cost, max_batch)) * 1.03
+
+
+def test_a_recalled_size_is_checked_against_the_budget_and_the_range() -> None:
+    with pytest.raises(ConfigError, match=r"a recalled size must lie in \[1, 8\], got 9"):
+        BatchSizer(8).resume(9, MS)
+    with pytest.raises(ConfigError, match="need per_item_ns > 0"):
+        BatchSizer(8).resume(2, 0)
+    sizer = BatchSizer(8, latency_budget=10 * MS, period=10**15)
+    sizer.resume(8, 1 * MS)  # 8 ms a batch when found
+    run(sizer, linear(0, 1), 10)  # checked: as recalled
+    assert sizer.statistics().explorations == 0
+    run(sizer, linear(0, 2), 30)  # 16 ms a batch now: over the budget, search again
+    assert sizer.statistics().explorations >= 1
+    assert sizer.limit * 2 * MS <= 10 * MS
+
+
+async def test_a_second_worker_of_the_same_model_starts_from_the_size_found() -> None:
+    items = [Frame("cam", i, i, np.full(4, i, np.float32)) for i in range(400)]
+    first = BatchWorker(scale_model(), providers="cpu", max_batch=8)
+    found = None
+    for _ in range(10):  # until its search has settled (a stream's end keeps the size)
+        assert len([r async for r in first.stream(items)]) == 400
+        batcher = first.statistics().batcher
+        assert batcher is not None
+        found = batcher.sizing
+        assert found is not None
+        if found.phase == "exploit":
+            break
+    assert found is not None
+    assert found.phase == "exploit"
+    assert found.explorations >= 1
+
+    second = BatchWorker(scale_model(), providers="cpu", max_batch=8)
+    results = [r async for r in second.stream(items[:100])]
+    assert [r.value[0] for r in results] == [2 * i for i in range(100)]
+    stats = second.statistics().batcher
+    assert stats is not None
+    assert stats.sizing is not None
+    # It began at the size found; either its check held (no search) or the cost had
+    # moved by over a quarter (this model's cost is mostly the worker's own, which the
+    # machine's load moves) and it searched.
+    assert stats.sizing.last_trigger == "recalled"
+    assert stats.sizing.explorations <= 1
+    if stats.sizing.explorations == 0:
+        assert stats.sizing.reason.startswith("recalled")
+        assert stats.sizing.limit == found.limit
+
+    # Another max_batch is other work: it searches for itself.
+    other = BatchWorker(scale_model(), providers="cpu", max_batch=4)
+    assert len([r async for r in other.stream(items[:100])]) == 100
+    other_stats = other.statistics().batcher
+    assert other_stats is not None
+    assert other_stats.sizing is not None
+    assert other_stats.sizing.last_trigger == "start"
+    assert other_stats.sizing.explorations == 1

@@ -16,13 +16,16 @@ from typing import Any
 import anyio
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fusion import DeadlineExpired, Frame, FrameGroup, VirtualClock, WorkerError, use_clock
 from fusion.timing import current_clock
-from fusion.workers import BatchWorker, ChangeGate, ModelSession, WorkerResult
+from fusion.workers import BatchWorker, ChangeGate, ImagePreprocess, ModelSession, WorkerResult
 from fusion.workers import sessions as sessions_module
 from fusion.workers.models import FAIL_MARKER, failing_model, scale_model
 from fusion.workers.pinned import PinnedStaging
+from fusion.workers.reorder import ReorderBuffer
 from fusion.workers.sessions import CPU, CUDA, missing_library_hint
 
 MS = 1_000_000
@@ -150,7 +153,8 @@ class TestErrorIsolation:
         assert "group [('cam', 0)]" in str(result.error)
 
     async def test_a_dead_session_is_restarted_and_counted(self) -> None:
-        worker = BatchWorker(scale_model(), providers="cpu", max_batch=4)
+        # One replica: with two, the other replica's thread may take every batch.
+        worker = BatchWorker(scale_model(), providers="cpu", max_batch=4, replicas=1)
         await worker.start()
         dead = worker._sessions[0].session
 
@@ -162,6 +166,85 @@ class TestErrorIsolation:
         assert all(r.ok for r in results)
         assert worker.statistics().restarts == 1
         assert worker._sessions[0].session is not dead
+
+
+class TestBatchBuffers:
+    """Each replica thread prepares the batch it runs; the items' data are stacked into
+    that replica's reused buffer. Results must never see another batch's data."""
+
+    @pytest.mark.parametrize("replicas", [1, 2])
+    async def test_an_item_of_the_wrong_shape_fails_alone_in_the_stacked_batch(
+        self, replicas: int
+    ) -> None:
+        items = frames(30)
+        bad = Frame("cam", 11, 0, np.zeros(5, np.float32))
+        items[11] = bad
+        worker = BatchWorker(scale_model(), providers="cpu", max_batch=8, replicas=replicas)
+        results = await collect(worker, items)
+        assert [r.item for r in results] == items
+        (failed,) = [r for r in results if not r.ok]
+        assert failed.item is bad
+        assert failed.error is not None
+        assert (failed.error.sensor, failed.error.seq) == ("cam", 11)
+        for r in results:
+            if r.ok:
+                np.testing.assert_array_equal(r.value, 2 * r.item.data)
+
+    async def test_values_stay_each_items_own_across_batch_sizes_and_replicas(self) -> None:
+        rng = np.random.default_rng(3)
+        items = [Frame("cam", i, i, rng.random(4, dtype=np.float32)) for i in range(600)]
+        # Adaptive: the sizer tries every power of two, so the buffers serve many sizes.
+        worker = BatchWorker(scale_model(), providers="cpu", max_batch=16, replicas=2)
+        results = await collect(worker, items)
+        assert len(worker.statistics().batch_sizes) > 2
+        for r in results:
+            np.testing.assert_array_equal(r.value, 2 * r.item.data)
+            assert not np.shares_memory(r.value, r.item.data)
+
+    def test_image_preprocess_gives_each_thread_its_own_ring(self) -> None:
+        pre = ImagePreprocess((4, 4), mean=(0, 0, 0), std=(1 / 255,) * 3, max_batch=2)
+        out: dict[int, list[np.ndarray]] = {}
+
+        def prepare(value: int) -> None:
+            image = np.full((4, 4, 3), value, np.uint8)
+            out[value] = [pre([Frame("cam", k, 0, image)]) for k in range(3)]
+
+        threads = [threading.Thread(target=prepare, args=(v,)) for v in (10, 200)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for value, batches in out.items():
+            assert all(np.all(b == value) for b in batches)  # nobody overwrote them
+        assert not any(np.shares_memory(a, b) for a in out[10] for b in out[200])
+        assert np.shares_memory(out[10][0], out[10][2])  # a thread's ring of two came round
+
+
+@settings(max_examples=200, deadline=None)
+@given(order=st.permutations(range(24)), cuts=st.lists(st.integers(1, 6), max_size=24))
+def test_results_completed_a_batch_at_a_time_leave_in_order(
+    order: list[int], cuts: list[int]
+) -> None:
+    buffer: ReorderBuffer[int] = ReorderBuffer(24)
+    for _ in range(24):
+        buffer.admit()
+    released: list[int] = []
+    rest = list(order)
+    for cut in [*cuts, 24]:
+        chunk, rest = rest[:cut], rest[cut:]
+        out = buffer.complete_many([(seq, seq) for seq in chunk])
+        done = set(order[: len(order) - len(rest)])
+        # Released: the completed run after what left before, nothing past a gap.
+        expected = []
+        k = len(released)
+        while k in done:
+            expected.append(k)
+            k += 1
+        assert out == expected
+        released += out
+    assert released == list(range(24))
+    with pytest.raises(ValueError, match="seq 3 is not outstanding"):
+        buffer.complete_many([(3, 3)])
 
 
 class TestLifecycle:
