@@ -17,6 +17,7 @@ from fusion._exports import lazy_exports
 from fusion.source import Source
 
 if TYPE_CHECKING:
+    from adapters._side_files import CONFIG_LIMIT, read_small_text
     from adapters.audio import AudioSource
     from adapters.bags import BagSource
     from adapters.can import CanSource
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from adapters.lidar.hesai import HesaiSource
     from adapters.nmea import NmeaSource
     from adapters.radar import RadarSource
-    from adapters.ros2 import Ros2Source
+    from adapters.ros import Ros2Source
     from adapters.synthetic import (
         SensorTiming,
         SyntheticCamera,
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from adapters.video import VideoSource
 
 __all__ = [
+    "CONFIG_LIMIT",
     "AudioSource",
     "BagSource",
     "CanSource",
@@ -66,6 +68,7 @@ __all__ = [
     "VelodyneSource",
     "VideoSource",
     "interpolate",
+    "read_small_text",
     "slerp",
     "synthetic_session",
     "synthetic_timeline",
@@ -85,7 +88,9 @@ __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         "AudioSource": "adapters.audio._source",
-        "BagSource": "adapters.bags.source",
+        "CONFIG_LIMIT": "adapters._side_files",
+        "read_small_text": "adapters._side_files",
+        "BagSource": "adapters.bags",
         "CanSource": "adapters.can._source",
         "DecodeError": "adapters.errors",
         "HesaiSource": "adapters.lidar.hesai",
@@ -94,7 +99,7 @@ __getattr__, __dir__ = lazy_exports(
         "OusterSource": "adapters.lidar.ouster",
         "PointCloudFiles": "adapters.lidar.pointcloud_files",
         "RadarSource": "adapters.radar._source",
-        "Ros2Source": "adapters.ros2.source",
+        "Ros2Source": "adapters.ros",
         "SensorTimeout": "adapters.errors",
         "SourceOpenError": "adapters.errors",
         "TimeSeriesSource": "adapters.timeseries",

@@ -253,7 +253,7 @@ def rosbags_write(path: Path, messages: list[tuple[str, str, str, int, bytes]]) 
 
 def compare_export(bag: Path, tmp: Path, rounds: int) -> dict[str, Any]:
     """Paired rounds: our ros2 export of the recorded bag vs rosbags writing its messages."""
-    from recordings.export import export_recording
+    from recordings.outputs._export import export_recording
 
     hfr = tmp / f"{bag.name}.hfr"
     _record(bag, hfr)

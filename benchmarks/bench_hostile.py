@@ -52,10 +52,10 @@ sys.path.insert(0, str(ROOT))
 
 from fusion.frames import Frame  # noqa: E402
 from recordings import Recorder, open_recording  # noqa: E402
-from recordings import reader as reader_module  # noqa: E402
-from recordings import records as records_module  # noqa: E402
 from recordings.errors import RecordingError  # noqa: E402
-from recordings.format import PRELUDE, SYNC, RecordKind  # noqa: E402
+from recordings.hfr import _reader as reader_module  # noqa: E402
+from recordings.hfr import _records as records_module  # noqa: E402
+from recordings.hfr._format import PRELUDE, SYNC, RecordKind  # noqa: E402
 from tests.recordings.hostile import INT64, Chunk, good_chunks, recording  # noqa: E402
 
 MiB = 1 << 20
@@ -137,7 +137,7 @@ def sweep_file(path: Path, tmp: Path) -> str:
     from fusion import Nearest
 
     if path.name.startswith("sync_"):
-        from recordings.offline_sync import sync_recording
+        from recordings._offline_sync import sync_recording
 
         with open_recording(path) as log:
             sensors = [n for n, x in log.summary().sensors.items() if x.count]
@@ -160,7 +160,7 @@ def sweep_file(path: Path, tmp: Path) -> str:
 
         return anyio.run(read)
     if path.name.startswith("mp4_"):
-        from recordings.export import export_recording
+        from recordings.outputs._export import export_recording
 
         out = []
         for reencode in (False, True):

@@ -43,7 +43,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from recordings.export import _live_ws as wsproto  # noqa: E402
+from recordings.outputs.live import _websocket as wsproto  # noqa: E402
 from tests.interop.foxglove_client import LiveClient, connect  # noqa: E402
 
 SENDERS = ROOT / "tests" / "acceptance" / "senders.py"

@@ -217,8 +217,8 @@ def peer_sync(path: Path, tmp: Path) -> None:
     import pyarrow.parquet as pq
 
     from fusion import Nearest
-    from recordings.offline_sync import sync_recording
-    from recordings.stamps import read_stamps
+    from recordings._offline_sync import sync_recording
+    from recordings.hfr._stamps import read_stamps
 
     names = ["lidar", "cam", "gnss"]
     tol = {"cam": 20 * MS, "gnss": 60 * MS}
@@ -264,7 +264,7 @@ def measure_repair(path: Path, tmp: Path) -> None:
         last = log.chunks[-1]
         end = last.offset + last.record_size if hasattr(last, "record_size") else None
     if end is None:
-        from recordings.format import PRELUDE
+        from recordings.hfr._format import PRELUDE
 
         fd = os.open(path, os.O_RDONLY)
         try:

@@ -5,7 +5,7 @@ holding each message's bytes:
 
 * **mcap** (the peer): ``make_reader(f).iter_messages(log_time_order=True)``, the
   ``mcap`` Python package's indexed reader (chunk index, heap over chunks);
-* **McapFile**: ``McapFile(path).messages()`` (:mod:`adapters.bags.mcapfile`),
+* **McapFile**: ``McapFile(path).messages()`` (:mod:`adapters.bags._mcapfile`),
   opened through the summary (indexed) or, for the second file, by scanning
   (the same messages written without a summary section's index and statistics).
 
@@ -31,7 +31,7 @@ import numpy as np
 def make_export(tmp: Path, seconds: float) -> Path:
     from adapters.synthetic import synthetic_session, synthetic_timeline
     from recordings import Recorder
-    from recordings.export import export_recording
+    from recordings.outputs._export import export_recording
 
     hfr = tmp / "s.hfr"
     sensors = synthetic_session(seconds, seed=3, realtime=False)
@@ -75,7 +75,7 @@ def peer(path: Path) -> int:
 
 
 def ours(path: Path) -> int:
-    from adapters.bags.mcapfile import McapFile
+    from adapters.bags._mcapfile import McapFile
 
     with McapFile(path) as mcap:
         return sum(len(m.data) for m in mcap.messages())

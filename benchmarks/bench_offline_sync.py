@@ -46,7 +46,7 @@ from rich.table import Table
 from fusion import Frame, Nearest
 from fusion.policies.columnar import group_columns
 from recordings import Recorder, open_recording
-from recordings.offline_sync import sync_recording
+from recordings._offline_sync import sync_recording
 
 MS = 1_000_000
 ROOT = Path(__file__).resolve().parents[1]

@@ -36,8 +36,8 @@ import numpy as np
 
 from fusion import Frame, Nearest
 from recordings import Recorder, open_recording
-from recordings.offline_sync import sync_recording
-from recordings.stamps import read_stamps
+from recordings._offline_sync import sync_recording
+from recordings.hfr._stamps import read_stamps
 
 MS = 1_000_000
 TOL = {"cam": 20 * MS, "imu": 2 * MS}
@@ -91,7 +91,7 @@ def strip_stamp_index(path: Path) -> None:
     before the trailer) removed, the trailer kept."""
     import struct
 
-    from recordings.format import PRELUDE, TRAILER
+    from recordings.hfr._format import PRELUDE, TRAILER
 
     size = path.stat().st_size
     with path.open("r+b") as f:

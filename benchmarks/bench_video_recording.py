@@ -40,8 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from adapters.synthetic import SyntheticCamera, synthetic_timeline
 from fusion.frames import Frame
 from recordings import Recorder, open_recording
-from recordings.video.playback import VideoReader
-from recordings.video.recording import VideoRecorder
+from recordings.hfr.video._playback import VideoReader
+from recordings.hfr.video._recording import VideoRecorder
 
 VARIANTS = ("zstd", "ffv1", "h264", "hevc")
 

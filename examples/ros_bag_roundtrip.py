@@ -24,7 +24,7 @@ from adapters import BagSource
 from fusion import ApproximateTime, BatchWorker, FrameGroup, SyncHub
 from fusion.workers.models import sobel_edges
 from recordings import Recorder, open_recording
-from recordings.export import export_recording
+from recordings.outputs import export_recording
 
 MS = 1_000_000
 T0 = 1_700_000_000 * 1_000_000_000

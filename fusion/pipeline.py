@@ -59,7 +59,7 @@ Sink = Callable[[FrameGroup], Any]
 @runtime_checkable
 class RecorderLike(Protocol):
     """What a pipeline needs of its ``recorder``: a :class:`~recordings.Recorder`, or a
-    wrapper such as :class:`~recordings.video.recording.VideoRecorder` that encodes video."""
+    wrapper such as :class:`~recordings.hfr.video._recording.VideoRecorder` that encodes video."""
 
     async def send(self, frame: Frame) -> None: ...
 
@@ -78,7 +78,7 @@ class RecorderLike(Protocol):
 @runtime_checkable
 class FrameTap(Protocol):
     """A sink that also takes every frame after alignment (what the recorder records):
-    :class:`~recordings.export.live.FoxgloveServer`. ``publish`` is called on the event
+    :class:`~recordings.outputs.FoxgloveServer`. ``publish`` is called on the event
     loop for each frame, so it must return at once (queue, or drop and count)."""
 
     def publish(self, frame: Frame) -> None: ...

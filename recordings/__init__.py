@@ -1,12 +1,12 @@
 """All storage: frame logs (.hfr), video in recordings, export, and any recording as a Source.
 
 * :class:`Recorder`, :func:`open_recording`, :func:`read_stream`, :class:`Replay`:
-  the ``.hfr`` format (``recordings/FORMAT.md``);
+  the ``.hfr`` format (``recordings/hfr/FORMAT.md``);
 * :class:`VideoRecorder`, :class:`VideoReplay`: video sensors stored as encoded packets;
 * :func:`open_source`: a recording or a ROS bag as a :class:`~fusion.Source`;
 * :func:`sync_recording`: a recording's ExactTime/Nearest groups computed from its stamps;
 * :class:`SnapshotRecorder`: the last seconds in memory, written on a trigger (black box);
-* :mod:`recordings.export`: ROS 2 / Foxglove MCAP, MP4, PCD, Rerun;
+* :mod:`recordings.outputs._export`: ROS 2 / Foxglove MCAP, MP4, PCD, Rerun;
 * :mod:`recordings.pytest_plugin`: the ``hfr`` fixtures.
 
 Names load on first use (PEP 562), so importing the package, as pytest does
@@ -20,6 +20,9 @@ from typing import TYPE_CHECKING
 from fusion._exports import lazy_exports
 
 if TYPE_CHECKING:
+    from recordings._offline_sync import OfflineGroups, sync_recording
+    from recordings._open import is_bag, open_source
+    from recordings._replay import Replay
     from recordings.errors import (
         CorruptChunk,
         LimitExceeded,
@@ -28,17 +31,20 @@ if TYPE_CHECKING:
         TruncatedRecording,
         UnsupportedVersion,
     )
-    from recordings.layout import ChunkMeta
-    from recordings.limits import ReadLimits
-    from recordings.offline_sync import OfflineGroups, sync_recording
-    from recordings.open import is_bag, open_source
-    from recordings.reader import Recording, open_recording
-    from recordings.replay import Replay
-    from recordings.snapshot import SnapshotRecorder
-    from recordings.stream import RecordingStream, read_stream
-    from recordings.summary import RecordingSummary, SensorSummary
-    from recordings.video import VideoReader, VideoRecorder, VideoReplay
-    from recordings.writer import Recorder, RecorderStatistics
+    from recordings.hfr import (
+        ChunkMeta,
+        ReadLimits,
+        Recorder,
+        RecorderStatistics,
+        Recording,
+        RecordingStream,
+        RecordingSummary,
+        SensorSummary,
+        SnapshotRecorder,
+        open_recording,
+        read_stream,
+    )
+    from recordings.hfr.video import VideoReader, VideoRecorder, VideoReplay
 
 __all__ = [
     "ChunkMeta",
@@ -69,31 +75,31 @@ __all__ = [
 ]
 
 _HOMES = {
-    "ChunkMeta": "recordings.layout",
+    "ChunkMeta": "recordings.hfr._layout",
     "CorruptChunk": "recordings.errors",
     "LimitExceeded": "recordings.errors",
-    "OfflineGroups": "recordings.offline_sync",
-    "ReadLimits": "recordings.limits",
-    "Recorder": "recordings.writer",
+    "OfflineGroups": "recordings._offline_sync",
+    "ReadLimits": "recordings.hfr._limits",
+    "Recorder": "recordings.hfr._writer",
     "RecorderClosed": "recordings.errors",
-    "RecorderStatistics": "recordings.writer",
-    "Recording": "recordings.reader",
+    "RecorderStatistics": "recordings.hfr._writer",
+    "Recording": "recordings.hfr._reader",
     "RecordingError": "recordings.errors",
-    "RecordingStream": "recordings.stream",
-    "RecordingSummary": "recordings.summary",
-    "Replay": "recordings.replay",
-    "SensorSummary": "recordings.summary",
-    "SnapshotRecorder": "recordings.snapshot",
+    "RecordingStream": "recordings.hfr._stream",
+    "RecordingSummary": "recordings.hfr._summary",
+    "Replay": "recordings._replay",
+    "SensorSummary": "recordings.hfr._summary",
+    "SnapshotRecorder": "recordings.hfr._snapshot",
     "TruncatedRecording": "recordings.errors",
     "UnsupportedVersion": "recordings.errors",
-    "VideoReader": "recordings.video.playback",
-    "VideoRecorder": "recordings.video.recording",
-    "VideoReplay": "recordings.video.playback",
-    "is_bag": "recordings.open",
-    "open_recording": "recordings.reader",
-    "open_source": "recordings.open",
-    "read_stream": "recordings.stream",
-    "sync_recording": "recordings.offline_sync",
+    "VideoReader": "recordings.hfr.video._playback",
+    "VideoRecorder": "recordings.hfr.video._recording",
+    "VideoReplay": "recordings.hfr.video._playback",
+    "is_bag": "recordings._open",
+    "open_recording": "recordings.hfr._reader",
+    "open_source": "recordings._open",
+    "read_stream": "recordings.hfr._stream",
+    "sync_recording": "recordings._offline_sync",
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, _HOMES)

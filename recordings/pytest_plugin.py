@@ -46,8 +46,8 @@ import pytest
 if TYPE_CHECKING:
     from fusion.frames import Frame, SensorSpec
     from fusion.timing import VirtualClock
-    from recordings.reader import Recording
-    from recordings.replay import Replay
+    from recordings._replay import Replay
+    from recordings.hfr import Recording
 
 T = TypeVar("T")
 
@@ -70,7 +70,7 @@ class HfrHelper:
         **recorder_options: Any,
     ) -> Path:
         """Write ``frames`` to ``path`` (default: a new file in ``tmp_path``); the path."""
-        from recordings.writer import Recorder
+        from recordings.hfr import Recorder
 
         if path is None:
             self._made += 1
@@ -82,7 +82,7 @@ class HfrHelper:
 
     def open(self, path: str | os.PathLike[str], **options: Any) -> Recording:
         """:func:`~recordings.open_recording`, closed at teardown."""
-        from recordings.reader import open_recording
+        from recordings.hfr import open_recording
 
         log = open_recording(path, **options)
         self._open.append(log)
@@ -92,7 +92,7 @@ class HfrHelper:
         self, path: str | os.PathLike[str], speed: float | None = None, **options: Any
     ) -> Replay:
         """A :class:`~recordings.Replay` (as fast as possible by default), closed at teardown."""
-        from recordings.replay import Replay
+        from recordings._replay import Replay
 
         replay = Replay(path, speed, **options)
         self._replays.append(replay)

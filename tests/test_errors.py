@@ -145,7 +145,7 @@ def test_a_bad_argument_is_a_config_error_and_a_value_error(
 
 
 ROOT = Path(__file__).resolve().parents[1]
-EXPORTING = ["fusion", "adapters", "adapters.video", "recordings", "recordings.video"]
+EXPORTING = ["fusion", "adapters", "adapters.video", "recordings", "recordings.hfr.video"]
 EXPORTING += ["hyperframes.segments"]
 
 

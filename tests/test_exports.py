@@ -9,7 +9,7 @@ import inspect
 import pytest
 
 PACKAGES = [
-    "fusion", "adapters", "adapters.ros2", "adapters.video", "recordings", "recordings.video"
+    "fusion", "adapters", "adapters.ros", "adapters.video", "recordings", "recordings.hfr.video"
 ]  # fmt: skip
 
 

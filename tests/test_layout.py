@@ -98,7 +98,7 @@ def loaded_after(statement: str) -> list[str]:
 
 def test_importing_the_library_loads_no_heavy_library() -> None:
     assert loaded_after("import fusion, adapters, recordings") == []
-    assert loaded_after("import adapters.ros2") == []
+    assert loaded_after("import adapters.ros") == []
 
 
 def test_the_heavy_library_loads_when_its_feature_is_first_used() -> None:
@@ -114,6 +114,22 @@ def type_checking_only(tree: ast.Module) -> set[int]:
             for child in node.body:
                 hidden.update(id(n) for n in ast.walk(child))
     return hidden
+
+
+def face_homes(path: Path) -> dict[str, str]:
+    """Name -> home module of a package face that loads names on first use (``lazy_exports``):
+    ``from face import name`` runs the home's import there and then."""
+    if path.name != "__init__.py":
+        return {}
+    homes: dict[str, str] = {}
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values, strict=True):
+                key_text = key.value if isinstance(key, ast.Constant) else None
+                home = value.value if isinstance(value, ast.Constant) else None
+                if isinstance(key_text, str) and isinstance(home, str):
+                    homes[key_text] = home
+    return homes
 
 
 def import_graph(*, lazy: bool, paths: dict[str, Path] | None = None) -> dict[str, set[str]]:
@@ -147,6 +163,8 @@ def import_graph(*, lazy: bool, paths: dict[str, Path] | None = None) -> dict[st
                     )
                 modules = [f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in paths]
                 targets = modules if len(modules) == len(node.names) else [base, *modules]
+                homes = face_homes(paths[base]) if base in paths else {}
+                targets += [homes[a.name] for a in node.names if a.name in homes]
             edges[name].update(t for t in targets if t in paths and t != name)
     return edges
 
@@ -187,7 +205,7 @@ def test_no_circle_through_lazy_imports_within_or_across_packages() -> None:
     edges = import_graph(lazy=True)
     cycle = first_cycle(edges)
     assert cycle is None, "import cycle (lazy imports included): " + " -> ".join(cycle or [])
-    assert "adapters.bags.summary" in edges["hyperframes.cli.baginfo"]  # a lazy edge, seen
+    assert "adapters.bags._summary" in edges["hyperframes.cli.baginfo"]  # lazy, through a face
 
 
 def test_the_cycle_checker_sees_lazy_circles_and_ignores_type_checking(tmp_path: Path) -> None:
@@ -208,3 +226,88 @@ def test_the_cycle_checker_sees_lazy_circles_and_ignores_type_checking(tmp_path:
     assert lazy["fusion.c"] == set()  # TYPE_CHECKING never runs
     assert lazy["fusion.d"] == {"fusion.c"}
     assert first_cycle(import_graph(lazy=False, paths=paths)) is None
+
+
+# -- rooms and privacy (principle 12) ----------------------------------------------------
+
+FACE_HELPER = "fusion._exports"  # every package's face uses it to load names on first use
+
+
+def private_room(target: str) -> str | None:
+    """The room a private module belongs to: the package path before its first ``_part``,
+    at most two deep (``recordings.hfr._reader`` -> ``recordings.hfr``); ``None`` if public."""
+    parts = target.split(".")
+    for i, part in enumerate(parts):
+        if part.startswith("_") and not part.startswith("__"):
+            return ".".join(parts[: min(i, 2)])
+    return None
+
+
+def library_modules() -> dict[str, Path]:
+    return {module_name(p): p for f in FLOORS for p in (ROOT / f).rglob("*.py")}
+
+
+def test_private_modules_are_imported_only_inside_their_room() -> None:
+    found = []
+    for name, path in library_modules().items():
+        for line, target in imported_modules(path):
+            room = private_room(target)
+            if room is None or target == FACE_HELPER:
+                continue
+            if not (name == room or name.startswith(room + ".")):
+                found.append(f"{path.relative_to(ROOT)}:{line} imports {target} (room {room})")
+    assert not found, "a room's internals used from outside it:\n" + "\n".join(found)
+    assert private_room("recordings.hfr._reader") == "recordings.hfr"
+    assert private_room("recordings.hfr.video._packets") == "recordings.hfr"
+    assert private_room("recordings._extras") == "recordings"
+    assert private_room("recordings.outputs") is None
+
+
+@pytest.mark.parametrize(
+    ("room", "subpackages"),
+    [
+        ("recordings.hfr", {"recordings.hfr.video"}),
+        ("recordings.outputs", {"encoders", "files", "live"}),
+        ("adapters.ros", set()),
+        ("adapters.bags", set()),
+    ],
+)
+def test_a_room_shows_only_its_face(room: str, subpackages: set[str]) -> None:
+    """Every module of the room but its packages' faces is private (``_name.py``)."""
+    folder = ROOT / room.replace(".", "/")
+    public = sorted(
+        str(p.relative_to(ROOT))
+        for p in folder.rglob("*.py")
+        if p.name != "__init__.py" and not any(part.startswith("_") for part in p.parts[-1:])
+    )
+    assert public == [], f"{room}: public modules {public}"
+    packages = {p.parent.name for p in folder.rglob("__init__.py") if p.parent != folder}
+    assert packages <= {s.rsplit(".", 1)[-1] for s in subpackages}
+
+
+def test_outputs_and_ros_each_live_in_one_room() -> None:
+    """The live publishers, file exports and encoders sit together in ``recordings.outputs``;
+    DDS is spoken only in the ROS room (and the publisher that writes through it)."""
+    modules = library_modules()
+    outputs = {m for m in modules if m.startswith("recordings.outputs")}
+    for wanted in ("live._foxglove_server", "live._ros2_publisher", "files._mcap_ros2",
+                   "encoders._ros2", "encoders._foxglove"):  # fmt: skip
+        assert f"recordings.outputs.{wanted}" in outputs
+    assert not [m for m in modules if m.startswith(("recordings.export", "adapters.ros2"))]
+    dds = sorted(
+        name
+        for name, path in modules.items()
+        if any(t.split(".")[0] == "cyclonedds" for _, t in imported_modules(path))
+    )
+    assert all(m.startswith(("adapters.ros", "recordings.outputs.live")) for m in dds), dds
+
+
+def test_every_face_name_has_a_home_that_defines_it() -> None:
+    import importlib
+
+    for name, path in library_modules().items():
+        for exported, home in face_homes(path).items():
+            if not home.startswith(tuple(FLOORS)) or ("." not in exported and exported.islower()):
+                continue
+            module = importlib.import_module(home)
+            assert hasattr(module, exported), f"{name} exports {exported} from {home}: not there"

@@ -86,7 +86,7 @@ def test_the_wheel_holds_the_four_packages_their_types_and_nothing_else(wheel: P
     assert top == set(PACKAGES)
     for package in PACKAGES:
         assert f"{package}/py.typed" in names
-    assert "recordings/FORMAT.md" in names
+    assert "recordings/hfr/FORMAT.md" in names
     assert "fusion/workers/model_files/bev_occupancy.onnx" in names  # the demo's models
     assert "fusion/policies/_nearest_native.c" in names  # the C merge kernel's source
     info = next(n for n in names if n.endswith(".dist-info/METADATA"))

@@ -1,41 +1,49 @@
 """ROS 1 and ROS 2 bags (MCAP, sqlite3, .bag) as sources, without a ROS install.
 
-``rosbags`` is imported only when a bag is opened, so importing this package
-is cheap and works without it.
+:class:`BagSource` reads any bag rosbag2 (and rosbag) writes, one bad topic costing only
+itself; :func:`read_bag_summary` says what a bag holds as ``ros2 bag info`` does. The
+message codec and type stores are the ROS room's (:mod:`adapters.ros`). ``rosbags`` is
+imported only when a bag is opened, so importing this package is cheap.
 """
 
-from adapters.bags.images import decode_image, encoding_for, image_layout
-from adapters.bags.messages import (
-    DECODERS,
-    decode_generic,
-    decode_imu,
-    decode_navsatfix,
-    decoder_info,
-    message_to_arrays,
-)
-from adapters.bags.pointcloud2 import decode_pointcloud2
-from adapters.bags.source import BagSource, BagTopic, parse_topics, sensor_name
-from adapters.bags.summary import BagSummary, BagTopicSummary, read_bag_summary
-from fusion._exports import rewrite_module
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from fusion._exports import lazy_exports
+
+if TYPE_CHECKING:
+    from adapters.bags._detect import bag_format, not_a_bag
+    from adapters.bags._reader import BagReader, decompress_message
+    from adapters.bags._source import BagSource, BagTopic, parse_topics, sensor_name
+    from adapters.bags._summary import BagSummary, BagTopicSummary, read_bag_summary
 
 __all__ = [
-    "DECODERS",
+    "BagReader",
     "BagSource",
     "BagSummary",
     "BagTopic",
     "BagTopicSummary",
-    "decode_generic",
-    "decode_image",
-    "decode_imu",
-    "decode_navsatfix",
-    "decode_pointcloud2",
-    "decoder_info",
-    "encoding_for",
-    "image_layout",
-    "message_to_arrays",
+    "bag_format",
+    "decompress_message",
+    "not_a_bag",
     "parse_topics",
     "read_bag_summary",
     "sensor_name",
 ]
 
-rewrite_module(globals(), __name__)
+_HOMES = {
+    "BagReader": "adapters.bags._reader",
+    "BagSource": "adapters.bags._source",
+    "BagSummary": "adapters.bags._summary",
+    "BagTopic": "adapters.bags._source",
+    "BagTopicSummary": "adapters.bags._summary",
+    "bag_format": "adapters.bags._detect",
+    "decompress_message": "adapters.bags._reader",
+    "not_a_bag": "adapters.bags._detect",
+    "parse_topics": "adapters.bags._source",
+    "read_bag_summary": "adapters.bags._summary",
+    "sensor_name": "adapters.bags._source",
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES)

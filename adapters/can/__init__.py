@@ -17,11 +17,12 @@ from adapters.can._decoder import (
     id_sensor,
     load_database,
 )
-from adapters.can._io import LOG_SUFFIXES
+from adapters.can._io import BUS_ERRORS_IN_A_ROW, LOG_SUFFIXES, bus_batch, log_batches, open_bus
 from adapters.can._source import CanSource
 from fusion._exports import rewrite_module
 
 __all__ = [
+    "BUS_ERRORS_IN_A_ROW",
     "LOG_SUFFIXES",
     "RAW_DTYPE",
     "Block",
@@ -29,8 +30,11 @@ __all__ = [
     "CanSource",
     "Event",
     "Loss",
+    "bus_batch",
     "id_sensor",
     "load_database",
+    "log_batches",
+    "open_bus",
 ]
 
 rewrite_module(globals(), __name__)

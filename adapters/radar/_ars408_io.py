@@ -69,7 +69,7 @@ async def ars408_frames(source: RadarSource) -> AsyncIterator[Frame]:
 
 
 async def _log_frames(source: RadarSource) -> AsyncIterator[Frame]:
-    from adapters.can._io import log_batches
+    from adapters.can import log_batches
 
     assert source.log is not None
     path, name = source.log, source.name
@@ -104,7 +104,7 @@ async def _log_frames(source: RadarSource) -> AsyncIterator[Frame]:
 
 
 async def _bus_frames(source: RadarSource) -> AsyncIterator[Frame]:
-    from adapters.can._io import BUS_ERRORS_IN_A_ROW, bus_batch, open_bus
+    from adapters.can import BUS_ERRORS_IN_A_ROW, bus_batch, open_bus
 
     decoder, assembler = _pipeline(source)
     options = dict(source.bus_options)

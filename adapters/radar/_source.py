@@ -358,7 +358,7 @@ class RadarSource(Source):
     # -- a bag ---------------------------------------------------------------------------
 
     def _bag_batches(self) -> Iterator[list[_Outcome]]:
-        from adapters.bags.reader import BagReader, decompress_message
+        from adapters.bags import BagReader, decompress_message
 
         assert self.bag is not None
         with BagReader(self.bag) as reader:

@@ -16,7 +16,7 @@ Modules, one concept each:
 * :mod:`~adapters.video.probe`: opening inputs, error mapping, :class:`VideoInfo`.
 
 Video stored in recordings (encoding, packet records, decoding back) is
-storage, so it lives in :mod:`recordings.video`.
+storage, so it lives in :mod:`recordings.hfr.video`.
 """
 
 from __future__ import annotations

@@ -141,7 +141,7 @@ def describe_input(
 
 
 def codec_params(stream: VideoStream, pixel_format: str) -> dict[str, Any]:
-    """What a decoder of this stream's packets needs (see :mod:`recordings.video.packets`)."""
+    """What a decoder of this stream's packets needs (see :mod:`recordings.hfr.video._packets`)."""
     ctx = stream.codec_context
     extradata = ctx.extradata
     return {

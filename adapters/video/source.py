@@ -150,7 +150,7 @@ class VideoSource(Source):
       clock model starts over); silences longer than this are gaps.
     * ``keep_packets``: also attach each frame's demuxed packets
       (``meta["packets"]``, decode order) and the stream's decoder parameters
-      (``meta["codec"]``), so a :class:`~recordings.video.recording.VideoRecorder`
+      (``meta["codec"]``), so a :class:`~recordings.hfr.video._recording.VideoRecorder`
       with ``"copy"`` records the stream's own packets without re-encoding.
     """
 

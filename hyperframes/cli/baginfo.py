@@ -1,6 +1,6 @@
 """``hyperframes info`` on an MCAP file or a ROS bag, as ``ros2 bag info`` shows one.
 
-:func:`bag_info` reads the bag's summary (:func:`adapters.bags.summary.read_bag_summary`:
+:func:`bag_info` reads the bag's summary (:func:`adapters.bags._summary.read_bag_summary`:
 topics, types, counts, and with a check every message read) and prints it as
 tables or one JSON document; a third-party reader's failure becomes one line
 (:func:`reason`). Kept apart from :mod:`hyperframes.cli.info` so that ``info``
@@ -20,7 +20,7 @@ from hyperframes.cli.common import literal
 from hyperframes.cli.units import human_ns, iso_utc, stamp
 
 if TYPE_CHECKING:
-    from adapters.bags.summary import BagSummary
+    from adapters.bags import BagSummary
 
 
 def reason(err: BaseException) -> str:
@@ -37,7 +37,7 @@ def reason(err: BaseException) -> str:
 
 def bag_info(args: argparse.Namespace, console: Any) -> int:
     """``info`` on an MCAP file or a ROS bag."""
-    from adapters.bags.summary import read_bag_summary
+    from adapters.bags import read_bag_summary
     from hyperframes.cli.common import error, warn
 
     path = Path(args.file)

@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     from hyperframes.cli.progress import progress_bar
     from recordings import Recorder, open_recording
     from recordings.errors import RecordingError
-    from recordings.outputs import safe_output
+    from recordings.output_files import safe_output
 
     console = console_for(args)
     path = Path(args.file)
@@ -131,8 +131,8 @@ def _reindex(args: argparse.Namespace, log: Any, path: Path, console: Any) -> in
     a stamp index."""
     from fusion.errors import HyperframesError
     from hyperframes.cli.common import error, literal
-    from recordings.outputs import safe_output
-    from recordings.reindex import reindex
+    from recordings.hfr import reindex
+    from recordings.output_files import safe_output
 
     if not args.output:
         error(console, "--reindex needs -o NEW.hfr (the file is never rewritten in place)")

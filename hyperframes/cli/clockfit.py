@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from recordings.sensor_summary import EARLY_GLITCH_NS, hull_candidates, skew_from_hull
+from recordings.hfr import EARLY_GLITCH_NS, hull_candidates, skew_from_hull
 
 __all__ = [
     "EARLY_GLITCH_NS",

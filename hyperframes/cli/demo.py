@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     console = Console(quiet=args.quiet, markup=False, highlight=False, emoji=False)
     target = report_path(args)
     if target is not None and args.keep is not None:
-        from recordings.outputs import OutputIsInput, refuse_overlap
+        from recordings.output_files import OutputIsInput, refuse_overlap
 
         try:  # the report must not replace the recording it reports on
             refuse_overlap(target, [args.keep])
@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
     written = None
     if target is not None:
         from hyperframes.demo.report import write_report
-        from recordings.outputs import safe_output
+        from recordings.output_files import safe_output
 
         with safe_output(target, [args.keep]) as staged:  # a whole PNG or the old one
             write_report(report_data(result), staged)

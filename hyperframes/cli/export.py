@@ -118,8 +118,7 @@ def run(args: argparse.Namespace) -> int:
     from hyperframes.cli.common import console_for, error, literal, printable, warn
     from hyperframes.cli.progress import progress_bar
     from recordings import open_recording
-    from recordings.export import Target, export_recording
-    from recordings.export.shapes import parse_types
+    from recordings.outputs import Target, export_recording, parse_types
 
     console = console_for(args)
     sensors = args.sensors or None

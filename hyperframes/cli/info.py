@@ -71,9 +71,8 @@ def run(args: argparse.Namespace) -> int:
     from hyperframes.cli.audioinfo import audio_details, audio_table
     from hyperframes.cli.common import console_for, error, note, warn
     from hyperframes.cli.losses import ledger_table, print_losses
-    from recordings import open_recording
+    from recordings import is_bag, open_recording
     from recordings.errors import RecordingError
-    from recordings.open import is_bag
 
     console = console_for(args)
     hfr = _starts_like_a_recording(args.file)  # then no bag or NMEA reader is imported
@@ -189,7 +188,7 @@ def read_from_note(part: Path, why: str) -> str:
 
 
 def _ulog(path: str) -> bool:
-    from adapters.ulog._log import looks_like_ulog
+    from adapters.ulog import looks_like_ulog
 
     return looks_like_ulog(path)
 
@@ -209,7 +208,7 @@ def _nmea(path: str) -> bool:
 
 def _starts_like_a_recording(path: str) -> bool:
     """``path`` is a file that begins with the ``.hfr`` magic bytes."""
-    from recordings.format import MAGIC
+    from recordings.hfr import MAGIC
 
     try:
         with open(path, "rb") as f:
@@ -220,7 +219,7 @@ def _starts_like_a_recording(path: str) -> bool:
 
 def video_details(log: Any) -> dict[str, dict[str, Any]]:
     """Per sensor recorded as encoded video: codec, size, rate, bytes and ratio vs raw pixels."""
-    from recordings.video.playback import describe_tracks
+    from recordings.hfr.video import describe_tracks
 
     return {name: track.as_dict() for name, track in describe_tracks(log).items()}
 

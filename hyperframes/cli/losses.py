@@ -1,7 +1,7 @@
 """What was lost, said the same way by every command: a table, a JSON map, a summary line.
 
 A ledger comes from a running pipeline (:class:`~fusion.LedgerStatistics`, one per
-sensor) or from a recording's footer (:class:`~recordings.ledgers.SensorLedger`,
+sensor) or from a recording's footer (:class:`~recordings.hfr._ledgers.SensorLedger`,
 which adds the pipeline's own drops). Both print through here, so ``record``'s
 final lines, ``info``'s table and the ``--json`` documents use the same words.
 """
@@ -15,7 +15,7 @@ from rich.console import Console
 
 from fusion.ledger import LedgerStatistics
 from hyperframes.cli.common import literal, warn
-from recordings.ledgers import SensorLedger
+from recordings.hfr import SensorLedger
 
 if TYPE_CHECKING:  # rich's tables load when one is printed
     from rich.table import Table

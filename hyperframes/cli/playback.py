@@ -240,7 +240,7 @@ class ServedPlayback:
     served one (a recording's wall clock) and back. Pause and play set ``control.paused``,
     the speed its rate, a seek (only when ``seekable``: no pipeline) asks the source to
     play on from that time, clamped to the window. A
-    :class:`~recordings.export.live.PlaybackHandler`.
+    :class:`~recordings.outputs.live._foxglove_server.PlaybackHandler`.
     """
 
     def __init__(
@@ -263,7 +263,7 @@ class ServedPlayback:
         return self._range
 
     def __call__(self, request: Any) -> Any:
-        from recordings.export.live import PlaybackReply
+        from recordings.outputs import PlaybackReply
 
         control = self.control
         if request.speed > 0:
@@ -283,7 +283,7 @@ class ServedPlayback:
 
     def ended(self) -> Any:
         """The state to tell clients when the frames ran out."""
-        from recordings.export.live import PlaybackReply
+        from recordings.outputs import PlaybackReply
 
         rate = self.control.rate
         return PlaybackReply("ended", 1.0 if rate is None else rate, time=self._range[1])

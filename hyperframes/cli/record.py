@@ -284,7 +284,7 @@ def run(args: argparse.Namespace) -> int:
     from hyperframes.cli.playback import PlaybackControl, keyboard
     from hyperframes.config import build_pipeline, load_config, validate_config
     from recordings import open_recording
-    from recordings.outputs import refuse_overlap
+    from recordings.output_files import refuse_overlap
 
     console = console_for(args)
     out = args.output or Path(time.strftime("session-%Y%m%d-%H%M%S.hfr"))

@@ -139,7 +139,7 @@ def rate_arg(text: str) -> float | None:
 
 def open_source(args: argparse.Namespace) -> Any:
     """The replay source for ``args.file`` (recording or bag), start/duration applied."""
-    from recordings.open import is_bag, open_source
+    from recordings import is_bag, open_source
 
     options = {}
     if getattr(args, "ros_distro", None):
@@ -191,7 +191,7 @@ def run(args: argparse.Namespace) -> int:
                 config, sensors=[], extra_sources=[source], recorder_options={"inputs": inputs}
             )
         if args.metrics is not None:
-            from recordings.outputs import refuse_overlap
+            from recordings.output_files import refuse_overlap
 
             refuse_overlap(args.metrics, [args.file, args.config])
         if args.serve is not None and window is not None:
@@ -319,14 +319,14 @@ def source_window(source: Any, args: argparse.Namespace) -> tuple[int, int] | No
     """The replayed span ``[start, end)`` in the source's own time (a bag's log time, a
     recording's ``t``), ``--start-offset``/``--duration`` applied; ``None`` when the
     source cannot be read again from a time (an NMEA log, encoded video)."""
-    from recordings.replay import Replay
+    from recordings import Replay
 
     if isinstance(source, Replay):  # first: a recording's replay loads no bag reader
         summary = source.recording.summary()
         if summary.t_start is None or summary.t_end is None:
             return None
         first, last = summary.t_start, summary.t_end
-    elif (bags := sys.modules.get("adapters.bags.source")) is not None and isinstance(
+    elif (bags := sys.modules.get("adapters.bags._source")) is not None and isinstance(
         source, bags.BagSource
     ):  # a BagSource exists only once its module was loaded
         first, last = source.start_time, source.end_time - 1
@@ -339,7 +339,7 @@ def source_window(source: Any, args: argparse.Namespace) -> tuple[int, int] | No
 
 def reopener(args: argparse.Namespace, window: tuple[int, int]) -> Any:
     """``t -> the replayed source from t`` (a Foxglove seek), within ``window``."""
-    from recordings.open import open_source as open_file
+    from recordings import open_source as open_file
 
     options = {"ros_distro": args.ros_distro} if getattr(args, "ros_distro", None) else {}
 
@@ -374,7 +374,7 @@ def served_playback(control: Any, window: tuple[int, int], source: Any, *, seeka
 def recorded_dates(source: Any) -> dict[str, Any]:
     """How ``--serve`` dates a replay: by the recording's wall clock, as ``export`` does
     (a bag's stamps are dates already; an undated recording keeps its stamps)."""
-    from recordings.replay import Replay
+    from recordings import Replay
 
     if not isinstance(source, Replay):
         return {"dating": None}

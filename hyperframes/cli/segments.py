@@ -110,7 +110,7 @@ def _job(config: Any, path: Path, sensor: str) -> tuple[Any, int, str, Callable[
     from hyperframes.segments import RecordingJob, VideoWorkersJob
 
     if path.suffix == ".hfr":
-        from recordings.reader import open_recording
+        from recordings.hfr import open_recording
 
         with open_recording(path) as log:
             chunks = list(log.chunks)
@@ -135,7 +135,7 @@ def _work(
 ) -> tuple[int, Counter[str], Any, float]:
     from hyperframes.cli.progress import progress_bar
     from hyperframes.segments import SegmentStatistics, run_segments
-    from recordings.outputs import safe_output
+    from recordings.output_files import safe_output
 
     stats = SegmentStatistics()
     started = time.perf_counter()
@@ -173,7 +173,7 @@ def item_json(t: int, keys: Any, results: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _result(value: Any) -> Iterator[tuple[str, Any]]:
-    from recordings.export.generic import json_value
+    from recordings.outputs import json_value
 
     if isinstance(value, BaseException):
         yield "error", str(value)

@@ -5,7 +5,7 @@
 (:class:`PayloadSizes`), segments (a restarted sender) and gaps, and the
 clock fit of :mod:`hyperframes.cli.clockfit`. Its inputs are a few columns
 per sensor (:class:`SensorColumns`). A 1.6 file holds them all in its footer
-(the stamp index and the frame details, :mod:`recordings.details`), so they
+(the stamp index and the frame details, :mod:`recordings.hfr._details`), so they
 are read without a chunk; an older file, or one whose footer does not check
 out, gives them in one pass over every frame. Both ways feed the same
 :func:`summarize`, so they print the same report.
@@ -22,15 +22,16 @@ from typing import Any
 import numpy as np
 
 from hyperframes.cli.clockfit import segmented_clock_fit
-from recordings.details import (
+from recordings.hfr import (  # the recorder's too
     OTHER,
     REPACED,
     SEGMENT,
+    SEGMENT_JUMP_NS,
+    TAIL_FRAMES,
     frame_marks,
     payload_brief,
     payload_size,
 )
-from recordings.sensor_summary import SEGMENT_JUMP_NS, TAIL_FRAMES  # the recorder's too
 
 Int64 = np.ndarray[Any, np.dtype[np.int64]]
 
@@ -49,12 +50,12 @@ class SensorColumns:
     """``t_arrival``, or ``t`` where the frame has none."""
     has_arrival: np.ndarray[Any, np.dtype[np.bool_]]
     flags: np.ndarray[Any, np.dtype[np.uint8]]
-    """:mod:`recordings.details` flags."""
+    """:mod:`recordings.hfr._details` flags."""
     size: Int64
-    """:mod:`recordings.details` sizes: ``-2 - i`` names ``shapes[i]``."""
+    """:mod:`recordings.hfr._details` sizes: ``-2 - i`` names ``shapes[i]``."""
     shapes: tuple[tuple[int, ...], ...]
     first: tuple[Any, ...]
-    """:func:`~recordings.details.payload_brief` of the first frame."""
+    """:func:`~recordings.hfr._details.payload_brief` of the first frame."""
     gaps: list[int]
     conn: list[int]
     """Rows whose ``connection`` differs from the row before."""
@@ -138,7 +139,7 @@ def _sensor_columns(name: str, details: Any, stamps: Any) -> SensorColumns | str
 
 SUMMARIES_FROM_FRAMES = 1_000_000
 """Frames from which ``info`` takes a 1.7 file's per-sensor summaries written at close
-(:mod:`recordings.sensor_summary`) instead of computing the report from the footer's
+(:mod:`recordings.hfr._sensor_summary`) instead of computing the report from the footer's
 columns: the summaries' delay percentiles may be read from buckets of a few ns, so a
 smaller file keeps the exact computation, which takes well under a second there."""
 
@@ -237,7 +238,7 @@ def _first_chunk_agrees(
     """Why the footer's columns cannot be trusted, if the first chunk's frames say
     otherwise (a forged or faulty DETAILS record passes its CRCs: one chunk decoded
     catches a record that lies about every frame; ``hyperframes check`` compares all)."""
-    from recordings.details import DetailsChecker
+    from recordings.hfr import DetailsChecker
 
     if first is None:
         return None

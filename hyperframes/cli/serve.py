@@ -1,6 +1,6 @@
 """``--serve [HOST:PORT]`` on ``record`` and ``replay``: a live view in Foxglove.
 
-The flag starts a :class:`~recordings.export.live.FoxgloveServer` (default
+The flag starts a :class:`~recordings.outputs.live._foxglove_server.FoxgloveServer` (default
 ``127.0.0.1:8765``); Foxglove connects to ``ws://HOST:PORT``. See
 docs/foxglove.md.
 """
@@ -110,7 +110,7 @@ def open_server(
     ``bag``'s latched topics keep every message for late subscribers."""
     if text is None:
         return None
-    from recordings.export.live import FoxgloveServer
+    from recordings.outputs import FoxgloveServer
 
     host, port = parse_serve(text)
     server = FoxgloveServer(

@@ -138,8 +138,7 @@ def run(args: argparse.Namespace) -> int:
     from hyperframes.cli.common import console_for, error, note, warn
     from hyperframes.cli.losses import loss_exit
     from hyperframes.cli.progress import progress_bar
-    from recordings import open_recording
-    from recordings.offline_sync import sync_recording
+    from recordings import open_recording, sync_recording
 
     console = console_for(args)
     try:

@@ -1,6 +1,6 @@
 """``--to-ros2`` on ``replay``: publish every sensor as ROS 2 topics over DDS.
 
-The flag starts a :class:`~recordings.export.ros2_publisher.Ros2Publisher` in
+The flag starts a :class:`~recordings.outputs.live._ros2_publisher.Ros2Publisher` in
 DDS domain ``--ros2-domain`` (default ``ROS_DOMAIN_ID``, else 0) with the QoS
 profile ``--ros2-qos``; where it talks is Cyclone DDS's own configuration
 (``CYCLONEDDS_URI``), as for a ROS 2 node running rmw_cyclonedds. See
@@ -48,9 +48,9 @@ def add_ros2_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_qos(text: str) -> Any:
-    """``"best_effort,depth=5"`` -> a :class:`~adapters.ros2.TopicQos`; profile names
+    """``"best_effort,depth=5"`` -> a :class:`~adapters.ros.TopicQos`; profile names
     ``default`` and ``sensor_data`` set every policy, later items override them."""
-    from adapters.ros2.qos import DEFAULT, SENSOR_DATA, TopicQos
+    from adapters.ros import DEFAULT, SENSOR_DATA, TopicQos
 
     qos = DEFAULT
     raw: dict[str, Any] = {}
@@ -111,7 +111,7 @@ def source_dds_config(sources: Iterable[Any], domain: int) -> str | None:
     for source in sources:
         if getattr(source, "type", None) == "ros2" and source.domain_id == domain:
             if source.loopback:
-                from adapters.ros2.participant import loopback_config
+                from adapters.ros import loopback_config
 
                 return loopback_config()
             return str(source.config) if source.config is not None else None
@@ -144,8 +144,8 @@ def open_publisher(
         return None
     if args.ros2_subscribers < 0:
         raise ValueError(f"--ros2-subscribers must be >= 0, got {args.ros2_subscribers}")
-    from adapters.ros2.qos import DEFAULT
-    from recordings.export.ros2_publisher import Ros2Publisher
+    from adapters.ros import DEFAULT
+    from recordings.outputs import Ros2Publisher
 
     domain = default_domain() if args.ros2_domain is None else args.ros2_domain
     return Ros2Publisher(

@@ -6,6 +6,7 @@ result into a :class:`~fusion.Pipeline`. ``docs/configuration.md`` lists
 every key; ``examples/configs/`` holds complete, commented files.
 """
 
+from hyperframes.config._toml import read_toml
 from hyperframes.config.factory import build_pipeline
 from hyperframes.config.schema import (
     PipelineConfig,
@@ -14,4 +15,11 @@ from hyperframes.config.schema import (
     validate_config,
 )
 
-__all__ = ["PipelineConfig", "build_pipeline", "load_config", "parse_size", "validate_config"]
+__all__ = [
+    "PipelineConfig",
+    "build_pipeline",
+    "load_config",
+    "parse_size",
+    "read_toml",
+    "validate_config",
+]

@@ -19,7 +19,7 @@ import os
 import tomllib
 from typing import Any
 
-from adapters._side_files import CONFIG_LIMIT, read_small_text
+from adapters import CONFIG_LIMIT, read_small_text
 from fusion.errors import ConfigError
 
 MAX_DEPTH = 64

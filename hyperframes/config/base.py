@@ -84,14 +84,14 @@ class _SourceBase(StrictModel):
     """the message `hyperframes export` writes this source's time series as
     (`"sensor_msgs/msg/Imu"`, `"sensor_msgs/msg/NavSatFix"`, `"nav_msgs/msg/Odometry"`,
     `"geometry_msgs/msg/PoseStamped"`, `"std_msgs/msg/Float64MultiArray"`; see
-    `recordings.export.shapes`), recorded with the sensor
+    `recordings.outputs.encoders._shapes`), recorded with the sensor
     ([interop.md](interop.md#typed-time-series))"""
 
     @field_validator("export_type")
     @classmethod
     def _known_export_type(cls, value: str | None) -> str | None:
         if value is not None:
-            from recordings.export.shapes import shape_of_type
+            from recordings.outputs import shape_of_type
 
             shape_of_type(value)  # a ValueError names the types there are
         return value

@@ -235,13 +235,13 @@ def build_recorder(
         "split_seconds": cfg.split_duration_s,
         "flush_interval": cfg.flush_interval_s,
         "chunk_duration": cfg.chunk_duration_s,
-        "atomic": True,  # NAME.partial, renamed once whole (recordings.outputs)
+        "atomic": True,  # NAME.partial, renamed once whole (recordings.output_files)
     }
     video = dict(cfg.video)
     snapshot = overrides.get("snapshot")
     if snapshot is not None:
         # Black-box mode: a ring in memory, files only on a trigger.
-        from recordings.snapshot import SnapshotRecorder
+        from recordings.hfr import SnapshotRecorder
 
         if video or overrides.get("split_bytes") or overrides.get("split_seconds"):
             raise ConfigError("snapshot recording does not encode video nor split files")
@@ -262,7 +262,7 @@ def build_recorder(
         elif value is not None:
             options[key] = value
     if video:
-        from recordings.video.recording import VideoRecorder
+        from recordings.hfr.video import VideoRecorder
 
         return VideoRecorder(target, video=video, sensors=specs, **options)
     return Recorder(target, sensors=specs, **options)

@@ -84,7 +84,7 @@ class WorkerConfig(StrictModel):
 class RecorderConfig(StrictModel):
     path: str | None = None
     compression_level: Literal["auto"] | Annotated[int, Field(ge=-7, le=22)] = "auto"
-    """``"auto"``: zstd 3, 1 or none per chunk, whichever pays (``recordings.effort``)."""
+    """``"auto"``: zstd 3, 1 or none per chunk, whichever pays (``recordings.hfr._effort``)."""
     split_size: str | None = None
     split_duration_s: float | None = Field(None, gt=0)
     flush_interval_s: float = Field(1.0, gt=0)
@@ -95,7 +95,7 @@ class RecorderConfig(StrictModel):
     video: dict[str, str] = {}
     """Camera sensors recorded as encoded video: ``{ cam = "h264" }`` (``hevc``, ``ffv1``
     lossless, ``copy`` the source's own packets; options as ``"h264:crf=28,gop=60"``);
-    see :mod:`recordings.video.recording`."""
+    see :mod:`recordings.hfr.video._recording`."""
 
 
 class PipelineSection(StrictModel):

@@ -324,7 +324,7 @@ class DemoResult:
     """The live :class:`~fusion.pipeline.PipelineStatistics`."""
     replay_stats: Any
     recording: Any
-    """The recording's :class:`~recordings.summary.RecordingSummary`."""
+    """The recording's :class:`~recordings.hfr._summary.RecordingSummary`."""
     clip_bytes: int
     camera_decoded: int
     wall: dict[str, float]

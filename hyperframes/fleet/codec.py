@@ -5,7 +5,7 @@ A group travels between a read task and an inference actor as two values:
 * ``info``: msgpack of its time, its members' ``(sensor, seq)`` and ``missing``,
   small enough to ride along to the driver;
 * ``payload``: its frames as one *uncompressed* ``.hfr`` chunk (the
-  :class:`~recordings.builder.ChunkBuilder` codec), so arrays cross as raw
+  :class:`~recordings.hfr._builder.ChunkBuilder` codec), so arrays cross as raw
   bytes and decode as ``np.frombuffer`` views.
 
 Results go back the same way: one chunk holding a frame per worker (the
@@ -24,9 +24,7 @@ import numpy as np
 
 from fusion.errors import FrameFormatError
 from fusion.frames import Frame, FrameGroup
-from recordings.builder import ChunkBuilder
-from recordings.layout import ChunkMeta
-from recordings.records import decode_frames
+from recordings.hfr import ChunkBuilder, ChunkMeta, decode_frames
 
 Members = dict[str, int | list[int]]
 

@@ -23,7 +23,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from fusion.errors import ConfigError
-from hyperframes.config._toml import read_toml
+from hyperframes.config import read_toml
 from hyperframes.config.base import StrictModel
 from hyperframes.config.schema import (
     PipelineConfig,

@@ -4,7 +4,7 @@ Parts
 -----
 A *part* is one read task's work: a whole recording, or one time range of a
 long one. Ranges come from the recording's footer index (nothing
-decompressed), cut by :func:`recordings.segments.recording_segments` at chunk
+decompressed), cut by :func:`recordings.hfr._segments.recording_segments` at chunk
 boundaries near every ``split`` ns (the cuts the local process pool of
 :mod:`hyperframes.segments` uses too), and are half-open ``[start, end)`` on
 the group time ``t``; the first and last are unbounded so no frame falls
@@ -35,8 +35,7 @@ from dataclasses import dataclass
 
 from fusion.errors import ConfigError
 from recordings.errors import RecordingError
-from recordings.reader import open_recording
-from recordings.segments import recording_segments
+from recordings.hfr import open_recording, recording_segments
 
 
 @dataclass(frozen=True, slots=True)

@@ -83,7 +83,7 @@ def outputs_for(recordings: Sequence[str], folder: str) -> dict[str, str]:
             )
         seen[target] = rec
         out[rec] = target
-    from recordings.outputs import refuse_overlap
+    from recordings.output_files import refuse_overlap
 
     for target in out.values():  # a results file never replaces a recording of the run
         refuse_overlap(target, recordings)
@@ -202,7 +202,7 @@ def write_results(
 ) -> None:
     """Write ``(t, info, results)`` rows as a results file: temp name, then rename."""
     from recordings import Recorder
-    from recordings.outputs import safe_output
+    from recordings.output_files import safe_output
 
     specs = [SensorSpec(GROUP_SENSOR), *(SensorSpec(w) for w in workers)]
     inputs = [metadata["input"]] if isinstance(metadata.get("input"), str) else []

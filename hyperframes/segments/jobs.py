@@ -3,7 +3,7 @@
 A job knows its input and nothing about processes: it plans its segments
 (:meth:`Job.segments`: key frames for a video, chunk boundaries for a
 recording, the planners of :mod:`adapters.video.segments` and
-:mod:`recordings.segments`), yields one segment's raw items in time order
+:mod:`recordings.hfr._segments`), yields one segment's raw items in time order
 (:meth:`Job.items`), turns each into a result (:meth:`Job.process`) and says
 where a lagging segment may be cut (:meth:`Job.split_point`). A job crosses
 to the worker processes by pickle, so it holds only paths and configs.
@@ -31,7 +31,7 @@ from fusion.frames import Frame, FrameGroup, SensorSpec
 from fusion.source import Source
 
 if TYPE_CHECKING:
-    from recordings.layout import ChunkMeta
+    from recordings.hfr import ChunkMeta
 
 __all__ = ["Job", "RecordingJob", "VideoJob", "VideoWorkersJob"]
 
@@ -137,13 +137,13 @@ class RecordingJob:
         return [(p.start, p.end) for p in parts]
 
     def split_point(self, progress: int, end: int | None) -> int | None:
-        from recordings.segments import recording_split_point
+        from recordings.hfr import recording_split_point
 
         if self.config.sync.policy == "approximate":
             return None  # its groups depend on the whole history: never cut
         chunks: list[ChunkMeta] = []
         if end is None:  # the last segment: its end is the last frame's time
-            from recordings.reader import open_recording
+            from recordings.hfr import open_recording
 
             with open_recording(self.path) as log:
                 chunks = list(log.chunks)

@@ -24,8 +24,8 @@ from adapters._image_header import (
     jpeg_size,
     png_size,
 )
-from adapters.bags.images import CompressedImageDecoder
 from adapters.errors import DecodeError
+from adapters.ros._images import CompressedImageDecoder
 
 Image.MAX_IMAGE_PIXELS = None  # Pillow reads a forged header's size; it decodes nothing here
 

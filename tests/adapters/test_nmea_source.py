@@ -471,7 +471,7 @@ def test_a_toml_nmea_source_is_validated(tmp_path: Path, keys: str, problem: str
 
 
 async def test_open_source_reads_an_nmea_log_whole(tmp_path: Path) -> None:
-    from recordings.open import open_source
+    from recordings._open import open_source
 
     source = open_source(REAL_LOG, speed=None)
     assert isinstance(source, NmeaSource)

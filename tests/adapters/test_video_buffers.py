@@ -16,7 +16,7 @@ from adapters.video.convert import BufferPool
 from fusion import Frame
 from fusion.buffers import ALIGNMENT, aligned_empty, is_aligned
 from recordings import Recorder, open_recording
-from recordings.format import BLOB_ALIGN
+from recordings.hfr._format import BLOB_ALIGN
 
 CLIP = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "real" / "video"
 CLIP = CLIP / "androidx_h265_bframes.mp4"

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from PIL import Image, ImageOps
 
-from adapters.bags.images import CompressedImageDecoder
+from adapters.ros._images import CompressedImageDecoder
 from adapters.video.convert import PixelConverter
 from adapters.video.ledger import PacketLedger
 from adapters.video.orientation import UPRIGHT, exif_orientation, from_matrix

@@ -387,8 +387,8 @@ class TestRecordedCopies:
     )
     async def test_replay_turns_and_counts_like_the_source(self, tmp_path: Path, name: str) -> None:
         from recordings import open_recording
-        from recordings.video.playback import VideoReader
-        from recordings.video.recording import VideoRecorder
+        from recordings.hfr.video._playback import VideoReader
+        from recordings.hfr.video._recording import VideoRecorder
 
         source = VideoSource(REAL / name, name="cam", keep_packets=True)
         with anyio.fail_after(60):

@@ -59,7 +59,7 @@ def recording(path: Path) -> Path:
 
 def truncated_mcap(path: Path, source: Path) -> Path:
     """``source`` exported as ROS 2 MCAP, cut to its first 60 %: no summary, no end magic."""
-    from recordings.export import export_recording
+    from recordings.outputs._export import export_recording
 
     whole = path.with_name("whole.mcap")
     export_recording(source, whole, groups="none")

@@ -29,7 +29,7 @@ KEPT_OUT = (
     "rich.live",
     "rich.progress",
     "msgspec",
-    "recordings.records",
+    "recordings.hfr._records",
     "av",
     "onnxruntime",
     "open3d",

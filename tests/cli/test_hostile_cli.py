@@ -16,7 +16,7 @@ import pytest
 from fusion.frames import Frame, SensorSpec
 from hyperframes.cli.common import printable
 from recordings import Recorder
-from recordings.export.names import inside, safe_filename
+from recordings.outputs.files._names import inside, safe_filename
 from tests.recordings.hostile import Chunk, good_chunks, recording
 
 REPO = Path(__file__).resolve().parents[2]

@@ -77,7 +77,7 @@ def test_replay_sync_and_open_source_give_the_recorded_scans(
 
     import anyio
 
-    from recordings.open import open_source
+    from recordings._open import open_source
 
     async def scans() -> list[np.ndarray]:
         async with open_source(recorded, speed=None, sensors=["os1"]) as source:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from recordings import open_recording
-from recordings.outputs import OutputInUse, lock_output, lock_path, safe_output
+from recordings.output_files import OutputInUse, lock_output, lock_path, safe_output
 
 REPO = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "200"}
@@ -106,7 +106,7 @@ def test_a_second_record_to_the_same_output_is_refused(tmp_path: Path) -> None:
 
 HOLDER = """
 import sys, time
-from recordings.outputs import lock_output
+from recordings.output_files import lock_output
 lock = lock_output(sys.argv[1])
 print("held", flush=True)
 sys.stdin.read()
@@ -194,7 +194,7 @@ def test_library_writers_take_the_same_lock(tmp_path: Path) -> None:
     """A Recorder and a SnapshotRecorder of an output another writer holds are refused
     before they write; once it is released they write."""
     from recordings import Recorder
-    from recordings.snapshot import SnapshotRecorder
+    from recordings.hfr._snapshot import SnapshotRecorder
 
     out = tmp_path / "s.hfr"
     with Recorder(out):

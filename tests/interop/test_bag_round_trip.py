@@ -19,7 +19,7 @@ from adapters import BagSource
 from adapters.errors import SourceOpenError
 from hyperframes.cli import main as cli
 from recordings import Recorder
-from recordings.export import export_recording
+from recordings.outputs._export import export_recording
 from tests.interop.rosmsgs import BAGS, EXPECTED, assert_same_message, read_bag, read_mcap_cdr
 
 BAG_NAMES = sorted(p.name for p in BAGS.iterdir()) if BAGS.is_dir() else []

@@ -13,9 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adapters import BagSource
-from adapters.bags import decode_image, decode_pointcloud2, parse_topics
-from adapters.bags.pointcloud2 import pointcloud2_fields
+from adapters.bags import parse_topics
 from adapters.errors import DecodeError, SourceOpenError
+from adapters.ros import decode_image, decode_pointcloud2
+from adapters.ros._pointcloud2 import pointcloud2_fields
 from fusion import ApproximateTime, Frame, FrameGroup, SyncHub
 from hyperframes.cli import main as cli
 from recordings import Recorder, open_recording, open_source
@@ -335,7 +336,7 @@ def test_ros1_standard_md5_types_equal_the_parsed_definitions(name: str) -> None
     fields are exactly what rosbags' parser reads from the bag's own text."""
     from rosbags.typesys import get_types_from_msg
 
-    from adapters.bags.reader import BagReader
+    from adapters.bags._reader import BagReader
 
     reader = BagReader(REAL_BAGS / name)
     try:

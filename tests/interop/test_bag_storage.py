@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from adapters import BagSource
-from adapters.bags.typestore import default_ros_distro, ros_distros
 from adapters.errors import SourceOpenError
+from adapters.ros._typestore import default_ros_distro, ros_distros
 from tests.interop.bagref import reference
 
 REPO = Path(__file__).resolve().parents[2]

@@ -208,7 +208,7 @@ def raw_frames(n: int, block: int) -> Iterator[Frame]:
 def test_row_groups_and_memory_stay_bounded_however_long_the_recording(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from recordings.export import parquet
+    from recordings.outputs.files import _parquet as parquet
 
     monkeypatch.setattr(parquet, "ROW_GROUP_ROWS", 4096)
     spec = {"bus": SensorSpec("bus", kind="can")}
@@ -247,7 +247,7 @@ def test_any_table_of_rows_reads_back_from_parquet_as_written(
 ) -> None:
     """Rows of any scalar, byte-string, text and sub-array fields, in frames of any size,
     read back by pyarrow equal to the frames' rows (sub-arrays as fixed-size lists)."""
-    from recordings.export.parquet import export_parquet
+    from recordings.outputs.files._parquet import export_parquet
 
     fields: list[Any] = [("t", "<i8")] + [(f"f{k}", t) for k, t in enumerate(types)]
     if shaped:
@@ -288,7 +288,7 @@ def test_any_table_of_rows_reads_back_from_parquet_as_written(
 
 
 def test_frames_that_are_not_tables_are_counted_with_the_reason(tmp_path: Path) -> None:
-    from recordings.export.parquet import export_parquet
+    from recordings.outputs.files._parquet import export_parquet
 
     rows = np.zeros(2, [("t", "<i8"), ("v", "<f8")])
     frames = [

@@ -11,7 +11,7 @@ import pytest
 from fusion import Frame, SensorSpec
 from hyperframes.cli import main as cli
 from recordings import Recorder
-from recordings.export import export_recording
+from recordings.outputs._export import export_recording
 from tests.interop.rosmsgs import read_mcap_cdr
 
 MS = 1_000_000

@@ -18,7 +18,7 @@ import pytest
 from fusion import Frame
 from hyperframes.cli import main as cli
 from recordings import Recorder, open_recording
-from recordings.export import export_recording
+from recordings.outputs._export import export_recording
 from tests.interop.test_export_video import N, make
 
 

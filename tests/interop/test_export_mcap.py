@@ -16,7 +16,7 @@ from adapters.synthetic import synthetic_session, synthetic_timeline
 from fusion import ApproximateTime, Frame, SensorSpec
 from hyperframes.cli import main as cli
 from recordings import Recorder, open_recording
-from recordings.export import export_recording, sync_groups
+from recordings.outputs._export import export_recording, sync_groups
 
 MS = 1_000_000
 
@@ -265,7 +265,7 @@ def test_export_command_reports_errors_clearly(
 
 
 def test_a_topic_keeps_one_message_type_and_a_second_is_refused_naming_both() -> None:
-    from recordings.export.sensors import one_type_per_topic
+    from recordings.outputs.encoders._sensors import one_type_per_topic
 
     one_type_per_topic("/imu", "sensor_msgs/msg/Imu", "sensor_msgs/msg/Imu")  # the same: fine
     with pytest.raises(ValueError, match="topic /imu already carries sensor_msgs/msg/Imu, not"):

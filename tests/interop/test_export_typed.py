@@ -22,8 +22,8 @@ from fusion import VirtualClock, use_clock
 from fusion.frames import Frame, SensorSpec
 from hyperframes.config import build_pipeline, load_config
 from recordings import Recorder, open_recording
-from recordings.export import export_recording
-from recordings.export.shapes import Shape, match, parse_types
+from recordings.outputs._export import export_recording
+from recordings.outputs.encoders._shapes import Shape, match, parse_types
 
 CSV = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "real" / "csv"
 EUROC_IMU = CSV / "kimera_euroc_imu0_data.csv"

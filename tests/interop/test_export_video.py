@@ -20,8 +20,8 @@ import pytest
 from fusion import Frame, SensorSpec
 from hyperframes.cli import main as cli
 from recordings import VideoRecorder, open_recording
-from recordings.export import export_recording
-from recordings.video.packets import META_KEY
+from recordings.hfr.video._packets import META_KEY
+from recordings.outputs._export import export_recording
 from tests.interop.rosmsgs import BAGS, read_mcap_cdr
 
 MS = 1_000_000

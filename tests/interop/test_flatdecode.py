@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from adapters.bags.flatdecode import compile_flat
-from adapters.bags.messages import decode_generic, decoder_info, header_stamp
-from adapters.bags.rawdecode import RAW_ERRORS, Malformed
-from adapters.bags.reader import BagReader, decompress_message
+from adapters.bags._reader import BagReader, decompress_message
+from adapters.ros._flatdecode import compile_flat
+from adapters.ros._messages import decode_generic, decoder_info, header_stamp
+from adapters.ros._rawdecode import RAW_ERRORS, Malformed
 from tests.interop.test_message_property import cases
 
 REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "real"

@@ -166,7 +166,7 @@ def _export(path: Path, out: Path) -> dict[str, Any]:
     """``hyperframes export --profile foxglove``'s schemas and messages, read with ``mcap``."""
     from mcap.reader import make_reader
 
-    from recordings.export import export_recording
+    from recordings.outputs._export import export_recording
 
     assert export_recording(path, out, to="foxglove", groups="none").complete
     schemas: dict[str, tuple[str, str, bytes]] = {}

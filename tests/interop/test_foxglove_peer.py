@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from adapters.bags._ros1to2 import ros2_name
+from adapters.ros._ros1to2 import ros2_name
 from tests.interop.rosmsgs import BAGS
 from tests.interop.test_mcap_conformance import PEERS
 
@@ -388,7 +388,7 @@ def test_every_json_value_of_the_foxglove_export_survives_json_parse(
     Node's JSON.parse and back equals what Python reads (tests/peers/json_parse.mjs)."""
     from mcap.reader import make_reader
 
-    from recordings.export import export_recording
+    from recordings.outputs._export import export_recording
 
     path, _ = live
     out = tmp_path / "live.mcap"
@@ -586,7 +586,7 @@ def test_a_ros1_bags_export_decodes_in_foxglove_as_rosbags_reads_it(
 
     from adapters import BagSource
     from recordings import Recorder
-    from recordings.export import export_recording
+    from recordings.outputs._export import export_recording
 
     bag = BAGS / name
     hfr, out = tmp_path / "bag.hfr", tmp_path / "out.mcap"

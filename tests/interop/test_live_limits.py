@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import websockets
 
-from recordings.export import _live_ws as wsproto
+from recordings.outputs.live import _websocket as wsproto
 from tests.acceptance.live_helpers import (
     Recording,
     env,

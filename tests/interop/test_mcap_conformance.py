@@ -27,7 +27,7 @@ import anyio
 import pytest
 
 from adapters.bags import BagSource, read_bag_summary
-from adapters.bags.mcapfile import McapFile
+from adapters.bags._mcapfile import McapFile
 
 PEERS = Path(__file__).resolve().parent.parent / "peers"
 SUITE = PEERS / "mcap_conformance"

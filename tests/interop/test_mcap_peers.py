@@ -26,7 +26,7 @@ import pytest
 from adapters import BagSource
 from adapters.bags import read_bag_summary
 from recordings import Recorder
-from recordings.export import export_recording
+from recordings.outputs._export import export_recording
 from tests.interop.test_export_mcap import recording  # noqa: F401 (fixture)
 from tests.interop.test_mcap_conformance import PEERS, node_tool
 

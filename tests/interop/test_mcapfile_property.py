@@ -1,4 +1,4 @@
-"""Properties of :class:`~adapters.bags.mcapfile.McapFile` against the ``mcap`` Python writer.
+"""Properties of :class:`~adapters.bags._mcapfile.McapFile` against the ``mcap`` Python writer.
 
 * Whatever the writer's options (chunked or not, chunk size, compression, channels and
   schemas repeated or not, statistics and indexes or not) and whatever the profile,
@@ -19,8 +19,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adapters.bags.mcapchunks import DamagedChunk
-from adapters.bags.mcapfile import McapFile, McapFormatError
+from adapters.bags._mcapchunks import DamagedChunk
+from adapters.bags._mcapfile import McapFile, McapFormatError
 
 MESSAGES = st.lists(
     st.tuples(st.integers(1, 3), st.integers(0, 40), st.binary(max_size=24)),

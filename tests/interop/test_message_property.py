@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from adapters import BagSource
 from recordings import Recorder
-from recordings.export import export_recording
+from recordings.outputs._export import export_recording
 from tests.interop.rosmsgs import assert_same_message, read_mcap_cdr
 
 INTS = {

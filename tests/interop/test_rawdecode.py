@@ -1,7 +1,7 @@
 """The raw decoders equal rosbags' deserialise + our decoders, for CDR and ROS 1 bytes.
 
 Random messages are built with rosbags' types, serialised with rosbags'
-serialiser, then decoded both ways: the raw path (``adapters.bags.rawdecode``)
+serialiser, then decoded both ways: the raw path (``adapters.ros._rawdecode``)
 and the path every other type takes (``deserialize`` + the type's decoder).
 Both must give the same stamp, frame_id, meta and arrays (dtype, shape and
 bytes), or the same ``DecodeError``.
@@ -18,10 +18,10 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from adapters import BagSource
-from adapters.bags.messages import decoder_info, header_stamp
-from adapters.bags.rawdecode import RAW_ERRORS, Malformed, raw_decoder, standard_layout
 from adapters.errors import DecodeError
 from adapters.lidar.points import normalize
+from adapters.ros._messages import decoder_info, header_stamp
+from adapters.ros._rawdecode import RAW_ERRORS, Malformed, raw_decoder, standard_layout
 from tests.interop.bagdata import TYPES, Builder, write_bag
 from tests.interop.bagdata import points as bag_points
 
@@ -552,7 +552,7 @@ def test_generic_messages_flatten_as_the_plain_walk_does(
     more: list[tuple[str, int, int, list[float]]],
     tags: list[str],
 ) -> None:
-    from adapters.bags.messages import decode_generic, message_to_arrays
+    from adapters.ros._messages import decode_generic, message_to_arrays
 
     ts = generic_store()
     T = ts.types

@@ -33,8 +33,8 @@ import pytest
 
 from adapters import BagSource
 from recordings import Recorder, open_recording
-from recordings.export import export_recording
-from recordings.export.ros1 import Ros1BagWriter
+from recordings.outputs._export import export_recording
+from recordings.outputs.files._ros1_bag import Ros1BagWriter
 from tests.interop.test_export_mcap import recording  # noqa: F401 (fixture)
 
 ROOT = Path(__file__).resolve().parents[2]

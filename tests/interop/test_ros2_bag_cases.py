@@ -28,8 +28,9 @@ import numpy as np
 import pytest
 
 from adapters import BagSource
-from adapters.bags import decode_generic, message_to_arrays, read_bag_summary
-from adapters.bags.passthrough import RAW
+from adapters.bags import read_bag_summary
+from adapters.ros import decode_generic, message_to_arrays
+from adapters.ros._passthrough import RAW
 from fusion import Frame
 from tests.interop.bagmake import rewrite
 

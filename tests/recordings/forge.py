@@ -18,7 +18,7 @@ from typing import Any
 import msgpack
 import zstandard
 
-from recordings.format import PREAMBLE, PRELUDE, TRAILER, RecordKind, crc32, pack_trailer
+from recordings.hfr._format import PREAMBLE, PRELUDE, TRAILER, RecordKind, crc32, pack_trailer
 from tests.recordings.hostile import record
 
 

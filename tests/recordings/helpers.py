@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from fusion.frames import Frame
-from recordings.format import PRELUDE, TRAILER, RecordKind
+from recordings.hfr._format import PRELUDE, TRAILER, RecordKind
 
 
 def payload(sensor: str, seq: int) -> Any:

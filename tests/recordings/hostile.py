@@ -14,7 +14,7 @@ from typing import Any
 import msgpack
 import zstandard
 
-from recordings.format import (
+from recordings.hfr._format import (
     BLOB_ALIGN,
     PRELUDE,
     RecordKind,

@@ -2,7 +2,7 @@
 
 Run as a process: ``python ros2_subscriber.py --domain 17 --topic /cam=sensor_msgs/msg/Image
 ... --out FILE``. Written against ``cyclonedds`` directly; it shares no code
-with ``adapters.ros2`` or ``recordings``: DDS topic names after the ros2/design
+with ``adapters.ros`` or ``recordings``: DDS topic names after the ros2/design
 article (``rt/<topic>``), the types written out by hand from the ROS 2 ``.msg``
 files (``<pkg>::msg::dds_::<Type>_``, fields in order; those of
 ``tests/adapters/ros2/ros2_publisher.py`` plus the few below), reliable

@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from recordings.snapshot import SnapshotRecorder
+from recordings.hfr._snapshot import SnapshotRecorder
 from tests.recordings.helpers import make_frames
 
 

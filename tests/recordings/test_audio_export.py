@@ -23,8 +23,8 @@ from adapters import VideoSource
 from adapters.audio import AudioSource
 from fusion.frames import Frame
 from recordings import Recorder, open_recording
-from recordings.export import export_recording
-from recordings.export.audio import Timeline
+from recordings.outputs._export import export_recording
+from recordings.outputs.files._audio import Timeline
 
 VIDEO = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "real" / "video"
 PHONE = VIDEO / "androidx_sample_rotate_and_reflect.mp4"  # H.264 + AAC 44.1 kHz mono
@@ -339,7 +339,7 @@ def test_recorded_h264_packets_are_copied_beside_the_audio_every_picture_kept(
 ) -> None:
     """A camera recorded as H.264 (libx264's B-frames) is remuxed, not re-encoded, with the
     audio beside it: every picture decodes and the tone starts at its recorded time."""
-    from recordings.video import VideoRecorder
+    from recordings.hfr.video import VideoRecorder
 
     _, frames = av_recording
     src = tmp_path / "h264.hfr"

@@ -8,8 +8,9 @@ from pathlib import Path
 import numpy as np
 
 from fusion import Frame
-from recordings import Recorder, buffers, open_recording
-from recordings.builder import ChunkBuilder
+from recordings import Recorder, open_recording
+from recordings.hfr import _buffers as buffers
+from recordings.hfr._builder import ChunkBuilder
 
 
 def test_a_buffer_given_back_is_taken_again_and_views_never_are() -> None:

@@ -1,4 +1,4 @@
-"""The close protocol the three recorders share (recordings/closing.py).
+"""The close protocol the three recorders share (recordings/hfr/_closing.py).
 
 Each recorder, used with ``with`` and with ``async with``, ends closed with its
 file finished (the reader finds the footer index and every frame); ``aclose``
@@ -18,7 +18,7 @@ import pytest
 
 from fusion.frames import Frame
 from recordings import Recorder, RecorderClosed, SnapshotRecorder, VideoRecorder, open_recording
-from recordings.closing import Closeable
+from recordings.hfr._closing import Closeable
 
 MS = 1_000_000
 

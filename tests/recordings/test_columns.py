@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 from fusion.errors import FrameFormatError
 from fusion.frames import Frame
 from recordings import Recorder, open_recording
-from recordings.builder import ChunkBuilder
-from recordings.chunk_encode import encode_chunk
 from recordings.errors import CorruptChunk
-from recordings.format import VERSION_MAJOR, VERSION_MINOR, RecordKind
-from recordings.records import DecodedChunk, decode_chunk, decompress_chunk
+from recordings.hfr._builder import ChunkBuilder
+from recordings.hfr._chunk_encode import encode_chunk
+from recordings.hfr._format import VERSION_MAJOR, VERSION_MINOR, RecordKind
+from recordings.hfr._records import DecodedChunk, decode_chunk, decompress_chunk
 
 from .helpers import same_frame
 

@@ -20,7 +20,7 @@ from recordings.errors import (
     TruncatedRecording,
     UnsupportedVersion,
 )
-from recordings.format import PRELUDE, pack_prelude
+from recordings.hfr._format import PRELUDE, pack_prelude
 
 from .helpers import make_frames, same_frame
 

@@ -12,7 +12,7 @@ import pytest
 from fusion.frames import Frame, SensorSpec
 from hyperframes.cli import main
 from recordings import Recorder, open_recording
-from recordings.export import export_recording
+from recordings.outputs._export import export_recording
 
 MS = 1_000_000
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "recordings"

@@ -23,8 +23,8 @@ import pytest
 
 from fusion import Frame
 from recordings import Recorder, open_recording
-from recordings.details import SEGMENT, ChunkDetails, DetailsWriter, chunk_details
-from recordings.format import PRELUDE, TRAILER, RecordKind, crc32, pack_prelude, pack_trailer
+from recordings.hfr._details import SEGMENT, ChunkDetails, DetailsWriter, chunk_details
+from recordings.hfr._format import PRELUDE, TRAILER, RecordKind, crc32, pack_prelude, pack_trailer
 from tests.recordings.forge import records_of, rewrite
 from tests.recordings.hostile import record
 

@@ -1,4 +1,4 @@
-"""The "auto" compression policy (recordings/effort.py) on real payloads.
+"""The "auto" compression policy (recordings/hfr/_effort.py) on real payloads.
 
 Which level a chunk got is checked against zstandard itself: compressing the same
 raw chunk at a level is deterministic, so the stored size names the level.
@@ -19,11 +19,11 @@ from adapters.lidar.pcap import read_udp
 from fusion.errors import ConfigError
 from fusion.frames import Frame
 from recordings import Recorder, open_recording
-from recordings.builder import ChunkBuilder
-from recordings.chunk_encode import encode_chunk
-from recordings.effort import HIGH, LOW, MIN_GAIN, RAW_SAVING, AutoEffort, check_level, decide
-from recordings.format import Compression
-from recordings.records import decode_chunk, decompress_chunk
+from recordings.hfr._builder import ChunkBuilder
+from recordings.hfr._chunk_encode import encode_chunk
+from recordings.hfr._effort import HIGH, LOW, MIN_GAIN, RAW_SAVING, AutoEffort, check_level, decide
+from recordings.hfr._format import Compression
+from recordings.hfr._records import decode_chunk, decompress_chunk
 
 DATA = Path(__file__).resolve().parents[2] / "../shared/data"
 VLP16 = DATA / "lidar/vlp-16-test-90deg-1-50-frames.pcap"

@@ -27,9 +27,9 @@ from hyperframes.cli.sensorstats import (
     sensor_details,
 )
 from recordings import Recorder, open_recording
-from recordings.details import MAX_NOTES, payload_brief, payload_size
-from recordings.reindex import reindex
-from recordings.video.playback import _count_from_details, _count_packets
+from recordings.hfr._details import MAX_NOTES, payload_brief, payload_size
+from recordings.hfr._reindex import reindex
+from recordings.hfr.video._playback import _count_from_details, _count_packets
 
 POINT = np.dtype([("x", "<f4"), ("y", "<f4"), ("i", "u1")])
 PARAMS = [
@@ -265,7 +265,7 @@ def test_the_writer_keeps_the_details_out_of_older_readers_way(tmp_path: Path) -
     with open_recording(path, use_index=False) as scanned:
         assert [f.seq for f in scanned.frames()] == list(range(30))
         assert not scanned.damage
-    from recordings.stream import read_stream
+    from recordings.hfr._stream import read_stream
 
     with path.open("rb") as f:
         stream = read_stream(f)

@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 
 from recordings import open_recording, read_stream
 from recordings.errors import CorruptChunk, LimitExceeded, RecordingError
-from recordings.format import PRELUDE, SYNC, RecordKind
-from recordings.locate import RESYNC_SMALL_META, RESYNC_WORK
+from recordings.hfr._format import PRELUDE, SYNC, RecordKind
+from recordings.hfr._locate import RESYNC_SMALL_META, RESYNC_WORK
 
 from .hostile import INT64, Chunk, good_chunks, record, recording
 

@@ -11,7 +11,7 @@ import pytest
 
 from fusion.frames import Frame
 from recordings import LimitExceeded, ReadLimits, Recorder, Replay, open_recording, read_stream
-from recordings.limits import DEFAULT_LIMITS
+from recordings.hfr._limits import DEFAULT_LIMITS
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from fusion import Frame, FrameGroup, Nearest, Pipeline, VirtualClock, WorkerErr
 from fusion.errors import UsageError
 from fusion.frames import SensorSpec
 from hyperframes.cli.serve import print_served
-from recordings.export.live import FoxgloveServer, result_json
+from recordings.outputs.live._foxglove_server import FoxgloveServer, result_json
 from tests.interop.foxglove_client import Decoder, LiveClient, connect
 
 MS = 1_000_000
@@ -295,7 +295,7 @@ async def test_an_sdk_overflow_record_for_the_relay_makes_the_counts_a_lower_bou
     count is no longer exact, and the screen says 'at least'."""
     import logging
 
-    from recordings.export.live_relay import SDK_DROP_LOGGER
+    from recordings.outputs.live._relay import SDK_DROP_LOGGER
 
     with FoxgloveServer(port=0, dating=None) as server:
         async with connect(server.url) as ws:

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recordings.export import _live_ws as ws
+from recordings.outputs.live import _websocket as ws
 
 _payloads = st.lists(
     st.tuples(st.sampled_from([ws.TEXT, ws.BINARY, ws.PING]), st.binary(max_size=70_000)),

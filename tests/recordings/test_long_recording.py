@@ -2,7 +2,7 @@
 
 The closing write of a long or wide recording has more pieces than one ``writev``
 takes (``IOV_MAX``, 1024 on Linux): every zstd frame of every column of every sensor
-of the footer's stamp index and frame details is one. :mod:`recordings._writev` splits
+of the footer's stamp index and frame details is one. :mod:`recordings.hfr._writev` splits
 it. Here the split is forced small (``IOV_MAX`` lowered) on about 2 M frames of virtual
 time, and met for real by 300 sensors; the CLI then reads the files as a user would.
 """
@@ -22,12 +22,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import recordings._writev as writev_mod
+import recordings.hfr._writev as writev_mod
 from fusion.clock_envelope import LowerEnvelope
 from fusion.frames import Frame
 from recordings import Recorder, open_recording
-from recordings._writev import write_all
-from recordings.format import PRELUDE
+from recordings.hfr._format import PRELUDE
+from recordings.hfr._writev import write_all
 
 MS = 1_000_000
 HF = [sys.executable, "-m", "hyperframes"]
@@ -339,7 +339,7 @@ def test_spooled_footer_columns_are_the_frames_kept_in_memory(
     record's payload, lengths and CRC are those of the columns kept in memory."""
     import zlib
 
-    from recordings import framed
+    from recordings.hfr import _framed as framed
 
     monkeypatch.setattr(framed, "SPOOL_BYTES", 1000)
     monkeypatch.setattr(framed, "FRAME_BYTES", 4096)
@@ -365,7 +365,7 @@ def test_a_compressed_column_frame_holds_only_its_bytes() -> None:
     of constant columns grew a recorder by 1.5 GB)."""
     import tracemalloc
 
-    from recordings.framed import ColumnFrames
+    from recordings.hfr._framed import ColumnFrames
 
     cols = ColumnFrames(1)
     tracemalloc.start()
@@ -383,7 +383,7 @@ def test_the_snapshot_writer_splits_its_writes_too(
 ) -> None:
     """A snapshot of 300 sensors, written with ``IOV_MAX`` lowered to 2: every write of
     the snapshot writer goes through the same split, and the file reads back whole."""
-    from recordings.snapshot import SnapshotRecorder
+    from recordings.hfr._snapshot import SnapshotRecorder
 
     calls: list[int] = []
     real = os.writev
@@ -419,8 +419,8 @@ def test_past_the_block_budget_the_index_leaves_blocks_to_the_chunks(
     2 KB) its entries leave them out, packed, and a reader that cannot use the STAMPS
     record takes each chunk's block from its own meta, decoding no payload."""
     from fusion import Nearest
-    from recordings import writer
-    from recordings.offline_sync import sync_recording
+    from recordings._offline_sync import sync_recording
+    from recordings.hfr import _writer as writer
     from tests.recordings.helpers import without_stamp_index
 
     monkeypatch.setattr(writer, "INDEX_BLOCK_BYTES", 2048)
@@ -447,7 +447,7 @@ def test_past_the_block_budget_the_index_leaves_blocks_to_the_chunks(
 
 def _without_table(monkeypatch: pytest.MonkeyPatch) -> None:
     """Readers as before 1.7: the INDEX's entries parsed one by one."""
-    from recordings.locate import ChunkLocator
+    from recordings.hfr._locate import ChunkLocator
 
     monkeypatch.setattr(ChunkLocator, "_read_table", lambda self, at: False)
 
@@ -457,7 +457,7 @@ def test_the_long_file_opens_from_its_chunk_table_as_from_its_index(
 ) -> None:
     """The chunk list, summary, dates and seek keys come from the table's columns (no
     chunk meta built for them) and equal what parsing every INDEX entry gives."""
-    from recordings.chunk_table import ChunkTable
+    from recordings.hfr._chunk_table import ChunkTable
 
     path, n, _ = long_file
     with open_recording(path) as log:
@@ -484,7 +484,7 @@ def test_a_seek_in_the_long_file_decodes_only_the_chunks_it_reads(
 ) -> None:
     """``frames(start=...)`` bisects the table's columns and decompresses only the
     chunks holding the window: counted, not timed."""
-    import recordings.records as records_mod
+    import recordings.hfr._records as records_mod
 
     path, _, _ = long_file
     real = records_mod.decompress_chunk
@@ -520,8 +520,8 @@ def test_check_reports_a_chunk_table_that_disagrees_with_the_index(tmp_path: Pat
     writer made it) is caught by ``check``, which compares it with every INDEX entry."""
     import dataclasses
 
-    import recordings.writer as writer_mod
-    from recordings.chunk_table import ChunkTableWriter
+    import recordings.hfr._writer as writer_mod
+    from recordings.hfr._chunk_table import ChunkTableWriter
 
     real_add = ChunkTableWriter.add
 
@@ -557,10 +557,10 @@ def test_info_of_the_long_file_reads_the_summaries_and_no_chunk(
     wrote at close: no chunk payload decompressed, no footer column decoded; the report
     equals the one computed from every frame's columns (delay percentiles within the
     summary's bucket of 2**bin ns)."""
-    import recordings.details as details_mod
-    import recordings.framed as framed_mod
-    import recordings.records as records_mod
-    import recordings.stamp_index as stamp_index_mod
+    import recordings.hfr._details as details_mod
+    import recordings.hfr._framed as framed_mod
+    import recordings.hfr._records as records_mod
+    import recordings.hfr._stamp_index as stamp_index_mod
     from hyperframes.cli import main
     from hyperframes.cli.sensorstats import columns_from_footer, summarize
 
@@ -609,7 +609,7 @@ def test_check_reports_a_summary_that_does_not_match_the_frames(
 ) -> None:
     """A summary that passes the INDEX's CRC but lies (one more frame dropped) is found
     by ``check``, which reduces the decoded frames again and compares."""
-    from recordings.details import DetailsWriter
+    from recordings.hfr._details import DetailsWriter
 
     path = tmp_path / "s.hfr"
     real = DetailsWriter.summaries
@@ -649,8 +649,8 @@ def test_a_chunk_table_that_does_not_check_out_is_not_used(
     """The reader falls back to the INDEX's entries, saying why, and reads the same."""
     import dataclasses
 
-    import recordings.writer as writer_mod
-    from recordings.chunk_table import ChunkTableWriter
+    import recordings.hfr._writer as writer_mod
+    from recordings.hfr._chunk_table import ChunkTableWriter
 
     real_add, real_record = ChunkTableWriter.add, ChunkTableWriter.record
 
@@ -693,7 +693,7 @@ def test_a_summary_that_fails_costs_only_the_summary(
 ) -> None:
     """A reducer that raises (a bug) leaves its reason in the summaries; the recording
     closes with every frame and its footer."""
-    from recordings.sensor_summary import SensorReducer
+    from recordings.hfr._sensor_summary import SensorReducer
 
     def broken(self: SensorReducer, *a: Any, **k: Any) -> None:
         raise ZeroDivisionError("bug")
@@ -719,8 +719,8 @@ def test_a_live_recordings_dates_from_the_chunk_table_equal_the_index(
     import dataclasses
     import time
 
-    import recordings.writer as writer_mod
-    from recordings.chunk_table import ChunkTable
+    import recordings.hfr._writer as writer_mod
+    from recordings.hfr._chunk_table import ChunkTable
 
     path = tmp_path / "live.hfr"
     with pytest.MonkeyPatch.context() as mp:

@@ -13,8 +13,8 @@ import pytest
 
 from fusion import ApproximateTime, ExactTime, Frame, FrameGroup, Nearest
 from recordings import Recorder, open_recording
-from recordings.offline_sync import sync_recording
-from recordings.stamps import read_stamps
+from recordings._offline_sync import sync_recording
+from recordings.hfr._stamps import read_stamps
 from tests.recordings.helpers import digest
 
 MS = 1_000_000
@@ -208,7 +208,7 @@ def test_grouping_reads_no_payload_and_payloads_only_for_the_groups_asked(
 ) -> None:
     """The stamps come from the chunks' stamp blocks (1.4: no chunk decoded);
     after that, only chunks near the groups asked are decoded."""
-    from recordings.reader import Recording
+    from recordings.hfr._reader import Recording
 
     decoded: list[int] = []
     real = Recording.decode_chunk

@@ -8,7 +8,7 @@ import anyio
 import numpy as np
 import pytest
 
-import recordings.reader
+import recordings.hfr._reader
 from adapters.synthetic import SyntheticCamera, SyntheticImu, synthetic_timeline
 from fusion import Frame
 from recordings import Recorder, Replay, VideoRecorder, VideoReplay, is_bag, open_source
@@ -34,13 +34,14 @@ def test_a_frame_log_opens_once_as_a_replay(
 ) -> None:
     path = imu_log(tmp_path / "imu.hfr")
     opened: list[object] = []
-    real_open = recordings.reader.open_recording
+    real_open = recordings.hfr._reader.open_recording
 
-    def counting_open(*args: object, **kwargs: object) -> recordings.reader.Recording:
+    def counting_open(*args: object, **kwargs: object) -> recordings.hfr._reader.Recording:
         opened.append(args[0])
         return real_open(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(recordings.reader, "open_recording", counting_open)
+    monkeypatch.setattr(recordings.hfr._reader, "open_recording", counting_open)
+    monkeypatch.setattr(recordings.hfr, "open_recording", counting_open)  # the room's face
     source = open_source(path, speed=None)
     assert isinstance(source, Replay)
     frames = anyio.run(collect, source)

@@ -1,4 +1,4 @@
-"""recordings.outputs: staged writes published only on success, never over an input."""
+"""recordings.output_files: staged writes published only on success, never over an input."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from fusion import Frame
 from recordings import Recorder, open_recording
-from recordings.outputs import OutputIsInput, keep_aside, refuse_overlap, safe_output
+from recordings.output_files import OutputIsInput, keep_aside, refuse_overlap, safe_output
 
 
 def test_a_failed_body_leaves_the_old_file_and_nothing_beside_it(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from fusion.errors import FrameFormatError
 from fusion.frames import Frame, SensorSpec
 from recordings import Recorder, open_recording
 from recordings.errors import RecorderClosed
-from recordings.format import BLOB_ALIGN
+from recordings.hfr._format import BLOB_ALIGN
 
 from .helpers import make_frames, same_frame
 

@@ -12,12 +12,12 @@ from hypothesis import strategies as st
 
 from fusion.errors import FrameFormatError
 from fusion.frames import Frame
-from recordings.builder import ChunkBuilder
-from recordings.chunk_encode import encode_chunk
 from recordings.errors import CorruptChunk, LimitExceeded
-from recordings.format import BLOB_ALIGN
-from recordings.layout import ChunkMeta
-from recordings.records import decode_frames, decompress_chunk
+from recordings.hfr._builder import ChunkBuilder
+from recordings.hfr._chunk_encode import encode_chunk
+from recordings.hfr._format import BLOB_ALIGN
+from recordings.hfr._layout import ChunkMeta
+from recordings.hfr._records import decode_frames, decompress_chunk
 
 from .helpers import digest, make_frames, same_frame
 

@@ -1,6 +1,6 @@
 """``Ros2Publisher`` and ``replay --to-ros2`` read by a plain cyclonedds subscriber process.
 
-The subscriber (``ros2_subscriber.py``) shares no code with ``adapters.ros2`` or
+The subscriber (``ros2_subscriber.py``) shares no code with ``adapters.ros`` or
 ``recordings``: ros2/design names, hand-written DDS types that Cyclone matches
 against the publisher's, and each sample's bytes kept for rosbags to decode here.
 The references: the frames, groups and results the pipeline made; a recorded
@@ -24,12 +24,12 @@ import numpy as np
 import pytest
 
 from adapters import BagSource
-from adapters.ros2 import TopicQos, loopback_config
+from adapters.ros import TopicQos, loopback_config
 from fusion import Frame, FrameGroup, Pipeline, WorkerError
 from fusion.errors import UsageError
 from fusion.frames import SensorSpec
 from recordings import Recorder, open_recording
-from recordings.export.ros2_publisher import Ros2Publisher
+from recordings.outputs.live._ros2_publisher import Ros2Publisher
 from tests.adapters.ros2.ros2_helpers import JPEG_BAG, TYPES_BAG, free_domain
 
 pytestmark = pytest.mark.timeout(90)
@@ -389,7 +389,7 @@ def test_an_absent_or_stalled_subscriber_never_blocks_publish(tmp_path: Path) ->
 def test_ros2_options_parse_strictly_and_need_to_ros2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from adapters.ros2 import DEFAULT, SENSOR_DATA, TopicQos
+    from adapters.ros import DEFAULT, SENSOR_DATA, TopicQos
     from hyperframes.cli import main
     from hyperframes.cli.to_ros2 import parse_qos
 

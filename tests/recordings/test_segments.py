@@ -1,4 +1,4 @@
-"""recordings.segments: a recording's cuts snap to chunk boundaries from the footer index,
+"""recordings.hfr._segments: a recording's cuts snap to chunk boundaries from the footer index,
 the fleet plans the same cuts, and a lagging segment is cut halfway to its end."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from hyperframes.fleet.plan import plan_parts
 from recordings import open_recording
-from recordings.segments import (
+from recordings.hfr._segments import (
     chunk_boundaries,
     cut_times,
     recording_segments,

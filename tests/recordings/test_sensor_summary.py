@@ -1,6 +1,6 @@
 """Format 1.7: per-sensor summaries reduced chunk by chunk equal the full computation.
 
-:class:`recordings.sensor_summary.SensorReducer` is fed one sensor's rows in random
+:class:`recordings.hfr._sensor_summary.SensorReducer` is fed one sensor's rows in random
 chunk splits; the report ``info`` builds from its summary must equal
 :func:`hyperframes.cli.sensorstats.summarize` over the whole columns (segments,
 restarts, connections, re-paced arrivals, early glitches, seq gaps, payload sizes
@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hyperframes.cli.sensorstats import SensorColumns, _report_of, summarize
-from recordings.details import PLAIN, REPACED, SEGMENT
-from recordings.sensor_summary import SensorReducer
+from recordings.hfr._details import PLAIN, REPACED, SEGMENT
+from recordings.hfr._sensor_summary import SensorReducer
 
 MS = 1_000_000
 SHAPES = [(6,), (3, 2)]

@@ -20,7 +20,7 @@ from fusion import BatchWorker, Frame, FrameGroup, Nearest, Pipeline, VirtualClo
 from fusion.workers.models import scale_model
 from recordings import open_recording
 from recordings.errors import RecordingError
-from recordings.snapshot import SnapshotRecorder
+from recordings.hfr._snapshot import SnapshotRecorder
 from tests.recordings.helpers import digest, make_frames
 
 MS = 1_000_000

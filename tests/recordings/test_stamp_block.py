@@ -11,9 +11,9 @@ import zstandard
 
 from fusion import Frame, Nearest
 from recordings import Recorder, open_recording
-from recordings.offline_sync import sync_recording
-from recordings.stamp_block import ROW_BYTES, decode_block
-from recordings.stamps import read_stamps
+from recordings._offline_sync import sync_recording
+from recordings.hfr._stamp_block import ROW_BYTES, decode_block
+from recordings.hfr._stamps import read_stamps
 from tests.recordings.helpers import without_stamp_index
 
 MS = 1_000_000

@@ -16,12 +16,12 @@ from hypothesis import strategies as st
 
 from fusion import Nearest
 from recordings import Recorder, open_recording, read_stream
+from recordings._offline_sync import sync_recording
 from recordings.errors import CorruptChunk
-from recordings.format import PRELUDE, TRAILER, RecordKind, crc32, pack_prelude, pack_trailer
-from recordings.offline_sync import sync_recording
-from recordings.stamp_block import decode_block
-from recordings.stamp_index import StampIndexWriter, read_stamp_index
-from recordings.stamps import read_stamps
+from recordings.hfr._format import PRELUDE, TRAILER, RecordKind, crc32, pack_prelude, pack_trailer
+from recordings.hfr._stamp_block import decode_block
+from recordings.hfr._stamp_index import StampIndexWriter, read_stamp_index
+from recordings.hfr._stamps import read_stamps
 from tests.recordings.helpers import stamp_record_span, without_stamp_index
 from tests.recordings.test_stamp_block import SENSORS, write_mixed
 

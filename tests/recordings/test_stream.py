@@ -10,7 +10,7 @@ import pytest
 from fusion.errors import UsageError
 from recordings import Recorder, open_recording, read_stream
 from recordings.errors import CorruptChunk, RecordingError, TruncatedRecording
-from recordings.format import PRELUDE
+from recordings.hfr._format import PRELUDE
 
 from .helpers import make_frames, same_frame
 

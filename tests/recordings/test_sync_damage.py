@@ -20,8 +20,8 @@ import pytest
 from fusion import Frame, Nearest
 from hyperframes.cli import main
 from recordings import Recorder, open_recording
-from recordings.offline_sync import sync_recording
-from recordings.stamps import read_stamps
+from recordings._offline_sync import sync_recording
+from recordings.hfr._stamps import read_stamps
 from tests.recordings.forge import Rec, chunks, crc_ok, edit_chunk, records_of, rewrite
 
 MS = 1_000_000

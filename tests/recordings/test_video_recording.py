@@ -19,10 +19,10 @@ from fusion.frames import Frame
 from fusion.timing import use_clock
 from hyperframes.config import build_pipeline, validate_config
 from recordings import Recorder, open_recording
-from recordings.video.encoder import parse_codec
-from recordings.video.packets import META_KEY, keyframe_sensor
-from recordings.video.playback import VideoReader, VideoReplay, describe_tracks
-from recordings.video.recording import VideoRecorder
+from recordings.hfr.video._encoder import parse_codec
+from recordings.hfr.video._packets import META_KEY, keyframe_sensor
+from recordings.hfr.video._playback import VideoReader, VideoReplay, describe_tracks
+from recordings.hfr.video._recording import VideoRecorder
 
 MS = 1_000_000
 WIDTH, HEIGHT = 320, 240

@@ -42,7 +42,7 @@ class BagConfig(SourceOptions):
         if isinstance(self.topics, dict):
             return list(self.topics.values())
         if isinstance(self.topics, list):
-            from adapters.bags.source import sensor_name
+            from adapters.bags import sensor_name
 
             return [sensor_name(t) for t in self.topics]
         return []

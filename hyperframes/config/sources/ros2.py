@@ -60,7 +60,7 @@ class Ros2Config(SourceOptions):
         '`name` names the source only (`"ros2"`); the sensors are the topics\' names.'
     )
     see: ClassVar[str] = "ros2.md"
-    target: ClassVar[str | None] = "adapters.ros2:Ros2Source"
+    target: ClassVar[str | None] = "adapters.ros:Ros2Source"
     arguments: ClassVar[dict[str, str | None]] = {"qos": None, "config": None, "loopback": None}
     every_sensor: ClassVar[bool] = True
     needs_sync: ClassVar[bool] = True
@@ -74,12 +74,12 @@ class Ros2Config(SourceOptions):
     def sensor_names(self) -> list[str]:
         if isinstance(self.topics, dict):
             return list(self.topics.values())
-        from adapters.bags.source import sensor_name
+        from adapters.bags import sensor_name
 
         return [sensor_name(t) for t in self.topics]
 
     def build(self, context: BuildContext) -> Source:
-        from adapters.ros2 import Ros2Source, TopicQos, loopback_config
+        from adapters.ros import Ros2Source, TopicQos, loopback_config
 
         return Ros2Source(
             config=loopback_config() if self.loopback else self.config,

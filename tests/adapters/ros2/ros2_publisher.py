@@ -2,14 +2,14 @@
 
 Run as a process: ``python ros2_publisher.py --domain 17 --bag BAG --topic /imu/data ...``.
 It is written against ``cyclonedds`` directly and shares no code with
-``adapters.ros2``: the DDS topic names follow the ros2/design article
+``adapters.ros``: the DDS topic names follow the ros2/design article
 (``rt/<topic>``), the types are written out by hand from the ROS 2 ``.msg``
 files (``<pkg>::msg::dds_::<Type>_``, fields in order) and the payloads are
 rosbags' CDR (a ROS 2 bag's bytes as stored; a ROS 1 bag's converted by
 rosbags' ``ros1_to_cdr``). Both ends being Cyclone DDS, each announces its
 type's XTypes information, so a reader whose type differs from these by a
 field does not match: the hand-written types are an independent check of the
-types ``adapters.ros2`` builds.
+types ``adapters.ros`` builds.
 
 It waits until every writer has ``--subscribers`` matched readers, prints
 ``matched``, publishes at the messages' log-time pace (``--speed``), writes

@@ -18,9 +18,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from adapters.bags.reader import BagReader
-from adapters.bags.typestore import type_store
-from adapters.ros2 import (
+from adapters.bags._reader import BagReader
+from adapters.ros import (
     DEFAULT,
     SENSOR_DATA,
     Participant,
@@ -30,16 +29,14 @@ from adapters.ros2 import (
     dds_type_name,
     loopback_config,
     message_class,
-    pad_cdr,
     raw_sample,
     ros_topic_name,
     ros_type_name,
-    sample_bytes,
-    type_hash_from_user_data,
-    type_hash_user_data,
-    unpad_cdr,
     wait_matched,
 )
+from adapters.ros._idltypes import pad_cdr, sample_bytes, unpad_cdr
+from adapters.ros._qos import type_hash_from_user_data, type_hash_user_data
+from adapters.ros._typestore import type_store
 from fusion.errors import UsageError
 
 REAL = Path(__file__).resolve().parents[3] / ".." / "shared" / "data" / "real" / "bags"

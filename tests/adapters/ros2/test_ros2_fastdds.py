@@ -25,13 +25,13 @@ import numpy as np
 import pytest
 
 from adapters import BagSource
-from adapters.bags.passthrough import MSGTYPE
 from adapters.errors import SourceOpenError
 from adapters.lidar import read_pcd
-from adapters.ros2 import Ros2Source, TopicQos, loopback_config
+from adapters.ros import Ros2Source, TopicQos, loopback_config
+from adapters.ros._passthrough import MSGTYPE
 from fusion.frames import Frame, SensorSpec
 from recordings import Recorder, open_recording
-from recordings.export.ros2_publisher import Ros2Publisher
+from recordings.outputs.live._ros2_publisher import Ros2Publisher
 from tests.acceptance.live_helpers import Recording
 from tests.adapters.ros2.ros2_helpers import DRIVE_BAG, JPEG_BAG, ROOT, TYPES_BAG, free_domain
 from tests.adapters.ros2.ros2_publisher import messages

@@ -16,7 +16,7 @@ import anyio
 import pytest
 
 from adapters import BagSource
-from adapters.bags.passthrough import RAW
+from adapters.ros._passthrough import RAW
 from fusion.frames import Frame
 from recordings import open_recording
 from tests.acceptance.live_helpers import Recording

@@ -1,6 +1,6 @@
 """``Ros2Source`` against a ROS 2 publisher process on loopback DDS: the frames a bag gives.
 
-The publisher (``ros2_publisher.py``) shares no code with ``adapters.ros2``;
+The publisher (``ros2_publisher.py``) shares no code with ``adapters.ros``;
 the reference for every frame is :class:`~adapters.BagSource` reading the same
 bag, and for every payload the bag's own bytes.
 """
@@ -12,9 +12,7 @@ import numpy as np
 import pytest
 
 from adapters import BagSource, SourceOpenError
-from adapters.bags.passthrough import RAW, passthrough_type
-from adapters.bags.typestore import type_store
-from adapters.ros2 import (
+from adapters.ros import (
     Participant,
     Ros2Source,
     TopicQos,
@@ -23,6 +21,8 @@ from adapters.ros2 import (
     raw_sample,
     wait_matched,
 )
+from adapters.ros._passthrough import RAW, passthrough_type
+from adapters.ros._typestore import type_store
 from fusion.frames import Frame
 from tests.adapters.ros2.ros2_helpers import (
     DRIVE_BAG,

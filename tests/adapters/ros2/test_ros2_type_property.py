@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
-from adapters.ros2 import dds_type_name, message_class
+from adapters.ros import dds_type_name, message_class
 
 NUMERIC = {
     "int8": "i1", "uint8": "u1", "int16": "i2", "uint16": "u2", "int32": "i4", "uint32": "u4",

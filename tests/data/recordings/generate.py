@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT.parents[2]))
 
 from fusion.frames import Frame, SensorSpec  # noqa: E402
 from recordings import Recorder, open_recording  # noqa: E402
-from recordings.format import PRELUDE, TRAILER  # noqa: E402
+from recordings.hfr._format import PRELUDE, TRAILER  # noqa: E402
 
 MS = 1_000_000
 

@@ -1,0 +1,98 @@
+"""Encoding a sealed chunk into its on-disk record: msgpack metas, zstd payloads.
+
+Runs in the recorder's compression pool (and in the snapshot writer): each
+pool thread keeps its own zstd compressor per level. ``encode_chunk`` turns a
+:class:`~recordings.hfr._layout.SealedChunk` into ``(meta, parts, length)``, the
+record one ``writev`` puts in the file (``recordings/hfr/FORMAT.md``: chunk).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from typing import Any
+
+import msgpack
+import zstandard
+
+from recordings.hfr._effort import HIGH, AutoEffort
+from recordings.hfr._format import Compression, crc32, pack_prelude
+from recordings.hfr._layout import ChunkMeta, SealedChunk
+
+__all__ = ["encode_chunk", "pack", "wire"]
+
+_local = threading.local()
+
+
+def wire(obj: Any) -> Any:
+    """msgpack ``default`` for specs and user metadata: numbers as numbers, the rest as text."""
+    item = getattr(obj, "item", None)
+    if callable(item):
+        return item()
+    if isinstance(obj, (tuple, set, frozenset)):
+        return list(obj)
+    return str(obj)
+
+
+def pack(obj: Any) -> bytes:
+    """``obj`` as msgpack, with :func:`wire` for what msgpack does not know."""
+    packed: bytes = msgpack.packb(obj, use_bin_type=True, default=wire)
+    return packed
+
+
+def _compressor(level: int) -> zstandard.ZstdCompressor:
+    """The calling thread's compressor for ``level`` (each pool thread keeps its own)."""
+    cctxs: dict[int, zstandard.ZstdCompressor] | None = getattr(_local, "cctxs", None)
+    if cctxs is None:
+        cctxs = _local.cctxs = {}
+    cctx = cctxs.get(level)
+    if cctx is None:
+        cctx = cctxs[level] = zstandard.ZstdCompressor(level=level, write_content_size=True)
+    return cctx
+
+
+def _compressed_size(level: int, data: bytes) -> int:
+    return len(_compressor(level).compress(data))
+
+
+def encode_chunk(sealed: SealedChunk, level: int | AutoEffort) -> tuple[ChunkMeta, list[Any], int]:
+    """Compress a sealed chunk into a record: ``(meta, [prelude, meta, *payload], length)``.
+
+    Runs in the compression pool. ``level`` is a zstd level or the recorder's
+    :class:`~recordings.hfr._effort.AutoEffort`, which picks one per chunk or says to
+    store it as is (:mod:`recordings.hfr._effort`). A chunk that zstd does not make
+    smaller is stored as is too; stored parts go to ``writev`` without a copy.
+    """
+    parts = sealed.parts
+    raw_size = sealed.meta.raw_size
+    chosen = level if isinstance(level, int) else level.level(parts, raw_size, _compressed_size)
+    payload: list[Any]
+    meta = sealed.meta
+    if chosen is None:
+        payload, stored = list(parts), raw_size
+    else:
+        cctx = _compressor(chosen)
+        if len(parts) == 1:
+            payload = [cctx.compress(parts[0])]
+        else:
+            stream = cctx.compressobj(size=raw_size)
+            payload = [piece for p in parts if (piece := stream.compress(p))]
+            payload.append(stream.flush())
+        stored = sum(len(p) for p in payload)
+        if stored >= raw_size:  # incompressible: store it as is
+            payload, stored = list(parts), raw_size
+            chosen = None
+    if chosen is None:
+        meta = _replace_compression(meta, Compression.NONE)
+    if sealed.stamps is not None:
+        # Stamps are small and regular: the search pays there (level 3 under "auto").
+        stamp_level = level if isinstance(level, int) else HIGH
+        meta = dataclasses.replace(meta, stamps=_compressor(stamp_level).compress(sealed.stamps))
+    meta_bytes = pack(meta.to_msgpack())
+    prelude = pack_prelude(meta.kind, meta_bytes, stored, crc32(*payload))
+    out = [prelude, meta_bytes, *payload]
+    return meta, out, len(prelude) + len(meta_bytes) + stored
+
+
+def _replace_compression(meta: ChunkMeta, compression: Compression) -> ChunkMeta:
+    return dataclasses.replace(meta, compression=compression)

@@ -1,0 +1,291 @@
+"""Columns stored as zstd frames: the building block of the footer's records.
+
+The stamp index (:mod:`recordings.hfr._stamp_index`, format 1.5) and the frame
+details (:mod:`recordings.hfr._details`, 1.6) both store, per sensor, a few
+columns of fixed-width values. A column is one or more zstd frames (content
+size set) whose contents, joined, are exactly its values; the record's meta
+lists each frame's stored length, per sensor and column.
+
+Writing: :class:`ColumnFrames` buffers at most :data:`FRAME_BYTES` of a
+column before compressing a frame, so a writer's memory is bounded, not the
+session's frames. A frame is compressed at level 3 only when that shrinks it
+at least 3x, else at zstd's fastest level: jittered deltas hardly compress
+and decode several times slower than they copy. A recorder's writers spool
+the compressed frames to a temporary file past :data:`SPOOL_BYTES`, so hours
+of frames do not grow its memory either.
+
+Reading: :func:`frame_spans` checks the meta's lengths and turns them into
+``(start, length)`` spans; :func:`unframe` decompresses one column and
+raises ``ValueError`` unless it holds exactly the bytes its reader expects.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import zlib
+from collections.abc import Iterator
+from typing import IO, Any
+
+import zstandard
+
+__all__ = [
+    "FRAME_BYTES",
+    "SPOOL_BYTES",
+    "ColumnFrames",
+    "Frames",
+    "declared_size",
+    "frame_spans",
+    "has_checksum",
+    "names_and_counts",
+    "pieces_then_close",
+    "unframe",
+]
+
+FRAME_BYTES = 256 << 10
+"""Raw bytes of one column a writer buffers before compressing a frame."""
+
+SPOOL_BYTES = 4 << 20
+"""Compressed frames a spooling writer keeps in memory before it moves them to a file."""
+
+Spans = list[list[list[tuple[int, int]]]]
+"""Per sensor, per column: ``(start, length)`` of each zstd frame in the payload."""
+
+
+class Frames:
+    """A finished record's payload: its zstd frames in order, in memory or spooled to a
+    temporary file (read back a frame at a time, so writing it costs no memory)."""
+
+    def __init__(self, items: list[bytes | tuple[int, int]], spool: IO[bytes] | None) -> None:
+        self._items = items
+        self._spool = spool
+        self.size = sum(len(x) if isinstance(x, bytes) else x[1] for x in items)
+        """Bytes of the payload."""
+
+    def __iter__(self) -> Iterator[bytes]:
+        fd = self._spool.fileno() if self._spool is not None else -1
+        for item in self._items:
+            yield item if isinstance(item, bytes) else os.pread(fd, item[1], item[0])
+
+    def crc(self) -> int:
+        """CRC-32 of the payload (one pass over it)."""
+        crc = 0
+        for frame in self:
+            crc = zlib.crc32(frame, crc)
+        return crc
+
+    def close(self) -> None:
+        """Remove the spool file, if any (the frames cannot be read after)."""
+        if self._spool is not None:
+            self._spool.close()
+            self._spool = None
+
+
+class ColumnFrames:
+    """One record's columns being written: per key (a sensor), ``width`` columns.
+
+    With ``spool=True`` (the recorder's), once the compressed frames pass
+    :data:`SPOOL_BYTES` they go to an unnamed temporary file instead of memory,
+    so a writer's memory stays flat over hours of frames (8 hours of a 1 kHz
+    IMU's stamps are hundreds of MB even compressed)."""
+
+    def __init__(self, width: int, level: int = 3, *, spool: bool = False) -> None:
+        self.width = width
+        # Every frame carries zstd's content checksum (1.7): a reader that takes one
+        # sensor's columns checks them without reading the whole payload for its CRC.
+        self._cctx = zstandard.ZstdCompressor(
+            level=level, write_content_size=True, write_checksum=True
+        )
+        self._fast = zstandard.ZstdCompressor(
+            level=-100, write_content_size=True, write_checksum=True
+        )
+        self._bufs: dict[str, list[bytearray]] = {}
+        self._frames: dict[str, list[list[bytes | tuple[int, int]]]] = {}
+        self._spool_ok = spool
+        self._spool: IO[bytes] | None = None
+        self._held = 0  # bytes of frames in memory
+        self._end = 0  # bytes in the spool file
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._bufs
+
+    def keys(self) -> list[str]:
+        """The keys in the order they were first added."""
+        return list(self._bufs)
+
+    def add(self, key: str, column: int, raw: bytes) -> None:
+        """Append ``raw`` to ``key``'s column ``column``."""
+        bufs = self._bufs.get(key)
+        if bufs is None:
+            bufs = self._bufs[key] = [bytearray() for _ in range(self.width)]
+            self._frames[key] = [[] for _ in range(self.width)]
+        buf = bufs[column]
+        buf += raw
+        if len(buf) >= FRAME_BYTES:
+            self._keep(self._frames[key][column], self._compress(buf))
+            buf.clear()
+
+    def finish(self) -> tuple[list[list[list[int]]], Frames]:
+        """``(lengths, frames)``: per key, per column, each frame's stored length, and every
+        frame in that order (the record's payload)."""
+        lengths: list[list[list[int]]] = []
+        frames: list[bytes | tuple[int, int]] = []
+        for key, bufs in self._bufs.items():
+            per_key = []
+            for buf, done in zip(bufs, self._frames[key], strict=True):
+                if buf:
+                    self._keep(done, self._compress(buf))
+                    buf.clear()
+                per_key.append([len(f) if isinstance(f, bytes) else f[1] for f in done])
+                frames += done
+            lengths.append(per_key)
+        return lengths, Frames(frames, self._spool)
+
+    def _keep(self, column: list[bytes | tuple[int, int]], frame: bytes) -> None:
+        if self._spool is None and self._spool_ok and self._held + len(frame) > SPOOL_BYTES:
+            # Closed by Frames.close() once the record is written, or by __del__.
+            self._spool = tempfile.TemporaryFile()  # noqa: SIM115
+            for cols in self._frames.values():
+                for col in cols:
+                    col[:] = [self._put(f) if isinstance(f, bytes) else f for f in col]
+            self._held = 0
+        if self._spool is not None:
+            column.append(self._put(frame))
+        else:
+            column.append(frame)
+            self._held += len(frame)
+
+    def __del__(self) -> None:
+        spool = getattr(self, "_spool", None)
+        if spool is not None:  # a writer that failed before its record was written
+            spool.close()
+
+    def _put(self, frame: bytes) -> tuple[int, int]:
+        assert self._spool is not None
+        at = self._end
+        done = 0
+        while done < len(frame):
+            done += os.pwrite(self._spool.fileno(), memoryview(frame)[done:], at + done)
+        self._end += len(frame)
+        return at, len(frame)
+
+    def _compress(self, raw: bytearray) -> bytes:
+        packed: bytes = self._cctx.compress(bytes(raw))
+        if 3 * len(packed) > len(raw):  # hardly compresses: decode speed matters more
+            packed = self._fast.compress(bytes(raw))
+        # zstandard's result keeps its whole output buffer (the raw size) however little
+        # it holds: a copy of the bytes frees it (a 26-byte frame held 263 KB).
+        return bytes(memoryview(packed))
+
+
+def pieces_then_close(head: bytes, meta: bytes, frames: Frames) -> Iterator[bytes]:
+    """A record's pieces: ``head`` (its prelude), ``meta``, then the payload's frames;
+    the spool file is removed once the last is taken."""
+    try:
+        yield head
+        yield meta
+        yield from frames
+    finally:
+        frames.close()
+
+
+def frame_spans(lengths: Any, keys: int, width: int, payload: int) -> Spans | None:
+    """The spans of a record's frames from its meta's ``lengths``, or ``None`` unless they
+    are ``keys`` lists of ``width`` lists of positive ints adding up to ``payload``."""
+    shaped = (
+        isinstance(lengths, list)
+        and len(lengths) == keys
+        and all(isinstance(cols, list) and len(cols) == width for cols in lengths)
+        and all(
+            isinstance(col, list) and all(type(x) is int and x > 0 for x in col)
+            for cols in lengths
+            for col in cols
+        )
+    )
+    if not shaped or sum(x for cols in lengths for col in cols for x in col) != payload:
+        return None
+    spans: Spans = []
+    pos = 0
+    for cols in lengths:
+        per_key = []
+        for col in cols:
+            frames = []
+            for x in col:
+                frames.append((pos, x))
+                pos += x
+            per_key.append(frames)
+        spans.append(per_key)
+    return spans
+
+
+def names_and_counts(names: Any, counts: Any, chunks: Any) -> bool:
+    """Whether a record's meta names distinct sensors, a count of at least 0 for each and
+    a chunk count under 2**32 (the head both footer records share)."""
+    return (
+        isinstance(names, list)
+        and all(type(s) is str for s in names)
+        and len(set(names)) == len(names)
+        and isinstance(counts, list)
+        and len(counts) == len(names)
+        and all(type(c) is int and c >= 0 for c in counts)
+        and type(chunks) is int
+        and 0 <= chunks < 1 << 32
+    )
+
+
+def declared_size(frame: memoryview) -> int:
+    """The content size a zstd frame declares (0 when it declares none or is not one)."""
+    try:
+        return max(0, zstandard.frame_content_size(frame))
+    except zstandard.ZstdError:
+        return 0
+
+
+def has_checksum(frame: memoryview | bytes) -> bool:
+    """Whether ``frame`` starts a zstd frame whose header sets the content checksum flag
+    (libzstd then verifies the checksum as it decompresses)."""
+    return len(frame) > 4 and bytes(frame[:4]) == _ZSTD_MAGIC and bool(frame[4] & 0x04)
+
+
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+def unframe(
+    payload: memoryview,
+    spans: list[tuple[int, int]],
+    want: int,
+    what: str,
+    *,
+    checksummed: bool = False,
+) -> bytes:
+    """The column made of ``spans`` of ``payload``: exactly ``want`` bytes, else
+    ``ValueError`` naming ``what`` (a frame that declares more, does not decompress, or
+    frames that add up to another size). ``checksummed``: every frame must carry its
+    content checksum (the payload's CRC was not checked)."""
+    parts = []
+    got = 0
+    for start, length in spans:
+        frame = payload[start : start + length]
+        if checksummed and not has_checksum(frame):
+            raise ValueError(f"a frame of {what} has no checksum")
+        try:
+            size = zstandard.frame_content_size(frame)
+            if not 0 <= size <= want - got:
+                raise ValueError(f"a frame of {what} has the wrong size")
+            raw = _dctx().decompress(frame, max_output_size=size)
+        except zstandard.ZstdError as err:
+            raise ValueError(f"a frame of {what}: {err}") from err
+        got += len(raw)
+        parts.append(raw)
+    if got != want:
+        raise ValueError(f"{what} has the wrong size")
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+_decompressors: list[zstandard.ZstdDecompressor] = []
+
+
+def _dctx() -> zstandard.ZstdDecompressor:
+    if not _decompressors:
+        _decompressors.append(zstandard.ZstdDecompressor())
+    return _decompressors[0]
