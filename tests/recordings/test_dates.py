@@ -18,13 +18,24 @@ MS = 1_000_000
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "recordings"
 
 
+def clocks_now() -> tuple[int, int]:
+    """(monotonic, wall) read at one moment: the wall read between two monotonic reads
+    no more than 50 us apart (read again while the process was preempted between them,
+    as a loaded machine does: two plain reads in a row can be milliseconds apart)."""
+    for _ in range(1000):
+        before, wall, after = time.monotonic_ns(), time.time_ns(), time.monotonic_ns()
+        if after - before <= 50_000:
+            break
+    return (before + after) // 2, wall
+
+
 def live_recording(path: Path, n: int = 30) -> list[tuple[int, int]]:
     """Frames stamped on the host monotonic clock, as a live pipeline aligns them;
     returns (t, wall clock at that moment) per frame."""
     truth = []
     with Recorder(path, sensors=[SensorSpec("imu", kind="imu")], chunk_bytes=400) as rec:
         for i in range(n):
-            t, wall = time.monotonic_ns(), time.time_ns()
+            t, wall = clocks_now()
             rec.write(Frame("imu", i, t, np.full(3, i, np.float32), t_arrival=t + MS))
             truth.append((t, wall))
             time.sleep(0.002)
