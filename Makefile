@@ -37,7 +37,10 @@ bench: $(STAMP_TEST)
 # captures with it), python3-rosbag (the real ROS 1 rosbag API, run by /usr/bin/python3,
 # reads our .bag exports back), Node.js and npm (the Node peers of tests/peers: @mcap/core,
 # Foxglove's client library, the foxglove/mcap conformance generator), g++ and Fast DDS 2.9
-# (libfastrtps-dev: the ROS 2 tests' Fast DDS node, tests/peers/fastdds).
+# (libfastrtps-dev: the ROS 2 tests' Fast DDS node, tests/peers/fastdds), rtsp-server-perl
+# (a real RTSP server the audio tests pull from: they start their own on free loopback
+# ports, not the packaged service) and libasound2-data (ALSA's configuration, for the
+# audio tests' capture through ALSA's file plugin).
 define install_missing
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then SUDO=""; \
@@ -69,6 +72,8 @@ test-system-deps: system-deps
 	command -v npm >/dev/null 2>&1 || missing="$$missing npm"; \
 	command -v g++ >/dev/null 2>&1 || missing="$$missing g++"; \
 	test -f /usr/include/fastdds/dds/domain/DomainParticipant.hpp || missing="$$missing libfastrtps-dev libfastcdr-dev"; \
+	command -v rtsp-server-perl >/dev/null 2>&1 || missing="$$missing rtsp-server-perl"; \
+	test -f /usr/share/alsa/alsa.conf || missing="$$missing libasound2-data"; \
 	$(install_missing)
 
 $(VENV)/bin/python:
