@@ -23,6 +23,7 @@ from typing import Any
 
 from adapters.errors import DecodeError, SourceOpenError
 from adapters.lidar._hesai_correction import HesaiCorrection, find_fields
+from adapters.lidar._hesai_ptc import PTC_PORT
 from adapters.lidar.hesai_decode import HESAI_DTYPE, HesaiDecoder, HesaiSweep
 from adapters.lidar.hesai_models import (
     RETURN_MODES,
@@ -34,7 +35,7 @@ from adapters.lidar.hesai_models import (
     read_any_angles,
 )
 from adapters.lidar.hesai_packets import PACKET_TYPES, BadMessage, bag_packets, prepare
-from adapters.net.udp import DEFAULT_SENDER_TIMEOUT, UdpReceiver
+from adapters.net.udp import DEFAULT_SENDER_TIMEOUT, UdpReceiver, parse_sender
 from fusion.clock import ClockModel
 from fusion.continuity import StreamWatch
 from fusion.errors import ConfigError, UsageError
@@ -63,6 +64,12 @@ class HesaiSource(Source):
     another (``bad_header``). ``calibration`` is the sensor's angle CSV (the
     AT128: its binary ``.dat`` angle correction); without one the model's default
     angles (nebula's files) are used, which are only nominal for a given unit.
+    ``calibration="sensor"`` asks the sensor for its own over PTC (TCP,
+    ``ptc_host``:``ptc_port``; ``ptc_host`` defaults to ``sender``'s address)
+    when the stream starts, within ``ptc_timeout`` seconds; a failure ends the
+    source with one :class:`SourceOpenError` or :class:`DecodeError` saying why,
+    unless ``calibration_fallback=True``: then the built-in angles are used, with
+    a log warning and a ``calibration_fallback`` warning counted (no packet lost).
 
     Each frame's ``data`` is a :data:`HESAI_DTYPE` array of one rotation, cut
     channel by channel where its corrected azimuth crosses ``cut_angle`` degrees
@@ -99,6 +106,10 @@ class HesaiSource(Source):
         min_range: float | None = None,
         max_range: float | None = None,
         dual_return_distance_threshold: float = 0.1,
+        ptc_host: str | None = None,
+        ptc_port: int = PTC_PORT,
+        ptc_timeout: float = 5.0,
+        calibration_fallback: bool = False,
         check_crc: bool = True,
         partial_sweeps: bool = True,
         speed: float | None = None,
@@ -129,6 +140,20 @@ class HesaiSource(Source):
             self.declared: HesaiModel | None = None if auto else get_model(model)
         except ValueError as err:
             raise ConfigError(str(err)) from None
+        self.from_sensor = isinstance(calibration, str) and calibration.strip() == "sensor"
+        self.ptc: tuple[str, int] | None = None
+        """The sensor's PTC address, when the angles are asked of it."""
+        if self.from_sensor:
+            calibration = None
+            self.ptc = (self._ptc_host(ptc_host, sender), ptc_port)
+            if not 0 < ptc_port <= 65535 or not 0 < ptc_timeout <= 60:
+                raise ConfigError(
+                    f"ptc_port must be 1..65535 and ptc_timeout in (0, 60] s, "
+                    f"got {ptc_port} and {ptc_timeout}"
+                )
+        elif ptc_host is not None or calibration_fallback:
+            raise ConfigError("ptc_host and calibration_fallback are for calibration='sensor'")
+        self.ptc_timeout, self.calibration_fallback = ptc_timeout, calibration_fallback
         if isinstance(calibration, (str, Path)):
             try:
                 calibration = read_any_angles(calibration)
@@ -179,6 +204,39 @@ class HesaiSource(Source):
         self._fields: Any = None
         self._listening_port: int | None = None
         self._listening: Any = None
+
+    @staticmethod
+    def _ptc_host(ptc_host: str | None, sender: str | None) -> str:
+        if ptc_host is not None:
+            if not ptc_host.strip():
+                raise ConfigError("ptc_host is empty: give the sensor's address")
+            return ptc_host.strip()
+        if sender is not None:
+            return parse_sender(sender)[0]
+        raise ConfigError(
+            "calibration='sensor' asks the sensor over PTC: give ptc_host= (its address, "
+            "192.168.1.201 from the factory) or sender="
+        )
+
+    async def _angles_from_sensor(self) -> None:
+        """The sensor's own angle correction, asked over PTC before the stream starts."""
+        if self.ptc is None:
+            return
+        from adapters.lidar._hesai_ptc_client import fetch_angles
+
+        host, port = self.ptc
+        try:
+            self.calibration = await fetch_angles(host, port, wait_s=self.ptc_timeout)
+        except (SourceOpenError, DecodeError) as err:
+            message = f"the sensor's angle correction: {err}"
+            if not self.calibration_fallback:
+                raise type(err)(message, sensor=self.name) from None
+            self.calibration = None
+            message = f"{self.name}: {message}; the built-in angles are used (calibration_fallback)"
+            log.warning("%s", message)
+            self.count_error("calibration_fallback", message, units=0)
+            return
+        log.info("%s: angles from the sensor at %s:%d (PTC)", self.name, host, port)
 
     # -- packets to sweeps ---------------------------------------------------------------
 
@@ -303,6 +361,7 @@ class HesaiSource(Source):
 
     async def _offline_frames(self) -> AsyncIterator[Frame]:
         self.decoder, self.model, self._waiting = None, None, []
+        await self._angles_from_sensor()
         packets = await self.run_blocking(self._open_offline)
         clock = current_clock()
         start: tuple[int, int] | None = None
@@ -438,6 +497,7 @@ class HesaiSource(Source):
 
         assert self.port is not None
         self.decoder, self.model, self._waiting = None, None, []
+        await self._angles_from_sensor()
         if self._listening is None:
             self._listening = anyio.Event()
         receiver = UdpReceiver(

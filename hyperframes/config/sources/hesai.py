@@ -23,7 +23,17 @@ class HesaiConfig(SourceOptions):
     `"PandarQT128"`, `"PandarXT16"`, `"PandarXT32"`, `"PandarXT32M"`, `"PandarOT128"`,
     `"PandarAT128"`"""
     calibration: str | None = None
-    """none: the model's built-in default angles; else the unit's angle CSV (AT128: its `.dat`)"""
+    """none: the model's built-in default angles; else the unit's angle CSV (AT128: its `.dat`),
+    or `"sensor"`: asked of the sensor over PTC (TCP) when the stream starts"""
+    ptc_host: str | None = None
+    """none: `sender`'s address; `calibration = "sensor"`: the sensor's address"""
+    ptc_port: int = Field(9347, gt=0, le=65535)
+    """`calibration = "sensor"`: the sensor's PTC port"""
+    ptc_timeout: float = Field(5.0, gt=0, le=60)
+    """`calibration = "sensor"`: seconds for the whole request"""
+    calibration_fallback: bool = False
+    """`calibration = "sensor"`: the built-in angles when the sensor does not give its own
+    (a warning, counted `calibration_fallback`), not a failed source"""
     pcap: str | None = None
     """a capture"""
     bag: str | None = None

@@ -13,12 +13,14 @@ packets and reads back every scan it completed.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
 import struct
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +30,7 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "harness.cpp"
+PTC = HERE / "ptc"
 BUILD = Path(sys.prefix) / "peers" / "nebula_hesai"
 POINT = np.dtype(
     [
@@ -42,10 +45,12 @@ POINT = np.dtype(
 )
 
 
-def _digest() -> str:
+def _digest(root: Path = HERE) -> str:
     h = hashlib.sha256()
-    for path in sorted(HERE.rglob("*.[hc]pp")):
-        h.update(path.relative_to(HERE).as_posix().encode() + path.read_bytes())
+    for path in sorted(root.rglob("*.[hc]pp")):
+        if root == HERE and path.parent == PTC:
+            continue  # the PTC mock is built on its own
+        h.update(path.relative_to(root).as_posix().encode() + path.read_bytes())
     return h.hexdigest()[:16]
 
 
@@ -63,7 +68,8 @@ def peer_binary() -> Path:
     out = BUILD / f"harness-{_digest()}"
     if out.exists():
         return out
-    if shutil.which("g++") is None or not Path("/usr/include/boost/tokenizer.hpp").exists():
+    _need_gxx()
+    if not Path("/usr/include/boost/tokenizer.hpp").exists():
         pytest.fail(
             "nebula's Hesai decoder peer needs g++ and Boost headers: "
             "'apt-get install g++ libboost-dev' (make test-system-deps)"
@@ -75,6 +81,55 @@ def peer_binary() -> Path:
         pytest.fail(f"building nebula's Hesai decoder peer failed:\n{done.stderr[-4000:]}")
     partial.replace(out)  # atomic: a concurrent build of the same source loses nothing
     return out
+
+
+def _need_gxx() -> None:
+    if shutil.which("g++") is None:
+        pytest.fail("nebula's Hesai peers need g++: 'apt-get install g++' (make test-system-deps)")
+
+
+def ptc_mock_binary() -> Path:
+    """nebula's mock Hesai sensor (``MockHesaiSensor`` of ``ptc/test_hesai_hw_interface.cpp``,
+    cut out unchanged) as a program, built now if not built yet."""
+    out = BUILD / f"ptc-mock-{_digest(PTC)}"
+    if out.exists():
+        return out
+    _need_gxx()
+    text = (PTC / "test_hesai_hw_interface.cpp").read_text()
+    start, end = text.index("class MockHesaiSensor\n"), text.index("class MockHesaiCalibration")
+    work = BUILD / f"ptc-src-{os.getpid()}"
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "mock_hesai_sensor.inc").write_text(text[start:end])
+    partial = out.with_suffix(f".{os.getpid()}.tmp")
+    command = ["g++", "-std=c++17", "-O1", "-w", "-pthread", "-I", str(work), "-I", str(PTC),
+               "-o", str(partial), str(PTC / "ptc_mock.cpp")]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    shutil.rmtree(work, ignore_errors=True)
+    if done.returncode != 0:
+        pytest.fail(f"building nebula's mock Hesai sensor failed:\n{done.stderr[-4000:]}")
+    partial.replace(out)
+    return out
+
+
+@contextlib.contextmanager
+def nebula_ptc_mock() -> Iterator[int]:
+    """nebula's mock sensor serving PTC on loopback while the block runs: its TCP port."""
+    proc = subprocess.Popen([str(ptc_mock_binary())], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.strip().isdigit(), f"the mock sensor said {line!r}"
+        yield int(line)
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()  # it serves until its stdin closes
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        assert proc.stdout is not None
+        proc.stdout.close()
 
 
 @dataclass
