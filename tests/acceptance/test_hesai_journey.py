@@ -32,7 +32,8 @@ from tests.acceptance.live_helpers import (
     stopping,
     wait_udp_bound,
 )
-from tests.adapters.hesai_testdata import sensor_timed_pcap
+from tests.adapters.hesai_ptc_server import PtcServer, ptc_server
+from tests.adapters.hesai_testdata import SHARED, sensor_timed_pcap
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.serial]
 
@@ -116,6 +117,54 @@ def test_a_live_hesai_records_every_sweep_as_the_file_decodes(tmp_path: Path) ->
     for points, file in zip(fox_clouds, offline, strict=False):
         for axis in "xyz":
             assert (points[axis] == file.data[axis]).all()
+
+
+def test_the_sensors_angles_over_ptc_are_the_ones_recorded(tmp_path: Path) -> None:
+    """``calibration = "sensor"``: ``record`` asks a PTC server on loopback TCP for the
+    angle file (nebula's XT32 CSV, elevations raised 0.25 degrees: not the built-in one)
+    while the real packets come over UDP; the sweeps are the file's decode with that CSV."""
+    rows = (SHARED / "PandarXT32.csv").read_text().splitlines()
+    text = "\n".join(
+        [rows[0]]
+        + [f"{c[0]},{float(c[1]) + 0.25:.3f},{c[2]}" for c in (r.split(",") for r in rows[1:])]
+    )
+    csv = tmp_path / "unit.csv"
+    csv.write_text(text)
+    pcap = sensor_timed_pcap("xt32", "PandarXT32", tmp_path)
+
+    async def decode_file(calibration: Path | None) -> list[Frame]:
+        source = HesaiSource(pcap, name="xt32", calibration=calibration)
+        return [f async for f in source.frames()]
+
+    offline = anyio.run(decode_file, csv)
+    default = anyio.run(decode_file, None)
+    port = free_port()
+    with ptc_server(PtcServer(payload=text.encode())) as server:
+        config = tmp_path / "hesai.toml"
+        config.write_text(
+            f'[[sources]]\ntype = "hesai"\nname = "xt32"\nport = {port}\nclock = "online"\n'
+            f'calibration = "sensor"\nptc_host = "127.0.0.1"\nptc_port = {server.port}\n'
+        )
+        out = tmp_path / "hesai.hfr"
+        rec = Recording([str(config), "-o", str(out)], terminal=True)
+        rec.wait_for("recording to", timeout=60)
+        wait_udp_bound(port)
+        sender = python_sender("pcap", str(port), str(pcap))
+        with stopping(sender):
+            sent, _ = sender.proc.communicate(timeout=60)
+        assert sent_count(sent) == PACKETS
+        time.sleep(0.5)
+        code, _ = rec.stop(signal.SIGINT)
+        assert code == 0, rec.text[-3000:]
+    assert server.requests == [(0x05, 0, b"")]
+    doc = info_json(out)
+    assert doc["ledger"]["xt32"]["received"] == PACKETS
+    with open_recording(out) as recording:
+        recorded = list(recording.frames())
+    assert len(recorded) == len(offline) - 1  # the last sweep was still open at Ctrl-C
+    for live, file, nominal in zip(recorded, offline, default, strict=False):
+        assert live.data.tobytes() == file.data.tobytes()
+        assert not np.array_equal(live.data["z"], nominal.data["z"])
 
 
 def _ros2_clouds(path: Path) -> list[tuple[int, np.ndarray]]:
