@@ -199,6 +199,21 @@ def _stream(container: Any, opts: AudioOptions) -> Any:
     return audio[opts.stream]
 
 
+DEVICE_SLACK_S = 0.05
+"""A capture device's PTS further than this (or a frame) from the samples counted since
+its first is a gap (an overrun lost samples) or an overlap; closer, it is clock jitter."""
+
+
+def _slack(opts: AudioOptions, rate: int, size: int) -> int:
+    """Samples a chunk's PTS may differ from where the last ended and still follow it: 1
+    (a resampler's rounding) where PTS counts samples; for a capture device, whose
+    packets are stamped with the host's clock when read (ALSA, PulseAudio ...), the larger
+    of a frame and :data:`DEVICE_SLACK_S`."""
+    if opts.input_format in AUDIO_DEVICES and opts.input_format != "lavfi":
+        return max(size, round(rate * DEVICE_SLACK_S))
+    return 1
+
+
 def backoff_delay(opts: AudioOptions, attempt: int) -> float | None:
     """Seconds before reopen ``attempt`` (0, 1, ...): doubling from ``backoff_initial`` up to
     ``backoff_max``; None once ``max_reconnects`` attempts were made."""
@@ -295,7 +310,7 @@ def _run(
     )  # fmt: skip
     if not put(Batch([opened])):
         return None
-    framer = Framer(size, channels)
+    framer = Framer(size, channels, slack=_slack(opts, rate, size))
     reopen = opts.reconnect and is_network(opts.url, opts.input_format)
     seq = 0
     carry = 0  # units of packets that made no samples yet (a decoder's delay): they ride
