@@ -459,7 +459,8 @@ def ouster_runs() -> dict[str, Callable[[Path], object]]:
     import ouster.sdk as osdk
     from ouster.sdk import core
 
-    from adapters.lidar import OUSTER_DTYPE, OusterSource, ouster_setup
+    import adapters.lidar.ouster_setup as ouster_setup
+    from adapters.lidar import OUSTER_DTYPE, OusterSource
     from adapters.lidar.ouster_packets import PointMaker
 
     def sdk(path: Path, points: str = "") -> int:

@@ -280,7 +280,10 @@ def test_configuration_page_names_every_toml_key() -> None:
     """docs/configuration.md keeps up with the schema: every key of every table is named."""
     from pydantic import BaseModel
 
-    from hyperframes.config import base, python_source, schema, sources
+    import hyperframes.config.base as base
+    import hyperframes.config.python_source as python_source
+    import hyperframes.config.schema as schema
+    from hyperframes.config import sources
     from hyperframes.config.sources import SOURCE_TYPES
     from hyperframes.fleet.config import FleetSection
 

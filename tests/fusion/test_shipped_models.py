@@ -11,8 +11,9 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
+import fusion.workers.models as models
 from fusion.errors import UsageError
-from fusion.workers import _model_builders, models
+from fusion.workers import _model_builders
 
 SETS = [(name, args) for name, sets in models.SHIPPED.items() for args in sets]
 
