@@ -58,3 +58,45 @@ def at128_packets(
         out.append(packet + bytes(32))
     assert all(len(p) == 1118 for p in out)
     return out
+
+
+def ot128_packets(
+    n: int,
+    *,
+    dual: bool,
+    hires: bool = False,
+    seed: int = 0,
+    start_az: int = 0,
+    t0_us: int = 1_679_653_308_000_000,
+) -> list[bytes]:
+    """``n`` OT128 (nebula's ``Packet128E4X`` = ``Packet128E3X``) packets of 893 bytes:
+    a 12-byte header (protocol 1.4, 128 lasers, 2 blocks, 4 mm), 2 blocks of (u16
+    azimuth in 1/100 degree, 128 x 3-byte units), the body CRC, 17 bytes of functional
+    safety, the 56-byte tail (azimuth states, operational state: 0 high resolution,
+    1 standard; return mode, date from 1900 and microseconds) and a 32-byte signature."""
+    import time
+
+    rng = np.random.default_rng(seed)
+    out = []
+    az = start_az
+    mode = 0x39 if dual else 0x37
+    for i in range(n):
+        head = struct.pack("<HBBBBBBBBBB", 0xFFEE, 1, 4, 0, 0, 128, 2, 0, 4, 2 if dual else 1, 0)
+        units = _units(rng, 2, 128, 50000)
+        blocks = b""
+        for b in range(2):
+            a = az if dual or b == 0 else (az + OT128_STEP) % 36000
+            body = b"".join(struct.pack("<HB", int(d), int(r)) for d, r in units[b])
+            blocks += struct.pack("<H", a) + body
+        az = (az + (1 if dual else 2) * OT128_STEP) % 36000
+        t_us = t0_us + i * (111_112 if not dual else 55_556) // 1000  # 10 Hz
+        secs, micros = divmod(t_us, 1_000_000)
+        g = time.gmtime(secs)
+        date = bytes([g.tm_year - 1900, g.tm_mon, g.tm_mday, g.tm_hour, g.tm_min, g.tm_sec])
+        states = int(rng.integers(0, 2)) << 14 | int(rng.integers(0, 2)) << 12
+        tail = bytes(9) + struct.pack("<HBBH", states, 0 if hires else 1, mode, 600)
+        tail += date + struct.pack("<IB", micros, 0x42) + struct.pack("<I", i) + bytes(22 + 4)
+        packet = head + blocks + b"\x00\x00\x00\x00" + bytes(17) + tail
+        assert len(packet) == 861, len(packet)
+        out.append(packet + bytes(32))
+    return out
