@@ -6,6 +6,7 @@ restarted mid-recording (the source reconnects; ``info`` shows it)."""
 from __future__ import annotations
 
 import itertools
+import re
 import signal
 import subprocess
 import sys
@@ -56,6 +57,17 @@ def config(tmp_path: Path, url: str, extra: str = "") -> Path:
     return path
 
 
+def wait_frames(rec: Recording, n: int, timeout: float = 60.0) -> None:
+    """Wait until the live table shows at least ``n`` frames of ``mic``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        shown = [int(x) for x in re.findall(r"mic\s+│\s+(\d+)\s+│", rec.text)]
+        if shown and max(shown) >= n:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"mic did not reach {n} frames in {timeout} s: {rec.text[-2000:]}")
+
+
 def stop(rec: Recording) -> tuple[int, float]:
     try:
         return rec.stop(signal.SIGINT)
@@ -98,7 +110,7 @@ def test_rtp_from_an_sdp_file_recorded_in_a_terminal_equals_the_file_sent(
 def test_rtsp_pulled_from_a_real_server_recorded_in_a_terminal_is_a_run_of_the_file(
     tmp_path: Path,
 ) -> None:
-    wav = make_sine(tmp_path / "sine.wav", 4.0)
+    wav = make_sine(tmp_path / "sine.wav", 30.0)
     want = pyav_decode(wav)
     out = tmp_path / "mic.hfr"
     with rtsp_server() as (client, source_port):
@@ -118,8 +130,7 @@ def test_rtsp_pulled_from_a_real_server_recorded_in_a_terminal_is_a_run_of_the_f
                 terminal=True,
             )
             try:
-                push.wait(timeout=30)  # the whole file sent, in real time
-                time.sleep(1.0)
+                wait_frames(rec, 60)  # 1.2 s of it
             finally:
                 code, _ = stop(rec)
         finally:
@@ -129,7 +140,7 @@ def test_rtsp_pulled_from_a_real_server_recorded_in_a_terminal_is_a_run_of_the_f
     assert code == 0, rec.text[-3000:]
     frames = recorded(out)
     got = np.concatenate([f.data for f in frames], axis=1)
-    assert got.shape[1] >= 48_000  # at least a second of it
+    assert got.shape[1] >= 60 * 960
     contiguous_at(got, want)  # one run of the file's samples, as sent
     assert contiguous(frames)
     ledger = info_json(out)["ledger"]["mic"]
@@ -210,10 +221,10 @@ def test_without_reconnect_a_killed_sender_fails_the_source_and_the_exit_code(
         time.sleep(1.5)
         sender.send_signal(signal.SIGKILL)
         sender.wait(10)
-        rec.wait_for("no data for 0.5 s", timeout=20)
-        time.sleep(0.5)
+        code = rec.proc.wait(timeout=30)  # its only source ended: record ends
     finally:
-        code, _ = stop(rec)
+        if rec.proc.poll() is None:
+            stop(rec)
         if sender is not None and sender.poll() is None:
             sender.kill()
     assert code == 1, rec.text[-3000:]
