@@ -172,7 +172,7 @@ def test_rtp_opus_from_an_sdp_file_equals_pyavs_decode_of_the_ogg_after_its_pre_
 def test_rtsp_pulled_from_a_real_server_over_udp_is_a_packet_aligned_run_of_the_file(
     tmp_path: Path,
 ) -> None:
-    wav = make_sine(tmp_path / "sine.wav", 4.0)
+    wav = make_sine(tmp_path / "sine.wav", 10.0)  # margin for a late join; 1 s is read
     want = pyav_decode(wav)
     with rtsp_server() as (client, source_port):
         push = subprocess.Popen(
