@@ -65,7 +65,7 @@ class ModelRunner:
         self.restarts = 0
         self._restart_lock = threading.Lock()
         self.sessions = [self._new_session() for _ in range(replicas)]
-        self._buffers: dict[int, np.ndarray] = {}  # per replica: its stacked batches
+        self._local = threading.local()  # per replica thread: the buffer it stacks into
         self._capacity = 1  # the largest batch a replica's buffer holds (max_batch once warm)
         self.probe: Feeds | None = self.sessions[0].dummy_feeds(1)
         """A known-good input (batch 1) to tell a dead session from bad data."""
@@ -130,7 +130,7 @@ class ModelRunner:
         """``preprocess(items)`` named by the model's inputs.
 
         Without a ``preprocess`` the items' data are stacked; given the ``replica``
-        whose thread prepares and then runs the batch, into that replica's reused
+        whose thread prepares and then runs the batch, into that thread's reused
         buffer (in use only until its ``run_batch`` returns, on that same thread):
         a fresh batch array per batch cost page faults on every batch.
         """
@@ -145,18 +145,14 @@ class ModelRunner:
         first = data[0] if data else None
         if replica is None or first is None or any(d.dtype != first.dtype for d in data):
             return np.stack(data)  # mixed dtypes: numpy's promotion, as ever
-        buffer = self._buffers.get(replica)
+        # One buffer per thread, not per replica index: two streams of one worker run
+        # replica threads of the same index side by side.
+        buffer: np.ndarray | None = getattr(self._local, "buffer", None)
         shape, n = first.shape, len(data)
-        if (
-            buffer is None
-            or buffer.dtype != first.dtype
-            or buffer.shape[1:] != shape
-            or len(buffer) < n
-        ):
-            buffer = None
-        if buffer is None:
+        fits = buffer is not None and buffer.dtype == first.dtype and buffer.shape[1:] == shape
+        if buffer is None or not fits or len(buffer) < n:
             capacity = max(n, self._capacity)
-            buffer = self._buffers[replica] = np.empty((capacity, *shape), first.dtype)
+            buffer = self._local.buffer = np.empty((capacity, *shape), first.dtype)
         return np.stack(data, out=buffer[:n])  # checks every item's shape as ever
 
     def run_batch(

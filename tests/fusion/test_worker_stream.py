@@ -201,6 +201,26 @@ class TestBatchBuffers:
             np.testing.assert_array_equal(r.value, 2 * r.item.data)
             assert not np.shares_memory(r.value, r.item.data)
 
+    async def test_two_streams_of_one_worker_side_by_side_keep_their_own_values(self) -> None:
+        worker = BatchWorker(scale_model(), providers="cpu", max_batch=8, replicas=2)
+        rng = np.random.default_rng(5)
+        inputs = {
+            name: [Frame(name, i, i, rng.random(4, dtype=np.float32)) for i in range(400)]
+            for name in ("a", "b")
+        }
+        out: dict[str, list[WorkerResult]] = {}
+
+        async def one(name: str) -> None:
+            out[name] = await collect(worker, inputs[name])
+
+        async with anyio.create_task_group() as tg:
+            for name in inputs:
+                tg.start_soon(one, name)
+        for name, results in out.items():
+            assert [r.item for r in results] == inputs[name]
+            for r in results:
+                np.testing.assert_array_equal(r.value, 2 * r.item.data)
+
     def test_image_preprocess_gives_each_thread_its_own_ring(self) -> None:
         pre = ImagePreprocess((4, 4), mean=(0, 0, 0), std=(1 / 255,) * 3, max_batch=2)
         out: dict[int, list[np.ndarray]] = {}
