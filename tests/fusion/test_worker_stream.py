@@ -304,7 +304,8 @@ class TestLifecycle:
             return np.stack([f.data for f in items])
 
         worker = BatchWorker(scale_model(), preprocess=slow, providers="cpu", max_batch=2)
-        async with aclosing(worker.stream(frames(50))) as results:
+        # stream() is an async generator typed as an AsyncIterator (as fusion.pipeline notes)
+        async with aclosing(worker.stream(frames(50))) as results:  # type: ignore[type-var]
             async for r in results:
                 if r.index == 3:
                     break
