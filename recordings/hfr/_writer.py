@@ -1,19 +1,23 @@
 """The recorder: frames in, a crash-safe ``.hfr`` file out.
 
 Theory of operation. ``write()`` (or ``await send()``) copies a frame into the
-open chunk (:class:`~recordings.hfr._builder.ChunkBuilder`) and returns at once. A
-chunk is sealed when it reaches ``chunk_bytes``, when its frames span
-``chunk_duration`` seconds of recording time (frame ``t``: one damaged chunk
-then costs at most about that much data, however slow the sensors), or when
-it has been open for ``flush_interval`` seconds of host monotonic time (wall
-time, not the runtime clock: the interval bounds what a real crash can lose). Sealed chunks are
+open chunk (:class:`~recordings.hfr._builder.ChunkBuilder`) and returns at once.
+When to seal is the :class:`~recordings.hfr._sealing.SealPolicy`'s decision
+(sans-I/O, shared with the snapshot recorder): a chunk is sealed when it
+reaches ``chunk_bytes``, when its frames span ``chunk_duration`` seconds of
+recording time (frame ``t``: one damaged chunk then costs at most about that
+much data, however slow the sensors), or when it has been open for
+``flush_interval`` seconds of host monotonic time (wall time, not the runtime
+clock: the interval bounds what a real crash can lose). Sealed chunks are
 compressed by a small thread pool (zstd releases the GIL, so compression uses
-every core given to it) and written in order by one writer thread, which
-also fires the flush timer. Each chunk is one ``writev`` of a self-verifying
-record (split at ``IOV_MAX`` pieces, :mod:`recordings.hfr._writev`), so at any
-instant the file is a valid prefix: a crash loses the open
-chunk and the chunks still in flight, never more than about one flush
-interval of data.
+every core given to it) and written in order by one writer thread
+(:class:`~recordings.hfr._writer_thread.WriterThread`), which also fires the
+flush timer, into the recorder's files
+(:class:`~recordings.hfr._parts.PartWriter`: parts, footers). Each chunk is
+one ``writev`` of a self-verifying record (split at ``IOV_MAX`` pieces,
+:mod:`recordings.hfr._writev`), so at any instant the file is a valid
+prefix: a crash loses the open chunk and the chunks still in flight, never
+more than about one flush interval of data.
 
 Backpressure: at most ``max_pending`` sealed chunks wait for the disk. When
 the disk cannot keep up, ``write()`` blocks and ``send()`` waits (in a worker
@@ -31,14 +35,11 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
-import itertools
 import os
 import threading
-import time
 import warnings
-import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,31 +55,26 @@ from recordings.errors import RecorderClosed, RecordingError
 from recordings.hfr import _buffers as buffers
 from recordings.hfr._builder import ChunkBuilder
 from recordings.hfr._chunk_encode import encode_chunk
-from recordings.hfr._chunk_encode import pack as _pack
-from recordings.hfr._chunk_table import ChunkTableWriter
 from recordings.hfr._closing import Closeable
-from recordings.hfr._details import DetailsWriter
 from recordings.hfr._effort import AUTO, AutoEffort, Level, check_level
 from recordings.hfr._format import (
     DEFAULT_CHUNK_BYTES,
     DEFAULT_CHUNK_DURATION,
     DEFAULT_FLUSH_INTERVAL,
-    RecordKind,
-    crc32,
-    pack_preamble,
-    pack_prelude,
-    pack_trailer,
 )
 from recordings.hfr._layout import ChunkMeta
 from recordings.hfr._ledgers import ledger_entries
-from recordings.hfr._sensor_summary import SensorReducer
-from recordings.hfr._stamp_block import raw_block
-from recordings.hfr._stamp_index import StampIndexWriter
-from recordings.hfr._writev import write_all
+from recordings.hfr._parts import PartWriter
+from recordings.hfr._sealing import FULL, OPENED, SealPolicy
+from recordings.hfr._writer_thread import WriterThread
 
 INDEX_BLOCK_BYTES = 8 << 20
 """Stamp blocks (compressed) a part's footer index repeats at most; a longer part's index
-has none (its chunks and its STAMPS record have them): see ``Recorder._index_blocks``."""
+has none (its chunks and its STAMPS record have them): see
+:meth:`recordings.hfr._part_index.PartIndex._blocks`. Read when a recorder is made."""
+
+_SEAL: Any = object()  # the writer thread's job when the flush interval is up
+_FINISH: Any = object()  # ... when close() queued the end
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,61 +122,23 @@ def _spec_declarer(
     return declare
 
 
-def _writer_main(
-    ref: weakref.ReferenceType[Recorder], cond: threading.Condition, finished: threading.Event
-) -> None:
-    """The writer thread: writes chunks in order and fires the flush timer.
+def _spec_lister(
+    specs: dict[str, SensorSpec], lock: threading.Condition
+) -> Callable[[], list[dict[str, Any]]]:
+    """The specs a header or footer holds, read under the recorder's lock. A closure, not
+    a method: the recorder's files must not keep the recorder alive (see ``__del__``)."""
 
-    It holds its recorder only while working, never while waiting, so a
-    recorder nobody references any more is collected (and closed by its
-    ``__del__``) instead of being kept alive by its own thread. When this
-    thread's own ``del rec`` was the last reference, ``__del__`` has closed the
-    recorder here and set ``finished``: the thread ends instead of waiting
-    for work that will never come.
-    """
-    while True:
-        with cond:
-            rec = ref()
-            if rec is None:
-                return
-            action, arg = rec._poll()
-            if action == "wait":
-                del rec
-                if finished.is_set():
-                    return
-                cond.wait(arg)
-                continue
-        if not rec._work(action, arg):
-            return
-        del rec
+    def listed() -> list[dict[str, Any]]:
+        with lock:
+            return [s.to_dict() for s in specs.values()]
+
+    return listed
 
 
 def _encode(sealed: Any, level: Any) -> tuple[ChunkMeta, list[Any], int, Any, Any]:
     """:func:`~recordings.hfr._chunk_encode.encode_chunk`, with the chunk's details and the
     builder's buffer passed on (given back to :mod:`recordings.hfr._buffers` once written)."""
     return (*encode_chunk(sealed, level), sealed.details, sealed.buffer)
-
-
-def _pack_index(chunks: list[Any], rest: dict[str, Any]) -> bytes:
-    """The INDEX meta ``{"chunks": chunks, **rest}`` as msgpack; ``chunks`` are entry maps,
-    or entries packed already (spliced in as they are)."""
-    if not chunks or not isinstance(chunks[0], bytes):
-        return _pack({"chunks": chunks, **rest})
-    n, k = len(chunks), len(rest) + 1
-    head = bytes([0x80 | k]) if k < 16 else b"\xde" + k.to_bytes(2, "big")
-    if n < 16:
-        array = bytes([0x90 | n])
-    elif n < 1 << 16:
-        array = b"\xdc" + n.to_bytes(2, "big")
-    else:
-        array = b"\xdd" + n.to_bytes(4, "big")
-    pairs = [_pack(key) + _pack(value) for key, value in rest.items()]
-    return b"".join([head, _pack("chunks"), array, *chunks, *pairs])
-
-
-def part_path(path: Path, part: int) -> Path:
-    """Name of split part ``part``: ``s.hfr`` -> ``s.0003.hfr``."""
-    return path.with_name(f"{path.stem}.{part:04d}{path.suffix}")
 
 
 class Recorder(Closeable):
@@ -248,30 +206,22 @@ class Recorder(Closeable):
             raise ConfigError(f"flush_interval must be > 0 seconds or None, got {flush_interval}")
         if chunk_duration is not None and not 0 < chunk_duration < 1e9:
             raise ConfigError(f"chunk_duration must be > 0 seconds or None, got {chunk_duration}")
-        self.chunk_duration = chunk_duration
-        self._chunk_ns = 1 << 62 if chunk_duration is None else max(1, int(chunk_duration * 1e9))
-        self._chunk_t_end: Any = None  # the open chunk closes at a frame with t >= this
         self.path = Path(path)
         self.chunk_bytes = chunk_bytes
+        self.chunk_duration = chunk_duration
         self.flush_interval = flush_interval
+        self._policy = SealPolicy(
+            chunk_bytes=chunk_bytes,
+            chunk_ns=None if chunk_duration is None else max(1, int(chunk_duration * 1e9)),
+            flush_interval=flush_interval,
+            split_bytes=split_bytes,
+            split_ns=None if split_seconds is None else int(split_seconds * 1e9),
+        )
         self._specs: dict[str, SensorSpec] = {s.name: s for s in sensors}
         self._seen: set[str] = set()  # sensors with a frame in the file
-        self._metadata = dict(metadata or {})
         level = check_level(compression_level)
         self._level: int | AutoEffort = AutoEffort() if level == AUTO else level
-        self._split = split_bytes is not None or split_seconds is not None
-        self._split_bytes = split_bytes
-        self._split_ns = None if split_seconds is None else int(split_seconds * 1e9)
-        self._durable = durable
         self._wall_clock = wall_clock
-        self._atomic = atomic
-        self._inputs = [Path(p) for p in inputs]
-        self._final: Path | None = None  # the name the open part gets once finished
-        self.stale_partials: list[tuple[Path, Path]] = []
-        """``(NAME.partial, NAME.partial.N)`` per partial an interrupted run left under a
-        name this recorder writes (``atomic``): kept aside under the new name, not
-        truncated."""
-        self._ledgers: dict[str, dict[str, Any]] = {}  # the footer's "ledger" (1.3)
 
         self._mutex = threading.Lock()
         self._lock = threading.Condition(self._mutex)
@@ -281,43 +231,41 @@ class Recorder(Closeable):
             on_new_sensor=_spec_declarer(self._seen, self._specs),
             stamp_blocks=stamp_blocks,
         )
-        self._opened_at = 0.0  # monotonic time of the open chunk's first frame
-        self._jobs: collections.deque[Future[tuple[ChunkMeta, list[Any], int, Any, Any]] | None] = (
-            collections.deque()
-        )
         self._counts: collections.Counter[str] = collections.Counter()  # in sealed chunks
-        self._chunk_open = False
         self._sealed_frames = 0
         self._closing = False
         self._closed = False
-        self._error: BaseException | None = None
-
-        # Writer-thread state.
-        self._part = 0
-        self._paths: list[Path] = []
-        self._locks: list[Any] = []  # an OutputLock per file written (recordings.output_files)
-        self._fd = -1
-        self._index: list[Any] = []  # entry maps, or packed entries (_index_blocks)
-        self._index_block_bytes = 0
-        self._part_bytes = 0
-        self._part_t0: int | None = None
-        self._chunks_written = 0
-        self._raw_written = 0
-        self._bytes_written = 0
-
-        self._open_part()  # fail here, in the caller, if the path is not writable
+        self._writer = WriterThread(self, self._lock, "hfr-writer", weak=True)
+        self._files = PartWriter(
+            self.path,
+            self._policy,
+            metadata=dict(metadata or {}),
+            specs=_spec_lister(self._specs, self._lock),
+            block_budget=INDEX_BLOCK_BYTES,
+            atomic=atomic,
+            durable=durable,
+            wall_clock=wall_clock,
+            inputs=[Path(p) for p in inputs],
+        )
+        self._files.open()  # fail here, in the caller, if the path is not writable
         nworkers = workers if workers is not None else min(2, os.cpu_count() or 1)
         self._pool = ThreadPoolExecutor(max(1, nworkers), thread_name_prefix="hfr-compress")
-        self._finished = threading.Event()
-        # The thread gets a weak reference: an abandoned recorder is collected,
+        # The thread holds the recorder weakly: an abandoned recorder is collected,
         # and __del__ closes it (with a ResourceWarning).
-        self._thread = threading.Thread(
-            target=_writer_main,
-            args=(weakref.ref(self), self._lock, self._finished),
-            name="hfr-writer",
-            daemon=True,
-        )
-        self._thread.start()
+        self._writer.start()
+        self._thread = self._writer.thread
+
+    @property
+    def stale_partials(self) -> list[tuple[Path, Path]]:
+        """``(NAME.partial, NAME.partial.N)`` per partial an interrupted run left under a
+        name this recorder writes (``atomic``): kept aside under the new name, not
+        truncated."""
+        return self._files.stale_partials
+
+    @property
+    def _fd(self) -> int:
+        """The open part's descriptor (tests close it under the writer)."""
+        return self._files.fd
 
     # -- accepting frames -------------------------------------------------
 
@@ -335,18 +283,7 @@ class Recorder(Closeable):
         a payload that cannot be stored (nothing is written for it) and
         :class:`RecorderClosed` after ``close()`` or a writer failure.
         """
-        # _add inlined: this is the per-frame cost of every recording.
-        with self._mutex:
-            if self._closing or self._error is not None:
-                self._check_open()
-            if not self._chunk_open:
-                self._open_chunk()
-            size = self._builder.add(frame)
-            end = self._chunk_t_end
-            if end is None:
-                end = self._chunk_t_end = frame.t + self._chunk_ns
-            full = size >= self.chunk_bytes or frame.t >= end
-        if full:
+        if self._add(frame):
             self._seal(block=True)
 
     async def send(self, frame: Frame) -> None:
@@ -368,66 +305,58 @@ class Recorder(Closeable):
         """Seal the open chunk and wait until everything accepted so far is in the file."""
         self._seal(block=True)
         with self._lock:
-            while self._jobs and self._error is None:
+            while self._writer.queue and self._writer.error is None:
                 self._lock.wait(0.1)
         self._raise_if_failed()
 
     def _add(self, frame: Frame) -> bool:
-        """Add ``frame`` to the open chunk; True when the chunk is full."""
+        """Add ``frame`` to the open chunk; True when the policy says seal it now.
+        (The per-frame cost of every recording: kept to one lock and two calls.)"""
         with self._mutex:  # a plain lock: the Condition's Python-level enter costs more
-            if self._closing or self._error is not None:
+            if self._closing or self._writer.error is not None:
                 self._check_open()
-            if not self._chunk_open:
-                self._open_chunk()
-            size = self._builder.add(frame)
-            end = self._chunk_t_end
-            if end is None:
-                end = self._chunk_t_end = frame.t + self._chunk_ns
-            return size >= self.chunk_bytes or frame.t >= end
-
-    def _open_chunk(self) -> None:
-        self._chunk_open = True
-        self._chunk_t_end = None
-        self._opened_at = time.monotonic()
-        self._lock.notify_all()  # the flush timer starts now
+            said = self._policy.add(self._builder.add(frame), frame.t)
+            if said == OPENED:
+                self._lock.notify_all()  # the flush timer starts now
+            return said >= FULL
 
     def _seal(self, block: bool) -> bool:
         """Hand the open chunk to the pool. False if ``block`` is false and no room."""
         if not self._room.acquire(blocking=block):
             return False
         with self._lock:
-            if self._builder.count == 0 or self._error is not None:
+            if self._builder.count == 0 or self._writer.error is not None:
                 self._room.release()
                 return True
             sealed = self._builder.seal()
+            self._policy.sealed()
             if self._wall_clock:
                 anchor = sample_anchor()
                 sealed.meta = dataclasses.replace(
                     sealed.meta, wall=(anchor.reference_ns, anchor.utc_ns)
                 )
-            self._chunk_open = False
             self._sealed_frames += sealed.meta.count
             self._counts.update(dict(zip(sealed.meta.sensors, sealed.meta.counts, strict=True)))
-            self._jobs.append(self._pool.submit(_encode, sealed, self._level))
-            self._lock.notify_all()
+            self._writer.put(self._pool.submit(_encode, sealed, self._level))
         return True
 
     def _check_open(self) -> None:
-        if self._error is not None:
-            kept = ""
-            if self._atomic and self._paths and self._paths[-1] != self._final:
-                kept = f" (what it wrote so far is in '{self._paths[-1]}')"
+        error = self._writer.error
+        if error is not None:
+            kept = self._files.kept
+            where = "" if kept is None else f" (what it wrote so far is in '{kept}')"
             raise RecorderClosed(
-                f"recorder for '{self.path}' failed and accepts no more frames: {self._error}{kept}"
-            ) from self._error
+                f"recorder for '{self.path}' failed and accepts no more frames: {error}{where}"
+            ) from error
         if self._closing:
             raise RecorderClosed(f"recorder for '{self.path}' is closed")
 
     def _raise_if_failed(self) -> None:
-        if self._error is not None:
+        error = self._writer.error
+        if error is not None:
             raise RecordingError(
-                f"writing failed: {self._error}", path=str(self._current_path())
-            ) from self._error
+                f"writing failed: {error}", path=str(self._files.current)
+            ) from error
 
     def record_ledgers(
         self,
@@ -442,7 +371,7 @@ class Recorder(Closeable):
         """
         entries = ledger_entries(ledgers, dropped)
         with self._lock:
-            self._ledgers = entries
+            self._files.ledgers = entries
 
     # -- closing ----------------------------------------------------------
 
@@ -456,9 +385,8 @@ class Recorder(Closeable):
         if not already:
             self._seal(block=True)
             with self._lock:
-                self._jobs.append(None)  # tells the writer to finish
-                self._lock.notify_all()
-        self._thread.join()
+                self._writer.put(None)  # tells the writer to finish
+        self._writer.join()
         self._pool.shutdown(wait=True)
         self._closed = True
         self._raise_if_failed()
@@ -470,84 +398,65 @@ class Recorder(Closeable):
     @property
     def paths(self) -> tuple[Path, ...]:
         """Files written so far: one, or the numbered parts when splitting."""
-        return tuple(self._paths)
+        return tuple(self._files.paths)
 
     def statistics(self) -> RecorderStatistics:
+        files, error = self._files, self._writer.error
         with self._lock:
             return RecorderStatistics(
                 frames=self._sealed_frames + self._builder.count,
                 frames_by_sensor=dict(self._counts + self._builder.sensor_counts()),
-                chunks_written=self._chunks_written,
-                pending_chunks=sum(1 for j in self._jobs if j is not None),
-                raw_bytes=self._raw_written,
-                bytes_written=self._bytes_written,
-                paths=tuple(self._paths),
-                failures=()
-                if self._error is None
-                else (f"writing {self._current_path()} failed: {self._error}",),
+                chunks_written=files.chunks_written,
+                pending_chunks=sum(1 for j in self._writer.queue if j is not None),
+                raw_bytes=files.raw_written,
+                bytes_written=files.bytes_written,
+                paths=tuple(files.paths),
+                failures=() if error is None else (f"writing {files.current} failed: {error}",),
             )
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else "failed" if self._error else "open"
+        state = "closed" if self._closed else "failed" if self._writer.error else "open"
         frames = self._sealed_frames + self._builder.count
         return f"Recorder('{self.path}', {state}, frames={frames})"
 
-    # -- the writer thread ------------------------------------------------
+    # -- the writer thread's jobs (recordings.hfr._writer_thread.Owner) ------
 
-    def _poll(self) -> tuple[str, Any]:
-        """What the writer thread does next (called under the lock).
+    def _next_job(self) -> tuple[Any, float | None]:
+        """Under the lock: the first queued chunk, the end, the flush seal, or a wait."""
+        queue = self._writer.queue
+        if queue:
+            job = queue[0]
+            return (_FINISH if job is None else job), None
+        due = self._policy.flush_in()
+        if due is None:
+            return None, None
+        return (_SEAL, None) if due <= 0 else (None, due)
 
-        ``("write", future)``, ``("finish", None)``, ``("seal", None)`` when the
-        open chunk's flush interval is up, or ``("wait", timeout)``.
-        """
-        if self._jobs:
-            job = self._jobs[0]
-            return ("finish", None) if job is None else ("write", job)
-        if self.flush_interval is not None and self._builder.count:
-            timeout = self._opened_at + self.flush_interval - time.monotonic()
-            return ("seal", None) if timeout <= 0 else ("wait", timeout)
-        return ("wait", None)
-
-    def _work(self, action: str, job: Any) -> bool:
-        """Do one writer-thread action; False when the thread is done (finished or failed)."""
-        try:
-            if action == "seal":
-                # Never block here: a caller holding the last slot is about to
-                # queue a chunk that only this thread can write.
-                if not self._seal(block=False):
-                    with self._lock:
-                        self._lock.wait(0.001)
-                return True
-            if action == "finish":
-                self._finish_part()
-                self._release_outputs()
-                return False
-            meta, parts, length, details, buffer = job.result()
-            self._write_chunk(meta, parts, length, details)
-            del parts  # views of the buffer, which the next chunks reuse
-            buffers.give(buffer)
-            with self._lock:
-                self._jobs.popleft()
-                self._lock.notify_all()
-            self._room.release()
+    def _run_job(self, job: Any) -> bool:
+        """Write one chunk, finish the file, or seal for the flush timer."""
+        if job is _SEAL:
+            # Never block here: a caller holding the last slot is about to
+            # queue a chunk that only this thread can write.
+            if not self._seal(block=False):
+                with self._lock:
+                    self._lock.wait(0.001)
             return True
-        except BaseException as err:
-            with self._lock:
-                self._error = err
-                self._jobs.clear()
-                self._lock.notify_all()
-            self._room.release()  # wake a writer blocked on backpressure
-            if self._fd >= 0:
-                with contextlib.suppress(OSError):
-                    os.close(self._fd)
-                self._fd = -1
-            self._release_outputs()
+        if job is _FINISH:
+            self._files.finish()
+            self._files.release()
             return False
+        meta, parts, _length, details, buffer = job.result()
+        self._files.chunk(meta, parts, details)
+        del parts  # views of the buffer, which the next chunks reuse
+        buffers.give(buffer)
+        self._writer.done()
+        self._room.release()
+        return True
 
-    def _release_outputs(self) -> None:
-        """Published or abandoned: the next writer of these files may come."""
-        for lock in self._locks:
-            lock.release()
+    def _failed(self, err: BaseException) -> None:
+        self._room.release()  # wake a writer blocked on backpressure
+        self._files.abandon()
+        self._files.release()
 
     def __del__(self) -> None:
         # An abandoned recorder: warn like an unclosed file, then finish the
@@ -563,186 +472,27 @@ class Recorder(Closeable):
             )
         finally:
             with contextlib.suppress(BaseException):
-                if threading.current_thread() is self._thread:
+                if self._writer.current:
                     self._close_from_writer()
                 else:
                     self.close()
 
     def _close_from_writer(self) -> None:
         """``close()`` when the writer thread itself dropped the last reference."""
+        writer = self._writer
         with self._lock:
             self._closing = True
         while True:
             with self._lock:
-                job = self._jobs[0] if self._jobs else None
+                job = writer.queue[0] if writer.queue else None
             if job is None:
-                if self._builder.count and self._error is None and self._seal(block=False):
+                if self._builder.count and writer.error is None and self._seal(block=False):
                     continue  # every slot is free once the queue is written
                 break
-            if not self._work("write", job):
+            if not writer.run(self, job):
                 break
-        if self._error is None:
-            self._work("finish", None)
+        if writer.error is None:
+            writer.run(self, _FINISH)
         self._pool.shutdown(wait=False)
         self._closed = True
-        self._finished.set()
-
-    def _open_part(self) -> None:
-        path = part_path(self.path, self._part) if self._split else self.path
-        if self._inputs:
-            from recordings.output_files import refuse_overlap
-
-            refuse_overlap(path, self._inputs)
-        self._final = path
-        from recordings.output_files import lock_output
-
-        self._locks.append(lock_output(path))  # one writer per file: a second is refused
-        if self._atomic:
-            path = path.with_name(path.name + ".partial")
-            from recordings.output_files import keep_aside
-
-            kept = keep_aside(path)  # an interrupted run's partial: never truncated
-            if kept is not None:
-                self.stale_partials.append((path, kept))
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        self._paths.append(path)
-        with self._lock:
-            specs = [s.to_dict() for s in self._specs.values()]
-        head: dict[str, Any] = {
-            "sensors": specs,
-            "metadata": self._metadata,
-            "writer": "hyperframes",
-            "part": self._part,
-        }
-        if self._wall_clock:
-            head["wall"] = sample_anchor().as_list()
-        header = _pack(head)
-        self._index = []
-        self._index_block_bytes = 0  # -1 once the part's blocks are left out of its index
-        self._stamp_index = StampIndexWriter(spool=True)  # small: the default level
-        self._details = DetailsWriter(spool=True, reducer=SensorReducer)  # spooled: flat memory
-        self._table = ChunkTableWriter()  # 1.7: the chunk list as columns
-        self._part_bytes = 0
-        self._part_t0 = None
-        self._emit(
-            [pack_preamble(), pack_prelude(RecordKind.HEADER, header, 0, crc32(b"")), header]
-        )
-
-    def _write_chunk(
-        self, meta: ChunkMeta, parts: list[Any], length: int, details: Any = None
-    ) -> None:
-        entry = meta.to_msgpack()
-        self._index_blocks(entry)
-        entry["off"] = self._part_bytes
-        entry["len"] = sum(len(p) for p in parts[2:])  # the payload, possibly in pieces
-        self._table.add(meta, entry["off"], entry["len"])
-        self._emit(parts)
-        if self._durable:
-            os.fsync(self._fd)
-        # Packed once the blocks are out: a dict per chunk grew the writer by 7 MB an hour.
-        self._index.append(entry if self._index_block_bytes >= 0 else _pack(entry))
-        self._add_stamps(meta, details)
-        with self._lock:
-            self._chunks_written += 1
-            self._raw_written += meta.raw_size
-        if self._part_t0 is None:
-            self._part_t0 = meta.t_start
-        if (self._split_bytes is not None and self._part_bytes >= self._split_bytes) or (
-            self._split_ns is not None and meta.t_end - self._part_t0 >= self._split_ns
-        ):
-            self._finish_part()
-            self._part += 1
-            self._open_part()
-
-    def _index_blocks(self, entry: dict[str, Any]) -> None:
-        """Keep the chunk's stamp block in its index entry while the part's blocks add up
-        to at most :data:`INDEX_BLOCK_BYTES`; past that, none (the ones held are dropped).
-
-        The block stays in the chunk's own meta, and the STAMPS record holds every
-        frame's stamps: blocks in the index only spare a reader that cannot use that
-        record a read per chunk. Hours of them would make the INDEX hundreds of MB
-        (refused by readers as over their meta limit) and the writer's memory grow.
-        An INDEX without blocks also gets the chunk table (1.7,
-        :mod:`recordings.hfr._chunk_table`), which has none: a reader of a file whose INDEX
-        holds its blocks (a short one) parses the INDEX, in milliseconds at that size.
-        """
-        block = entry.get("st")
-        if block is None:
-            return
-        if self._index_block_bytes >= 0:
-            self._index_block_bytes += len(block)
-            if self._index_block_bytes <= INDEX_BLOCK_BYTES:
-                return
-            self._index_block_bytes = -1
-            for held in self._index:
-                held.pop("st", None)
-            self._index[:] = [_pack(held) for held in self._index]
-        del entry["st"]
-
-    def _add_stamps(self, meta: ChunkMeta, details: Any) -> None:
-        """The chunk's block and details, into the part's stamp index (1.5) and frame
-        details (1.6)."""
-        table = self._stamp_index
-        if meta.stamps is None or table.chunks < 0:
-            table.skip_chunk()
-            self._details.skip_chunk()
-            return
-        sensor, seq, t, arrival, has = raw_block(meta)
-        table.add(meta.sensors, sensor, seq, t, arrival, has)
-        if details is None:
-            self._details.skip_chunk()
-        else:
-            self._details.add(meta.sensors, sensor, details, (seq, t, arrival, has))
-
-    def _finish_part(self) -> None:
-        index_offset = self._part_bytes
-        with self._lock:
-            specs = [s.to_dict() for s in self._specs.values()]
-            ledgers = self._ledgers
-        index_meta: dict[str, Any] = {"sensors": specs}
-        if ledgers:
-            index_meta["ledger"] = ledgers
-        details = self._details.record()  # right before the INDEX, which points at it
-        pieces: Iterable[bytes] = ()
-        if details is not None:
-            pieces, length = details
-            index_meta["details"] = [index_offset, length]
-            index_offset += length
-            summaries = self._details.summaries()  # 1.7: what info reports, per sensor
-            if summaries:
-                index_meta["summaries"] = summaries
-        if self._index_block_bytes <= 0:  # 1.7, right before the INDEX: see _index_blocks
-            table, length = self._table.record()
-            index_meta["table"] = [index_offset, length]
-            index_offset += length
-            pieces = itertools.chain(pieces, table)
-        index = _pack_index(self._index, index_meta)
-        stamps = self._stamp_index.record() or ()  # between the INDEX and the trailer
-        self._emit(
-            itertools.chain(
-                pieces,
-                (pack_prelude(RecordKind.INDEX, index, 0, crc32(b"")), index),
-                stamps,
-                (pack_trailer(index_offset),),
-            )
-        )
-        os.fsync(self._fd)
-        os.close(self._fd)
-        self._fd = -1
-        if self._atomic and self._final is not None:
-            from recordings.output_files import fsync_dir, publish
-
-            publish(self._paths[-1], self._final)
-            self._paths[-1] = self._final
-            if self._durable:
-                fsync_dir(self._final.parent)
-
-    def _emit(self, parts: Iterable[Any]) -> None:
-        """Write ``parts`` back to back (:func:`recordings.hfr._writev.write_all`: split at
-        ``IOV_MAX``, partial writes resumed)."""
-        n = write_all(self._fd, parts)
-        self._part_bytes += n
-        self._bytes_written += n
-
-    def _current_path(self) -> Path:
-        return self._paths[-1] if self._paths else self.path
+        writer.finished.set()
