@@ -50,16 +50,12 @@ one snapshot's file is :mod:`recordings.hfr._snapshot_file`.
 
 from __future__ import annotations
 
-import collections
-import contextlib
 import dataclasses
-import logging
 import os
 import signal
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import anyio.lowlevel
@@ -78,13 +74,11 @@ from recordings.hfr._format import crc32
 from recordings.hfr._layout import ChunkMeta
 from recordings.hfr._ledgers import ledger_entries
 from recordings.hfr._sealing import SealPolicy
+from recordings.hfr._signal_triggers import SignalTriggers
 from recordings.hfr._snapshot_file import SnapshotFile, SnapshotWriter, snapshot_path
 from recordings.hfr._snapshot_ring import Held, Ring, SnapshotRequest, SnapshotStatistics
-from recordings.hfr._writer_thread import STOP, WriterThread
 
 __all__ = ["SnapshotRecorder", "SnapshotRequest", "SnapshotStatistics", "snapshot_path"]
-
-log = logging.getLogger(__name__)
 
 S = 1_000_000_000
 
@@ -143,17 +137,7 @@ class SnapshotRecorder(Closeable):
         level = check_level(compression_level)
         self._level: int | AutoEffort = AutoEffort() if level == AUTO else level
         self._specs: dict[str, SensorSpec] = {s.name: s for s in sensors}
-        self._ledgers: dict[str, dict[str, Any]] = {}
         self._wall_clock = wall_clock  # anchors like every recording (see Recorder)
-        self._out = SnapshotWriter(
-            self.path,
-            metadata=dict(metadata or {}),
-            level=self._level,
-            wall_clock=wall_clock,
-            durable=durable,
-            inputs=[Path(p) for p in inputs],  # never a snapshot over one of these
-        )
-        self._failures: list[str] = []
         from recordings.output_files import lock_output
 
         # One snapshot writer per OUT: a second is refused (its OUT.NNNN.hfr would collide).
@@ -165,20 +149,24 @@ class SnapshotRecorder(Closeable):
         self._policy = SealPolicy(chunk_bytes=chunk_bytes, chunk_ns=self.chunk_ns)
         self._ring = Ring(self.keep_ns, max_bytes, self.settle_ns)
         self._frames = 0
-        self._writing: SnapshotRequest | None = None
-        self._number = 0
-        self._written: list[Path] = []
-        self._bytes_written = 0
         self._closing = False
         self._closed = False
-        self._signals: collections.deque[int] = collections.deque()
-        self._old_handlers: dict[int, Any] = {}
+        self._signals = SignalTriggers()
         self._was_true = False
-        # Held strongly, as before: snapshots queued are written even if the recorder
-        # is dropped without close().
-        self._writer = WriterThread(self, self._wake, "hfr-snapshot", weak=False)
+        self._out = SnapshotWriter(
+            self.path,
+            self._wake,
+            self._specs,
+            self._ring,
+            self._write_chunk,
+            metadata=dict(metadata or {}),
+            level=self._level,
+            wall_clock=wall_clock,
+            durable=durable,
+            inputs=[Path(p) for p in inputs],  # never a snapshot over one of these
+        )
+        self._writer = self._out.writer
         self._thread = self._writer.thread
-        self._writer.start()
 
     @property
     def stale_partials(self) -> list[tuple[Path, Path]]:
@@ -195,7 +183,7 @@ class SnapshotRecorder(Closeable):
 
     def write(self, frame: Frame) -> None:
         """Keep ``frame`` (its arrays are copied). Compresses in this thread when a chunk fills."""
-        if self._signals:
+        if self._signals.pending:
             self._take_signals()
         with self._lock:
             if self._closing:
@@ -266,15 +254,11 @@ class SnapshotRecorder(Closeable):
         The handler only notes the signal: taking the recorder's lock inside
         a handler could deadlock with the ``write`` it interrupted.
         """
-        self._old_handlers[signum] = signal.signal(signum, self._on_signal)
-
-    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        self._signals.append(signum)
+        self._signals.install(signum)
 
     def _take_signals(self) -> None:
-        while self._signals:
-            signum = self._signals.popleft()
-            self.trigger(f"signal {signal.Signals(signum).name}")
+        for reason in self._signals.take():
+            self.trigger(reason)
 
     # -- ring (under the lock) ----------------------------------------------------
 
@@ -308,48 +292,6 @@ class SnapshotRecorder(Closeable):
             self._ring.waiting.remove(req)
             self._writer.put(req)
 
-    # -- the writer thread's jobs (recordings.hfr._writer_thread.Owner) -----------
-
-    def _next_job(self) -> tuple[Any, float | None]:
-        """Under the lock: the next snapshot to write, the end, or a wait."""
-        queue = self._writer.queue
-        if not queue:
-            return (STOP if self._closing and not self._ring.waiting else None), None
-        req = queue.popleft()
-        self._writing = req
-        number = self._number
-        self._number += 1
-        return (req, number, [s.to_dict() for s in self._specs.values()]), None
-
-    def _run_job(self, job: tuple[SnapshotRequest, int, list[dict[str, Any]]]) -> bool:
-        """Write one snapshot; a failure costs that snapshot only (said and counted)."""
-        req, number, specs = job
-        try:
-            req.path = self._out.write(req, number, specs, self._ledger_map, self._write_chunk)
-        except BaseException as err:
-            req.error = err
-            failure = f"snapshot {snapshot_path(self.path, number)} was not written: {err}"
-            log.error("%s", failure)
-            with self._lock:
-                self._failures.append(failure)
-        finally:
-            req._chunks = []
-            with self._lock:
-                self._writing = None
-                if req.path is not None:
-                    self._written.append(req.path)
-                    self._bytes_written += req.path.stat().st_size
-                self._wake.notify_all()
-            req._done.set()
-        return True
-
-    def _failed(self, err: BaseException) -> None:
-        log.error("snapshot writer for '%s' stopped: %s", self.path, err)
-
-    def _ledger_map(self) -> dict[str, dict[str, Any]]:
-        with self._lock:
-            return self._ledgers
-
     def _write_chunk(self, out: SnapshotFile, meta: ChunkMeta, parts: list[bytes]) -> None:
         """A seam for tests that stop a process in the middle of a snapshot."""
         out.chunk(meta, parts)
@@ -359,7 +301,7 @@ class SnapshotRecorder(Closeable):
     def flush(self, timeout: float | None = None) -> None:
         """Wait until every snapshot handed to the writer so far is written."""
         with self._lock:
-            while self._writer.queue or self._writing is not None:
+            while self._writer.queue or self._out.writing is not None:
                 if not self._wake.wait(timeout):
                     raise TimeoutError("snapshots still being written")
 
@@ -367,18 +309,15 @@ class SnapshotRecorder(Closeable):
         """Write every pending snapshot with the frames it has, then stop; safe twice."""
         if self._closed:
             return
-        if self._signals:
+        if self._signals.pending:
             self._take_signals()
         with self._lock:
-            self._closing = True
+            self._closing = self._out.closing = True
             self._release_ready(final=True)
             self._wake.notify_all()
         self._writer.join()
         self._output_lock.release()
-        for signum, old in self._old_handlers.items():
-            with contextlib.suppress(ValueError):  # not the main thread
-                signal.signal(signum, old)
-        self._old_handlers.clear()
+        self._signals.restore()
         self._closed = True
 
     @property
@@ -389,7 +328,7 @@ class SnapshotRecorder(Closeable):
     def paths(self) -> tuple[Path, ...]:
         """Snapshots written so far."""
         with self._lock:
-            return tuple(self._written)
+            return tuple(self._out.written)
 
     def record_ledgers(
         self,
@@ -399,11 +338,11 @@ class SnapshotRecorder(Closeable):
         """The session's ledgers so far: stored in every snapshot written after this."""
         entries = ledger_entries(ledgers, dropped)
         with self._lock:
-            self._ledgers = entries
+            self._out.ledgers = entries
 
     def statistics(self) -> SnapshotStatistics:
         with self._lock:
-            ring, queued = self._ring, self._writer.queue
+            ring, queued, out = self._ring, self._writer.queue, self._out
             return SnapshotStatistics(
                 frames=self._frames,
                 ring_chunks=len(ring.chunks),
@@ -411,12 +350,12 @@ class SnapshotRecorder(Closeable):
                 ring_span_ns=ring.span(self._policy.t0),
                 evicted_chunks=ring.evicted_chunks,
                 evicted_frames=ring.evicted_frames,
-                snapshots_written=len(self._written),
-                snapshots_pending=len(ring.waiting) + len(queued) + (self._writing is not None),
-                bytes_written=self._bytes_written,
+                snapshots_written=len(out.written),
+                snapshots_pending=len(ring.waiting) + len(queued) + (out.writing is not None),
+                bytes_written=out.bytes_written,
                 pending_chunks=sum(len(r._chunks) for r in (*ring.waiting, *queued)),
-                paths=tuple(self._written),
-                failures=tuple(self._failures),
+                paths=tuple(out.written),
+                failures=tuple(out.failures),
             )
 
     def __repr__(self) -> str:

@@ -1,7 +1,8 @@
-"""Writing one snapshot file: its window's chunks, then the footer index and trailer.
+"""Writing snapshot files: each window's chunks, then the footer index and trailer.
 
-:class:`~recordings.hfr._snapshot.SnapshotRecorder`'s writer thread writes each
-snapshot through a :class:`SnapshotWriter` into ``NAME.partial``
+:class:`SnapshotWriter` owns :class:`~recordings.hfr._snapshot.SnapshotRecorder`'s
+writer thread (:class:`~recordings.hfr._writer_thread.WriterThread`): it
+writes each snapshot handed to it into ``NAME.partial``
 (:class:`SnapshotFile`), fsyncs it and renames it to its numbered name (see
 the recorder's module docstring). A held chunk wholly in the window is
 written as it sits in the ring (only its meta renumbered); one that straddles
@@ -12,11 +13,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import os
+import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from fusion.frames import SensorSpec
 from recordings.hfr._builder import ChunkBuilder
 from recordings.hfr._chunk_encode import encode_chunk
 from recordings.hfr._chunk_encode import pack as _pack
@@ -26,10 +30,13 @@ from recordings.hfr._layout import ChunkMeta
 from recordings.hfr._limits import DEFAULT_MAX_CHUNK_BYTES, ReadLimits
 from recordings.hfr._out_file import OutFile, header_pieces, index_pieces, pack_index
 from recordings.hfr._records import decode_chunk, decompress_chunk
-from recordings.hfr._snapshot_ring import Held, SnapshotRequest
+from recordings.hfr._snapshot_ring import Held, Ring, SnapshotRequest
+from recordings.hfr._writer_thread import STOP, WriterThread
 from recordings.output_files import fsync_dir
 
 __all__ = ["SnapshotFile", "SnapshotWriter", "fsync_dir", "snapshot_path"]
+
+log = logging.getLogger("recordings.hfr._snapshot")  # where the recorder's messages were
 
 
 def snapshot_path(base: Path, number: int) -> Path:
@@ -78,12 +85,22 @@ WriteChunk = Callable[[SnapshotFile, ChunkMeta, list[bytes]], None]
 
 
 class SnapshotWriter:
-    """Writes snapshots of a recorder's ring to ``base``'s numbered names (one at a time,
-    in the recorder's writer thread)."""
+    """Writes the snapshots handed to its writer thread to ``base``'s numbered names, one
+    at a time, and counts what was written and what failed (a full disk costs that
+    snapshot only: said, counted in :attr:`failures`, raised by its ``wait()``).
+
+    ``cond`` is the recorder's lock; ``specs`` (its sensor specs) and ``ring`` (whose
+    waiting requests keep the thread alive while :attr:`closing`) are read under it.
+    ``write_chunk(out, meta, parts)`` writes each chunk (the recorder's test seam).
+    """
 
     def __init__(
         self,
         base: Path,
+        cond: threading.Condition,
+        specs: Mapping[str, SensorSpec],
+        ring: Ring,
+        write_chunk: WriteChunk,
         *,
         metadata: Mapping[str, Any],
         level: int | AutoEffort,
@@ -92,23 +109,70 @@ class SnapshotWriter:
         inputs: list[Path],
     ) -> None:
         self.base = base
+        self._cond = cond
+        self._specs = specs
+        self._ring = ring
+        self._write_chunk = write_chunk
         self._metadata = dict(metadata)
         self._level = level
         self._wall_clock = wall_clock
         self._durable = durable
         self._inputs = inputs
         self.stale_partials: list[tuple[Path, Path]] = []
+        self.ledgers: dict[str, dict[str, Any]] = {}
+        """What every later snapshot's footer holds as its ``ledger`` (set under the lock)."""
+        self.closing = False
+        """Set (under the lock) when the recorder closes: the thread ends once idle."""
+        self.writing: SnapshotRequest | None = None
+        self.written: list[Path] = []
+        self.bytes_written = 0
+        self.failures: list[str] = []
+        self._number = 0
+        # Held strongly, as before: snapshots queued are written even if the recorder
+        # is dropped without close().
+        self.writer = WriterThread(self, cond, "hfr-snapshot", weak=False)
+        self.writer.start()
 
-    def write(
-        self,
-        req: SnapshotRequest,
-        number: int,
-        specs: list[dict[str, Any]],
-        ledgers: Callable[[], dict[str, dict[str, Any]]],
-        write_chunk: WriteChunk,
-    ) -> Path:
-        """Write ``req``'s window as snapshot ``number``; its path. ``write_chunk(out, meta,
-        parts)`` writes each chunk (the recorder's seam); ``ledgers()`` is read at the end."""
+    # -- the writer thread's jobs (recordings.hfr._writer_thread.Owner) -----------
+
+    def _next_job(self) -> tuple[Any, float | None]:
+        """Under the lock: the next snapshot to write, the end, or a wait."""
+        queue = self.writer.queue
+        if not queue:
+            return (STOP if self.closing and not self._ring.waiting else None), None
+        req = queue.popleft()
+        self.writing = req
+        number = self._number
+        self._number += 1
+        return (req, number, [s.to_dict() for s in self._specs.values()]), None
+
+    def _run_job(self, job: tuple[SnapshotRequest, int, list[dict[str, Any]]]) -> bool:
+        """Write one snapshot; a failure costs that snapshot only (said and counted)."""
+        req, number, specs = job
+        try:
+            req.path = self.write(req, number, specs)
+        except BaseException as err:
+            req.error = err
+            failure = f"snapshot {snapshot_path(self.base, number)} was not written: {err}"
+            log.error("%s", failure)
+            with self._cond:
+                self.failures.append(failure)
+        finally:
+            req._chunks = []
+            with self._cond:
+                self.writing = None
+                if req.path is not None:
+                    self.written.append(req.path)
+                    self.bytes_written += req.path.stat().st_size
+                self._cond.notify_all()
+            req._done.set()
+        return True
+
+    def _failed(self, err: BaseException) -> None:
+        log.error("snapshot writer for '%s' stopped: %s", self.base, err)
+
+    def write(self, req: SnapshotRequest, number: int, specs: list[dict[str, Any]]) -> Path:
+        """Write ``req``'s window as snapshot ``number``; its path."""
         final = snapshot_path(self.base, number)
         from recordings.output_files import keep_aside, refuse_overlap
 
@@ -125,10 +189,12 @@ class SnapshotWriter:
             index = 0
             for held in sorted(req._chunks, key=lambda c: c.meta.index):
                 for meta_i, parts in self.window_chunks(held, req.start, req.end, index):
-                    write_chunk(out, meta_i, parts)
+                    self._write_chunk(out, meta_i, parts)
                     req.frames += meta_i.count
                     index += 1
-            out.finish(specs, ledgers())
+            with self._cond:
+                ledgers = self.ledgers
+            out.finish(specs, ledgers)
             if self._durable:
                 out.out.sync()
             written = True

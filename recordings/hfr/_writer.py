@@ -32,14 +32,11 @@ saying why, and ``close()`` raises the original error.
 
 from __future__ import annotations
 
-import collections
 import contextlib
-import dataclasses
 import os
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,11 +47,9 @@ from fusion.errors import ConfigError
 from fusion.frames import Frame, SensorSpec
 from fusion.ledger import LedgerStatistics
 from fusion.timing import run_sync
-from fusion.wallclock import sample_anchor
 from recordings.errors import RecorderClosed, RecordingError
-from recordings.hfr import _buffers as buffers
 from recordings.hfr._builder import ChunkBuilder
-from recordings.hfr._chunk_encode import encode_chunk
+from recordings.hfr._chunk_flow import ChunkFlow
 from recordings.hfr._closing import Closeable
 from recordings.hfr._effort import AUTO, AutoEffort, Level, check_level
 from recordings.hfr._format import (
@@ -62,19 +57,14 @@ from recordings.hfr._format import (
     DEFAULT_CHUNK_DURATION,
     DEFAULT_FLUSH_INTERVAL,
 )
-from recordings.hfr._layout import ChunkMeta
 from recordings.hfr._ledgers import ledger_entries
 from recordings.hfr._parts import PartWriter
 from recordings.hfr._sealing import FULL, OPENED, SealPolicy
-from recordings.hfr._writer_thread import WriterThread
 
 INDEX_BLOCK_BYTES = 8 << 20
 """Stamp blocks (compressed) a part's footer index repeats at most; a longer part's index
 has none (its chunks and its STAMPS record have them): see
 :meth:`recordings.hfr._part_index.PartIndex._blocks`. Read when a recorder is made."""
-
-_SEAL: Any = object()  # the writer thread's job when the flush interval is up
-_FINISH: Any = object()  # ... when close() queued the end
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,12 +123,6 @@ def _spec_lister(
             return [s.to_dict() for s in specs.values()]
 
     return listed
-
-
-def _encode(sealed: Any, level: Any) -> tuple[ChunkMeta, list[Any], int, Any, Any]:
-    """:func:`~recordings.hfr._chunk_encode.encode_chunk`, with the chunk's details and the
-    builder's buffer passed on (given back to :mod:`recordings.hfr._buffers` once written)."""
-    return (*encode_chunk(sealed, level), sealed.details, sealed.buffer)
 
 
 class Recorder(Closeable):
@@ -219,23 +203,17 @@ class Recorder(Closeable):
         )
         self._specs: dict[str, SensorSpec] = {s.name: s for s in sensors}
         self._seen: set[str] = set()  # sensors with a frame in the file
-        level = check_level(compression_level)
-        self._level: int | AutoEffort = AutoEffort() if level == AUTO else level
         self._wall_clock = wall_clock
 
         self._mutex = threading.Lock()
         self._lock = threading.Condition(self._mutex)
-        self._room = threading.Semaphore(max_pending)
         self._builder = ChunkBuilder(
             capacity=chunk_bytes,
             on_new_sensor=_spec_declarer(self._seen, self._specs),
             stamp_blocks=stamp_blocks,
         )
-        self._counts: collections.Counter[str] = collections.Counter()  # in sealed chunks
-        self._sealed_frames = 0
         self._closing = False
         self._closed = False
-        self._writer = WriterThread(self, self._lock, "hfr-writer", weak=True)
         self._files = PartWriter(
             self.path,
             self._policy,
@@ -248,11 +226,18 @@ class Recorder(Closeable):
             inputs=[Path(p) for p in inputs],
         )
         self._files.open()  # fail here, in the caller, if the path is not writable
-        nworkers = workers if workers is not None else min(2, os.cpu_count() or 1)
-        self._pool = ThreadPoolExecutor(max(1, nworkers), thread_name_prefix="hfr-compress")
-        # The thread holds the recorder weakly: an abandoned recorder is collected,
-        # and __del__ closes it (with a ResourceWarning).
-        self._writer.start()
+        level = check_level(compression_level)
+        self._flow = ChunkFlow(
+            self._builder,
+            self._policy,
+            self._files,
+            self._lock,
+            level=AutoEffort() if level == AUTO else level,
+            wall_clock=wall_clock,
+            workers=workers if workers is not None else min(2, os.cpu_count() or 1),
+            max_pending=max_pending,
+        )
+        self._writer = self._flow.writer
         self._thread = self._writer.thread
 
     @property
@@ -283,8 +268,15 @@ class Recorder(Closeable):
         a payload that cannot be stored (nothing is written for it) and
         :class:`RecorderClosed` after ``close()`` or a writer failure.
         """
-        if self._add(frame):
-            self._seal(block=True)
+        # _add inlined: this is the per-frame cost of every recording.
+        with self._mutex:
+            if self._closing or self._writer.error is not None:
+                self._check_open()
+            said = self._policy.add(self._builder.add(frame), frame.t)
+            if said == OPENED:
+                self._lock.notify_all()  # the flush timer starts now
+        if said >= FULL:
+            self._flow.seal(True)
 
     async def send(self, frame: Frame) -> None:
         """Record ``frame`` (async); always checkpoints, waits off the loop when full."""
@@ -322,23 +314,7 @@ class Recorder(Closeable):
 
     def _seal(self, block: bool) -> bool:
         """Hand the open chunk to the pool. False if ``block`` is false and no room."""
-        if not self._room.acquire(blocking=block):
-            return False
-        with self._lock:
-            if self._builder.count == 0 or self._writer.error is not None:
-                self._room.release()
-                return True
-            sealed = self._builder.seal()
-            self._policy.sealed()
-            if self._wall_clock:
-                anchor = sample_anchor()
-                sealed.meta = dataclasses.replace(
-                    sealed.meta, wall=(anchor.reference_ns, anchor.utc_ns)
-                )
-            self._sealed_frames += sealed.meta.count
-            self._counts.update(dict(zip(sealed.meta.sensors, sealed.meta.counts, strict=True)))
-            self._writer.put(self._pool.submit(_encode, sealed, self._level))
-        return True
+        return self._flow.seal(block)
 
     def _check_open(self) -> None:
         error = self._writer.error
@@ -382,12 +358,10 @@ class Recorder(Closeable):
         with self._lock:
             already = self._closing
             self._closing = True
-        if not already:
-            self._seal(block=True)
-            with self._lock:
-                self._writer.put(None)  # tells the writer to finish
-        self._writer.join()
-        self._pool.shutdown(wait=True)
+        if already:
+            self._flow.join()
+        else:
+            self._flow.finish()
         self._closed = True
         self._raise_if_failed()
 
@@ -404,10 +378,10 @@ class Recorder(Closeable):
         files, error = self._files, self._writer.error
         with self._lock:
             return RecorderStatistics(
-                frames=self._sealed_frames + self._builder.count,
-                frames_by_sensor=dict(self._counts + self._builder.sensor_counts()),
+                frames=self._flow.sealed_frames + self._builder.count,
+                frames_by_sensor=dict(self._flow.counts + self._builder.sensor_counts()),
                 chunks_written=files.chunks_written,
-                pending_chunks=sum(1 for j in self._writer.queue if j is not None),
+                pending_chunks=self._flow.pending,
                 raw_bytes=files.raw_written,
                 bytes_written=files.bytes_written,
                 paths=tuple(files.paths),
@@ -416,47 +390,8 @@ class Recorder(Closeable):
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "failed" if self._writer.error else "open"
-        frames = self._sealed_frames + self._builder.count
+        frames = self._flow.sealed_frames + self._builder.count
         return f"Recorder('{self.path}', {state}, frames={frames})"
-
-    # -- the writer thread's jobs (recordings.hfr._writer_thread.Owner) ------
-
-    def _next_job(self) -> tuple[Any, float | None]:
-        """Under the lock: the first queued chunk, the end, the flush seal, or a wait."""
-        queue = self._writer.queue
-        if queue:
-            job = queue[0]
-            return (_FINISH if job is None else job), None
-        due = self._policy.flush_in()
-        if due is None:
-            return None, None
-        return (_SEAL, None) if due <= 0 else (None, due)
-
-    def _run_job(self, job: Any) -> bool:
-        """Write one chunk, finish the file, or seal for the flush timer."""
-        if job is _SEAL:
-            # Never block here: a caller holding the last slot is about to
-            # queue a chunk that only this thread can write.
-            if not self._seal(block=False):
-                with self._lock:
-                    self._lock.wait(0.001)
-            return True
-        if job is _FINISH:
-            self._files.finish()
-            self._files.release()
-            return False
-        meta, parts, _length, details, buffer = job.result()
-        self._files.chunk(meta, parts, details)
-        del parts  # views of the buffer, which the next chunks reuse
-        buffers.give(buffer)
-        self._writer.done()
-        self._room.release()
-        return True
-
-    def _failed(self, err: BaseException) -> None:
-        self._room.release()  # wake a writer blocked on backpressure
-        self._files.abandon()
-        self._files.release()
 
     def __del__(self) -> None:
         # An abandoned recorder: warn like an unclosed file, then finish the
@@ -479,20 +414,7 @@ class Recorder(Closeable):
 
     def _close_from_writer(self) -> None:
         """``close()`` when the writer thread itself dropped the last reference."""
-        writer = self._writer
         with self._lock:
             self._closing = True
-        while True:
-            with self._lock:
-                job = writer.queue[0] if writer.queue else None
-            if job is None:
-                if self._builder.count and writer.error is None and self._seal(block=False):
-                    continue  # every slot is free once the queue is written
-                break
-            if not writer.run(self, job):
-                break
-        if writer.error is None:
-            writer.run(self, _FINISH)
-        self._pool.shutdown(wait=False)
+        self._flow.finish_from_writer()
         self._closed = True
-        writer.finished.set()

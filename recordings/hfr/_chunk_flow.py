@@ -1,0 +1,174 @@
+"""A recorder's sealed chunks, from its open chunk to its file: seal, compress, write.
+
+:class:`ChunkFlow` is the :class:`~recordings.Recorder`'s back: it seals the
+open chunk (:class:`~recordings.hfr._builder.ChunkBuilder`) when the
+recorder's caller or the flush timer asks, stamps it with a wall anchor,
+hands it to the compression pool (at most ``max_pending`` sealed chunks in
+flight: the backpressure), and owns the writer thread
+(:class:`~recordings.hfr._writer_thread.WriterThread`), whose jobs it answers:
+the next compressed chunk into the files
+(:class:`~recordings.hfr._parts.PartWriter`), the flush seal when the
+:class:`~recordings.hfr._sealing.SealPolicy` says the open chunk is due, the
+footer at the end.
+
+It holds no reference to its recorder (the writer thread holds it weakly),
+so a recorder nobody references any more is collected and closed by its
+``__del__``.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from fusion.wallclock import sample_anchor
+from recordings.hfr import _buffers as buffers
+from recordings.hfr._builder import ChunkBuilder
+from recordings.hfr._chunk_encode import encode_chunk
+from recordings.hfr._effort import AutoEffort
+from recordings.hfr._layout import ChunkMeta
+from recordings.hfr._parts import PartWriter
+from recordings.hfr._sealing import SealPolicy
+from recordings.hfr._writer_thread import WriterThread
+
+__all__ = ["ChunkFlow"]
+
+_SEAL: Any = object()  # the writer thread's job when the flush interval is up
+_FINISH: Any = object()  # ... when close() queued the end
+
+
+def _encode(sealed: Any, level: Any) -> tuple[ChunkMeta, list[Any], int, Any, Any]:
+    """:func:`~recordings.hfr._chunk_encode.encode_chunk`, with the chunk's details and the
+    builder's buffer passed on (given back to :mod:`recordings.hfr._buffers` once written)."""
+    return (*encode_chunk(sealed, level), sealed.details, sealed.buffer)
+
+
+class ChunkFlow:
+    """Seals, compresses and writes a recorder's chunks (see the module docstring).
+
+    ``lock`` is the recorder's: the builder, the policy, the counts and the
+    writer's queue are read and changed under it.
+    """
+
+    def __init__(
+        self,
+        builder: ChunkBuilder,
+        policy: SealPolicy,
+        files: PartWriter,
+        lock: threading.Condition,
+        *,
+        level: int | AutoEffort,
+        wall_clock: bool,
+        workers: int,
+        max_pending: int,
+    ) -> None:
+        self._builder = builder
+        self._policy = policy
+        self._files = files
+        self._lock = lock
+        self._level = level
+        self._wall_clock = wall_clock
+        self._room = threading.Semaphore(max_pending)
+        self.counts: collections.Counter[str] = collections.Counter()
+        """Frames per sensor in the chunks sealed."""
+        self.sealed_frames = 0
+        self._pool = ThreadPoolExecutor(max(1, workers), thread_name_prefix="hfr-compress")
+        self.writer = WriterThread(self, lock, "hfr-writer", weak=True)
+        self.writer.start()
+
+    @property
+    def pending(self) -> int:
+        """Sealed chunks still being compressed or written."""
+        return sum(1 for job in self.writer.queue if job is not None)
+
+    def seal(self, block: bool) -> bool:
+        """Hand the open chunk to the pool. False if ``block`` is false and no room."""
+        if not self._room.acquire(blocking=block):
+            return False
+        with self._lock:
+            if self._builder.count == 0 or self.writer.error is not None:
+                self._room.release()
+                return True
+            sealed = self._builder.seal()
+            self._policy.sealed()
+            if self._wall_clock:
+                anchor = sample_anchor()
+                sealed.meta = dataclasses.replace(
+                    sealed.meta, wall=(anchor.reference_ns, anchor.utc_ns)
+                )
+            self.sealed_frames += sealed.meta.count
+            self.counts.update(dict(zip(sealed.meta.sensors, sealed.meta.counts, strict=True)))
+            self.writer.put(self._pool.submit(_encode, sealed, self._level))
+        return True
+
+    def finish(self) -> None:
+        """Seal the last chunk, tell the writer to write the footer, wait for it."""
+        self.seal(block=True)
+        with self._lock:
+            self.writer.put(None)
+        self.join()
+
+    def join(self) -> None:
+        """Wait for the writer thread and the pool to end."""
+        self.writer.join()
+        self._pool.shutdown(wait=True)
+
+    # -- the writer thread's jobs (recordings.hfr._writer_thread.Owner) ------
+
+    def _next_job(self) -> tuple[Any, float | None]:
+        """Under the lock: the first queued chunk, the end, the flush seal, or a wait."""
+        queue = self.writer.queue
+        if queue:
+            job = queue[0]
+            return (_FINISH if job is None else job), None
+        due = self._policy.flush_in()
+        if due is None:
+            return None, None
+        return (_SEAL, None) if due <= 0 else (None, due)
+
+    def _run_job(self, job: Any) -> bool:
+        """Write one chunk, finish the file, or seal for the flush timer."""
+        if job is _SEAL:
+            # Never block here: a caller holding the last slot is about to
+            # queue a chunk that only this thread can write.
+            if not self.seal(block=False):
+                with self._lock:
+                    self._lock.wait(0.001)
+            return True
+        if job is _FINISH:
+            self._files.finish()
+            self._files.release()
+            return False
+        meta, parts, _length, details, buffer = job.result()
+        self._files.chunk(meta, parts, details)
+        del parts  # views of the buffer, which the next chunks reuse
+        buffers.give(buffer)
+        self.writer.done()
+        self._room.release()
+        return True
+
+    def _failed(self, err: BaseException) -> None:
+        self._room.release()  # wake a writer blocked on backpressure
+        self._files.abandon()
+        self._files.release()
+
+    def finish_from_writer(self) -> None:
+        """:meth:`finish` when the writer thread itself runs the recorder's ``__del__``
+        (it cannot wait for itself): the queue written here, then the footer."""
+        writer = self.writer
+        while True:
+            with self._lock:
+                job = writer.queue[0] if writer.queue else None
+            if job is None:
+                if self._builder.count and writer.error is None and self.seal(block=False):
+                    continue  # every slot is free once the queue is written
+                break
+            if not writer.run(self, job):
+                break
+        if writer.error is None:
+            writer.run(self, _FINISH)
+        self._pool.shutdown(wait=False)
+        writer.finished.set()
