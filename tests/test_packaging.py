@@ -1,59 +1,38 @@
-"""The package as a user installs it: a wheel built from the tracked files, installed
-apart from the checkout, runs ``hyperframes demo`` and loads the pytest plugin.
+"""The package as a user installs it: the sdist and the wheel built from it (their
+contents), the wheel installed apart from the checkout runs ``hyperframes demo`` and loads
+the pytest plugin.
 
-The wheel is installed with ``pip --target`` into a temporary folder placed first on
+Here the wheel is installed with ``pip --target`` into a temporary folder placed first on
 ``PYTHONPATH``, and everything runs from another temporary folder, so nothing is
 imported from the source tree; the third-party dependencies come from this
-environment (installing them afresh would need the network and minutes).
+environment. tests/packaging/test_fresh_venv.py installs the wheel with its
+dependencies resolved by pip into a fresh venv (network, about a minute).
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("fusion", "adapters", "recordings", "hyperframes")
+from tests.packaging.distributions import BUILD_TIMEOUT_S, PACKAGES, ROOT, Distributions, build
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    src = tmp_path_factory.mktemp("src")
-    tracked = subprocess.run(
-        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True
-    ).stdout.split(b"\0")
-    for name in filter(None, (t.decode() for t in tracked)):
-        target = src / name
-        if (ROOT / name).is_file():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, target)
-    dist = tmp_path_factory.mktemp("dist")
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "-q",
-            "--no-deps",
-            "--no-build-isolation",
-            "-w",
-            str(dist),
-            str(src),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    (found,) = dist.glob("hyperframes-*.whl")
-    return found
+def built(tmp_path_factory: pytest.TempPathFactory) -> Distributions:
+    return build(tmp_path_factory.mktemp("build"))
+
+
+@pytest.fixture(scope="module")
+def wheel(built: Distributions) -> Path:
+    return built.wheel
 
 
 @pytest.fixture(scope="module")
@@ -74,16 +53,34 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str
         ],
         check=True,
         capture_output=True,
+        timeout=BUILD_TIMEOUT_S,
     )
     env = dict(os.environ, PYTHONPATH=str(site))
     env.pop("PYTEST_ADDOPTS", None)
     return env
 
 
-def test_the_wheel_holds_the_four_packages_their_types_and_nothing_else(wheel: Path) -> None:
+def test_the_sdist_holds_every_package_file_and_no_tests(built: Distributions) -> None:
+    with tarfile.open(built.sdist) as archive:
+        names = {n.split("/", 1)[1] for n in archive.getnames() if "/" in n}
+    files = {n for n in names if n.split("/")[0] in PACKAGES and not n.endswith("/")}
+    assert built.package_files <= files, sorted(built.package_files - files)
+    assert not any(n == "tests" or n.startswith("tests/") for n in names), sorted(names)[:20]
+    assert {"pyproject.toml", "README.md", "PKG-INFO"} <= names
+
+
+def test_the_wheel_holds_the_four_packages_their_types_and_nothing_else(
+    built: Distributions, wheel: Path
+) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     top = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert top == set(PACKAGES)
+    # every tracked file of the packages, code and data (models, calibrations, the C kernel)
+    shipped = {n for n in names if n.split("/")[0] in PACKAGES}
+    assert shipped == built.package_files, (
+        sorted(built.package_files - shipped),
+        sorted(shipped - built.package_files),
+    )
     for package in PACKAGES:
         assert f"{package}/py.typed" in names
     assert "recordings/hfr/FORMAT.md" in names

@@ -1,0 +1,1 @@
+"""The distributions as a user receives them: the sdist and the wheel built from it."""
