@@ -24,6 +24,7 @@ from typing import Any
 from adapters.errors import DecodeError, SourceOpenError
 from adapters.lidar._hesai_correction import HesaiCorrection, find_fields
 from adapters.lidar._hesai_ptc import PTC_PORT
+from adapters.lidar._packet_source import PacketLidarSource
 from adapters.lidar.hesai_decode import HESAI_DTYPE, HesaiDecoder, HesaiSweep
 from adapters.lidar.hesai_models import (
     RETURN_MODES,
@@ -35,13 +36,10 @@ from adapters.lidar.hesai_models import (
     read_any_angles,
 )
 from adapters.lidar.hesai_packets import PACKET_TYPES, BadMessage, bag_packets, prepare
-from adapters.net.udp import DEFAULT_SENDER_TIMEOUT, UdpReceiver, parse_sender
+from adapters.net.udp import DEFAULT_SENDER_TIMEOUT, parse_sender
 from fusion.clock import ClockModel
-from fusion.continuity import StreamWatch
-from fusion.errors import ConfigError, UsageError
-from fusion.frames import Frame, Overflow, SensorSpec
-from fusion.source import Source
-from fusion.timing import current_clock
+from fusion.errors import ConfigError
+from fusion.frames import Frame, Overflow
 
 log = logging.getLogger("hyperframes.lidar")
 
@@ -51,7 +49,7 @@ _MAX_WAITING = 4096
 Packet = tuple[bytes, int | None, str]  # payload, arrival, where (for messages)
 
 
-class HesaiSource(Source):
+class HesaiSource(PacketLidarSource):
     """Sweeps of a Hesai LiDAR: Pandar40P, Pandar64, QT64, QT128, XT16, XT32, XT32M, OT128,
     AT128 (contract name).
 
@@ -86,8 +84,6 @@ class HesaiSource(Source):
     also ``foreign_sender`` and ``incomplete``: the packets of the sweeps still open
     when the stream is stopped).
     """
-
-    _ledger_unit = "packet"
 
     def __init__(
         self,
@@ -125,8 +121,6 @@ class HesaiSource(Source):
         given = [x for x in (pcap, bag, port) if x is not None]
         if len(given) > 1:
             raise ConfigError("give one of pcap= or bag= (offline) or port= (live)")
-        if speed is not None and speed <= 0:
-            raise ConfigError(f"speed must be > 0 or None, got {speed}")
         if cut_angle is not None and not 0.0 <= cut_angle < 360.0:
             raise ConfigError(f"cut_angle must be in [0, 360) degrees, got {cut_angle}")
         if fov is not None and not all(0 <= a <= 360 for a in fov):
@@ -171,39 +165,31 @@ class HesaiSource(Source):
         self.cut_angle, self.min_range, self.max_range = cut_angle, min_range, max_range
         self.fov = fov
         self.threshold = dual_return_distance_threshold
-        self.check_crc, self.partial_sweeps, self.speed = check_crc, partial_sweeps, speed
+        self.check_crc, self.partial_sweeps = check_crc, partial_sweeps
         self.recv_buffer, self.sender, self.sender_timeout = recv_buffer, sender, sender_timeout
         self.kernel = kernel
         self.model: HesaiModel | None = None
         """The model the packets are decoded as (known once one has arrived)."""
         self.decoder: HesaiDecoder | None = None
-        self.udp: UdpReceiver | None = None
-        self.other_datagrams: Counter[tuple[int, int]] = Counter()
-        """Datagrams of a pcap to other ports, by (port, size): not counted as packets."""
-        live = self.pcap is None and self.bag is None
-        self._meta: dict[str, Any] = {
-            "model": "auto" if self.declared is None else self.declared.name,
-            "vendor": "Hesai",
-            "cut_angle_deg": cut_angle,
-            "fov_deg": fov,
-            "fields": list(HESAI_DTYPE.names or ()),
-            "frame": "x = r cos(el) sin(az), y = r cos(el) cos(az), z up (nebula)",
-        }
         super().__init__(
-            SensorSpec(
-                name,
-                kind="lidar",
-                clock=clock,
-                capacity=capacity,
-                overflow=overflow or ("drop_oldest" if live else "block"),
-                meta=self._meta,
-            )
+            name=name,
+            live=self.pcap is None and self.bag is None,
+            meta={
+                "model": "auto" if self.declared is None else self.declared.name,
+                "vendor": "Hesai",
+                "cut_angle_deg": cut_angle,
+                "fov_deg": fov,
+                "fields": list(HESAI_DTYPE.names or ()),
+                "frame": "x = r cos(el) sin(az), y = r cos(el) cos(az), z up (nebula)",
+            },
+            speed=speed,
+            clock=clock,
+            capacity=capacity,
+            overflow=overflow,
+            jump_threshold=jump_threshold,
         )
-        self.watch = StreamWatch(name, int(jump_threshold * 1e9), log)
         self._waiting: list[Packet] = []
         self._fields: Any = None
-        self._listening_port: int | None = None
-        self._listening: Any = None
 
     @staticmethod
     def _ptc_host(ptc_host: str | None, sender: str | None) -> str:
@@ -331,12 +317,6 @@ class HesaiSource(Source):
             sweeps = self._push(packets)
         return sweeps + (self.decoder.flush() if self.decoder is not None else [])
 
-    def _wanted(self, sweep: HesaiSweep) -> bool:
-        if self.partial_sweeps or not sweep.partial:
-            return True
-        self.ledger().lose("partial_sweep", sweep.units)
-        return False
-
     def _frame(self, sweep: HesaiSweep) -> Frame:
         modes = self.decoder.dual_packets if self.decoder is not None else 0
         return self.make_frame(
@@ -349,10 +329,10 @@ class HesaiSource(Source):
 
     # -- offline -------------------------------------------------------------------------
 
-    @property
-    def from_file(self) -> bool:
-        """Reading a file: a pipeline of files merges its sources by time."""
-        return self.pcap is not None or self.bag is not None
+    def _input_text(self) -> str | None:
+        if self.pcap is not None:
+            return f"pcap={str(self.pcap)!r}"
+        return None if self.bag is None else f"bag={str(self.bag)!r}"
 
     def frames(self) -> AsyncIterator[Frame]:
         if self.pcap is None and self.bag is None:
@@ -363,22 +343,15 @@ class HesaiSource(Source):
         self.decoder, self.model, self._waiting = None, None, []
         await self._angles_from_sensor()
         packets = await self.run_blocking(self._open_offline)
-        clock = current_clock()
-        start: tuple[int, int] | None = None
         made = 0
         try:
-            while True:
-                batch = await self.run_blocking(self._offline_batch, packets)
-                if batch is None:
-                    break
-                for sweep in batch:
-                    if self.speed is not None and sweep.t_arrival is not None:
-                        if start is None:
-                            start = (clock.now(), sweep.t_arrival)
-                        due = start[0] + round((sweep.t_arrival - start[1]) / self.speed)
-                        await clock.sleep_until(due)
-                    made += 1
-                    yield self._frame(sweep)
+            async for frame in self._paced(
+                lambda: self._offline_batch(packets),
+                lambda sweep: sweep.t_arrival,
+                self._frame,
+            ):
+                made += 1
+                yield frame
         finally:
             close = getattr(packets, "close", None)
             if close is not None:
@@ -465,11 +438,7 @@ class HesaiSource(Source):
         stats = self.ledger().statistics()
         where = self.pcap or self.bag
         if stats.received:
-            reasons = ", ".join(f"{n} {r}" for r, n in sorted(stats.lost.items())) or "none lost"
-            raise DecodeError(
-                f"{self.name}: {where}: {stats.received} packets gave no sweep ({reasons}); "
-                f"last error: {self.last_error}"
-            )
+            raise DecodeError(f"{self.name}: {where}: {self._no_sweep(stats.received, '')}")
         if self.other_datagrams:
             (port, size), count = self.other_datagrams.most_common(1)[0]
             raise DecodeError(
@@ -480,43 +449,19 @@ class HesaiSource(Source):
 
     # -- live ----------------------------------------------------------------------------
 
-    async def wait_listening(self) -> int:
-        """Wait until the live socket is bound; return its UDP port."""
-        if self.pcap is not None or self.bag is not None:
-            raise UsageError("wait_listening() is for live sources (port=...)")
-        import anyio
-
-        if self._listening is None:
-            self._listening = anyio.Event()
-        await self._listening.wait()
-        assert self._listening_port is not None
-        return self._listening_port
-
     async def _live_frames(self) -> AsyncIterator[Frame]:
-        import anyio
-
         assert self.port is not None
         self.decoder, self.model, self._waiting = None, None, []
         await self._angles_from_sensor()
-        if self._listening is None:
-            self._listening = anyio.Event()
-        receiver = UdpReceiver(
-            self,
-            host=self.host,
-            port=self.port,
-            sender=self.sender,
-            recv_buffer=self.recv_buffer,
-            sender_timeout=self.sender_timeout,
-            counts_admitted=False,
+        receiver = self._receiver(
+            self.host, self.port, self.sender, self.recv_buffer, self.sender_timeout
         )
         if self.kernel:
             from adapters.lidar.hesai_kernel import warm
 
             await self.run_blocking(warm)
         async with receiver:
-            self.udp = receiver
-            self._listening_port = receiver.port
-            self._listening.set()
+            self._bound(receiver)
             try:
                 while True:
                     got = await receiver.receive_many(64)
@@ -544,28 +489,15 @@ class HesaiSource(Source):
             )
 
     def statistics(self) -> dict[str, Any]:
-        stats = dict(super().statistics())
         decoder = self.decoder
-        stats.update(
-            model=None if self.model is None else self.model.name,
-            packets=0 if decoder is None else decoder.packets,
-            dual_packets=0 if decoder is None else decoder.dual_packets,
-            other_datagrams={f"{p}/{s}": n for (p, s), n in self.other_datagrams.items()},
-            **self.watch.as_dict(),
+        return self._statistics(
+            None if self.model is None else self.model.name,
+            0 if decoder is None else decoder.packets,
+            0 if decoder is None else decoder.dual_packets,
         )
-        if self.udp is not None:
-            stats["udp"] = self.udp.statistics().as_dict()
-        return stats
 
     def __repr__(self) -> str:
-        if self.pcap is not None:
-            where = f"pcap={str(self.pcap)!r}"
-        elif self.bag is not None:
-            where = f"bag={str(self.bag)!r}"
-        else:
-            where = f"port={self.port}"
-        model = "auto" if self.declared is None else self.declared.name
-        return f"HesaiSource({where}, model={model!r}, name={self.name!r})"
+        return self._repr(self.port, "auto" if self.declared is None else self.declared.name)
 
 
 def _packet_type(msgtype: str) -> bool:

@@ -24,6 +24,50 @@ from adapters.lidar.hesai_packets import Batch, time_table
 TWO_PI_F = float(np.float32(2 * np.pi))
 
 
+@numba.njit(inline="always", cache=True)
+def _cut_step(last: Any, sweep: Any, cut: Any, c: int, az: Any) -> Any:  # pragma: no cover
+    """Channel ``c`` fires at ``az``: a new sweep when it passes ``cut``; its sweep index."""
+    prev = last[c]
+    if prev != az:
+        wraps = az < prev
+        inside = (cut <= az or prev <= cut) if wraps else (prev <= cut <= az)
+        if inside and cut != az:
+            sweep[c] += 1
+    last[c] = az
+    return sweep[c]
+
+
+@numba.njit(inline="always", cache=True)
+def _read_echoes(  # pragma: no cover - compiled
+    raw: Any, p: int, first: int, step: int, r: int, du: Any, draw: Any, refl: Any, dist: Any
+) -> None:
+    """The ``r`` echoes of one firing: raw distance, reflectivity, metres."""
+    for j in range(r):
+        u = first + j * step
+        draw[j] = np.int64(raw[p, u]) | (np.int64(raw[p, u + 1]) << 8)
+        refl[j] = raw[p, u + 2]
+        dist[j] = np.float32(draw[j] * du)
+
+
+@numba.njit(inline="always", cache=True)
+def _kept(  # pragma: no cover - compiled
+    j: int, r: int, draw: Any, refl: Any, dist: Any, lo: Any, hi: Any, thr: Any
+) -> bool:
+    """Echo ``j`` is a point: in range, and (unless the last) not the same as another
+    echo nor within the dual-return threshold of one (nebula's rules)."""
+    if draw[j] == 0 or dist[j] < lo or dist[j] > hi:
+        return False
+    if j != r - 1:
+        for q in range(r):
+            if q == j:
+                continue
+            if draw[q] == draw[j] and refl[q] == refl[j]:
+                return False
+            if abs(dist[q] - dist[j]) < thr:
+                return False
+    return True
+
+
 @numba.njit(nogil=True, cache=True, boundscheck=False)
 def _decode(  # pragma: no cover - compiled
     raw: Any, ints: Any, dis: Any, stamps: Any, tkey: Any, ttab: Any,
@@ -51,35 +95,14 @@ def _decode(  # pragma: no cover - compiled
                 spatial = np.float32(brad + offset[c])
                 d = np.float64(spatial)
                 az = np.float32(d - math.floor(d / two_pi) * two_pi)
-                prev = last[c]
-                if prev != az:
-                    wraps = az < prev
-                    inside = (cut <= az or prev <= cut) if wraps else (prev <= cut <= az)
-                    if inside and cut != az:
-                        sweep[c] += 1
-                last[c] = az
-                k = sweep[c]
+                k = _cut_step(last, sweep, cut, c, az)
                 if k < first_sweep:
                     first_sweep = k
+                first = header + g * r * bsize + az_at + 2 + c * usize
+                _read_echoes(raw, p, first, bsize, r, du, draw, refl, dist)
                 for j in range(r):
-                    u = header + (g * r + j) * bsize + az_at + 2 + c * usize
-                    draw[j] = np.int64(raw[p, u]) | (np.int64(raw[p, u + 1]) << 8)
-                    refl[j] = raw[p, u + 2]
-                    dist[j] = np.float32(draw[j] * du)
-                for j in range(r):
-                    if draw[j] == 0 or dist[j] < lo or dist[j] > hi:
+                    if not _kept(j, r, draw, refl, dist, lo, hi, thr):
                         continue
-                    if j != r - 1:
-                        drop = False
-                        for q in range(r):
-                            if q == j:
-                                continue
-                            if draw[q] == draw[j] and refl[q] == refl[j]:
-                                drop = True
-                            if abs(dist[q] - dist[j]) < thr:
-                                drop = True
-                        if drop:
-                            continue
                     xy = np.float32(dist[j] * cos_el[c])
                     ox[n] = np.float32(xy * np.float32(math.sin(spatial)))
                     oy[n] = np.float32(xy * np.float32(math.cos(spatial)))
@@ -119,14 +142,7 @@ def _decode_tabled(  # pragma: no cover - compiled
             first_sweep = np.int64(1) << 62
             for c in range(C):
                 az = chan_az[pg, c]
-                prev = last[c]
-                if prev != az:
-                    wraps = az < prev
-                    inside = (cut <= az or prev <= cut) if wraps else (prev <= cut <= az)
-                    if inside and cut != az:
-                        sweep[c] += 1
-                last[c] = az
-                k = sweep[c]
+                k = _cut_step(last, sweep, cut, c, az)
                 if k < first_sweep:
                     first_sweep = k
                 if fov_on:
@@ -135,25 +151,11 @@ def _decode_tabled(  # pragma: no cover - compiled
                             continue
                     elif not (fov_lo <= az <= fov_hi):
                         continue
+                first = header + g * r * bsize + units_at + c * usize
+                _read_echoes(raw, p, first, bsize, r, du, draw, refl, dist)
                 for j in range(r):
-                    u = header + (g * r + j) * bsize + units_at + c * usize
-                    draw[j] = np.int64(raw[p, u]) | (np.int64(raw[p, u + 1]) << 8)
-                    refl[j] = raw[p, u + 2]
-                    dist[j] = np.float32(draw[j] * du)
-                for j in range(r):
-                    if draw[j] == 0 or dist[j] < lo or dist[j] > hi:
+                    if not _kept(j, r, draw, refl, dist, lo, hi, thr):
                         continue
-                    if j != r - 1:
-                        drop = False
-                        for q in range(r):
-                            if q == j:
-                                continue
-                            if draw[q] == draw[j] and refl[q] == refl[j]:
-                                drop = True
-                            if abs(dist[q] - dist[j]) < thr:
-                                drop = True
-                        if drop:
-                            continue
                     xy = np.float32(dist[j] * ce[pg, c])
                     ox[n] = np.float32(xy * sa[pg, c])
                     oy[n] = np.float32(xy * ca[pg, c])
@@ -205,20 +207,30 @@ def _decode_corrected(
     fov = np.zeros(3, np.float32)
     if geo.fov is not None:
         fov[:] = (1.0, geo.fov[0], geo.fov[1])
-    cap = P * G * C * r
-    ox, oy, oz = (np.empty(cap, np.float32) for _ in range(3))
-    oi = np.empty(cap, np.uint8)
-    oc = np.empty(cap, np.uint16)
-    ot = np.empty(cap, np.int64)
-    orr = np.empty(cap, np.uint8)
-    osw = np.empty(cap, np.int64)
-    psw = np.empty(P, np.int64)
+    out = _outputs(P * G * C * r, P)
     n = _decode_tabled(
         batch.raw, ints, batch.dis_unit, batch.stamps, ttab,
         chan_az, sa, ca, se, ce, fov, np.array(limits, np.float64),
-        state.last, state.sweep, geo.cut, ox, oy, oz, oi, oc, ot, orr, osw, psw,
+        state.last, state.sweep, geo.cut, *out,
     )  # fmt: skip
-    return Columns(ox[:n], oy[:n], oz[:n], oi[:n], oc[:n], ot[:n], orr[:n], osw[:n], psw)
+    return _columns(out, n)
+
+
+def _outputs(cap: int, packets: int) -> tuple[Any, ...]:
+    """The kernels' output columns for at most ``cap`` points (x, y, z, intensity,
+    channel, time, return, sweep) and each packet's first sweep."""
+    f32, i64 = np.float32, np.int64
+    kinds = (f32, f32, f32, np.uint8, np.uint16, i64, np.uint8, i64)
+    return (*(np.empty(cap, kind) for kind in kinds), np.empty(packets, i64))
+
+
+def _columns(out: tuple[Any, ...], n: int) -> Columns:
+    """The first ``n`` points of the kernels' output columns."""
+    x, y, z, intensity, channel, t_abs, ret, sweep, packet_sweep = out
+    return Columns(
+        x[:n], y[:n], z[:n], intensity[:n], channel[:n], t_abs[:n], ret[:n], sweep[:n],
+        packet_sweep,
+    )  # fmt: skip
 
 
 def decode_kernel(
@@ -248,20 +260,13 @@ def decode_kernel(
         [r, G, C, model.header, model.block_size, model.azimuth_at, model.unit], np.int64
     )
     lims = np.array(limits, np.float64)
-    cap = P * G * C * r
-    ox, oy, oz = (np.empty(cap, np.float32) for _ in range(3))
-    oi = np.empty(cap, np.uint8)
-    oc = np.empty(cap, np.uint16)
-    ot = np.empty(cap, np.int64)
-    orr = np.empty(cap, np.uint8)
-    osw = np.empty(cap, np.int64)
-    psw = np.empty(P, np.int64)
+    out = _outputs(P * G * C * r, P)
     n = _decode(
         batch.raw, ints, batch.dis_unit, batch.stamps, tkey.astype(np.int64).reshape(-1), ttab,
         geo.offset, geo.block_rad, geo.cos_el, geo.sin_el, lims,
-        state.last, state.sweep, geo.cut, ox, oy, oz, oi, oc, ot, orr, osw, psw,
+        state.last, state.sweep, geo.cut, *out,
     )  # fmt: skip
-    return Columns(ox[:n], oy[:n], oz[:n], oi[:n], oc[:n], ot[:n], orr[:n], osw[:n], psw)
+    return _columns(out, n)
 
 
 def warm() -> None:

@@ -61,6 +61,10 @@ class HesaiModel:
     blocks: int
     size: int
     """Bytes up to the end of the fields decoded (nebula's ``sizeof``): shorter is bad_length."""
+    lengths: tuple[int, ...]
+    """The datagram sizes the model sends (its user manual: with the UDP sequence, the
+    32-byte signature or not; the real captures' sizes: 40P 1262, 64 1198, QT64 1072,
+    XT16 568, XT32 1080, XT32M 820, QT128 1127)."""
     header: int
     """Header bytes before the first block: 0 (40P), 8 or 12."""
     sob: bool
@@ -278,35 +282,43 @@ MODELS: dict[str, HesaiModel] = {
     m.name: m
     for m in (
         _m(name="Pandar40P", channels=40, blocks=10, size=1262, header=0, sob=True, unit=3,
+           lengths=(1262, 1266),  # datagram sizes
            tail=1240, t_return_mode=14, t_timestamp=10, t_date=16, year_base=2000,
            max_returns=2, min_range=0.3, max_range=200.0, signature=None, fixed_dis_unit=0.004,
            calibration_file="Pandar40P.csv", aliases=("40p", "pandar40p", "pandar40")),
         _m(name="Pandar64", channels=64, blocks=6, size=1194, header=8, sob=False, unit=3,
+           lengths=(1194, 1198),  # datagram sizes
            tail=1172, t_return_mode=14, t_timestamp=10, t_date=16, year_base=2000,
            max_returns=2, min_range=0.3, max_range=200.0, signature=None,
            calibration_file="Pandar64.csv", aliases=("64", "pandar64")),
         _m(name="PandarQT64", channels=64, blocks=4, size=1072, header=12, sob=False, unit=4,
+           lengths=(1072,),  # datagram sizes
            tail=1044, t_return_mode=16, t_timestamp=12, t_date=18, year_base=1900,
            max_returns=2, min_range=0.1, max_range=60.0, signature=(3, 1, 64, 4),
            calibration_file="PandarQT64.csv", aliases=("qt64", "pandarqt64")),
         _m(name="PandarXT16", channels=16, blocks=8, size=568, header=12, sob=False, unit=4,
+           lengths=(568,),  # datagram sizes
            tail=540, **_XT_TAIL, max_returns=2, min_range=0.05, max_range=120.0,
            signature=(6, 1, 16, 8), calibration_file="PandarXT16.csv",
            aliases=("xt16", "pandarxt16")),
         _m(name="PandarXT32", channels=32, blocks=8, size=1080, header=12, sob=False, unit=4,
+           lengths=(1080,),  # datagram sizes
            tail=1052, **_XT_TAIL, max_returns=2, min_range=0.05, max_range=120.0,
            signature=(6, 1, 32, 8), calibration_file="PandarXT32.csv",
            aliases=("xt32", "pandarxt32")),
         _m(name="PandarXT32M", channels=32, blocks=6, size=820, header=12, sob=False, unit=4,
+           lengths=(820,),  # datagram sizes
            tail=792, **_XT_TAIL, max_returns=3, min_range=0.5, max_range=300.0,
            signature=(6, 1, 32, 6), calibration_file="PandarXT32M.csv",
            aliases=("xt32m", "xt32m2x", "pandarxt32m")),
         _m(name="PandarQT128", channels=128, blocks=2, size=1095, header=12, sob=False, unit=4,
+           lengths=(1095, 1127),  # datagram sizes
            tail=1061, t_return_mode=12, t_date=15, t_timestamp=21, year_base=1900,
            max_returns=2, min_range=0.05, max_range=50.0, signature=(3, 2, 128, 2),
            body_crc=(12, 1040, 1040), tail_crc=(1061, 1091, 1091), t_mode_flag=5,
            calibration_file="PandarQT128.csv", aliases=("qt128", "qt128c2x", "pandarqt128")),
         _m(name="PandarOT128", channels=128, blocks=2, size=861, header=12, sob=False, unit=3,
+           lengths=(861, 893),  # datagram sizes
            tail=805, t_return_mode=12, t_date=15, t_timestamp=21, year_base=1900,
            max_returns=2, min_range=0.1, max_range=230.0, signature=(1, 4, 128, 2),
            t_azimuth_state=9,
@@ -314,6 +326,7 @@ MODELS: dict[str, HesaiModel] = {
            aliases=("ot128", "pandar128e4x", "128e4x", "pandarot128")),
         # AT128E2X: 2 blocks of (u16 + u8 azimuth, 128 x 4-byte units), body CRC, 32-byte tail
         _m(name="PandarAT128", channels=128, blocks=2, size=1078, header=12, sob=False, unit=4,
+           lengths=(1086, 1118),  # datagram sizes
            tail=1046, t_return_mode=24, t_timestamp=20, t_date=26, year_base=0,
            max_returns=2, min_range=1.0, max_range=180.0, signature=(4, 3, 128, 2),
            fine_azimuth=True, epoch_seconds=True, corrected=True, fov=(30, 150),
@@ -364,26 +377,11 @@ def identify(payload: bytes) -> tuple[HesaiModel | None, str]:
     return None, f"Hesai {said}: a model not decoded here"
 
 
-PACKET_LENGTHS: dict[str, tuple[int, ...]] = {
-    "Pandar40P": (1262, 1266),  # with the 4-byte UDP sequence or not
-    "Pandar64": (1194, 1198),
-    "PandarQT64": (1072,),
-    "PandarXT16": (568,),
-    "PandarXT32": (1080,),
-    "PandarXT32M": (820,),
-    "PandarQT128": (1095, 1127),  # with the 32-byte signature or not
-    "PandarOT128": (861, 893),
-    "PandarAT128": (1086, 1118),  # with the 32-byte cyber-security signature or not
-}
-"""The datagram sizes each decoded model sends (the user manuals; the real captures'
-sizes: 40P 1262, 64 1198, QT64 1072, XT16 568, XT32 1080, XT32M 820, QT128 1127)."""
-
-
 def hesai_signature(payload: bytes) -> str | None:
     """What a datagram is when it is certainly a Hesai packet, else None.
 
     Strict, for other LiDAR sources' error messages: a decoded model's packet must
-    have one of its :data:`PACKET_LENGTHS` and its whole pre-header (``EE FF``,
+    have one of its datagram ``lengths`` and its whole pre-header (``EE FF``,
     protocol major and minor, lasers, blocks) or, for the 40P, ``FF EE`` at the
     start of each of its 10 blocks; a model not decoded here must have ``EE FF``
     and a length its lasers and blocks can fill (3 or 4 bytes a unit, a tail of
@@ -391,7 +389,7 @@ def hesai_signature(payload: bytes) -> str | None:
     all), whole or cut, is none of these."""
     model, said = identify(payload)
     if model is not None:
-        if len(payload) not in PACKET_LENGTHS[model.name]:
+        if len(payload) not in model.lengths:
             return None
         if model.sob:
             flags = (

@@ -23,10 +23,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import anyio
-
 from adapters._side_files import refuse_special
 from adapters.errors import DecodeError, SourceOpenError
+from adapters.lidar._packet_source import PacketLidarSource
 from adapters.lidar.calibration import Calibration, read_calibration
 from adapters.lidar.pcap import LEDGER_REASONS, PcapReader, UdpDatagram, address_text
 from adapters.lidar.points import VELODYNE_DTYPE
@@ -41,13 +40,10 @@ from adapters.lidar.velodyne_models import (
     needs_calibration,
 )
 from adapters.lidar.velodyne_packets import PACKET_SIZE, WRAP_PERIOD_NS
-from adapters.net.udp import DEFAULT_SENDER_TIMEOUT, SenderFilter, UdpReceiver, parse_sender
+from adapters.net.udp import DEFAULT_SENDER_TIMEOUT, SenderFilter, parse_sender
 from fusion.clock import ClockModel
-from fusion.continuity import StreamWatch
-from fusion.errors import ConfigError, UsageError
-from fusion.frames import Frame, Overflow, SensorSpec
-from fusion.source import Source
-from fusion.timing import current_clock
+from fusion.errors import ConfigError
+from fusion.frames import Frame, Overflow
 
 log = logging.getLogger("hyperframes.lidar")
 
@@ -59,7 +55,7 @@ OUSTER_PORTS = (7502, 7503)
 _OUSTER_SIZES = {6464, 12608, 24896, 3392, 6720, 13312, 26368, 48}
 
 
-class VelodyneSource(Source):
+class VelodyneSource(PacketLidarSource):
     """Sweeps of any Velodyne (VLP-16, Puck Hi-Res, HDL-32E, VLP-32C, HDL-64E S2/S3,
     VLS-128, Alpha Prime) (contract).
 
@@ -93,8 +89,6 @@ class VelodyneSource(Source):
     which restarts the clock model); see :mod:`fusion.continuity`.
     """
 
-    _ledger_unit = "packet"
-
     def __init__(
         self,
         pcap: str | Path | None = None,
@@ -119,8 +113,6 @@ class VelodyneSource(Source):
     ) -> None:
         if pcap is not None and port is not None:
             raise ConfigError("give either pcap= (offline) or port= (live), not both")
-        if speed is not None and speed <= 0:
-            raise ConfigError(f"speed must be > 0 or None, got {speed}")
         if not 0.0 <= cut_angle < 360.0:
             raise ConfigError(f"cut_angle must be in [0, 360) degrees, got {cut_angle}")
         auto = isinstance(model, str) and model.strip().lower() == "auto"
@@ -152,47 +144,36 @@ class VelodyneSource(Source):
         self.data_port = data_port
         self.cut_angle = cut_angle
         self.partial_sweeps = partial_sweeps
-        self.speed = speed
         self.hour_base_ns = hour_base_ns
         self.recv_buffer = recv_buffer
         if sender is not None:
             parse_sender(sender)  # an IPv4 address (a ConfigError naming it otherwise)
         self.sender = sender
         self.sender_timeout = sender_timeout
-        self.udp: UdpReceiver | None = None
-        """The live socket's receiver (kernel drops, foreign senders), once listening."""
-        live = self.pcap is None
-        self._meta: dict[str, Any] = {
-            "model": "auto" if self.declared is None else self.declared.name,
-            "cut_angle_deg": cut_angle,
-            "wrap_period_ns": WRAP_PERIOD_NS,
-            "fields": list(VELODYNE_DTYPE.names or ()),
-            "frame": "x right, y forward, z up (Velodyne manual)",
-        }
         super().__init__(
-            SensorSpec(
-                name,
-                kind="lidar",
-                clock=clock,
-                capacity=capacity,
-                overflow=overflow or ("drop_oldest" if live else "block"),
-                meta=self._meta,
-            )
+            name=name,
+            live=self.pcap is None,
+            meta={
+                "model": "auto" if self.declared is None else self.declared.name,
+                "cut_angle_deg": cut_angle,
+                "wrap_period_ns": WRAP_PERIOD_NS,
+                "fields": list(VELODYNE_DTYPE.names or ()),
+                "frame": "x right, y forward, z up (Velodyne manual)",
+            },
+            speed=speed,
+            clock=clock,
+            capacity=capacity,
+            overflow=overflow,
+            jump_threshold=jump_threshold,
         )
         self.assembler: SweepAssembler | None = None
-        self.watch = StreamWatch(name, int(jump_threshold * 1e9), log)
-        """Segments and gaps of the live stream."""
         self.ignored_datagrams = 0
         """Datagrams of a pcap to the position port (8308): telemetry, not decoded."""
-        self.other_datagrams: Counter[tuple[int, int]] = Counter()
-        """Datagrams of a pcap to other ports, by (port, size): another device's traffic."""
         self._other_first: dict[tuple[int, int], int] = {}  # byte offset of the first of each
         self._data_packets = 0  # datagrams of a pcap to the data port
         self._senders = SenderFilter(sender)  # a pcap's: the first sender heard, for good
         self._admitted: tuple[bytes, int] | None = None  # the last (address, port) admitted
         self._product: int | None = None  # the product byte of the stream's packets
-        self._listening = anyio.Event()
-        self._bound_port: int | None = None
         self._detector = ModelDetector()
         self._waiting: list[tuple[bytes, int | None, str]] = []
         self._wheres: list[str] = []  # where each packet of the batch being pushed came from
@@ -206,18 +187,8 @@ class VelodyneSource(Source):
         # a sweep cut for length is a warning: its packets still make a (partial) sweep
         self.count_error(reason, where + message, units=0 if reason == "sweep_too_long" else 1)
 
-    async def wait_listening(self) -> int:
-        """Wait until the live socket is bound; return its UDP port."""
-        if self.pcap is not None:
-            raise UsageError("wait_listening() is for live sources (port=...), not pcap")
-        await self._listening.wait()
-        assert self._bound_port is not None
-        return self._bound_port
-
-    @property
-    def from_file(self) -> bool:
-        """Reading a file: a pipeline of files merges its sources by time."""
-        return self.pcap is not None
+    def _input_text(self) -> str | None:
+        return None if self.pcap is None else f"pcap={str(self.pcap)!r}"
 
     def frames(self) -> AsyncIterator[Frame]:
         return self._pcap_frames() if self.pcap is not None else self._live_frames()
@@ -356,22 +327,15 @@ class VelodyneSource(Source):
         self._senders, self._admitted, self._product = SenderFilter(self.sender), None, None
         reader = await self.run_blocking(self._open_pcap, self.pcap)
         datagrams = iter(reader)
-        clock = current_clock()
-        start: tuple[int, int] | None = None  # (host now, capture time) of the first frame
         made = 0
         try:
-            while True:
-                batch = await self.run_blocking(self._pcap_batch, datagrams)
-                if batch is None:
-                    break
-                for raw, points in batch:
-                    if self.speed is not None and raw.t_arrival is not None:
-                        if start is None:
-                            start = (clock.now(), raw.t_arrival)
-                        due = start[0] + round((raw.t_arrival - start[1]) / self.speed)
-                        await clock.sleep_until(due)
-                    made += 1
-                    yield self._frame(raw, points)
+            async for frame in self._paced(
+                lambda: self._pcap_batch(datagrams),
+                lambda item: item[0].t_arrival,
+                lambda item: self._frame(*item),
+            ):
+                made += 1
+                yield frame
         finally:
             reader.close()
         if self._data_packets:  # (else they say what the capture is: _nothing_decoded)
@@ -465,11 +429,8 @@ class VelodyneSource(Source):
         """A pcap that gave no sweep: say what it held instead (and count it)."""
         stats = self.ledger().statistics()
         if self._data_packets:
-            reasons = ", ".join(f"{n} {r}" for r, n in sorted(stats.lost.items())) or "none lost"
-            raise DecodeError(
-                f"{self.name}: {self.pcap}: {self._data_packets} packets on port {self.data_port} "
-                f"gave no sweep ({reasons}); last error: {self.last_error}"
-            )
+            message = self._no_sweep(self._data_packets, f" on port {self.data_port}")
+            raise DecodeError(f"{self.name}: {self.pcap}: {message}")
         if self.other_datagrams:
             (port, size), count = self.other_datagrams.most_common(1)[0]
             total = sum(self.other_datagrams.values())
@@ -503,20 +464,12 @@ class VelodyneSource(Source):
     async def _live_frames(self) -> AsyncIterator[Frame]:
         assert self.port is not None
         self.assembler, self.model, self._detector = None, None, ModelDetector()
-        receiver = UdpReceiver(
-            self,
-            host=self.host,
-            port=self.port,
-            sender=self.sender,
-            recv_buffer=self.recv_buffer,
-            sender_timeout=self.sender_timeout,
-            counts_admitted=False,  # counted by _take, as the packets they are
+        receiver = self._receiver(
+            self.host, self.port, self.sender, self.recv_buffer, self.sender_timeout
         )
         await self.run_blocking(warm)  # the kernels' compile (first run) before we listen
         async with receiver:
-            self.udp = receiver
-            self._bound_port = receiver.port
-            self._listening.set()
+            self._bound(receiver)
             while True:
                 payload, address, arrival = await receiver.receive()
                 where = f"datagram from {address[0]}:{address[1]}: "
@@ -529,12 +482,6 @@ class VelodyneSource(Source):
                         yield frame
 
     # -- shared --------------------------------------------------------------------------
-
-    def _wanted(self, raw: RawSweep) -> bool:
-        if self.partial_sweeps or not raw.partial:
-            return True
-        self.ledger().lose("partial_sweep", raw.units)
-        return False
 
     def _frame(self, raw: RawSweep, points: Any) -> Frame:
         return self.make_frame(
@@ -551,27 +498,20 @@ class VelodyneSource(Source):
         )
 
     def statistics(self) -> dict[str, Any]:
-        stats = dict(super().statistics())
         assembler = self.assembler
+        stats = self._statistics(
+            None if self.model is None else self.model.name,
+            0 if assembler is None else assembler.accepted,
+            0 if assembler is None else assembler.dual_packets,
+        )
         stats.update(
-            model=None if self.model is None else self.model.name,
-            packets=0 if assembler is None else assembler.accepted,
-            dual_packets=0 if assembler is None else assembler.dual_packets,
             rejected={} if assembler is None else dict(assembler.rejected),
             ignored_datagrams=self.ignored_datagrams,
-            other_datagrams={
-                f"{port}/{size}": n for (port, size), n in self.other_datagrams.items()
-            },
-            **self.watch.as_dict(),
         )
-        if self.udp is not None:
-            stats["udp"] = self.udp.statistics().as_dict()
         return stats
 
     def __repr__(self) -> str:
-        where = f"pcap={str(self.pcap)!r}" if self.pcap is not None else f"port={self.port}"
-        model = "auto" if self.declared is None else self.declared.name
-        return f"VelodyneSource({where}, model={model!r}, name={self.name!r})"
+        return self._repr(self.port, "auto" if self.declared is None else self.declared.name)
 
 
 def _other_device(payload: bytes, product: int) -> bool:
