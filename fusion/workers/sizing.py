@@ -32,7 +32,10 @@ neighbours (best 4 of 1, 2, 4, 8, 16: then 3 and 6; if 6 wins, 5 and 7), until
 no untried size lies between the best and its neighbours.
 
 **Exploit.** The best size is the cap. A size within 2 % of the best per-item
-time that is smaller wins (the same throughput, less latency).
+time that is smaller wins (the same throughput, less latency). Its first
+``window`` batches confirm it: if their median per item is over 10 % above the
+runner-up's estimate (the search's few batches flattered it, a tie broken by
+noise), the runner-up becomes the cap, once per search.
 
 **Recalled.** :meth:`BatchSizer.resume` starts from a size found before (by
 another worker of the same model in this process): the cap is that size at
@@ -63,6 +66,7 @@ from fusion.errors import ConfigError
 Phase = Literal["explore", "refine", "exploit"]
 
 _TIE = 1.02  # a smaller size within 2 % of the best per-item time is preferred
+_CONFIRM = 1.1  # the chosen size's first window over the runner-up's estimate by this: swap
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +150,7 @@ class BatchSizer:
         self._met: set[int] = set()  # sizes whose first batch ever was seen (left out)
         self._recalled = 0.0  # a recalled size's per-item estimate, until its check
         self._tolerance = 0.25
+        self._runner_up: tuple[int, float] | None = None  # second best of the last search
         self._tried: list[int] = []  # the sizes this search tried, in order
         self._recent: deque[float] = deque(maxlen=window)  # the chosen size, exploiting
         if max_batch > 1:
@@ -270,6 +275,14 @@ class BatchSizer:
         tried = len([s for s, c in self._costs.items() if c])
         per_item = self.estimate(best) or 0.0
         self._settle(best, f"best of {tried} sizes: {best} at {per_item / 1e6:.3g} ms/item")
+        others = {
+            s: self.estimate(s) or 0.0
+            for s, c in self._costs.items()
+            if s != best and len(c) >= min(2, self.samples) and self._fits(s)
+        }
+        if others:
+            runner_up = min(others, key=others.__getitem__)
+            self._runner_up = (runner_up, others[runner_up])
 
     def _settle(self, size: int, reason: str) -> None:
         self._phase = "exploit"
@@ -280,6 +293,7 @@ class BatchSizer:
         self._since = 0
         self._strikes = 0
         self._recent.clear()
+        self._runner_up = None
 
     def _past_best(self) -> bool:
         """The last two sizes tried both cost over 10 % more per item than the best."""
@@ -340,6 +354,16 @@ class BatchSizer:
                                 f"recalled: {size}, checked at {now / 1e6:.3g} ms/item "
                                 f"(found at {recalled / 1e6:.3g})"
                             )
+                    elif self._runner_up is not None and now > self._runner_up[1] * _CONFIRM:
+                        # The search's few batches flattered the chosen size (a tie broken
+                        # by noise): the runner-up measured better than it runs now.
+                        other, cost = self._runner_up
+                        self._settle(
+                            other,
+                            f"{size} ran at {now / 1e6:.3g} ms/item after the search, "
+                            f"over {other}'s {cost / 1e6:.3g} ms/item: {other} instead",
+                        )
+                    self._runner_up = None
                     return
                 # Out of band for a whole window in a row: a burst of noise that moves
                 # one median for a batch or two does not start a search.

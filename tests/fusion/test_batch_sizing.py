@@ -376,3 +376,26 @@ async def test_a_second_worker_of_the_same_model_starts_from_the_size_found() ->
     assert other_stats.sizing is not None
     assert other_stats.sizing.last_trigger == "start"
     assert other_stats.sizing.explorations == 1
+
+
+def test_a_size_the_search_flattered_gives_way_to_the_runner_up() -> None:
+    sizer = BatchSizer(4, period=10**15)
+    batches = [0]
+
+    def cost(n: int) -> float:
+        batches[0] += 1
+        per_item = {1: 3.0, 2: 1.0, 3: 1.2, 4: 1.0}[n]
+        if n == 2:  # cheap while searched (a quiet spell), dearer from then on
+            per_item = 0.9 if batches[0] < 20 else 1.5
+        return per_item * n * MS
+
+    run(sizer, cost, 20)
+    assert sizer.phase == "exploit"
+    assert sizer.limit == 2  # chosen on the search's 0.9 ms/item
+    run(sizer, cost, 8)  # its first window: 1.5 ms/item, over 4's 1.0 by far
+    stats = sizer.statistics()
+    assert sizer.limit == 4
+    assert stats.reason == "2 ran at 1.5 ms/item after the search, over 4's 1 ms/item: 4 instead"
+    assert stats.explorations == 1  # no new search
+    run(sizer, cost, 30)
+    assert sizer.limit == 4  # once per search: 4 stays
