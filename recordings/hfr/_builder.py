@@ -10,7 +10,8 @@ An ``order`` byte per frame remembers the recorded order across both.
 
 ``seal()`` lays the chunk out: the 1.0 layout (``records pad blob``) when
 there is no column row, else the columnar layout (``head pad columns pad
-record-arrays``, see ``recordings/hfr/FORMAT.md``), joining the raw buffer once.
+record-arrays``, see ``recordings/hfr/FORMAT.md``), joining the raw buffer once
+(the columns and the frame details: :mod:`recordings.hfr._builder_layout`).
 Every frame is copied before ``add()`` returns, so callers may reuse their
 buffers; a frame that cannot be stored raises
 :class:`~fusion.errors.FrameFormatError` and leaves the chunk unchanged.
@@ -30,6 +31,7 @@ import numpy as np
 from fusion.errors import FrameFormatError
 from fusion.frames import Frame
 from recordings.hfr import _buffers as buffers
+from recordings.hfr._builder_layout import frame_details, seal_columns
 from recordings.hfr._columns import (
     COLUMN_MAX_BYTES,
     GENERIC,
@@ -37,18 +39,13 @@ from recordings.hfr._columns import (
     PACK_ARRIVAL,
     PACK_TIMES,
     ColumnGroup,
-    delta_encode,
-    pack_metas,
 )
 from recordings.hfr._details import (
-    PLAIN,
-    ChunkDetails,
     frame_marks,
     payload_brief,
     payload_size,
-    put_marks,
 )
-from recordings.hfr._format import BLOB_ALIGN, EXT_COLUMN, EXT_NDARRAY, Compression, RecordKind
+from recordings.hfr._format import BLOB_ALIGN, EXT_NDARRAY, Compression, RecordKind
 from recordings.hfr._layout import ChunkMeta, SealedChunk, _dtype_to_wire, _int64
 from recordings.hfr._stamp_block import stamp_table
 
@@ -130,6 +127,24 @@ class _Blob:
             self._buf[at : at + n] = np.frombuffer(part, np.uint8)
             at += n
         return self._buf.data[self.FRONT - size : self.FRONT + self._len]
+
+    def store(self, arr: np.ndarray) -> msgpack.ExtType:
+        """Copy ``arr`` in (aligned) for a record; the msgpack value that refers to it."""
+        if arr.dtype.hasobject:
+            raise TypeError(
+                f"cannot store an array of dtype {arr.dtype} (objects are never pickled)"
+            )
+        shape = list(arr.shape)  # ascontiguousarray turns 0-d into 1-d
+        if not arr.flags.c_contiguous:
+            arr = np.ascontiguousarray(arr)
+        # Large arrays start on a 64-byte boundary (SIMD); small ones on 16, so a
+        # 48-byte IMU sample does not drag 16 bytes of padding along.
+        self.pad(BLOB_ALIGN if arr.nbytes >= 4096 else 16)
+        offset = len(self)
+        if arr.nbytes:
+            self.append(arr)
+        ref = [offset, _dtype_to_wire(arr.dtype), shape]
+        return msgpack.ExtType(EXT_NDARRAY, msgpack.packb(ref, use_bin_type=True))
 
 
 @dataclass(slots=True)
@@ -349,7 +364,7 @@ class ChunkBuilder:
             raise ValueError("cannot seal an empty chunk")
         groups = [g for g in self._groups.values() if len(g)]
         if groups:
-            raw, records_size, t0, t1 = self._seal_columns(groups)
+            raw, records_size, t0, t1 = seal_columns(self, groups)
             parts: list[bytes | bytearray | memoryview] = [raw]
             kind = RecordKind.COLUMNS
         else:
@@ -389,7 +404,9 @@ class ChunkBuilder:
                 [(g.index, self._sensors[g.sensor], g.ints, g.width) for g in groups],
                 self._rec_stamps,
             )
-            details = self._details(order, groups)
+            details = frame_details(
+                self._count, order, groups, self._rec_details, self._marks, self._firsts
+            )
         buffer = self._blob.buffer
         self._rec_stamps = []
         self._rec_details = []
@@ -414,111 +431,9 @@ class ChunkBuilder:
         self._size = BLOB_ALIGN + 5
         return SealedChunk(parts, meta, stamps, details, buffer)
 
-    def _details(self, order: np.ndarray[Any, Any], groups: list[ColumnGroup]) -> ChunkDetails:
-        """The open chunk's frame details (1.6; :mod:`recordings.hfr._details`)."""
-        n = self._count
-        offset = np.empty(n, np.int64)
-        size = np.empty(n, np.int64)
-        shape_of = np.full(n, -1, np.int32)
-        flags = np.zeros(n, np.uint8)
-        shapes: dict[tuple[int, ...], int] = {}
-        for g in groups:
-            rows = np.frombuffer(g.ints, "<i8").reshape(-1, g.width)
-            where = order == g.index
-            offset[where] = rows[:, 2] - rows[:, 1]
-            if g.dtype.names:
-                size[where] = g.shape[0]
-            else:
-                size[where] = PLAIN
-                shape_of[where] = shapes.setdefault(g.shape, len(shapes))
-        if self._rec_details:
-            where = order == GENERIC
-            offset[where] = [r[0] for r in self._rec_details]
-            size[where] = [r[1] for r in self._rec_details]
-            shape_of[where] = [
-                -1 if r[2] is None else shapes.setdefault(r[2], len(shapes))
-                for r in self._rec_details
-            ]
-            flags[where] = [r[3] for r in self._rec_details]
-        out = ChunkDetails(offset, flags, size, shape_of, list(shapes), [], [], [], self._firsts)
-        for row, marks in self._marks:
-            put_marks(out, row, marks)
-        return out
-
-    def _seal_columns(self, groups: list[ColumnGroup]) -> tuple[memoryview, int, int, int]:
-        """``(raw, records_size, t_start, t_end)`` of a columnar chunk (see FORMAT.md).
-
-        The blob is ``columns pad record-arrays``: the columns sit next to the
-        head, where they compress best (after megabytes of noisy images they
-        cost zstd three times as much), and the records' arrays keep the
-        offsets they got in ``add()``, counted from where they now start.
-        The head and columns are written just before the record arrays (the room
-        :class:`_Blob` keeps in front), so the arrays are not copied again; only a
-        head over that room (tens of thousands of column rows) joins the whole once.
-        """
-        t0, t1 = (self._t0, self._t1) if self._nrecords else (1 << 63, -(1 << 63))
-        remap = np.full(256, GENERIC, np.uint8)
-        blob: list[Any] = []
-        end = 0
-
-        def column(c: np.ndarray, shape: list[int] | None = None) -> Any:
-            nonlocal end
-            pad = -end % BLOB_ALIGN
-            blob.append(bytes(pad))
-            blob.append(c.data)
-            offset = end + pad
-            end = offset + c.nbytes
-            ref = [offset, _dtype_to_wire(c.dtype), shape or [len(c)]]
-            return msgpack.ExtType(EXT_COLUMN, msgpack.packb(ref, use_bin_type=True))
-
-        packed_groups = []
-        for i, g in enumerate(groups):
-            remap[g.index] = i
-            cols = g.columns()
-            seq, t, ts = cols[:3]
-            lo, hi = int(t.min()), int(t.max())
-            t0, t1 = min(t0, lo), max(t1, hi)
-            sidx = self._sensors[g.sensor]
-            self._counts[sidx] += len(g)
-            r = self._ranges[sidx]
-            self._ranges[sidx] = [lo, hi] if r is None else [min(r[0], lo), max(r[1], hi)]
-            data = np.frombuffer(g.data, g.dtype)
-            refs = [
-                sidx,
-                len(g),
-                column(delta_encode(seq)),
-                column(delta_encode(t)),
-                None if np.array_equal(ts, t) else column(delta_encode(ts)),
-                None if g.no_arrival else column(delta_encode(cols[3])),
-                column(data, [len(g), *g.shape]),
-            ]
-            body = msgpack.packb(refs, use_bin_type=True)
-            packed_groups.append(b"\x98" + body[1:] + pack_metas(g))  # fixarray 7 -> 8
-        order = np.frombuffer(self._order, np.uint8)
-        single = len(groups) == 1 and self._nrecords == 0
-        order_ref = None if single else column(remap[order])
-        split = end + (-end % BLOB_ALIGN)
-        blob.append(bytes(split - end))
-        blob.append(self._blob.view())
-        head = [b"\x94", msgpack.packb(split), b"\xdc" + len(groups).to_bytes(2, "big")]
-        head += packed_groups
-        head.append(msgpack.packb(order_ref, use_bin_type=True))
-        head.append(b"\xdd" + self._nrecords.to_bytes(4, "big"))
-        head.append(self._records)
-        records_size = sum(len(h) for h in head)
-        head.append(bytes(-records_size % BLOB_ALIGN))
-        # The head and columns go into the room kept in front of the record arrays, so
-        # the arrays are not copied again (a column chunk of camera frames and IMU rows
-        # was joined into a new buffer: a second copy of every payload byte).
-        front = head + blob[:-1]
-        whole = self._blob.with_front(front, sum(memoryview(p).nbytes for p in front))
-        if whole is None:
-            whole = memoryview(bytearray().join(head + blob))
-        return whole, records_size, t0, t1
-
     def _default(self, obj: Any) -> Any:
         if isinstance(obj, np.ndarray):
-            return self._store_array(obj)
+            return self._blob.store(obj)
         if isinstance(obj, np.generic):
             return obj.item()
         if isinstance(obj, (bytearray, memoryview)):
@@ -526,21 +441,3 @@ class ChunkBuilder:
         if isinstance(obj, tuple):
             return list(obj)
         raise TypeError(f"cannot store a value of type {type(obj).__name__}")
-
-    def _store_array(self, arr: np.ndarray) -> msgpack.ExtType:
-        if arr.dtype.hasobject:
-            raise TypeError(
-                f"cannot store an array of dtype {arr.dtype} (objects are never pickled)"
-            )
-        shape = list(arr.shape)  # ascontiguousarray turns 0-d into 1-d
-        if not arr.flags.c_contiguous:
-            arr = np.ascontiguousarray(arr)
-        blob = self._blob
-        # Large arrays start on a 64-byte boundary (SIMD); small ones on 16, so a
-        # 48-byte IMU sample does not drag 16 bytes of padding along.
-        blob.pad(BLOB_ALIGN if arr.nbytes >= 4096 else 16)
-        offset = len(blob)
-        if arr.nbytes:
-            blob.append(arr)
-        ref = [offset, _dtype_to_wire(arr.dtype), shape]
-        return msgpack.ExtType(EXT_NDARRAY, msgpack.packb(ref, use_bin_type=True))
