@@ -17,15 +17,15 @@ from fusion._exports import lazy_exports
 from fusion.source import Source
 
 if TYPE_CHECKING:
+    from adapters._interpolation import interpolate, slerp
     from adapters._side_files import CONFIG_LIMIT, read_small_text
+    from adapters._timeseries import TimeSeriesSource
     from adapters.audio import AudioSource
     from adapters.bags import BagSource
     from adapters.can import CanSource
     from adapters.datasets import KittiRawSource
     from adapters.errors import DecodeError, SensorTimeout, SourceOpenError
-    from adapters.interpolation import interpolate, slerp
-    from adapters.lidar import OusterSource, PointCloudFiles, VelodyneSource
-    from adapters.lidar.hesai import HesaiSource
+    from adapters.lidar import HesaiSource, OusterSource, PointCloudFiles, VelodyneSource
     from adapters.nmea import NmeaSource
     from adapters.radar import RadarSource
     from adapters.ros import Ros2Source
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
         synthetic_session,
         synthetic_timeline,
     )
-    from adapters.timeseries import TimeSeriesSource
     from adapters.ulog import UlogSource
     from adapters.video import VideoSource
 
@@ -93,21 +92,21 @@ __getattr__, __dir__ = lazy_exports(
         "BagSource": "adapters.bags",
         "CanSource": "adapters.can._source",
         "DecodeError": "adapters.errors",
-        "HesaiSource": "adapters.lidar.hesai",
-        "KittiRawSource": "adapters.datasets.kitti_raw",
-        "NmeaSource": "adapters.nmea.source",
-        "OusterSource": "adapters.lidar.ouster",
-        "PointCloudFiles": "adapters.lidar.pointcloud_files",
+        "HesaiSource": "adapters.lidar._hesai",
+        "KittiRawSource": "adapters.datasets._kitti_raw",
+        "NmeaSource": "adapters.nmea._source",
+        "OusterSource": "adapters.lidar._ouster",
+        "PointCloudFiles": "adapters.lidar._pointcloud_files",
         "RadarSource": "adapters.radar._source",
         "Ros2Source": "adapters.ros",
         "SensorTimeout": "adapters.errors",
         "SourceOpenError": "adapters.errors",
-        "TimeSeriesSource": "adapters.timeseries",
+        "TimeSeriesSource": "adapters._timeseries",
         "UlogSource": "adapters.ulog._source",
-        "VelodyneSource": "adapters.lidar.velodyne",
+        "VelodyneSource": "adapters.lidar._velodyne",
         "VideoSource": "adapters.video.source",
-        "interpolate": "adapters.interpolation",
-        "slerp": "adapters.interpolation",
+        "interpolate": "adapters._interpolation",
+        "slerp": "adapters._interpolation",
         **dict.fromkeys(_SYNTHETIC, "adapters.synthetic"),
     },
 )

@@ -1,5 +1,5 @@
 """The Ouster packet layout as OusterSource learnt it from ouster-sdk before it had its own
-(adapters/lidar/ouster_fast.py up to commit eb95688^): markers written into a blank packet
+(adapters/lidar/_ouster_fast.py up to commit eb95688^): markers written into a blank packet
 with ``PacketFormat``'s setters, found again, then checked against its readers on a packet
 of random bytes. Kept only for ``bench_lidar.ouster_setup_rows``, the set-up cost it had
 against our written-down layout (adapters/lidar/_ouster_layout.py)."""

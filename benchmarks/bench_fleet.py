@@ -36,7 +36,7 @@ from rich.table import Table
 from adapters import SensorTiming, SyntheticCamera, SyntheticImu, SyntheticLidar
 from fusion.frames import Frame
 from hyperframes.fleet import run_fleet, run_local
-from hyperframes.fleet.config import FleetConfig, validate_fleet_config
+from hyperframes.fleet._config import FleetConfig, validate_fleet_config
 from recordings import Recorder
 
 MS = 1_000_000

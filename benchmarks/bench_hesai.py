@@ -3,7 +3,7 @@
 Decodes every packet of nebula's XT32, QT128 and 40P bags (../shared/data/lidar/hesai)
 and of AT128 and OT128 packets built to nebula's layouts (no public capture of either:
 ``tests/adapters/hesai_synthetic.py``, the packets the tests check against nebula's decoder),
-repeated ``--repeat`` times through :class:`adapters.lidar.hesai_decode.HesaiDecoder`
+repeated ``--repeat`` times through :class:`adapters.lidar._hesai_decode.HesaiDecoder`
 (packet checks included), and prints points/s and CPU seconds per path and the ratio.
 The kernel's compile is done before timing (its cost is printed apart).
 
@@ -18,9 +18,9 @@ import sys
 import time
 from pathlib import Path
 
-from adapters.lidar.hesai_decode import HesaiDecoder
-from adapters.lidar.hesai_models import default_angles, identify
-from adapters.lidar.hesai_packets import bag_packets, prepare
+from adapters.lidar._hesai_decode import HesaiDecoder
+from adapters.lidar._hesai_models import default_angles, identify
+from adapters.lidar._hesai_packets import bag_packets, prepare
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "lidar" / "hesai"
 

@@ -38,10 +38,10 @@ import open3d as o3d
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from adapters.lidar import XYZI_DTYPE, SweepAssembler, VelodyneModel, read_pcd, xyz
-from adapters.lidar.layouts import read_bin
-from adapters.lidar.pcap import read_udp
-from adapters.lidar.velodyne_decode import decode_sweeps
-from adapters.lidar.velodyne_models import MODELS, get_model
+from adapters.lidar._layouts import read_bin
+from adapters.lidar._pcap import read_udp
+from adapters.lidar._velodyne_decode import decode_sweeps
+from adapters.lidar._velodyne_models import MODELS, get_model
 
 # ouster-sdk, the Ouster rows' peer, outside site-packages (the Makefile's --target folder)
 OUSTER_ORACLE = Path(sys.prefix) / "oracles" / "ouster"
@@ -254,7 +254,7 @@ _FIRST_DECODE = """
 import sys, time
 sys.path.insert(0, sys.argv[1])
 from adapters.lidar import VLP_16, SweepAssembler
-from adapters.lidar.pcap import read_udp
+from adapters.lidar._pcap import read_udp
 packets = [d.payload for d in read_udp(sys.argv[2], dst_port=2368)][:100]
 start = time.perf_counter()
 SweepAssembler(VLP_16).push_many(packets)[0].decode(VLP_16)
@@ -364,7 +364,7 @@ def png_rows(repeat: int) -> list[str]:
 
     from PIL import Image
 
-    from adapters.datasets.kitti_raw import read_png
+    from adapters.datasets._kitti_raw import read_png
 
     rows = []
     rng = np.random.default_rng(1)
@@ -433,7 +433,7 @@ def _sdk_points(scan: Any, points: Any) -> np.ndarray:
     OusterSource decodes packets with: its (beams, columns) fields as (1, columns, beams)
     views, XYZLut's tables (``points``: a PointMaker)."""
     from adapters.lidar import OUSTER_DTYPE
-    from adapters.lidar.ouster_kernel import fill, select
+    from adapters.lidar._ouster_kernel import fill, select
 
     def cols(name: str) -> np.ndarray:
         return np.asarray(scan.field(name)).T[None]
@@ -459,9 +459,9 @@ def ouster_runs() -> dict[str, Callable[[Path], object]]:
     import ouster.sdk as osdk
     from ouster.sdk import core
 
-    import adapters.lidar.ouster_setup as ouster_setup
+    import adapters.lidar._ouster_setup as ouster_setup
     from adapters.lidar import OUSTER_DTYPE, OusterSource
-    from adapters.lidar.ouster_packets import PointMaker
+    from adapters.lidar._ouster_packets import PointMaker
 
     def sdk(path: Path, points: str = "") -> int:
         source = osdk.open_source(str(path), meta=[str(OUSTER_JSON)])
@@ -572,9 +572,9 @@ def ouster_setup_rows(repeat: int = 50) -> list[str]:
     from _ouster_sdk_layout import SdkLearntLayout
     from ouster.sdk import core
 
+    from adapters.lidar._ouster_geometry import beam_tables, xyzlut_tables
     from adapters.lidar._ouster_layout import PacketLayout
     from adapters.lidar._ouster_meta import parse_metadata
-    from adapters.lidar.ouster_geometry import beam_tables, xyzlut_tables
 
     raw = OUSTER_JSON.read_bytes()
     text = raw.decode()
@@ -717,7 +717,7 @@ def pcap_rows(repeat: int) -> list[str]:
     """Our capture reader against dpkt: every UDP datagram with its time and ports."""
     import dpkt
 
-    from adapters.lidar.pcap import PcapReader
+    from adapters.lidar._pcap import PcapReader
 
     def ours(path: Path) -> int:
         with PcapReader(path) as reader:

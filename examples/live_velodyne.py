@@ -28,8 +28,8 @@ import anyio.to_thread
 import numpy as np
 
 from adapters import VelodyneSource
-from adapters.lidar.pcap import read_udp
-from adapters.lidar.processing import VoxelDownsample
+from adapters.lidar import read_udp
+from adapters.lidar._processing import VoxelDownsample
 from fusion import BatchWorker, ExactTime, OnlineClock, Pipeline, SensorStage
 from fusion.workers.models import bev_occupancy
 from fusion.workers.preprocess import group_input

@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 
 from adapters import synthetic_session
-from adapters.lidar.processing import VoxelDownsample
+from adapters.lidar._processing import VoxelDownsample
 from fusion import BatchWorker, Nearest, Pipeline, SensorStage
 from fusion.workers.models import bev_occupancy
 from fusion.workers.preprocess import group_input

@@ -20,7 +20,7 @@ import threading
 import time
 from pathlib import Path
 
-from adapters.lidar.pcap import read_udp
+from adapters.lidar._pcap import read_udp
 
 PCAP = Path(__file__).resolve().parent / "data" / "vlp16_sweeps.pcap"
 

@@ -115,7 +115,7 @@ def open_source(
             raise ValueError(
                 f"'{path}' is an NMEA log: it is read whole (no sensors, window or loop)"
             )
-        from adapters.nmea.source import NmeaSource
+        from adapters.nmea import NmeaSource
 
         return NmeaSource(Path(path), speed=speed, **options)
     _check_recording(path)
@@ -141,7 +141,7 @@ def open_source(
 
 
 def _nmea(path: str | os.PathLike[str]) -> bool:
-    from adapters.nmea.source import looks_like_nmea
+    from adapters.nmea import looks_like_nmea
 
     return looks_like_nmea(path)
 

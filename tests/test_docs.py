@@ -131,7 +131,7 @@ def test_toml_block_is_a_valid_config(block: Block) -> None:
     import tomllib
 
     from hyperframes.config import validate_config
-    from hyperframes.fleet.config import validate_fleet_config
+    from hyperframes.fleet._config import validate_fleet_config
 
     try:
         raw = tomllib.loads(block.code)
@@ -280,12 +280,12 @@ def test_configuration_page_names_every_toml_key() -> None:
     """docs/configuration.md keeps up with the schema: every key of every table is named."""
     from pydantic import BaseModel
 
-    import hyperframes.config.base as base
-    import hyperframes.config.python_source as python_source
-    import hyperframes.config.schema as schema
+    import hyperframes.config._base as base
+    import hyperframes.config._python_source as python_source
+    import hyperframes.config._schema as schema
     from hyperframes.config import sources
     from hyperframes.config.sources import SOURCE_TYPES
-    from hyperframes.fleet.config import FleetSection
+    from hyperframes.fleet._config import FleetSection
 
     page = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
     tables = [

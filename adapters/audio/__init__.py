@@ -7,10 +7,25 @@ discontinuities out). PyAV loads with this package (``import adapters`` alone do
 load it: ``adapters.AudioSource`` is imported on first use).
 """
 
-from adapters.audio._framer import Cut, Discontinuity, Framer
-from adapters.audio._source import AudioSource, sample_time
-from fusion._exports import rewrite_module
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from fusion._exports import lazy_exports
+
+if TYPE_CHECKING:
+    from adapters.audio._framer import Cut, Discontinuity, Framer
+    from adapters.audio._source import AudioSource, sample_time
+
 
 __all__ = ["AudioSource", "Cut", "Discontinuity", "Framer", "sample_time"]
 
-rewrite_module(globals(), __name__)
+_HOMES = {
+    "AudioSource": "adapters.audio._source",
+    "Cut": "adapters.audio._framer",
+    "Discontinuity": "adapters.audio._framer",
+    "Framer": "adapters.audio._framer",
+    "sample_time": "adapters.audio._source",
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES)

@@ -8,18 +8,25 @@ source built on CAN (a radar's cluster and object lists). python-can and
 cantools load only when a source or decoder is made.
 """
 
-from adapters.can._decoder import (
-    RAW_DTYPE,
-    Block,
-    CanDecoder,
-    Event,
-    Loss,
-    id_sensor,
-    load_database,
-)
-from adapters.can._io import BUS_ERRORS_IN_A_ROW, LOG_SUFFIXES, bus_batch, log_batches, open_bus
-from adapters.can._source import CanSource
-from fusion._exports import rewrite_module
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from fusion._exports import lazy_exports
+
+if TYPE_CHECKING:
+    from adapters.can._decoder import (
+        RAW_DTYPE,
+        Block,
+        CanDecoder,
+        Event,
+        Loss,
+        id_sensor,
+        load_database,
+    )
+    from adapters.can._io import BUS_ERRORS_IN_A_ROW, LOG_SUFFIXES, bus_batch, log_batches, open_bus
+    from adapters.can._source import CanSource
+
 
 __all__ = [
     "BUS_ERRORS_IN_A_ROW",
@@ -37,4 +44,20 @@ __all__ = [
     "open_bus",
 ]
 
-rewrite_module(globals(), __name__)
+_HOMES = {
+    "BUS_ERRORS_IN_A_ROW": "adapters.can._io",
+    "Block": "adapters.can._decoder",
+    "CanDecoder": "adapters.can._decoder",
+    "CanSource": "adapters.can._source",
+    "Event": "adapters.can._decoder",
+    "LOG_SUFFIXES": "adapters.can._io",
+    "Loss": "adapters.can._decoder",
+    "RAW_DTYPE": "adapters.can._decoder",
+    "bus_batch": "adapters.can._io",
+    "id_sensor": "adapters.can._decoder",
+    "load_database": "adapters.can._decoder",
+    "log_batches": "adapters.can._io",
+    "open_bus": "adapters.can._io",
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES)

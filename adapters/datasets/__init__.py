@@ -1,14 +1,21 @@
 """Public driving datasets read as sessions: each sensor a source, the dataset's own times."""
 
-from adapters.datasets.kitti_raw import (
-    SENSORS,
-    KittiRawDrive,
-    KittiRawSource,
-    KittiSensorSource,
-    kitti_raw_sources,
-)
-from adapters.datasets.oxts import GNSS_FIELDS, IMU_FIELDS, OXTS_FIELDS
-from fusion._exports import rewrite_module
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from fusion._exports import lazy_exports
+
+if TYPE_CHECKING:
+    from adapters.datasets._kitti_raw import (
+        SENSORS,
+        KittiRawDrive,
+        KittiRawSource,
+        KittiSensorSource,
+        kitti_raw_sources,
+    )
+    from adapters.datasets._oxts import GNSS_FIELDS, IMU_FIELDS, OXTS_FIELDS
+
 
 __all__ = [
     "GNSS_FIELDS",
@@ -21,4 +28,15 @@ __all__ = [
     "kitti_raw_sources",
 ]
 
-rewrite_module(globals(), __name__)
+_HOMES = {
+    "GNSS_FIELDS": "adapters.datasets._oxts",
+    "IMU_FIELDS": "adapters.datasets._oxts",
+    "KittiRawDrive": "adapters.datasets._kitti_raw",
+    "KittiRawSource": "adapters.datasets._kitti_raw",
+    "KittiSensorSource": "adapters.datasets._kitti_raw",
+    "OXTS_FIELDS": "adapters.datasets._oxts",
+    "SENSORS": "adapters.datasets._kitti_raw",
+    "kitti_raw_sources": "adapters.datasets._kitti_raw",
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES)

@@ -7,6 +7,7 @@ import anyio
 
 from adapters.errors import DecodeError, SourceOpenError
 from adapters.lidar._hesai_correction import HesaiCorrection
+from adapters.lidar._hesai_models import HesaiAngles, parse_any_angles
 from adapters.lidar._hesai_ptc import (
     GET_CALIBRATION,
     MAX_PAYLOAD,
@@ -15,7 +16,6 @@ from adapters.lidar._hesai_ptc import (
     command_name,
     encode_request,
 )
-from adapters.lidar.hesai_models import HesaiAngles, parse_any_angles
 
 DEFAULT_WAIT_S = 5.0
 

@@ -16,7 +16,7 @@ decodes the same profiles:
   pixels, and a 32-byte packet footer. Pixels by profile: :data:`PROFILES`.
 
 Only the first return's ``RANGE``, ``SIGNAL``, ``REFLECTIVITY`` and ``NEAR_IR``
-are read (what :data:`~adapters.lidar.ouster_packets.OUSTER_DTYPE` holds). A
+are read (what :data:`~adapters.lidar._ouster_packets.OUSTER_DTYPE` holds). A
 field is a masked word at a byte offset in the pixel, shifted up where the
 profile drops low bits (the low-data profiles send range in 8 mm steps, near-IR
 in steps of 16). ``tests/adapters/test_ouster_layout.py`` checks every profile

@@ -8,7 +8,7 @@ from packets, with the fields the writer kept: ``RANGE`` always, ``SIGNAL``,
 per scan). :func:`open_osf` reads the metadata (one :class:`OsfStream` per lidar
 stream, without decoding more than each stream's first scan), :class:`OsfScans`
 walks the messages in the file's order (``osf.Reader.messages()``: time order)
-and makes frames of them with the same :class:`~adapters.lidar.ouster_packets.PointMaker`
+and makes frames of them with the same :class:`~adapters.lidar._ouster_packets.PointMaker`
 the capture path uses, so a scan's points are the ones its packets would give.
 """
 
@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from adapters.errors import SourceOpenError
-from adapters.lidar.ouster_fast import frame_columns
-from adapters.lidar.ouster_packets import PointMaker, missing_columns
+from adapters.lidar._ouster_fast import frame_columns
+from adapters.lidar._ouster_packets import PointMaker, missing_columns
 
 OSF_INSTALL = "pip install --no-deps 'ouster-sdk>=1.0.1,<1.1'"
 """What to install to read OSF files (the test extra installs it)."""

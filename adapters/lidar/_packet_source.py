@@ -18,7 +18,7 @@ from typing import Any, Protocol, TypeVar
 
 import anyio
 
-from adapters.net.udp import UdpReceiver
+from adapters.net import UdpReceiver
 from fusion.clock import ClockModel
 from fusion.continuity import StreamWatch
 from fusion.errors import ConfigError, UsageError

@@ -7,11 +7,19 @@ structured array (:data:`DETECTION_DTYPE`, :data:`OBJECT_DTYPE` ...) whose
 ``x, y, z`` make it a point cloud in every export. See docs/radar.md.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from fusion._exports import lazy_exports
+
+if TYPE_CHECKING:
+    from adapters.radar._ars548 import CLASSES, DETECTION_DTYPE, OBJECT_DTYPE
+    from adapters.radar._source import MODELS, RadarSource
+
+
 from adapters.radar._ars408 import CLUSTER_DTYPE as ARS408_CLUSTER_DTYPE
 from adapters.radar._ars408 import OBJECT_DTYPE as ARS408_OBJECT_DTYPE
-from adapters.radar._ars548 import CLASSES, DETECTION_DTYPE, OBJECT_DTYPE
-from adapters.radar._source import MODELS, RadarSource
-from fusion._exports import rewrite_module
 
 __all__ = [
     "ARS408_CLUSTER_DTYPE",
@@ -23,4 +31,12 @@ __all__ = [
     "RadarSource",
 ]
 
-rewrite_module(globals(), __name__)
+_HOMES = {
+    "CLASSES": "adapters.radar._ars548",
+    "DETECTION_DTYPE": "adapters.radar._ars548",
+    "MODELS": "adapters.radar._source",
+    "OBJECT_DTYPE": "adapters.radar._ars548",
+    "RadarSource": "adapters.radar._source",
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES)

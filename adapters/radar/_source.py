@@ -25,8 +25,8 @@ from typing import Any
 import anyio
 
 from adapters.errors import DecodeError, SourceOpenError
-from adapters.lidar.pcap import LEDGER_REASONS, PcapReader, address_text
-from adapters.net.udp import DEFAULT_SENDER_TIMEOUT, SenderFilter, UdpReceiver, parse_sender
+from adapters.lidar import LEDGER_REASONS, PcapReader, address_text
+from adapters.net import DEFAULT_SENDER_TIMEOUT, SenderFilter, UdpReceiver, parse_sender
 from adapters.radar import _ars408, _ars548, _nebula
 from fusion.clock import ClockModel
 from fusion.errors import ConfigError, UsageError

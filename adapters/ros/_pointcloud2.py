@@ -5,7 +5,7 @@ A PointCloud2 describes its points by named fields (``name``, byte
 That is exactly a numpy structured dtype with explicit offsets, so the whole
 cloud is read with one ``np.frombuffer`` and each field taken by name: no
 per-point Python. The result has the layout every LiDAR source yields
-(:func:`adapters.lidar.points.normalize`: ``x, y, z, intensity`` as float32
+(:func:`adapters.lidar._points.normalize`: ``x, y, z, intensity`` as float32
 first, packed, then the message's other fields: ``ring``, ``time``, ``rgb``...).
 When the message's records already are that layout (a cloud we exported, or
 any driver that packs XYZI float32 first), the array is a read-only view of
@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from adapters.errors import DecodeError
-from adapters.lidar.points import REQUIRED_FIELDS
+from adapters.lidar import REQUIRED_FIELDS
 
 DATATYPES: dict[int, str] = {1: "i1", 2: "u1", 3: "i2", 4: "u2", 5: "i4", 6: "u4", 7: "f4", 8: "f8"}
 """PointField datatype constants to numpy type codes."""
@@ -129,7 +129,7 @@ def cloud_from_buffer(
     :mod:`adapters.ros._rawdecode`. When the message's records already have
     our layout (packed, XYZI float32 first, little-endian) the result is a
     read-only view of ``buf``; otherwise the fields are copied by name into a
-    fresh array of that layout (what :func:`adapters.lidar.points.normalize` does).
+    fresh array of that layout (what :func:`adapters.lidar._points.normalize` does).
     """
     layout = cloud_layout(fields, step, bigendian)
     count = height * width

@@ -5,9 +5,16 @@
 GPS anchor) for a summary or a test. pyulog loads only when a log is read.
 """
 
-from adapters.ulog._log import Dropout, Topic, UlogContent, looks_like_ulog, read_ulog
-from adapters.ulog._source import UlogSource, ulog_sensor
-from fusion._exports import rewrite_module
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from fusion._exports import lazy_exports
+
+if TYPE_CHECKING:
+    from adapters.ulog._log import Dropout, Topic, UlogContent, looks_like_ulog, read_ulog
+    from adapters.ulog._source import UlogSource, ulog_sensor
+
 
 __all__ = [
     "Dropout",
@@ -19,4 +26,14 @@ __all__ = [
     "ulog_sensor",
 ]
 
-rewrite_module(globals(), __name__)
+_HOMES = {
+    "Dropout": "adapters.ulog._log",
+    "Topic": "adapters.ulog._log",
+    "UlogContent": "adapters.ulog._log",
+    "UlogSource": "adapters.ulog._source",
+    "looks_like_ulog": "adapters.ulog._log",
+    "read_ulog": "adapters.ulog._log",
+    "ulog_sensor": "adapters.ulog._source",
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES)

@@ -15,7 +15,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from hyperframes.cli.common import add_output_flags, command_logging
+from hyperframes.cli._common import add_output_flags, command_logging
+from hyperframes.cli._units import parse_size
 
 # Order here is the order ``--help`` lists them.
 COMMANDS = (
@@ -59,7 +60,7 @@ class OneLineParser(argparse.ArgumentParser):
     like every other failure of a command, instead of a usage block and the message."""
 
     def error(self, message: str) -> NoReturn:
-        from hyperframes.cli.common import printable
+        from hyperframes.cli._common import printable
 
         self.exit(2, f"{self.prog}: error: {printable(message)} (see '{self.prog} --help')\n")
 
@@ -83,7 +84,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_VersionAction, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
     for name in COMMANDS if only is None else (only,):
-        importlib.import_module(f"hyperframes.cli.{name}").register(sub)
+        importlib.import_module(f"hyperframes.cli._{name}").register(sub)
     parser.formatter_class = PlainHelpFormatter
     for command in sub.choices.values():
         _plain_everywhere(command)
@@ -180,7 +181,7 @@ def failure_line(err: BaseException, inputs: Sequence[str] = ()) -> str:
     with the ``-v`` traceback).
     """
     from fusion.errors import HyperframesError
-    from hyperframes.cli.common import printable
+    from hyperframes.cli._common import printable
 
     while isinstance(err, BaseExceptionGroup) and err.exceptions:
         err = err.exceptions[0]
@@ -203,7 +204,7 @@ def failure_line(err: BaseException, inputs: Sequence[str] = ()) -> str:
 
 
 def _where(err: BaseException, inputs: Sequence[str]) -> str:
-    """`` (reading 'x.toml'; at hyperframes/cli/common.py:240 in silence_notes)``."""
+    """`` (reading 'x.toml'; at hyperframes/cli/_common.py:240 in silence_notes)``."""
     import traceback
     from pathlib import Path
 
@@ -224,3 +225,7 @@ _PACKAGES = ("fusion", "adapters", "recordings", "hyperframes")
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
+
+__all__ = [
+    "parse_size",
+]

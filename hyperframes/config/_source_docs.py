@@ -1,6 +1,6 @@
 """The source tables of ``docs/configuration.md``, written from the source types' models.
 
-The keys every source takes (:class:`~hyperframes.config.base._SourceBase`'s fields,
+The keys every source takes (:class:`~hyperframes.config._base._SourceBase`'s fields,
 between :data:`COMMON_BEGIN` and :data:`COMMON_END`): key, default, meaning. Then one
 row per :class:`~hyperframes.config._source_type.SourceOptions` model: its
 ``type`` values, its ``summary``, then each key as ``key`` (default: its
@@ -29,7 +29,7 @@ from hyperframes.config._source_type import COMMON_KEYS, SourceOptions, type_nam
 BEGIN = "<!-- source types: written by hyperframes/config/_source_docs.py; edit the models -->"
 END = "<!-- end of source types -->"
 HEADER = ["| `type` | keys (default) |", "|---|---|"]
-COMMON_BEGIN = "<!-- keys of every source: written from hyperframes/config/base.py -->"
+COMMON_BEGIN = "<!-- keys of every source: written from hyperframes/config/_base.py -->"
 COMMON_END = "<!-- end of the keys of every source -->"
 COMMON_HEADER = ["| key | default | meaning |", "|---|---|---|"]
 

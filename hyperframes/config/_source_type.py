@@ -7,7 +7,7 @@ docs' text for the key), its validators the checks that need several keys,
 its :meth:`~SourceOptions.build` the factory's work for it. From these alone:
 
 * the schema's discriminated union on ``type`` (:func:`source_union`);
-* the factory's :func:`~hyperframes.config.factory.build_source` (a lookup);
+* the factory's :func:`~hyperframes.config._factory.build_source` (a lookup);
 * the per-type table of ``docs/configuration.md``
   (:mod:`hyperframes.config._source_docs`, checked by a test).
 
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Self, Union, get_arg
 
 from pydantic import ConfigDict, Field
 
-from hyperframes.config.base import _SourceBase
+from hyperframes.config._base import _SourceBase
 
 if TYPE_CHECKING:
     from fusion.source import Source

@@ -11,11 +11,17 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from hyperframes.fleet.config import FleetConfig, FleetSection, load_fleet_config
-    from hyperframes.fleet.datasource import HfrDatasource, InferenceActor
-    from hyperframes.fleet.fleet import FleetReport, run_fleet, run_local
-    from hyperframes.fleet.plan import Part, ResourcePlan, plan_parts, plan_resources
-    from hyperframes.fleet.results import RecordingOutcome, ResultGroup, read_results
+    from hyperframes.fleet._config import (
+        FleetConfig,
+        FleetSection,
+        expand_recordings,
+        load_fleet_config,
+    )
+    from hyperframes.fleet._datasource import HfrDatasource, InferenceActor
+    from hyperframes.fleet._fleet import FleetReport, run_fleet, run_local
+    from hyperframes.fleet._plan import Part, ResourcePlan, plan_parts, plan_resources
+    from hyperframes.fleet._results import RecordingOutcome, ResultGroup, read_results
+    from hyperframes.fleet._tasks import iterate_blocking, part_groups
 
 __all__ = [
     "FleetConfig",
@@ -27,7 +33,10 @@ __all__ = [
     "RecordingOutcome",
     "ResourcePlan",
     "ResultGroup",
+    "expand_recordings",
+    "iterate_blocking",
     "load_fleet_config",
+    "part_groups",
     "plan_parts",
     "plan_resources",
     "read_results",
@@ -36,21 +45,24 @@ __all__ = [
 ]
 
 _HOME = {
-    "FleetConfig": "hyperframes.fleet.config",
-    "FleetReport": "hyperframes.fleet.fleet",
-    "FleetSection": "hyperframes.fleet.config",
-    "HfrDatasource": "hyperframes.fleet.datasource",
-    "InferenceActor": "hyperframes.fleet.datasource",
-    "Part": "hyperframes.fleet.plan",
-    "RecordingOutcome": "hyperframes.fleet.results",
-    "ResourcePlan": "hyperframes.fleet.plan",
-    "ResultGroup": "hyperframes.fleet.results",
-    "load_fleet_config": "hyperframes.fleet.config",
-    "plan_parts": "hyperframes.fleet.plan",
-    "plan_resources": "hyperframes.fleet.plan",
-    "read_results": "hyperframes.fleet.results",
-    "run_fleet": "hyperframes.fleet.fleet",
-    "run_local": "hyperframes.fleet.fleet",
+    "expand_recordings": "hyperframes.fleet._config",
+    "iterate_blocking": "hyperframes.fleet._tasks",
+    "part_groups": "hyperframes.fleet._tasks",
+    "FleetConfig": "hyperframes.fleet._config",
+    "FleetReport": "hyperframes.fleet._fleet",
+    "FleetSection": "hyperframes.fleet._config",
+    "HfrDatasource": "hyperframes.fleet._datasource",
+    "InferenceActor": "hyperframes.fleet._datasource",
+    "Part": "hyperframes.fleet._plan",
+    "RecordingOutcome": "hyperframes.fleet._results",
+    "ResourcePlan": "hyperframes.fleet._plan",
+    "ResultGroup": "hyperframes.fleet._results",
+    "load_fleet_config": "hyperframes.fleet._config",
+    "plan_parts": "hyperframes.fleet._plan",
+    "plan_resources": "hyperframes.fleet._plan",
+    "read_results": "hyperframes.fleet._results",
+    "run_fleet": "hyperframes.fleet._fleet",
+    "run_local": "hyperframes.fleet._fleet",
 }
 _NEEDS_RAY = {"HfrDatasource", "InferenceActor"}
 

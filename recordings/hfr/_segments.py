@@ -13,7 +13,7 @@ such points split the file's chunks cleanly in two. A segment cut there reads
 only its own chunks (plus what an overlap asks for), so no chunk is
 decompressed by two segments. The same cuts feed the local process pool
 (:mod:`hyperframes.segments`) and the Ray fleet
-(:func:`hyperframes.fleet.plan.plan_parts`), so both run one plan.
+(:func:`hyperframes.fleet._plan.plan_parts`), so both run one plan.
 :func:`recording_split_point` says where the pool cuts a segment that lags.
 """
 

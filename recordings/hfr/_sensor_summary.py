@@ -2,7 +2,7 @@
 
 Theory of operation. ``info`` reports per sensor the ``seq`` numbers never seen,
 the typical payload, segments (a restarted sender), announced gaps and the
-clock fit (:mod:`hyperframes.cli.clockfit`): computed from every frame's
+clock fit (:mod:`hyperframes.cli._clockfit`): computed from every frame's
 columns, that is seconds and gigabytes for hours of a 1 kHz IMU. The recorder
 therefore reduces each sensor's rows chunk by chunk, in numpy, into what the
 report needs, and writes the result in the INDEX's ``summaries`` key; ``info``

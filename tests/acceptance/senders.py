@@ -101,7 +101,7 @@ def pcap(
     port: int, path: Path, loops: int, data_port: int = 2368, routes: dict[int, int] | None = None
 ) -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from adapters.lidar.pcap import PcapReader
+    from adapters.lidar._pcap import PcapReader
 
     to = {data_port: port, **(routes or {})}  # captured destination port -> port to send to
     reader = PcapReader(path)

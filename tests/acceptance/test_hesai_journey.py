@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from adapters import HesaiSource
-from adapters.lidar.hesai_decode import HESAI_DTYPE
+from adapters.lidar._hesai_decode import HESAI_DTYPE
 from fusion.frames import Frame
 from recordings import open_recording
 from tests.acceptance.live_helpers import (

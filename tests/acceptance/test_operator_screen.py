@@ -83,7 +83,7 @@ def test_a_silent_sensor_is_named_in_its_row(tmp_path: Path) -> None:
     from rich.console import Console
 
     from fusion import Nearest, Pipeline, VirtualClock, use_clock
-    from hyperframes.cli.common import live_table, silence_notes
+    from hyperframes.cli._common import live_table, silence_notes
     from tests.config.config_sources import Ticker
 
     clock = VirtualClock()

@@ -18,7 +18,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from adapters.timeseries import TimeSeriesSource
+from adapters._timeseries import TimeSeriesSource
 from fusion.frames import Frame
 from tests.acceptance.live_helpers import (
     Recording,

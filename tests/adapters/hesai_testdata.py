@@ -10,8 +10,8 @@ from pathlib import Path
 
 import zstandard
 
-from adapters.lidar.hesai_models import get_model
-from adapters.lidar.hesai_packets import bag_packets, prepare
+from adapters.lidar._hesai_models import get_model
+from adapters.lidar._hesai_packets import bag_packets, prepare
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "lidar" / "hesai"
 BUNDLED = Path(__file__).resolve().parents[1] / "data" / "hesai"

@@ -40,6 +40,6 @@ def write_pcap(path: Path, records: list[tuple[int, int, bytes]]) -> None:
 
 def data_packets(path: Path) -> list[tuple[int, bytes]]:
     """(capture ns, payload) of every data packet in a capture."""
-    from adapters.lidar.pcap import read_udp
+    from adapters.lidar._pcap import read_udp
 
     return [(d.t_capture, d.payload) for d in read_udp(path, dst_port=2368)]

@@ -23,7 +23,7 @@ _COLUMN = 16 + 32 * 12 + 4  # LEGACY column: header, 32 pixels, status
 
 def lidar_packets() -> list[tuple[int, bytes]]:
     """(capture ns, payload) of the capture's 64 lidar packets."""
-    from adapters.lidar.pcap import read_udp
+    from adapters.lidar._pcap import read_udp
 
     return [(d.t_capture, d.payload) for d in read_udp(OUSTER_PCAP, dst_port=7502)]
 

@@ -22,16 +22,16 @@ from hypothesis import strategies as st
 
 from adapters import HesaiSource, VelodyneSource
 from adapters.errors import DecodeError
-from adapters.lidar.hesai_decode import HESAI_DTYPE, HesaiDecoder
-from adapters.lidar.hesai_models import (
+from adapters.lidar._hesai_decode import HESAI_DTYPE, HesaiDecoder
+from adapters.lidar._hesai_models import (
     MODELS,
     default_angles,
     hesai_signature,
     identify,
     read_angles,
 )
-from adapters.lidar.hesai_packets import prepare
-from adapters.lidar.pcd import read_pcd
+from adapters.lidar._hesai_packets import prepare
+from adapters.lidar._pcd import read_pcd
 from tests.adapters.hesai_testdata import SHARED, bag_payloads, capture, write_pcap
 
 # nebula's hesai_ros_decoder_test ranges (min, max) per capture
@@ -212,7 +212,7 @@ VELODYNE = SHARED.parent / "vlp-16-test-90deg-1-50-frames.pcap"
 
 @pytest.fixture(scope="module")
 def velodyne_packets() -> list[bytes]:
-    from adapters.lidar.pcap import PcapReader
+    from adapters.lidar._pcap import PcapReader
 
     reader = PcapReader(VELODYNE)
     packets = [d.payload for d in reader if d.dst_port == 2368][:40]

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from adapters import HesaiSource
 from adapters.errors import DecodeError
 from adapters.lidar._hesai_correction import HesaiCorrection, parse_correction
-from adapters.lidar.hesai_models import MODELS, default_angles, identify
+from adapters.lidar._hesai_models import MODELS, default_angles, identify
 from tests.adapters.hesai_synthetic import at128_packets
 from tests.adapters.hesai_testdata import write_pcap
 from tests.peers.nebula_hesai.nebula_peer import run_peer
@@ -76,8 +76,8 @@ def test_at128_equals_nebulas_decoder(dual: bool, tmp_path: Path) -> None:
 
 def test_at128_kernel_equals_numpy() -> None:
     packets = at128_packets(2000, dual=True, seed=3)
-    from adapters.lidar.hesai_decode import HesaiDecoder
-    from adapters.lidar.hesai_packets import prepare
+    from adapters.lidar._hesai_decode import HesaiDecoder
+    from adapters.lidar._hesai_packets import prepare
 
     model = MODELS["PandarAT128"]
     out = []

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from adapters import HesaiSource
-from adapters.lidar.hesai_models import MODELS, identify
+from adapters.lidar._hesai_models import MODELS, identify
 from tests.adapters.hesai_synthetic import ot128_packets
 from tests.adapters.hesai_testdata import write_pcap
 from tests.peers.nebula_hesai.nebula_peer import Scan, run_peer

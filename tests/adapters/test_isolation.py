@@ -21,10 +21,10 @@ import pytest
 from lidar_testdata import VLP16, data_packets, write_pcap
 
 from adapters import SyntheticImu
-from adapters.lidar.velodyne import VelodyneSource
-from adapters.lidar.velodyne_assembler import SweepAssembler
-from adapters.lidar.velodyne_models import get_model
-from adapters.timeseries import REBASE_AFTER, TimeSeriesSource
+from adapters._timeseries import REBASE_AFTER, TimeSeriesSource
+from adapters.lidar._velodyne import VelodyneSource
+from adapters.lidar._velodyne_assembler import SweepAssembler
+from adapters.lidar._velodyne_models import get_model
 from fusion import Nearest, Pipeline, VirtualClock
 from fusion.frames import Frame, SensorSpec
 from fusion.source import Source
@@ -275,7 +275,7 @@ def test_a_sweep_that_never_closes_is_bounded() -> None:
 
 
 def test_msgpack_datagram_nested_deep_is_a_bad_datagram() -> None:
-    from adapters.timeseries_records import decode_datagram
+    from adapters._timeseries_records import decode_datagram
 
     with pytest.raises(ValueError, match="not msgpack"):
         decode_datagram(b"\x91" * 100_000 + b"\xc0", "msgpack")

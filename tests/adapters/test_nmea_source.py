@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from adapters import NmeaSource
 from adapters.errors import SourceOpenError
 from adapters.nmea import GNSS_DTYPE, LineSplitter, NmeaDecoder
-from adapters.nmea.decoder import DAY, KNOT, MAX_LINE, Fix, Joined, Loss
+from adapters.nmea._decoder import DAY, KNOT, MAX_LINE, Fix, Joined, Loss
 from fusion.errors import ConfigError
 from fusion.frames import Frame
 from tests.adapters.nmea_lines import gga, gsv, hdt, hms, render, rmc, vtg

@@ -1,4 +1,4 @@
-"""The beam tables computed in numpy (adapters.lidar.ouster_geometry) from our own reading
+"""The beam tables computed in numpy (adapters.lidar._ouster_geometry) from our own reading
 of the metadata (adapters.lidar._ouster_meta) against ouster-sdk's own ``XYZLut`` of its
 own reading, bit for bit: the real OS-1-32 metadata, and random beam angles, beam origins
 and sensor transforms written into its JSON."""
@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ouster_testdata import OUSTER_JSON
 
+from adapters.lidar._ouster import load_metadata
+from adapters.lidar._ouster_geometry import beam_tables
 from adapters.lidar._ouster_meta import parse_metadata
-from adapters.lidar.ouster import load_metadata
-from adapters.lidar.ouster_geometry import beam_tables
 
 
 def xyzlut_tables(text: str) -> tuple[np.ndarray, np.ndarray]:

@@ -1,4 +1,4 @@
-"""The compiled Ouster decoder (adapters.lidar.ouster_kernel) against the numpy one, on
+"""The compiled Ouster decoder (adapters.lidar._ouster_kernel) against the numpy one, on
 the real capture's packets in any order, with columns sent twice, dropped or invalid
 (the numpy decoder is itself checked against ouster-sdk's XYZLut in
 test_ouster_source.py)."""
@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ouster_testdata import OUSTER_JSON, VALID_POINTS, lidar_packets
 
-from adapters.lidar.ouster import load_metadata
-from adapters.lidar.ouster_fast import decode_packets
-from adapters.lidar.ouster_packets import Decoded, OusterScan, PointMaker, ScanAssembler
+from adapters.lidar._ouster import load_metadata
+from adapters.lidar._ouster_fast import decode_packets
+from adapters.lidar._ouster_packets import Decoded, OusterScan, PointMaker, ScanAssembler
 
 _INFO = load_metadata(OUSTER_JSON)
 _PACKETS = [payload for _, payload in lidar_packets()]

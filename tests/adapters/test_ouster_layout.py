@@ -16,9 +16,9 @@ import pytest
 from ouster_testdata import OUSTER_JSON
 
 from adapters import OusterSource
+from adapters.lidar._ouster_fast import FIELDS
 from adapters.lidar._ouster_layout import PROFILES, PacketLayout, imu_packet_size
 from adapters.lidar._ouster_meta import NotMetadata, OutOfBounds, parse_metadata
-from adapters.lidar.ouster_fast import FIELDS
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "ouster"
 CORPUS = sorted((DATA / "metadata").glob("*.json"))

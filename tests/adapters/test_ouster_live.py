@@ -14,7 +14,7 @@ from lidar_testdata import write_pcap
 from ouster_testdata import OUSTER_JSON, stream
 
 from adapters import OusterSource
-from adapters.lidar.ouster_packets import IMU_FIELDS
+from adapters.lidar._ouster_packets import IMU_FIELDS
 from fusion.frames import Frame
 
 SENDERS = Path(__file__).resolve().parents[1] / "acceptance" / "senders.py"

@@ -19,8 +19,8 @@ import pytest
 
 from adapters.errors import SourceOpenError
 from adapters.lidar import OusterSource
-from adapters.lidar.ouster import osf_sensor_names
-from adapters.lidar.pcap import read_udp
+from adapters.lidar._ouster import osf_sensor_names
+from adapters.lidar._pcap import read_udp
 from fusion.errors import ConfigError
 from fusion.frames import Frame
 from recordings import open_recording

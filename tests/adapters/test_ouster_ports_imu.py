@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from adapters.lidar import OusterSource
-from adapters.lidar.pcap import read_udp
+from adapters.lidar._pcap import read_udp
 from fusion.frames import Frame
 from hyperframes.cli import main
 from tests.adapters.lidar_testdata import LIDAR_DATA, write_pcap

@@ -1,4 +1,4 @@
-"""The per-metadata set-up cache (adapters.lidar.ouster_setup): a source made again from
+"""The per-metadata set-up cache (adapters.lidar._ouster_setup): a source made again from
 the same metadata bytes reuses the layout and tables, and still decodes the same points,
 counts the same ledger and names the same mismatches."""
 
@@ -13,8 +13,8 @@ from ouster_testdata import OUSTER_JSON, OUSTER_PCAP, VALID_POINTS
 
 from adapters import OusterSource
 from adapters.errors import DecodeError
-from adapters.lidar import ouster_setup
-from adapters.lidar.ouster import load_metadata
+from adapters.lidar import _ouster_setup as ouster_setup
+from adapters.lidar._ouster import load_metadata
 
 
 def test_the_same_bytes_share_one_entry_and_the_cache_is_bounded() -> None:

@@ -293,7 +293,7 @@ def test_unreadable_metadata_is_refused_when_the_source_is_made(
 def test_imu_packets_follow_the_manuals_layout() -> None:
     from ouster.sdk import core
 
-    from adapters.lidar.ouster_packets import imu_sample
+    from adapters.lidar._ouster_packets import imu_sample
 
     fmt = core.PacketFormat(core.SensorInfo(OUSTER_JSON.read_text()))
     packet = imu_packet(123_456_789, (0.5, 0.0, -1.0), (90.0, 0.0, -180.0))

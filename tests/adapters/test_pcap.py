@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lidar_testdata import LIDAR_DATA
 
-from adapters.lidar.pcap import PcapReader
+from adapters.lidar._pcap import PcapReader
 
 CAPTURES = sorted(LIDAR_DATA.glob("*.pcap"))
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from adapters.lidar import OusterSource
 from adapters.lidar._ipfrag import Reassembler
-from adapters.lidar.pcap import PcapReader, read_udp
+from adapters.lidar._pcap import PcapReader, read_udp
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "lidar"
 PCAP = DATA / "ouster_OS-1-32-G_v2.1.1_1024x10.pcap"

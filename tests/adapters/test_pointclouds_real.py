@@ -22,8 +22,8 @@ import pytest
 from adapters import PointCloudFiles
 from adapters.errors import DecodeError
 from adapters.lidar import read_pcd, read_ply, xyz
-from adapters.lidar.layouts import LAYOUTS, read_bin
-from adapters.lidar.pcd import read_pcd_with_meta
+from adapters.lidar._layouts import LAYOUTS, read_bin
+from adapters.lidar._pcd import read_pcd_with_meta
 from fusion.frames import Frame
 
 REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "real"
@@ -162,7 +162,7 @@ async def test_a_real_pcd_with_bytes_after_its_points_reads_them_and_warns(
     path = tmp_path / name
     path.write_bytes((CLOUDS / name).read_bytes() + bytes(i % 251 for i in range(trailer)))
     want = expected(name)
-    with caplog.at_level("WARNING", logger="adapters.lidar.pcd"):
+    with caplog.at_level("WARNING", logger="adapters.lidar._pcd"):
         points, meta = read_pcd_with_meta(path)
     assert len(points) == want["points"]
     np.testing.assert_array_equal(points, read_pcd(CLOUDS / name))  # the file's own points

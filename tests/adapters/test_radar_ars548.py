@@ -390,7 +390,7 @@ async def test_live_lists_sent_to_a_multicast_group_are_received() -> None:
 
 
 def test_a_multicast_group_must_be_one() -> None:
-    from adapters.net.udp import UdpReceiver
+    from adapters.net._udp import UdpReceiver
 
     with pytest.raises(ConfigError, match=r"'10\.0\.0\.1' is not a multicast address"):
         UdpReceiver(RadarSource(port=0), group="10.0.0.1")

@@ -14,8 +14,8 @@ import pytest
 from adapters._side_files import kind_of, open_regular, read_small, read_small_text, size_text
 from adapters.errors import DecodeError, SourceOpenError
 from fusion.errors import ConfigError
+from hyperframes.config._schema import load_config
 from hyperframes.config._toml import MAX_DEPTH, parse_toml
-from hyperframes.config.schema import load_config
 
 
 def test_a_regular_file_is_read_exactly(tmp_path: Path) -> None:
@@ -124,14 +124,14 @@ def test_load_config_refuses_a_fifo_and_says_what_is_missing(tmp_path: Path) -> 
 
 def test_every_reader_of_a_side_file_names_a_fifo(tmp_path: Path) -> None:
     """Each other place a small file is read (journeys: tests/cli/test_side_files_cli.py)."""
+    from adapters._timeseries import TimeSeriesSource
     from adapters.can._decoder import load_database
-    from adapters.datasets.kitti_raw import read_calibration, read_png, read_timestamps
-    from adapters.datasets.oxts import OxtsError, read_packet
-    from adapters.lidar.hesai_models import read_angles
-    from adapters.lidar.velodyne import VelodyneSource
-    from adapters.nmea.source import NmeaSource
-    from adapters.timeseries import TimeSeriesSource
-    from hyperframes.fleet.config import load_fleet_config
+    from adapters.datasets._kitti_raw import read_calibration, read_png, read_timestamps
+    from adapters.datasets._oxts import OxtsError, read_packet
+    from adapters.lidar._hesai_models import read_angles
+    from adapters.lidar._velodyne import VelodyneSource
+    from adapters.nmea._source import NmeaSource
+    from hyperframes.fleet._config import load_fleet_config
 
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)

@@ -22,8 +22,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from adapters.timeseries import TimeSeriesSource
-from adapters.timeseries_records import RecordPacker
+from adapters._timeseries import TimeSeriesSource
+from adapters._timeseries_records import RecordPacker
 
 REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "real" / "csv"
 EUROC_GT = REAL / "kimera_euroc_gt0_data.csv"
@@ -236,7 +236,7 @@ _JSON_VALUES = st.recursive(
 def test_a_one_record_datagram_decodes_as_json_loads_reads_it(
     record: dict[str, Any], end: str
 ) -> None:
-    from adapters.timeseries_records import decode_datagram
+    from adapters._timeseries_records import decode_datagram
 
     payload = (json.dumps(record) + end).encode()
     decoded = decode_datagram(payload, "jsonl")
@@ -249,7 +249,7 @@ def test_a_one_record_datagram_decodes_as_json_loads_reads_it(
     [b'{"t": ' + b"9" * 5000 + b"}", b'{"t": 1} x', b"[" * 5000 + b"]" * 5000, b"\xff\xfe"],
 )
 def test_a_bad_one_record_datagram_is_refused_as_json_loads_refuses_it(payload: bytes) -> None:
-    from adapters.timeseries_records import decode_datagram
+    from adapters._timeseries_records import decode_datagram
 
     with pytest.raises(ValueError, match="not JSON lines"):
         decode_datagram(payload, "jsonl")

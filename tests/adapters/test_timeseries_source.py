@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from adapters import TimeSeriesSource, interpolate, slerp
+from adapters._timeseries import parse_time_ns
 from adapters.errors import SourceOpenError
-from adapters.timeseries import parse_time_ns
 from fusion.errors import ConfigError
 from fusion.frames import Frame
 from fusion.policies import Nearest

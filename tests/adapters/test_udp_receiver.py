@@ -1,4 +1,4 @@
-"""adapters.net.udp: the sender filter and the drop counter (pure), and the receiver on
+"""adapters.net._udp: the sender filter and the drop counter (pure), and the receiver on
 real loopback sockets: a configured sender, a bad first datagram, the ledger's sums."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from adapters.net.udp import DropCounter, SenderFilter, UdpReceiver, parse_sender
-from adapters.timeseries import TimeSeriesSource
+from adapters._timeseries import TimeSeriesSource
+from adapters.net._udp import DropCounter, SenderFilter, UdpReceiver, parse_sender
 from fusion.errors import ConfigError
 from fusion.frames import Frame
 from fusion.timing import current_clock

@@ -16,8 +16,8 @@ from velodyne_oracle import HDL64_XML, VLP16_DUAL, VLP32C, VLS128, hdl64e_packet
 from adapters import VelodyneSource
 from adapters.errors import DecodeError, SourceOpenError
 from adapters.lidar import MODELS, Calibration, read_calibration
-from adapters.lidar.calibration import parse_yaml
-from adapters.lidar.velodyne_models import LAST, STRONGEST
+from adapters.lidar._calibration import parse_yaml
+from adapters.lidar._velodyne_models import LAST, STRONGEST
 
 vd = pytest.importorskip("velodyne_decoder", reason="oracle: pip install velodyne-decoder")
 VD_CALIBRATIONS = Path(vd.__file__).parent / "calibrations"

@@ -8,8 +8,8 @@ import pytest
 from lidar_testdata import MONTEREY, VLP16, expected, pcap_stats
 
 from adapters.lidar import HDL_32E, VLP_16, PcapReader, SweepAssembler, VelodyneModel
-from adapters.lidar.pcap import read_udp
-from adapters.lidar.velodyne_decode import RawSweep
+from adapters.lidar._pcap import read_udp
+from adapters.lidar._velodyne_decode import RawSweep
 
 
 def sweeps(path: object, model: VelodyneModel, cut_angle: float = 0.0) -> list[RawSweep]:
@@ -146,8 +146,8 @@ def test_every_path_runs_the_one_compiled_signature_warm_made() -> None:
     """A packet at a time (live), batches, sweeps joined across batches, several sweeps
     at once: the kernels see the same argument types, so a process compiles (or loads)
     each once, and a live source's warm() before it listens covers every later sweep."""
-    from adapters.lidar.velodyne_decode import decode_sweeps, warm
-    from adapters.lidar.velodyne_kernel import check, decode
+    from adapters.lidar._velodyne_decode import decode_sweeps, warm
+    from adapters.lidar._velodyne_kernel import check, decode
 
     warm()
     payloads = [d.payload for d in read_udp(str(VLP16), dst_port=2368)][:300]

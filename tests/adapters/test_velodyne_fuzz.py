@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from lidar_testdata import VLP16, data_packets
 
 from adapters.lidar import HDL_32E, MODELS, VLP_16, SweepAssembler, VelodyneModel
-from adapters.lidar.velodyne_packets import PACKET_SIZE
+from adapters.lidar._velodyne_packets import PACKET_SIZE
 
 
 @functools.cache

@@ -26,8 +26,8 @@ from velodyne_oracle import (
 )
 
 from adapters.lidar import SweepAssembler, read_calibration
-from adapters.lidar.velodyne_decode import decode_sweeps
-from adapters.lidar.velodyne_models import BOTH, LAST, STRONGEST, ModelDetector, get_model
+from adapters.lidar._velodyne_decode import decode_sweeps
+from adapters.lidar._velodyne_models import BOTH, LAST, STRONGEST, ModelDetector, get_model
 
 vd = pytest.importorskip("velodyne_decoder", reason="oracle: pip install velodyne-decoder")
 

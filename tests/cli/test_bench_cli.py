@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from hyperframes.cli import main
-from hyperframes.cli.bench import RUNNERS, find_benchmarks
+from hyperframes.cli._bench import RUNNERS, find_benchmarks
 
 
 def _rows(out: str, benchmark: str) -> list[list[str]]:
@@ -33,7 +33,7 @@ def test_bench_list_names_how_each_script_runs_quickly(capsys: pytest.CaptureFix
         line.split()[0]: line.split("  (", 1)[1] for line in capsys.readouterr().out.splitlines()
     }
     assert modes["fleet"] == "its quick())"  # bench_fleet.py defines quick()
-    assert modes["clock"] == "quick runner)"  # a runner in hyperframes.cli.bench
+    assert modes["clock"] == "quick runner)"  # a runner in hyperframes.cli._bench
     assert not any("no quick mode" in m for m in modes.values())
 
 

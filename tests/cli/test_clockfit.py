@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hyperframes.cli.clockfit import EARLY_GLITCH_NS, envelope_skew, without_early_glitches
+from hyperframes.cli._clockfit import EARLY_GLITCH_NS, envelope_skew, without_early_glitches
 
 
 def naive_keep(y: list[float], half: int = 4) -> list[bool]:

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from hyperframes.cli import build_parser, main
-from hyperframes.cli.demo import DEFAULT_REPORT, report_path
-from hyperframes.demo import session
-from hyperframes.demo.report import ReportData, write_report
+from hyperframes.cli._demo import DEFAULT_REPORT, report_path
+from hyperframes.demo import _session as session
+from hyperframes.demo._report import ReportData, write_report
 
 MS = 1_000_000
 
@@ -150,7 +150,7 @@ def test_write_report_draws_any_run_from_plain_arrays(tmp_path: Path) -> None:
 
 def test_importing_fusion_does_not_import_matplotlib() -> None:
     code = (
-        "import sys, fusion, hyperframes.demo.report, hyperframes.cli.demo; "
+        "import sys, fusion, hyperframes.demo._report, hyperframes.cli._demo; "
         "assert 'matplotlib' not in sys.modules, 'matplotlib imported eagerly'"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
@@ -160,7 +160,7 @@ def test_importing_fusion_does_not_import_matplotlib() -> None:
     ("ratio", "text"), [(1.45, "x1.45"), (0.5, "x0.50"), (12.34, "x12.3"), (480.2, "x480")]
 )
 def test_real_time_factors_keep_their_digits(ratio: float, text: str) -> None:
-    from hyperframes.demo.report import times_real_time
+    from hyperframes.demo._report import times_real_time
 
     assert times_real_time(ratio) == text
 
@@ -171,7 +171,7 @@ def test_the_throughput_legend_covers_no_label() -> None:
     matplotlib.use("Agg", force=True)
     from matplotlib import pyplot as plt
 
-    from hyperframes.demo.report import _throughput
+    from hyperframes.demo._report import _throughput
 
     data = ReportData(
         title="a run",

@@ -44,7 +44,7 @@ def test_a_bare_error_names_the_input_and_the_place(
     assert "Traceback" not in text
     first, hint = text.splitlines()
     assert first.startswith(f"hyperframes check: error: {type(error).__name__}")
-    assert f"(reading '{path}'; at hyperframes/cli/check.py:" in first
+    assert f"(reading '{path}'; at hyperframes/cli/_check.py:" in first
     assert first.endswith(" in run)")
     assert hint == "(run again with -v for the traceback)"
     with pytest.raises(type(error)):

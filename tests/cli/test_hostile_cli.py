@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from fusion.frames import Frame, SensorSpec
-from hyperframes.cli.common import printable
+from hyperframes.cli._common import printable
 from recordings import Recorder
 from recordings.outputs.files._names import inside, safe_filename
 from tests.recordings.hostile import Chunk, good_chunks, recording

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from hyperframes.cli import main
-from hyperframes.cli.common import command_logging
+from hyperframes.cli._common import command_logging
 
 
 @pytest.mark.parametrize("flags", [["-q"], ["-v"], []])

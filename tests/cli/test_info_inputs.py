@@ -142,11 +142,11 @@ def named(path: Path, words: str, advice: str) -> None:
 
 def test_info_names_a_real_ouster_osf_file_or_summarises_it() -> None:
     """Named with what to do while info has no OSF reader; summarised once it has one
-    (hyperframes.cli.osfinfo, another engineer's work in progress)."""
+    (hyperframes.cli._osfinfo, another engineer's work in progress)."""
     import importlib.util
 
     osf = DATA / "ouster" / "osf_fw_3.2_10scans.osf"
-    if importlib.util.find_spec("hyperframes.cli.osfinfo") is None:
+    if importlib.util.find_spec("hyperframes.cli._osfinfo") is None:
         named(osf, "is an Ouster OSF file", "ouster-sdk")
     else:
         done = info(str(osf))

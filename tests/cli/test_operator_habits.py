@@ -15,7 +15,7 @@ import pytest
 from fusion.clock import OnlineClock
 from fusion.frames import Frame, SensorSpec
 from hyperframes.cli import COMMANDS, build_parser, main
-from hyperframes.cli.common import clock_text
+from hyperframes.cli._common import clock_text
 from recordings import Recorder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -190,7 +190,7 @@ def test_a_second_ctrl_c_cuts_the_drain_short() -> None:
 
     import anyio
 
-    from hyperframes.cli.common import run_until_signalled
+    from hyperframes.cli._common import run_until_signalled
 
     class Draining:
         stops = 0

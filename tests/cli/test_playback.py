@@ -10,7 +10,7 @@ import pytest
 
 from adapters import Source
 from fusion import Frame, SensorSpec, VirtualClock, use_clock
-from hyperframes.cli.playback import RATES, PacedSource, PlaybackControl
+from hyperframes.cli._playback import RATES, PacedSource, PlaybackControl
 
 MS = 1_000_000
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from hyperframes.cli.segments import item_json
-from hyperframes.fleet.config import load_fleet_config
+from hyperframes.cli._segments import item_json
+from hyperframes.fleet._config import load_fleet_config
 from hyperframes.segments import RecordingJob, run_serial
 from tests.fleet.fleet_helpers import make_recording, write_run_file
 from tests.terminal import plain, run_in_terminal, run_piped, screen

@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hyperframes.cli import main
-from hyperframes.cli.units import (
+from hyperframes.cli._units import (
     MAX_DURATION_NS,
     MAX_SECONDS,
     MAX_SIZE,

@@ -12,7 +12,7 @@ import pytest
 
 from fusion import Frame, FrameGroup, Nearest
 from hyperframes.cli import main
-from hyperframes.cli.units import parse_duration
+from hyperframes.cli._units import parse_duration
 from recordings import Recorder, open_recording
 
 MS = 1_000_000

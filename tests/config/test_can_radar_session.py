@@ -32,7 +32,7 @@ from fusion.frames import Frame, FrameGroup
 from fusion.hub import SyncHub
 from fusion.timing import VirtualClock, use_clock
 from hyperframes.config import load_config
-from hyperframes.config.factory import build_policy
+from hyperframes.config._factory import build_policy
 from recordings import Replay, open_recording
 from tests.adapters.radar_testdata import scan_capture
 

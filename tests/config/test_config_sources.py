@@ -10,7 +10,7 @@ import pytest
 
 from fusion import ConfigError, VirtualClock, use_clock
 from hyperframes.config import build_pipeline, load_config
-from hyperframes.config.factory import build_source
+from hyperframes.config._factory import build_source
 
 BAGS = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "real" / "bags"
 
@@ -292,8 +292,8 @@ options = { count = 2, period_ms = 5 }
 def test_a_udp_time_series_gathers_as_its_config_says_else_as_the_command_does(
     tmp_path: Path,
 ) -> None:
-    from adapters.timeseries import DEFAULT_GATHER
-    from hyperframes.cli.record import record_gather
+    from adapters._timeseries import DEFAULT_GATHER
+    from hyperframes.cli._record import record_gather
     from hyperframes.config.sources import RECORD_GATHER_MS
 
     body = '[[sources]]\ntype = "timeseries_udp"\nname = "imu"\nport = 0\n'

@@ -9,7 +9,7 @@ import pytest
 from adapters.lidar import PointCloudFiles
 from fusion import ConfigError
 from hyperframes.config import validate_config
-from hyperframes.config.factory import build_source
+from hyperframes.config._factory import build_source
 
 NUSCENES = (
     Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "real" / "pointclouds"

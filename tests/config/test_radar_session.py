@@ -18,7 +18,7 @@ from fusion.frames import FrameGroup
 from fusion.hub import SyncHub
 from fusion.timing import VirtualClock, use_clock
 from hyperframes.config import build_pipeline, load_config
-from hyperframes.config.factory import build_policy, build_source
+from hyperframes.config._factory import build_policy, build_source
 from recordings import Replay, open_recording
 from tests.adapters.radar_testdata import scan_capture
 

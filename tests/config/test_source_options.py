@@ -21,6 +21,8 @@ from fusion.errors import ConfigError
 from fusion.frames import Frame, SensorSpec
 from fusion.source import Source
 from hyperframes.config import PipelineConfig
+from hyperframes.config._factory import build_source
+from hyperframes.config._schema import validate_model
 from hyperframes.config._source_docs import (
     BEGIN,
     COMMON_BEGIN,
@@ -30,8 +32,6 @@ from hyperframes.config._source_docs import (
     row,
 )
 from hyperframes.config._source_type import BuildContext, SourceOptions, source_union
-from hyperframes.config.factory import build_source
-from hyperframes.config.schema import validate_model
 from hyperframes.config.sources import SOURCE_TYPES
 
 ROOT = Path(__file__).resolve().parents[2]

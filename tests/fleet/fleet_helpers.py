@@ -11,8 +11,8 @@ import numpy as np
 from adapters import SensorTiming, SyntheticCamera, SyntheticImu, SyntheticLidar
 from fusion.frames import Frame
 from hyperframes.config import build_pipeline, validate_config
-from hyperframes.fleet.config import FleetConfig, validate_fleet_config
-from hyperframes.fleet.results import ResultGroup
+from hyperframes.fleet._config import FleetConfig, validate_fleet_config
+from hyperframes.fleet._results import ResultGroup
 from recordings import Recorder
 
 MS = 1_000_000

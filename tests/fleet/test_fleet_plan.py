@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from fusion.errors import ConfigError
 from fusion.frames import Frame, FrameGroup
 from hyperframes.fleet import plan_parts, plan_resources, read_results, run_local
-from hyperframes.fleet.codec import decode_group, decode_results, encode_group, encode_results
-from hyperframes.fleet.config import load_fleet_config, validate_fleet_config
-from hyperframes.fleet.tasks import iterate_blocking
+from hyperframes.fleet._codec import decode_group, decode_results, encode_group, encode_results
+from hyperframes.fleet._config import load_fleet_config, validate_fleet_config
+from hyperframes.fleet._tasks import iterate_blocking
 
 from .fleet_helpers import (
     SYNC,
@@ -293,8 +293,8 @@ def test_the_package_exports_a_sorted_all_that_resolves_without_ray(
 
 
 def test_an_actor_whose_model_cannot_load_fails_its_groups_not_the_fleet(tmp_path: Path) -> None:
-    from hyperframes.fleet.codec import encode_group
-    from hyperframes.fleet.tasks import InferenceModel
+    from hyperframes.fleet._codec import encode_group
+    from hyperframes.fleet._tasks import InferenceModel
 
     config = validate_fleet_config(
         {

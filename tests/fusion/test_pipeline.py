@@ -8,7 +8,7 @@ import anyio
 import numpy as np
 
 from adapters import SensorTiming, SyntheticCamera, SyntheticImu, SyntheticLidar
-from adapters.lidar.processing import VoxelDownsample
+from adapters.lidar import VoxelDownsample
 from fusion import (
     BatchWorker,
     FrameGroup,

@@ -208,7 +208,7 @@ def test_a_topic_without_messages_does_not_hold_the_groups_back(
 def test_info_of_a_recorded_bag_comes_from_its_footer_and_says_what_every_frame_says(
     recorded: dict[str, tuple[Path, BagSource]], name: str
 ) -> None:
-    from hyperframes.cli.sensorstats import sensor_details
+    from hyperframes.cli._sensorstats import sensor_details
     from recordings import open_recording
 
     hfr, source = recorded[name]

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from adapters import BagSource
-from adapters.lidar.pcd import read_pcd
+from adapters.lidar._pcd import read_pcd
 from adapters.synthetic import synthetic_session, synthetic_timeline
 from fusion import ApproximateTime, Frame, SensorSpec
 from hyperframes.cli import main as cli

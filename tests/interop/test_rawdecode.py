@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from adapters import BagSource
 from adapters.errors import DecodeError
-from adapters.lidar.points import normalize
+from adapters.lidar._points import normalize
 from adapters.ros._messages import decoder_info, header_stamp
 from adapters.ros._rawdecode import RAW_ERRORS, Malformed, raw_decoder, standard_layout
 from tests.interop.bagdata import TYPES, Builder, write_bag
@@ -326,7 +326,7 @@ def test_pointcloud2_raw_equals_deserialise_and_normalize(
         if isinstance(got, str):
             continue
         points = got[2]
-        # The layout is what adapters.lidar.points.normalize makes of the fields by name.
+        # The layout is what adapters.lidar._points.normalize makes of the fields by name.
         records = np.frombuffer(
             np.ascontiguousarray(
                 msg.data.reshape(height, -1)[:, : width * msg.point_step] if height else msg.data

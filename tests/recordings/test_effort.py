@@ -15,7 +15,7 @@ import zstandard
 from hypothesis import given
 from hypothesis import strategies as st
 
-from adapters.lidar.pcap import read_udp
+from adapters.lidar._pcap import read_udp
 from fusion.errors import ConfigError
 from fusion.frames import Frame
 from recordings import Recorder, open_recording

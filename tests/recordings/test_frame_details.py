@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fusion import Frame
-from hyperframes.cli.sensorstats import (
+from hyperframes.cli._sensorstats import (
     SensorColumns,
     columns_from_footer,
     columns_from_frames,

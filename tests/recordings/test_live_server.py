@@ -16,7 +16,7 @@ from adapters import SensorTiming, SyntheticCamera, SyntheticImu, SyntheticLidar
 from fusion import Frame, FrameGroup, Nearest, Pipeline, VirtualClock, WorkerError
 from fusion.errors import UsageError
 from fusion.frames import SensorSpec
-from hyperframes.cli.serve import print_served
+from hyperframes.cli._serve import print_served
 from recordings.outputs.live._foxglove_server import FoxgloveServer, result_json
 from tests.interop.foxglove_client import Decoder, LiveClient, connect
 
@@ -382,7 +382,7 @@ async def test_a_bags_transient_local_topics_reach_a_late_subscriber_in_full() -
     one, byte for byte as rosbags reads them from the bag."""
     from rosbags.highlevel import AnyReader
 
-    from hyperframes.cli.serve import bag_latched_topics
+    from hyperframes.cli._serve import bag_latched_topics
     from recordings import open_source
 
     with AnyReader([BAG2]) as reader:  # the reference

@@ -292,7 +292,7 @@ def test_record_with_three_hundred_sources_closes(tmp_path: Path) -> None:
 
 def _skew_point_by_point(x: np.ndarray, arrival: np.ndarray) -> float | None:
     """What ``envelope_skew`` computed before: every point through the envelope."""
-    from hyperframes.cli.clockfit import without_early_glitches
+    from hyperframes.cli._clockfit import without_early_glitches
 
     before = np.maximum.accumulate(np.concatenate([[np.iinfo(np.int64).min], x[:-1]]))
     ahead = x > before
@@ -319,7 +319,7 @@ def test_the_clock_fit_from_hull_candidates_equals_the_point_by_point_envelope(
 ) -> None:
     """info's skew over millions of points: the vectorised pre-filter keeps every hull
     vertex, so the fit is exactly :class:`LowerEnvelope`'s over every point."""
-    from hyperframes.cli.clockfit import envelope_skew
+    from hyperframes.cli._clockfit import envelope_skew
 
     x = np.cumsum(np.array([10**15, *gaps], np.int64))
     d = delays.draw(
@@ -562,7 +562,7 @@ def test_info_of_the_long_file_reads_the_summaries_and_no_chunk(
     import recordings.hfr._records as records_mod
     import recordings.hfr._stamp_index as stamp_index_mod
     from hyperframes.cli import main
-    from hyperframes.cli.sensorstats import columns_from_footer, summarize
+    from hyperframes.cli._sensorstats import columns_from_footer, summarize
 
     path, n, _ = long_file
     with open_recording(path) as log:

@@ -391,7 +391,7 @@ def test_ros2_options_parse_strictly_and_need_to_ros2(
 ) -> None:
     from adapters.ros import DEFAULT, SENSOR_DATA, TopicQos
     from hyperframes.cli import main
-    from hyperframes.cli.to_ros2 import parse_qos
+    from hyperframes.cli._to_ros2 import parse_qos
 
     assert parse_qos("default") == DEFAULT
     assert parse_qos("sensor_data") == SENSOR_DATA

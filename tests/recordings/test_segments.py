@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hyperframes.fleet.plan import plan_parts
+from hyperframes.fleet._plan import plan_parts
 from recordings import open_recording
 from recordings.hfr._segments import (
     chunk_boundaries,

@@ -2,7 +2,7 @@
 
 :class:`recordings.hfr._sensor_summary.SensorReducer` is fed one sensor's rows in random
 chunk splits; the report ``info`` builds from its summary must equal
-:func:`hyperframes.cli.sensorstats.summarize` over the whole columns (segments,
+:func:`hyperframes.cli._sensorstats.summarize` over the whole columns (segments,
 restarts, connections, re-paced arrivals, early glitches, seq gaps, payload sizes
 and shapes), the delay percentiles exactly while a segment's delays take few
 distinct values (always here).
@@ -17,7 +17,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hyperframes.cli.sensorstats import SensorColumns, _report_of, summarize
+from hyperframes.cli._sensorstats import SensorColumns, _report_of, summarize
 from recordings.hfr._details import PLAIN, REPACED, SEGMENT
 from recordings.hfr._sensor_summary import SensorReducer
 

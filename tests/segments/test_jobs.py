@@ -1,4 +1,4 @@
-"""hyperframes.segments.jobs: a run file's workers on video segments and a run file's
+"""hyperframes.segments._jobs: a run file's workers on video segments and a run file's
 sync, stages and workers on recording segments give the serial groups, also when a
 lagging recording segment is cut."""
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from hyperframes.fleet.config import validate_fleet_config
+from hyperframes.fleet._config import validate_fleet_config
 from hyperframes.segments import (
     RecordingJob,
     SegmentStatistics,

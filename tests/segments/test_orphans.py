@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from hyperframes.segments import janitor
+from hyperframes.segments import _janitor as janitor
 
 ROOT = Path(__file__).resolve().parents[2]
 SHM = Path("/dev/shm")

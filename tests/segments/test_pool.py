@@ -1,4 +1,4 @@
-"""hyperframes.segments.pool: the process pool's results equal the serial run's, in
+"""hyperframes.segments._pool: the process pool's results equal the serial run's, in
 order, through bounded shared-memory blocks, with lagging segments split and a failing
 one named (on a generated video, with VideoJob)."""
 

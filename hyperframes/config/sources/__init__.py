@@ -1,7 +1,7 @@
 """The ``[[sources]]`` types: one module each, and the union the schema validates with.
 
 Each source type is declared once, in its own module here (the ``python`` type in
-:mod:`hyperframes.config.python_source`): a
+:mod:`hyperframes.config._python_source`): a
 :class:`~hyperframes.config._source_type.SourceOptions` model whose fields are its
 TOML keys (defaults, bounds, other spellings, docstrings), whose validators check
 what needs several keys, and whose ``build`` makes the source. :data:`SOURCE_TYPES`
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from hyperframes.config._python_source import PythonSourceConfig
 from hyperframes.config._source_type import SourceOptions, source_types_of, source_union
-from hyperframes.config.python_source import PythonSourceConfig
 from hyperframes.config.sources.audio import AudioConfig
 from hyperframes.config.sources.bag import BagConfig
 from hyperframes.config.sources.can import CanConfig

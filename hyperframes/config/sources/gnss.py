@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
+from hyperframes.config._base import UdpSender
 from hyperframes.config._source_type import BuildContext, SourceOptions
-from hyperframes.config.base import UdpSender
 
 if TYPE_CHECKING:
     from fusion.source import Source

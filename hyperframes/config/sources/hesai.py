@@ -1,5 +1,5 @@
 """``type = "hesai"``: a Hesai LiDAR, a pcap, a bag of packets or live UDP
-(:class:`adapters.lidar.hesai.HesaiSource`)."""
+(:class:`adapters.lidar._hesai.HesaiSource`)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
+from hyperframes.config._base import UdpSender
 from hyperframes.config._source_type import BuildContext, SourceOptions
-from hyperframes.config.base import UdpSender
 
 if TYPE_CHECKING:
     from fusion.source import Source
@@ -65,7 +65,7 @@ class HesaiConfig(SourceOptions):
 
     summary: ClassVar[str] = "Exactly one of `pcap`, `bag` or `port`."
     see: ClassVar[str] = "lidar.md#hesai-hesaisource"
-    target: ClassVar[str | None] = "adapters.lidar.hesai:HesaiSource"
+    target: ClassVar[str | None] = "adapters.lidar._hesai:HesaiSource"
 
     @model_validator(mode="after")
     def _one_input(self) -> HesaiConfig:
@@ -74,6 +74,6 @@ class HesaiConfig(SourceOptions):
         return self
 
     def build(self, context: BuildContext) -> Source:
-        from adapters.lidar.hesai import HesaiSource
+        from adapters.lidar import HesaiSource
 
         return HesaiSource(name=self.name, **self.kwargs())

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
+from hyperframes.config._base import UdpSender
 from hyperframes.config._source_type import BuildContext, SourceOptions
-from hyperframes.config.base import UdpSender
 
 if TYPE_CHECKING:
     from fusion.source import Source
@@ -59,7 +59,7 @@ class OusterConfig(SourceOptions):
         """The lidar and its IMU; of an OSF file, its streams' (read from the file)."""
         if self.osf is None:
             return [self.name, f"{self.name}_imu"]
-        from adapters.lidar.ouster import osf_sensor_names
+        from adapters.lidar import osf_sensor_names
 
         try:
             return osf_sensor_names(self.osf, self.name)

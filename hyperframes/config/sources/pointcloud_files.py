@@ -36,7 +36,7 @@ class PointCloudFilesConfig(SourceOptions):
     @model_validator(mode="after")
     def _known_layout(self) -> PointCloudFilesConfig:
         if self.layout is not None:
-            from adapters.lidar.layouts import resolve_layout
+            from adapters.lidar import resolve_layout
 
             try:
                 resolve_layout(self.layout)

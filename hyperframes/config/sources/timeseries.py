@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field
 
+from hyperframes.config._base import UdpSender
 from hyperframes.config._source_type import BuildContext, SourceOptions
-from hyperframes.config.base import UdpSender
 
 if TYPE_CHECKING:
     from fusion.source import Source
@@ -32,10 +32,10 @@ class TimeSeriesCsvConfig(SourceOptions):
     kind: Kind = "timeseries"
 
     see: ClassVar[str] = "timeseries.md"
-    target: ClassVar[str | None] = "adapters.timeseries:TimeSeriesSource.from_csv"
+    target: ClassVar[str | None] = "adapters._timeseries:TimeSeriesSource.from_csv"
 
     def build(self, context: BuildContext) -> Source:
-        from adapters.timeseries import TimeSeriesSource
+        from adapters import TimeSeriesSource
 
         return TimeSeriesSource.from_csv(name=self.name, **self.kwargs())
 
@@ -70,7 +70,7 @@ class TimeSeriesUdpConfig(SourceOptions):
     together; 0: read each at once"""
 
     see: ClassVar[str] = "timeseries.md"
-    target: ClassVar[str | None] = "adapters.timeseries:TimeSeriesSource.from_udp"
+    target: ClassVar[str | None] = "adapters._timeseries:TimeSeriesSource.from_udp"
     arguments: ClassVar[dict[str, str | None]] = {
         "time_field": None,
         "jump_threshold_s": "jump_threshold",
@@ -79,7 +79,7 @@ class TimeSeriesUdpConfig(SourceOptions):
     }
 
     def build(self, context: BuildContext) -> Source:
-        from adapters.timeseries import TimeSeriesSource
+        from adapters import TimeSeriesSource
 
         gather = self.gather_ms if self.gather_ms is not None else context.gather_ms
         kwargs: dict[str, Any] = self.kwargs()

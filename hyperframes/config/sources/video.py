@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import AliasChoices, Field, field_validator
 
+from hyperframes.config._base import _Sized
 from hyperframes.config._source_type import BuildContext, SourceOptions
-from hyperframes.config.base import _Sized
 
 if TYPE_CHECKING:
     from fusion.source import Source

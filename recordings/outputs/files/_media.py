@@ -25,7 +25,7 @@ PCD: one binary PCD v0.7 file per sweep, named ``<sensor>-<seq>-<t>.pcd``
 with the sensor name made safe by :func:`recordings.outputs.files._names.safe_filename`
 (a name from a file never picks the folder),
 with every numeric field of the point array (``x y z intensity ring ...``);
-:func:`adapters.lidar.pcd.read_pcd` and PCL/Open3D read them back.
+:func:`adapters.lidar._pcd.read_pcd` and PCL/Open3D read them back.
 """
 
 from __future__ import annotations
