@@ -287,7 +287,9 @@ def test_a_room_shows_only_its_face(room: str, subpackages: set[str]) -> None:
 
 def test_outputs_and_ros_each_live_in_one_room() -> None:
     """The live publishers, file exports and encoders sit together in ``recordings.outputs``;
-    DDS is spoken only in the ROS room (and the publisher that writes through it)."""
+    DDS (``cyclonedds``) and ROS types (``rosbags.typesys``, ``rosbags.interfaces``) are
+    spoken only in the ROS room: the bag room reads bags with rosbags' readers, the exporters
+    and the publisher go through ``adapters.ros``."""
     modules = library_modules()
     outputs = {m for m in modules if m.startswith("recordings.outputs")}
     for wanted in ("live._foxglove_server", "live._ros2_publisher", "files._mcap_ros2",
@@ -299,7 +301,29 @@ def test_outputs_and_ros_each_live_in_one_room() -> None:
         for name, path in modules.items()
         if any(t.split(".")[0] == "cyclonedds" for _, t in imported_modules(path))
     )
-    assert all(m.startswith(("adapters.ros", "recordings.outputs.live")) for m in dds), dds
+    assert all(m.startswith("adapters.ros") for m in dds), dds
+
+    def importers(*prefixes: str) -> list[str]:
+        return sorted(
+            name
+            for name, path in modules.items()
+            if any(
+                t == p or t.startswith(p + ".") for _, t in imported_modules(path) for p in prefixes
+            )
+        )
+
+    typesys = importers("rosbags.typesys", "rosbags.serde")
+    assert all(m.startswith("adapters.ros") for m in typesys), typesys
+    interfaces = importers("rosbags.interfaces")  # the bag room builds rosbags connections
+    assert all(
+        m.startswith(("adapters.ros", "adapters.bags", "hyperframes.cli")) for m in interfaces
+    )
+    rosbags = importers("rosbags")
+    assert all(
+        m.startswith(("adapters.ros", "adapters.bags", "hyperframes.cli"))
+        or m == "recordings.outputs.files._ros1_bag"  # rosbags' ROS 1 bag writer
+        for m in rosbags
+    ), rosbags
 
 
 def test_every_face_name_has_a_home_that_defines_it() -> None:

@@ -23,6 +23,8 @@ import zlib
 from collections.abc import Generator, Mapping
 from typing import Any
 
+from adapters.bags import _compat_rosbags as compat
+
 _RECORD = struct.Struct("<BQ")
 _MESSAGE = struct.Struct("<BQHIQ")  # opcode, length, channel id, sequence, log time
 _CRC = struct.Struct("<I")
@@ -34,9 +36,10 @@ class DamagedChunk(Exception):
 
 
 def indexed(storage: Any) -> bool:
-    """Whether ``storage`` (rosbags' ``McapReader``) can be read here."""
-    chunks = getattr(storage, "chunks", None)
-    if not chunks or getattr(storage, "bio", None) is None:
+    """Whether ``storage`` (rosbags' ``McapReader``, read through
+    :mod:`~adapters.bags._compat_rosbags`) can be read here."""
+    chunks = compat.mcap_chunks(storage)
+    if not chunks or compat.mcap_file(storage) is None:
         return False
     ordered = sorted(chunks, key=lambda c: (c.message_start_time, c.chunk_start_offset))
     return all(a.message_end_time < b.message_start_time for a, b in itertools.pairwise(ordered))
@@ -51,13 +54,16 @@ def chunk_messages(
     """
     lo = -1 if start is None else start
     hi = 1 << 64 if stop is None else stop
-    chunks = sorted(storage.chunks, key=lambda c: (c.message_start_time, c.chunk_start_offset))
+    chunks = sorted(
+        compat.mcap_chunks(storage), key=lambda c: (c.message_start_time, c.chunk_start_offset)
+    )
+    bio = compat.mcap_file(storage)
     for chunk in chunks:
         if chunk.message_end_time < lo or chunk.message_start_time >= hi:
             continue
         if chunk.channel_count and not any(chunk.channel_count.get(c) for c in channels):
             continue
-        buf = _chunk_records(storage.bio, chunk)
+        buf = _chunk_records(bio, chunk)
         out: list[tuple[Any, int, bytes]] = []
         pos, end = 0, len(buf)
         unpack = _MESSAGE.unpack_from

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters._side_files import read_small_text
+from adapters.bags import _compat_rosbags as compat
 from adapters.bags._detect import bag_format, not_a_bag
 from adapters.bags._mcapchunks import chunk_messages, indexed
 from adapters.bags._mcapfile import mcap_profile
@@ -133,7 +134,7 @@ class BagReader:
                 raise err from None
         try:
             self.connections: list[Any] = _service_definitions(
-                list(self._reader.connections), _storages(self._reader) if self.is2 else []
+                list(self._reader.connections), compat.storages(self._reader) if self.is2 else []
             )
             self._detected = False
             self._detected = self._detect_compression()
@@ -172,8 +173,7 @@ class BagReader:
             return "noetic", "ROS 1"
         if asked is not None:
             return asked, "asked for"
-        meta = getattr(self._reader.storage, "metadata", None)
-        named = getattr(meta, "ros_distro", None)
+        named = getattr(compat.metadata(self._reader), "ros_distro", None)
         if named and named in ros_distros():
             return str(named), "named in metadata.yaml"
         none = MessageDefinitionFormat.NONE
@@ -190,7 +190,7 @@ class BagReader:
         """``"rosbag1"``, ``"mcap"`` or ``"sqlite3"``."""
         if not self.is2:
             return "rosbag1"
-        storages = _storages(self._reader)
+        storages = compat.storages(self._reader)
         name = type(storages[0]).__name__ if storages else ""
         return "sqlite3" if "Sqlite" in name else "mcap"
 
@@ -202,8 +202,8 @@ class BagReader:
             return None
         if self._detected:
             return "zstd (message, detected from the data)"
-        meta = self._reader.storage.metadata
-        if not meta.compression_mode:
+        meta = compat.metadata(self._reader)
+        if not getattr(meta, "compression_mode", None):
             return None
         return f"{meta.compression_format} ({meta.compression_mode})"
 
@@ -213,7 +213,8 @@ class BagReader:
         as ``metadata.yaml`` says, or as the data says when it does not (a ``.db3`` alone)."""
         if not self.is2:
             return False
-        return self._detected or self._reader.storage.metadata.compression_mode == "message"
+        meta = compat.metadata(self._reader)
+        return self._detected or getattr(meta, "compression_mode", None) == "message"
 
     def _detect_compression(self) -> bool:
         """Whether the first message is a zstd frame though no metadata says so.
@@ -223,8 +224,7 @@ class BagReader:
         """
         if not self.is2 or not self.connections:
             return False
-        meta = getattr(self._reader.storage, "metadata", None)
-        if getattr(meta, "compression_mode", None):
+        if getattr(compat.metadata(self._reader), "compression_mode", None):
             return False
         messages = self.messages()
         try:
@@ -369,7 +369,7 @@ class BagReader:
         # Each storage file in turn (as rosbag2 writes and reads them), its
         # connections matched on topic and type, not on QoS.
         wanted = {(c.topic, c.msgtype): c for c in conns}
-        for storage in _storages(self._reader):
+        for storage in compat.storages(self._reader):
             connmap = {
                 s.id: wanted[(s.topic, s.msgtype)]
                 for s in storage.connections
@@ -393,16 +393,10 @@ class BagReader:
         spans: list[tuple[int, int, int]] = []
         try:
             if not self.is2:
-                return (
-                    sorted(
-                        (c.start_time, c.end_time, sum(c.connection_counts.values()))
-                        for c in self._reader.chunk_infos
-                    )
-                    or None
-                )
-            for part in _storages(self._reader):
-                chunks = getattr(part, "chunks", None)  # MCAP
-                if not chunks:
+                return sorted(compat.ros1_chunk_spans(self._reader)) or None
+            for part in compat.storages(self._reader):
+                chunks = compat.mcap_chunks(part)
+                if not chunks:  # sqlite3
                     return None
                 spans += [
                     (c.message_start_time, c.message_end_time, sum(c.channel_count.values()))
@@ -414,11 +408,8 @@ class BagReader:
 
     def forget_open_chunk(self) -> None:
         """After a read error, drop the ROS 1 reader's cached chunk (it may be half-replaced)."""
-        import io
-
         self._chunk.forget()
-        if isinstance(getattr(self._reader, "current_chunk", None), tuple):
-            self._reader.current_chunk = (-1, io.BytesIO())
+        compat.forget_ros1_chunk(self._reader)
 
     def close(self) -> None:
         """Close the bag's files (and a file-compressed bag's decompressed copy)."""
@@ -441,27 +432,23 @@ def _make_reader(path: Path, is2: bool) -> Any:
     may be named ``*.bag``, a ROS 1 file may have any suffix.
     """
     try:
-        from rosbags.rosbag1 import Reader as Reader1
-        from rosbags.rosbag2 import Reader as Reader2
-        from rosbags.rosbag2.storage_mcap import McapReader
+        import rosbags.rosbag2  # noqa: F401
     except ImportError as err:  # pragma: no cover - rosbags is an install requirement
         raise SourceOpenError(
             "reading ROS bags needs the 'rosbags' package, a hyperframes dependency: "
             "reinstall hyperframes from its clone (pip install .)"
         ) from err
     if not is2:
-        return Reader1(path)
+        return compat.ros1_reader(path)
     if path.is_dir() and (single := _unnamed_storage(path)) is not None:
-        return Reader2(single)
+        return compat.rosbag2_reader(single)
     if path.is_file() and mcap_profile(path) not in (None, "ros2"):
         from adapters.bags._mcapstorage import McapAnyReader
 
         return McapAnyReader(path)  # rosbags reads the ros2 profile only
     if path.is_dir() or path.suffix in (".mcap", ".db3"):
-        return Reader2(path)
-    reader = Reader2.__new__(Reader2)  # an MCAP file with another suffix
-    reader.path, reader.is_open, reader.storage = path, False, McapReader(path)
-    return reader
+        return compat.rosbag2_reader(path)
+    return compat.rosbag2_mcap_file(path)  # an MCAP file with another suffix
 
 
 def _unnamed_storage(path: Path) -> Path | None:
@@ -491,8 +478,8 @@ def _service_definitions(connections: list[Any], storages: list[Any]) -> list[An
 
     stored: dict[str, tuple[str, str]] = {}
     for storage in storages:
-        for row in getattr(storage, "msgtypes", None) or []:
-            stored.setdefault(row["name"], (row["encoding"], row["msgdef"]))
+        for name, encoding, text in compat.stored_definitions(storage):
+            stored.setdefault(name, (encoding, text))
     formats = {"ros2msg": MessageDefinitionFormat.MSG, "ros2idl": MessageDefinitionFormat.IDL}
     out = []
     for conn in connections:
@@ -507,9 +494,3 @@ def _service_definitions(connections: list[Any], storages: list[Any]) -> list[An
             conn = conn._replace(msgdef=MessageDefinition(formats[encoding], text))
         out.append(conn)
     return out
-
-
-def _storages(reader: Any) -> list[Any]:
-    """The storage readers of an open rosbag2 reader (one per file of a directory)."""
-    storage = reader.storage
-    return list(getattr(storage, "storages", None) or [storage])

@@ -21,6 +21,8 @@ import struct
 from collections.abc import Collection, Generator
 from typing import Any
 
+from adapters.bags import _compat_rosbags as compat
+
 _U32 = struct.Struct("<I").unpack_from
 _OP_MSGDATA = 0x02
 _OP_CONNECTION = 0x07
@@ -31,8 +33,9 @@ class DamagedRecord(Exception):
 
 
 def usable(reader: Any) -> bool:
-    """Whether ``reader`` (rosbags' open ROS 1 ``Reader``) has what this module reads."""
-    return all(hasattr(reader, a) for a in ("indexes", "chunks", "bio")) and reader.bio is not None
+    """Whether ``reader`` (rosbags' open ROS 1 ``Reader``) has what this module reads
+    (:mod:`~adapters.bags._compat_rosbags`)."""
+    return compat.ros1_indexed(reader)
 
 
 class ChunkCache:
@@ -54,25 +57,22 @@ def ros1_messages(
     cache: ChunkCache,
 ) -> Generator[tuple[Any, int, bytes], None, None]:
     """``(connection, log time, bytes)`` of ``connections``, ``start``/``stop`` half-open."""
-    entries: list[Any] = []
+    entries: list[tuple[int, int, int]] = []
     for conn in connections:
-        entries += reader.indexes[conn.id]
+        entries += compat.ros1_entries(reader, conn.id)
     entries.sort()
     byid = {c.id: c for c in connections}
-    bio = reader.bio
     for time, chunk_pos, offset in entries:
         if start is not None and time < start:
             continue
         if stop is not None and time >= stop:
             return
         if cache.pos != chunk_pos:
-            chunk = reader.chunks[chunk_pos]
-            bio.seek(chunk.datapos)
-            raw = bio.read(chunk.datasize)
-            if len(raw) != chunk.datasize:
-                raise DamagedRecord(f"chunk at byte {chunk.datapos} is cut short")
             cache.forget()
-            cache.data, cache.pos = bytes(chunk.decompressor(raw)), chunk_pos
+            records = compat.ros1_chunk(reader, chunk_pos)
+            if records is None:
+                raise DamagedRecord(f"chunk at byte {chunk_pos} is cut short")
+            cache.data, cache.pos = records, chunk_pos
         data = cache.data
         pos = offset
         while True:

@@ -34,7 +34,14 @@ if TYPE_CHECKING:
         message_to_arrays,
     )
     from adapters.ros._names import dds_topic_name, dds_type_name, ros_topic_name, ros_type_name
-    from adapters.ros._participant import Participant, loopback_config, wait_matched
+    from adapters.ros._participant import (
+        DdsWriteError,
+        Participant,
+        loopback_config,
+        wait_for_acks,
+        wait_matched,
+        write_sample,
+    )
     from adapters.ros._passthrough import (
         MSGDEF,
         MSGTYPE,
@@ -46,9 +53,13 @@ if TYPE_CHECKING:
     )
     from adapters.ros._pointcloud2 import decode_pointcloud2, pointcloud2_fields
     from adapters.ros._qos import DEFAULT, SENSOR_DATA, TopicQos
+    from adapters.ros._ros2to1 import noetic_fits, to_noetic
     from adapters.ros._typestore import (
         bag_types,
         default_ros_distro,
+        fresh_type_store,
+        register_msg,
+        ros1_definition,
         ros_distros,
         standard_digest,
         type_store,
@@ -62,6 +73,7 @@ __all__ = [
     "RAW",
     "SENSOR_DATA",
     "SERIALIZATION",
+    "DdsWriteError",
     "MessageConverter",
     "Participant",
     "Ros2MessageType",
@@ -79,27 +91,35 @@ __all__ = [
     "decoder_info",
     "default_ros_distro",
     "encoding_for",
+    "fresh_type_store",
     "image_layout",
     "loopback_config",
     "message_class",
     "message_definition",
     "message_frame",
     "message_to_arrays",
+    "noetic_fits",
     "passthrough_type",
     "pointcloud2_fields",
     "policy_name",
     "raw_sample",
+    "register_msg",
+    "ros1_definition",
     "ros_distros",
     "ros_topic_name",
     "ros_type_name",
     "standard_digest",
+    "to_noetic",
     "type_store",
+    "wait_for_acks",
     "wait_matched",
+    "write_sample",
 ]
 
 _HOMES = {
     "DECODERS": "adapters.ros._messages",
     "DEFAULT": "adapters.ros._qos",
+    "DdsWriteError": "adapters.ros._participant",
     "MSGDEF": "adapters.ros._passthrough",
     "MSGTYPE": "adapters.ros._passthrough",
     "MessageConverter": "adapters.ros._convert",
@@ -122,22 +142,29 @@ _HOMES = {
     "decoder_info": "adapters.ros._messages",
     "default_ros_distro": "adapters.ros._typestore",
     "encoding_for": "adapters.ros._images",
+    "fresh_type_store": "adapters.ros._typestore",
     "image_layout": "adapters.ros._images",
     "loopback_config": "adapters.ros._participant",
     "message_class": "adapters.ros._idltypes",
     "message_definition": "adapters.ros._passthrough",
     "message_frame": "adapters.ros._convert",
     "message_to_arrays": "adapters.ros._messages",
+    "noetic_fits": "adapters.ros._ros2to1",
     "passthrough_type": "adapters.ros._passthrough",
     "pointcloud2_fields": "adapters.ros._pointcloud2",
     "policy_name": "adapters.ros._live_source",
     "raw_sample": "adapters.ros._idltypes",
+    "register_msg": "adapters.ros._typestore",
+    "ros1_definition": "adapters.ros._typestore",
     "ros_distros": "adapters.ros._typestore",
     "ros_topic_name": "adapters.ros._names",
     "ros_type_name": "adapters.ros._names",
     "standard_digest": "adapters.ros._typestore",
+    "to_noetic": "adapters.ros._ros2to1",
     "type_store": "adapters.ros._typestore",
+    "wait_for_acks": "adapters.ros._participant",
     "wait_matched": "adapters.ros._participant",
+    "write_sample": "adapters.ros._participant",
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, _HOMES)

@@ -37,7 +37,7 @@ from xml.sax.saxutils import quoteattr
 from adapters.errors import SourceOpenError
 from adapters.ros._names import dds_topic_name, ros_topic_name, ros_type_name
 from adapters.ros._qos import TopicQos, type_hash_from_user_data
-from fusion.errors import UsageError
+from fusion.errors import HyperframesError, UsageError
 
 DELIVERY_CONFIG = (
     '<CycloneDDS><Domain id="any"><General><MaxMessageSize>65500B</MaxMessageSize>'
@@ -315,13 +315,46 @@ def _effective(config: str | None) -> str:
 
 
 def _delete(entity: Any) -> None:
-    """Delete a cyclonedds entity now (its ``__del__`` does it once; later calls do nothing)."""
-    entity.__del__()
+    """Delete a cyclonedds entity now (later calls do nothing)."""
+    from adapters.ros._compat_cyclonedds import delete
+
+    delete(entity)
+
+
+class DdsWriteError(HyperframesError):
+    """DDS refused a sample :func:`write_sample` wrote; ``timed_out`` when a reliable write
+    waited its ``max_blocking`` for a slow reader."""
+
+    def __init__(self, message: str, *, timed_out: bool) -> None:
+        super().__init__(message)
+        self.timed_out = timed_out
+
+
+def write_sample(writer: Any, sample: Any) -> None:
+    """Write ``sample`` (a :func:`~adapters.ros.raw_sample`) with ``writer`` (a
+    ``DataWriter`` from :meth:`Participant.writer`); :class:`DdsWriteError` if DDS refuses."""
+    from cyclonedds.core import DDSException
+
+    try:
+        writer.write(sample)
+    except DDSException as err:
+        timed_out = err.code == DDSException.DDS_RETCODE_TIMEOUT
+        raise DdsWriteError(str(err), timed_out=timed_out) from err
+
+
+def wait_for_acks(writer: Any, timeout_ns: int) -> bool:
+    """Whether every matched reliable reader acknowledged what ``writer`` wrote, waiting at
+    most ``timeout_ns`` (``0``: only look)."""
+    from adapters.ros._compat_cyclonedds import wait_for_acks as wait
+
+    return wait(writer, timeout_ns)
 
 
 def _policy(qos: Any, scope: str) -> str | None:
     """``Policy.Reliability.BestEffort`` -> ``best_effort`` (a discovered endpoint's QoS)."""
-    policy = next((p for p in qos or () if getattr(p, "__scope__", None) == scope), None)
+    from adapters.ros._compat_cyclonedds import policy_scope
+
+    policy = next((p for p in qos or () if policy_scope(p) == scope), None)
     if policy is None:
         return None
     name = type(policy).__name__.rsplit(".", 1)[-1]
@@ -330,6 +363,8 @@ def _policy(qos: Any, scope: str) -> str | None:
 
 def _user_data(qos: Any) -> bytes | None:
     """The ``USER_DATA`` bytes of a discovered endpoint's QoS, if set."""
-    policy = next((p for p in qos or () if getattr(p, "__scope__", None) == "Userdata"), None)
+    from adapters.ros._compat_cyclonedds import policy_scope
+
+    policy = next((p for p in qos or () if policy_scope(p) == "Userdata"), None)
     data = getattr(policy, "data", None)
     return bytes(data) if data else None

@@ -47,6 +47,35 @@ def type_store(distro: str) -> Any:
     return get_typestore(Stores(prefix + distro))
 
 
+def fresh_type_store(distro: str | None = None) -> Any:
+    """A new ``rosbags`` type store of ``distro``'s standard types (``None``: no types), not
+    shared: what a caller registers in it stays there (:func:`type_store` is cached)."""
+    from rosbags.typesys import Stores, get_typestore
+
+    if distro is None:
+        return get_typestore(Stores.EMPTY)
+    type_store(distro)  # an unknown name fails here, saying which there are
+    return get_typestore(Stores(("ros1_" if distro == "noetic" else "ros2_") + distro))
+
+
+def register_msg(store: Any, msgtype: str, text: str) -> None:
+    """Parse the ``.msg`` definition ``text`` of ``msgtype`` (the ``===`` sections of its
+    dependencies included) and register it in ``store``. Raises what rosbags' parser
+    raises on a definition it cannot read (those errors have no common base)."""
+    from rosbags.typesys import get_types_from_msg
+
+    store.register(get_types_from_msg(text, msgtype))
+
+
+def ros1_definition(msgtype: str, text: str) -> tuple[str, str]:
+    """``(message_definition, md5sum)`` a ROS 1 bag's connection record holds for the ROS 1
+    ``.msg`` text of ``msgtype``; raises as :func:`register_msg` does."""
+    store = fresh_type_store()
+    register_msg(store, msgtype, text)
+    full, md5 = store.generate_msgdef(msgtype, ros_version=1)
+    return str(full), str(md5)
+
+
 def bag_types(
     connections: list[Any], standard_store: Any, ros_distro: str, is2: bool
 ) -> tuple[Any, str, dict[str, str]]:

@@ -8,7 +8,8 @@ connects or waits for data would therefore wait up to ``open_timeout`` or
 ``read_timeout`` (seconds) before its thread noticed.
 
 The callback reads the clock through the ``time`` name of
-``av.container.core``. :func:`install` puts a stand-in there that forwards
+``av.container.core`` (a PyAV internal, reached only through
+:mod:`adapters.video._compat_av`). :func:`install` puts a stand-in there that forwards
 to :mod:`time`, except in a thread that entered :func:`stoppable` with an
 event that is now set: there it returns ever larger values, so every pending
 timeout has passed at the next poll and FFmpeg returns ``AVERROR_EXIT``. Other
@@ -56,13 +57,10 @@ def install() -> bool:
     with _install_lock:
         if _installed:
             return True
-        import av.container.core as core
+        from adapters.video._compat_av import replace_container_clock
 
-        if getattr(core, "time", None) is not time:
-            return False
-        core.time = _StoppableTime()  # type: ignore[attr-defined]
-        _installed = True
-        return True
+        _installed = replace_container_clock(_StoppableTime())
+        return _installed
 
 
 @contextmanager

@@ -121,14 +121,14 @@ _TYPED = ("imu", "gnss", "odometry", "pose")
 def ros2_typestore() -> Any:
     """The Humble type store plus ``foxglove_msgs/msg/CompressedVideo`` and
     ``audio_common_msgs`` (:data:`AUDIO_MSGDEFS`)."""
-    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+    from adapters.ros import fresh_type_store, register_msg
 
-    store = get_typestore(Stores.ROS2_HUMBLE)
-    store.register(get_types_from_msg(_VIDEO_MSGDEF, TYPES["video"]))
+    store = fresh_type_store("humble")
+    register_msg(store, TYPES["video"], _VIDEO_MSGDEF)
     for name, msgdef in AUDIO_MSGDEFS.items():
-        store.register(get_types_from_msg(msgdef, name))
+        register_msg(store, name, msgdef)
     if CAN_FRAME_TYPE not in store.types:
-        store.register(get_types_from_msg(CAN_FRAME_MSGDEF, CAN_FRAME_TYPE))
+        register_msg(store, CAN_FRAME_TYPE, CAN_FRAME_MSGDEF)
     return store
 
 
@@ -319,11 +319,11 @@ class Ros2Messages:
     def _write_record(self, frame: Frame, log_time: int) -> bool:
         layout = self._records.get(frame.sensor)
         if layout is None:
-            from rosbags.typesys import get_types_from_msg
+            from adapters.ros import register_msg
 
             try:
                 layout = RecordLayout.from_data(frame.sensor, frame.data)
-                self.store.register(get_types_from_msg(layout.msgdef(), layout.msgtype))
+                register_msg(self.store, layout.msgtype, layout.msgdef())
             except Exception as err:  # a key rosbags refuses as a field name
                 self.skipped[(frame.sensor, f"no ROS 2 type fits its dict: {err}")] += 1
                 return False

@@ -29,7 +29,16 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from adapters.ros import MSGDEF, MSGTYPE, RAW, SERIALIZATION
+from adapters.ros import (
+    MSGDEF,
+    MSGTYPE,
+    RAW,
+    SERIALIZATION,
+    noetic_fits,
+    ros1_definition,
+    to_noetic,
+    type_store,
+)
 from fusion.frames import Frame, SensorSpec
 from recordings.outputs.encoders._kinds import is_internal
 from recordings.outputs.encoders._ros2 import Ros2Messages
@@ -56,7 +65,6 @@ class Ros1BagWriter(Ros2Messages):
         compression: str = "none",
     ) -> None:
         from rosbags.rosbag1 import Writer
-        from rosbags.typesys import Stores, get_typestore
 
         if compression not in COMPRESSIONS:
             raise ValueError(f"compression {compression!r}: expected one of {COMPRESSIONS}")
@@ -64,7 +72,7 @@ class Ros1BagWriter(Ros2Messages):
         self.path = Path(path)
         if self.path.exists():
             raise FileExistsError(f"'{self.path}' exists; not overwriting a bag")
-        self.noetic = get_typestore(Stores.ROS1_NOETIC)
+        self.noetic = type_store("noetic")
         self._bag = Writer(self.path)
         if compression != "none":
             self._bag.set_compression(Writer.CompressionFormat[compression.upper()])
@@ -120,12 +128,8 @@ class Ros1BagWriter(Ros2Messages):
         known = self._channels.get(topic)
         if known is not None:
             return known[1]
-        from rosbags.typesys import Stores, get_types_from_msg, get_typestore
-
         try:
-            store = get_typestore(Stores.EMPTY)
-            store.register(get_types_from_msg(msgdef, msgtype))
-            text, md5 = store.generate_msgdef(msgtype, ros_version=1)
+            text, md5 = ros1_definition(msgtype, msgdef)
         except Exception as err:  # rosbags' parser errors have no common base
             raise ValueError(f"its stored ROS 1 definition of {msgtype} does not parse") from err
         conn = self._bag.add_connection(topic, msgtype, msgdef=text, md5sum=md5)
@@ -150,12 +154,12 @@ class Ros1BagWriter(Ros2Messages):
             one_type_per_topic(topic, known[0], msgtype)
             return known[1]
         store = store if store is not None else self.store
-        if msgtype in self.noetic.fielddefs and _maps(msgtype, store, self.noetic):
+        if msgtype in self.noetic.fielddefs and noetic_fits(msgtype, store, self.noetic):
             noetic = self.noetic
 
             def convert(cdr: bytes, seq: int) -> bytes:
                 msg = store.deserialize_cdr(cdr, msgtype)
-                return bytes(noetic.serialize_ros1(_to_ros1(msg, msgtype, noetic, seq), msgtype))
+                return bytes(noetic.serialize_ros1(to_noetic(msg, msgtype, noetic, seq), msgtype))
 
             conn = self._bag.add_connection(topic, msgtype, typestore=noetic)
         else:
@@ -191,51 +195,3 @@ class Ros1BagWriter(Ros2Messages):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-_HEADER = "std_msgs/msg/Header"
-
-
-def _fields(store: Any, msgtype: str) -> list[tuple[str, Any]]:
-    return list(store.fielddefs[msgtype][1])
-
-
-def _maps(msgtype: str, ros2: Any, noetic: Any, seen: frozenset[str] = frozenset()) -> bool:
-    """Whether every field of Noetic's ``msgtype`` has a ROS 2 counterpart of the same kind
-    (same name, or the same name in other case), nested types included."""
-    from rosbags.interfaces import Nodetype
-
-    if msgtype in seen or msgtype not in ros2.fielddefs:
-        return msgtype in seen
-    theirs = {name.lower(): desc for name, desc in _fields(ros2, msgtype)}
-    for name, (node, desc) in _fields(noetic, msgtype):
-        if msgtype == _HEADER and name == "seq":
-            continue
-        other = theirs.get(name.lower())
-        if other is None or other[0] != node:
-            return False
-        sub = desc if node == Nodetype.NAME else None
-        if node in (Nodetype.ARRAY, Nodetype.SEQUENCE) and desc[0][0] == Nodetype.NAME:
-            sub = desc[0][1]
-        if sub is not None and not _maps(sub, ros2, noetic, seen | {msgtype}):
-            return False
-    return True
-
-
-def _to_ros1(msg: Any, msgtype: str, noetic: Any, seq: int) -> Any:
-    """Noetic's ``msgtype`` object with the values of the ROS 2 message ``msg``."""
-    from rosbags.interfaces import Nodetype
-
-    names = {name.lower(): name for name in msg.__dataclass_fields__}
-    values: dict[str, Any] = {}
-    for name, (node, desc) in _fields(noetic, msgtype):
-        if msgtype == _HEADER and name == "seq":
-            values[name] = seq & 0xFFFFFFFF
-            continue
-        value = getattr(msg, names[name.lower()])
-        if node == Nodetype.NAME:  # the message's own header takes the seq
-            value = _to_ros1(value, desc, noetic, seq)
-        elif node in (Nodetype.ARRAY, Nodetype.SEQUENCE) and desc[0][0] == Nodetype.NAME:
-            value = [_to_ros1(v, desc[0][1], noetic, 0) for v in value]
-        values[name] = value
-    return noetic.types[msgtype](**values)

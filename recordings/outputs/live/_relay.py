@@ -58,10 +58,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recordings.outputs.live import _websocket as ws
+from recordings.outputs.live._compat_foxglove import DROP_LOGGER as SDK_DROP_LOGGER
+from recordings.outputs.live._compat_foxglove import dropped_for
 
-SDK_DROP_LOGGER = "foxglove.websocket.connected_client.send_lossy"
-"""The logger the SDK's ``outbox for client ADDR full`` record reaches through pyo3-log."""
-_SDK_DROP = re.compile(r"outbox for client (\S+) full")
 _MESSAGE_DATA, _TIME = 0x01, 0x02  # Foxglove protocol binary opcodes (server to client)
 _PLAYBACK_STATE = 0x05  # foxglove-sdk's PlaybackState (server to client)
 _PLAYBACK_REQUEST = 0x03  # foxglove-sdk's PlaybackControlRequest (client to server)
@@ -881,7 +880,8 @@ def _close_fd(fd: int) -> None:
 
 
 class _SdkDropWatch(logging.Handler):
-    """Hears the SDK's ``outbox for client ADDR full`` record (INFO, pyo3-log) for a relay."""
+    """Hears the SDK's ``outbox for client ADDR full`` record (INFO, pyo3-log) for a relay
+    (:mod:`~recordings.outputs.live._compat_foxglove`)."""
 
     def __init__(self, relay: Relay) -> None:
         super().__init__(logging.INFO)
@@ -897,6 +897,6 @@ class _SdkDropWatch(logging.Handler):
         self._logger.removeHandler(self)
 
     def emit(self, record: logging.LogRecord) -> None:
-        match = _SDK_DROP.search(record.getMessage())
-        if match is not None:
-            self._relay.sdk_dropped(match[1])
+        address = dropped_for(record.getMessage())
+        if address is not None:
+            self._relay.sdk_dropped(address)

@@ -18,13 +18,10 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from recordings.outputs.encoders._ros2 import Ros2Messages
 from recordings.outputs.encoders._sensors import one_type_per_topic
-
-if TYPE_CHECKING:
-    from recordings.outputs.live._ros2_publisher import Ros2Publisher
 
 RESULTS_TOPIC = "/hyperframes/results/"
 """Prefix of the worker-result topics (``/hyperframes/results/<worker>``)."""
@@ -48,12 +45,30 @@ class TopicWriter:
     """Whether every reader acknowledged the last large message in time."""
 
 
+@dataclass(frozen=True, slots=True)
+class DdsSettings:
+    """What :class:`DdsMessages` writes with: given by its publisher, read by nothing else."""
+
+    participant: Any
+    """The :class:`~adapters.ros.Participant` the writers are made on."""
+    qos: Any
+    """The :class:`~adapters.ros.TopicQos` of every topic."""
+    max_blocking_ns: int
+    """How long a reliable ``write`` may wait for a slow reader."""
+    ack_timeout_s: float
+    """How long a large reliable message waits for its acknowledgements."""
+    subscribers: int = 0
+    """Matched subscribers a new topic waits for before its first message (0: none)."""
+    match_timeout_s: float = 10.0
+    """How long a new topic waits for them."""
+
+
 class DdsMessages(Ros2Messages):
     """The ``ros2`` profile's encoding, each topic a DDS writer (runs on the publisher thread)."""
 
-    def __init__(self, owner: Ros2Publisher, **kwargs: Any) -> None:
+    def __init__(self, settings: DdsSettings, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.owner = owner
+        self.settings = settings
         self.lock = threading.Lock()
         self.writers: dict[str, TopicWriter] = {}
         self.unmatched: Counter[str] = Counter()
@@ -70,7 +85,7 @@ class DdsMessages(Ros2Messages):
 
     def unmatched_topic(self, topic: str) -> bool:
         """Whether ``topic`` is open, volatile and matched by no subscriber (skip encoding)."""
-        if self.owner.qos.durability != "volatile":
+        if self.settings.qos.durability != "volatile":
             return False
         writer = self.writers.get(self.renamed.get(topic, topic))
         return writer is not None and not _matched(writer.dds)
@@ -94,20 +109,20 @@ class DdsMessages(Ros2Messages):
         cls = message_class(store, msgtype)
         if type_hash is None:
             type_hash = store.hash_rihs01(msgtype)
-        owner = self.owner
-        dds = owner.participant.writer(
+        settings = self.settings
+        dds = settings.participant.writer(
             name,
             cls,
-            owner.qos,
+            settings.qos,
             type_hash,
-            max_blocking_ns=owner.max_blocking_ns,
+            max_blocking_ns=settings.max_blocking_ns,
             ignore_local=True,  # a Ros2Source of this process never reads them back (no echo)
         )
         writer = TopicWriter(name, msgtype, cls, dds)
         with self.lock:
             self.writers[name] = writer
-        if owner.subscribers:
-            wait_matched(dds, owner.subscribers, owner.match_timeout_s)
+        if settings.subscribers:
+            wait_matched(dds, settings.subscribers, settings.match_timeout_s)
         return writer
 
     def _ros_name(self, topic: str) -> str:
@@ -120,20 +135,19 @@ class DdsMessages(Ros2Messages):
         return name
 
     def _add(self, channel: Any, topic: str, data: bytes, log_time: int, seq: int) -> None:
-        from cyclonedds.core import DDSException
-
-        from adapters.ros import raw_sample
+        from adapters.ros import DdsWriteError, raw_sample, write_sample
 
         writer: TopicWriter = channel
-        if self.owner.qos.durability == "volatile" and not _matched(writer.dds):
+        settings = self.settings
+        if settings.qos.durability == "volatile" and not _matched(writer.dds):
             self.missed += 1
             return
         try:
-            writer.dds.write(raw_sample(writer.cls, data))
-        except DDSException as err:
+            write_sample(writer.dds, raw_sample(writer.cls, data))
+        except DdsWriteError as err:
             reason = (
-                f"write timed out after {self.owner.max_blocking_ns / 1e6:g} ms (slow subscriber)"
-                if err.code == DDSException.DDS_RETCODE_TIMEOUT
+                f"write timed out after {settings.max_blocking_ns / 1e6:g} ms (slow subscriber)"
+                if err.timed_out
                 else f"refused: {err}"
             )
             with self.lock:
@@ -142,7 +156,7 @@ class DdsMessages(Ros2Messages):
         with self.lock:
             self.counts[writer.topic] += 1
             self.sent += 1
-        if self.owner.qos.reliability == "reliable" and len(data) > ACK_BYTES:
+        if settings.qos.reliability == "reliable" and len(data) > ACK_BYTES:
             self._acknowledged(writer)
 
     def _acknowledged(self, writer: TopicWriter) -> None:
@@ -150,11 +164,10 @@ class DdsMessages(Ros2Messages):
         ``writer`` wrote; a message not acknowledged in time is counted ``unacknowledged``.
         After one such, the writer's next messages only look (no wait) until its readers
         caught up: a stalled reader costs one timeout, not one per message."""
-        timeout = int(self.owner.ack_timeout_s * 1e9) if writer.acked else 0
-        try:
-            writer.acked = bool(writer.dds.wait_for_acks(timeout))
-        except AttributeError:  # cyclonedds 11.0's wait_for_acks fails so on a timeout
-            writer.acked = False
+        from adapters.ros import wait_for_acks
+
+        timeout = int(self.settings.ack_timeout_s * 1e9) if writer.acked else 0
+        writer.acked = wait_for_acks(writer.dds, timeout)
         if not writer.acked:
             with self.lock:
                 self.unacknowledged[writer.topic] += 1
@@ -214,17 +227,16 @@ class DdsMessages(Ros2Messages):
 
     def wait_for_acks(self, timeout_s: float) -> bool:
         """Whether every reliable subscriber acknowledged every message (at most ``timeout_s``)."""
-        if self.owner.qos.reliability != "reliable":
+        from adapters.ros import wait_for_acks
+
+        if self.settings.qos.reliability != "reliable":
             return True
         deadline = time.monotonic() + timeout_s
         with self.lock:
             writers = list(self.writers.values())
         for writer in writers:
             left = max(0, int((deadline - time.monotonic()) * 1e9))
-            try:
-                if not writer.dds.wait_for_acks(left):
-                    return False
-            except AttributeError:  # cyclonedds 11.0's wait_for_acks fails so on a timeout
+            if not wait_for_acks(writer.dds, left):
                 return False
         return True
 

@@ -50,7 +50,7 @@ from fusion.errors import UsageError
 from fusion.frames import Frame, FrameGroup, SensorSpec
 from fusion.wallclock import WallClock
 from recordings.outputs.encoders._groups import GROUP_TOPIC
-from recordings.outputs.live._ros2_dds import DdsMessages
+from recordings.outputs.live._ros2_dds import DdsMessages, DdsSettings
 from recordings.outputs.live._sink import Dating, LiveSink
 
 
@@ -198,7 +198,15 @@ class Ros2Publisher(LiveSink):
         from adapters.ros import Participant
 
         self._participant = Participant(self.domain_id, self.config)
-        self._encoder = DdsMessages(self, topic_prefix=self._prefix, types=self._types)
+        settings = DdsSettings(
+            self._participant,
+            self.qos,
+            self.max_blocking_ns,
+            self.ack_timeout_s,
+            self.subscribers,
+            self.match_timeout_s,
+        )
+        self._encoder = DdsMessages(settings, topic_prefix=self._prefix, types=self._types)
         for spec in self._specs.values():
             self._encoder.declare(spec)
         self._thread = threading.Thread(target=self._run, name="ros2-publisher", daemon=True)
