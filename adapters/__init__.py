@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from fusion import Source
 from fusion._exports import lazy_exports
-from fusion.source import Source
 
 if TYPE_CHECKING:
     from adapters._interpolation import interpolate, slerp
@@ -104,7 +104,7 @@ __getattr__, __dir__ = lazy_exports(
         "TimeSeriesSource": "adapters._timeseries",
         "UlogSource": "adapters.ulog._source",
         "VelodyneSource": "adapters.lidar._velodyne",
-        "VideoSource": "adapters.video.source",
+        "VideoSource": "adapters.video._source",
         "interpolate": "adapters._interpolation",
         "slerp": "adapters._interpolation",
         **dict.fromkeys(_SYNTHETIC, "adapters.synthetic"),

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from fusion.frames import Frame
+from fusion import Frame
 
 _QUATERNION_PREFIXES = ("q", "q_", "quat_", "orientation_")
 

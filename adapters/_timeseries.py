@@ -65,12 +65,9 @@ from adapters._timeseries_records import REBASE_AFTER, Batch, RecordPacker
 from adapters._timeseries_udp import udp_batches
 from adapters.errors import SourceOpenError
 from adapters.net import DEFAULT_SENDER_TIMEOUT, UdpReceiver, UdpStatistics
+from fusion import Frame, Overflow, SensorKind, SensorSpec, Source, StreamWatch, current_clock
 from fusion.clock import ClockModel
-from fusion.continuity import StreamWatch
 from fusion.errors import ConfigError
-from fusion.frames import Frame, Overflow, SensorKind, SensorSpec
-from fusion.source import Source
-from fusion.timing import current_clock
 
 log = logging.getLogger("adapters._timeseries")
 _CHUNK_ROWS = 4096

@@ -44,7 +44,7 @@ import msgspec
 import numpy as np
 
 from adapters._timeparse import INT64, decimal_ns, unit_scale
-from fusion.source import Source
+from fusion import Source
 
 REBASE_AFTER = 8
 """Consecutive samples (or records) that must agree before a time jump (or a new

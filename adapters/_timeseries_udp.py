@@ -20,8 +20,7 @@ import numpy as np
 
 from adapters._timeseries_records import LEARN_WINDOW_NS, Batch, RecordPacker, decode_datagram
 from adapters.net import UdpReceiver
-from fusion.source import Source
-from fusion.timing import current_clock
+from fusion import Source, current_clock
 
 DRAIN = 64
 """Most datagrams a UDP source takes per wakeup (the hub's channel holds 256)."""

@@ -30,10 +30,8 @@ from typing import Any
 import anyio.lowlevel
 import numpy as np
 
+from fusion import Frame, Overflow, SensorKind, SensorSpec, Source, current_clock
 from fusion.clock import ClockModel
-from fusion.frames import Frame, Overflow, SensorKind, SensorSpec
-from fusion.source import Source
-from fusion.timing import current_clock
 
 POINT_DTYPE = np.dtype(
     [

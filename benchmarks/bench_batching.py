@@ -45,8 +45,8 @@ from rich.table import Table
 
 from fusion import Frame
 from fusion.workers import BatchWorker
-from fusion.workers.models import mid_cnn, scale_model, tiny_cnn
-from fusion.workers.sessions import default_threads, session_options
+from fusion.workers._models import mid_cnn, scale_model, tiny_cnn
+from fusion.workers._sessions import default_threads, session_options
 
 
 def mlp(features: int = 1024, layers: int = 4) -> bytes:

@@ -34,7 +34,7 @@ from rich.console import Console
 from rich.table import Table
 
 from adapters import SensorTiming, SyntheticCamera, SyntheticImu, SyntheticLidar
-from fusion.frames import Frame
+from fusion._frames import Frame
 from hyperframes.fleet import run_fleet, run_local
 from hyperframes.fleet._config import FleetConfig, validate_fleet_config
 from recordings import Recorder

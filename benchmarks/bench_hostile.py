@@ -50,7 +50,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from fusion.frames import Frame  # noqa: E402
+from fusion._frames import Frame  # noqa: E402
 from recordings import Recorder, open_recording  # noqa: E402
 from recordings.errors import RecordingError  # noqa: E402
 from recordings.hfr import _reader as reader_module  # noqa: E402

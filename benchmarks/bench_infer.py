@@ -15,7 +15,7 @@ interleaved, process CPU (getrusage) and os.getloadavg() beside each figure
 Then the comparison with the seed article's loops:
 
 All in one run, on a 1280x720 H.264 clip generated here with PyAV and the
-0.3 GMAC CNN of ``fusion.workers.models.mid_cnn`` at 224x224:
+0.3 GMAC CNN of ``fusion.workers._models.mid_cnn`` at 224x224:
 
 Every variant resizes with the same filter, area (OpenCV's ``INTER_AREA``),
 so no variant buys speed with aliasing:
@@ -85,9 +85,9 @@ from rich.table import Table
 
 from fusion import Frame
 from fusion.workers import BatchWorker, ImagePreprocess
-from fusion.workers.models import mid_cnn, tiny_cnn
-from fusion.workers.preprocess import fuse_resize
-from fusion.workers.sessions import free_cores
+from fusion.workers._models import mid_cnn, tiny_cnn
+from fusion.workers._preprocess import fuse_resize
+from fusion.workers._sessions import free_cores
 
 try:
     import cv2
@@ -127,7 +127,7 @@ def make_clip(path: Path, frames: int) -> None:
 
 def converter() -> Any:
     """The conversion VideoSource does in (b): to RGB at the model's size, area filter."""
-    from adapters.video.convert import PixelConverter
+    from adapters.video._convert import PixelConverter
 
     return PixelConverter("rgb24", size=(SIZE, SIZE), interpolation="AREA", threads=1).convert
 
@@ -268,7 +268,7 @@ def stage_preprocess(images: list[np.ndarray], batch: int) -> float:
 
 def stage_resize(images: list[np.ndarray]) -> tuple[float, float]:
     """CPU seconds per 720p frame: our area resize (``Resampler``), ``cv2.resize(INTER_AREA)``."""
-    from fusion.workers.resize import Resampler
+    from fusion.workers._resize import Resampler
 
     ours = Resampler(images[0].shape[:2], (SIZE, SIZE), "area")
     out = np.empty((SIZE, SIZE, 3), np.uint8)
@@ -287,7 +287,7 @@ def stage_resize(images: list[np.ndarray]) -> tuple[float, float]:
 
 
 def stage_run(model: bytes, batch: int, threads: int, frames: int) -> float:
-    from fusion.workers.sessions import session_options
+    from fusion.workers._sessions import session_options
 
     session = ort.InferenceSession(
         model, session_options(threads), providers=["CPUExecutionProvider"]
@@ -462,7 +462,7 @@ def decode_alone(path: Path, threads: int) -> tuple[float, float]:
 
 def model_alone(model: bytes, batch: int, threads: int, frames: int) -> tuple[float, float]:
     """(frames/s, CPU s per frame) of ``session.run`` at ``batch`` on pre-made inputs."""
-    from fusion.workers.sessions import session_options
+    from fusion.workers._sessions import session_options
 
     session = ort.InferenceSession(
         model, session_options(threads), providers=["CPUExecutionProvider"]

@@ -34,7 +34,7 @@ from rich.table import Table
 from adapters import SyntheticCamera
 from fusion import Frame
 from fusion.workers import BatchWorker, ImagePreprocess, StreamMux
-from fusion.workers.models import tiny_cnn
+from fusion.workers._models import tiny_cnn
 
 RATE = 30.0
 MODEL = tiny_cnn(224)

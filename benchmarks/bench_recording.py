@@ -39,7 +39,7 @@ import zstandard
 from mcap.reader import make_reader
 from mcap.writer import CompressionType, Writer
 
-from fusion.frames import Frame
+from fusion._frames import Frame
 from recordings import Recorder, open_recording
 
 MS = 1_000_000

@@ -28,7 +28,7 @@ from rich.console import Console
 from rich.table import Table
 
 from adapters import VideoSource
-from adapters.video.synth import write_video
+from adapters.video._synth import write_video
 from hyperframes.segments import SegmentStatistics, VideoJob, run_segments, run_serial
 
 

@@ -38,7 +38,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from adapters.synthetic import SyntheticCamera, synthetic_timeline
-from fusion.frames import Frame
+from fusion._frames import Frame
 from recordings import Recorder, open_recording
 from recordings.hfr.video._playback import VideoReader
 from recordings.hfr.video._recording import VideoRecorder

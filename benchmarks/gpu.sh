@@ -49,7 +49,7 @@ step() {
 
 has_deps() { "$1" -c 'import fusion, adapters, onnxruntime, av, cv2, pytest' >/dev/null 2>&1; }
 cuda_reason() {
-    "$PY" -c 'from fusion.workers.sessions import probe_provider as p; print(p("CUDAExecutionProvider") or "ok")' 2>>"$LOG"
+    "$PY" -c 'from fusion.workers._sessions import probe_provider as p; print(p("CUDAExecutionProvider") or "ok")' 2>>"$LOG"
 }
 
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
@@ -75,7 +75,7 @@ if [[ "$REASON" != "ok" ]]; then
     # onnxruntime-gpu was built for into a private directory (never into an existing
     # environment) and put their libraries on the loader path.
     log "setup: CUDA provider unavailable ($REASON); installing its nvidia-* wheels into .gpu-wheels"
-    WHEELS=$("$PY" -c 'from fusion.workers.sessions import _gpu_extras; print(" ".join(_gpu_extras()))')
+    WHEELS=$("$PY" -c 'from fusion.workers._sessions import _gpu_extras; print(" ".join(_gpu_extras()))')
     if [[ -n "$WHEELS" ]] && step setup 150 "$PY" -m pip install -q --target .gpu-wheels $WHEELS; then
         LIBS=$(find "$PWD/.gpu-wheels/nvidia" -maxdepth 3 -type d -name lib 2>/dev/null | paste -sd:)
         export LD_LIBRARY_PATH="$LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

@@ -3,7 +3,7 @@
 Runs in a couple of seconds on a CPU, no files or network needed:
 
 * builds a small Sobel edge model with the ``onnx`` helper API
-  (``fusion.workers.models``; your own model drops in by path);
+  (``fusion.workers._models``; your own model drops in by path);
 * streams 64 synthetic camera frames through ``BatchWorker``, which batches
   them, runs preprocessing of one batch while the model runs the previous one,
   and hands results back in input order;
@@ -21,7 +21,7 @@ import anyio
 import numpy as np
 
 from fusion import BatchWorker, ChangeGate, Frame
-from fusion.workers.models import sobel_edges
+from fusion.workers._models import sobel_edges
 
 MS = 1_000_000
 

@@ -31,8 +31,8 @@ from adapters import VelodyneSource
 from adapters.lidar import read_udp
 from adapters.lidar._processing import VoxelDownsample
 from fusion import BatchWorker, ExactTime, OnlineClock, Pipeline, SensorStage
-from fusion.workers.models import bev_occupancy
-from fusion.workers.preprocess import group_input
+from fusion.workers._models import bev_occupancy
+from fusion.workers._preprocess import group_input
 
 PCAP = (
     Path(__file__).resolve().parents[1].parent

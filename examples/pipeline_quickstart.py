@@ -11,8 +11,8 @@ import anyio
 from adapters import synthetic_session
 from adapters.lidar._processing import VoxelDownsample
 from fusion import BatchWorker, Nearest, Pipeline, SensorStage
-from fusion.workers.models import bev_occupancy
-from fusion.workers.preprocess import group_input
+from fusion.workers._models import bev_occupancy
+from fusion.workers._preprocess import group_input
 from recordings import Recorder
 
 MS = 1_000_000

@@ -22,7 +22,7 @@ import numpy as np
 
 from adapters import BagSource
 from fusion import ApproximateTime, BatchWorker, FrameGroup, SyncHub
-from fusion.workers.models import sobel_edges
+from fusion.workers._models import sobel_edges
 from recordings import Recorder, open_recording
 from recordings.outputs import export_recording
 

@@ -1,7 +1,7 @@
 """Public names that report their package, and packages that import them on first use.
 
 ``rewrite_module`` makes reprs read ``fusion.Frame`` rather than
-``fusion.frames.Frame`` (httpx and anyio do the same). ``lazy_exports`` builds
+``fusion._frames.Frame`` (httpx and anyio do the same). ``lazy_exports`` builds
 a PEP 562 module ``__getattr__`` so a package can list names whose modules
 pull in heavy libraries (onnxruntime, PyAV, open3d) without importing them
 until a user touches the name.

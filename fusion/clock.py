@@ -5,7 +5,7 @@ and answers :meth:`ClockModel.align`. Models are sans-I/O: no sleeping, no
 reading the time; the hub feeds them. One model instance serves one sensor.
 
 :class:`OnlineClock` learns the map from the data (see its docstring and
-:mod:`fusion.clock_envelope` for the estimator); :class:`Identity` and
+:mod:`fusion._clock_envelope` for the estimator); :class:`Identity` and
 :class:`FixedOffset` are for sensors already synchronised or calibrated.
 """
 
@@ -15,7 +15,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
-from fusion.clock_envelope import Fit, LowerEnvelope
+from fusion._clock_envelope import Fit, LowerEnvelope
 from fusion.errors import ConfigError
 
 MS = 1_000_000
@@ -132,7 +132,7 @@ class OnlineClock:
       link that got slower for good) also reset the model, onto them.
       A stamp going back by less than the threshold is ignored (``ignored``).
     * **Restarts.** A source that knows its stream restarted (a video sender
-      whose timestamps jumped, see :mod:`fusion.continuity`) marks the first
+      whose timestamps jumped, see :mod:`fusion._continuity`) marks the first
       frame ``meta["segment_start"]``; the hub then calls :meth:`restart`, and
       the model starts over at once instead of waiting for confirmations.
     * **Wrap-around.** With ``wrap_period_ns`` (an adapter declares it in

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from fusion.frames import Frame, FrameGroup
+from fusion import Frame, FrameGroup
 from fusion.policies.base import SyncPolicy
 from fusion.policies.columnar import GroupColumns, admitted, group_columns
 from fusion.policies.exact import ExactTime

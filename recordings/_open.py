@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # ``is_bag`` alone (``info``) loads no async machinery
-    from fusion.source import Source
+    from fusion import Source
 
 BAG_SUFFIXES = (".bag", ".mcap", ".db3")
 """Suffixes bags usually have; :func:`is_bag` decides by content, not by these."""

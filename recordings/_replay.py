@@ -1,4 +1,4 @@
-"""Replay: a recording as a :class:`~fusion.source.Source`, paced by the runtime clock.
+"""Replay: a recording as a :class:`~fusion._source.Source`, paced by the runtime clock.
 
 Theory of operation. Frames come out in recorded (arrival) order, exactly as
 recorded: same ``sensor``, ``seq``, ``t``, ``t_sensor``, ``t_arrival``, data
@@ -8,11 +8,11 @@ chunk), and a consumer that is slower than the replay simply holds the
 generator: replay applies backpressure and drops nothing.
 
 Pacing: frame ``i`` is due at ``start + (p_i - p_0) / speed`` on
-:func:`~fusion.timing.current_clock`, where ``p`` is the frame's recorded
+:func:`~fusion._timing.current_clock`, where ``p`` is the frame's recorded
 ``t_arrival`` (its ``t`` when it has none) and ``start`` is the clock's time at
-the first frame (:class:`~fusion.timing.Pacer`). Due times never go backwards,
+the first frame (:class:`~fusion._timing.Pacer`). Due times never go backwards,
 so out-of-order arrival stamps do not reorder frames. ``speed=None`` yields as
-fast as the consumer takes frames. On a :class:`~fusion.timing.VirtualClock`
+fast as the consumer takes frames. On a :class:`~fusion._timing.VirtualClock`
 with autojump, a real-time replay of a long session takes as long as the
 decoding, not the session.
 
@@ -27,10 +27,8 @@ import dataclasses
 import os
 from collections.abc import AsyncIterator, Generator, Iterable
 
+from fusion import Frame, Pacer, Source
 from fusion.errors import ConfigError, UsageError
-from fusion.frames import Frame
-from fusion.source import Source
-from fusion.timing import Pacer
 from recordings.hfr import ReadLimits, Recording, open_recording
 
 

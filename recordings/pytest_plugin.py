@@ -6,10 +6,10 @@ Fixtures:
 * ``hfr``: a :class:`HfrHelper` bound to the test's ``tmp_path``. It writes
   small recordings from frames (``hfr.record(frames)``), opens them, and
   runs a consumer against a :class:`~recordings.Replay` on a fresh
-  :class:`~fusion.timing.VirtualClock` with autojump (``await hfr.run(path,
+  :class:`~fusion._timing.VirtualClock` with autojump (``await hfr.run(path,
   consume)``): real-time pacing without sleeping, the same result every run.
   Everything it opened is closed at teardown.
-* ``hfr_clock``: a fresh :class:`~fusion.timing.VirtualClock` at 0.
+* ``hfr_clock``: a fresh :class:`~fusion._timing.VirtualClock` at 0.
 
 Example::
 
@@ -44,8 +44,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pytest
 
 if TYPE_CHECKING:
-    from fusion.frames import Frame, SensorSpec
-    from fusion.timing import VirtualClock
+    from fusion import Frame, SensorSpec, VirtualClock
     from recordings._replay import Replay
     from recordings.hfr import Recording
 
@@ -116,7 +115,7 @@ class HfrHelper:
         """
         import anyio
 
-        from fusion.timing import VirtualClock, use_clock
+        from fusion import VirtualClock, use_clock
 
         clk = clock if clock is not None else VirtualClock()
         with anyio.fail_after(timeout), use_clock(clk):
@@ -152,8 +151,8 @@ def hfr(tmp_path: Path) -> Iterator[HfrHelper]:
 
 @pytest.fixture
 def hfr_clock() -> VirtualClock:
-    """A fresh virtual clock at t=0; install it with ``fusion.timing.use_clock``."""
-    from fusion.timing import VirtualClock
+    """A fresh virtual clock at t=0; install it with ``fusion._timing.use_clock``."""
+    from fusion import VirtualClock
 
     return VirtualClock()
 

@@ -3,8 +3,8 @@ float32 planar, cut into frames (:class:`~adapters.audio._framer.Framer`); reope
 network input that went quiet.
 
 Runs in its own thread (blocking FFmpeg calls), stoppable within a poll by
-:mod:`adapters.video.interrupt`; hands batches of items to the event loop through a
-:class:`~adapters.video.prefetch.Prefetch`.
+:mod:`adapters.video._interrupt`; hands batches of items to the event loop through a
+:class:`~adapters.video._prefetch.Prefetch`.
 
 Reconnecting. A live *network* input (``udp://``, ``rtp://``, ``rtsp://``, an SDP file
 ...) whose read times out, fails or ends is a sender that stopped: the frame being filled
@@ -33,7 +33,7 @@ import numpy as np
 
 from adapters.audio._framer import Cut, Discontinuity, Framer
 from adapters.errors import DecodeError, SourceOpenError
-from adapters.video import interrupt
+from adapters.video import _interrupt as interrupt
 
 AUDIO_DEVICES = ("alsa", "pulse", "avfoundation", "dshow", "oss", "jack", "openal", "lavfi")
 """FFmpeg input formats that capture audio from a device (live)."""

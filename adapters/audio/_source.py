@@ -32,13 +32,10 @@ from adapters.audio._decode import (
     is_sdp,
 )
 from adapters.audio._framer import Discontinuity
-from adapters.video.prefetch import Prefetch
-from adapters.video.probe import is_live
+from adapters.video import Prefetch, is_live
+from fusion import Frame, Overflow, SensorSpec, Source, current_clock
 from fusion.clock import ClockModel
 from fusion.errors import ConfigError, SourceError
-from fusion.frames import Frame, Overflow, SensorSpec
-from fusion.source import Source
-from fusion.timing import current_clock
 
 log = logging.getLogger("adapters.audio")
 

@@ -72,10 +72,8 @@ from adapters.ros import (
     message_definition,
     message_frame,
 )
+from fusion import Frame, SensorSpec, Source, current_clock
 from fusion.errors import ConfigError, UsageError
-from fusion.frames import Frame, SensorSpec
-from fusion.source import Source
-from fusion.timing import current_clock
 
 _BATCH_MESSAGES = 2048
 _BATCH_BYTES = 8 << 20

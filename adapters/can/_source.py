@@ -20,11 +20,9 @@ import numpy as np
 from adapters.can._decoder import Block, CanDecoder, Event, Loss, Unknown, load_database
 from adapters.can._io import BUS_ERRORS_IN_A_ROW, bus_batch, log_batches, open_bus
 from adapters.errors import SourceOpenError
+from fusion import Frame, Overflow, SensorSpec, Source, current_clock
 from fusion.clock import ClockModel
 from fusion.errors import ConfigError, SourceError
-from fusion.frames import Frame, Overflow, SensorSpec
-from fusion.source import Source
-from fusion.timing import current_clock
 
 log = logging.getLogger("adapters.can")
 

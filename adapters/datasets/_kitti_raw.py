@@ -64,10 +64,8 @@ from adapters.datasets._oxts import (
 )
 from adapters.errors import DecodeError, SourceOpenError
 from adapters.lidar import read_bin
+from fusion import Frame, SensorKind, SensorSpec, Source, current_clock
 from fusion.errors import ConfigError, HyperframesError
-from fusion.frames import Frame, SensorKind, SensorSpec
-from fusion.source import Source
-from fusion.timing import current_clock
 
 SENSORS: tuple[str, ...] = ("cam0", "cam1", "cam2", "cam3", "velodyne", "imu", "gnss")
 """Every sensor of a KITTI raw drive, in the order frames with equal stamps are yielded."""

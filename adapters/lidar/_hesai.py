@@ -37,9 +37,9 @@ from adapters.lidar._hesai_packets import PACKET_TYPES, BadMessage, bag_packets,
 from adapters.lidar._hesai_ptc import PTC_PORT
 from adapters.lidar._packet_source import PacketLidarSource
 from adapters.net import DEFAULT_SENDER_TIMEOUT, parse_sender
+from fusion import Frame, Overflow
 from fusion.clock import ClockModel
 from fusion.errors import ConfigError
-from fusion.frames import Frame, Overflow
 
 log = logging.getLogger("hyperframes.lidar")
 

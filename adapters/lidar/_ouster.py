@@ -75,11 +75,9 @@ from adapters.lidar._ouster_setup import prepare
 from adapters.lidar._ouster_udp import UdpPorts
 from adapters.lidar._pcap import LEDGER_REASONS, Datagram, PcapReader
 from adapters.net import parse_sender
+from fusion import Frame, Overflow, SensorSpec, Source, current_clock
 from fusion.clock import ClockModel
 from fusion.errors import ConfigError, UsageError
-from fusion.frames import Frame, Overflow, SensorSpec
-from fusion.source import Source
-from fusion.timing import current_clock
 
 log = logging.getLogger("hyperframes.lidar")
 

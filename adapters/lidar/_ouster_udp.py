@@ -19,7 +19,7 @@ import anyio
 import anyio.lowlevel
 
 from adapters.net import UdpReceiver
-from fusion.source import Source
+from fusion import Source
 
 _DRAIN = 256  # datagrams per port per round, so one flood cannot starve the other
 

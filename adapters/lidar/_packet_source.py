@@ -19,12 +19,9 @@ from typing import Any, Protocol, TypeVar
 import anyio
 
 from adapters.net import UdpReceiver
+from fusion import Frame, Overflow, SensorSpec, Source, StreamWatch, current_clock
 from fusion.clock import ClockModel
-from fusion.continuity import StreamWatch
 from fusion.errors import ConfigError, UsageError
-from fusion.frames import Frame, Overflow, SensorSpec
-from fusion.source import Source
-from fusion.timing import current_clock
 
 log = logging.getLogger("hyperframes.lidar")
 

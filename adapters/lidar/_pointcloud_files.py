@@ -37,11 +37,9 @@ from adapters.lidar._layouts import (
 )
 from adapters.lidar._pcd import read_pcd_with_meta
 from adapters.lidar._ply import read_ply
+from fusion import Frame, SensorSpec, Source, current_clock
 from fusion.clock import ClockModel
 from fusion.errors import ConfigError, HyperframesError
-from fusion.frames import Frame, SensorSpec
-from fusion.source import Source
-from fusion.timing import current_clock
 
 Reader = Callable[[Path], "np.ndarray | tuple[np.ndarray, dict[str, Any]]"]
 

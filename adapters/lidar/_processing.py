@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from adapters.lidar._points import check_points, xyz
+from fusion import Frame
 from fusion.errors import ConfigError
-from fusion.frames import Frame
 
 
 def _with_points(frame: Frame, points: np.ndarray, note: str) -> Frame:

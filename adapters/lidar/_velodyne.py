@@ -41,9 +41,9 @@ from adapters.lidar._velodyne_models import (
 )
 from adapters.lidar._velodyne_packets import PACKET_SIZE, WRAP_PERIOD_NS
 from adapters.net import DEFAULT_SENDER_TIMEOUT, SenderFilter, parse_sender
+from fusion import Frame, Overflow
 from fusion.clock import ClockModel
 from fusion.errors import ConfigError
-from fusion.frames import Frame, Overflow
 
 log = logging.getLogger("hyperframes.lidar")
 
@@ -86,7 +86,7 @@ class VelodyneSource(PacketLidarSource):
     length (``meta["gap_ns"]``), and sweeps whose stamps jump by more than
     ``jump_threshold`` seconds against their arrival (a rebooted sensor, a
     capture replayed again) start a new segment (``meta["segment_start"]``,
-    which restarts the clock model); see :mod:`fusion.continuity`.
+    which restarts the clock model); see :mod:`fusion._continuity`.
     """
 
     def __init__(

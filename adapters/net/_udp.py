@@ -64,9 +64,8 @@ import anyio
 import anyio.lowlevel
 
 from adapters.errors import SourceOpenError
+from fusion import MonotonicClock, Source, current_clock
 from fusion.errors import ConfigError
-from fusion.source import Source
-from fusion.timing import MonotonicClock, current_clock
 
 log = logging.getLogger("adapters.net._udp")
 

@@ -39,12 +39,9 @@ from adapters.nmea._decoder import (
 )
 from adapters.nmea._stream import Garbage, Sentence, StreamSplitter, Ubx
 from adapters.nmea._ubx import UbxDecoder, UbxFrame, UbxRead, ubx_sensors
+from fusion import Frame, InputLedger, Overflow, SensorSpec, Source, current_clock
 from fusion.clock import ClockModel
 from fusion.errors import ConfigError, SourceError
-from fusion.frames import Frame, Overflow, SensorSpec
-from fusion.ledger import InputLedger
-from fusion.source import Source
-from fusion.timing import current_clock
 
 log = logging.getLogger("adapters.nmea")
 

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from fusion.frames import SensorKind
+from fusion import SensorKind
 
 GPS_EPOCH_NS = 315_964_800 * 1_000_000_000  # 1980-01-06T00:00:00Z in Unix ns
 WEEK_NS = 7 * 86_400 * 1_000_000_000

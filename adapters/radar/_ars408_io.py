@@ -16,9 +16,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from adapters.radar import _ars408
+from fusion import Frame, current_clock
 from fusion.errors import SourceError
-from fusion.frames import Frame
-from fusion.timing import current_clock
 
 if TYPE_CHECKING:
     from adapters.radar._source import RadarSource

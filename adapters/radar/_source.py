@@ -28,11 +28,9 @@ from adapters.errors import DecodeError, SourceOpenError
 from adapters.lidar import LEDGER_REASONS, PcapReader, address_text
 from adapters.net import DEFAULT_SENDER_TIMEOUT, SenderFilter, UdpReceiver, parse_sender
 from adapters.radar import _ars408, _ars548, _nebula
+from fusion import Frame, Overflow, SensorSpec, Source, current_clock
 from fusion.clock import ClockModel
 from fusion.errors import ConfigError, UsageError
-from fusion.frames import Frame, Overflow, SensorSpec
-from fusion.source import Source
-from fusion.timing import current_clock
 
 log = logging.getLogger("adapters.radar")
 

@@ -25,7 +25,7 @@ from adapters.ros._flatdecode import FlatDecoder, compile_flat
 from adapters.ros._messages import Decoder, decoder_info, header_stamp
 from adapters.ros._passthrough import RAW
 from adapters.ros._rawdecode import RAW_ERRORS, Malformed, RawDecoder, raw_decoder, standard_layout
-from fusion.frames import Frame
+from fusion import Frame
 
 Converted = tuple[int | None, str | None, Any, dict[str, Any]]
 """``(header stamp ns or None, frame_id or None, data, meta)`` of one message."""

@@ -162,7 +162,7 @@ class CompressedImageDecoder:
         """The upright picture and its rotation (None: the image says nothing)."""
         import av
 
-        from adapters.video.orientation import exif_orientation
+        from adapters.video import exif_orientation
 
         # The header's size first: a 250 kB PNG can ask the decoder for 256 MiB.
         check_image_size(raw, codec, f"{fmt!r} image", max_pixels=self.max_pixels)

@@ -42,7 +42,7 @@ receipt (see :mod:`adapters.ros._idltypes`).
 A publisher that goes away is a warning (``publisher_lost``), not an end:
 the reader waits for the next one, the silence shows as ``no publisher for
 N s`` on the live table (:meth:`Ros2Source.idle_reason`) and the first frame
-after it carries the gap (``meta["gap_ns"]``, :class:`~fusion.continuity.StreamWatch`).
+after it carries the gap (``meta["gap_ns"]``, :class:`~fusion._continuity.StreamWatch`).
 """
 
 from __future__ import annotations
@@ -64,12 +64,9 @@ from adapters.ros._participant import Participant, Publication
 from adapters.ros._passthrough import MSGDEF, MSGTYPE, SERIALIZATION, message_definition
 from adapters.ros._qos import SENSOR_DATA, TopicQos
 from adapters.ros._typestore import ros_distros, type_store
+from fusion import Clock, Frame, SensorSpec, Source, StreamWatch, current_clock
 from fusion.clock import ClockModel
-from fusion.continuity import StreamWatch
 from fusion.errors import ConfigError, UsageError
-from fusion.frames import Frame, SensorSpec
-from fusion.source import Source
-from fusion.timing import Clock, current_clock
 
 log = logging.getLogger("hyperframes.ros2")
 

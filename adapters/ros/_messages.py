@@ -52,7 +52,7 @@ import numpy as np
 
 from adapters.ros._images import CompressedImageDecoder, decode_image
 from adapters.ros._pointcloud2 import decode_pointcloud2
-from fusion.frames import SensorKind
+from fusion import SensorKind
 
 Decoder = Callable[[Any], tuple[Any, dict[str, Any]]]
 """``msg -> (data, meta)``; raises :class:`~adapters.errors.DecodeError` on a bad message."""

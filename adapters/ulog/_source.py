@@ -14,11 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from adapters.ulog._log import MAX_BYTES, Topic, merged_order, read_ulog
+from fusion import Frame, Overflow, SensorKind, SensorSpec, Source, current_clock
 from fusion.clock import ClockModel
 from fusion.errors import ConfigError
-from fusion.frames import Frame, Overflow, SensorKind, SensorSpec
-from fusion.source import Source
-from fusion.timing import current_clock
 
 log = logging.getLogger("adapters.ulog")
 

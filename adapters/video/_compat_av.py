@@ -5,7 +5,7 @@ Cython container module, not a documented API). FFmpeg's interrupt callback, whi
 PyAV installs on every container, asks ``time.monotonic()`` through that name whether
 an ``open_timeout``/``read_timeout`` has passed; that is the only way to make a blocking
 ``av.open`` or demux read return at once from another thread
-(:mod:`adapters.video.interrupt` puts a per-thread stand-in clock there).
+(:mod:`adapters.video._interrupt` puts a per-thread stand-in clock there).
 
 If a release stops reading the clock that way, stopping falls back to the timeouts (seconds
 instead of one poll): nothing breaks, a cancel is slower. Checked against PyAV :data:`CHECKED`

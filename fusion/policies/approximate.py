@@ -41,8 +41,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Mapping
 
+from fusion._frames import Frame, FrameGroup
 from fusion.errors import ConfigError
-from fusion.frames import Frame, FrameGroup
 from fusion.policies.base import PolicyBase
 
 _NO_PIVOT = -1

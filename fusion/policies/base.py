@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Protocol, runtime_checkable
 
+from fusion._frames import Frame, FrameGroup
 from fusion.errors import ConfigError
-from fusion.frames import Frame, FrameGroup
 
 
 @dataclass(frozen=True, slots=True)

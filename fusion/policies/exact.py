@@ -28,8 +28,8 @@ from __future__ import annotations
 from bisect import insort
 from collections.abc import Iterable
 
+from fusion._frames import Frame, FrameGroup
 from fusion.errors import ConfigError
-from fusion.frames import Frame, FrameGroup
 from fusion.policies.base import PolicyBase
 
 

@@ -1,4 +1,4 @@
-"""The builders behind :mod:`fusion.workers.models`: each model assembled with ``onnx``.
+"""The builders behind :mod:`fusion.workers._models`: each model assembled with ``onnx``.
 
 Only building a model with arguments no shipped file holds (and the test that
 keeps the shipped files equal to these builders) imports this module, and with

@@ -244,7 +244,7 @@ def quick_clock(m: ModuleType) -> list[Row]:
 def quick_infer(m: ModuleType) -> list[Row]:
     import anyio
 
-    from fusion.workers.sessions import free_cores
+    from fusion.workers import free_cores
 
     model = m.mid_cnn(224)
     with tempfile.TemporaryDirectory() as tmp:

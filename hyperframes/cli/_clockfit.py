@@ -54,7 +54,7 @@ def clock_fit(t_sensor: Int64, t: Int64, arrival: Int64, measured: Bools) -> dic
     delay ``t_arrival - t``.
 
     With measured arrival times the skew is the TICSync fit of the delays'
-    lower envelope over the whole segment (:mod:`fusion.clock_envelope`, the
+    lower envelope over the whole segment (:mod:`fusion._clock_envelope`, the
     estimator the online clock runs over a sliding window): how fast the
     sensor's clock runs against the host's. Frames whose arrival was
     re-paced after an opening burst (``meta["t_read"]``) are left out.
@@ -83,7 +83,7 @@ def envelope_skew(x: Int64, arrival: Int64) -> float | None:
     """Skew (ppm) of the sensor clock from ``t_sensor`` and ``t_arrival`` columns (frames
     whose ``t_sensor`` does not pass every one before it are left out); ``None`` if too
     few."""
-    from fusion.clock_envelope import LowerEnvelope
+    from fusion import LowerEnvelope
 
     if len(x) < 3:
         return None

@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # the pipeline and anyio load only for the commands that run 
     from rich.live import Live
     from rich.table import Table
 
-    from fusion.pipeline import Pipeline, PipelineStatistics
+    from fusion import Pipeline, PipelineStatistics
 
 MS = 1_000_000
 T = TypeVar("T")
@@ -347,7 +347,7 @@ async def drive(
     import anyio
     from rich.live import Live
 
-    from fusion.timing import current_clock
+    from fusion import current_clock
 
     live = Live(
         console=console, refresh_per_second=4, transient=False, auto_refresh=console.is_terminal
@@ -391,7 +391,7 @@ def _refresh(
     final: bool = False,
 ) -> PipelineStatistics:
     """Show the pipeline's statistics now (and keep the metrics file current)."""
-    from fusion.timing import current_clock
+    from fusion import current_clock
 
     stats = pipeline.statistics()
     silence = silence_notes(pipeline, stats.hub.sensors, current_clock().now(), started)
@@ -404,7 +404,7 @@ def _refresh(
 
 def write_metrics(path: Path, stats: PipelineStatistics) -> None:
     """Prometheus text, replaced atomically (a scraper never reads half a file)."""
-    from fusion.metrics import prometheus_text
+    from fusion import prometheus_text
 
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(prometheus_text(stats))

@@ -150,7 +150,7 @@ def providers() -> list[Check]:
         import onnxruntime as ort
     except Exception as err:
         return [Check("onnxruntime", "import", "error", str(err))]
-    from fusion.workers.sessions import nvidia_gpu_present, probe_provider
+    from fusion.workers import nvidia_gpu_present, probe_provider
 
     out = [
         Check(
@@ -171,7 +171,7 @@ def decoders() -> list[Check]:
         import av
         from av.codec.hwaccel import hwdevices_available
 
-        from adapters.video import hwaccel as hw
+        from adapters.video import _hwaccel as hw
     except Exception as err:
         return [Check("video", "hardware decode", "error", str(err))]
     built = list(hwdevices_available())

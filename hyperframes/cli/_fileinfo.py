@@ -141,7 +141,7 @@ def pcap_document(path: str, fmt: Format) -> dict[str, Any]:
 
 def file_info(args: argparse.Namespace, console: Any, fmt: Format) -> int:
     """``info`` on a CAN log or a capture: a table (or ``--json``), the ledger, losses."""
-    from fusion.ledger import LedgerStatistics
+    from fusion import LedgerStatistics
     from hyperframes.cli._common import console_for, error
     from hyperframes.cli._losses import ledger_table, print_losses
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from fusion.ledger import LedgerStatistics
+from fusion import LedgerStatistics
 from hyperframes.cli._common import literal, warn
 from recordings.hfr import SensorLedger
 

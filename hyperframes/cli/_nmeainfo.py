@@ -70,7 +70,7 @@ def nmea_document(path: str, protocol: str = "nmea") -> dict[str, Any]:
 
 def nmea_info(args: argparse.Namespace, console: Any, protocol: str = "nmea") -> int:
     """``info`` on an NMEA (or UBX) log: a summary table, the ledger and its losses."""
-    from fusion.ledger import LedgerStatistics
+    from fusion import LedgerStatistics
     from hyperframes.cli._common import error, warn
     from hyperframes.cli._losses import ledger_table, print_losses
 

@@ -19,9 +19,7 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any, Literal
 
-from fusion.frames import Frame
-from fusion.source import Source
-from fusion.timing import current_clock
+from fusion import Frame, Source, current_clock
 
 RATES = (0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, None)
 """Rates the arrow keys step through; ``None`` is as fast as possible."""

@@ -276,8 +276,8 @@ def record_gather(server: object | None, publisher: object | None) -> float | No
 def run(args: argparse.Namespace) -> int:
     import anyio
 
+    from fusion import VirtualClock, current_clock, use_clock
     from fusion.errors import HyperframesError
-    from fusion.timing import VirtualClock, current_clock, use_clock
     from hyperframes.cli._common import console_for, drive, error
     from hyperframes.cli._info import sensor_table, summary_table
     from hyperframes.cli._losses import report_sources

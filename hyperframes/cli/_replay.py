@@ -161,8 +161,8 @@ def open_source(args: argparse.Namespace) -> Any:
 def run(args: argparse.Namespace) -> int:
     import anyio
 
+    from fusion import VirtualClock, use_clock
     from fusion.errors import HyperframesError
-    from fusion.timing import VirtualClock, use_clock
     from hyperframes.cli._common import console_for, drive, error, literal, warn
     from hyperframes.cli._losses import loss_exit, print_losses, skipped_lines
     from hyperframes.cli._playback import PacedSource, PlaybackControl, keyboard

@@ -44,8 +44,7 @@ def build_pipeline(
     gather where their config leaves it unset (default: ``from_udp``'s,
     :data:`adapters._timeseries.DEFAULT_GATHER`). Returns a :class:`~fusion.Pipeline`.
     """
-    from fusion.frames import SensorSpec
-    from fusion.pipeline import Pipeline, SensorStage
+    from fusion import Pipeline, SensorSpec, SensorStage
 
     chosen = [
         s
@@ -198,12 +197,11 @@ def build_stage(cfg: StageConfig) -> Any:
 
 
 def build_worker(cfg: WorkerConfig) -> Any:
-    from fusion.workers import BatchWorker
-    from fusion.workers.preprocess import group_input
+    from fusion.workers import BatchWorker, group_input
 
     model: Any = cfg.model
     if cfg.model.startswith("builtin:"):
-        from fusion.workers import models
+        from fusion.workers import _models as models
 
         builder = getattr(models, cfg.model.removeprefix("builtin:"), None)
         if builder is None or not callable(builder):

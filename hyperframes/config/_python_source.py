@@ -16,7 +16,7 @@ from fusion.errors import ConfigError
 from hyperframes.config._source_type import BuildContext, SourceOptions
 
 if TYPE_CHECKING:
-    from fusion.source import Source
+    from fusion import Source
 
 
 class PythonSourceConfig(SourceOptions):
@@ -40,7 +40,7 @@ class PythonSourceConfig(SourceOptions):
         return True  # the class says its sensors when it is built
 
     def build(self, context: BuildContext) -> Source:
-        from fusion.source import Source
+        from fusion import Source
 
         cls = load_class(self.class_)
         try:
@@ -56,7 +56,7 @@ class PythonSourceConfig(SourceOptions):
         cls = load_class(self.class_)
         import inspect
 
-        from fusion.source import Source
+        from fusion import Source
 
         if not (isinstance(cls, type) and issubclass(cls, Source)):
             raise ValueError(f"{self.class_} is not a subclass of fusion.Source")

@@ -63,7 +63,7 @@ class WorkerConfig(StrictModel):
 
     name: str
     model: str
-    """A path to an .onnx file, or ``builtin:NAME`` for a model of :mod:`fusion.workers.models`."""
+    """A path to an .onnx file, or ``builtin:NAME`` for a model of :mod:`fusion.workers._models`."""
     input: str
     """The sensor whose frame feeds the model."""
     preprocess: Literal["image", "points", "raw"] = "raw"

@@ -27,7 +27,7 @@ from pydantic import ConfigDict, Field
 from hyperframes.config._base import _SourceBase
 
 if TYPE_CHECKING:
-    from fusion.source import Source
+    from fusion import Source
 
 
 @dataclass(frozen=True)

@@ -40,10 +40,8 @@ import av
 import numpy as np
 
 from adapters.synthetic import Sample, SensorTiming, SyntheticImu, SyntheticLidar, SyntheticSensor
+from fusion import Frame, FrameGroup, SensorSpec, Source, current_clock
 from fusion.clock import OnlineClock
-from fusion.frames import Frame, FrameGroup, SensorSpec
-from fusion.source import Source
-from fusion.timing import current_clock
 
 MS = 1_000_000
 S = 1_000_000_000
@@ -225,9 +223,7 @@ def _policy() -> Any:
 
 
 def _workers() -> dict[str, Any]:
-    from fusion.workers import BatchWorker
-    from fusion.workers.models import bev_occupancy, sobel_edges
-    from fusion.workers.preprocess import group_input
+    from fusion.workers import BatchWorker, bev_occupancy, group_input, sobel_edges
 
     def images(groups: list[FrameGroup]) -> np.ndarray:
         stack = np.stack([g.frames["cam"].data for g in groups])  # type: ignore[union-attr]
@@ -321,7 +317,7 @@ class DemoResult:
     live: list[GroupRecord]
     replay: list[GroupRecord]
     stats: Any
-    """The live :class:`~fusion.pipeline.PipelineStatistics`."""
+    """The live :class:`~fusion._pipeline.PipelineStatistics`."""
     replay_stats: Any
     recording: Any
     """The recording's :class:`~recordings.hfr._summary.RecordingSummary`."""
@@ -364,8 +360,7 @@ async def run_session(
     progress: Progress | None = None,
 ) -> DemoResult:
     """Encode, run live, record, read the truth back and replay; see the module docstring."""
-    from fusion.pipeline import Pipeline
-    from fusion.timing import VirtualClock, use_clock
+    from fusion import Pipeline, VirtualClock, use_clock
     from recordings import Recorder, Replay, open_recording
 
     report = progress or _no_progress

@@ -22,8 +22,8 @@ from typing import Any
 import msgpack
 import numpy as np
 
+from fusion import Frame, FrameGroup
 from fusion.errors import FrameFormatError
-from fusion.frames import Frame, FrameGroup
 from recordings.hfr import ChunkBuilder, ChunkMeta, decode_frames
 
 Members = dict[str, int | list[int]]

@@ -26,7 +26,7 @@ import pyarrow as pa
 from ray.data import Datasource, ReadTask
 from ray.data.block import BlockMetadata
 
-from fusion.pipeline import Stage
+from fusion import Stage
 from hyperframes.fleet._config import FleetConfig
 from hyperframes.fleet._plan import Part, plan_parts
 from hyperframes.fleet._tasks import COLUMNS, InferenceModel, Row, iterate_blocking, part_rows

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fusion.pipeline import Stage
+from fusion import Stage
 from hyperframes.fleet._config import FleetConfig, expand_recordings
 from hyperframes.fleet._plan import ResourcePlan, plan_parts, plan_resources
 from hyperframes.fleet._results import (

@@ -28,7 +28,7 @@ from typing import Any
 
 import msgpack
 
-from fusion.frames import Frame, SensorSpec
+from fusion import Frame, SensorSpec
 from hyperframes.fleet._codec import decode_results, read_info, result_value
 
 GROUP_SENSOR = "group"

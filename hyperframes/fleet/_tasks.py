@@ -30,9 +30,8 @@ from typing import Any, TypeVar
 import anyio
 import msgpack
 
+from fusion import FrameGroup, Pipeline, SensorStage, Stage
 from fusion.errors import WorkerError
-from fusion.frames import FrameGroup
-from fusion.pipeline import Pipeline, SensorStage, Stage
 from hyperframes.config import build_policy, build_stage, build_worker
 from hyperframes.fleet._codec import decode_group, encode_group, encode_results, group_info
 from hyperframes.fleet._config import FleetConfig

@@ -3,7 +3,7 @@ segments, worked by a local process pool, results in time order (docs/segments.m
 
 The segments concept lives on the floor each part needs:
 
-* **planning** (pure, no processes): :mod:`adapters.video.segments` cuts a
+* **planning** (pure, no processes): :mod:`adapters.video._segments` cuts a
   video at key frames and decodes one range of it; :mod:`recordings.hfr._segments`
   cuts a ``.hfr`` recording at chunk boundaries from its footer index, the
   plan the Ray fleet (:func:`hyperframes.fleet._plan.plan_parts`) runs too;

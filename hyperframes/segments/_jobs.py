@@ -2,7 +2,7 @@
 
 A job knows its input and nothing about processes: it plans its segments
 (:meth:`Job.segments`: key frames for a video, chunk boundaries for a
-recording, the planners of :mod:`adapters.video.segments` and
+recording, the planners of :mod:`adapters.video._segments` and
 :mod:`recordings.hfr._segments`), yields one segment's raw items in time order
 (:meth:`Job.items`), turns each into a result (:meth:`Job.process`) and says
 where a lagging segment may be cut (:meth:`Job.split_point`). A job crosses
@@ -26,9 +26,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from fusion import Frame, FrameGroup, SensorSpec, Source
 from fusion.errors import ConfigError
-from fusion.frames import Frame, FrameGroup, SensorSpec
-from fusion.source import Source
 
 if TYPE_CHECKING:
     from recordings.hfr import ChunkMeta
@@ -76,12 +75,12 @@ class VideoJob:
 
     def __post_init__(self) -> None:
         if not self.keyframes:
-            from adapters.video.segments import keyframe_times
+            from adapters.video import keyframe_times
 
             object.__setattr__(self, "keyframes", tuple(keyframe_times(self.path, self.stream)))
 
     def items(self, start: int | None, end: int | None) -> Iterator[tuple[int, Any]]:
-        from adapters.video.segments import decode_range
+        from adapters.video import decode_range
 
         return decode_range(
             self.path,
@@ -97,12 +96,12 @@ class VideoJob:
         return self.fn(raw)
 
     def segments(self, target_ns: int) -> list[tuple[int | None, int | None]]:
-        from adapters.video.segments import video_segments
+        from adapters.video import video_segments
 
         return video_segments(self.path, target_ns, self.stream, list(self.keyframes))
 
     def split_point(self, progress: int, end: int | None) -> int | None:
-        from adapters.video.segments import video_split_point
+        from adapters.video import video_split_point
 
         return video_split_point(self.keyframes, progress, end)
 
@@ -173,7 +172,7 @@ class VideoWorkersJob(VideoJob):
             raise ConfigError("VideoWorkersJob needs config= (a run file)")
         super().__post_init__()
         if not self.times:
-            from adapters.video.segments import frame_times
+            from adapters.video import frame_times
 
             object.__setattr__(self, "times", tuple(frame_times(self.path, self.stream)))
 
@@ -187,7 +186,7 @@ class VideoWorkersJob(VideoJob):
         return raw
 
     async def _groups(self, start: int | None, end: int | None) -> AsyncIterator[FrameGroup]:
-        from fusion.pipeline import Pipeline, SensorStage
+        from fusion import Pipeline, SensorStage
         from fusion.policies import ExactTime
         from hyperframes.config import build_stage, build_worker
 

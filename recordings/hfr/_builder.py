@@ -28,8 +28,8 @@ from typing import Any
 import msgpack
 import numpy as np
 
+from fusion import Frame
 from fusion.errors import FrameFormatError
-from fusion.frames import Frame
 from recordings.hfr import _buffers as buffers
 from recordings.hfr._builder_layout import frame_details, seal_columns
 from recordings.hfr._columns import (

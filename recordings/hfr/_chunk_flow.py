@@ -24,7 +24,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from fusion.wallclock import sample_anchor
+from fusion import sample_anchor
 from recordings.hfr import _buffers as buffers
 from recordings.hfr._builder import ChunkBuilder
 from recordings.hfr._chunk_encode import encode_chunk

@@ -2,7 +2,7 @@
 
 A recorder's one real operation is its blocking ``close()`` (seal the last
 chunk, write the index, join its threads). Everything else follows from it:
-``aclose()`` runs it in a worker thread through :func:`fusion.timing.run_sync`,
+``aclose()`` runs it in a worker thread through :func:`fusion._timing.run_sync`,
 so the event loop keeps running and a virtual clock waits for it, and both
 context-manager forms call the matching close on the way out, exception or
 not. An error from closing propagates; with an exception already in flight
@@ -15,7 +15,7 @@ import abc
 from types import TracebackType
 from typing import Self
 
-from fusion.timing import run_sync
+from fusion import run_sync
 
 
 class Closeable(abc.ABC):

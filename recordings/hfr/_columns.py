@@ -13,7 +13,7 @@ record) keeps the recorded order across groups and records.
 
 Writing a row is a few C-level appends (:class:`ColumnGroup`); reading turns
 columns into Python values in bulk (``tolist``), filters a time window with
-one vectorised comparison, and builds each :class:`~fusion.frames.Frame`
+one vectorised comparison, and builds each :class:`~fusion._frames.Frame`
 only when the iterator reaches it, its payload a read-only row view of the
 stacked array (zero-copy, like every array the reader returns).
 
@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from fusion.frames import Frame
+from fusion import Frame
 
 COLUMN_MAX_BYTES = 4096
 """Arrays this size or larger stay msgpack records (one aligned array each)."""

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from fusion.frames import SensorSpec
+from fusion import SensorSpec
 from recordings.hfr._format import BLOB_ALIGN, CHUNK_KINDS, Compression, RecordKind
 
 
@@ -51,7 +51,7 @@ class ChunkMeta:
     """Record kind: ``CHUNK`` (msgpack records, 1.0) or ``COLUMNS`` (columnar, 1.1)."""
     wall: tuple[int, int] | None = None
     """``(reference ns, UTC ns)`` read together when the chunk was sealed (1.2; see
-    :mod:`fusion.wallclock`); ``None`` when the writer recorded no wall clock."""
+    :mod:`fusion._wallclock`); ``None`` when the writer recorded no wall clock."""
     stamps: bytes | None = None
     """The chunk's stamp block (1.4, key ``st``): its frames' sensor, ``seq``, ``t``
     and ``t_arrival`` outside the payload, one zstd frame (see

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from fusion.ledger import LedgerStatistics
+from fusion import LedgerStatistics
 
 __all__ = ["SensorLedger", "ledger_entries", "parse_ledgers"]
 

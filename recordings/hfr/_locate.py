@@ -23,8 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from fusion.frames import SensorSpec
-from fusion.wallclock import WallAnchor
+from fusion import SensorSpec, WallAnchor
 from recordings.errors import CorruptChunk, RecordingError, TruncatedRecording
 from recordings.hfr._format import (
     CHUNK_KINDS,

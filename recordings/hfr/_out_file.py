@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from fusion.wallclock import sample_anchor
+from fusion import sample_anchor
 from recordings.hfr._chunk_encode import pack
 from recordings.hfr._format import RecordKind, crc32, pack_preamble, pack_prelude
 from recordings.hfr._writev import write_all

@@ -30,7 +30,7 @@ from typing import Any
 
 import msgpack
 
-from fusion.frames import SensorSpec
+from fusion import SensorSpec
 from recordings.errors import CorruptChunk, LimitExceeded, RecordingError, TruncatedRecording
 from recordings.hfr._format import CHUNK_KINDS, PREAMBLE, PRELUDE, SYNC, crc32
 from recordings.hfr._layout import ChunkMeta, spec_from_wire

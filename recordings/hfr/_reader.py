@@ -42,8 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fusion.frames import Frame, SensorSpec
-from fusion.wallclock import WallAnchor, WallClock
+from fusion import Frame, SensorSpec, WallAnchor, WallClock
 from recordings.errors import CorruptChunk, LimitExceeded, RecordingError
 from recordings.hfr._budget import admit, static_cost
 from recordings.hfr._chunk_table import ChunkTable
@@ -536,7 +535,7 @@ class Recording(ChunkLocator):
 
     @property
     def wall_clock(self) -> WallClock | None:
-        """The recording's wall-clock anchors (:mod:`fusion.wallclock`); ``None`` if it has none.
+        """The recording's wall-clock anchors (:mod:`fusion._wallclock`); ``None`` if it has none.
 
         ``log.wall_clock.to_utc(frame.t)`` dates a frame (``t`` and ``t_arrival``
         are on the reference clock; ``t_sensor`` is on the sensor's own).

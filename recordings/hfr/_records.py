@@ -37,7 +37,7 @@ import msgspec
 import numpy as np
 import zstandard
 
-from fusion.frames import Frame
+from fusion import Frame
 from recordings.errors import CorruptChunk
 from recordings.hfr._budget import decoded_cost
 from recordings.hfr._columns import ColumnChunk

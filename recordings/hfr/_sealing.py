@@ -38,6 +38,7 @@ FULL = 2
 """Bit of :meth:`SealPolicy.add`: seal the chunk now, this frame in it."""
 
 _NEVER = 1 << 62
+_CLOSED = -(1 << 64)  # below every int64 t: the next frame opens a chunk
 
 
 class SealPolicy:
@@ -54,7 +55,7 @@ class SealPolicy:
         "_clock",
         "_opened_at",
         "_part_t0",
-        "_t_end",
+        "t_due",
         "chunk_bytes",
         "chunk_ns",
         "flush_interval",
@@ -83,7 +84,10 @@ class SealPolicy:
         self._clock = clock
         self.t0: int | None = None
         """``t`` of the open chunk's first frame; None while no chunk is open."""
-        self._t_end = 0
+        self.t_due = _CLOSED
+        """A frame at ``t >= t_due`` (or making the chunk ``chunk_bytes`` or more) is one
+        :meth:`add` has something to say about; below both it would return 0, so a hot
+        path may skip the call. While no chunk is open every frame is (it opens one)."""
         self._opened_at = 0.0
         self._part_t0: int | None = None
 
@@ -99,10 +103,10 @@ class SealPolicy:
         (it is the chunk's first) and/or :data:`FULL` (seal now), or 0."""
         if self.t0 is None:
             self.t0 = t
-            self._t_end = t + self.chunk_ns
+            self.t_due = t + self.chunk_ns
             self._opened_at = self._clock()
             return OPENED | FULL if size >= self.chunk_bytes else OPENED
-        return FULL if size >= self.chunk_bytes or t >= self._t_end else 0
+        return FULL if size >= self.chunk_bytes or t >= self.t_due else 0
 
     def full_before(self, size: int, t: int) -> bool:
         """Whether a frame at ``t`` must go into a new chunk: the open one holds
@@ -114,6 +118,7 @@ class SealPolicy:
     def sealed(self) -> None:
         """The open chunk was sealed (or there was none): the next frame opens one."""
         self.t0 = None
+        self.t_due = _CLOSED
 
     def flush_in(self) -> float | None:
         """Seconds until the open chunk's flush is due (<= 0: seal it now); None when no

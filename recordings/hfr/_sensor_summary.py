@@ -129,7 +129,7 @@ def hull_candidates(x: Int64, y: Int64, passes: int = 64) -> Int64:
 
 def skew_from_hull(hull: Sequence[tuple[int, int]], mean_x: float) -> float:
     """The skew (ppm) of the lower hull's edge above ``mean_x`` (the TICSync estimate,
-    :mod:`fusion.clock_envelope`), its slope boxed to [-0.5, 0.5]."""
+    :mod:`fusion._clock_envelope`), its slope boxed to [-0.5, 0.5]."""
     if len(hull) == 1:
         return 0.0
     hx = [h[0] for h in hull]

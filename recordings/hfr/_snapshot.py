@@ -60,11 +60,8 @@ from typing import Any
 
 import anyio.lowlevel
 
+from fusion import Frame, FrameGroup, LedgerStatistics, SensorSpec, run_sync, sample_anchor
 from fusion.errors import ConfigError
-from fusion.frames import Frame, FrameGroup, SensorSpec
-from fusion.ledger import LedgerStatistics
-from fusion.timing import run_sync
-from fusion.wallclock import sample_anchor
 from recordings.errors import RecorderClosed
 from recordings.hfr._builder import ChunkBuilder
 from recordings.hfr._chunk_encode import encode_chunk

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from fusion.frames import SensorSpec
+from fusion import SensorSpec
 from recordings.hfr._builder import ChunkBuilder
 from recordings.hfr._chunk_encode import encode_chunk
 from recordings.hfr._chunk_encode import pack as _pack

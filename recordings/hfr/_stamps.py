@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fusion.frames import Frame
+from fusion import Frame
 from recordings.errors import CorruptChunk, RecordingError
 from recordings.hfr._layout import ChunkMeta
 from recordings.hfr._reader import Recording

@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
 
+from fusion import Frame, SensorSpec
 from fusion.errors import UsageError
-from fusion.frames import Frame, SensorSpec
 from recordings.errors import CorruptChunk, LimitExceeded, RecordingError, TruncatedRecording
 from recordings.hfr._budget import admit
 from recordings.hfr._format import (

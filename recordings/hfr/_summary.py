@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fusion.frames import SensorSpec
-from fusion.wallclock import WallClock
+from fusion import SensorSpec, WallClock
 from recordings.hfr._ledgers import SensorLedger
 
 DATED_BEFORE_NS = 120 * 10**9

@@ -43,10 +43,8 @@ from typing import Any
 
 import anyio.lowlevel
 
+from fusion import Frame, LedgerStatistics, SensorSpec, run_sync
 from fusion.errors import ConfigError
-from fusion.frames import Frame, SensorSpec
-from fusion.ledger import LedgerStatistics
-from fusion.timing import run_sync
 from recordings.errors import RecorderClosed, RecordingError
 from recordings.hfr._builder import ChunkBuilder
 from recordings.hfr._chunk_flow import ChunkFlow
@@ -144,7 +142,7 @@ class Recorder(Closeable):
     as 1.3 did (stamps only inside the payload).
 
     ``wall_clock=True`` (the default) stores the wall clock against the
-    reference clock: a :class:`~fusion.wallclock.WallAnchor` (UTC ns at
+    reference clock: a :class:`~fusion._wallclock.WallAnchor` (UTC ns at
     ``time.monotonic_ns``) in the header and one more with every chunk, so a
     reader can date ``t`` and an NTP step shows as a step. Pass ``False``
     when frame times are not on the host's monotonic clock (a virtual clock,
@@ -272,7 +270,10 @@ class Recorder(Closeable):
         with self._mutex:
             if self._closing or self._writer.error is not None:
                 self._check_open()
-            said = self._policy.add(self._builder.add(frame), frame.t)
+            size, t, policy = self._builder.add(frame), frame.t, self._policy
+            if size < policy.chunk_bytes and t < policy.t_due:
+                return  # nothing for the policy to decide (SealPolicy.t_due)
+            said = policy.add(size, t)
             if said == OPENED:
                 self._lock.notify_all()  # the flush timer starts now
         if said >= FULL:
@@ -307,7 +308,10 @@ class Recorder(Closeable):
         with self._mutex:  # a plain lock: the Condition's Python-level enter costs more
             if self._closing or self._writer.error is not None:
                 self._check_open()
-            said = self._policy.add(self._builder.add(frame), frame.t)
+            size, t, policy = self._builder.add(frame), frame.t, self._policy
+            if size < policy.chunk_bytes and t < policy.t_due:
+                return False  # nothing for the policy to decide (SealPolicy.t_due)
+            said = policy.add(size, t)
             if said == OPENED:
                 self._lock.notify_all()  # the flush timer starts now
             return said >= FULL

@@ -27,8 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from fusion.frames import Frame, SensorSpec
-from fusion.wallclock import WallClock
+from fusion import Frame, SensorSpec, WallClock
 from recordings.hfr import open_recording
 from recordings.outputs.encoders._groups import (
     make_policy,

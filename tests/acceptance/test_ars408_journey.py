@@ -19,7 +19,7 @@ import anyio
 import pytest
 
 from adapters.radar import RadarSource
-from fusion.frames import Frame
+from fusion._frames import Frame
 from recordings import open_recording
 from tests.acceptance.live_helpers import ROOT, Recording, env, free_port, hyperframes, info_json
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fusion.frames import Frame
+from fusion._frames import Frame
 from recordings import open_recording
 from tests.acceptance.audio_streams import (
     contiguous_at,

@@ -20,7 +20,7 @@ import pytest
 
 from adapters import HesaiSource
 from adapters.lidar._hesai_decode import HESAI_DTYPE
-from fusion.frames import Frame
+from fusion._frames import Frame
 from recordings import open_recording
 from tests.acceptance.live_helpers import (
     Recording,

@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from adapters.radar import RadarSource
-from fusion.frames import Frame
+from fusion._frames import Frame
 from tests.acceptance.live_helpers import (
     Recording,
     free_port,

@@ -19,7 +19,7 @@ import anyio
 import pytest
 
 from adapters._timeseries import TimeSeriesSource
-from fusion.frames import Frame
+from fusion._frames import Frame
 from tests.acceptance.live_helpers import (
     Recording,
     Sender,

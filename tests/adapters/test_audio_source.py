@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 
 from adapters.audio import AudioSource, Cut, Discontinuity, Framer, sample_time
 from adapters.errors import SourceOpenError
+from fusion._frames import Frame
 from fusion.errors import ConfigError
-from fusion.frames import Frame
 
 VIDEO = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "real" / "video"
 PHONE = VIDEO / "androidx_sample_rotate_and_reflect.mp4"  # H.264 + AAC 44.1 kHz mono

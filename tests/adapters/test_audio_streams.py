@@ -21,8 +21,8 @@ import pytest
 
 from adapters.audio import AudioSource
 from adapters.audio._decode import DEVICE_SLACK_S
+from fusion._frames import Frame
 from fusion.errors import ConfigError, SourceError
-from fusion.frames import Frame
 from tests.acceptance.audio_streams import (
     RATE,
     DroppingRelay,

@@ -26,8 +26,8 @@ from adapters.lidar._velodyne import VelodyneSource
 from adapters.lidar._velodyne_assembler import SweepAssembler
 from adapters.lidar._velodyne_models import get_model
 from fusion import Nearest, Pipeline, VirtualClock
-from fusion.frames import Frame, SensorSpec
-from fusion.source import Source
+from fusion._frames import Frame, SensorSpec
+from fusion._source import Source
 from recordings import Recorder, open_recording
 
 MS = 1_000_000

@@ -26,7 +26,7 @@ from PIL import Image
 from adapters.datasets import OXTS_FIELDS, KittiRawSource, kitti_raw_sources
 from adapters.errors import SourceOpenError
 from fusion import Nearest, Pipeline
-from fusion.frames import Frame, FrameGroup
+from fusion._frames import Frame, FrameGroup
 from recordings import Recorder, Replay, open_recording
 
 REPO = Path(__file__).resolve().parents[2]

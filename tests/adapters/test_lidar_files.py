@@ -12,8 +12,8 @@ from lidar_testdata import LIDAR_DATA
 from adapters import PointCloudFiles
 from adapters.errors import DecodeError, SourceOpenError
 from adapters.lidar import from_xyz, read_kitti_bin, read_pcd, read_ply, write_kitti_bin, xyz
+from fusion._frames import Frame
 from fusion.errors import ConfigError
-from fusion.frames import Frame
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,8 @@ from lidar_testdata import VLP16
 
 from adapters import VelodyneSource
 from adapters.lidar import BoxCrop, RangeCrop, RemoveOutliers, VoxelDownsample, from_xyz
+from fusion._frames import Frame
 from fusion.errors import FrameFormatError
-from fusion.frames import Frame
 
 
 async def a_sweep() -> Frame:

@@ -22,8 +22,8 @@ from adapters import NmeaSource
 from adapters.errors import SourceOpenError
 from adapters.nmea import GNSS_DTYPE, LineSplitter, NmeaDecoder
 from adapters.nmea._decoder import DAY, KNOT, MAX_LINE, Fix, Joined, Loss
+from fusion._frames import Frame
 from fusion.errors import ConfigError
-from fusion.frames import Frame
 from tests.adapters.nmea_lines import gga, gsv, hdt, hms, render, rmc, vtg
 
 REAL_LOG = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "real" / "timeseries"

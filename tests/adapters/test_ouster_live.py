@@ -15,7 +15,7 @@ from ouster_testdata import OUSTER_JSON, stream
 
 from adapters import OusterSource
 from adapters.lidar._ouster_packets import IMU_FIELDS
-from fusion.frames import Frame
+from fusion._frames import Frame
 
 SENDERS = Path(__file__).resolve().parents[1] / "acceptance" / "senders.py"
 

@@ -22,7 +22,7 @@ from lidar_testdata import write_pcap
 from ouster_testdata import OUSTER_JSON
 
 from adapters import OusterSource
-from fusion.frames import Frame
+from fusion._frames import Frame
 
 CASES = [
     ("OS-0-128", 128, "1024x10", "RNG19_RFL8_SIG16_NIR16"),

@@ -21,8 +21,8 @@ from adapters.errors import SourceOpenError
 from adapters.lidar import OusterSource
 from adapters.lidar._ouster import osf_sensor_names
 from adapters.lidar._pcap import read_udp
+from fusion._frames import Frame
 from fusion.errors import ConfigError
-from fusion.frames import Frame
 from recordings import open_recording
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ import pytest
 
 from adapters.lidar import OusterSource
 from adapters.lidar._pcap import read_udp
-from fusion.frames import Frame
+from fusion._frames import Frame
 from hyperframes.cli import main
 from tests.adapters.lidar_testdata import LIDAR_DATA, write_pcap
 

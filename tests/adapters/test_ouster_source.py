@@ -28,7 +28,7 @@ from ouster_testdata import (
 from adapters import OusterSource
 from adapters.errors import DecodeError, SourceOpenError
 from adapters.lidar import OUSTER_DTYPE
-from fusion.frames import Frame
+from fusion._frames import Frame
 
 
 async def decode(

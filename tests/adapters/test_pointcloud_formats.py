@@ -16,7 +16,7 @@ from adapters.lidar import from_xyz, xyz
 from adapters.lidar._layouts import LAYOUTS, read_bin
 from adapters.lidar._lzf import LzfError, compress_literal, decompress
 from adapters.lidar._pcd import DataKind, read_pcd, read_pcd_with_meta, write_pcd
-from fusion.frames import Frame
+from fusion._frames import Frame
 
 PCD_TYPES = ["<f4", "<f8", "i1", "<i2", "<i4", "<i8", "u1", "<u2", "<u4", "<u8"]
 

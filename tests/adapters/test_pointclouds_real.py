@@ -24,7 +24,7 @@ from adapters.errors import DecodeError
 from adapters.lidar import read_pcd, read_ply, xyz
 from adapters.lidar._layouts import LAYOUTS, read_bin
 from adapters.lidar._pcd import read_pcd_with_meta
-from fusion.frames import Frame
+from fusion._frames import Frame
 
 REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "real"
 CLOUDS = REAL / "pointclouds"

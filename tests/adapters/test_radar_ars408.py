@@ -24,8 +24,8 @@ from adapters import RadarSource
 from adapters.errors import DecodeError
 from adapters.radar import ARS408_CLUSTER_DTYPE, ARS408_OBJECT_DTYPE
 from adapters.radar._ars408 import ANGLE_RMS, LINEAR_RMS, PROB_OF_EXIST
+from fusion._frames import Frame
 from fusion.errors import ConfigError
-from fusion.frames import Frame
 from tests.adapters.ars408_testdata import (
     Cycle,
     compile_reference,

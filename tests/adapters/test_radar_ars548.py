@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from adapters.radar import DETECTION_DTYPE, OBJECT_DTYPE, RadarSource, _ars548, _nebula
+from fusion._frames import Frame
 from fusion.errors import ConfigError
-from fusion.frames import Frame
 from tests.adapters.lidar_testdata import write_pcap
 from tests.adapters.radar_testdata import (
     BAG,

@@ -15,8 +15,8 @@ import pytest
 from adapters import TimeSeriesSource, interpolate, slerp
 from adapters._timeseries import parse_time_ns
 from adapters.errors import SourceOpenError
+from fusion._frames import Frame
 from fusion.errors import ConfigError
-from fusion.frames import Frame
 from fusion.policies import Nearest
 
 

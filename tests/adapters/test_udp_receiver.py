@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 from adapters._timeseries import TimeSeriesSource
 from adapters.net._udp import DropCounter, SenderFilter, UdpReceiver, parse_sender
+from fusion._frames import Frame
+from fusion._timing import current_clock
 from fusion.errors import ConfigError
-from fusion.frames import Frame
-from fusion.timing import current_clock
 
 MS = 1_000_000
 

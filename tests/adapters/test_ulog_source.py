@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from adapters.errors import SourceOpenError
 from adapters.ulog import Topic, UlogSource
 from adapters.ulog._log import merged_order
+from fusion._frames import Frame
 from fusion.errors import ConfigError
-from fusion.frames import Frame
 from hyperframes.cli import main
 from recordings import open_recording
 

@@ -14,7 +14,7 @@ from lidar_testdata import LIDAR_DATA, MONTEREY, VLP16, data_packets, write_pcap
 from adapters import VelodyneSource
 from adapters.errors import DecodeError
 from adapters.lidar._velodyne_models import ModelDetector
-from fusion.frames import Frame
+from fusion._frames import Frame
 
 RUSTLIDAR = LIDAR_DATA / "rustlidar_hdl32_example.pcap"  # HDL-32E, 876 data packets
 OUSTER = LIDAR_DATA / "ouster_OS-1-32-G_v2.1.1_1024x10.pcap"

@@ -13,7 +13,7 @@ import numpy as np
 from lidar_testdata import VLP16, data_packets
 
 from adapters import VelodyneSource
-from fusion.frames import Frame
+from fusion._frames import Frame
 
 _RMEM = Path("/proc/sys/net/core/rmem_max")
 RMEM_MAX = int(_RMEM.read_text()) if _RMEM.exists() else None

@@ -27,7 +27,7 @@ from lidar_testdata import MONTEREY, VLP16, data_packets
 
 from adapters import VelodyneSource
 from adapters.lidar import PcapReader
-from fusion.frames import Frame
+from fusion._frames import Frame
 
 Record = tuple[bytes, bytes]  # (16-byte record header, link-layer frame)
 ARP = b"\xff" * 6 + b"\x02" * 6 + b"\x08\x06" + bytes.fromhex("0001080006040001") + b"\x00" * 20

@@ -14,8 +14,8 @@ from lidar_testdata import MONTEREY, VLP16, data_packets, pcap_stats, write_pcap
 from adapters import VelodyneSource
 from adapters.errors import SourceOpenError
 from adapters.lidar import VELODYNE_DTYPE, WRAP_PERIOD_NS, PcapReader
-from fusion.frames import Frame
-from fusion.timing import VirtualClock, use_clock
+from fusion._frames import Frame
+from fusion._timing import VirtualClock, use_clock
 
 HOUR_NS = 3_600_000_000_000
 

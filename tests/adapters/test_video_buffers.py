@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adapters import VideoSource
-from adapters.video.convert import BufferPool
+from adapters.video._convert import BufferPool
 from fusion import Frame
-from fusion.buffers import ALIGNMENT, aligned_empty, is_aligned
+from fusion._buffers import ALIGNMENT, aligned_empty, is_aligned
 from recordings import Recorder, open_recording
 from recordings.hfr._format import BLOB_ALIGN
 

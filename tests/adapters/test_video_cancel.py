@@ -14,10 +14,10 @@ import anyio
 import pytest
 
 from adapters import VideoSource
-from adapters.video import interrupt
-from adapters.video.probe import is_live
-from adapters.video.synth import MpegTsSender
-from fusion.frames import Frame
+from adapters.video import _interrupt as interrupt
+from adapters.video._probe import is_live
+from adapters.video._synth import MpegTsSender
+from fusion._frames import Frame
 
 LIVE_OPTIONS = {"analyzeduration": "200000", "probesize": "32768", "fflags": "nobuffer"}
 

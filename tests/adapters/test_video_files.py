@@ -15,8 +15,8 @@ import pytest
 from adapters import VideoSource
 from adapters.errors import SourceOpenError
 from adapters.video import probe_video
-from adapters.video.synth import pattern, write_video
-from fusion.frames import Frame
+from adapters.video._synth import pattern, write_video
+from fusion._frames import Frame
 
 
 async def collect(source: VideoSource) -> list[Frame]:

@@ -1,7 +1,7 @@
 """The model's resize inside the decoder's swscale pass: same pixels, wired by the Pipeline.
 
 Reference: the same frames converted at full size, then resized by
-:mod:`fusion.workers.resize` with the same filter (itself within one grey level
+:mod:`fusion.workers._resize` with the same filter (itself within one grey level
 of OpenCV's ``INTER_AREA`` and Pillow's antialiased bilinear, see
 tests/fusion/test_resize.py). Tolerance, per RGB channel in grey levels:
 
@@ -21,12 +21,12 @@ import numpy as np
 import pytest
 
 from adapters import VideoSource
-from adapters.video.synth import write_video
+from adapters.video._synth import write_video
 from fusion import ExactTime, Frame, Pipeline
 from fusion.workers import BatchWorker, ImagePreprocess
-from fusion.workers.models import tiny_cnn
-from fusion.workers.preprocess import fuse_resize, group_input
-from fusion.workers.resize import Resampler
+from fusion.workers._models import tiny_cnn
+from fusion.workers._preprocess import fuse_resize, group_input
+from fusion.workers._resize import Resampler
 from recordings import Recorder
 
 REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "real" / "video"

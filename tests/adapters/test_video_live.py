@@ -9,8 +9,8 @@ import pytest
 
 from adapters import VideoSource
 from adapters.errors import SourceOpenError
-from adapters.video.synth import MpegTsSender
-from fusion.frames import Frame
+from adapters.video._synth import MpegTsSender
+from fusion._frames import Frame
 
 LIVE_OPTIONS = {"analyzeduration": "200000", "probesize": "32768", "fflags": "nobuffer"}
 

@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from PIL import Image, ImageOps
 
 from adapters.ros._images import CompressedImageDecoder
-from adapters.video.convert import PixelConverter
-from adapters.video.ledger import PacketLedger
-from adapters.video.orientation import UPRIGHT, exif_orientation, from_matrix
-from adapters.video.tail import Tail
+from adapters.video._convert import PixelConverter
+from adapters.video._ledger import PacketLedger
+from adapters.video._orientation import UPRIGHT, exif_orientation, from_matrix
+from adapters.video._tail import Tail
 
 ONE = 1 << 16
 W = 1 << 30

@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 
 from adapters import VideoSource
 from adapters.video import BufferPool, PacketLedger, PixelConverter, Timeline
-from adapters.video.convert import Payload
-from adapters.video.hwaccel import AUTO_ORDER, HWAccelReport
-from adapters.video.prefetch import Prefetch
-from adapters.video.synth import write_video
+from adapters.video._convert import Payload
+from adapters.video._hwaccel import AUTO_ORDER, HWAccelReport
+from adapters.video._prefetch import Prefetch
+from adapters.video._synth import write_video
 from fusion.errors import ConfigError
 
 

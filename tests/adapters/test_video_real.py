@@ -29,10 +29,10 @@ import pytest
 
 from adapters import VideoSource
 from adapters.video import probe_video
-from adapters.video.bitstream import shows_frame
-from adapters.video.mp4box import edit_lists
-from adapters.video.probe import VideoInfo, presents
-from adapters.video.synth import write_video
+from adapters.video._bitstream import shows_frame
+from adapters.video._mp4box import edit_lists
+from adapters.video._probe import VideoInfo, presents
+from adapters.video._synth import write_video
 
 REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "real"
 EXPECTED: dict[str, Any] = json.loads((REAL / "expected.json").read_text())["files"]

@@ -1,4 +1,4 @@
-"""adapters.video.segments: cuts at key frames and range decodes tile one whole decode
+"""adapters.video._segments: cuts at key frames and range decodes tile one whole decode
 (real clips against ffprobe and expected.json, a generated clip), and where a lagging
 segment is cut."""
 
@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from adapters.video.segments import (
+from adapters.video._segments import (
     DecodeCounts,
     decode_range,
     keyframe_times,
     video_segments,
     video_split_point,
 )
-from adapters.video.synth import write_video
+from adapters.video._synth import write_video
 
 MS = 1_000_000
 REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "real" / "video"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fusion.frames import Frame, SensorSpec
+from fusion._frames import Frame, SensorSpec
 
 MS = 1_000_000
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fusion.frames import Frame, SensorSpec
+from fusion._frames import Frame, SensorSpec
 from hyperframes.cli._common import printable
 from recordings import Recorder
 from recordings.outputs.files._names import inside, safe_filename

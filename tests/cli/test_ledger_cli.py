@@ -14,7 +14,7 @@ import anyio
 import numpy as np
 
 from fusion import ExactTime, Frame, Pipeline
-from fusion.metrics import parse_prometheus, prometheus_text
+from fusion._metrics import parse_prometheus, prometheus_text
 from recordings import Recorder, open_recording
 from tests.config.config_sources import Lossy, Ticker
 from tests.terminal import run_piped

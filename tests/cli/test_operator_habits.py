@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fusion._frames import Frame, SensorSpec
 from fusion.clock import OnlineClock
-from fusion.frames import Frame, SensorSpec
 from hyperframes.cli import COMMANDS, build_parser, main
 from hyperframes.cli._common import clock_text
 from recordings import Recorder
@@ -171,8 +171,8 @@ def test_doctor_reports_this_machine(capsys: pytest.CaptureFixture[str]) -> None
 
 
 def test_no_nvidia_gpu_is_one_info_line_not_a_warning(caplog: pytest.LogCaptureFixture) -> None:
-    from fusion.workers import models
-    from fusion.workers.sessions import ModelSession, nvidia_gpu_present
+    from fusion.workers import _models as models
+    from fusion.workers._sessions import ModelSession, nvidia_gpu_present
 
     if nvidia_gpu_present():
         pytest.skip("this machine has an NVIDIA GPU: the fallback is not expected")

@@ -6,8 +6,8 @@ from collections.abc import AsyncIterator
 
 import numpy as np
 
-from fusion.frames import Frame, SensorSpec
-from fusion.source import Source
+from fusion._frames import Frame, SensorSpec
+from fusion._source import Source
 
 
 class Ticker(Source):

@@ -28,9 +28,9 @@ import pytest
 from mcap.reader import make_reader
 
 from adapters.radar import DETECTION_DTYPE
-from fusion.frames import Frame, FrameGroup
-from fusion.hub import SyncHub
-from fusion.timing import VirtualClock, use_clock
+from fusion._frames import Frame, FrameGroup
+from fusion._hub import SyncHub
+from fusion._timing import VirtualClock, use_clock
 from hyperframes.config import load_config
 from hyperframes.config._factory import build_policy
 from recordings import Replay, open_recording

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from adapters.radar import DETECTION_DTYPE
-from fusion.frames import FrameGroup
-from fusion.hub import SyncHub
-from fusion.timing import VirtualClock, use_clock
+from fusion._frames import FrameGroup
+from fusion._hub import SyncHub
+from fusion._timing import VirtualClock, use_clock
 from hyperframes.config import build_pipeline, load_config
 from hyperframes.config._factory import build_policy, build_source
 from recordings import Replay, open_recording

@@ -17,9 +17,9 @@ from typing import Any, ClassVar, Literal
 import pytest
 from pydantic import AliasChoices, Field, create_model
 
+from fusion._frames import Frame, SensorSpec
+from fusion._source import Source
 from fusion.errors import ConfigError
-from fusion.frames import Frame, SensorSpec
-from fusion.source import Source
 from hyperframes.config import PipelineConfig
 from hyperframes.config._factory import build_source
 from hyperframes.config._schema import validate_model

@@ -9,7 +9,7 @@ import anyio
 import numpy as np
 
 from adapters import SensorTiming, SyntheticCamera, SyntheticImu, SyntheticLidar
-from fusion.frames import Frame
+from fusion._frames import Frame
 from hyperframes.config import build_pipeline, validate_config
 from hyperframes.fleet._config import FleetConfig, validate_fleet_config
 from hyperframes.fleet._results import ResultGroup

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from fusion._frames import Frame, FrameGroup
 from fusion.errors import ConfigError
-from fusion.frames import Frame, FrameGroup
 from hyperframes.fleet import plan_parts, plan_resources, read_results, run_local
 from hyperframes.fleet._codec import decode_group, decode_results, encode_group, encode_results
 from hyperframes.fleet._config import load_fleet_config, validate_fleet_config

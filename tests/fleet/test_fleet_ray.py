@@ -14,7 +14,7 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from fusion.frames import FrameGroup  # noqa: E402
+from fusion._frames import FrameGroup  # noqa: E402
 from hyperframes.fleet import read_results, run_fleet  # noqa: E402
 
 from .fleet_helpers import (  # noqa: E402

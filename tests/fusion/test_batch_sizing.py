@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 from fusion import Frame
 from fusion.errors import ConfigError
 from fusion.workers import BatchWorker
-from fusion.workers.models import scale_model
-from fusion.workers.sizing import BatchSizer, remembered_sizes
+from fusion.workers._models import scale_model
+from fusion.workers._sizing import BatchSizer, remembered_sizes
 
 MS = 1_000_000
 Cost = Callable[[int], float]

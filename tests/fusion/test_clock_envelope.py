@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fusion.clock_envelope import Fit, LowerEnvelope
+from fusion._clock_envelope import Fit, LowerEnvelope
 
 
 def brute_hull(points: list[tuple[int, int]]) -> list[tuple[int, int]]:

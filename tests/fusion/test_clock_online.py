@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from adapters.synthetic import SensorTiming, SyntheticSensor, synthetic_timeline
 from fusion import OnlineClock
+from fusion._frames import Frame
 from fusion.clock import ClockModel
-from fusion.frames import Frame
 
 MS = 1_000_000
 US = 1_000

@@ -1,4 +1,4 @@
-"""Segments, gaps and the opening burst of live streams (fusion.continuity), as pure cores."""
+"""Segments, gaps and the opening burst of live streams (fusion._continuity), as pure cores."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fusion.continuity import Continuity, OpeningBurst, StreamWatch
-from fusion.frames import Frame
+from fusion._continuity import Continuity, OpeningBurst, StreamWatch
+from fusion._frames import Frame
 
 MS = 1_000_000
 S = 1_000_000_000

@@ -20,8 +20,8 @@ from fusion import (
     VirtualClock,
     use_clock,
 )
-from fusion.frames import Frame
-from fusion.hub import LATENCY_BUCKETS_NS
+from fusion._frames import Frame
+from fusion._hub import LATENCY_BUCKETS_NS
 
 MS = 1_000_000
 S = 1_000_000_000

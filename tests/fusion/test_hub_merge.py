@@ -21,7 +21,7 @@ from fusion import (
     VirtualClock,
     use_clock,
 )
-from fusion.source import Source
+from fusion._source import Source
 
 MS = 1_000_000
 

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fusion import Frame, InputLedger, LedgerStatistics, SensorSpec, Source
-from fusion.source import ERROR_SAMPLES
+from fusion._source import ERROR_SAMPLES
 
 events = st.lists(
     st.one_of(

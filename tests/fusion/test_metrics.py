@@ -6,7 +6,7 @@ import anyio
 
 from adapters import SyntheticCamera, SyntheticLidar
 from fusion import Nearest, Pipeline, VirtualClock
-from fusion.metrics import parse_prometheus, prometheus_text
+from fusion._metrics import parse_prometheus, prometheus_text
 
 MS = 1_000_000
 
@@ -44,6 +44,6 @@ async def test_pipeline_metrics_render_and_parse_back() -> None:
 
 
 def test_label_values_are_escaped() -> None:
-    from fusion.metrics import _escape
+    from fusion._metrics import _escape
 
     assert _escape('a"b\\c\nd') == 'a\\"b\\\\c\\nd'

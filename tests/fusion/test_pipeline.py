@@ -18,7 +18,7 @@ from fusion import (
     VirtualClock,
     WorkerError,
 )
-from fusion.workers.models import FAIL_MARKER, bev_occupancy, failing_model
+from fusion.workers._models import FAIL_MARKER, bev_occupancy, failing_model
 from recordings import Recorder, Replay, open_recording
 
 MS = 1_000_000

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from fusion import Frame
-from fusion.buffers import is_aligned
+from fusion._buffers import is_aligned
 from fusion.workers import ImagePreprocess
-from fusion.workers.resize import Resampler, resize
+from fusion.workers._resize import Resampler, resize
 
 _CV2 = {"area": cv2.INTER_AREA, "nearest": cv2.INTER_NEAREST}
 

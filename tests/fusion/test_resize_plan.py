@@ -14,8 +14,8 @@ import pytest
 
 from fusion import Frame, SensorSpec, Source
 from fusion.workers import ImagePreprocess
-from fusion.workers.preprocess import fuse_resize, group_input
-from fusion.workers.resize_plan import (
+from fusion.workers._preprocess import fuse_resize, group_input
+from fusion.workers._resize_plan import (
     UNNAMED,
     ImageConsumer,
     ImageInput,

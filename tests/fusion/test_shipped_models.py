@@ -11,7 +11,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-import fusion.workers.models as models
+import fusion.workers._models as models
 from fusion.errors import UsageError
 from fusion.workers import _model_builders
 
@@ -47,7 +47,7 @@ def test_without_onnx_shipped_models_load_and_others_say_what_to_install(
     (tmp_path / "onnx" / "__init__.py").write_text("raise ImportError('onnx blocked')\n")
     code = (
         "import sys; sys.path.insert(0, sys.argv[1])\n"
-        "from fusion.workers import models\n"
+        "from fusion.workers import _models as models\n"
         "assert len(models.bev_occupancy(points=2048)) > 0\n"
         "try:\n    models.scale_model(3)\nexcept Exception as e:\n    print(type(e).__name__, e)\n"
         "print('onnx' in sys.modules and sys.modules['onnx'] is not None)\n"

@@ -8,7 +8,7 @@ import anyio
 import pytest
 
 from fusion import MonotonicClock, VirtualClock, current_clock, run_sync, use_clock
-from fusion.timing import Pacer
+from fusion._timing import Pacer
 
 
 class TestVirtualClock:

@@ -1,4 +1,4 @@
-"""Dating reference-clock times: anchors, steps, and the inverse (fusion.wallclock)."""
+"""Dating reference-clock times: anchors, steps, and the inverse (fusion._wallclock)."""
 
 from __future__ import annotations
 

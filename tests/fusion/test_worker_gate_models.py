@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from fusion import Frame, FrameFormatError, FrameGroup
 from fusion.workers import ChangeGate, ImagePreprocess
-from fusion.workers.models import bev_occupancy, sobel_edges, tiny_cnn
+from fusion.workers._models import bev_occupancy, sobel_edges, tiny_cnn
 
 MS = 1_000_000
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from fusion import Frame
 from fusion.workers import BatchWorker, StreamMux
-from fusion.workers.models import scale_model
+from fusion.workers._models import scale_model
 
 MS = 1_000_000
 
@@ -91,8 +91,8 @@ async def test_a_failing_camera_loses_only_its_own_frames() -> None:
 
 async def test_the_muxer_scales_each_cameras_frames_like_the_preprocess_would() -> None:
     from fusion.workers import ImagePreprocess
-    from fusion.workers.models import tiny_cnn
-    from fusion.workers.resize import resize
+    from fusion.workers._models import tiny_cnn
+    from fusion.workers._resize import resize
 
     rng = np.random.default_rng(0)
     images = {name: rng.integers(0, 256, (48, 64, 3), dtype=np.uint8) for name in ("a", "b")}

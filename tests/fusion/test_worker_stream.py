@@ -20,13 +20,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fusion import DeadlineExpired, Frame, FrameGroup, VirtualClock, WorkerError, use_clock
-from fusion.timing import current_clock
+from fusion._timing import current_clock
 from fusion.workers import BatchWorker, ChangeGate, ImagePreprocess, ModelSession, WorkerResult
-from fusion.workers import sessions as sessions_module
-from fusion.workers.models import FAIL_MARKER, failing_model, scale_model
-from fusion.workers.pinned import PinnedStaging
-from fusion.workers.reorder import ReorderBuffer
-from fusion.workers.sessions import CPU, CUDA, missing_library_hint
+from fusion.workers import _sessions as sessions_module
+from fusion.workers._models import FAIL_MARKER, failing_model, scale_model
+from fusion.workers._pinned import PinnedStaging
+from fusion.workers._reorder import ReorderBuffer
+from fusion.workers._sessions import CPU, CUDA, missing_library_hint
 
 MS = 1_000_000
 
@@ -304,7 +304,7 @@ class TestLifecycle:
             return np.stack([f.data for f in items])
 
         worker = BatchWorker(scale_model(), preprocess=slow, providers="cpu", max_batch=2)
-        # stream() is an async generator typed as an AsyncIterator (as fusion.pipeline notes)
+        # stream() is an async generator typed as an AsyncIterator (as fusion._pipeline notes)
         async with aclosing(worker.stream(frames(50))) as results:  # type: ignore[type-var]
             async for r in results:
                 if r.index == 3:

@@ -26,7 +26,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adapters.can import RAW_DTYPE
-from fusion.frames import Frame, SensorSpec
+from fusion._frames import Frame, SensorSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL_CAN = ROOT / ".." / "shared" / "data" / "real" / "can"

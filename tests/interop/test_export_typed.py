@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from adapters import NmeaSource, TimeSeriesSource
 from fusion import VirtualClock, use_clock
-from fusion.frames import Frame, SensorSpec
+from fusion._frames import Frame, SensorSpec
 from hyperframes.config import build_pipeline, load_config
 from recordings import Recorder, open_recording
 from recordings.outputs._export import export_recording

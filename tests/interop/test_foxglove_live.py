@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 import websockets
 
-from fusion.frames import Frame
+from fusion._frames import Frame
 from recordings import open_recording
 from tests.interop.foxglove_client import Decoder, LiveClient, Received, connect
 

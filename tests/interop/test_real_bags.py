@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from adapters import BagSource
-from fusion.ledger import LedgerStatistics
+from fusion._ledger import LedgerStatistics
 from tests.interop.bagref import reference
 
 REPO = Path(__file__).resolve().parents[2]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 import time
 
-from fusion.frames import Frame
+from fusion._frames import Frame
 from recordings import Recorder
 from tests.recordings.helpers import payload
 

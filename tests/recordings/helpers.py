@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from fusion.frames import Frame
+from fusion._frames import Frame
 from recordings.hfr._format import PRELUDE, TRAILER, RecordKind
 
 

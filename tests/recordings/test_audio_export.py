@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from adapters import VideoSource
 from adapters.audio import AudioSource
-from fusion.frames import Frame
+from fusion._frames import Frame
 from recordings import Recorder, open_recording
 from recordings.outputs._export import export_recording
 from recordings.outputs.files._audio import Timeline

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fusion.frames import Frame
+from fusion._frames import Frame
 from recordings import Recorder, open_recording
 
 from .test_damage import flip

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fusion.frames import Frame
+from fusion._frames import Frame
 from recordings import Recorder, RecorderClosed, SnapshotRecorder, VideoRecorder, open_recording
 from recordings.hfr._closing import Closeable
 

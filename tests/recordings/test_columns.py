@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fusion._frames import Frame
 from fusion.errors import FrameFormatError
-from fusion.frames import Frame
 from recordings import Recorder, open_recording
 from recordings.errors import CorruptChunk
 from recordings.hfr._builder import ChunkBuilder

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fusion.frames import Frame
+from fusion._frames import Frame
 from recordings import Recorder, open_recording
 from recordings.errors import (
     CorruptChunk,

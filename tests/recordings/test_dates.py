@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fusion.frames import Frame, SensorSpec
+from fusion._frames import Frame, SensorSpec
 from hyperframes.cli import main
 from recordings import Recorder, open_recording
 from recordings.outputs._export import export_recording

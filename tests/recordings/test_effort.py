@@ -16,8 +16,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from adapters.lidar._pcap import read_udp
+from fusion._frames import Frame
 from fusion.errors import ConfigError
-from fusion.frames import Frame
 from recordings import Recorder, open_recording
 from recordings.hfr._builder import ChunkBuilder
 from recordings.hfr._chunk_encode import encode_chunk

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fusion.frames import Frame
+from fusion._frames import Frame
 from recordings import LimitExceeded, ReadLimits, Recorder, Replay, open_recording, read_stream
 from recordings.hfr._limits import DEFAULT_LIMITS
 

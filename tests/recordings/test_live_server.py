@@ -14,8 +14,8 @@ import pytest
 
 from adapters import SensorTiming, SyntheticCamera, SyntheticImu, SyntheticLidar, synthetic_timeline
 from fusion import Frame, FrameGroup, Nearest, Pipeline, VirtualClock, WorkerError
+from fusion._frames import SensorSpec
 from fusion.errors import UsageError
-from fusion.frames import SensorSpec
 from hyperframes.cli._serve import print_served
 from recordings.outputs.live._foxglove_server import FoxgloveServer, result_json
 from tests.interop.foxglove_client import Decoder, LiveClient, connect

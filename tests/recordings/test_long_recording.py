@@ -23,8 +23,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import recordings.hfr._writev as writev_mod
-from fusion.clock_envelope import LowerEnvelope
-from fusion.frames import Frame
+from fusion._clock_envelope import LowerEnvelope
+from fusion._frames import Frame
 from recordings import Recorder, open_recording
 from recordings.hfr._format import PRELUDE
 from recordings.hfr._writev import write_all

@@ -10,8 +10,8 @@ import anyio
 import numpy as np
 import pytest
 
+from fusion._frames import Frame, SensorSpec
 from fusion.errors import FrameFormatError
-from fusion.frames import Frame, SensorSpec
 from recordings import Recorder, open_recording
 from recordings.errors import RecorderClosed
 from recordings.hfr._format import BLOB_ALIGN

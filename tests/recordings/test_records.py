@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fusion._frames import Frame
 from fusion.errors import FrameFormatError
-from fusion.frames import Frame
 from recordings.errors import CorruptChunk, LimitExceeded
 from recordings.hfr._builder import ChunkBuilder
 from recordings.hfr._chunk_encode import encode_chunk

@@ -9,11 +9,11 @@ import anyio
 import pytest
 
 from adapters.synthetic import SyntheticCamera, SyntheticImu, SyntheticLidar, synthetic_timeline
-from fusion.frames import Frame, FrameGroup
-from fusion.hub import SyncHub
+from fusion._frames import Frame, FrameGroup
+from fusion._hub import SyncHub
+from fusion._source import Source
+from fusion._timing import VirtualClock, current_clock, use_clock
 from fusion.policies import ApproximateTime, Nearest
-from fusion.source import Source
-from fusion.timing import VirtualClock, current_clock, use_clock
 from recordings import Recorder, Replay
 from recordings.pytest_plugin import HfrHelper
 

@@ -26,8 +26,8 @@ import pytest
 from adapters import BagSource
 from adapters.ros import TopicQos, loopback_config
 from fusion import Frame, FrameGroup, Pipeline, WorkerError
+from fusion._frames import SensorSpec
 from fusion.errors import UsageError
-from fusion.frames import SensorSpec
 from recordings import Recorder, open_recording
 from recordings.outputs.live._ros2_publisher import Ros2Publisher
 from tests.adapters.ros2.ros2_helpers import JPEG_BAG, TYPES_BAG, free_domain

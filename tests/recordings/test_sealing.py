@@ -19,8 +19,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fusion._frames import Frame
 from fusion.errors import ConfigError
-from fusion.frames import Frame
 from recordings import Recorder, open_recording
 from recordings.hfr._builder import ChunkBuilder
 from recordings.hfr._sealing import FULL, OPENED, SealPolicy

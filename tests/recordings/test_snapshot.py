@@ -17,7 +17,7 @@ import pytest
 
 from adapters import SyntheticCamera, SyntheticImu, SyntheticLidar
 from fusion import BatchWorker, Frame, FrameGroup, Nearest, Pipeline, VirtualClock
-from fusion.workers.models import scale_model
+from fusion.workers._models import scale_model
 from recordings import open_recording
 from recordings.errors import RecordingError
 from recordings.hfr._snapshot import SnapshotRecorder

@@ -12,11 +12,11 @@ import pytest
 
 from adapters.synthetic import SensorTiming, SyntheticCamera, SyntheticImu, synthetic_timeline
 from adapters.video import VideoSource
-from adapters.video.synth import write_video
+from adapters.video._synth import write_video
 from fusion import Nearest, Pipeline, VirtualClock
+from fusion._frames import Frame
+from fusion._timing import use_clock
 from fusion.errors import ConfigError
-from fusion.frames import Frame
-from fusion.timing import use_clock
 from hyperframes.config import build_pipeline, validate_config
 from recordings import Recorder, open_recording
 from recordings.hfr.video._encoder import parse_codec

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from adapters.video.synth import write_video
+from adapters.video._synth import write_video
 
 MS = 1_000_000
 

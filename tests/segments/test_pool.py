@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from adapters.video.segments import video_segments
+from adapters.video._segments import video_segments
 from hyperframes.segments import SegmentError, SegmentStatistics, VideoJob, run_segments, run_serial
 
 from .helpers import MS, fails_on_dark, features, same, slow_features

@@ -9,7 +9,7 @@ from pydantic import Field, field_validator, model_validator
 from hyperframes.config._source_type import BuildContext, SourceOptions
 
 if TYPE_CHECKING:
-    from fusion.source import Source
+    from fusion import Source
 
 
 class AudioConfig(SourceOptions):

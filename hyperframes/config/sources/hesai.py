@@ -11,7 +11,7 @@ from hyperframes.config._base import UdpSender
 from hyperframes.config._source_type import BuildContext, SourceOptions
 
 if TYPE_CHECKING:
-    from fusion.source import Source
+    from fusion import Source
 
 
 class HesaiConfig(SourceOptions):

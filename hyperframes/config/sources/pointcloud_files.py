@@ -10,7 +10,7 @@ from pydantic import Field, model_validator
 from hyperframes.config._source_type import BuildContext, SourceOptions
 
 if TYPE_CHECKING:
-    from fusion.source import Source
+    from fusion import Source
 
 
 class PointCloudFilesConfig(SourceOptions):

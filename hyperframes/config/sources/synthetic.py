@@ -11,7 +11,7 @@ from hyperframes.config._base import MS
 from hyperframes.config._source_type import BuildContext, SourceOptions
 
 if TYPE_CHECKING:
-    from fusion.source import Source
+    from fusion import Source
 
 _TIMING = ("offset_ms", "skew_ppm", "delay_ms", "jitter_ms", "drop_prob")
 

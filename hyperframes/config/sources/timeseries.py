@@ -11,7 +11,7 @@ from hyperframes.config._base import UdpSender
 from hyperframes.config._source_type import BuildContext, SourceOptions
 
 if TYPE_CHECKING:
-    from fusion.source import Source
+    from fusion import Source
 
 RECORD_GATHER_MS = 50.0
 """A UDP time series' gather in a ``record`` nothing watches live: the frames only go

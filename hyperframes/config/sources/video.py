@@ -10,7 +10,7 @@ from hyperframes.config._base import _Sized
 from hyperframes.config._source_type import BuildContext, SourceOptions
 
 if TYPE_CHECKING:
-    from fusion.source import Source
+    from fusion import Source
 
 
 class VideoConfig(SourceOptions, _Sized):

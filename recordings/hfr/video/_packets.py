@@ -36,7 +36,7 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fusion.frames import Frame
+from fusion import Frame
 
 META_KEY = "hf.video"
 """Key of the packet map in a packet record's ``meta``."""

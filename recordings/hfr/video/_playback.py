@@ -3,7 +3,7 @@
 :class:`VideoReader` wraps an open :class:`~recordings.Recording` and yields
 frames as they were recorded, with each encoded video sensor's packets
 decoded back to arrays; :class:`VideoReplay` is the same as a paced
-:class:`~fusion.source.Source` (what ``hyperframes replay`` uses when a file
+:class:`~fusion._source.Source` (what ``hyperframes replay`` uses when a file
 holds encoded video). :func:`describe_tracks` is what ``hyperframes info``
 shows for each video sensor.
 
@@ -49,11 +49,9 @@ import av
 import av.error
 import numpy as np
 
-from adapters.video.orientation import Orientation, from_matrix
+from adapters.video import Orientation, from_matrix
+from fusion import Frame, Pacer, Source
 from fusion.errors import ConfigError
-from fusion.frames import Frame
-from fusion.source import Source
-from fusion.timing import Pacer
 from recordings.hfr._reader import Recording, open_recording
 from recordings.hfr.video._packets import (
     META_KEY,
@@ -343,7 +341,7 @@ class VideoReader:
 
 
 class VideoReplay(Source):
-    """A recording with encoded video sensors as a :class:`~fusion.source.Source`.
+    """A recording with encoded video sensors as a :class:`~fusion._source.Source`.
 
     Like :class:`~recordings.Replay` (same ``speed``, ``sensors``, ``start``
     and ``end``; pacing on ``t_arrival`` by the runtime clock), with video

@@ -36,9 +36,7 @@ from typing import Any
 import anyio.lowlevel
 import numpy as np
 
-from fusion.frames import Frame, SensorSpec
-from fusion.ledger import LedgerStatistics
-from fusion.timing import run_sync
+from fusion import Frame, LedgerStatistics, SensorSpec, run_sync
 from recordings.errors import RecorderClosed
 from recordings.hfr._closing import Closeable
 from recordings.hfr.video._encoder import EncoderUnavailable, FrameEncoder, VideoCodec, parse_codec

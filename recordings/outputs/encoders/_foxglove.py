@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from adapters.ros import encoding_for
-from fusion.frames import Frame, FrameGroup, SensorSpec
+from fusion import Frame, FrameGroup, SensorSpec
 from recordings.outputs.encoders._can import (
     CAN_FRAME_JSON_SCHEMA,
     can_kind,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from fusion.frames import Frame, FrameGroup
+from fusion import Frame, FrameGroup
 from fusion.policies import ApproximateTime, ExactTime, Nearest, SyncPolicy
 
 GROUP_TOPIC = "/hyperframes/groups"

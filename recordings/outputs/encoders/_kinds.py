@@ -41,7 +41,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from fusion.frames import Frame
+from fusion import Frame
 from recordings.hfr.video import KEYFRAME_SUFFIX, META_KEY
 from recordings.outputs.encoders._shapes import Shape, match
 

@@ -60,7 +60,7 @@ from typing import Any
 import numpy as np
 
 from adapters.ros import encoding_for, pointcloud2_fields
-from fusion.frames import Frame, FrameGroup, SensorSpec
+from fusion import Frame, FrameGroup, SensorSpec
 from recordings.outputs.encoders._can import (
     CAN_FRAME_MSGDEF,
     CAN_FRAME_TYPE,

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from adapters.ros import RAW, Ros2MessageType, passthrough_type
-from fusion.frames import Frame, SensorSpec
+from fusion import Frame, SensorSpec
 from recordings.hfr.video import META_KEY
 from recordings.outputs.encoders._annexb import VideoTrack, packet_key
 from recordings.outputs.encoders._groups import GROUP_TOPIC

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from fusion.frames import Frame
+from fusion import Frame
 
 NS = 1_000_000_000
 

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from fusion.frames import Frame
+from fusion import Frame
 from recordings.outputs.files._audio import AudioTrack
 from recordings.outputs.files._names import inside, safe_filename
 

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from fusion.frames import Frame, SensorSpec
+from fusion import Frame, SensorSpec
 from recordings._extras import pyarrow_modules
 
 ROW_GROUP_ROWS = 65_536

@@ -25,8 +25,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from fusion import Frame, FrameGroup
 from fusion.errors import ConfigError, UsageError
-from fusion.frames import Frame, FrameGroup
 from recordings.outputs.encoders._kinds import classify, series_values
 
 DEFAULT_PORT = 9876

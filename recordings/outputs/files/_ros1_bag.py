@@ -39,7 +39,7 @@ from adapters.ros import (
     to_noetic,
     type_store,
 )
-from fusion.frames import Frame, SensorSpec
+from fusion import Frame, SensorSpec
 from recordings.outputs.encoders._kinds import is_internal
 from recordings.outputs.encoders._ros2 import Ros2Messages
 

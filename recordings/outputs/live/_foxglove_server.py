@@ -40,9 +40,9 @@ client is told the resulting state; :meth:`FoxgloveServer.flush` lets the last f
 reach the clients before the end is told (:meth:`FoxgloveServer.tell_playback`).
 
 Stamps are Unix-epoch ns, as in an export: ``dating="live"`` dates
-reference-clock times with a wall anchor (:func:`fusion.wallclock.sample_anchor`)
+reference-clock times with a wall anchor (:func:`fusion._wallclock.sample_anchor`)
 taken at start and refreshed every second, as the recorder does per chunk; a
-:class:`~fusion.wallclock.WallClock` (a recording's, with its ``dated``
+:class:`~fusion._wallclock.WallClock` (a recording's, with its ``dated``
 sensors) dates a replay exactly as ``hyperframes export`` does; ``None``
 leaves stamps alone (a virtual clock's times are no dates).
 """
@@ -57,8 +57,8 @@ from typing import Any, Literal, Protocol, cast
 
 import numpy as np
 
+from fusion import Frame, FrameGroup, SensorSpec
 from fusion.errors import UsageError
-from fusion.frames import Frame, FrameGroup, SensorSpec
 from recordings.outputs.encoders._generic import js_int, json_value
 from recordings.outputs.encoders._groups import GROUP_TOPIC
 from recordings.outputs.live._relay import ClientTraffic, Relay, RelayStatistics

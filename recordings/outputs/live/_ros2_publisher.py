@@ -31,7 +31,7 @@ is counted as unmatched. Every frame published ends in exactly one of
 
 Stamps are dated as the live view dates them (``dating="live"``: the host's
 wall clock, which is ROS time on a robot without ``use_sim_time``; a
-recording's :class:`~fusion.wallclock.WallClock` for its ``dated`` sensors
+recording's :class:`~fusion._wallclock.WallClock` for its ``dated`` sensors
 on replay; ``None``: left alone). A bag's original messages keep their own
 header stamps, byte for byte.
 """
@@ -46,9 +46,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from adapters.ros import DEFAULT, TopicQos
+from fusion import Frame, FrameGroup, SensorSpec, WallClock
 from fusion.errors import UsageError
-from fusion.frames import Frame, FrameGroup, SensorSpec
-from fusion.wallclock import WallClock
 from recordings.outputs.encoders._groups import GROUP_TOPIC
 from recordings.outputs.live._ros2_dds import DdsMessages, DdsSettings
 from recordings.outputs.live._sink import Dating, LiveSink

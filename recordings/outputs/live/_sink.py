@@ -11,9 +11,9 @@ slow part (encoding, writing) outside the lock. :meth:`LiveSink._close_queue`
 drops and counts what is still queued when the sink closes.
 
 Dating is the same for every sink: ``dating="live"`` dates reference-clock
-times with a wall anchor (:func:`fusion.wallclock.sample_anchor`) taken at
+times with a wall anchor (:func:`fusion._wallclock.sample_anchor`) taken at
 start and refreshed every second, as the recorder does per chunk; a
-:class:`~fusion.wallclock.WallClock` (a recording's, with its ``dated``
+:class:`~fusion._wallclock.WallClock` (a recording's, with its ``dated``
 sensors) dates a replay exactly as ``hyperframes export`` does; ``None``
 leaves stamps alone (a virtual clock's times are no dates).
 """
@@ -27,8 +27,7 @@ from collections import Counter, deque
 from collections.abc import Iterable
 from typing import Literal, Self
 
-from fusion.frames import Frame, FrameGroup, SensorSpec
-from fusion.wallclock import WallClock, sample_anchor
+from fusion import Frame, FrameGroup, SensorSpec, WallClock, sample_anchor
 from recordings.outputs.encoders._kinds import is_internal
 
 _ANCHOR_EVERY_S = 1.0

@@ -29,7 +29,7 @@ from adapters.errors import SourceOpenError
 from adapters.lidar import read_pcd
 from adapters.ros import Ros2Source, TopicQos, loopback_config
 from adapters.ros._passthrough import MSGTYPE
-from fusion.frames import Frame, SensorSpec
+from fusion._frames import Frame, SensorSpec
 from recordings import Recorder, open_recording
 from recordings.outputs.live._ros2_publisher import Ros2Publisher
 from tests.acceptance.live_helpers import Recording

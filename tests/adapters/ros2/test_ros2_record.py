@@ -17,7 +17,7 @@ import pytest
 
 from adapters import BagSource
 from adapters.ros._passthrough import RAW
-from fusion.frames import Frame
+from fusion._frames import Frame
 from recordings import open_recording
 from tests.acceptance.live_helpers import Recording
 from tests.adapters.ros2.ros2_helpers import DRIVE_BAG, Publisher, free_domain, same_data

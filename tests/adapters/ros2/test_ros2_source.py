@@ -23,7 +23,7 @@ from adapters.ros import (
 )
 from adapters.ros._passthrough import RAW, passthrough_type
 from adapters.ros._typestore import type_store
-from fusion.frames import Frame
+from fusion._frames import Frame
 from tests.adapters.ros2.ros2_helpers import (
     DRIVE_BAG,
     JPEG_BAG,

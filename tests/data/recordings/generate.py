@@ -30,7 +30,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parents[2]))
 
-from fusion.frames import Frame, SensorSpec  # noqa: E402
+from fusion._frames import Frame, SensorSpec  # noqa: E402
 from recordings import Recorder, open_recording  # noqa: E402
 from recordings.hfr._format import PRELUDE, TRAILER  # noqa: E402
 

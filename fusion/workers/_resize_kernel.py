@@ -1,4 +1,4 @@
-"""The compiled separable resize kernel behind :class:`~fusion.workers.resize.Resampler`.
+"""The compiled separable resize kernel behind :class:`~fusion.workers._resize.Resampler`.
 
 Why compiled: in numpy every tap of a pass is a gather, a multiply and an add
 over the whole intermediate image, each its own trip through memory; a

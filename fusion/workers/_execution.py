@@ -28,10 +28,10 @@ from typing import Any
 
 import numpy as np
 
+from fusion._frames import Frame
 from fusion.errors import ConfigError, WorkerError
-from fusion.frames import Frame
-from fusion.workers.results import Outcome
-from fusion.workers.sessions import ModelSession, ProviderFailure, load_model
+from fusion.workers._results import Outcome
+from fusion.workers._sessions import ModelSession, ProviderFailure, load_model
 
 log = logging.getLogger("fusion.workers")
 

@@ -23,8 +23,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from fusion._frames import Frame, FrameGroup
 from fusion.errors import ConfigError, FrameFormatError
-from fusion.frames import Frame, FrameGroup
 
 GateReason = Literal["first", "keyframe", "changed", "static"]
 

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from adapters.errors import DecodeError
-from adapters.video.hwaccel import HWAccelReport
-from adapters.video.probe import VideoInfo
-from fusion.continuity import Discontinuity
+from adapters.video._hwaccel import HWAccelReport
+from adapters.video._probe import VideoInfo
+from fusion import Discontinuity
 
 
 class FrameLost(DecodeError):

@@ -27,9 +27,9 @@ from av.sidedata.sidedata import Type as SideDataType
 from av.video.stream import VideoStream
 
 from adapters.errors import SourceOpenError
-from adapters.video.bitstream import shows_frame
-from adapters.video.mp4box import edit_lists
-from adapters.video.orientation import UPRIGHT, Orientation, from_matrix
+from adapters.video._bitstream import shows_frame
+from adapters.video._mp4box import edit_lists
+from adapters.video._orientation import UPRIGHT, Orientation, from_matrix
 
 LIVE_SCHEMES: frozenset[str] = frozenset(
     {
@@ -107,7 +107,7 @@ class VideoInfo:
     """Transfer function (``"arib-std-b67"`` = HLG, ``"smpte2084"`` = PQ)."""
     color_primaries: str | None = None
     orientation: Orientation = UPRIGHT
-    """The display matrix and the turn that undoes it (see :mod:`adapters.video.orientation`)."""
+    """The display matrix and the turn that undoes it (see :mod:`adapters.video._orientation`)."""
     rotate: str = "auto"
     """What the source does with it: ``"auto"`` turns frames upright, ``"none"`` keeps them."""
     output_width: int = 0

@@ -1,6 +1,6 @@
 """Whether a packet is meant to put a picture on screen, read from its first header bits.
 
-Loss accounting (:mod:`~adapters.video.ledger`) expects a frame out of every
+Loss accounting (:mod:`~adapters.video._ledger`) expects a frame out of every
 packet it tracks. Two kinds of packet legitimately give none, and counting
 them as lost would invent gaps in ``seq``:
 

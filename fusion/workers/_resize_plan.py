@@ -20,7 +20,7 @@ source when the input names none; an input whose source is not there (or
 unnamed among several sources) gets no decision. :func:`apply_resize_plan`
 is the thin shell: it asks each source (``Source.resize_in_decoder``, which
 may still refuse, with its reason), logs the outcome, and returns it per
-sensor. ``Pipeline`` and :func:`~fusion.workers.preprocess.fuse_resize` both
+sensor. ``Pipeline`` and :func:`~fusion.workers._preprocess.fuse_resize` both
 go through these two.
 """
 
@@ -31,10 +31,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from fusion.workers.resize import Interpolation
+from fusion.workers._resize import Interpolation
 
 if TYPE_CHECKING:
-    from fusion.source import Source
+    from fusion._source import Source
 
 log = logging.getLogger("fusion.workers")
 
@@ -57,7 +57,7 @@ class ImageConsumer(Protocol):
     """A preprocess that says which image it wants (``None``: it takes no image).
 
     :class:`~fusion.workers.ImagePreprocess` and the callables of
-    :func:`~fusion.workers.preprocess.group_input` are; a user's preprocess
+    :func:`~fusion.workers._preprocess.group_input` are; a user's preprocess
     can be too, by having this attribute.
     """
 

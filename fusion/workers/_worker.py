@@ -3,17 +3,17 @@
 The worker is configuration and lifecycle; the work is done by three modules
 with one job each:
 
-* :mod:`fusion.workers.execution` (:class:`ModelRunner`): the session replicas
+* :mod:`fusion.workers._execution` (:class:`ModelRunner`): the session replicas
   and what happens to one batch in a thread: preprocess, run, postprocess,
   isolation of failing items by halving, restart of a dead session;
-* :mod:`fusion.workers.lanes`: the threads (one preprocessing, one per
+* :mod:`fusion.workers._lanes`: the threads (one preprocessing, one per
   replica) and the whole-batch hand-offs between them and the event loop;
-* :mod:`fusion.workers.stream` (:class:`StreamRun`): one ``stream()`` on the
+* :mod:`fusion.workers._stream` (:class:`StreamRun`): one ``stream()`` on the
   event loop: feeding the :class:`DynamicBatcher`, the ``max_delay`` timer on
   the runtime clock, deadlines, the change gate, and results in input order
   through the :class:`ReorderBuffer`.
 
-Every wait reads :func:`~fusion.timing.current_clock`, so a test on a
+Every wait reads :func:`~fusion._timing.current_clock`, so a test on a
 :class:`~fusion.VirtualClock` runs the ``max_delay`` and deadline logic
 without sleeping; model work marks the clock busy, so it takes no virtual time.
 """
@@ -27,15 +27,15 @@ from typing import Any
 
 import numpy as np
 
+from fusion._source import Source
+from fusion._timing import run_sync
 from fusion.errors import ConfigError
-from fusion.source import Source
-from fusion.timing import run_sync
-from fusion.workers.batcher import DynamicBatcher
-from fusion.workers.execution import ModelRunner, Postprocess, Preprocess
-from fusion.workers.gate import ChangeGate
-from fusion.workers.preprocess import fuse_resize
-from fusion.workers.results import WorkerCounters, WorkerResult, WorkerStatistics
-from fusion.workers.sessions import (
+from fusion.workers._batcher import DynamicBatcher
+from fusion.workers._execution import ModelRunner, Postprocess, Preprocess
+from fusion.workers._gate import ChangeGate
+from fusion.workers._preprocess import fuse_resize
+from fusion.workers._results import WorkerCounters, WorkerResult, WorkerStatistics
+from fusion.workers._sessions import (
     ModelSession,
     ModelSource,
     ProviderFailure,
@@ -43,8 +43,8 @@ from fusion.workers.sessions import (
     default_threads,
     runs_on_cpu,
 )
-from fusion.workers.sizing import BatchSizer, remembered_sizes
-from fusion.workers.stream import StreamRun, StreamSettings
+from fusion.workers._sizing import BatchSizer, remembered_sizes
+from fusion.workers._stream import StreamRun, StreamSettings
 
 # Defaults per device. On a CPU batching buys little (the cores are busy
 # either way; onnxruntime's cost per item was measured flat in the batch size
@@ -69,11 +69,11 @@ class BatchWorker:
     and 5 ms on CUDA. ``deadline`` (ns) expires items that waited longer for
     their batch. ``adaptive`` (default) measures which batch size gives the
     most items per second of processing time and caps batches at it, trying
-    the sizes again when the cost drifts (:class:`~fusion.workers.sizing.BatchSizer`;
+    the sizes again when the cost drifts (:class:`~fusion.workers._sizing.BatchSizer`;
     ``statistics().batcher.sizing`` says what it chose and why); a later worker
     of the same model, layout and preprocess in the process starts from the
     size found, checked by its first batches, instead of searching again
-    (:data:`~fusion.workers.sizing.remembered_sizes`);
+    (:data:`~fusion.workers._sizing.remembered_sizes`);
     ``latency_budget`` (ns) excludes sizes whose batch takes longer.
     ``adaptive=False`` batches up to ``max_batch`` whenever items are queued.
     ``providers`` is ``"auto"`` (CUDA, then CPU), ``"cpu"``, ``"cuda"``,
@@ -84,7 +84,7 @@ class BatchWorker:
     with them cheaply: reserving a whole core for it left one of two idle.
     ``replicas`` defaults to 1, except on the CPU with ``threads`` not given:
     then two replicas split the cores when there are two or more
-    (:func:`~fusion.workers.sessions.cpu_layout`), which costs less CPU per
+    (:func:`~fusion.workers._sessions.cpu_layout`), which costs less CPU per
     item than one session across every core; :attr:`replicas` and
     :attr:`threads` hold the layout once started.
     ``warmup`` is True (zeros of the model's input shapes at batch 1 and
@@ -278,12 +278,12 @@ class BatchWorker:
 
         ``items`` may be a :class:`~fusion.Source` itself, or the not yet started
         ``frames()`` of one: then the worker asks the source to resize while
-        decoding for its preprocess (:func:`~fusion.workers.preprocess.fuse_resize`;
+        decoding for its preprocess (:func:`~fusion.workers._preprocess.fuse_resize`;
         the outcome is in :attr:`resize_outcome`), so the frames the results carry
         are at the model's size. ``resize_in_decoder=False`` keeps the source's
         full frames (the preprocess resizes them). Close the generator
         (``contextlib.aclosing``) if you stop iterating early. See
-        :mod:`fusion.workers.stream` for how items flow.
+        :mod:`fusion.workers._stream` for how items flow.
         """
         source = _source_of(items) if resize_in_decoder else None
         if source is not None:

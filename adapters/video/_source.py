@@ -1,6 +1,6 @@
 """``VideoSource``: video files and live streams as a source of timestamped frames.
 
-The async shell around :class:`~adapters.video.decoder.DecoderThread`: it
+The async shell around :class:`~adapters.video._decoder.DecoderThread`: it
 starts the thread when ``frames()`` is iterated, turns the thread's events into
 :class:`~fusion.Frame` objects (numbering ``seq``), counts what was skipped, and
 stops the thread when iteration ends, breaks or is cancelled.
@@ -24,10 +24,10 @@ from typing import Any
 
 import anyio
 
-from adapters.video import hwaccel as hw
-from adapters.video.convert import PIXEL_FORMATS, PixelFormat
-from adapters.video.decoder import DecoderThread
-from adapters.video.events import (
+from adapters.video import _hwaccel as hw
+from adapters.video._convert import PIXEL_FORMATS, PixelFormat
+from adapters.video._decoder import DecoderThread
+from adapters.video._events import (
     Decoded,
     DecoderError,
     Disconnected,
@@ -40,15 +40,13 @@ from adapters.video.events import (
     Reconnected,
     Skipped,
 )
-from adapters.video.hwaccel import HWAccelReport
-from adapters.video.opening import DecodeOptions
-from adapters.video.prefetch import Prefetch
-from adapters.video.probe import VideoInfo, check_path, is_live
+from adapters.video._hwaccel import HWAccelReport
+from adapters.video._opening import DecodeOptions
+from adapters.video._prefetch import Prefetch
+from adapters.video._probe import VideoInfo, check_path, is_live
+from fusion import Frame, Overflow, SensorSpec, Source, current_clock
 from fusion.clock import ClockModel
 from fusion.errors import ConfigError, SourceError
-from fusion.frames import Frame, Overflow, SensorSpec
-from fusion.source import Source
-from fusion.timing import current_clock
 
 _THREAD_TYPES = ("AUTO", "FRAME", "SLICE", "NONE")
 log = logging.getLogger("adapters.video")
@@ -62,7 +60,7 @@ class VideoStatistics:
     delivered: int = 0
     """Frames yielded by ``frames()``."""
     skipped: dict[str, int] = field(default_factory=dict)
-    """Frames lost, by reason (see :class:`~adapters.video.events.FrameLost`)."""
+    """Frames lost, by reason (see :class:`~adapters.video._events.FrameLost`)."""
     connections: int = 0
     """Times the input was opened (1 for a file; 1 + reconnects for a live stream)."""
     disconnects: int = 0
@@ -73,7 +71,7 @@ class VideoStatistics:
     restarts: int = 0
     """Times the stream's timestamps jumped (a restarted sender): segments after the first."""
     repaced: int = 0
-    """Frames of opening bursts whose ``t_arrival`` was re-paced (see :mod:`fusion.continuity`)."""
+    """Frames of opening bursts whose ``t_arrival`` was re-paced (see :mod:`fusion._continuity`)."""
     prefetch_high_water: int = 0
     """Most decoded frames ever waiting in the prefetch queue."""
     decoder_errors: int = 0
@@ -107,8 +105,8 @@ class VideoSource(Source):
 
     ``async for frame in VideoSource("clip.mp4").frames(): ...`` yields
     :class:`~fusion.Frame` objects whose ``data`` is a numpy array in
-    ``pixel_format`` (see :mod:`adapters.video.convert`), ``t_sensor`` the
-    frame's PTS in ns (see :mod:`adapters.video.timestamps`) and, for live
+    ``pixel_format`` (see :mod:`adapters.video._convert`), ``t_sensor`` the
+    frame's PTS in ns (see :mod:`adapters.video._timestamps`) and, for live
     inputs, ``t_arrival`` the host clock when its packet was read.
     ``meta`` holds ``pts``, ``pts_source``, ``key_frame``, ``rotation``
     (degrees counter-clockwise from the display matrix, as ffprobe prints
@@ -122,7 +120,7 @@ class VideoSource(Source):
 
     * ``live``: ``None`` detects it from the URL (``udp://``, ``tcp://``,
       ``rtsp://``, ``http://``, ``/dev/video0``...; see
-      :data:`~adapters.video.probe.LIVE_SCHEMES`). Live inputs reconnect with
+      :data:`~adapters.video._probe.LIVE_SCHEMES`). Live inputs reconnect with
       exponential backoff (``backoff`` = (initial, max) seconds,
       ``max_reconnects``), use slice threading (frame threading adds a frame
       of latency per thread) and drop the oldest decoded frame when the
@@ -139,7 +137,7 @@ class VideoSource(Source):
     * ``prefetch``: decoded frames buffered ahead of the consumer.
     * ``hwaccel``: ``None``, ``"auto"`` or a device type; falls back to
       software with the reason in :attr:`hwaccel_report` (see
-      :mod:`adapters.video.hwaccel`).
+      :mod:`adapters.video._hwaccel`).
     * ``origin_pts``: PTS that maps to ``t_sensor == 0``; default 0 keeps the
       stream's own times, ``None`` starts the first frame at 0.
     * ``read_timeout``: seconds without data before a live input counts as
@@ -373,7 +371,7 @@ class VideoSource(Source):
         # The thread notices the stop at its next packet; a live read can take up to
         # read_timeout. Wait off the event loop, bounded so shutdown cannot hang.
         opts = decoder.opts
-        # Normally the interrupt hook (adapters.video.interrupt) ends it within a poll.
+        # Normally the interrupt hook (adapters.video._interrupt) ends it within a poll.
         bound = 2.0 + (opts.read_timeout or 0.0) + (opts.open_timeout or 0.0)
         await anyio.to_thread.run_sync(decoder.join, bound)
 

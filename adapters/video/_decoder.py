@@ -5,27 +5,27 @@ owns the PyAV container from open to close, so no PyAV object ever crosses
 threads and the event loop never waits on FFmpeg. FFmpeg's own frame/slice
 threads run underneath it (``threads``, ``thread_type``); demuxing, decoding
 and swscale all release the GIL, so the loop stays responsive even at full
-decode speed. The thread's output is a stream of :mod:`~adapters.video.events`
-through a bounded :class:`~adapters.video.prefetch.Prefetch` queue: that
+decode speed. The thread's output is a stream of :mod:`~adapters.video._events`
+through a bounded :class:`~adapters.video._prefetch.Prefetch` queue: that
 bound is the prefetch depth and the backpressure.
 
-Per packet: note it in the :class:`~adapters.video.ledger.PacketLedger`
+Per packet: note it in the :class:`~adapters.video._ledger.PacketLedger`
 unless it gives no frame by design (discarded edit-list pre-roll, hidden
-VP9 frames: :func:`~adapters.video.probe.presents`), decode it (a decoder
+VP9 frames: :func:`~adapters.video._probe.presents`), decode it (a decoder
 error skips that packet only), and for each frame out stamp it with the
-stream's :class:`~adapters.video.timestamps.Timeline`, convert and turn it
-upright (:class:`~adapters.video.convert.PixelConverter`, orientation from
+stream's :class:`~adapters.video._timestamps.Timeline`, convert and turn it
+upright (:class:`~adapters.video._convert.PixelConverter`, orientation from
 the first frame's display matrix) and queue it. Packets the ledger finds
-lost become :class:`~adapters.video.events.Skipped` items carrying their PTS,
+lost become :class:`~adapters.video._events.Skipped` items carrying their PTS,
 in presentation order: a file's frame waits while a packet with an earlier
 PTS is pending, so the loss takes the seq of its place (live frames do not
 wait: there a loss is numbered when it is known). At the end of a file, if
 packets are still unaccounted for (a decode error in the drain strands the
 frames held for reordering under frame threading), the stream's tail is
-decoded again on one thread (:mod:`~adapters.video.tail`) and what never
+decoded again on one thread (:mod:`~adapters.video._tail`) and what never
 came out is delivered: the result is the same at every thread count.
 
-Opening (:mod:`adapters.video.opening`) tries the hardware devices first,
+Opening (:mod:`adapters.video._opening`) tries the hardware devices first,
 each verified by decoding the first frame on it; any failure before that first
 frame closes the input and tries the next device, then software.
 
@@ -33,14 +33,14 @@ A live input that fails to read (timeout, EOF, connection reset) is closed and
 reopened with exponential backoff; the time between the last frame before the
 drop and the first after it is reported as a gap. Files end at EOF.
 
-Live streams are checked for continuity (:mod:`fusion.continuity`): a frame
+Live streams are checked for continuity (:mod:`fusion._continuity`): a frame
 whose timestamps jump against its arrival by more than ``jump_threshold``
 (a restarted sender, within the read timeout or across a reconnect) opens a
 new segment, ``meta["segment_start"]`` tells the hub's clock model to start
 over, and a silence longer than the threshold is a gap. The backlog FFmpeg
-hands over when a stream opens is re-paced (:class:`~fusion.continuity.OpeningBurst`)
+hands over when a stream opens is re-paced (:class:`~fusion._continuity.OpeningBurst`)
 so it does not bias the clock. Stopping interrupts a blocking open or read at
-FFmpeg's next poll (:mod:`adapters.video.interrupt`), not at its timeout.
+FFmpeg's next poll (:mod:`adapters.video._interrupt`), not at its timeout.
 """
 
 from __future__ import annotations
@@ -58,10 +58,10 @@ from av.container import InputContainer
 from av.video.stream import VideoStream
 
 from adapters.errors import DecodeError, SourceOpenError
-from adapters.video import hwaccel as hw
-from adapters.video import interrupt
-from adapters.video.convert import PixelConverter
-from adapters.video.events import (
+from adapters.video import _hwaccel as hw
+from adapters.video import _interrupt as interrupt
+from adapters.video._convert import PixelConverter
+from adapters.video._events import (
     Decoded,
     DecoderError,
     Disconnected,
@@ -74,27 +74,26 @@ from adapters.video.events import (
     Reconnected,
     Skipped,
 )
-from adapters.video.ledger import PacketLedger
-from adapters.video.opening import (
+from adapters.video._ledger import PacketLedger
+from adapters.video._opening import (
     DecodeOptions,
     codec_params,
     describe_input,
     open_decoding,
     transient,
 )
-from adapters.video.orientation import Orientation
-from adapters.video.prefetch import Prefetch
-from adapters.video.probe import (
+from adapters.video._orientation import Orientation
+from adapters.video._prefetch import Prefetch
+from adapters.video._probe import (
     frame_orientation,
     open_input,
     presents,
     select_stream,
     with_first_frame,
 )
-from adapters.video.tail import Tail
-from adapters.video.timestamps import Timeline
-from fusion.continuity import Continuity, OpeningBurst
-from fusion.timing import Clock
+from adapters.video._tail import Tail
+from adapters.video._timestamps import Timeline
+from fusion import Clock, Continuity, OpeningBurst
 
 log = logging.getLogger("adapters.video")
 

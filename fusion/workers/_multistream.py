@@ -26,7 +26,7 @@ Failures stay with their source:
 
 Scaling: like ``nvstreammux``, which scales every input to the batch's
 resolution, ``resize=(height, width)`` resizes each source's frames (with
-``interpolation``, :mod:`fusion.workers.resize`) in that source's feeder, in
+``interpolation``, :mod:`fusion.workers._resize`) in that source's feeder, in
 a worker thread, before they are queued. On a CPU the resize is the costly
 part of preprocessing; done per source it runs on every core, where the
 worker's one preprocessing thread would do all of them in turn.
@@ -51,13 +51,13 @@ import anyio
 import anyio.to_thread
 import numpy as np
 
+from fusion._frames import Frame
 from fusion.errors import ConfigError
-from fusion.frames import Frame
-from fusion.workers.resize import Interpolation, Resampler, check_interpolation
+from fusion.workers._resize import Interpolation, Resampler, check_interpolation
 
 if TYPE_CHECKING:
-    from fusion.workers.results import WorkerResult
-    from fusion.workers.worker import BatchWorker
+    from fusion.workers._results import WorkerResult
+    from fusion.workers._worker import BatchWorker
 
 log = logging.getLogger("fusion.workers")
 

@@ -27,7 +27,7 @@ import anyio
 import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from fusion.frames import Overflow
+from fusion._frames import Overflow
 
 T = TypeVar("T")
 

@@ -1,12 +1,12 @@
 """Opening a video input for the decoder thread: its options, devices, description.
 
-:func:`open_decoding` tries the hardware devices from :mod:`adapters.video.hwaccel`
+:func:`open_decoding` tries the hardware devices from :mod:`adapters.video._hwaccel`
 in order (each probed, then the input reopened with it; a device the decoder
 does not attach is refused with its reason) and falls back to software with the
 requested FFmpeg threads. :func:`describe_input` says what the input is
-(:class:`~adapters.video.probe.VideoInfo`): a file is also scanned on its own
+(:class:`~adapters.video._probe.VideoInfo`): a file is also scanned on its own
 handle for frame steps and discard flags, without decoding. Kept apart from
-:mod:`adapters.video.decoder` so that module holds the per-packet loop only.
+:mod:`adapters.video._decoder` so that module holds the per-packet loop only.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from av.container import InputContainer
 from av.video.stream import VideoStream
 
 from adapters.errors import SourceOpenError
-from adapters.video import hwaccel as hw
-from adapters.video.convert import PixelFormat
-from adapters.video.probe import VideoInfo, describe, open_input, scan, select_stream
+from adapters.video import _hwaccel as hw
+from adapters.video._convert import PixelFormat
+from adapters.video._probe import VideoInfo, describe, open_input, scan, select_stream
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,10 +13,10 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from fusion._frames import Frame, FrameGroup
 from fusion.errors import WorkerError
-from fusion.frames import Frame, FrameGroup
-from fusion.workers.batcher import BatcherStatistics
-from fusion.workers.sessions import ProviderFailure
+from fusion.workers._batcher import BatcherStatistics
+from fusion.workers._sessions import ProviderFailure
 
 
 @dataclass(slots=True)

@@ -45,10 +45,10 @@ from typing import Any
 import anyio.from_thread
 import anyio.lowlevel
 
-from fusion.timing import Clock
-from fusion.workers.batcher import Batch
-from fusion.workers.execution import Feeds, ModelRunner
-from fusion.workers.results import Outcome
+from fusion._timing import Clock
+from fusion.workers._batcher import Batch
+from fusion.workers._execution import Feeds, ModelRunner
+from fusion.workers._results import Outcome
 
 _STOP: Any = object()
 

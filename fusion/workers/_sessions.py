@@ -56,7 +56,7 @@ from fusion.errors import ConfigError, WorkerError
 if TYPE_CHECKING:
     import onnxruntime as ort
 
-    from fusion.workers.pinned import PinnedStaging
+    from fusion.workers._pinned import PinnedStaging
 
 log = logging.getLogger("fusion.workers")
 
@@ -336,7 +336,7 @@ class ModelSession:
         self.device = "cuda" if self.providers[0] in (CUDA, TENSORRT) else "cpu"
         self._pinned: PinnedStaging | None = None
         if self.device == "cuda":
-            from fusion.workers.pinned import PinnedStaging
+            from fusion.workers._pinned import PinnedStaging
 
             self._pinned = PinnedStaging()
         self.inputs = list(session.get_inputs())
@@ -377,7 +377,7 @@ class ModelSession:
 
     def run(self, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         """Run one batch. On CUDA, inputs are bound once and copied to the device once, from
-        reused page-locked host buffers (:mod:`fusion.workers.pinned`) when available."""
+        reused page-locked host buffers (:mod:`fusion.workers._pinned`) when available."""
         if self.device == "cuda":
             assert self._pinned is not None
             binding = self.session.io_binding()

@@ -31,7 +31,7 @@ one's (the receiver is catching up) and, once a frame is not, releases them
 with ``t_arrival = min(read time, t_sensor + lowest delay)``: the time they
 would have arrived at the pace of the frames that followed. It never invents
 a delay lower than one actually measured, so the clock's lower envelope
-(:mod:`fusion.clock_envelope`) is not pulled below the truth. The burst is
+(:mod:`fusion._clock_envelope`) is not pulled below the truth. The burst is
 bounded in frames and in sensor time.
 """
 
@@ -42,8 +42,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
+from fusion._frames import Frame
 from fusion.errors import ConfigError
-from fusion.frames import Frame
 
 S = 1_000_000_000
 
@@ -196,7 +196,7 @@ class StreamWatch:
         self.continuity = Continuity(threshold_ns)
         self.gaps_ns: deque[int] = deque(maxlen=256)
         """Lengths of the latest gaps, newest last."""
-        self._log = logger if logger is not None else logging.getLogger("fusion.continuity")
+        self._log = logger if logger is not None else logging.getLogger("fusion._continuity")
 
     @property
     def restarts(self) -> int:

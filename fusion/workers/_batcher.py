@@ -29,7 +29,7 @@ oldest item's delay runs out, so a lone item is sent when its delay expires,
 not when the next item happens to arrive.
 
 Adaptive mode (a ``sizer``, or a ``latency_budget`` which makes one): the
-limit is what a :class:`~fusion.workers.sizing.BatchSizer` measured to give
+limit is what a :class:`~fusion.workers._sizing.BatchSizer` measured to give
 the most items per second of processing time (within the budget), fed by
 :meth:`record`; ``BatchWorker`` runs one by default.
 """
@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Generic, Literal, TypeVar
 
 from fusion.errors import ConfigError, UsageError
-from fusion.workers.sizing import BatchSizer, SizerStatistics
+from fusion.workers._sizing import BatchSizer, SizerStatistics
 
 T = TypeVar("T")
 

@@ -68,15 +68,15 @@ import anyio
 import anyio.lowlevel
 from anyio.abc import TaskStatus
 
-from fusion.channels import ChannelReceiver, ChannelSender, ChannelStatistics, open_channel
+from fusion._channels import ChannelReceiver, ChannelSender, ChannelStatistics, open_channel
+from fusion._frames import Frame, FrameGroup, SensorSpec
+from fusion._timing import Clock, current_clock, use_clock
 from fusion.clock import ClockModel
 from fusion.errors import ConfigError, UsageError
-from fusion.frames import Frame, FrameGroup, SensorSpec
 from fusion.policies import SyncPolicy
-from fusion.timing import Clock, current_clock, use_clock
 
 if TYPE_CHECKING:
-    from fusion.source import Source
+    from fusion._source import Source
 
 log = logging.getLogger("hyperframes.hub")
 

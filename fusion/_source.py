@@ -10,7 +10,7 @@ generator :meth:`Source.frames`. Rules every source follows:
 * a bad packet or frame is counted (:meth:`Source.count_error`) and skipped,
   never raised out of ``frames()``, unless the source cannot go on at all;
 * every unit it reads (datagram, packet, message, row, file) is accounted for
-  in its :class:`~fusion.ledger.InputLedger`: :meth:`Source.count_received` when
+  in its :class:`~fusion._ledger.InputLedger`: :meth:`Source.count_received` when
   it arrives, then a frame (``make_frame(..., units=n)``) or a loss
   (``count_error(reason, ..., units=n)``). A source that never calls
   ``count_received`` counts one unit per frame and per error;
@@ -32,10 +32,10 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import aclosing
 from typing import Any, TypeVar
 
+from fusion._frames import Frame, SensorSpec
+from fusion._ledger import InputLedger, LedgerStatistics
+from fusion._timing import current_clock, run_sync
 from fusion.errors import ConfigError
-from fusion.frames import Frame, SensorSpec
-from fusion.ledger import InputLedger, LedgerStatistics
-from fusion.timing import current_clock, run_sync
 
 T = TypeVar("T")
 
@@ -184,7 +184,7 @@ class Source(ABC):
         (``"area"``, ``"bilinear"``, ``"nearest"``) as they are decoded, if this source can.
 
         Returns ``None`` when it will, else the reason it cannot. Called before
-        ``frames()`` runs (by :func:`fusion.workers.preprocess.fuse_resize`), so a
+        ``frames()`` runs (by :func:`fusion.workers._preprocess.fuse_resize`), so a
         model's resize costs nothing beyond the decoder's own conversion. A
         source that can resize for free overrides this; by default it cannot.
         """
@@ -195,7 +195,7 @@ class Source(ABC):
         """True when the source reads a file (a video or audio file, a capture, a log, a
         recording): its frames are all there, so waiting for them loses nothing. A
         :class:`~fusion.Pipeline` whose sources all read files merges them by time
-        instead of resolving groups by a wall-clock deadline (see :mod:`fusion.hub`).
+        instead of resolving groups by a wall-clock deadline (see :mod:`fusion._hub`).
         False (the default) for live sources and any source that does not say."""
         return False
 

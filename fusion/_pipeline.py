@@ -39,16 +39,16 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import anyio
 
-from fusion.channels import ChannelReceiver, open_channel
+from fusion._channels import ChannelReceiver, open_channel
+from fusion._frames import Frame, FrameGroup, SensorSpec
+from fusion._hub import HubStatistics, SyncHub
+from fusion._ledger import LedgerStatistics
+from fusion._timing import Clock, current_clock, run_sync, use_clock
 from fusion.errors import ConfigError, UsageError
-from fusion.frames import Frame, FrameGroup, SensorSpec
-from fusion.hub import HubStatistics, SyncHub
-from fusion.ledger import LedgerStatistics
 from fusion.policies import SyncPolicy
-from fusion.timing import Clock, current_clock, run_sync, use_clock
 
 if TYPE_CHECKING:
-    from fusion.source import Source
+    from fusion._source import Source
     from fusion.workers import BatchWorker, WorkerStatistics
 
 _OUT_BATCH = 64  # most groups the output takes per wakeup
@@ -157,7 +157,7 @@ class Pipeline:
 
     ``merge`` (default: when every source reads a file, :attr:`Source.from_file`)
     hands the policy the sources' frames merged by time, with no ``max_latency``
-    deadline: the groups the stamps give, at any speed (:mod:`fusion.hub`).
+    deadline: the groups the stamps give, at any speed (:mod:`fusion._hub`).
 
     A camera read by exactly one image model (``ImagePreprocess`` /
     ``group_input(..., "image")``) is asked to resize in its decoder when
@@ -229,7 +229,7 @@ class Pipeline:
         Sinks see the frames of the groups after the workers: with the resize
         in the decoder those are the model-size frames (``resize_in_decoder=False``
         keeps the full frames)."""
-        from fusion.workers.resize_plan import apply_resize_plan, image_input_of, plan_resize
+        from fusion.workers import apply_resize_plan, image_input_of, plan_resize
 
         wanted = [image_input_of(worker.preprocess) for worker in self.workers.values()]
         plan = plan_resize(

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from fusion.hub import HubStatistics
-from fusion.ledger import LedgerStatistics
+from fusion._hub import HubStatistics
+from fusion._ledger import LedgerStatistics
 
 
 class _Writer:

@@ -5,7 +5,7 @@
 ``VideoSource`` yields), resizes them to the model's input size with the
 filter the model was trained with (``interpolation``: ``"area"`` by default,
 ``"bilinear"`` or ``"nearest"``; OpenCV's ``INTER_AREA``/``INTER_LINEAR``/
-``INTER_NEAREST`` within one grey level, see :mod:`fusion.workers.resize`)
+``INTER_NEAREST`` within one grey level, see :mod:`fusion.workers._resize`)
 and normalises the whole batch in one numpy pass straight into an ``NCHW``
 float32 buffer.
 
@@ -15,7 +15,7 @@ arranges (and :class:`~fusion.Pipeline` calls it): a source that can resize
 while it decodes (``VideoSource`` does it in the same swscale pass as the
 colour conversion, with the same filter) is asked to deliver frames at the
 model's size, so the full-size RGB image is never made. Frames of another
-size are resized here (the compiled kernel of :mod:`fusion.workers.resize`,
+size are resized here (the compiled kernel of :mod:`fusion.workers._resize`,
 under ``cv2.resize``'s cost, GIL released). ``worker.stream(source)`` (a
 ``Source``, not its frames) asks the source first, as the ``Pipeline`` does.
 ``"nearest"`` is one ``np.take`` per frame with precomputed flat byte indices
@@ -23,7 +23,7 @@ that also reorder ``HWC`` to ``CHW`` (0.08 ms for 1280x720 -> 224x224), but
 it aliases: use it only for a model trained that way.
 
 Buffers are reused from a small ring instead of allocated per batch, each
-starting on a 64-byte boundary (:mod:`fusion.buffers`); every thread that
+starting on a 64-byte boundary (:mod:`fusion._buffers`); every thread that
 calls the preprocess has its own ring (``buffers`` each, default 2). A buffer
 is in use from preprocessing until its batch's ``session.run`` returns. A
 worker with several replicas prepares each batch on the replica thread that
@@ -41,14 +41,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fusion.buffers import aligned_empty
+from fusion._buffers import aligned_empty
+from fusion._frames import Frame, FrameGroup
 from fusion.errors import FrameFormatError
-from fusion.frames import Frame, FrameGroup
-from fusion.workers.resize import Interpolation, Resampler, check_interpolation, nearest_index
-from fusion.workers.resize_plan import ImageInput, apply_resize_plan, image_input_of, plan_resize
+from fusion.workers._resize import Interpolation, Resampler, check_interpolation, nearest_index
+from fusion.workers._resize_plan import ImageInput, apply_resize_plan, image_input_of, plan_resize
 
 if TYPE_CHECKING:
-    from fusion.source import Source
+    from fusion._source import Source
 
 _IMAGENET_MEAN = (0.485, 0.456, 0.406)
 _IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -58,7 +58,7 @@ class ImagePreprocess:
     """``items -> float32 [N, 3, height, width]``, resized, normalised, in a reused buffer.
 
     ``size`` is ``(height, width)``; ``interpolation`` the resize filter
-    (``"area"``, ``"bilinear"`` or ``"nearest"``, see :mod:`fusion.workers.resize`).
+    (``"area"``, ``"bilinear"`` or ``"nearest"``, see :mod:`fusion.workers._resize`).
     """
 
     def __init__(
@@ -174,11 +174,11 @@ class ImagePreprocess:
 def fuse_resize(sources: Iterable[Source], preprocess: object) -> dict[str, str]:
     """Ask the sources feeding ``preprocess`` to deliver its image size while decoding.
 
-    ``preprocess`` is an :class:`~fusion.workers.resize_plan.ImageConsumer`
+    ``preprocess`` is an :class:`~fusion.workers._resize_plan.ImageConsumer`
     (:class:`ImagePreprocess`, :func:`group_input` with ``kind="image"``);
     others are left alone. The sources are the one of ``image_input.sensor``,
     or the only source when the sensor is not named
-    (:func:`~fusion.workers.resize_plan.plan_resize`). Returns, per sensor
+    (:func:`~fusion.workers._resize_plan.plan_resize`). Returns, per sensor
     asked, what happens: where the resize runs, or why the source could not
     take it (the preprocess then resizes, same filter, at numpy's cost). Each
     outcome is also logged.

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from fusion.buffers import ALIGNMENT
+from fusion._buffers import ALIGNMENT
 
 _CUDART = ("libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0")
 _PORTABLE = 1  # cudaHostAllocPortable: pinned for every CUDA context

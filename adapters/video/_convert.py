@@ -49,8 +49,8 @@ import av.filter
 import numpy as np
 from av.video.reformatter import VideoReformatter
 
-from adapters.video.orientation import UPRIGHT, Orientation
-from fusion.buffers import aligned_empty
+from adapters.video._orientation import UPRIGHT, Orientation
+from fusion import aligned_empty
 from fusion.errors import ConfigError
 
 PixelFormat = Literal["rgb24", "bgr24", "gray", "yuv420p"]
@@ -85,7 +85,7 @@ class BufferPool:
         """A buffer of ``shape`` nobody else references (contents undefined)."""
         for buf in self._buffers:
             # References: the list, the loop variable, getrefcount's argument. The
-            # buffer is an aligned view of a larger block (fusion.buffers), and numpy
+            # buffer is an aligned view of a larger block (fusion._buffers), and numpy
             # points every view of it at that block: count the block's references too
             # (the buffer's own, getrefcount's argument).
             if sys.getrefcount(buf) <= 3 and sys.getrefcount(buf.base) <= 2:

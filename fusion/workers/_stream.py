@@ -29,7 +29,7 @@ or channel per item. Backpressure: the feeder waits while the reorder window
 consumer's pace.
 
 Virtual time: from the first batch handed to the threads until the last one
-is back, the runtime clock is marked busy (:meth:`~fusion.timing.Clock.busy`),
+is back, the runtime clock is marked busy (:meth:`~fusion._timing.Clock.busy`),
 so a :class:`~fusion.VirtualClock` does not jump past a deadline while a
 thread computes; model work takes no virtual time.
 """
@@ -47,15 +47,15 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
+from fusion._timing import current_clock
 from fusion.errors import DeadlineExpired
-from fusion.timing import current_clock
-from fusion.workers.batcher import DynamicBatcher
-from fusion.workers.execution import ModelRunner
-from fusion.workers.gate import ChangeGate
-from fusion.workers.lanes import Finished, Lanes
-from fusion.workers.reorder import ReorderBuffer
-from fusion.workers.results import Outcome, WorkerCounters, WorkerResult, item_error, item_key
-from fusion.workers.sizing import BatchSizer
+from fusion.workers._batcher import DynamicBatcher
+from fusion.workers._execution import ModelRunner
+from fusion.workers._gate import ChangeGate
+from fusion.workers._lanes import Finished, Lanes
+from fusion.workers._reorder import ReorderBuffer
+from fusion.workers._results import Outcome, WorkerCounters, WorkerResult, item_error, item_key
+from fusion.workers._sizing import BatchSizer
 
 
 @dataclass(frozen=True, slots=True)

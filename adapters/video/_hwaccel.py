@@ -14,7 +14,7 @@ logged reason and a software fallback, never an exception or a hang:
    ``timeout`` seconds (:func:`probe_device`; it runs in a helper thread, so a
    driver that never answers costs ``timeout``, not the session);
 3. *it decodes*: the decoder thread decodes the first frame on the device and
-   downloads it (see :mod:`adapters.video.decoder`); frames decoded during
+   downloads it (see :mod:`adapters.video._decoder`); frames decoded during
    that check are kept, not thrown away.
 
 :class:`HWAccelReport` records what was asked, what is used and every reason

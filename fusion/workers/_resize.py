@@ -28,12 +28,12 @@ and weighted sum along one axis each, with the taps (input indices and
 weights, at most ``ceil(scale) + 1`` per output pixel) precomputed per
 (input size, output size) in a :class:`Resampler`. C-contiguous ``uint8``
 images (what decoders give) go through one compiled loop nest
-(:mod:`fusion.workers.resize_kernel`, numba): 1280x720 to 224x224 costs less
+(:mod:`fusion.workers._resize_kernel`, numba): 1280x720 to 224x224 costs less
 than ``cv2.resize`` with ``INTER_AREA`` (BENCHMARKS.md), and it releases the
 GIL. Other dtypes and strided views take two numpy passes, the one that
 shrinks most first (a few ms per 720p frame). When the frames come from a
 ``VideoSource``, its decoder can do the resize in its swscale pass instead
-(see :func:`fusion.workers.preprocess.fuse_resize`).
+(see :func:`fusion.workers._preprocess.fuse_resize`).
 """
 
 from __future__ import annotations
@@ -203,7 +203,7 @@ class Resampler:
 
     def _compiled(self, image: np.ndarray[Any, Any], out: np.ndarray[Any, Any]) -> None:
         """The compiled kernel (uint8 ``(H, W, C)``): rows, then columns, in one loop nest."""
-        from fusion.workers.resize_kernel import separable_u8
+        from fusion.workers._resize_kernel import separable_u8
 
         # One scratch row per call (not per resampler): threads may share a resampler.
         tmp = np.empty(self.src[1] * image.shape[2], np.float32)
