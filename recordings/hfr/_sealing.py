@@ -55,13 +55,13 @@ class SealPolicy:
         "_clock",
         "_opened_at",
         "_part_t0",
-        "t_due",
         "chunk_bytes",
         "chunk_ns",
         "flush_interval",
         "split_bytes",
         "split_ns",
         "t0",
+        "t_due",
     )
 
     def __init__(

@@ -84,7 +84,9 @@ def run_recorder_style(
             assert flush is None or not open_
         size += grow
         t += step
+        skip = size < policy.chunk_bytes and t < policy.t_due  # the hot path's guard
         said = policy.add(size, t)
+        assert not (skip and said), "the guard skipped a frame the policy had a word on"
         assert bool(said & OPENED) == (not open_)
         if not open_:
             opened_at = clock.now
