@@ -9,6 +9,7 @@ import anyio
 import numpy as np
 
 from adapters import SensorTiming, SyntheticCamera, SyntheticImu, SyntheticLidar
+from fusion import VirtualClock, use_clock
 from fusion._frames import Frame
 from hyperframes.config import build_pipeline, validate_config
 from hyperframes.fleet._config import FleetConfig, validate_fleet_config
@@ -60,10 +61,17 @@ def make_recording(path: Path, seconds: float, seed: int) -> Path:
     async def collect() -> list[Frame]:
         return [f for s in sources async for f in s.frames()]
 
-    frames = anyio.run(collect)
+    # One virtual instant for every source's epoch: on the real clock each source started
+    # when the one before had finished, so their arrivals (the file's order, its chunks)
+    # moved with the machine's load.
+    with use_clock(VirtualClock()):
+        frames = anyio.run(collect)
     frames.sort(key=lambda f: (f.t_arrival, f.sensor))
-    # Small chunks, so a time range of a split recording reads a few of them.
-    with Recorder(path, sensors=[s.spec for s in sources], chunk_bytes=32 * 1024) as rec:
+    # Small chunks, so a time range of a split recording reads a few of them; sealed by
+    # size only (no flush timer of host time), so the same file on any machine.
+    with Recorder(
+        path, sensors=[s.spec for s in sources], chunk_bytes=32 * 1024, flush_interval=None
+    ) as rec:
         for frame in frames:
             rec.write(frame)
     return path
