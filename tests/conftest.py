@@ -45,7 +45,7 @@ SERIAL = (
     "interop/test_foxglove_live.py",  # rates kept while a client stalls
     "recordings/test_live_server.py",  # a real-time pipeline's rate with a stalled client
     "adapters/test_video_live.py",  # live streams from ffmpeg at their rate
-    "adapters/ros/",  # DDS publishers at a bag's rate, killed and restarted
+    "adapters/ros2/",  # DDS publishers at a bag's rate, killed and restarted
     "recordings/test_ros2_publisher.py",  # a replay's pace on DDS; publish() never blocks
     "cli/test_snapshot_cli.py",  # the last N seconds of a live run
 )
