@@ -17,6 +17,8 @@ from __future__ import annotations
 import argparse
 import glob
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +89,24 @@ def register(sub: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    _add_selection_arguments(p)
+    _add_file_arguments(p)
+    _add_run_arguments(p)
+    _add_snapshot_arguments(p)
+    p.add_argument(
+        "--flush",
+        type=seconds_arg("--flush", above=True, maximum=3600.0),
+        default=1.0,
+        metavar="S",
+        help="flush interval: a crash loses at most this much (default 1 s)",
+    )
+    add_serve_argument(p)
+    add_ros2_arguments(p)
+    p.set_defaults(func=run)
+
+
+def _add_selection_arguments(p: argparse.ArgumentParser) -> None:
+    """What is recorded and where: the config, the output file, the sensors."""
     p.add_argument(
         "config",
         nargs="?",
@@ -107,6 +127,10 @@ def register(sub: Any) -> None:
         default=[],
         help="record every source but these",
     )
+
+
+def _add_file_arguments(p: argparse.ArgumentParser) -> None:
+    """How the file is written: splitting, compression, metadata."""
     p.add_argument(
         "--max-size",
         type=size_arg("--max-size"),
@@ -133,6 +157,10 @@ def register(sub: Any) -> None:
         metavar="KEY=VALUE",
         help="add user metadata to the file header (repeatable)",
     )
+
+
+def _add_run_arguments(p: argparse.ArgumentParser) -> None:
+    """How the session runs: paused, bounded, on a virtual clock, with metrics."""
     p.add_argument(
         "--start-paused",
         action="store_true",
@@ -155,6 +183,10 @@ def register(sub: Any) -> None:
         metavar="FILE",
         help="keep Prometheus-format metrics in FILE while running",
     )
+
+
+def _add_snapshot_arguments(p: argparse.ArgumentParser) -> None:
+    """Black-box mode: ``--snapshot`` and its bounds."""
     p.add_argument(
         "--snapshot",
         type=duration_arg("--snapshot"),
@@ -175,16 +207,6 @@ def register(sub: Any) -> None:
         metavar="SIZE",
         help="with --snapshot: memory bound of the ring (default 256MiB)",
     )
-    p.add_argument(
-        "--flush",
-        type=seconds_arg("--flush", above=True, maximum=3600.0),
-        default=1.0,
-        metavar="S",
-        help="flush interval: a crash loses at most this much (default 1 s)",
-    )
-    add_serve_argument(p)
-    add_ros2_arguments(p)
-    p.set_defaults(func=run)
 
 
 def parse_compression(text: str) -> int | str:
@@ -273,78 +295,95 @@ def record_gather(server: object | None, publisher: object | None) -> float | No
     return RECORD_GATHER_MS if server is None and publisher is None else None
 
 
-def run(args: argparse.Namespace) -> int:
-    import anyio
+@dataclass
+class _Session:
+    """A planned recording session: its output, pipeline and live outputs."""
 
-    from fusion import VirtualClock, current_clock, use_clock
+    out: Path
+    pipeline: Any
+    server: Any = None
+    publisher: Any = None
+
+
+def run(args: argparse.Namespace) -> int:
     from fusion.errors import HyperframesError
-    from hyperframes.cli._common import console_for, drive, error
-    from hyperframes.cli._info import sensor_table, summary_table
-    from hyperframes.cli._losses import report_sources
-    from hyperframes.cli._playback import PlaybackControl, keyboard
-    from hyperframes.config import build_pipeline, load_config, validate_config
-    from recordings import open_recording
-    from recordings.output_files import refuse_overlap
+    from hyperframes.cli._common import console_for, error
 
     console = console_for(args)
     out = args.output or Path(time.strftime("session-%Y%m%d-%H%M%S.hfr"))
-    server = publisher = None
+    session = _Session(out, pipeline=None)
     try:
-        config = (
-            load_config(args.config)
-            if args.config
-            else validate_config(SYNTHETIC, source="<built-in synthetic session>")
-        )
-        options = {
-            "compression_level": None
-            if args.compression is None
-            else parse_compression(args.compression),
-            "split_bytes": args.max_size,
-            "split_seconds": args.max_duration,
-            "flush_interval": args.flush,
-            # a virtual clock's times are not the host's: no wall-clock anchors
-            "wall_clock": False if args.fast else None,
-            "metadata": {
-                "config": str(args.config or "built-in synthetic"),
-                **parse_metadata(args.metadata),
-            },
-        }
-        inputs = session_inputs(args.config, config)
-        options["inputs"] = inputs  # never a part or snapshot over an input
-        if args.snapshot:
-            options["snapshot"] = snapshot_options(args, config)
-        refuse_overlap(out, inputs)
-        if args.metrics is not None:
-            refuse_overlap(args.metrics, [*inputs, out])
-        server = open_server(
-            args.serve, (), dating=None if args.fast else "live", limits=serve_limits(args)
-        )
-        publisher = open_publisher(
-            args, (), dating=None if args.fast else "live", sources=config.sources
-        )
-        pipeline = build_pipeline(
-            config,
-            recorder_path=out,
-            sensors=args.sensors,
-            exclude=args.exclude,
-            recorder_options=options,
-            gather_ms=record_gather(server, publisher),
-        )
+        _plan(args, session)
     except (HyperframesError, ValueError, OSError) as err:
-        if server is not None:
-            server.close()
-        close_publisher(publisher, flush=False)
+        if session.server is not None:
+            session.server.close()
+        close_publisher(session.publisher, flush=False)
         error(console, err)
         return 2
-    said_stale = say_stale_partials(console, pipeline.recorder, 0)
-    for sink in (server, publisher):
-        if sink is not None:
-            for spec in (spec for source in pipeline.sources for spec in source.specs):
-                sink.declare(spec)
-            pipeline.add_sink(sink)
+    stats, interrupted = _execute(args, session, console)
+    return _report(args, session, console, stats, interrupted)
 
-    control = PlaybackControl(paused=args.start_paused)
-    pipeline.recording_paused = control.paused
+
+def _load(args: argparse.Namespace) -> Any:
+    """The session's config: ``args.config``'s, else the built-in synthetic one."""
+    from hyperframes.config import load_config, validate_config
+
+    if args.config:
+        return load_config(args.config)
+    return validate_config(SYNTHETIC, source="<built-in synthetic session>")
+
+
+def _recorder_options(args: argparse.Namespace, config: Any, out: Path) -> dict[str, Any]:
+    """The recorder's options from the command line; refuses an output over an input."""
+    from recordings.output_files import refuse_overlap
+
+    options: dict[str, Any] = {
+        "compression_level": None
+        if args.compression is None
+        else parse_compression(args.compression),
+        "split_bytes": args.max_size,
+        "split_seconds": args.max_duration,
+        "flush_interval": args.flush,
+        # a virtual clock's times are not the host's: no wall-clock anchors
+        "wall_clock": False if args.fast else None,
+        "metadata": {
+            "config": str(args.config or "built-in synthetic"),
+            **parse_metadata(args.metadata),
+        },
+    }
+    inputs = session_inputs(args.config, config)
+    options["inputs"] = inputs  # never a part or snapshot over an input
+    if args.snapshot:
+        options["snapshot"] = snapshot_options(args, config)
+    refuse_overlap(out, inputs)
+    if args.metrics is not None:
+        refuse_overlap(args.metrics, [*inputs, out])
+    return options
+
+
+def _plan(args: argparse.Namespace, session: _Session) -> None:
+    """Config, recorder options, live outputs and pipeline, kept on ``session`` as they
+    open (a failure part-way leaves what opened there to close)."""
+    from hyperframes.config import build_pipeline
+
+    config = _load(args)
+    options = _recorder_options(args, config, session.out)
+    dating = None if args.fast else "live"
+    session.server = open_server(args.serve, (), dating=dating, limits=serve_limits(args))
+    session.publisher = open_publisher(args, (), dating=dating, sources=config.sources)
+    session.pipeline = build_pipeline(
+        config,
+        recorder_path=session.out,
+        sensors=args.sensors,
+        exclude=args.exclude,
+        recorder_options=options,
+        gather_ms=record_gather(session.server, session.publisher),
+    )
+
+
+def _status(args: argparse.Namespace, session: _Session, control: Any) -> Callable[[], str]:
+    """The live status line's maker; it also hands the pause state to the pipeline."""
+    out, pipeline = session.out, session.pipeline
 
     def status() -> str:
         pipeline.recording_paused = control.paused
@@ -355,14 +394,38 @@ def run(args: argparse.Namespace) -> int:
                     f"{state} the last {args.snapshot / 1e9:g} s in memory; 's' or SIGUSR1 writes "
                     f"{out.stem}.NNNN{out.suffix} (space pauses/resumes, Ctrl-C stops)"
                 )
-                + serve_line(server)
-                + publisher_line(publisher)
+                + serve_line(session.server)
+                + publisher_line(session.publisher)
             )
         return (
             f"{state} to {out} (space pauses/resumes, Ctrl-C stops)"
-            + serve_line(server)
-            + publisher_line(publisher)
+            + serve_line(session.server)
+            + publisher_line(session.publisher)
         )
+
+    return status
+
+
+def _execute(args: argparse.Namespace, session: _Session, console: Any) -> tuple[Any, bool]:
+    """Run the pipeline to its end (sources done, ``--duration``, Ctrl-C); its
+    statistics and whether a second Ctrl-C cut the drain short."""
+    import anyio
+
+    from fusion import VirtualClock, current_clock, use_clock
+    from hyperframes.cli._common import drive
+    from hyperframes.cli._playback import PlaybackControl, keyboard
+
+    pipeline = session.pipeline
+    said_stale = say_stale_partials(console, pipeline.recorder, 0)
+    for sink in (session.server, session.publisher):
+        if sink is not None:
+            for spec in (spec for source in pipeline.sources for spec in source.specs):
+                sink.declare(spec)
+            pipeline.add_sink(sink)
+
+    control = PlaybackControl(paused=args.start_paused)
+    pipeline.recording_paused = control.paused
+    status = _status(args, session, control)
 
     async def main() -> Any:
         async with anyio.create_task_group() as tg:
@@ -399,10 +462,23 @@ def run(args: argparse.Namespace) -> int:
             interrupted = True
             stats = pipeline.statistics()
         finally:
-            close_server(server)
-            close_publisher(publisher, flush=not interrupted)
+            close_server(session.server)
+            close_publisher(session.publisher, flush=not interrupted)
     assert pipeline.recorder is not None
     say_stale_partials(console, pipeline.recorder, said_stale)  # split parts opened since
+    return stats, interrupted
+
+
+def _report(
+    args: argparse.Namespace, session: _Session, console: Any, stats: Any, interrupted: bool
+) -> int:
+    """The files' summaries, what was recorded, failures; the exit status."""
+    from hyperframes.cli._common import error
+    from hyperframes.cli._info import sensor_table, summary_table
+    from hyperframes.cli._losses import report_sources
+    from recordings import open_recording
+
+    pipeline = session.pipeline
     for path in pipeline.recorder.paths:
         with open_recording(path) as log:
             summary = log.summary()
@@ -420,8 +496,8 @@ def run(args: argparse.Namespace) -> int:
             f"{', '.join(str(p) for p in pipeline.recorder.paths)}"
             + (" (interrupted: frames still in flight were not drained)" if interrupted else "")
         )
-    print_served(server)
-    print_published(publisher)
+    print_served(session.server)
+    print_published(session.publisher)
     failed = stats.hub.sources_failed
     for name, why in failed.items():
         error(console, f"source {name} failed: {why} (the other sensors kept recording)")

@@ -17,6 +17,8 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -158,110 +160,152 @@ def open_source(args: argparse.Namespace) -> Any:
     )
 
 
+@dataclass
+class _Session:
+    """A planned replay: the source as read (``inner``) and as paced, the optional
+    pipeline and live outputs, and how many frames of each sensor were played."""
+
+    control: Any
+    inner: Any = None
+    source: Any = None
+    pipeline: Any = None
+    server: Any = None
+    publisher: Any = None
+    playback: Any = None
+    counts: Counter[str] = field(default_factory=Counter)
+
+
 def run(args: argparse.Namespace) -> int:
+    from fusion.errors import HyperframesError
+    from hyperframes.cli._common import console_for, error
+    from hyperframes.cli._playback import PlaybackControl
+
+    console = console_for(args)
+    session = None
+    try:
+        session = _Session(PlaybackControl(args.rate, paused=args.start_paused))
+        _plan(args, session)
+    except (HyperframesError, ValueError, OSError) as err:
+        if session is not None and session.server is not None:
+            session.server.close()
+        close_publisher(None if session is None else session.publisher, flush=False)
+        error(console, err)
+        return 2
+    stats = _execute(args, session, console)
+    return _report(args, session, console, stats)
+
+
+def _plan(args: argparse.Namespace, session: _Session) -> None:
+    """Open the source, the pipeline (``--config``) and the live outputs, each kept on
+    ``session`` as it opens (a failure part-way leaves what opened there to close)."""
+    from hyperframes.cli._playback import PacedSource
+
+    inner = session.inner = open_source(args)
+    if args.serve_hold and args.serve is None:
+        raise ValueError("--serve-hold needs --serve")
+    window = source_window(inner, args)
+    # Foxglove seeks only a replay without a pipeline: a hub's policies need time to
+    # go forward. Pause, play and speed work either way.
+    reopen = None
+    if args.serve is not None and window is not None and args.config is None:
+        reopen = reopener(args, window)
+    source = PacedSource(inner, session.control, reopen=reopen, hold=args.serve_hold)
+    session.source = source
+    if args.config is not None:
+        from hyperframes.config import build_pipeline, load_config
+
+        config = load_config(args.config)
+        inputs = [Path(args.file), args.config]
+        session.pipeline = build_pipeline(
+            config, sensors=[], extra_sources=[source], recorder_options={"inputs": inputs}
+        )
+    if args.metrics is not None:
+        from recordings.output_files import refuse_overlap
+
+        refuse_overlap(args.metrics, [args.file, args.config])
+    if args.serve is not None and window is not None:
+        session.playback = served_playback(
+            session.control, window, inner, seekable=reopen is not None
+        )
+    server = session.server = open_server(
+        args.serve,
+        inner.specs,
+        **recorded_dates(inner),
+        limits=serve_limits(args),
+        playback_time=True,
+        playback=session.playback,
+        bag=None if str(args.file).endswith(".hfr") else args.file,
+    )
+    if server is not None and session.playback is not None:
+        ended = session.playback.ended
+        source.on_hold = lambda: server.tell_playback(ended())
+    if server is not None and session.pipeline is not None:
+        session.pipeline.add_sink(server)
+    session.publisher = open_publisher(args, inner.specs, **recorded_dates(inner))
+    if session.publisher is not None and session.pipeline is not None:
+        session.pipeline.add_sink(session.publisher)
+
+
+def _status(args: argparse.Namespace, session: _Session) -> Callable[[], str]:
+    """The live status line's maker."""
+
+    def status() -> str:
+        return (
+            f"{args.file}: {session.control.describe()} (space pause, -> step, up/down rate)"
+            + serve_line(session.server)
+            + publisher_line(session.publisher)
+        )
+
+    return status
+
+
+async def _play_frames(session: _Session, console: Any, status: Callable[[], str]) -> None:
+    """Replay without a pipeline: each frame to the live outputs, counted, with a progress bar."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    server, publisher = session.server, session.publisher
+    with Progress(
+        TextColumn("replay"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("frames"),
+        TimeRemainingColumn(),
+        TextColumn("{task.description}", markup=False),
+        console=console,
+        transient=True,
+    ) as progress:
+        task = progress.add_task(status(), total=session.inner.expected_frames())
+        async with session.source:
+            async for frame in session.source.frames():
+                session.counts[frame.sensor] += 1
+                if server is not None:
+                    server.publish(frame)
+                if publisher is not None:
+                    publisher.publish(frame)
+                progress.update(task, advance=1, description=session.control.describe())
+
+
+def _execute(args: argparse.Namespace, session: _Session, console: Any) -> Any:
+    """Play to the end (or Ctrl-C, then ``None``); the pipeline's statistics, if any."""
     import anyio
 
     from fusion import VirtualClock, use_clock
-    from fusion.errors import HyperframesError
-    from hyperframes.cli._common import console_for, drive, error, literal, warn
-    from hyperframes.cli._losses import loss_exit, print_losses, skipped_lines
-    from hyperframes.cli._playback import PacedSource, PlaybackControl, keyboard
-
-    console = console_for(args)
-    server = publisher = playback = None
-    try:
-        control = PlaybackControl(args.rate, paused=args.start_paused)
-        inner = open_source(args)
-        if args.serve_hold and args.serve is None:
-            raise ValueError("--serve-hold needs --serve")
-        window = source_window(inner, args)
-        # Foxglove seeks only a replay without a pipeline: a hub's policies need time to
-        # go forward. Pause, play and speed work either way.
-        reopen = None
-        if args.serve is not None and window is not None and args.config is None:
-            reopen = reopener(args, window)
-        source = PacedSource(inner, control, reopen=reopen, hold=args.serve_hold)
-        pipeline = None
-        if args.config is not None:
-            from hyperframes.config import build_pipeline, load_config
-
-            config = load_config(args.config)
-            inputs = [Path(args.file), args.config]
-            pipeline = build_pipeline(
-                config, sensors=[], extra_sources=[source], recorder_options={"inputs": inputs}
-            )
-        if args.metrics is not None:
-            from recordings.output_files import refuse_overlap
-
-            refuse_overlap(args.metrics, [args.file, args.config])
-        if args.serve is not None and window is not None:
-            playback = served_playback(control, window, inner, seekable=reopen is not None)
-        server = open_server(
-            args.serve,
-            inner.specs,
-            **recorded_dates(inner),
-            limits=serve_limits(args),
-            playback_time=True,
-            playback=playback,
-            bag=None if str(args.file).endswith(".hfr") else args.file,
-        )
-        if server is not None and playback is not None:
-            ended = playback.ended
-            source.on_hold = lambda: server.tell_playback(ended())
-        if server is not None and pipeline is not None:
-            pipeline.add_sink(server)
-        publisher = open_publisher(args, inner.specs, **recorded_dates(inner))
-        if publisher is not None and pipeline is not None:
-            pipeline.add_sink(publisher)
-    except (HyperframesError, ValueError, OSError) as err:
-        if server is not None:
-            server.close()
-        close_publisher(publisher, flush=False)
-        error(console, err)
-        return 2
+    from hyperframes.cli._common import drive
+    from hyperframes.cli._playback import keyboard
 
     # A bag's unreadable topics are said once, with the other skipped items, at the end.
-    def status() -> str:
-        return (
-            f"{args.file}: {control.describe()} (space pause, -> step, up/down rate)"
-            + serve_line(server)
-            + publisher_line(publisher)
-        )
-
-    counts: Counter[str] = Counter()
-
-    async def play_frames() -> None:
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeRemainingColumn,
-        )
-
-        with Progress(
-            TextColumn("replay"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("frames"),
-            TimeRemainingColumn(),
-            TextColumn("{task.description}", markup=False),
-            console=console,
-            transient=True,
-        ) as progress:
-            task = progress.add_task(status(), total=inner.expected_frames())
-            async with source:
-                async for frame in source.frames():
-                    counts[frame.sensor] += 1
-                    if server is not None:
-                        server.publish(frame)
-                    if publisher is not None:
-                        publisher.publish(frame)
-                    progress.update(task, advance=1, description=control.describe())
+    status = _status(args, session)
+    control, pipeline, server = session.control, session.pipeline, session.server
 
     async def main() -> Any:
         if pipeline is None:
-            await play_frames()
+            await _play_frames(session, console, status)
             return None
         return await drive(
             pipeline, console, f"replay {args.file}", metrics=args.metrics, status=status
@@ -282,15 +326,24 @@ def run(args: argparse.Namespace) -> int:
         stopped = False
         if server is not None:  # the last frames reach the clients, who learn it ended
             server.flush()
-            if playback is not None:
-                server.tell_playback(playback.ended())
+            if session.playback is not None:
+                server.tell_playback(session.playback.ended())
                 server.flush(0.5)
     except KeyboardInterrupt:
         console.print("stopped")
         stats = None
     finally:
         close_server(server)
-        close_publisher(publisher, flush=not stopped)
+        close_publisher(session.publisher, flush=not stopped)
+    return stats
+
+
+def _report(args: argparse.Namespace, session: _Session, console: Any, stats: Any) -> int:
+    """What was replayed, what was skipped or lost; the exit status."""
+    from hyperframes.cli._common import literal, warn
+    from hyperframes.cli._losses import loss_exit, print_losses, skipped_lines
+
+    inner, counts, pipeline = session.inner, session.counts, session.pipeline
     played = sum(counts.values()) if pipeline is None else (stats.hub.frames_in if stats else 0)
     if played == 0:
         warn(console, "warning:", f"nothing replayed: {selection_text(args)} selects no frames")
@@ -307,8 +360,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"replayed {sum(counts.values())} frames")
     elif stats is not None:
         print(f"replayed {stats.hub.frames_in} frames into {stats.groups_out} groups")
-    print_served(server)
-    print_published(publisher)
+    print_served(session.server)
+    print_published(session.publisher)
     for line in skipped_lines(errors, inner.error_messages):
         warn(console, "skipped", line)
     lost = print_losses(console, inner.ledgers())
