@@ -24,6 +24,7 @@ from typing import Any
 from adapters.errors import DecodeError, SourceOpenError
 from adapters.lidar._hesai_correction import HesaiCorrection, find_fields
 from adapters.lidar._hesai_decode import HESAI_DTYPE, HesaiDecoder, HesaiSweep
+from adapters.lidar._hesai_inputs import Packet, SensorAngles, bag_packets_of, pcap_packets
 from adapters.lidar._hesai_models import (
     RETURN_MODES,
     HesaiAngles,
@@ -33,10 +34,10 @@ from adapters.lidar._hesai_models import (
     identify,
     read_any_angles,
 )
-from adapters.lidar._hesai_packets import PACKET_TYPES, BadMessage, bag_packets, prepare
+from adapters.lidar._hesai_packets import prepare
 from adapters.lidar._hesai_ptc import PTC_PORT
 from adapters.lidar._packet_source import PacketLidarSource
-from adapters.net import DEFAULT_SENDER_TIMEOUT, parse_sender
+from adapters.net import DEFAULT_SENDER_TIMEOUT
 from fusion import Frame, Overflow
 from fusion.clock import ClockModel
 from fusion.errors import ConfigError
@@ -46,7 +47,6 @@ log = logging.getLogger("hyperframes.lidar")
 DEFAULT_PORT = 2368
 _BATCH = 512
 _MAX_WAITING = 4096
-Packet = tuple[bytes, int | None, str]  # payload, arrival, where (for messages)
 
 
 class HesaiSource(PacketLidarSource):
@@ -85,6 +85,8 @@ class HesaiSource(PacketLidarSource):
     when the stream is stopped).
     """
 
+    # long: 31 documented keyword options (inputs, model, angles, PTC, cut, range, live socket),
+    #   each checked and kept here; the checks of a group are in helpers
     def __init__(
         self,
         pcap: str | Path | None = None,
@@ -121,30 +123,20 @@ class HesaiSource(PacketLidarSource):
         given = [x for x in (pcap, bag, port) if x is not None]
         if len(given) > 1:
             raise ConfigError("give one of pcap= or bag= (offline) or port= (live)")
-        if cut_angle is not None and not 0.0 <= cut_angle < 360.0:
-            raise ConfigError(f"cut_angle must be in [0, 360) degrees, got {cut_angle}")
-        if fov is not None and not all(0 <= a <= 360 for a in fov):
-            raise ConfigError(f"fov must be two angles in [0, 360] degrees, got {fov}")
-        if dual_return_distance_threshold < 0:
-            raise ConfigError("dual_return_distance_threshold must be >= 0 metres")
-        if min_range is not None and max_range is not None and min_range >= max_range:
-            raise ConfigError(f"min_range {min_range} must be below max_range {max_range}")
+        _check_geometry(cut_angle, fov, min_range, max_range, dual_return_distance_threshold)
         auto = isinstance(model, str) and model.strip().lower() == "auto"
         try:
             self.declared: HesaiModel | None = None if auto else get_model(model)
         except ValueError as err:
             raise ConfigError(str(err)) from None
         self.from_sensor = isinstance(calibration, str) and calibration.strip() == "sensor"
-        self.ptc: tuple[str, int] | None = None
-        """The sensor's PTC address, when the angles are asked of it."""
+        self.sensor_angles: SensorAngles | None = None
+        """Where and how the angles are asked of the sensor (``calibration="sensor"``)."""
         if self.from_sensor:
             calibration = None
-            self.ptc = (self._ptc_host(ptc_host, sender), ptc_port)
-            if not 0 < ptc_port <= 65535 or not 0 < ptc_timeout <= 60:
-                raise ConfigError(
-                    f"ptc_port must be 1..65535 and ptc_timeout in (0, 60] s, "
-                    f"got {ptc_port} and {ptc_timeout}"
-                )
+            self.sensor_angles = SensorAngles.checked(
+                ptc_host, ptc_port, ptc_timeout, calibration_fallback, sender
+            )
         elif ptc_host is not None or calibration_fallback:
             raise ConfigError("ptc_host and calibration_fallback are for calibration='sensor'")
         self.ptc_timeout, self.calibration_fallback = ptc_timeout, calibration_fallback
@@ -154,11 +146,8 @@ class HesaiSource(PacketLidarSource):
             except DecodeError as err:
                 raise SourceOpenError(str(err), sensor=name) from err
         self.calibration: HesaiAngles | HesaiCorrection | None = calibration
-        self.pcap = None if pcap is None else Path(pcap)
-        self.bag = None if bag is None else Path(bag)
-        for what, path in (("pcap file", self.pcap), ("bag", self.bag)):
-            if path is not None and not path.exists():
-                raise SourceOpenError(f"{what} {str(path)!r} does not exist", sensor=name)
+        self.pcap = _existing(pcap, "pcap file", name)
+        self.bag = _existing(bag, "bag", name)
         self.topic = topic
         self.port = DEFAULT_PORT if not given else port
         self.host, self.data_port = host, data_port
@@ -191,38 +180,20 @@ class HesaiSource(PacketLidarSource):
         self._waiting: list[Packet] = []
         self._fields: Any = None
 
-    @staticmethod
-    def _ptc_host(ptc_host: str | None, sender: str | None) -> str:
-        if ptc_host is not None:
-            if not ptc_host.strip():
-                raise ConfigError("ptc_host is empty: give the sensor's address")
-            return ptc_host.strip()
-        if sender is not None:
-            return parse_sender(sender)[0]
-        raise ConfigError(
-            "calibration='sensor' asks the sensor over PTC: give ptc_host= (its address, "
-            "192.168.1.201 from the factory) or sender="
-        )
+    @property
+    def ptc(self) -> tuple[str, int] | None:
+        """The sensor's PTC address, when the angles are asked of it."""
+        return None if self.sensor_angles is None else self.sensor_angles.ptc
 
     async def _angles_from_sensor(self) -> None:
         """The sensor's own angle correction, asked over PTC before the stream starts."""
-        if self.ptc is None:
+        if self.sensor_angles is None:
             return
-        from adapters.lidar._hesai_ptc_client import fetch_angles
 
-        host, port = self.ptc
-        try:
-            self.calibration = await fetch_angles(host, port, wait_s=self.ptc_timeout)
-        except (SourceOpenError, DecodeError) as err:
-            message = f"the sensor's angle correction: {err}"
-            if not self.calibration_fallback:
-                raise type(err)(message, sensor=self.name) from None
-            self.calibration = None
-            message = f"{self.name}: {message}; the built-in angles are used (calibration_fallback)"
-            log.warning("%s", message)
+        def fell_back(message: str) -> None:
             self.count_error("calibration_fallback", message, units=0)
-            return
-        log.info("%s: angles from the sensor at %s:%d (PTC)", self.name, host, port)
+
+        self.calibration = await self.sensor_angles.fetch(self.name, fell_back)
 
     # -- packets to sweeps ---------------------------------------------------------------
 
@@ -284,10 +255,7 @@ class HesaiSource(PacketLidarSource):
 
     def _give_up(self, said: str | None = None) -> None:
         if said is None:
-            whats = Counter(identify(p)[1] for p, _t, _w in self._waiting[:64])
-            said = "no Hesai packet: " + "; ".join(f"{n} x {w}" for w, n in whats.most_common(3))
-            if self.declared is not None:
-                said = f"none of {len(self._waiting)} packets is a {self.declared.name}: {said}"
+            said = _unknown_model(self._waiting, self.declared)
         waiting, self._waiting = len(self._waiting), []
         if waiting:
             self.count_error("unsupported_model", said, units=waiting)
@@ -365,59 +333,17 @@ class HesaiSource(PacketLidarSource):
         return self._bag_packets()
 
     def _pcap_packets(self) -> Iterator[Packet]:
-        from adapters.lidar._pcap import PcapReader
-
         assert self.pcap is not None
-        with PcapReader(self.pcap) as reader:
-            for d in reader:
-                if d.dst_port != self.data_port:
-                    self.other_datagrams[(d.dst_port, len(d.payload))] += 1
-                    continue
-                yield d.payload, d.t_capture, f"{self.pcap}: record at byte {d.offset}: "
+        return pcap_packets(self.pcap, self.data_port, self.other_datagrams)
 
     def _bag_packets(self) -> Iterator[Packet]:
-        from adapters.bags import BagReader, decompress_message
-
         assert self.bag is not None
-        with BagReader(self.bag) as reader:
-            topics = {
-                t: i.msgtype
-                for t, i in reader.topics.items()
-                if i.msgtype is not None and _packet_type(i.msgtype)
-            }
-            if self.topic is not None:
-                if self.topic not in reader.topics:
-                    raise SourceOpenError(
-                        f"{self.bag}: no topic {self.topic!r} (topics: {', '.join(reader.topics)})",
-                        sensor=self.name,
-                    )
-                if self.topic not in topics:
-                    raise SourceOpenError(
-                        f"{self.bag}: topic {self.topic!r} is {reader.topics[self.topic].msgtype}, "
-                        f"not one of {', '.join(PACKET_TYPES)}",
-                        sensor=self.name,
-                    )
-                topics = {self.topic: topics[self.topic]}
-            if len(topics) != 1:
-                what = ", ".join(topics) if topics else "none"
-                raise SourceOpenError(
-                    f"{self.bag}: {len(topics)} topics of Hesai packets ({what}); "
-                    f"{'give topic=' if topics else 'expected ' + ' or '.join(PACKET_TYPES)}",
-                    sensor=self.name,
-                )
-            ((topic, msgtype),) = topics.items()
-            conns = reader.topics[topic].connections
-            for number, (_conn, t, data) in enumerate(reader.messages(conns)):
-                raw = decompress_message(data) if reader.message_compression else data
-                try:
-                    payloads = bag_packets(raw, msgtype, cdr=reader.is2)
-                except BadMessage as err:
-                    self.count_received(1)
-                    self.count_error("bad_message", f"{self.bag}: {topic} message {number}: {err}")
-                    continue
-                where = f"{self.bag}: {topic} message {number}: packet "
-                for i, payload in enumerate(payloads):
-                    yield payload, t, f"{where}{i}: "
+
+        def bad_message(message: str) -> None:
+            self.count_received(1)
+            self.count_error("bad_message", message)
+
+        return bag_packets_of(self.bag, self.topic, self.name, bad_message)
 
     def _offline_batch(self, packets: Iterator[Packet]) -> list[HesaiSweep] | None:
         taken: list[Packet] = []
@@ -500,9 +426,40 @@ class HesaiSource(PacketLidarSource):
         return self._repr(self.port, "auto" if self.declared is None else self.declared.name)
 
 
-def _packet_type(msgtype: str) -> bool:
-    plain = msgtype.replace("/msg/", "/")
-    return any(plain == t.replace("/msg/", "/") for t in PACKET_TYPES)
+def _existing(path: str | Path | None, what: str, sensor: str) -> Path | None:
+    """An input file given, as a ``Path``; one that does not exist is a SourceOpenError."""
+    if path is None:
+        return None
+    if not Path(path).exists():
+        raise SourceOpenError(f"{what} {str(path)!r} does not exist", sensor=sensor)
+    return Path(path)
+
+
+def _unknown_model(waiting: list[Packet], declared: HesaiModel | None) -> str:
+    """Why no model could be chosen for the packets held: what the first ones are."""
+    whats = Counter(identify(p)[1] for p, _t, _w in waiting[:64])
+    said = "no Hesai packet: " + "; ".join(f"{n} x {w}" for w, n in whats.most_common(3))
+    if declared is not None:
+        said = f"none of {len(waiting)} packets is a {declared.name}: {said}"
+    return said
+
+
+def _check_geometry(
+    cut_angle: float | None,
+    fov: tuple[int, int] | None,
+    min_range: float | None,
+    max_range: float | None,
+    threshold: float,
+) -> None:
+    """The cut, field of view, range and echo options in their bounds, else a ConfigError."""
+    if cut_angle is not None and not 0.0 <= cut_angle < 360.0:
+        raise ConfigError(f"cut_angle must be in [0, 360) degrees, got {cut_angle}")
+    if fov is not None and not all(0 <= a <= 360 for a in fov):
+        raise ConfigError(f"fov must be two angles in [0, 360] degrees, got {fov}")
+    if threshold < 0:
+        raise ConfigError("dual_return_distance_threshold must be >= 0 metres")
+    if min_range is not None and max_range is not None and min_range >= max_range:
+        raise ConfigError(f"min_range {min_range} must be below max_range {max_range}")
 
 
 __all__ = ["DEFAULT_PORT", "HESAI_DTYPE", "RETURN_MODES", "HesaiSource"]

@@ -106,23 +106,8 @@ def decode_numpy(
     valid = (dist_raw != 0) & ~(dist < lo) & ~(dist > hi)
     valid &= geo.in_fov(chan_az).reshape(P, G, C)[..., None]
     if r > 1:
-        for j in range(r - 1):
-            dup = np.zeros(valid.shape[:3], bool)
-            near = np.zeros(valid.shape[:3], bool)
-            for k in range(r):
-                if k == j:
-                    continue
-                dup |= (dist_raw[..., k] == dist_raw[..., j]) & (refl[..., k] == refl[..., j])
-                near |= np.abs(dist[..., k] - dist[..., j]) < threshold
-            valid[..., j] &= ~dup & ~near
-    # times
-    t_rel = np.empty((P, G, C, r), np.int64)
-    keys = np.unique(batch.time_key)
-    for key in keys:
-        table = time_table(model, r, int(key)).reshape(G, r, model.channels).transpose(0, 2, 1)
-        rows = batch.time_key == key
-        t_rel[rows] = table[None]
-    t_abs = batch.stamps[:, None, None, None] + t_rel
+        _drop_echo_repeats(valid, dist_raw, refl, dist, threshold)
+    t_abs = batch.stamps[:, None, None, None] + _firing_offsets(model, batch, r)
     sel = np.nonzero(valid.reshape(-1))[0]
     d = dist.reshape(-1)[sel]
     pg = sel // (C * r)  # packet * G + group
@@ -147,6 +132,32 @@ def decode_numpy(
         sweep=sweep_of_group[pg, c],
         packet_sweep=packet_sweep,
     )
+
+
+def _drop_echo_repeats(valid: Any, dist_raw: Any, refl: Any, dist: Any, threshold: float) -> None:
+    """Clear ``valid`` (P, G, C, r) for a non-last echo equal to another (distance and
+    reflectivity) or within ``threshold`` metres of one, as nebula does."""
+    r = valid.shape[3]
+    for j in range(r - 1):
+        dup = np.zeros(valid.shape[:3], bool)
+        near = np.zeros(valid.shape[:3], bool)
+        for k in range(r):
+            if k == j:
+                continue
+            dup |= (dist_raw[..., k] == dist_raw[..., j]) & (refl[..., k] == refl[..., j])
+            near |= np.abs(dist[..., k] - dist[..., j]) < threshold
+        valid[..., j] &= ~dup & ~near
+
+
+def _firing_offsets(model: HesaiModel, batch: Batch, r: int) -> Any:
+    """(P, G, C, r) firing-time offsets (ns) from each packet's stamp, by its timing key."""
+    P, G = len(batch.raw), model.blocks // r
+    t_rel = np.empty((P, G, model.channels, r), np.int64)
+    for key in np.unique(batch.time_key):
+        table = time_table(model, r, int(key)).reshape(G, r, model.channels).transpose(0, 2, 1)
+        rows = batch.time_key == key
+        t_rel[rows] = table[None]
+    return t_rel
 
 
 @dataclass

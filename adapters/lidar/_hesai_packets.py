@@ -128,23 +128,7 @@ def prepare(
             rejected.append((int(index[row]), reason, message(row)))
         ok[mask] = False
 
-    if model.sob:
-        sob = np.zeros(len(keep), bool)
-        for b in range(model.blocks):
-            at = model.block_offset(b)
-            sob |= (raw[:, at] != 0xFF) | (raw[:, at + 1] != 0xEE)
-        reject(sob, "bad_header", lambda r: "a block does not start FF EE (Pandar40P)")
-    else:
-        pre = (raw[:, 0] != 0xEE) | (raw[:, 1] != 0xFF)
-        if model.header == 8:
-            pre |= (raw[:, 2] != model.channels) | (raw[:, 3] != model.blocks)
-        else:
-            pre |= (raw[:, 6] != model.channels) | (raw[:, 7] != model.blocks)
-        reject(
-            pre,
-            "bad_header",
-            lambda r: f"header {raw[r, :12].tobytes().hex(' ')} is not {model.name}'s",
-        )
+    reject(*_bad_headers(model, raw))
     modes = raw[:, model.tail + model.t_return_mode]
     known = np.zeros(256, bool)
     nret = np.zeros(256, np.int64)
@@ -181,6 +165,39 @@ def prepare(
                 ),
             )
     raw, index, modes = raw[ok], index[ok], modes[ok]
+    if model.fixed_dis_unit is not None:
+        dis = np.full(len(raw), model.fixed_dis_unit)
+    else:
+        dis = raw[:, 5 if model.header == 8 else 9] / 1000.0
+    stamps = _stamps(model, raw).astype(np.int64)
+    batch = Batch(raw, index, stamps, nret[modes], modes, dis, _timing_key(model, raw))
+    rejected.sort()
+    return batch, rejected
+
+
+def _bad_headers(model: HesaiModel, raw: Any) -> tuple[Any, str, Callable[[int], str]]:
+    """The packets (rows of ``raw``) whose header or block starts are not ``model``'s:
+    ``(mask, reason, message of a row)``."""
+    if model.sob:
+        sob = np.zeros(len(raw), bool)
+        for b in range(model.blocks):
+            at = model.block_offset(b)
+            sob |= (raw[:, at] != 0xFF) | (raw[:, at + 1] != 0xEE)
+        return sob, "bad_header", lambda r: "a block does not start FF EE (Pandar40P)"
+    pre = (raw[:, 0] != 0xEE) | (raw[:, 1] != 0xFF)
+    if model.header == 8:
+        pre |= (raw[:, 2] != model.channels) | (raw[:, 3] != model.blocks)
+    else:
+        pre |= (raw[:, 6] != model.channels) | (raw[:, 7] != model.blocks)
+    return (
+        pre,
+        "bad_header",
+        lambda r: f"header {raw[r, :12].tobytes().hex(' ')} is not {model.name}'s",
+    )
+
+
+def _stamps(model: HesaiModel, raw: Any) -> Any:
+    """Each packet's stamp (ns since the Unix epoch) from its tail's date and time."""
     t = model.tail + model.t_date
     if model.epoch_seconds:  # a zero byte, then 5 big-endian bytes of seconds
         secs = np.zeros(len(raw), np.int64)
@@ -191,11 +208,11 @@ def prepare(
         m, d = raw[:, t + 1].astype(np.int64), raw[:, t + 2].astype(np.int64)
         hms = raw[:, t + 3 : t + 6].astype(np.int64)
         secs = _days_from_civil(year, m, d) * 86400 + hms[:, 0] * 3600 + hms[:, 1] * 60 + hms[:, 2]
-    stamps = secs * 1_000_000_000 + _u32(raw, model.tail + model.t_timestamp) * 1000
-    if model.fixed_dis_unit is not None:
-        dis = np.full(len(raw), model.fixed_dis_unit)
-    else:
-        dis = raw[:, 5 if model.header == 8 else 9] / 1000.0
+    return secs * 1_000_000_000 + _u32(raw, model.tail + model.t_timestamp) * 1000
+
+
+def _timing_key(model: HesaiModel, raw: Any) -> Any:
+    """Each packet's firing-time table key: mode flag, operational state, azimuth states."""
     key = np.zeros(len(raw), np.int64)
     if model.t_mode_flag is not None:
         key |= raw[:, model.tail + model.t_mode_flag] & 1
@@ -205,9 +222,7 @@ def prepare(
         state = _u16(raw, model.tail + model.t_azimuth_state)
         for b in range(model.blocks):
             key |= ((state >> (14 - 2 * b)) & 0b11) << (16 + 2 * b)
-    batch = Batch(raw, index, stamps.astype(np.int64), nret[modes], modes, dis, key)
-    rejected.sort()
-    return batch, rejected
+    return key
 
 
 @functools.cache
