@@ -33,12 +33,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
 from hyperframes.cli._common import NamesAction
 from hyperframes.cli._units import seconds_arg
+
+if TYPE_CHECKING:
+    from recordings.outputs import ExportReport, Target
 
 
 def register(sub: Any) -> None:
@@ -115,15 +118,21 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from fusion.errors import HyperframesError
-    from hyperframes.cli._common import console_for, error, literal, printable, warn
-    from hyperframes.cli._progress import progress_bar
-    from recordings import open_recording
-    from recordings.outputs import Target, export_recording, parse_types
+    from hyperframes.cli._common import console_for, error
 
     console = console_for(args)
-    sensors = args.sensors or None
     if args.to == "mcap" and Path(args.output).suffix.lower() == ".parquet":
         args.to = "parquet"  # -o x.parquet: a table, not an MCAP
+    try:
+        report = _export(args, console, _target(args))
+    except (OSError, HyperframesError, ValueError, RuntimeError) as err:
+        error(console, err)
+        return 2
+    return _report(args, console, report)
+
+
+def _target(args: argparse.Namespace) -> Target:
+    """What the options ask to write: ``--view``, else ``--to``, an MCAP's profile or bag format."""
     target: Target = "rerun" if args.view == "rerun" else args.to
     if args.to == "mcap" and args.view is None:
         target = args.profile
@@ -131,32 +140,42 @@ def run(args: argparse.Namespace) -> int:
             target = args.bag_format
         elif args.profile == "ros2" and Path(args.output).suffix.lower() == ".bag":
             target = "ros1"  # a .bag file is a ROS 1 bag; --format ros2 for a rosbag2 directory
-    try:
-        types = parse_types(args.types)
-        with open_recording(args.file) as log:
-            summary = log.summary()
-            t0 = summary.t_start or 0
-            total = sum(
-                s.count for n, s in summary.sensors.items() if sensors is None or n in sensors
-            )
-        start = None if args.start is None else t0 + int(args.start * 1e9)
-        end = None if args.end is None else t0 + int(args.end * 1e9)
-        with progress_bar(console, f"export {Path(args.file).name}", total) as advance:
-            report = export_recording(
-                args.file,
-                args.output,
-                to=target,
-                sensors=sensors,
-                start=start,
-                end=end,
-                groups=args.groups,
-                reencode=args.reencode,
-                types=types,
-                progress=advance,
-            )
-    except (OSError, HyperframesError, ValueError, RuntimeError) as err:
-        error(console, err)
-        return 2
+    return target
+
+
+def _export(args: argparse.Namespace, console: Any, target: Target) -> ExportReport:
+    """Export the selected span and sensors, with a progress bar over the frames selected."""
+    from hyperframes.cli._progress import progress_bar
+    from recordings import open_recording
+    from recordings.outputs import export_recording, parse_types
+
+    sensors = args.sensors or None
+    types = parse_types(args.types)
+    with open_recording(args.file) as log:
+        summary = log.summary()
+        t0 = summary.t_start or 0
+        total = sum(s.count for n, s in summary.sensors.items() if sensors is None or n in sensors)
+    start = None if args.start is None else t0 + int(args.start * 1e9)
+    end = None if args.end is None else t0 + int(args.end * 1e9)
+    with progress_bar(console, f"export {Path(args.file).name}", total) as advance:
+        return export_recording(
+            args.file,
+            args.output,
+            to=target,
+            sensors=sensors,
+            start=start,
+            end=end,
+            groups=args.groups,
+            reencode=args.reencode,
+            types=types,
+            progress=advance,
+        )
+
+
+def _sensor_table(report: ExportReport) -> Table:
+    """Frames read, written and not exported per sensor."""
+    from hyperframes.cli._common import literal
+
     table = Table(title=literal(f"exported to {report.out} ({report.target})"))
     table.add_column("sensor")
     table.add_column("read", justify="right")
@@ -172,7 +191,14 @@ def run(args: argparse.Namespace) -> int:
             str(report.exported.get(name, 0)),
             str(skipped_by.get(name, 0) or ""),
         )
-    console.print(table)
+    return table
+
+
+def _report(args: argparse.Namespace, console: Any, report: ExportReport) -> int:
+    """What was exported, generic types, notes, what was not and why; the exit status."""
+    from hyperframes.cli._common import error, literal, printable, warn
+
+    console.print(_sensor_table(report))
     if report.groups:
         console.print(f"{report.groups} sync groups")
     for sensor, msgtype in sorted(report.generic.items()):
