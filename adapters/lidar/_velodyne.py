@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -118,19 +118,9 @@ class VelodyneSource(PacketLidarSource):
         auto = isinstance(model, str) and model.strip().lower() == "auto"
         self.declared: VelodyneModel | None = None if auto else get_model(model)
         """The model given (None for ``"auto"``)."""
-        if isinstance(calibration, (str, Path)):
-            try:
-                calibration = read_calibration(calibration)
-            except DecodeError as err:
-                raise SourceOpenError(str(err), sensor=name) from err
-        self.calibration: Calibration | None = calibration
-        if self.declared is not None and calibration is not None:
-            try:
-                self.declared = self.declared.with_calibration(calibration)
-            except ValueError as err:
-                raise SourceOpenError(
-                    f"calibration {calibration.source!r}: {err}", sensor=name
-                ) from err
+        self.calibration: Calibration | None = _read_calibration(calibration, name)
+        if self.declared is not None and self.calibration is not None:
+            self.declared = _calibrated(self.declared, self.calibration, name)
         self.model: VelodyneModel | None = None
         """The model the packets are decoded as (known once the first packets are in)."""
         self.evidence: Evidence | None = None
@@ -167,12 +157,7 @@ class VelodyneSource(PacketLidarSource):
             jump_threshold=jump_threshold,
         )
         self.assembler: SweepAssembler | None = None
-        self.ignored_datagrams = 0
-        """Datagrams of a pcap to the position port (8308): telemetry, not decoded."""
-        self._other_first: dict[tuple[int, int], int] = {}  # byte offset of the first of each
-        self._data_packets = 0  # datagrams of a pcap to the data port
-        self._senders = SenderFilter(sender)  # a pcap's: the first sender heard, for good
-        self._admitted: tuple[bytes, int] | None = None  # the last (address, port) admitted
+        self._ports = _PcapPorts(data_port, self.other_datagrams, sender)
         self._product: int | None = None  # the product byte of the stream's packets
         self._detector = ModelDetector()
         self._waiting: list[tuple[bytes, int | None, str]] = []
@@ -186,6 +171,11 @@ class VelodyneSource(PacketLidarSource):
             where = self._wheres[offset] if 0 <= offset < len(self._wheres) else ""
         # a sweep cut for length is a warning: its packets still make a (partial) sweep
         self.count_error(reason, where + message, units=0 if reason == "sweep_too_long" else 1)
+
+    @property
+    def ignored_datagrams(self) -> int:
+        """Datagrams of a pcap to the position port (8308): telemetry, not decoded."""
+        return self._ports.position
 
     def _input_text(self) -> str | None:
         return None if self.pcap is None else f"pcap={str(self.pcap)!r}"
@@ -228,31 +218,23 @@ class VelodyneSource(PacketLidarSource):
     ) -> list[tuple[bytes, int | None, str]]:
         """``packets`` without those whose product byte is not the stream's: another
         model's packets on the port (counted ``foreign_sender``)."""
-        kept = []
-        for packet in packets:
-            payload, _t, where = packet
+        kept = [packet for packet in packets if not _other_device(packet[0], product)]
+        for payload, _t, where in packets:
             if _other_device(payload, product):
                 self.count_error(
                     "foreign_sender",
                     f"{where}product byte 0x{payload[-1]:02X}, the stream's is "
                     f"0x{product:02X}: another device's packet",
                 )
-            else:
-                kept.append(packet)
         return kept
 
     def _decide(self) -> bool:
         """Choose the model from the packets held; False (and those packets counted as
         bad_length) when none of them is a data packet."""
         if self._detector.seen == 0:
-            from adapters.lidar._hesai_models import hesai_signature
-
-            hesai = [hesai_signature(p) for p, _t, _w in self._waiting[:8]]
-            if hesai and all(hesai):
-                self._give_up(
-                    f"these are Hesai packets, not Velodyne ({hesai[0]}): "
-                    'use HesaiSource (TOML type = "hesai")'
-                )
+            hesai = _hesai_said([p for p, _t, _w in self._waiting[:8]])
+            if hesai is not None:
+                self._give_up(hesai)
             for payload, _t, where in self._waiting:
                 self.count_error(
                     "bad_length", f"{where}expected {PACKET_SIZE} bytes, got {len(payload)}"
@@ -265,32 +247,11 @@ class VelodyneSource(PacketLidarSource):
     def _choose_model(self) -> None:
         """Decide the model from the packets seen so far (raises DecodeError on a conflict)."""
         evidence = self.evidence = self._detector.evidence()
-        declared, found = self.declared, evidence.model
-        if found is None and declared is None:
-            self._give_up(
-                f"cannot tell which Velodyne sent these packets: {evidence.said}: "
-                f"{evidence.problem}; give model= (one of {', '.join(_names())})"
-            )
-        if declared is not None and found is not None and not compatible(declared, found):
-            self._give_up(
-                f"model {declared.name!r} was given, but the packets say {found.name}: "
-                f"{evidence.said}; use model='auto' or model={found.name!r}"
-            )
-        model = declared or found
-        assert model is not None
-        if declared is None and self.calibration is not None:
-            try:
-                model = model.with_calibration(self.calibration)
-            except ValueError as err:
-                self._give_up(
-                    f"the packets say {model.name}, and calibration "
-                    f"{self.calibration.source!r} does not fit it: {err}"
-                )
-        if needs_calibration(model):
-            self._give_up(
-                f"the packets say {model.name} ({evidence.said}); an HDL-64E has no default "
-                "angles, give its calibration file: calibration='db.xml' (or the ROS YAML)"
-            )
+        declared = self.declared
+        model = _model_for(declared, evidence, self.calibration)
+        if isinstance(model, str):
+            self._give_up(model)
+        assert not isinstance(model, str)
         self.model = model
         if model.product_id is not None and self._detector.products:
             # the stream's signature: packets of another product byte are another device's
@@ -322,9 +283,9 @@ class VelodyneSource(PacketLidarSource):
     async def _pcap_frames(self) -> AsyncIterator[Frame]:
         assert self.pcap is not None
         self.assembler, self.model, self._detector = None, None, ModelDetector()
-        self.ignored_datagrams, self._data_packets = 0, 0
-        self.other_datagrams, self._other_first = Counter(), {}
-        self._senders, self._admitted, self._product = SenderFilter(self.sender), None, None
+        self.other_datagrams = Counter()
+        self._ports = _PcapPorts(self.data_port, self.other_datagrams, self.sender)
+        self._product = None
         reader = await self.run_blocking(self._open_pcap, self.pcap)
         datagrams = iter(reader)
         made = 0
@@ -338,7 +299,7 @@ class VelodyneSource(PacketLidarSource):
                 yield frame
         finally:
             reader.close()
-        if self._data_packets:  # (else they say what the capture is: _nothing_decoded)
+        if self._ports.data:  # (else they say what the capture is: _nothing_decoded)
             self._count_other_ports()
         if not made:
             self._nothing_decoded()
@@ -354,34 +315,12 @@ class VelodyneSource(PacketLidarSource):
             f"{self.pcap}: record at byte {offset}: {reason.replace('_', ' ')}",
         )
 
-    def _admit(self, sender: tuple[bytes, int], offset: int) -> bool:
-        """Whether a pcap's data packet from ``sender`` (address bytes, port) is the
-        stream's: the configured sender, else the first one heard; others are counted
-        ``foreign_sender`` (a second device on the port)."""
-        host, port = address_text(sender[0]), sender[1]
-        if self._senders.admit((host, port), 0):
-            self._admitted = sender
-            return True
-        self.count_received()
-        self.count_error(
-            "foreign_sender",
-            f"{self.pcap}: record at byte {offset}: data packet from {host}:{port}; "
-            f"{self._senders.describe()} (sender= chooses)",
-        )
-        return False
-
     def _count_other_ports(self) -> None:
         """Datagrams of a pcap to neither the data nor the position port: another
         device's traffic, received and lost as ``wrong_port`` (one message a port and size)."""
-        for (port, size), count in sorted(self.other_datagrams.items()):
+        for count, message in self._ports.wrong_ports():
             self.count_received(count)
-            self.count_error(
-                "wrong_port",
-                f"{self.pcap}: record at byte {self._other_first[(port, size)]}: "
-                f"{count:,} datagram(s) of {size:,} bytes to port {port}; data packets go to "
-                f"port {self.data_port}",
-                units=count,
-            )
+            self.count_error("wrong_port", f"{self.pcap}: {message}", units=count)
 
     def _pcap_batch(self, datagrams: Any) -> list[tuple[RawSweep, Any]] | None:
         """Read up to _BATCH data packets, assemble, decode (worker thread)."""
@@ -389,17 +328,12 @@ class VelodyneSource(PacketLidarSource):
         ended = True
         for datagram in datagrams:
             assert isinstance(datagram, UdpDatagram)
-            if datagram.dst_port != self.data_port:
-                if datagram.dst_port == POSITION_PORT:
-                    self.ignored_datagrams += 1
-                else:
-                    key = (datagram.dst_port, len(datagram.payload))
-                    self.other_datagrams[key] += 1
-                    self._other_first.setdefault(key, datagram.offset)
+            if not self._ports.is_data(datagram):
                 continue
-            self._data_packets += 1
-            sender = (datagram.src_addr, datagram.src_port)
-            if sender != self._admitted and not self._admit(sender, datagram.offset):
+            refused = self._ports.refused(datagram)
+            if refused is not None:  # a second device on the port
+                self.count_received()
+                self.count_error("foreign_sender", f"{self.pcap}: record at byte {refused}")
                 continue
             taken.append(
                 (
@@ -428,21 +362,11 @@ class VelodyneSource(PacketLidarSource):
     def _nothing_decoded(self) -> None:
         """A pcap that gave no sweep: say what it held instead (and count it)."""
         stats = self.ledger().statistics()
-        if self._data_packets:
-            message = self._no_sweep(self._data_packets, f" on port {self.data_port}")
+        if self._ports.data:
+            message = self._no_sweep(self._ports.data, f" on port {self.data_port}")
             raise DecodeError(f"{self.name}: {self.pcap}: {message}")
         if self.other_datagrams:
-            (port, size), count = self.other_datagrams.most_common(1)[0]
-            total = sum(self.other_datagrams.values())
-            ouster = port in OUSTER_PORTS or size in _OUSTER_SIZES
-            what = (
-                "this looks like an Ouster sensor, not a Velodyne"
-                if ouster
-                else f"not Velodyne data (1206-byte packets to port {self.data_port})"
-            )
-            message = f"{count:,} datagrams of {size:,} bytes on port {port}: {what}"
-            if total > count:
-                message += f" (and {total - count:,} other datagrams)"
+            total, message = self._ports.not_velodyne()
             self.count_received(total)
             self.count_error("unsupported_device", message, units=total)
             raise DecodeError(f"{self.name}: {self.pcap}: {message}")
@@ -512,6 +436,143 @@ class VelodyneSource(PacketLidarSource):
 
     def __repr__(self) -> str:
         return self._repr(self.port, "auto" if self.declared is None else self.declared.name)
+
+
+class _PcapPorts:
+    """A capture's datagrams by destination port: the data port's, the position port's
+    (8308: telemetry, not decoded) and other devices' traffic, counted per (port, size)
+    in ``other`` with the byte offset of the first of each."""
+
+    def __init__(self, data_port: int, other: Counter[tuple[int, int]], sender: str | None) -> None:
+        self.data_port = data_port
+        self.data = 0
+        self.position = 0
+        self.other = other
+        self._first: dict[tuple[int, int], int] = {}
+        self._senders = SenderFilter(sender)  # the configured sender, else the first heard
+        self._admitted: tuple[bytes, int] | None = None  # the last (address, port) admitted
+
+    def refused(self, datagram: UdpDatagram) -> str | None:
+        """None when a data packet comes from the stream's sender (the configured one,
+        else the first heard); else where and why it is another device's."""
+        sender = (datagram.src_addr, datagram.src_port)
+        if sender == self._admitted:
+            return None
+        host, port = address_text(sender[0]), sender[1]
+        if self._senders.admit((host, port), 0):
+            self._admitted = sender
+            return None
+        return (
+            f"{datagram.offset}: data packet from {host}:{port}; "
+            f"{self._senders.describe()} (sender= chooses)"
+        )
+
+    def is_data(self, datagram: UdpDatagram) -> bool:
+        """Whether ``datagram`` goes to the data port; the others are counted."""
+        if datagram.dst_port == self.data_port:
+            self.data += 1
+            return True
+        if datagram.dst_port == POSITION_PORT:
+            self.position += 1
+        else:
+            key = (datagram.dst_port, len(datagram.payload))
+            self.other[key] += 1
+            self._first.setdefault(key, datagram.offset)
+        return False
+
+    def wrong_ports(self) -> Iterator[tuple[int, str]]:
+        """``(count, message)`` for each port and size of other traffic, in order."""
+        for (port, size), count in sorted(self.other.items()):
+            yield (
+                count,
+                (
+                    f"record at byte {self._first[(port, size)]}: "
+                    f"{count:,} datagram(s) of {size:,} bytes to port {port}; data packets go to "
+                    f"port {self.data_port}"
+                ),
+            )
+
+    def not_velodyne(self) -> tuple[int, str]:
+        """A capture of other traffic only: how many datagrams, and what they look like."""
+        (port, size), count = self.other.most_common(1)[0]
+        total = sum(self.other.values())
+        ouster = port in OUSTER_PORTS or size in _OUSTER_SIZES
+        what = (
+            "this looks like an Ouster sensor, not a Velodyne"
+            if ouster
+            else f"not Velodyne data (1206-byte packets to port {self.data_port})"
+        )
+        message = f"{count:,} datagrams of {size:,} bytes on port {port}: {what}"
+        if total > count:
+            message += f" (and {total - count:,} other datagrams)"
+        return total, message
+
+
+def _hesai_said(payloads: list[bytes]) -> str | None:
+    """What to say when the first packets are all Hesai's (None when they are not)."""
+    from adapters.lidar._hesai_models import hesai_signature
+
+    hesai = [hesai_signature(p) for p in payloads]
+    if hesai and all(hesai):
+        return (
+            f"these are Hesai packets, not Velodyne ({hesai[0]}): "
+            'use HesaiSource (TOML type = "hesai")'
+        )
+    return None
+
+
+def _read_calibration(
+    calibration: str | Path | Calibration | None, sensor: str
+) -> Calibration | None:
+    """A calibration given as a file, read (a bad one is a SourceOpenError)."""
+    if not isinstance(calibration, (str, Path)):
+        return calibration
+    try:
+        return read_calibration(calibration)
+    except DecodeError as err:
+        raise SourceOpenError(str(err), sensor=sensor) from err
+
+
+def _calibrated(model: VelodyneModel, calibration: Calibration, sensor: str) -> VelodyneModel:
+    """A declared model with the unit's calibration (one that does not fit: SourceOpenError)."""
+    try:
+        return model.with_calibration(calibration)
+    except ValueError as err:
+        raise SourceOpenError(f"calibration {calibration.source!r}: {err}", sensor=sensor) from err
+
+
+def _model_for(
+    declared: VelodyneModel | None, evidence: Evidence, calibration: Calibration | None
+) -> VelodyneModel | str:
+    """The model to decode as, from the one declared, what the packets said and the
+    calibration; or why none can be (the message the source gives up with)."""
+    found = evidence.model
+    if found is None and declared is None:
+        return (
+            f"cannot tell which Velodyne sent these packets: {evidence.said}: "
+            f"{evidence.problem}; give model= (one of {', '.join(_names())})"
+        )
+    if declared is not None and found is not None and not compatible(declared, found):
+        return (
+            f"model {declared.name!r} was given, but the packets say {found.name}: "
+            f"{evidence.said}; use model='auto' or model={found.name!r}"
+        )
+    model = declared or found
+    assert model is not None
+    if declared is None and calibration is not None:
+        try:
+            model = model.with_calibration(calibration)
+        except ValueError as err:
+            return (
+                f"the packets say {model.name}, and calibration "
+                f"{calibration.source!r} does not fit it: {err}"
+            )
+    if needs_calibration(model):
+        return (
+            f"the packets say {model.name} ({evidence.said}); an HDL-64E has no default "
+            "angles, give its calibration file: calibration='db.xml' (or the ROS YAML)"
+        )
+    return model
 
 
 def _other_device(payload: bytes, product: int) -> bool:
