@@ -99,6 +99,51 @@ class _Builder:
         )
 
 
+def _header_problem(
+    flags: Sequence[int],
+    azimuth: Sequence[int],
+    ts: int,
+    mode: int,
+    expected: Sequence[int],
+    used_blocks: int,
+    hdl64e: bool,
+) -> tuple[str, str] | None:
+    """``(reason, message)`` of the first thing wrong with one packet's header, or None:
+    the rules :func:`adapters.lidar._velodyne_kernel.check` applies to a batch."""
+    for b in range(used_blocks):
+        if flags[b] != expected[b]:
+            return _bad_flag(b, flags[b], expected[b])
+    for b in range(used_blocks):
+        if azimuth[b] > 36000:
+            return _bad_azimuth(b, azimuth[b])
+    if ts >= HOUR_US:
+        return _bad_timestamp(ts)
+    if not hdl64e and not MODE_OK[mode]:
+        return _bad_mode(mode)
+    return None
+
+
+def _bad_flag(block: int, got: int, want: int) -> tuple[str, str]:
+    return "bad_block_flag", (
+        f"block {block} flag is 0x{got:04X} at byte {block * 100}, "
+        f"expected 0x{want:04X} (bytes {want & 0xFF:02X} {want >> 8:02X})"
+    )
+
+
+def _bad_azimuth(block: int, azimuth: int) -> tuple[str, str]:
+    return "bad_azimuth", f"block {block} azimuth {azimuth} is above 36000"
+
+
+def _bad_timestamp(ts: int) -> tuple[str, str]:
+    return "bad_timestamp", f"timestamp {ts} µs is not within an hour (< {HOUR_US})"
+
+
+def _bad_mode(mode: int) -> tuple[str, str]:
+    return "bad_return_mode", (
+        f"return mode 0x{mode:02X} is unknown (expected 0x37 strongest, 0x38 last or 0x39 dual)"
+    )
+
+
 class SweepAssembler:
     """Cut a stream of packets into rotations (sans I/O; never raises on input).
 
@@ -181,30 +226,9 @@ class SweepAssembler:
         ts, mode, product = fields[24:]
         dual = azimuth[0] == azimuth[2] if self._hdl64e else mode == RETURN_DUAL
         layout = self._dual if dual else self._single
-        expected = self._flag_tuples[dual]
-        problem = None
-        for b in range(layout.used_blocks):
-            if flags[b] != expected[b]:
-                want = expected[b]
-                problem = (
-                    "bad_block_flag",
-                    f"block {b} flag is 0x{flags[b]:04X} at byte {b * 100}, "
-                    f"expected 0x{want:04X} (bytes {want & 0xFF:02X} {want >> 8:02X})",
-                )
-                break
-        else:
-            for b in range(layout.used_blocks):
-                if azimuth[b] > 36000:
-                    problem = ("bad_azimuth", f"block {b} azimuth {azimuth[b]} is above 36000")
-                    break
-        if problem is None and ts >= HOUR_US:
-            problem = ("bad_timestamp", f"timestamp {ts} µs is not within an hour (< {HOUR_US})")
-        if problem is None and not self._hdl64e and not MODE_OK[mode]:
-            problem = (
-                "bad_return_mode",
-                f"return mode 0x{mode:02X} is unknown "
-                "(expected 0x37 strongest, 0x38 last or 0x39 dual)",
-            )
+        problem = _header_problem(
+            flags, azimuth, ts, mode, self._flag_tuples[dual], layout.used_blocks, self._hdl64e
+        )
         if problem is not None:
             self._reject(problem[0], f"packet {index}: {problem[1]}", index)
             return []
@@ -286,42 +310,19 @@ class SweepAssembler:
                                            packets[:, 1204], dual)  # fmt: skip
         if not bad_count:
             return None, headers
-        flags, azimuth, footer, mode = headers.flags, headers.azimuth, headers.ts, headers.mode
         bad = codes != 0
         for row in np.flatnonzero(bad).tolist():
             i = row if where is None else where[row]
-            b = int(blocks[row])
-            if codes[row] == 1:
+            b, code = int(blocks[row]), int(codes[row])
+            if code == 1:
                 want = int(self._flags[int(dual[row]), b])
-                problems.append(
-                    (
-                        i,
-                        "bad_block_flag",
-                        f"block {b} flag is 0x{int(flags[row, b]):04X} at byte {b * 100}, "
-                        f"expected 0x{want:04X} (bytes {want & 0xFF:02X} {want >> 8:02X})",
-                    )
-                )
-            elif codes[row] == 2:
-                problems.append(
-                    (i, "bad_azimuth", f"block {b} azimuth {int(azimuth[row, b])} is above 36000")
-                )
-            elif codes[row] == 3:
-                problems.append(
-                    (
-                        i,
-                        "bad_timestamp",
-                        f"timestamp {int(footer[row])} µs is not within an hour (< {HOUR_US})",
-                    )
-                )
+                problems.append((i, *_bad_flag(b, int(headers.flags[row, b]), want)))
+            elif code == 2:
+                problems.append((i, *_bad_azimuth(b, int(headers.azimuth[row, b]))))
+            elif code == 3:
+                problems.append((i, *_bad_timestamp(int(headers.ts[row]))))
             else:
-                problems.append(
-                    (
-                        i,
-                        "bad_return_mode",
-                        f"return mode 0x{int(mode[row]):02X} is unknown "
-                        "(expected 0x37 strongest, 0x38 last or 0x39 dual)",
-                    )
-                )
+                problems.append((i, *_bad_mode(int(headers.mode[row]))))
         return ~bad, headers
 
     def _assemble(self, packets: np.ndarray, headers: _Headers,

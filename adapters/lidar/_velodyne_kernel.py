@@ -87,6 +87,8 @@ def gaps_of_sweep(packets: Any, first: int, end: int, out: Any,
                 out[p] = typical
 
 
+# long: a numba kernel, one compiled loop over sweeps, packets, blocks and laser slots
+#   (azimuth gaps, echo choice and point writes share loop state; a call per step costs)
 @numba.njit(nogil=True, cache=True, boundscheck=False)
 def decode(packets: Any, stamps: Any, sweeps: Any, ints: Any, blocks: Any, itab: Any,
            ftab: Any, turn: Any, params: Any, counts: Any,
