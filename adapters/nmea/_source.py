@@ -13,14 +13,13 @@ receiver's offset from the host.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import logging
 import os
 import re
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
@@ -28,17 +27,16 @@ import anyio
 from adapters._side_files import refuse_special
 from adapters.errors import SourceOpenError
 from adapters.net import UdpReceiver, parse_sender
+from adapters.nmea._batch import Batch, BatchDecoder, Protocol, UbxUnit
 from adapters.nmea._decoder import (
     GNSS_DTYPE,
-    MAX_LINE,
     Event,
     Joined,
     LineSplitter,
     Loss,
     NmeaDecoder,
 )
-from adapters.nmea._stream import Garbage, Sentence, StreamSplitter, Ubx
-from adapters.nmea._ubx import UbxDecoder, UbxFrame, UbxRead, ubx_sensors
+from adapters.nmea._ubx import UbxDecoder, UbxFrame, ubx_sensors
 from fusion import Frame, InputLedger, Overflow, SensorSpec, Source, current_clock
 from fusion.clock import ClockModel
 from fusion.errors import ConfigError, SourceError
@@ -52,20 +50,6 @@ _BATCH_LINES = 4096  # lines of a file per worker-thread round trip
 _READ_TIMEOUT = 0.2  # s: a serial read returns at least this often, so cancelling is prompt
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _UbxUnit:
-    """A unit of the UBX stream that makes no frame: read past (``reason`` None) or lost."""
-
-    sensor: str
-    reason: str | None
-    message: str
-
-
-Batch = tuple[int, list[Event | UbxFrame | _UbxUnit]]
-"""Units that arrived on the fix sensor (non-blank lines; with UBX also UBX messages
-read past, garbage runs) and the events they made (UBX frames count their own unit)."""
-
-Protocol = Literal["auto", "nmea", "ubx"]
 PROTOCOLS = ("auto", "nmea", "ubx")
 
 
@@ -134,17 +118,8 @@ class NmeaSource(Source):
                 "NmeaSource needs exactly one of path= (a file), port= (a serial device) or "
                 f"url= (udp:// or tcp://), got {', '.join(given) or 'none'}"
             )
-        if speed is not None and speed <= 0:
-            raise ConfigError(f"speed must be > 0 or None, got {speed}")
-        if protocol not in PROTOCOLS:
-            raise ConfigError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
+        _check_options(speed, protocol, baud, backoff, max_reconnects)
         self.protocol: Protocol = protocol
-        if baud <= 0:
-            raise ConfigError(f"baud must be > 0, got {baud}")
-        if backoff[0] <= 0 or backoff[1] < backoff[0]:
-            raise ConfigError(f"backoff must be (initial > 0, max >= initial), got {backoff!r}")
-        if max_reconnects is not None and max_reconnects < 0:
-            raise ConfigError(f"max_reconnects must be >= 0 or None, got {max_reconnects}")
         self.reconnect = reconnect
         self.backoff = backoff
         self.max_reconnects = max_reconnects if reconnect else 0
@@ -164,36 +139,14 @@ class NmeaSource(Source):
         self.speed = speed
         live = self.path is None
         input_ = str(self.path) if self.path is not None else port or url
-        specs = [
-            SensorSpec(
-                name,
-                kind="gnss",
-                clock=clock,
-                capacity=capacity,
-                optional=protocol != "nmea",
-                overflow=overflow or ("drop_oldest" if live else "block"),
-                meta={"input": input_, "fields": list(GNSS_DTYPE.names or ()), "format": "nmea"},
-            )
-        ]
-        if protocol != "nmea":
-            specs += [
-                SensorSpec(
-                    sensor,
-                    kind=kind,
-                    clock=clock,
-                    capacity=capacity,
-                    optional=True,
-                    overflow=overflow or ("drop_oldest" if live else "block"),
-                    meta={"input": input_, "fields": fields, "format": "ubx"},
-                )
-                for sensor, kind, fields in ubx_sensors(name)
-            ]
-        super().__init__(specs=tuple(specs))
+        overflow = overflow or ("drop_oldest" if live else "block")
+        specs = _specs(name, protocol, input_, clock, capacity, overflow)
+        super().__init__(specs=specs)
         self.decoder = NmeaDecoder(live=live, date=self.date)
         self.ubx = UbxDecoder(name)
         """The UBX decoder (its ``identities`` count the UBX messages read)."""
         self._esf = f"{name}.esf"
-        self._last_ubx = protocol == "ubx"  # the protocol a garbage run is charged to
+        self._batches = BatchDecoder(name, protocol, self.decoder, self.ubx)
         self.undated: str | None = None
         """Why fixes were stamped on the fallback date (no RMC or ZDA dated them), if so."""
         self._listening = anyio.Event()
@@ -248,7 +201,7 @@ class NmeaSource(Source):
                 if received:
                     self.count_received(received)
                 for event in events:
-                    if isinstance(event, _UbxUnit):
+                    if isinstance(event, UbxUnit):
                         self.count_received(1, sensor=event.sensor)
                         if event.reason is None:
                             self.ledger(event.sensor).emit(1, frames=0)
@@ -303,11 +256,11 @@ class NmeaSource(Source):
             where = path.name
 
             def chunks() -> Iterator[Batch]:
-                splitter = self._splitter()
+                splitter = self._batches.splitter()
                 with path.open("rb") as f:
                     while chunk := f.read(1 << 16):
-                        yield self._decode_stream(splitter.feed(chunk), None, where)
-                yield self._decode_stream(splitter.flush(), None, where, final=True)
+                        yield self._batches.decode_stream(splitter.feed(chunk), None, where)
+                yield self._batches.decode_stream(splitter.flush(), None, where, final=True)
 
             async for batch in _in_thread(chunks):
                 yield batch
@@ -315,14 +268,14 @@ class NmeaSource(Source):
 
         def batches() -> Iterator[Batch]:
             with path.open("rb") as f:
-                received, events = 0, list[Event | UbxFrame | _UbxUnit]()
+                received, events = 0, list[Event | UbxFrame | UbxUnit]()
                 for number, line in enumerate(_bounded_lines(f), 1):
                     if line.strip():
                         received += 1
                         events += decoder.push_line(line, None, f"{path.name} line {number}")
                     if received >= _BATCH_LINES:
                         yield received, events
-                        received, events = 0, list[Event | UbxFrame | _UbxUnit]()
+                        received, events = 0, list[Event | UbxFrame | UbxUnit]()
                 events += decoder.finish()
                 yield received, events
 
@@ -347,7 +300,7 @@ class NmeaSource(Source):
             data = device.read(waiting or 1)
             return data, clock.now()
 
-        splitter = self._splitter()
+        splitter = self._batches.splitter()
         try:
             while True:
                 try:
@@ -357,7 +310,7 @@ class NmeaSource(Source):
                         f"serial port {self.port!r} failed: {err}", sensor=self.name
                     ) from err
                 if data:
-                    yield self._feed(splitter, data, arrival, self.port)
+                    yield self._batches.feed(splitter, data, arrival, self.port)
         finally:
             device.close()
 
@@ -377,14 +330,14 @@ class NmeaSource(Source):
             self.udp = receiver
             self._bound_port = receiver.port
             self._listening.set()
-            splitter = self._splitter()
+            splitter = self._batches.splitter()
             while True:
                 payload, (peer, peer_port), arrival = await receiver.receive()
                 where = f"udp from {peer}:{peer_port}"
                 if self.protocol == "nmea":
-                    yield self._decode(payload.splitlines(), arrival, where)
+                    yield self._batches.decode(payload.splitlines(), arrival, where)
                 else:  # a UBX message may span datagrams (a serial-to-UDP bridge)
-                    yield self._feed(splitter, payload, arrival, where)
+                    yield self._batches.feed(splitter, payload, arrival, where)
 
     async def _tcp_batches(self, host: str, port: int) -> AsyncIterator[Batch]:
         where = f"tcp://{host}:{port}"
@@ -406,7 +359,7 @@ class NmeaSource(Source):
             if self.connections > 1:
                 log.warning("%s: reconnected to %s", self.name, where)
             attempt = 0
-            splitter = self._splitter()
+            splitter = self._batches.splitter()
             why = "the receiver closed the connection"
             async with stream:
                 while True:
@@ -417,9 +370,9 @@ class NmeaSource(Source):
                     except (anyio.BrokenResourceError, OSError) as err:
                         why = f"connection lost: {err or type(err).__name__}"
                         break
-                    yield self._feed(splitter, data, current_clock().now(), where)
+                    yield self._batches.feed(splitter, data, current_clock().now(), where)
             # a sentence the drop cut is a unit too: counted with its fault
-            yield self._feed(splitter, None, current_clock().now(), where)
+            yield self._batches.feed(splitter, None, current_clock().now(), where)
             self.disconnects += 1
             self.count_error("disconnect", f"{where}: {why}", units=0)
             if self.max_reconnects == 0:
@@ -427,7 +380,7 @@ class NmeaSource(Source):
             log.warning("%s: %s: %s; reconnecting", self.name, where, why)
             await self._wait_to_retry(0, why)
             attempt = 1
-        yield self._decode([], current_clock().now(), where, final=True)
+        yield self._batches.decode([], current_clock().now(), where, final=True)
 
     async def _wait_to_retry(self, attempt: int, reason: str) -> None:
         """Sleep before reconnect ``attempt`` (0: the first of a run); a SourceError when
@@ -438,96 +391,64 @@ class NmeaSource(Source):
             )
         await anyio.sleep(min(self.backoff[1], self.backoff[0] * 2**attempt))
 
-    def _splitter(self) -> LineSplitter | StreamSplitter:
-        """What cuts this source's bytes into units: lines, or UBX messages and sentences."""
-        if self.protocol == "nmea":
-            return LineSplitter()
-        return StreamSplitter(nmea=self.protocol == "auto", ubx=True, max_line=MAX_LINE)
-
-    def _feed(
-        self, splitter: LineSplitter | StreamSplitter, data: bytes | None, arrival: int, where: str
-    ) -> Batch:
-        """Decode what ``data`` completes (``None``: the stream ended, flush it)."""
-        if isinstance(splitter, LineSplitter):
-            lines = splitter.flush() if data is None else splitter.feed(data)
-            return self._decode(lines, arrival, where)
-        items = splitter.flush() if data is None else splitter.feed(data)
-        return self._decode_stream(items, arrival, where)
-
-    def _decode_stream(
-        self, items: Iterable[Any], arrival: int | None, where: str, *, final: bool = False
-    ) -> Batch:
-        """Decode the items of a mixed UBX + NMEA stream (:mod:`adapters.nmea._stream`).
-
-        NMEA sentences are units of ``<name>``; UBX messages read past or lost, and a
-        truncated one, units of ``<name>.pvt`` (the receiver's UBX stream); a run of
-        garbage is charged to the protocol the stream resynchronised on after it."""
-        received = 0
-        events: list[Event | UbxFrame | _UbxUnit] = []
-        garbage: list[Garbage] = []
-        ubx_ledger = f"{self.name}.pvt"
-
-        def charge(to_ubx: bool) -> None:
-            nonlocal received
-            for item in garbage:
-                bad = (
-                    f" ({item.bad_checksum} UBX sync(s) with a bad checksum)"
-                    if item.bad_checksum
-                    else ""
-                )
-                message = f"{where}: {item.size} byte(s) neither UBX nor NMEA{bad}"
-                if to_ubx:
-                    events.append(_UbxUnit(ubx_ledger, "garbage", message))
-                else:
-                    received += 1
-                    events.append(Loss("garbage", message))
-            garbage.clear()
-
-        for item in items:
-            if isinstance(item, Garbage):
-                garbage.append(item)
-                continue
-            self._last_ubx = not isinstance(item, Sentence)
-            charge(self._last_ubx)
-            if isinstance(item, Sentence):
-                received += 1
-                events += self.decoder.push_line(item.text, arrival, where)
-            elif isinstance(item, Ubx):
-                event = self.ubx.push(item.raw, where)
-                if isinstance(event, UbxFrame):
-                    events.append(dataclasses.replace(event, t_arrival=arrival))
-                elif isinstance(event, UbxRead):
-                    events.append(_UbxUnit(ubx_ledger, None, ""))
-                else:
-                    events.append(_UbxUnit(ubx_ledger, event.reason, event.message))
-            else:
-                events.append(
-                    _UbxUnit(
-                        ubx_ledger,
-                        "truncated",
-                        f"{where}: the stream ended inside a UBX message (class/id "
-                        f"{item.identity}, {item.size} bytes of it)",
-                    )
-                )
-        charge(self._last_ubx)
-        if final:
-            events += self.decoder.finish()
-        return received, events
-
-    def _decode(
-        self, lines: Iterable[bytes], arrival: int, where: str, *, final: bool = False
-    ) -> Batch:
-        received, events = 0, list[Event | UbxFrame | _UbxUnit]()
-        for line in lines:
-            if line.strip():
-                received += 1
-                events += self.decoder.push_line(line, arrival, where)
-        if final:
-            events += self.decoder.finish()
-        return received, events
-
 
 _SENTENCE = re.compile(rb"^[$!][A-Z0-9]{3,8},")
+
+
+def _check_options(
+    speed: float | None,
+    protocol: str,
+    baud: int,
+    backoff: tuple[float, float],
+    max_reconnects: int | None,
+) -> None:
+    """The pacing, protocol, serial and reconnect options in their bounds, else a ConfigError."""
+    if speed is not None and speed <= 0:
+        raise ConfigError(f"speed must be > 0 or None, got {speed}")
+    if protocol not in PROTOCOLS:
+        raise ConfigError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
+    if baud <= 0:
+        raise ConfigError(f"baud must be > 0, got {baud}")
+    if backoff[0] <= 0 or backoff[1] < backoff[0]:
+        raise ConfigError(f"backoff must be (initial > 0, max >= initial), got {backoff!r}")
+    if max_reconnects is not None and max_reconnects < 0:
+        raise ConfigError(f"max_reconnects must be >= 0 or None, got {max_reconnects}")
+
+
+def _specs(
+    name: str,
+    protocol: Protocol,
+    input_: str | None,
+    clock: ClockModel | None,
+    capacity: int,
+    overflow: Overflow,
+) -> tuple[SensorSpec, ...]:
+    """The fix sensor ``name``; with UBX also its sensors (``<name>.pvt``...), optional."""
+    specs = [
+        SensorSpec(
+            name,
+            kind="gnss",
+            clock=clock,
+            capacity=capacity,
+            optional=protocol != "nmea",
+            overflow=overflow,
+            meta={"input": input_, "fields": list(GNSS_DTYPE.names or ()), "format": "nmea"},
+        )
+    ]
+    if protocol != "nmea":
+        specs += [
+            SensorSpec(
+                sensor,
+                kind=kind,
+                clock=clock,
+                capacity=capacity,
+                optional=True,
+                overflow=overflow,
+                meta={"input": input_, "fields": fields, "format": "ubx"},
+            )
+            for sensor, kind, fields in ubx_sensors(name)
+        ]
+    return tuple(specs)
 
 
 def looks_like_nmea(path: str | os.PathLike[str]) -> bool:
