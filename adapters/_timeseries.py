@@ -82,6 +82,8 @@ DEFAULT_GATHER = 0.010
 """Seconds a fast UDP stream gathers in the socket between drains (``from_udp(gather=)``)."""
 
 
+# long: one source with four documented from_* constructors (CSV, numpy, an iterable, UDP), each a
+#   documented classmethod; candidate to split the inputs into their module
 class TimeSeriesSource(Source):
     """Timestamped samples, one row (or ``block`` rows) per frame (contract).
 

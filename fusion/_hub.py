@@ -167,6 +167,8 @@ class _SensorState:
         self.segments = 0
 
 
+# long: the hub's async shell: per-sensor queues, deadline expiry, segment starts and statistics
+#   around the sans-I/O policies; candidate to split statistics keeping
 class SyncHub:
     """Clock-aligned grouping of frames from many sources (contract).
 

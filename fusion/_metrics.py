@@ -137,6 +137,8 @@ def _ledger(w: _Writer, sensor: str, ledger: LedgerStatistics) -> None:
         )
 
 
+# long: a flat list of the hub's Prometheus metrics, one write per counter; splitting it would
+#   scatter the exposition's order
 def _hub(w: _Writer, hub: HubStatistics) -> None:
     w.metric(
         "hyperframes_hub_frames_in_total", "counter", "Frames received by the hub.", hub.frames_in

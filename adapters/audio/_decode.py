@@ -278,6 +278,8 @@ def decode(
                 container.close()
 
 
+# long: the decode thread's one loop: read, resample, batch and reconnect share the container and
+#   stop state (as video's DecoderThread)
 def _run(
     container: Any,
     opts: AudioOptions,

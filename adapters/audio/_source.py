@@ -91,6 +91,8 @@ class AudioSource(Source):
 
     _ledger_unit = "packet"
 
+    # long: 20 documented keyword options (input, rate, layout, reconnect, pacing, queue), each
+    #   checked and kept
     def __init__(
         self,
         url: str | Path | None = None,
@@ -274,6 +276,8 @@ class AudioSource(Source):
         timeout = self.options.read_timeout
         return float(timeout) if timeout and self.live else super().silence_timeout_s()
 
+    # long: one branch per decoder event (opened, silence, open failed, reconnected, loss,
+    #   discontinuity, samples), each with its ledger entry and log line
     def _item(self, item: Item, arrival: int | None) -> Frame | None:
         if isinstance(item, Opened):
             self.opened = item

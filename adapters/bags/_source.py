@@ -113,6 +113,8 @@ def parse_topics(items: Sequence[str]) -> dict[str, str]:
     return out
 
 
+# long: topic selection, converters and per-topic ledgers of a ROS bag read share one reader; its
+#   split waits on the adapters/bags work
 class BagSource(Source):
     """Frames of the topics of a ROS 1 or ROS 2 bag (contract).
 
@@ -184,6 +186,8 @@ class BagSource(Source):
 
     # -- topics -------------------------------------------------------------------------
 
+    # long: topics to sensors and their converters, shared per type; its split waits on the
+    #   adapters/bags work
     def _select(
         self,
         reader: BagReader,

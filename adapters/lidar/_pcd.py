@@ -168,6 +168,8 @@ _WHAT = {
 }
 
 
+# long: one check per PCD header line (VERSION..DATA), each a bounded, precise message; the order
+#   is the format's
 def _checked(values: dict[str, tuple[int, list[str]]], offset: int, path: Path) -> PcdHeader:
     def need(key: str) -> tuple[int, list[str]]:
         if key not in values:

@@ -55,6 +55,8 @@ class _Lost:
 _Outcome = tuple[str, "_ars548.Scan | _ars548.Rejected", "int | None", str] | _Lost
 
 
+# long: four inputs (pcap, bag, live UDP, CAN for the ARS408) and the per-list ledgers they share;
+#   candidate to split per input
 class RadarSource(Source):
     """Detection and object lists of an automotive radar (kind ``radar``).
 
@@ -88,6 +90,8 @@ class RadarSource(Source):
 
     _ledger_unit = "datagram"
 
+    # long: 20 documented keyword options (inputs, model, ports, sender, pacing, queue), each
+    #   checked and kept
     def __init__(
         self,
         pcap: str | Path | None = None,

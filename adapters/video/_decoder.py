@@ -127,6 +127,8 @@ class _ReadFailed(Exception):
     """A live input stopped delivering packets."""
 
 
+# long: one PyAV container's life in its thread: open, hardware fallback, reconnect, decode and
+#   the frame ledger share the container and stop state; candidate to split the reconnect policy
 class DecoderThread:
     """Runs one input to its end in a daemon thread, feeding ``prefetch``."""
 
@@ -281,6 +283,8 @@ class DecoderThread:
         # Real time on purpose: the socket timeouts that got us here are real time too.
         return not self._stop.wait(delay) and not self.prefetch.closed
 
+    # long: the decode loop's per-packet ledger, arrival mapping and frame-threaded error
+    #   attribution share loop state
     def _decode(
         self,
         container: InputContainer,

@@ -152,6 +152,8 @@ class VideoSource(Source):
       with ``"copy"`` records the stream's own packets without re-encoding.
     """
 
+    # long: 29 documented keyword options (input, decode, hardware, reconnect, pacing, live
+    #   socket), each checked and kept
     def __init__(
         self,
         url: str | Path,

@@ -167,6 +167,7 @@ def _progress(console: Console, *, enabled: bool) -> Iterator[Any]:
 # -- the summary -------------------------------------------------------------------
 
 
+# long: the demo's one summary table: a row per sensor against its ground truth, then the totals
 def _summary(console: Console, result: DemoResult, kept: Path | None, wall: float) -> None:
     from hyperframes.demo import times_real_time
 

@@ -351,6 +351,8 @@ def plan(seconds: float, seed: int) -> dict[str, SyntheticSensor]:
     return out
 
 
+# long: the demo's one script (the live pipeline on a virtual clock, the recording read back
+#   against the truths, the replay), read top to bottom
 async def run_session(
     seconds: float,
     workdir: Path,

@@ -76,6 +76,8 @@ _NUMERIC = {"u1": "Uint8", "i1": "Int8", "u2": "Uint16", "i2": "Int16", "u4": "U
 _NUMERIC |= {"i4": "Int32", "f4": "Float32", "f8": "Float64"}
 
 
+# long: one encoder per Foxglove schema (images, point clouds, IMU, GNSS, radar, series) over one
+#   MCAP writer; its split waits on the outputs compat work
 class FoxgloveMcapWriter:
     """Writes frames and groups as Foxglove messages into one MCAP file.
 

@@ -136,6 +136,8 @@ _ENCODER_OPTIONS = {"ffv1": {"slicecrc": "1"}}
 """Options the video recorder's encoders add, so the muxer's codec configuration matches."""
 
 
+# long: one pass over a sensor's packets into one container: parameters, timestamps and the
+#   key-packet check share the muxer; its split waits on the outputs compat work
 def remux_mp4(
     frames: Callable[[], Iterable[Frame]],
     path: str | os.PathLike[str],

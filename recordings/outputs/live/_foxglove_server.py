@@ -190,6 +190,8 @@ class PlaybackHandler(Protocol):
         ...
 
 
+# long: the Foxglove WebSocket protocol's server side (advertise, subscribe, services, playback
+#   control); its split waits on the outputs compat work
 class FoxgloveServer(LiveSink):
     """A Foxglove WebSocket server fed by a pipeline: a sink (``sinks=[FoxgloveServer()]``).
 
