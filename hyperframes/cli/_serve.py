@@ -32,6 +32,14 @@ def add_serve_argument(parser: argparse.ArgumentParser) -> None:
         "over it, the client holding the most drops its oldest, counted)",
     )
     parser.add_argument(
+        "--serve-backlog",
+        type=_positive(int),
+        default=128,
+        metavar="N",
+        help="messages one live client may have queued (default 128; past it, or past its "
+        "share of --serve-budget, its oldest is dropped, counted for that client)",
+    )
+    parser.add_argument(
         "--serve-clients",
         type=_positive(int),
         default=32,
@@ -72,6 +80,7 @@ def serve_limits(args: argparse.Namespace) -> dict[str, Any]:
     """The live server's limits from ``--serve-*`` (keyword arguments of FoxgloveServer)."""
     return {
         "budget": max(1 << 20, round(args.serve_budget * (1 << 20))),
+        "client_backlog": args.serve_backlog,
         "max_clients": args.serve_clients,
         "handshake_timeout": args.serve_handshake_timeout,
         "idle_timeout": args.serve_idle_timeout,

@@ -137,6 +137,27 @@ def test_worker_results_become_json_and_bad_sizes_are_refused() -> None:
         FoxgloveServer(backlog=0)
 
 
+def test_the_serve_options_set_the_servers_limits() -> None:
+    """``--serve-backlog`` (and the other ``--serve-*``) reach the server and its relay."""
+    import argparse
+
+    from hyperframes.cli._serve import add_serve_argument, open_server, serve_limits
+
+    parser = argparse.ArgumentParser()
+    add_serve_argument(parser)
+    args = parser.parse_args(
+        ["--serve", "127.0.0.1:0", "--serve-backlog", "5000", "--serve-budget", "8"]
+    )
+    server = open_server(args.serve, (), limits=serve_limits(args))
+    try:
+        assert (server.client_backlog, server.budget) == (5000, 8 << 20)
+        assert server._relay.backlog == 5000
+    finally:
+        server.close()
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--serve-backlog", "0"])
+
+
 def test_a_taken_port_is_an_os_error() -> None:
     with (
         FoxgloveServer(port=0) as first,
