@@ -19,6 +19,7 @@ from fusion._exports import lazy_exports
 
 if TYPE_CHECKING:
     from recordings.hfr._builder import ChunkBuilder
+    from recordings.hfr._chunk_reader import decode_frames
     from recordings.hfr._details import (
         OTHER,
         REPACED,
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
     from recordings.hfr._ledgers import SensorLedger
     from recordings.hfr._limits import ReadLimits
     from recordings.hfr._reader import Recording, open_recording
-    from recordings.hfr._records import decode_frames
     from recordings.hfr._reindex import reindex
     from recordings.hfr._segments import recording_segments, recording_split_point
     from recordings.hfr._sensor_summary import (
@@ -109,7 +109,7 @@ _HOMES = {
     "SensorSummary": "recordings.hfr._summary",
     "SnapshotRecorder": "recordings.hfr._snapshot",
     "TAIL_FRAMES": "recordings.hfr._sensor_summary",
-    "decode_frames": "recordings.hfr._records",
+    "decode_frames": "recordings.hfr._chunk_reader",
     "frame_marks": "recordings.hfr._details",
     "hull_candidates": "recordings.hfr._sensor_summary",
     "open_recording": "recordings.hfr._reader",

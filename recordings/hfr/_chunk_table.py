@@ -40,7 +40,6 @@ from typing import Any, overload
 import msgpack
 import numpy as np
 
-from recordings.hfr._budget import walked_cost
 from recordings.hfr._format import (
     BLOB_ALIGN,
     CHUNK_KINDS,
@@ -54,6 +53,7 @@ from recordings.hfr._format import (
 )
 from recordings.hfr._framed import ColumnFrames, frame_spans, pieces_then_close, unframe
 from recordings.hfr._layout import MAX_SIZE, ChunkMeta
+from recordings.hfr._limits import walked_cost
 
 __all__ = ["ChunkTable", "ChunkTableWriter", "index_keys", "read_chunk_table"]
 

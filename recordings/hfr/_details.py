@@ -57,7 +57,6 @@ from typing import Any
 import msgpack
 import numpy as np
 
-from recordings.hfr._budget import walked_cost
 from recordings.hfr._format import PRELUDE, SYNC, RecordKind, crc32, pack_prelude
 from recordings.hfr._framed import (
     ColumnFrames,
@@ -66,6 +65,7 @@ from recordings.hfr._framed import (
     pieces_then_close,
     unframe,
 )
+from recordings.hfr._limits import walked_cost
 
 __all__ = [
     "BYTES",

@@ -1,7 +1,7 @@
 """What a chunk is on the wire: its meta, the dtype encoding, where its blob starts.
 
 Shared by the builder (:mod:`recordings.hfr._builder`) and the decoder
-(:mod:`recordings.hfr._records`); ``recordings/hfr/FORMAT.md`` is the specification.
+(:mod:`recordings.hfr._chunk_reader`); ``recordings/hfr/FORMAT.md`` is the specification.
 """
 
 from __future__ import annotations

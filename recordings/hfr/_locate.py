@@ -11,8 +11,9 @@ reporting damage as it goes:
   a record that fails its check is reported and the scan resynchronises on
   the next valid prelude, in time linear in the file size (:data:`RESYNC_WORK`).
 
-Every problem goes through :meth:`ChunkLocator._report`, which keeps one entry
-per byte offset, so a chunk read twice is reported once.
+Every problem goes through :meth:`ChunkLocator._report` into the recording's
+:class:`~recordings.hfr._damage.DamageLog`, which keeps one entry per byte
+offset, so a chunk read twice is reported once.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from typing import Any
 
 from fusion import SensorSpec, WallAnchor
 from recordings.errors import CorruptChunk, RecordingError, TruncatedRecording
+from recordings.hfr._chunk_reader import HeadRead, RecordHead
+from recordings.hfr._damage import DamageLog
 from recordings.hfr._format import (
     CHUNK_KINDS,
     END_MAGIC,
@@ -39,18 +42,7 @@ from recordings.hfr._format import (
 from recordings.hfr._layout import ChunkMeta
 from recordings.hfr._ledgers import SensorLedger, parse_ledgers
 from recordings.hfr._limits import ReadLimits
-from recordings.hfr._parser import (
-    NeedMore,
-    RecordHead,
-    header_contents,
-    parse_chunk_meta,
-    parse_index,
-    parse_record_head,
-    parse_specs,
-)
-
-_HEAD_READ = 1024
-"""Bytes read at a record's start in one go: its prelude and, most often, its meta."""
+from recordings.hfr._parser import header_contents, parse_chunk_meta, parse_index, parse_specs
 
 RESYNC_WORK = 8
 """Bytes of meta all resynchronising may CRC, as a multiple of the file size."""
@@ -75,8 +67,7 @@ class ChunkLocator:
     version: tuple[int, int]
     metadata: dict[str, Any]
     _fd: int
-    _damage: list[RecordingError]
-    _damaged_offsets: set[int | str]
+    _damage: DamageLog
     _resync_work: int
     _resync_spent: bool
     _specs: dict[str, SensorSpec]
@@ -162,7 +153,7 @@ class ChunkLocator:
         from recordings.hfr._chunk_table import index_keys, read_chunk_table
 
         _, _, meta_len, _, _, _ = PRELUDE.unpack(os.pread(self._fd, PRELUDE.size, index_offset))
-        if meta_len > self.limits.max_meta_bytes:
+        if not self.limits.meta_fits(meta_len):
             self._chunk_table_problem = "the footer index is over the reader's meta limit"
             return False
         data = os.pread(self._fd, PRELUDE.size + meta_len, index_offset)
@@ -228,32 +219,14 @@ class ChunkLocator:
             offset = rec.end  # headers repeated and unknown kinds are skipped
 
     def _read_record_head(self, offset: int) -> RecordHead | RecordingError:
-        """The verified head of the record at ``offset``, or why there is none."""
-        available = self.size - offset
-        if not 0 <= offset < self.size:
-            return CorruptChunk(f"offset {offset} is outside the file", **self._at(offset))
-        # One read usually holds prelude and meta (a chunk's meta is a few hundred bytes).
-        data: bytes = os.pread(self._fd, min(available, _HEAD_READ), offset)
-        want = PRELUDE.size
-        while True:
-            if len(data) < want:
-                data = os.pread(self._fd, want, offset)
-            if len(data) < want:
-                what = "a record prelude" if want == PRELUDE.size else "a record"
-                return TruncatedRecording(
-                    f"the file ends inside {what} ({available} bytes lost)", **self._at(offset)
-                )
-            head = parse_record_head(
-                data,
-                offset=offset,
-                where=str(self.path),
-                limits=self.limits,
-                available=available,
-            )
-            if not isinstance(head, NeedMore):
-                break
-            want = head.size
-        return head
+        """The verified head of the record at ``offset``, or why there is none
+        (:class:`~recordings.hfr._chunk_reader.HeadRead` decides what to read)."""
+        read = HeadRead(offset, self.size, limits=self.limits, where=str(self.path))
+        while read.want is not None:
+            at, length = read.want
+            read.feed(os.pread(self._fd, length, at))
+        assert read.result is not None
+        return read.result
 
     def _resync(self, start: int) -> int | None:
         """Offset of the next record whose prelude and meta check out, after ``start``.
@@ -280,7 +253,7 @@ class ChunkLocator:
                     _, kind, meta_len, payload_len, _, _ = PRELUDE.unpack_from(buf, i)
                     plausible = (
                         kind in _KINDS
-                        and meta_len <= self.limits.max_meta_bytes
+                        and self.limits.meta_fits(meta_len)
                         and candidate + PRELUDE.size + meta_len + payload_len <= self.size
                         and buf[i + PRELUDE.size] in _MAP_FIRST_BYTES
                     )
@@ -313,8 +286,4 @@ class ChunkLocator:
         return {"path": str(self.path), "offset": offset}
 
     def _report(self, err: RecordingError) -> None:
-        key: int | str = err.offset if err.offset is not None else str(err)
-        if key in self._damaged_offsets:
-            return
-        self._damaged_offsets.add(key)
-        self._damage.append(err)
+        self._damage.report(err)

@@ -24,12 +24,12 @@ from fusion import SensorSpec
 from recordings.hfr._builder import ChunkBuilder
 from recordings.hfr._chunk_encode import encode_chunk
 from recordings.hfr._chunk_encode import pack as _pack
+from recordings.hfr._chunk_reader import decode_chunk, decompress_chunk
 from recordings.hfr._effort import AutoEffort
 from recordings.hfr._format import pack_prelude, pack_trailer
 from recordings.hfr._layout import ChunkMeta
 from recordings.hfr._limits import DEFAULT_MAX_CHUNK_BYTES, ReadLimits
 from recordings.hfr._out_file import OutFile, header_pieces, index_pieces, pack_index
-from recordings.hfr._records import decode_chunk, decompress_chunk
 from recordings.hfr._snapshot_ring import Held, Ring, SnapshotRequest
 from recordings.hfr._writer_thread import STOP, WriterThread
 from recordings.output_files import fsync_dir

@@ -21,8 +21,15 @@ from typing import Any, BinaryIO
 
 from fusion import Frame, SensorSpec
 from fusion.errors import UsageError
-from recordings.errors import CorruptChunk, LimitExceeded, RecordingError, TruncatedRecording
-from recordings.hfr._budget import admit
+from recordings.errors import CorruptChunk, RecordingError, TruncatedRecording
+from recordings.hfr._chunk_reader import (
+    DecodedChunk,
+    NeedMore,
+    RecordHead,
+    decode_chunk,
+    decompress_chunk,
+    parse_record_head,
+)
 from recordings.hfr._format import (
     CHUNK_KINDS,
     PREAMBLE,
@@ -32,15 +39,7 @@ from recordings.hfr._format import (
     unpack_preamble,
 )
 from recordings.hfr._limits import DEFAULT_LIMITS, ReadLimits
-from recordings.hfr._parser import (
-    NeedMore,
-    RecordHead,
-    header_contents,
-    parse_chunk_meta,
-    parse_record_head,
-    parse_specs,
-)
-from recordings.hfr._records import DecodedChunk, decode_chunk, decompress_chunk
+from recordings.hfr._parser import header_contents, parse_chunk_meta, parse_specs
 
 _SKIP_PIECE = 1 << 20
 
@@ -132,22 +131,9 @@ class RecordingStream:
             self._skip_or_report(payload_len, offset)
             return None
         self._take_specs(parse_specs(chunk.new_specs))
-        limit = self.limits.max_chunk_bytes
-        if payload_len > limit or chunk.raw_size > limit:
-            self._report(
-                LimitExceeded(
-                    f"{chunk.describe()} declares {max(payload_len, chunk.raw_size)} bytes, over "
-                    f"the limit of {limit}; skipping it unread",
-                    path=self.name,
-                    offset=offset,
-                )
-            )
-            self._skip_or_report(payload_len, offset)
-            return None
-        try:
-            admit(chunk, self.limits, where=self.name)
-        except LimitExceeded as err:
-            self._report(err)
+        refusal = self.limits.stream_refusal(chunk, payload_len, where=self.name)
+        if refusal is not None:
+            self._report(refusal)
             self._skip_or_report(payload_len, offset)
             return None
         payload = self._read(payload_len)

@@ -3,12 +3,14 @@
 :meth:`Recording.verify <recordings.hfr._reader.Recording.verify>` runs
 :func:`verify`; it is kept apart from reading because it decodes every chunk
 and compares what it holds with what the metas, the stamp index and the other
-chunks say, which plain reading never does.
+chunks say, which plain reading never does. :func:`verify` only reads through
+the recording's reading methods and returns what it found; the recording
+reports the findings in its :attr:`~recordings.hfr._reader.Recording.damage`
+(no call back into it).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -28,13 +30,15 @@ def verify(
     rec: Recording, *, decode: bool = True, progress: Callable[[int], None] | None = None
 ) -> list[RecordingError]:
     """:meth:`Recording.verify <recordings.hfr._reader.Recording.verify>` of ``rec``: every
-    problem found is reported in ``rec.damage``, which is returned."""
+    problem found, in the order found (the caller reports them)."""
+    findings: list[RecordingError] = []
+    report = findings.append
     seqs: dict[str, list[Any]] = {}
     table = StampChecker(rec.stamp_index(), len(rec.chunks)) if decode else None
     if table is not None and table.problem:
-        rec._report(RecordingError(table.problem, path=str(rec.path)))
-    details = _details_checker(rec) if decode else None
-    _check_table(rec)
+        report(RecordingError(table.problem, path=str(rec.path)))
+    details = _details_checker(rec, report) if decode else None
+    _check_table(rec, report)
     summaries = _SummaryCheck(rec) if decode else None
     rows: dict[str, int] = {}  # each sensor's frames in the chunks before this one
     whole = True  # every chunk compared with the frame details
@@ -48,7 +52,7 @@ def verify(
                 if problem:
                     raise CorruptChunk(
                         f"the stamp index does not match {chunk.describe()}: {problem}",
-                        **rec._at(chunk.offset),
+                        **_at(rec, chunk.offset),
                     )
                 if summaries is not None:
                     summaries.add(chunk, frames)
@@ -56,27 +60,27 @@ def verify(
                 if problem:
                     raise CorruptChunk(
                         f"the frame details do not match {chunk.describe()}: {problem}",
-                        **rec._at(chunk.offset),
+                        **_at(rec, chunk.offset),
                     )
             else:
                 _check_crc(rec, chunk)
         except RecordingError as err:
             whole = False
-            rec._report(err)
+            report(err)
         for name, n in zip(chunk.sensors, chunk.counts, strict=True):
             rows[name] = rows.get(name, 0) + n
     problem = details.finish() if details is not None and whole else None
     if problem:
-        rec._report(RecordingError(problem, path=str(rec.path)))
+        report(RecordingError(problem, path=str(rec.path)))
     problem = summaries.finish() if summaries is not None and whole else None
     if problem:
-        rec._report(RecordingError(problem, path=str(rec.path)))
+        report(RecordingError(problem, path=str(rec.path)))
     for name, parts in seqs.items():
-        _check_unique(rec, name, parts)
-    return list(rec.damage)
+        _check_unique(rec, name, parts, report)
+    return findings
 
 
-def _check_table(rec: Recording) -> None:
+def _check_table(rec: Recording, report: Callable[[RecordingError], None]) -> None:
     """When the chunk list came from the chunk table (1.7), the footer index's entries
     (what a reader before 1.7 uses) must describe the same chunks; every chunk is then
     compared with what it holds as it is decoded."""
@@ -85,10 +89,10 @@ def _check_table(rec: Recording) -> None:
     from recordings.hfr._chunk_table import ChunkTable
     from recordings.hfr._parser import parse_index
 
-    if not isinstance(rec.chunks, ChunkTable) or rec._details_at is None:
+    at = rec.index_offset
+    if not isinstance(rec.chunks, ChunkTable) or at is None:
         return
-    at = rec._details_at[0]
-    head = rec._read_record_head(at)
+    head = rec.record_head(at)
     listed = head if isinstance(head, RecordingError) else None
     if listed is None:
         assert not isinstance(head, RecordingError)
@@ -101,17 +105,17 @@ def _check_table(rec: Recording) -> None:
                     listed = CorruptChunk(
                         f"the chunk table does not match the footer index at chunk {i} "
                         f"({b.describe()}; the index: {a.describe()})",
-                        **rec._at(b.offset),
+                        **_at(rec, b.offset),
                     )
                     break
             if listed is None and len(parsed) != len(rec.chunks):
                 listed = CorruptChunk(
                     f"the chunk table lists {len(rec.chunks)} chunks, the footer index "
                     f"{len(parsed)}",
-                    **rec._at(at),
+                    **_at(rec, at),
                 )
     if listed is not None:
-        rec._report(listed)
+        report(listed)
 
 
 class _SummaryCheck:
@@ -157,7 +161,9 @@ class _SummaryCheck:
         return None
 
 
-def _details_checker(rec: Recording) -> DetailsChecker | None:
+def _details_checker(
+    rec: Recording, report: Callable[[RecordingError], None]
+) -> DetailsChecker | None:
     """A checker of the file's DETAILS record (1.6), reporting a record that does not
     describe the file as a whole; ``None`` when the file has none."""
     found = rec.frame_details()
@@ -166,7 +172,7 @@ def _details_checker(rec: Recording) -> DetailsChecker | None:
         benign = ("the file has no", "the footer is not", "the recording is closed")
         if rec.indexed and not why.startswith(benign) and "limit" not in why:
             problem = f"the frame details cannot be used: {why}"
-            rec._report(RecordingError(problem, path=str(rec.path)))
+            report(RecordingError(problem, path=str(rec.path)))
         return None
     counts: dict[str, int] = {}
     for c in rec.chunks:
@@ -174,7 +180,7 @@ def _details_checker(rec: Recording) -> DetailsChecker | None:
             counts[name] = counts.get(name, 0) + n
     checker = DetailsChecker(found, counts)
     if checker.problem:
-        rec._report(RecordingError(checker.problem, path=str(rec.path)))
+        report(RecordingError(checker.problem, path=str(rec.path)))
         return None
     return checker
 
@@ -197,20 +203,22 @@ def _check_contents(
             raise CorruptChunk(
                 f"{chunk.describe()} does not hold what its meta says: sensor "
                 f"{name!r} has {got}, its meta {n} frames, t {a}..{b}",
-                **rec._at(chunk.offset),
+                **_at(rec, chunk.offset),
             )
     for name, values in seen.items():
         seqs.setdefault(name, []).append(np.asarray(values, np.int64))
     return {name: (ts, seen[name]) for name, ts in found.items()}, frames
 
 
-def _check_unique(rec: Recording, name: str, parts: list[Any]) -> None:
+def _check_unique(
+    rec: Recording, name: str, parts: list[Any], report: Callable[[RecordingError], None]
+) -> None:
     s = np.sort(np.concatenate(parts))
     dup = s[1:][s[1:] == s[:-1]]
     if len(dup):
         values = np.unique(dup)
         shown = ", ".join(map(str, values[:3].tolist())) + (", ..." if len(values) > 3 else "")
-        rec._report(
+        report(
             RecordingError(
                 f"sensor {name!r} has {len(dup)} frames whose seq was seen before (seq {shown})",
                 path=str(rec.path),
@@ -219,9 +227,13 @@ def _check_unique(rec: Recording, name: str, parts: list[Any]) -> None:
 
 
 def _check_crc(rec: Recording, chunk: ChunkMeta) -> None:
-    head = rec._read_record_head(chunk.offset)
+    head = rec.record_head(chunk.offset)
     if isinstance(head, RecordingError):
         raise head
-    payload = os.pread(rec._fd, head.payload_len, head.payload_offset)
+    payload = rec.read_at(head.payload_offset, head.payload_len)
     if crc32(payload) != head.payload_crc:
-        raise CorruptChunk(f"{chunk.describe()} fails its CRC", **rec._at(chunk.offset))
+        raise CorruptChunk(f"{chunk.describe()} fails its CRC", **_at(rec, chunk.offset))
+
+
+def _at(rec: Recording, offset: int) -> dict[str, Any]:
+    return {"path": str(rec.path), "offset": offset}

@@ -29,7 +29,7 @@ KEPT_OUT = (
     "rich.live",
     "rich.progress",
     "msgspec",
-    "recordings.hfr._records",
+    "recordings.hfr._chunk_records",
     "av",
     "onnxruntime",
     "open3d",

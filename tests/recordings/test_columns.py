@@ -16,8 +16,8 @@ from recordings import Recorder, open_recording
 from recordings.errors import CorruptChunk
 from recordings.hfr._builder import ChunkBuilder
 from recordings.hfr._chunk_encode import encode_chunk
+from recordings.hfr._chunk_reader import DecodedChunk, decode_chunk, decompress_chunk
 from recordings.hfr._format import VERSION_MAJOR, VERSION_MINOR, RecordKind
-from recordings.hfr._records import DecodedChunk, decode_chunk, decompress_chunk
 
 from .helpers import same_frame
 

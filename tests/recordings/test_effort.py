@@ -21,9 +21,9 @@ from fusion.errors import ConfigError
 from recordings import Recorder, open_recording
 from recordings.hfr._builder import ChunkBuilder
 from recordings.hfr._chunk_encode import encode_chunk
+from recordings.hfr._chunk_reader import decode_chunk, decompress_chunk
 from recordings.hfr._effort import HIGH, LOW, MIN_GAIN, RAW_SAVING, AutoEffort, check_level, decide
 from recordings.hfr._format import Compression
-from recordings.hfr._records import decode_chunk, decompress_chunk
 
 DATA = Path(__file__).resolve().parents[2] / "../shared/data"
 VLP16 = DATA / "lidar/vlp-16-test-90deg-1-50-frames.pcap"

@@ -484,7 +484,7 @@ def test_a_seek_in_the_long_file_decodes_only_the_chunks_it_reads(
 ) -> None:
     """``frames(start=...)`` bisects the table's columns and decompresses only the
     chunks holding the window: counted, not timed."""
-    import recordings.hfr._records as records_mod
+    import recordings.hfr._chunk_reader as records_mod
 
     path, _, _ = long_file
     real = records_mod.decompress_chunk
@@ -557,9 +557,9 @@ def test_info_of_the_long_file_reads_the_summaries_and_no_chunk(
     wrote at close: no chunk payload decompressed, no footer column decoded; the report
     equals the one computed from every frame's columns (delay percentiles within the
     summary's bucket of 2**bin ns)."""
+    import recordings.hfr._chunk_reader as records_mod
     import recordings.hfr._details as details_mod
     import recordings.hfr._framed as framed_mod
-    import recordings.hfr._records as records_mod
     import recordings.hfr._stamp_index as stamp_index_mod
     from hyperframes.cli import main
     from hyperframes.cli._sensorstats import columns_from_footer, summarize

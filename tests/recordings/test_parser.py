@@ -10,9 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from recordings.errors import CorruptChunk, LimitExceeded, RecordingError, TruncatedRecording
+from recordings.hfr._chunk_reader import NeedMore, RecordHead, parse_record_head
 from recordings.hfr._format import PRELUDE, RecordKind, crc32, pack_prelude
 from recordings.hfr._limits import ReadLimits
-from recordings.hfr._parser import NeedMore, RecordHead, header_contents, parse_record_head
+from recordings.hfr._parser import header_contents
 
 LIMIT = 1 << 16
 

@@ -15,9 +15,9 @@ from fusion.errors import FrameFormatError
 from recordings.errors import CorruptChunk, LimitExceeded
 from recordings.hfr._builder import ChunkBuilder
 from recordings.hfr._chunk_encode import encode_chunk
+from recordings.hfr._chunk_reader import decode_frames, decompress_chunk
 from recordings.hfr._format import BLOB_ALIGN
 from recordings.hfr._layout import ChunkMeta
-from recordings.hfr._records import decode_frames, decompress_chunk
 
 from .helpers import digest, make_frames, same_frame
 

@@ -1,4 +1,9 @@
-"""Pure decode of ``.hfr`` chunks: a chunk decodes without a file.
+"""A chunk's msgpack records decoded and checked: a helper of the chunk reader only.
+
+:func:`decode_records` is called by :func:`recordings.hfr._chunk_reader.decode_chunk`
+and by nothing else (``tests/recordings/test_read_walk.py`` holds to that); it is
+loaded with the first chunk decoded, so commands that read only metas and stamps
+never import msgspec.
 
 Theory of operation. A chunk is built by :class:`~recordings.hfr._builder.ChunkBuilder`
 (its meta and sealed form are in :mod:`recordings.hfr._layout`) as one raw buffer::
@@ -18,30 +23,26 @@ reader returns ``np.frombuffer`` views of the decompressed chunk: zero-copy,
 read-only and aligned. Nothing is ever pickled; an object dtype is refused.
 
 Everything read from a file is untrusted: every size is checked against the
-buffer it points into and against the caller's limits *before* allocating,
-and every failure becomes a :class:`~recordings.errors.CorruptChunk` or
-:class:`~recordings.errors.LimitExceeded` naming the chunk. :func:`decode_chunk`
-validates a whole chunk up front; iterating its frames never raises.
+buffer it points into *before* allocating (the chunk reader asked the limits
+before the chunk got here), and every failure becomes a
+:class:`~recordings.errors.CorruptChunk` naming the chunk. A chunk is validated
+whole up front; iterating its frames never raises.
 """
 
 from __future__ import annotations
 
 import math
 import operator
-import threading
-from collections.abc import Iterator
 from typing import Annotated, Any
 
 import msgpack
 import msgspec
 import numpy as np
-import zstandard
 
 from fusion import Frame
 from recordings.errors import CorruptChunk
-from recordings.hfr._budget import decoded_cost
-from recordings.hfr._columns import ColumnChunk
-from recordings.hfr._format import BLOB_ALIGN, EXT_COLUMN, EXT_NDARRAY, Compression, RecordKind
+from recordings.hfr._chunk_columns import ColumnChunk
+from recordings.hfr._format import EXT_COLUMN, EXT_NDARRAY, RecordKind
 from recordings.hfr._layout import (
     INT64_MAX,
     INT64_MIN,
@@ -49,139 +50,18 @@ from recordings.hfr._layout import (
     _dtype_from_wire,
     blob_offset,
 )
-from recordings.hfr._limits import DEFAULT_LIMITS, ReadLimits
 
-__all__ = [
-    "DecodedChunk",
-    "decode_chunk",
-    "decode_frames",
-    "decompress_chunk",
-]
+__all__ = ["decode_records", "open_columns_head"]
 
 
-def decompress_chunk(
-    payload: bytes | memoryview,
-    meta: ChunkMeta,
-    *,
-    limits: ReadLimits = DEFAULT_LIMITS,
-    where: str = "",
-) -> np.ndarray[Any, np.dtype[np.uint8]]:
-    """The raw buffer of a chunk: read-only, 64-byte aligned, exactly ``meta.raw_size``.
-
-    Never allocates more than the declared size: raises :class:`LimitExceeded`
-    if that is over ``limits.max_chunk_bytes``, and :class:`CorruptChunk` if the
-    payload does not decompress to exactly that many bytes.
-    """
-    limits.check_chunk_size(meta, where=where)
-    n = meta.raw_size
-    buf = np.empty(n + BLOB_ALIGN, np.uint8)
-    start = -buf.ctypes.data % BLOB_ALIGN
-    raw = buf[start : start + n]
-    if meta.compression == Compression.NONE:
-        if len(payload) != n:
-            raise _corrupt(meta, where, f"it stores {len(payload)} bytes, its meta says {n}")
-        raw[:] = np.frombuffer(payload, np.uint8)
-    else:
-        try:
-            declared = zstandard.frame_content_size(payload)
-        except zstandard.ZstdError as err:
-            raise _corrupt(meta, where, f"its zstd frame header is invalid ({err})") from err
-        if declared not in (-1, n):
-            raise _corrupt(meta, where, f"its zstd frame claims {declared} bytes, its meta {n}")
-        got = 0
-        try:
-            with _decompressor().stream_reader(payload) as reader:
-                out = raw.data
-                while got < n:
-                    k = reader.readinto(out[got:])
-                    if k == 0:
-                        break
-                    got += k
-                extra = len(reader.read(1)) if got == n else 0
-        except zstandard.ZstdError as err:
-            raise _corrupt(meta, where, f"it does not decompress ({err})") from err
-        if got != n or extra:
-            raise _corrupt(
-                meta,
-                where,
-                f"it decompresses to {'more than ' if extra else ''}{got} bytes, not {n}",
-            )
-    raw.flags.writeable = False
-    return raw
-
-
-_local = threading.local()
-
-
-def _decompressor() -> zstandard.ZstdDecompressor:
-    """This thread's zstd decompressor (making one per chunk costs more than a 10 KB chunk)."""
-    dctx: zstandard.ZstdDecompressor | None = getattr(_local, "dctx", None)
-    if dctx is None:
-        dctx = _local.dctx = zstandard.ZstdDecompressor()
-    return dctx
-
-
-class DecodedChunk:
-    """A decompressed, validated chunk: its frames on demand, in recorded order.
-
-    Everything is checked when it is built (:func:`decode_chunk`), so iterating
-    never raises; frames of a columnar chunk are built as the iterator reaches
-    them, and a filter selects rows before any frame exists.
-    """
-
-    __slots__ = ("_columns", "_frames", "meta")
-
-    def __init__(
-        self, meta: ChunkMeta, frames: list[Frame], columns: ColumnChunk | None = None
-    ) -> None:
-        self.meta = meta
-        self._frames = frames
-        self._columns = columns
-
-    @property
-    def columns(self) -> ColumnChunk | None:
-        """The column groups and their order (a ``COLUMNS`` chunk), or None."""
-        return self._columns
-
-    @property
-    def records(self) -> list[Frame]:
-        """Frames decoded from msgpack records: all of a ``CHUNK``, the rest of a ``COLUMNS``."""
-        return self._frames
-
-    def frames(
-        self,
-        wanted: frozenset[str] | None = None,
-        start: int | None = None,
-        end: int | None = None,
-    ) -> Iterator[Frame]:
-        """Frames of ``wanted`` sensors (all if None) with ``start <= t < end``."""
-        if self._columns is not None:
-            return self._columns.frames(wanted, start, end)
-        if wanted is None and start is None and end is None:
-            return iter(self._frames)
-        lo = -(1 << 63) if start is None else start
-        hi = 1 << 63 if end is None else end
-        return (
-            f for f in self._frames if lo <= f.t < hi and (wanted is None or f.sensor in wanted)
-        )
-
-
-def decode_chunk(
-    raw: np.ndarray[Any, np.dtype[np.uint8]],
-    meta: ChunkMeta,
-    *,
-    where: str = "",
-    limits: ReadLimits = DEFAULT_LIMITS,
-) -> DecodedChunk:
-    """Decode and validate a raw chunk of either kind; arrays are read-only views of ``raw``.
-
-    The chunk's decoded cost is charged against ``limits.max_decoded_bytes`` first
-    (:mod:`recordings.hfr._budget`): a chunk over it raises :class:`LimitExceeded`
-    before any object is built. Every record's fields are type- and
-    range-checked (``t`` inside the meta's time range, ``seq``, ``t_sensor``
-    and ``t_arrival`` int64, ``meta`` a map or nil).
-    """
-    decoded_cost(raw.data[: meta.records_size], meta, budget=limits.max_decoded_bytes, where=where)
+def decode_records(
+    raw: np.ndarray[Any, np.dtype[np.uint8]], meta: ChunkMeta, where: str
+) -> tuple[list[Frame], ColumnChunk | None]:
+    """The frames of a raw chunk's msgpack records, and its column groups (a ``COLUMNS``
+    chunk; ``None`` for a ``CHUNK``), every field checked; arrays are read-only views of
+    ``raw``. Raises :class:`~recordings.errors.CorruptChunk` naming the first failure.
+    The caller (:func:`recordings.hfr._chunk_reader.decode_chunk`) has charged the
+    chunk's decoded cost against the budget."""
     blob_start = blob_offset(meta.records_size)
     blob_len = len(raw) - blob_start
     # Where each extension's offsets count from, and where its region ends.
@@ -217,7 +97,7 @@ def decode_chunk(
             if unpacker.tell() != len(head_bytes):
                 raise ValueError("bytes follow the head")
         else:
-            return DecodedChunk(meta, _typed_record_frames(head_bytes, meta, ext_hook, where))
+            return _typed_record_frames(head_bytes, meta, ext_hook, where), None
     except msgspec.ValidationError as err:
         raise _corrupt(meta, where, f"a record is malformed ({_where_in_rows(err)})") from err
     except CorruptChunk:
@@ -236,7 +116,7 @@ def decode_chunk(
         _check_column_times(columns, meta)
     except ValueError as err:
         raise _corrupt(meta, where, f"its columns are malformed ({err})") from err
-    return DecodedChunk(meta, frames, columns)
+    return frames, columns
 
 
 def open_columns_head(
@@ -396,13 +276,6 @@ def _first_bad_record(rows: list[Any], meta: ChunkMeta) -> None:
         if fmeta is not None and type(fmeta) is not dict:
             raise ValueError(f"record {i}: meta is a {type(fmeta).__name__}, not a map")
     raise ValueError("a record is malformed")
-
-
-def decode_frames(
-    raw: np.ndarray[Any, np.dtype[np.uint8]], meta: ChunkMeta, *, where: str = ""
-) -> list[Frame]:
-    """Every frame of a chunk, in recorded order; arrays are read-only views of ``raw``."""
-    return list(decode_chunk(raw, meta, where=where).frames())
 
 
 def _bad_head(i: int, sidx: Any, seq: Any, t: Any, n: int, t0: int, t1: int) -> str:
