@@ -333,13 +333,14 @@ def sync_recording(
         raw = read_stamps(log, policy.sensors, start, end, progress, decoded)
         from_index = log.stamp_index() is not None
         chunks_before = decoded["chunks"]
-        stamps: dict[str, SensorStamps] = {}
-        out_of_order: dict[str, int] = {}
-        for s, st in raw.items():
-            keep = admitted(st.t)
-            out_of_order[s] = int(len(keep) - keep.sum())
-            stamps[s] = st if out_of_order[s] == 0 else st.take(keep)
-        columns = group_columns(policy, {s: st.t for s, st in stamps.items()})
+        stamps, out_of_order = _admitted(raw)
+        try:  # the usual case: every sensor's stamps increase (the kernel checks as it goes)
+            columns = group_columns(policy, {s: st.t for s, st in stamps.items()})
+        except ValueError:
+            if all(_increasing(st.t) for st in raw.values()):
+                raise
+            stamps, out_of_order = _admitted(raw, check=True)
+            columns = group_columns(policy, {s: st.t for s, st in stamps.items()})
     except BaseException:
         if owns:
             log.close()
@@ -353,6 +354,31 @@ def sync_recording(
         stamp_index=from_index,
     )
     return OfflineGroups(log, policy, stamps, columns, stats, owns_log=owns)
+
+
+def _admitted(
+    raw: Mapping[str, SensorStamps], *, check: bool = False
+) -> tuple[dict[str, SensorStamps], dict[str, int]]:
+    """Each sensor's stamps as ``push`` admits them, and how many it drops as out of
+    order; without ``check`` every stamp is taken as admitted (``group_columns`` refuses
+    stamps that do not increase, and is then called again with ``check``)."""
+    if not check:
+        return dict(raw), dict.fromkeys(raw, 0)
+    stamps: dict[str, SensorStamps] = {}
+    out_of_order: dict[str, int] = {}
+    for s, st in raw.items():
+        if _increasing(st.t):
+            stamps[s], out_of_order[s] = st, 0
+            continue
+        keep = admitted(st.t)
+        out_of_order[s] = int(len(keep) - keep.sum())
+        stamps[s] = st.take(keep)
+    return stamps, out_of_order
+
+
+def _increasing(t: Int64) -> bool:
+    """Whether ``t`` is strictly increasing (then :func:`admitted` keeps every stamp)."""
+    return len(t) < 2 or bool(np.all(t[1:] > t[:-1]))
 
 
 def _ranges(lo: np.ndarray[Any, Any], counts: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:

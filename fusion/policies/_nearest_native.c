@@ -1,8 +1,9 @@
 /* The merge kernel of fusion.policies.nearest_kernel, in C, for a process
  * that has not imported numba: it loads with one dlopen (about a millisecond)
- * where numba's import and cache read cost 0.3 s. The same algorithm, line
- * for line (see nearest_kernel.py for why each step is what it is); the
- * tests hold it equal to the numba kernel and to the numpy form.
+ * where numba's import and cache read cost 0.3 s. The same algorithm (see
+ * nearest_kernel.py for why each step is what it is), its matched pass
+ * scanned in four stretches at once; the tests hold it equal to the numba
+ * kernel and to the numpy form.
  *
  * Built by fusion/policies/_nearest_native.py with the system C compiler,
  * once per source and compiler, into a cache; loaded with ctypes. */
@@ -53,32 +54,64 @@ static inline i64 through(const i64 *col, i64 n, i64 i, i64 b) {
     return i;
 }
 
+/* The nearest frame of col to r given i, the first index whose stamp is at or after
+ * r: its index if within tol, else -1; the earlier wins a tie. Without branches:
+ * which neighbour is nearer is as random as the stamps' jitter, and a mispredicted
+ * branch costs more than both distances. */
+static inline i64 nearest_at(const i64 *col, i64 n, i64 i, i64 r, u64 tol) {
+    i64 before = i - (i > 0), after = i - (i >= n);
+    u64 d_prev = (u64)r - (u64)col[before]; /* meaningful where i > 0 */
+    u64 d_next = (u64)col[after] - (u64)r;  /* meaningful where i < n */
+    u64 next = (u64)0 - (u64)((i == 0) | ((i < n) & (d_next < d_prev)));
+    u64 d = (d_next & next) | (d_prev & ~next);
+    u64 c = ((u64)i & next) | ((u64)(i - 1) & ~next);
+    u64 ok = (u64)0 - (u64)(d <= tol);
+    return (i64)((c & ok) | ~ok); /* -1 where too far */
+}
+
+/* The first index whose stamp is at or after b. */
+static i64 lower_bound(const i64 *col, i64 n, i64 b) {
+    i64 lo = 0, hi = n;
+    while (lo < hi) {
+        i64 mid = lo + (hi - lo) / 2;
+        if (col[mid] < b)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Each reference's scan starts where the previous one stopped, so a single scan runs
+ * at the speed of a load's latency. The references are cut into four stretches, each
+ * starting from a binary search, scanned side by side: four independent chains the
+ * processor overlaps (with nearest_at, 1.8x faster on 288,000 references). */
 static void matched_pass(const i64 *refs, i64 m, const i64 *col, i64 n, u64 tol, i64 *out) {
     if (n == 0) {
         for (i64 k = 0; k < m; k++) out[k] = -1;
         return;
     }
-    i64 i = 0;
-    for (i64 k = 0; k < m; k++) {
-        i64 r = refs[k];
-        i = below(col, n, i, r);
-        i64 c;
-        u64 d;
-        if (i == 0) {
-            c = 0;
-            d = (u64)col[0] - (u64)r;
-        } else {
-            c = i - 1;
-            d = (u64)r - (u64)col[i - 1];
-            if (i < n) {
-                u64 d_next = (u64)col[i] - (u64)r;
-                if (d_next < d) { /* the earlier wins a tie */
-                    c = i;
-                    d = d_next;
-                }
-            }
-        }
-        out[k] = d <= tol ? c : -1;
+    i64 q = m / 4, k1 = q, k2 = 2 * q, k3 = 3 * q;
+    i64 a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    if (q) {
+        a1 = lower_bound(col, n, refs[k1]);
+        a2 = lower_bound(col, n, refs[k2]);
+        a3 = lower_bound(col, n, refs[k3]);
+    }
+    for (i64 s = 0; s < q; s++) {
+        i64 r0 = refs[s], r1 = refs[k1 + s], r2 = refs[k2 + s], r3 = refs[k3 + s];
+        a0 = below(col, n, a0, r0);
+        a1 = below(col, n, a1, r1);
+        a2 = below(col, n, a2, r2);
+        a3 = below(col, n, a3, r3);
+        out[s] = nearest_at(col, n, a0, r0, tol);
+        out[k1 + s] = nearest_at(col, n, a1, r1, tol);
+        out[k2 + s] = nearest_at(col, n, a2, r2, tol);
+        out[k3 + s] = nearest_at(col, n, a3, r3, tol);
+    }
+    for (i64 k = 4 * q; k < m; k++) { /* the last few, after the fourth stretch */
+        a3 = below(col, n, a3, refs[k]);
+        out[k] = nearest_at(col, n, a3, refs[k], tol);
     }
 }
 

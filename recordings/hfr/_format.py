@@ -37,7 +37,7 @@ SYNC = b"HFR"
 VERSION_MAJOR = 1
 """Bumped for changes an older reader cannot read; such a reader refuses the file."""
 
-VERSION_MINOR = 7
+VERSION_MINOR = 8
 """Bumped for additions (new meta keys, new record kinds) an older reader can skip."""
 
 PREAMBLE = struct.Struct("<8sHHI")
@@ -65,6 +65,9 @@ class RecordKind(IntEnum):
     TABLE = 7
     """The footer index's chunk list as columns, right before the INDEX (format 1.7,
     ``recordings/hfr/_chunk_table.py``)."""
+    PACKED_STAMPS = 8
+    """The stamp index with its delta columns' frames packed (format 1.8, in STAMPS' place;
+    ``recordings/hfr/_stamp_index.py``): an older reader finds no stamp index there."""
 
 
 CHUNK_KINDS = frozenset({RecordKind.CHUNK, RecordKind.COLUMNS})

@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import tempfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 import zstandard
@@ -33,13 +33,17 @@ __all__ = [
     "FRAME_BYTES",
     "SPOOL_BYTES",
     "ColumnFrames",
+    "FrameLengths",
     "Frames",
     "declared_size",
+    "decompress_frame",
+    "frame_lengths",
     "frame_spans",
     "has_checksum",
     "names_and_counts",
     "pieces_then_close",
     "unframe",
+    "unframe_pieces",
 ]
 
 FRAME_BYTES = 256 << 10
@@ -89,8 +93,19 @@ class ColumnFrames:
     so a writer's memory stays flat over hours of frames (8 hours of a 1 kHz
     IMU's stamps are hundreds of MB even compressed)."""
 
-    def __init__(self, width: int, level: int = 3, *, spool: bool = False) -> None:
+    def __init__(
+        self,
+        width: int,
+        level: int = 3,
+        *,
+        spool: bool = False,
+        encode: Callable[[int, bytes], tuple[int, bytes]] | None = None,
+    ) -> None:
         self.width = width
+        # encode(column, raw) -> (tag, content): what a frame holds in place of its raw
+        # bytes (the stamp index's packed deltas, 1.8); the tags are kept per frame.
+        self._encode = encode
+        self._tags: dict[str, list[list[int]]] = {}
         # Every frame carries zstd's content checksum (1.7): a reader that takes one
         # sensor's columns checks them without reading the whole payload for its CRC.
         self._cctx = zstandard.ZstdCompressor(
@@ -119,11 +134,24 @@ class ColumnFrames:
         if bufs is None:
             bufs = self._bufs[key] = [bytearray() for _ in range(self.width)]
             self._frames[key] = [[] for _ in range(self.width)]
+            self._tags[key] = [[] for _ in range(self.width)]
         buf = bufs[column]
         buf += raw
         if len(buf) >= FRAME_BYTES:
-            self._keep(self._frames[key][column], self._compress(buf))
+            self._keep(self._frames[key][column], self._frame(key, column, buf))
             buf.clear()
+
+    def tags(self) -> list[list[list[int]]]:
+        """Per key, per column, each frame's ``encode`` tag (0 without ``encode``), in the
+        order of :meth:`finish`'s lengths; complete once :meth:`finish` was called."""
+        return [self._tags[key] for key in self._bufs]
+
+    def _frame(self, key: str, column: int, buf: bytearray) -> bytes:
+        tag, content = 0, bytes(buf)
+        if self._encode is not None:
+            tag, content = self._encode(column, content)
+        self._tags[key][column].append(tag)
+        return self._compress(content)
 
     def finish(self) -> tuple[list[list[list[int]]], Frames]:
         """``(lengths, frames)``: per key, per column, each frame's stored length, and every
@@ -132,9 +160,9 @@ class ColumnFrames:
         frames: list[bytes | tuple[int, int]] = []
         for key, bufs in self._bufs.items():
             per_key = []
-            for buf, done in zip(bufs, self._frames[key], strict=True):
+            for column, (buf, done) in enumerate(zip(bufs, self._frames[key], strict=True)):
                 if buf:
-                    self._keep(done, self._compress(buf))
+                    self._keep(done, self._frame(key, column, buf))
                     buf.clear()
                 per_key.append([len(f) if isinstance(f, bytes) else f[1] for f in done])
                 frames += done
@@ -169,7 +197,7 @@ class ColumnFrames:
         self._end += len(frame)
         return at, len(frame)
 
-    def _compress(self, raw: bytearray) -> bytes:
+    def _compress(self, raw: bytes | bytearray) -> bytes:
         packed: bytes = self._cctx.compress(bytes(raw))
         if 3 * len(packed) > len(raw):  # hardly compresses: decode speed matters more
             packed = self._fast.compress(bytes(raw))
@@ -218,6 +246,50 @@ def frame_spans(lengths: Any, keys: int, width: int, payload: int) -> Spans | No
     return spans
 
 
+class FrameLengths:
+    """A record's frame lengths, checked (:func:`frame_lengths`); one column's spans are
+    built when that column is read, so a reader of three sensors does not walk the
+    lengths of an 8-hour IMU's frames in Python."""
+
+    __slots__ = ("_lengths", "_starts")
+
+    def __init__(self, lengths: list[list[list[int]]], starts: list[list[int]]) -> None:
+        self._lengths = lengths
+        self._starts = starts
+
+    def spans(self, key: int, column: int) -> list[tuple[int, int]]:
+        """``(start, length)`` of each frame of ``key``'s column ``column``."""
+        out = []
+        pos = self._starts[key][column]
+        for x in self._lengths[key][column]:
+            out.append((pos, x))
+            pos += x
+        return out
+
+
+def frame_lengths(lengths: Any, keys: int, width: int, payload: int) -> FrameLengths | None:
+    """:func:`frame_spans`' checks (``keys`` lists of ``width`` lists of positive ints
+    adding up to ``payload``), done in C loops (``map``, ``min``, ``sum``), with the
+    spans left to :meth:`FrameLengths.spans`; ``None`` when they do not hold."""
+    if not isinstance(lengths, list) or len(lengths) != keys:
+        return None
+    starts: list[list[int]] = []
+    pos = 0
+    for cols in lengths:
+        if not isinstance(cols, list) or len(cols) != width:
+            return None
+        per_key = []
+        for col in cols:
+            if not isinstance(col, list) or (
+                col and (set(map(type, col)) != {int} or min(col) < 1)
+            ):
+                return None
+            per_key.append(pos)
+            pos += sum(col)
+        starts.append(per_key)
+    return FrameLengths(lengths, starts) if pos == payload else None
+
+
 def names_and_counts(names: Any, counts: Any, chunks: Any) -> bool:
     """Whether a record's meta names distinct sensors, a count of at least 0 for each and
     a chunk count under 2**32 (the head both footer records share)."""
@@ -262,24 +334,47 @@ def unframe(
     ``ValueError`` naming ``what`` (a frame that declares more, does not decompress, or
     frames that add up to another size). ``checksummed``: every frame must carry its
     content checksum (the payload's CRC was not checked)."""
-    parts = []
+    parts = unframe_pieces(payload, spans, want, what, checksummed=checksummed)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def unframe_pieces(
+    payload: memoryview,
+    spans: list[tuple[int, int]],
+    want: int,
+    what: str,
+    *,
+    checksummed: bool = False,
+) -> list[bytes]:
+    """:func:`unframe`'s frames, decompressed and checked the same way, not joined (a
+    reader that sums a delta-coded column sums them in place, without the copy)."""
+    parts: list[bytes] = []
     got = 0
     for start, length in spans:
-        frame = payload[start : start + length]
-        if checksummed and not has_checksum(frame):
-            raise ValueError(f"a frame of {what} has no checksum")
-        try:
-            size = zstandard.frame_content_size(frame)
-            if not 0 <= size <= want - got:
-                raise ValueError(f"a frame of {what} has the wrong size")
-            raw = _dctx().decompress(frame, max_output_size=size)
-        except zstandard.ZstdError as err:
-            raise ValueError(f"a frame of {what}: {err}") from err
+        raw = decompress_frame(payload[start : start + length], want - got, what, checksummed)
         got += len(raw)
         parts.append(raw)
     if got != want:
         raise ValueError(f"{what} has the wrong size")
-    return parts[0] if len(parts) == 1 else b"".join(parts)
+    return parts or [b""]
+
+
+def decompress_frame(frame: memoryview, most: int, what: str, checksummed: bool) -> bytes:
+    """One zstd frame of a column, decompressed: it must declare its content size, at most
+    ``most`` bytes (and carry its checksum when ``checksummed``); ``ValueError`` naming
+    ``what`` otherwise, or when it does not decompress (a checksum that fails included)."""
+    if checksummed and not has_checksum(frame):
+        raise ValueError(f"a frame of {what} has no checksum")
+    try:
+        size = zstandard.frame_content_size(frame)
+        if not 0 <= size <= most:
+            raise ValueError(f"a frame of {what} has the wrong size")
+        raw: bytes = _dctx().decompress(frame, max_output_size=size)
+    except zstandard.ZstdError as err:
+        raise ValueError(f"a frame of {what}: {err}") from err
+    if len(raw) != size:
+        raise ValueError(f"a frame of {what} has the wrong size")
+    return raw
 
 
 _decompressors: list[zstandard.ZstdDecompressor] = []

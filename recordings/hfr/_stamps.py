@@ -42,7 +42,6 @@ from __future__ import annotations
 import collections
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -52,9 +51,10 @@ from recordings.errors import CorruptChunk, RecordingError
 from recordings.hfr._layout import ChunkMeta
 from recordings.hfr._reader import Recording
 from recordings.hfr._stamp_block import decode_block
+from recordings.hfr._stamp_index import StampIndex
 
 if TYPE_CHECKING:
-    from recordings.hfr._records import DecodedChunk
+    from recordings.hfr._chunk_reader import DecodedChunk
 
 __all__ = ["FrameFetcher", "SensorStamps", "read_stamps"]
 
@@ -62,27 +62,79 @@ Int64 = np.ndarray[Any, np.dtype[np.int64]]
 _GENERIC = 255  # the order column's value for a frame from the msgpack records
 
 
-@dataclass(frozen=True, slots=True)
-class SensorStamps:
-    """One sensor's frames in recorded order: parallel int64 columns."""
+Rows = tuple[Int64, Int64, Int64]  # seq, chunk, rank
 
-    sensor: str
-    t: Int64
-    """Aligned time ``t`` of each frame, ns."""
-    seq: Int64
-    chunk: Int64
-    """Position of the frame's chunk in :attr:`Recording.chunks`."""
-    rank: Int64
-    """Rank of the frame among this sensor's frames of its chunk (recorded order)."""
+
+class SensorStamps:
+    """One sensor's frames in recorded order: parallel int64 columns.
+
+    ``t`` is always held. ``seq``, ``chunk`` and ``rank`` may come from ``rows``,
+    called the first time one of them is asked for (grouping needs only ``t``;
+    a group's table needs ``seq``, its frames ``chunk`` and ``rank``): it gives
+    them for every frame the stamps were read from, and :meth:`take` records
+    which of those rows these stamps hold.
+    """
+
+    __slots__ = ("_keep", "_rows", "_values", "sensor", "t")
+
+    def __init__(
+        self,
+        sensor: str,
+        t: Int64,
+        seq: Int64 | None = None,
+        chunk: Int64 | None = None,
+        rank: Int64 | None = None,
+        *,
+        rows: Callable[[], Rows] | None = None,
+    ) -> None:
+        self.sensor = sensor
+        self.t = t
+        """Aligned time ``t`` of each frame, ns."""
+        if seq is not None and chunk is not None and rank is not None:
+            self._values: Rows | None = (seq, chunk, rank)
+        elif rows is not None:
+            self._values = None
+        else:
+            raise TypeError("SensorStamps needs seq, chunk and rank, or rows")
+        self._rows = rows
+        self._keep: np.ndarray[Any, Any] | None = None  # rows of rows() held, None: all
 
     def __len__(self) -> int:
         return len(self.t)
 
+    def _held(self) -> Rows:
+        if self._values is None:
+            assert self._rows is not None
+            got = self._rows()
+            keep = self._keep
+            self._values = got if keep is None else (got[0][keep], got[1][keep], got[2][keep])
+            self._rows = None
+        return self._values
+
+    @property
+    def seq(self) -> Int64:
+        """Each frame's ``seq``."""
+        return self._held()[0]
+
+    @property
+    def chunk(self) -> Int64:
+        """Position of the frame's chunk in :attr:`Recording.chunks`."""
+        return self._held()[1]
+
+    @property
+    def rank(self) -> Int64:
+        """Rank of the frame among this sensor's frames of its chunk (recorded order)."""
+        return self._held()[2]
+
     def take(self, keep: np.ndarray[Any, Any]) -> SensorStamps:
         """The rows selected by ``keep`` (a boolean mask or indices)."""
-        return SensorStamps(
-            self.sensor, self.t[keep], self.seq[keep], self.chunk[keep], self.rank[keep]
-        )
+        if self._values is not None:
+            seq, chunk, rank = self._values
+            return SensorStamps(self.sensor, self.t[keep], seq[keep], chunk[keep], rank[keep])
+        out = SensorStamps(self.sensor, self.t[keep], rows=self._rows)
+        held = np.arange(len(self.t)) if self._keep is None else self._keep
+        out._keep = held[keep]
+        return out
 
 
 def read_stamps(
@@ -95,14 +147,58 @@ def read_stamps(
 ) -> dict[str, SensorStamps]:
     """Stamps of ``sensors`` with ``start <= t < end``, in recorded order, per sensor
     (``progress(1)`` per chunk read; ``decoded["chunks"]`` counts the chunks whose
-    payload had to be decoded for them)."""
+    payload had to be decoded for them).
+
+    From the footer stamp index only ``t`` is decoded here; ``seq``, ``chunk`` and
+    ``rank`` when first asked for. A sensor whose ``t`` column does not check out
+    drops the index (the chunks' blocks serve every sensor); one whose other columns
+    do not is read from the blocks then, and its ``t`` compared with the index's."""
     names = list(dict.fromkeys(sensors))
     index = log.stamp_index()
     if index is not None:
         try:
-            return {s: _window(SensorStamps(s, *index.of(s)), start, end) for s in names}
+            found = {}
+            for s in names:
+                index.check_rows(s)  # the runs and seq's size now; a bad frame later
+                found[s] = SensorStamps(s, index.t(s), rows=_rows(log, index, s))
+            return {s: _window(st, start, end) for s, st in found.items()}
         except ValueError:  # a sensor's columns do not check out: the blocks instead
             log.drop_stamp_index()
+    return _from_chunks(log, names, start, end, progress, decoded)
+
+
+def _rows(log: Recording, index: StampIndex, sensor: str) -> Callable[[], Rows]:
+    """``seq``, ``chunk`` and ``rank`` of every frame of ``sensor``: from the index, or,
+    when its columns do not check out, from the chunks (whose ``t`` must be the
+    index's, else the recording is reported as damaged)."""
+
+    def rows() -> Rows:
+        try:
+            chunk, rank = index.places(sensor)
+            return index.seq(sensor), chunk, rank
+        except ValueError as err:
+            problem = str(err)
+        st = _from_chunks(log, [sensor], None, None, None, None)[sensor]
+        if not np.array_equal(st.t, index.t(sensor)):
+            raise CorruptChunk(
+                f"the stamp index of {sensor!r} does not check out ({problem}) and its t "
+                "column does not match the chunks' stamps",
+                path=str(log.path),
+            )
+        return st.seq, st.chunk, st.rank
+
+    return rows
+
+
+def _from_chunks(
+    log: Recording,
+    names: list[str],
+    start: int | None,
+    end: int | None,
+    progress: Callable[[int], None] | None,
+    decoded: collections.Counter[str] | None,
+) -> dict[str, SensorStamps]:
+    """:func:`read_stamps` from each chunk's stamp block, else its payload."""
     parts: dict[str, list[tuple[Int64, Int64, Int64, Int64]]] = {s: [] for s in names}
     position = {id(c): i for i, c in enumerate(log.chunks)}
     for chunk in log.select(names, start, end):
@@ -196,7 +292,7 @@ def _own_meta(chunk: ChunkMeta, log: Recording) -> ChunkMeta:
 def _chunk_stamps(decoded: DecodedChunk) -> dict[str, tuple[Int64, Int64]]:
     """``{sensor: (t, seq)}`` of a decoded chunk, each in recorded order.
 
-    ``decoded`` went through :func:`recordings.hfr._records.decode_chunk`, the
+    ``decoded`` went through :func:`recordings.hfr._chunk_reader.decode_chunk`, the
     frame reader's own validation, so a chunk whose frames the reader rejects
     never gives a stamp. Columns are read as the arrays they already are; of
     a chunk of records, only the frames' ``t`` and ``seq`` are kept.

@@ -372,6 +372,30 @@ def test_a_dense_sensor_beside_a_sparse_reference() -> None:
             same_columns(numpy_form, compiled_by(engine, pol, stamps))
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    m=st.integers(0, 40),
+    seed=st.integers(0, 2**32 - 1),
+    rate=st.sampled_from([1, 3]),
+    tol=st.integers(0, 12),
+)
+def test_the_native_matched_pass_in_four_stretches_gives_the_numpy_columns(
+    m: int, seed: int, rate: int, tol: int
+) -> None:
+    """The C kernel scans its references in four stretches side by side, each from a
+    binary search, and picks the nearer neighbour without branches: any count of
+    references (fewer than four, a remainder after the fourth stretch), stamps on a
+    coarse grid so that equal distances (the earlier wins) and frames before the first
+    or after the last reference occur, equal to numpy."""
+    rng = np.random.default_rng(seed)
+    ref = np.unique(rng.integers(0, 10 * max(m, 1), m)).astype(np.int64)
+    cam = np.unique(rng.integers(-5, 10 * max(m, 1) + 5, rate * m)).astype(np.int64)
+    gnss = np.unique(rng.integers(0, 10 * max(m, 1), m // 2)).astype(np.int64)
+    pol = Nearest("ref", ["ref", "cam", "gnss"], {"cam": tol, "gnss": 2 * tol}, optional={"gnss"})
+    stamps = {"ref": ref, "cam": cam, "gnss": gnss}
+    same_columns(group_columns(pol, stamps, compiled=False), compiled_by("native", pol, stamps))
+
+
 def test_small_inputs_do_not_load_numba() -> None:
     """The default keeps numpy until the kernel pays for its ~0.5 s load, so the
     command line stays light (``hyperframes sync`` on a typical recording)."""

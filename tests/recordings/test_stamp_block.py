@@ -45,7 +45,7 @@ def test_every_chunk_has_a_block_equal_to_its_frames(tmp_path: Path) -> None:
     path = tmp_path / "mixed.hfr"
     frames = write_mixed(path)
     with open_recording(path) as log:
-        assert log.version == (1, 7)
+        assert log.version == (1, 8)
         assert len(log.chunks) > 5
         assert {c.kind for c in log.chunks} == {4}
         rows: list[tuple[object, ...]] = []
@@ -138,7 +138,7 @@ def test_check_reindex_upgrades_an_older_file_keeping_every_record(tmp_path: Pat
     assert main(["check", str(old), "--reindex", "-o", str(new), "-q"]) == 0
     with open_recording(old) as a, open_recording(new) as b:
         assert all(c.stamps is None for c in a.chunks)
-        assert b.version == (1, 7)
+        assert b.version == (1, 8)
         assert a.stamp_index() is None
         assert b.stamp_index() is not None  # the 1.5 stamp index too
         assert len(b.chunks) == len(a.chunks) > 1

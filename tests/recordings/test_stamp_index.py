@@ -105,11 +105,14 @@ def test_groups_are_the_same_from_the_index_the_blocks_and_the_payloads(tmp_path
 
 
 def _replace_record(path: Path, meta: object, frames: list[bytes]) -> None:
-    """Replace the STAMPS record with one whose CRCs are right, whatever it holds."""
+    """Replace the STAMPS record with one whose CRCs are right, whatever it holds (a
+    PACKED_STAMPS record when the meta has the 1.8 key ``p``)."""
     data = path.read_bytes()
     a, b = stamp_record_span(data)
     meta_bytes = msgpack.packb(meta, use_bin_type=True)
-    record = pack_prelude(RecordKind.STAMPS, meta_bytes, sum(map(len, frames)), crc32(*frames))
+    packed = isinstance(meta, dict) and "p" in meta
+    kind = RecordKind.PACKED_STAMPS if packed else RecordKind.STAMPS
+    record = pack_prelude(kind, meta_bytes, sum(map(len, frames)), crc32(*frames))
     path.write_bytes(data[:a] + record + meta_bytes + b"".join(frames) + data[b:])
 
 
@@ -416,3 +419,65 @@ def test_check_compares_the_index_with_every_chunk(tmp_path: Path) -> None:
     assert "the stamp index does not match chunk 0" in damage[0]
     assert "'cam' frame 0 has (t, seq)" in damage[0]
     assert main(["check", str(path), "-q"]) == 1
+
+
+def _table_of(path: Path) -> dict[str, list[int]]:
+    with sync_recording(path, POLICY) as g:
+        return {k: np.asarray(v).tolist() for k, v in g.table().items()}
+
+
+def test_grouping_decodes_only_t_and_the_rest_when_asked(tmp_path: Path) -> None:
+    """``read_stamps`` from the index decodes ``t`` (and checks the runs and ``seq``'s
+    declared size); ``seq``, ``chunk`` and ``rank`` are decoded when first used, equal to
+    the index's own ``of`` and, through a window and a selection, to the same rows."""
+    path = tmp_path / "mixed.hfr"
+    write_mixed(path)
+    with open_recording(path) as log:
+        index = log.stamp_index()
+        assert index is not None
+        got = read_stamps(log, ["cam", "imu"])
+        before = index.bytes_read
+        t, seq, chunk, rank = index.of("cam")
+        read_for_rows = index.bytes_read - before
+        cam = got["cam"]
+        assert cam.t.tolist() == t.tolist()
+        keep = np.flatnonzero(t % 6 == 0)  # even, then a multiple of 3 among those
+        picked = cam.take(t % 2 == 0).take(np.flatnonzero(t[t % 2 == 0] % 3 == 0))
+        assert cam._values is None  # nothing but t decoded yet
+        assert picked.t.tolist() == t[keep].tolist()
+        assert picked.seq.tolist() == seq[keep].tolist()
+        assert picked.chunk.tolist() == chunk[keep].tolist()
+        assert picked.rank.tolist() == rank[keep].tolist()
+        assert cam.seq.tolist() == seq.tolist()
+        assert cam.rank.tolist() == rank.tolist()
+        assert read_for_rows > 0
+        window = read_stamps(log, ["cam"], int(t[10]), int(t[40]))["cam"]
+        assert window.seq.tolist() == seq[10:40].tolist()
+
+
+def test_a_seq_frame_that_fails_its_checksum_costs_time_not_groups(tmp_path: Path) -> None:
+    """A ``seq`` frame of the index whose checksum fails is found only when ``seq`` is
+    decoded, after grouping from the index's ``t``: that sensor's rows then come from the
+    chunks' blocks, whose ``t`` equal the index's, so the table and groups are unchanged."""
+    path = tmp_path / "mixed.hfr"
+    write_mixed(path)
+    expected, expected_groups = _table_of(path), groups_of(path)
+    meta, _ = _stamp_record(path)
+    k = meta["s"].index("imu")
+    data = bytearray(path.read_bytes())
+    a, _ = stamp_record_span(bytes(data))
+    _, _, meta_len, _, _, _ = PRELUDE.unpack_from(data, a)
+    at = a + PRELUDE.size + meta_len
+    lengths = meta["z"]
+    at += sum(x for cols in lengths[:k] for col in cols for x in col)
+    at += sum(lengths[k][0]) + lengths[k][1][0]  # the end of imu's first seq frame
+    data[at - 1] ^= 0x55  # its checksum
+    path.write_bytes(bytes(data))
+    with open_recording(path) as log:
+        index = log.stamp_index()
+        assert index is not None
+        index.check_rows("imu")  # the frame's header still declares its size
+        with pytest.raises(ValueError, match="imu"):
+            index.seq("imu")
+    assert _table_of(path) == expected
+    assert groups_of(path) == expected_groups
