@@ -43,7 +43,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -427,10 +427,23 @@ def decode_chunk(
     :class:`~recordings.errors.CorruptChunk` naming the first that fails.
     """
     limits.charge(raw.data[: meta.records_size], meta, where=where)
+    frames, columns = (_records or _load_records())(raw, meta, where)
+    return DecodedChunk(meta, frames, columns)
+
+
+_records: Callable[[Any, ChunkMeta, str], tuple[list[Frame], ColumnChunk | None]] | None = None
+""":func:`recordings.hfr._chunk_records.decode_records`, once the first chunk is decoded."""
+
+
+def _load_records() -> Callable[[Any, ChunkMeta, str], tuple[list[Frame], ColumnChunk | None]]:
+    """Import the records helper (msgspec with it) when the first chunk is decoded, so
+    commands that only read metas and stamps never load it; an import statement per
+    chunk would cost a microsecond."""
+    global _records
     from recordings.hfr._chunk_records import decode_records
 
-    frames, columns = decode_records(raw, meta, where)
-    return DecodedChunk(meta, frames, columns)
+    _records = decode_records
+    return decode_records
 
 
 def decode_frames(
