@@ -119,7 +119,7 @@ ROW_BYTES = 17
 _MAX_META = 32 << 20
 MAX_META_COST = 256 << 20
 """Most bytes of Python objects a reader lets a footer record's meta decode to, checked
-by walking its msgpack (:func:`recordings.hfr._budget.walked_cost`) before decoding: a
+by walking its msgpack (:func:`recordings.hfr._limits.walked_cost`) before decoding: a
 writer's notes are bounded (:data:`MAX_NOTES`), so a meta of millions of empty lists is
 forged (30 MB of them would take about 2 GB)."""
 
