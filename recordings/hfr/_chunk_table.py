@@ -53,7 +53,7 @@ from recordings.hfr._format import (
 )
 from recordings.hfr._framed import ColumnFrames, frame_spans, pieces_then_close, unframe
 from recordings.hfr._layout import MAX_SIZE, ChunkMeta
-from recordings.hfr._limits import walked_cost
+from recordings.hfr._limits import ReadLimits, walked_cost
 
 __all__ = ["ChunkTable", "ChunkTableWriter", "index_keys", "read_chunk_table"]
 
@@ -223,7 +223,7 @@ def index_keys(data: bytes, index_offset: int, size: int) -> tuple[dict[str, Any
 
 
 def read_chunk_table(
-    fd: int, pointer: Any, index_offset: int, chunks: int, max_bytes: int
+    fd: int, pointer: Any, index_offset: int, chunks: int, limits: ReadLimits
 ) -> ChunkTable | str:
     """The TABLE record the INDEX's ``table`` key points at, checked, or why not."""
     if not (
@@ -236,7 +236,7 @@ def read_chunk_table(
     ):
         return "the footer index's table pointer is malformed"
     at, length = pointer
-    if length > max_bytes + _MAX_META_COST:
+    if not limits.footer_fits(length, slack=_MAX_META_COST):
         return f"the chunk table of {length} bytes is over the reader's limit"
     data = os.pread(fd, length, at)
     if len(data) != length:
@@ -277,7 +277,7 @@ def read_chunk_table(
         for j, (key, dtype) in enumerate(zip(keys, _DTYPES, strict=True)):
             n = m if j < _PER_CHUNK else e
             want = n * np.dtype(dtype).itemsize
-            if want > max_bytes:
+            if not limits.footer_fits(want):
                 return "the chunk table is over the reader's limit"
             raw = unframe(payload, spans[0][j], want, f"chunk table column {key}")
             cols[key] = np.frombuffer(raw, dtype)

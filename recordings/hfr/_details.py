@@ -65,7 +65,7 @@ from recordings.hfr._framed import (
     pieces_then_close,
     unframe,
 )
-from recordings.hfr._limits import walked_cost
+from recordings.hfr._limits import ReadLimits, walked_cost
 
 __all__ = [
     "BYTES",
@@ -589,7 +589,9 @@ def _notes(wire: Any, count: int) -> SensorNotes | None:
     )
 
 
-def read_details(fd: int, index_offset: int, pointer: Any, max_bytes: int) -> FrameDetails | str:
+def read_details(
+    fd: int, index_offset: int, pointer: Any, limits: ReadLimits
+) -> FrameDetails | str:
     """The DETAILS record ``pointer`` (the INDEX's ``[offset, length]``) names, checked,
     or the reason it cannot be used."""
     if not (
@@ -602,7 +604,7 @@ def read_details(fd: int, index_offset: int, pointer: Any, max_bytes: int) -> Fr
     ):
         return "the footer index points at frame details outside the file"
     at, length = pointer
-    if length > max_bytes + _MAX_META:
+    if not limits.footer_fits(length, slack=_MAX_META):
         return f"the frame details of {length} bytes are over the reader's limit"
     data = os.pread(fd, length, at)
     if len(data) != length:
@@ -636,7 +638,7 @@ def read_details(fd: int, index_offset: int, pointer: Any, max_bytes: int) -> Fr
     notes = [_notes(w, c) for w, c in zip(notes_wire, counts, strict=True)] if spans else []
     if spans is None or any(n is None for n in notes):
         return "the frame details meta is malformed"
-    if max(counts, default=0) * ROW_BYTES > max_bytes:  # a sensor is decoded at a time
+    if not limits.footer_fits(max(counts, default=0) * ROW_BYTES):  # a sensor at a time
         return (
             f"the frame details of {max(counts)} frames of one sensor are over the reader's limit"
         )

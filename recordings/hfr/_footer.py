@@ -39,7 +39,7 @@ class FooterParts:
             if fd < 0:
                 self.stamps = "the footer is not used"
             else:
-                self.stamps = read_stamp_index(fd, size, limits.max_chunk_bytes, pread)
+                self.stamps = read_stamp_index(fd, size, limits, pread)
         return None if isinstance(self.stamps, str) else self.stamps
 
     def frame_details(
@@ -66,7 +66,7 @@ class FooterParts:
                 self.details = "the recording is closed"
             else:
                 at, pointer = details_at
-                found = read_details(fd, at, pointer, limits.max_chunk_bytes)
+                found = read_details(fd, at, pointer, limits)
                 if not isinstance(found, str) and found.chunks != chunks:
                     found = (
                         f"the frame details describe {found.chunks} chunks; the file has {chunks}"

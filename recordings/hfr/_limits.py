@@ -14,7 +14,8 @@ compares a size with a limit or raises :class:`~recordings.errors.LimitExceeded`
   (:meth:`ReadLimits.meta_refusal`, :meth:`ReadLimits.meta_fits`);
 * ``max_chunk_bytes``: a chunk's stored and decompressed size, checked from
   its meta before its payload is read (:meth:`ReadLimits.admit_chunk`,
-  :meth:`ReadLimits.check_chunk_size`, :meth:`ReadLimits.stream_refusal`);
+  :meth:`ReadLimits.check_chunk_size`, :meth:`ReadLimits.stream_refusal`), and
+  the size of the footer's parts (:meth:`ReadLimits.footer_fits`);
 * ``max_chunk_frames``: the frames one chunk may declare
   (:meth:`ReadLimits.admit`, :meth:`ReadLimits.counts`);
 * ``max_decoded_bytes``: the memory the Python objects of the chunks in
@@ -254,6 +255,15 @@ class ReadLimits:
         is within ``max_chunk_frames``: one over it is refused when read, so no total
         adds its count."""
         return declared <= self.max_chunk_frames
+
+    # -- the footer's parts -------------------------------------------------
+
+    def footer_fits(self, nbytes: int, *, slack: int = 0) -> bool:
+        """Whether a footer part (the chunk table, the stamp index, the frame details) of
+        ``nbytes`` bytes, or one sensor's column of one decoded, is within
+        ``max_chunk_bytes``; ``slack`` is what the part's framing or meta may add to
+        its data (a part over it is not used: the reader takes the slower way)."""
+        return nbytes <= self.max_chunk_bytes + slack
 
     # -- the decoded-cost budget ---------------------------------------------
 

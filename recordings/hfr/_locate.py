@@ -168,9 +168,7 @@ class ChunkLocator:
                 "it came in 1.7)"
             )
             return False
-        table = read_chunk_table(
-            self._fd, keys["table"], index_offset, count, self.limits.max_chunk_bytes
-        )
+        table = read_chunk_table(self._fd, keys["table"], index_offset, count, self.limits)
         if isinstance(table, str):
             self._chunk_table_problem = table
             return False

@@ -91,7 +91,7 @@ from recordings.hfr._framed import (
     unframe,
     unframe_pieces,
 )
-from recordings.hfr._limits import walked_cost
+from recordings.hfr._limits import ReadLimits, walked_cost
 
 __all__ = [
     "StampChecker",
@@ -400,7 +400,7 @@ class StampIndex:
 
 
 def read_stamp_index(
-    fd: int, size: int, max_bytes: int, read: Callable[[int, int], bytes] | None = None
+    fd: int, size: int, limits: ReadLimits, read: Callable[[int, int], bytes] | None = None
 ) -> StampIndex | str:
     """The file's STAMPS record, checked, or the reason it cannot be used.
 
@@ -430,7 +430,7 @@ def read_stamp_index(
         return "the record after the footer index is not a stamp index"
     if at + PRELUDE.size + meta_len + payload_len != end:
         return "the stamp index does not end at the trailer"
-    if payload_len > max_bytes + 4096:  # zstd frames never exceed their data by much
+    if not limits.footer_fits(payload_len, slack=4096):  # zstd frames: about their data
         return f"the stamp index of {payload_len} bytes is over the reader's limit"
     data = os.pread(fd, PRELUDE.size + meta_len, at)
     if len(data) != PRELUDE.size + meta_len:
@@ -452,7 +452,7 @@ def read_stamp_index(
     packed = kind == RecordKind.PACKED_STAMPS
     if spans is None or (packed and not _packing_fits(packing, lengths)):
         return "the stamp index meta is malformed"
-    if max(counts, default=0) * ROW_BYTES > max_bytes:  # a sensor is decoded at a time
+    if not limits.footer_fits(max(counts, default=0) * ROW_BYTES):  # a sensor at a time
         return f"the stamp index of {max(counts)} frames of one sensor is over the reader's limit"
     base = at + PRELUDE.size + meta_len
     if checksummed:

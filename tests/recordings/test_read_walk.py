@@ -46,6 +46,24 @@ ROOMS = {
 VALUES = frozenset({"recordings.hfr._format", "recordings.hfr._layout"})
 ALLOWED = {("reader", "chunk reader"), ("chunk reader", "limits")}
 HELPERS = ("recordings.hfr._chunk_records", "recordings.hfr._chunk_columns")
+READ_SIDE = (
+    "_reader",
+    "_chunk_reader",
+    "_chunk_records",
+    "_chunk_columns",
+    "_locate",
+    "_parser",
+    "_stream",
+    "_footer",
+    "_chunk_table",
+    "_stamp_index",
+    "_details",
+    "_stamps",
+    "_verify",
+    "_summary",
+    "_seek",
+)
+"""The read side's modules: none has a size limit of its own (a ``max_bytes``)."""
 
 
 def traced(action: Callable[[], Any]) -> tuple[list[str], list[tuple[str, str]]]:
@@ -206,7 +224,11 @@ def _library() -> list[tuple[str, ast.Module]]:
 
 
 def test_only_the_limits_raise_limit_exceeded_or_compare_with_a_limit() -> None:
+    """The footer's parts (chunk table, stamp index, frame details) included: they ask
+    :meth:`~recordings.hfr._limits.ReadLimits.footer_fits`, not a ``max_bytes`` of
+    their own."""
     limit_names = {"max_chunk_bytes", "max_meta_bytes", "max_decoded_bytes", "max_chunk_frames"}
+    read_side = {f"recordings.hfr.{m}" for m in READ_SIDE}
     for module, tree in _library():
         if module == "recordings.hfr._limits":
             continue
@@ -215,8 +237,9 @@ def test_only_the_limits_raise_limit_exceeded_or_compare_with_a_limit() -> None:
                 raise AssertionError(f"{module}:{node.lineno} raises LimitExceeded itself")
             if isinstance(node, ast.Compare):
                 for part in ast.walk(node):
-                    if isinstance(part, ast.Attribute) and part.attr in limit_names:
-                        raise AssertionError(f"{module}:{node.lineno} compares with {part.attr}")
+                    name = getattr(part, "attr", getattr(part, "id", None))
+                    if name in limit_names or (name == "max_bytes" and module in read_side):
+                        raise AssertionError(f"{module}:{node.lineno} compares with {name}")
 
 
 def test_the_chunk_readers_helpers_are_imported_by_the_chunk_reader_only() -> None:

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recordings import open_recording
+from recordings import ReadLimits, open_recording
 from recordings.hfr import _framed
 from recordings.hfr._format import PRELUDE, RecordKind, crc32, pack_prelude, pack_trailer
 from recordings.hfr._stamp_index import StampIndex, StampIndexWriter, pack_deltas, read_stamp_index
@@ -42,7 +42,7 @@ def _decoded(path: Path, *, by_column: bool) -> dict[str, Rows]:
     fd = os.open(path, os.O_RDONLY)
     try:
         read = (lambda offset, length: os.pread(fd, length, offset)) if by_column else None
-        index = read_stamp_index(fd, os.fstat(fd).st_size, 1 << 30, read)
+        index = read_stamp_index(fd, os.fstat(fd).st_size, ReadLimits(), read)
         assert isinstance(index, StampIndex), index
         out = {}
         for name in index.sensors:
