@@ -81,9 +81,11 @@ def write(path: Path, hours: float) -> dict[str, Any]:
     names = list(SENSORS)
     seq = [0] * len(names)
     seconds = max(1, round(hours * 3600))
-    marks: list[tuple[int, float, int, float]] = []  # (virtual s, wall s, frames, rss MB)
+    # (virtual s, wall s, frames, rss MB, CPU s of the process: every thread, load average)
+    marks: list[tuple[int, float, int, float, float, float]] = []
     frames = 0
     start = time.perf_counter()
+    cpu0 = time.process_time()
     rec = Recorder(path, wall_clock=False)
     write_frame = rec.write
     for k in range(seconds):
@@ -95,7 +97,16 @@ def write(path: Path, hours: float) -> dict[str, Any]:
             write_frame(Frame(names[s], n, ts, data, t_sensor=ts + 5 * MS, t_arrival=ta))
         frames += len(t)
         if k % 60 == 59 or k == seconds - 1:
-            marks.append((k + 1, time.perf_counter() - start, frames, rss_mb()))
+            marks.append(
+                (
+                    k + 1,
+                    time.perf_counter() - start,
+                    frames,
+                    rss_mb(),
+                    time.process_time() - cpu0,
+                    os.getloadavg()[0],
+                )
+            )
     wrote = time.perf_counter() - start
     t0 = time.perf_counter()
     rec.close()
@@ -124,16 +135,28 @@ def report_write(got: dict[str, Any], path: Path) -> None:
         f"{frames / wall:,.0f} frames/s"
     )
     first = marks[0]
-    print(f"  first minute: {first[2] / first[1]:,.0f} frames/s, RSS {first[3]:.0f} MB")
-    prev = (0, 0.0, 0, 0.0)
+    first_rate, first_cpu = first[2] / first[1], first[2] / max(1e-9, first[4])
+    print(
+        f"  first minute: {first_rate:,.0f} frames/s, {first_cpu:,.0f} frames per CPU s, "
+        f"RSS {first[3]:.0f} MB"
+    )
+    prev = (0, 0.0, 0, 0.0, 0.0, 0.0)
+    worst = [1.0, 1.0]
     for m in marks:
         if m[0] % 3600 == 0 or m is marks[-1]:
             rate = (m[2] - prev[2]) / max(1e-9, m[1] - prev[1])
+            per_cpu = (m[2] - prev[2]) / max(1e-9, m[4] - prev[4])
+            worst = [min(worst[0], rate / first_rate), min(worst[1], per_cpu / first_cpu)]
             print(
-                f"  up to {m[0] / 3600:.2f} h: {rate:,.0f} frames/s in this stretch, "
-                f"RSS {m[3]:.0f} MB"
+                f"  up to {m[0] / 3600:.2f} h: {rate:,.0f} frames/s ({rate / first_rate:.2f} of "
+                f"the first minute), {per_cpu:,.0f} frames per CPU s "
+                f"({per_cpu / first_cpu:.2f}), RSS {m[3]:.0f} MB, load {m[5]:.1f}"
             )
             prev = m
+    print(
+        f"  slowest stretch against the first minute: {worst[0]:.2f} in wall time, "
+        f"{worst[1]:.2f} in CPU time"
+    )
     rss = [m[3] for m in marks]
     print(
         f"  RSS over the run: min {min(rss):.0f} MB, max {max(rss):.0f} MB "
@@ -242,14 +265,16 @@ def peer_sync(path: Path, tmp: Path) -> None:
     best = {"hyperframes": float("inf"), "polars": float("inf")}
     cpu = {"hyperframes": float("inf"), "polars": float("inf")}
     counts = {}
-    for _ in range(5):  # interleaved
+    load = os.getloadavg()[0]
+    for _ in range(9):  # interleaved
         for name, fn in (("hyperframes", ours), ("polars", polars)):
             t0, c0 = time.perf_counter(), time.process_time()
             counts[name] = fn()
             best[name] = min(best[name], time.perf_counter() - t0)
             cpu[name] = min(cpu[name], time.process_time() - c0)
     print(
-        f"grouping lidar+cam+gnss in-process (best of 5, interleaved): hyperframes (open "
+        f"grouping lidar+cam+gnss in-process (best of 9, interleaved, load {load:.1f}-"
+        f"{os.getloadavg()[0]:.1f}): hyperframes (open "
         f"included) {best['hyperframes'] * 1e3:.0f} ms wall / {cpu['hyperframes'] * 1e3:.0f} ms "
         f"CPU, polars read_parquet + join_asof {best['polars'] * 1e3:.0f} ms wall / "
         f"{cpu['polars'] * 1e3:.0f} ms CPU (polars threads: CPU over wall); ratio "
