@@ -167,8 +167,6 @@ class _SensorState:
         self.segments = 0
 
 
-# long: the hub's async shell: per-sensor queues, deadline expiry, segment starts and statistics
-#   around the sans-I/O policies; candidate to split statistics keeping
 class SyncHub:
     """Clock-aligned grouping of frames from many sources (contract).
 
@@ -333,7 +331,7 @@ class SyncHub:
             stream = batches() if batches is not None else _singles(source.frames())
             async with send, aclosing(stream) as frames:  # type: ignore[type-var]
                 async for batch in frames:
-                    await self._hand_over(batch, send, queued)
+                    await _hand_over(batch, send, queued)
         except Exception as err:
             why = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
             self._failed[source.name] = why
@@ -347,33 +345,6 @@ class SyncHub:
         finally:
             with anyio.CancelScope(shield=True):
                 await source.aclose()
-
-    @staticmethod
-    async def _hand_over(
-        batch: list[Frame], send: ChannelSender[Frame], queued: deque[Frame]
-    ) -> None:
-        """Queue ``batch`` in the source's channel in order, one checkpoint for the lot.
-
-        The drop policies never wait (a ``drop_newest`` refusal leaves ``queued``
-        again); ``block`` waits for room for each frame that does not fit. The
-        checkpoint comes after the frames are queued, so cancelling there loses none.
-        """
-        waited = False
-        for frame in batch:
-            queued.append(frame)
-            try:
-                accepted = send.send_nowait(frame)
-            except anyio.WouldBlock:
-                waited = True
-                try:
-                    accepted = await send.send(frame)
-                except BaseException:
-                    queued.pop()
-                    raise
-            if not accepted:
-                queued.pop()
-        if not waited:
-            await anyio.lowlevel.checkpoint()
 
     async def _pump(
         self, receive: ChannelReceiver[Frame], clock: Clock, queued: deque[Frame]
@@ -547,45 +518,75 @@ class SyncHub:
 
     def statistics(self) -> HubStatistics:
         """Counters now: per sensor, per channel, groups, drops and added latency."""
-        pstats = self.policy.stats
-        dropped: dict[tuple[str, str], int] = dict(pstats.dropped)
-        per_sensor: dict[str, dict[str, int]] = {}
-        for (sensor, reason), n in pstats.dropped.items():
-            per_sensor.setdefault(sensor, {})[reason] = n
-        for name, state in self._sensors.items():
-            for reason, n in state.dropped.items():
-                dropped[(name, reason)] = dropped.get((name, reason), 0) + n
-                per_sensor.setdefault(name, {})[reason] = n
-        sensors = {
-            name: SensorStatistics(
-                frames_in=state.frames_in,
-                dropped=MappingProxyType(per_sensor.get(name, {})),
-                last_t=state.last_t,
-                last_received=state.last_received,
-                lag_ns=None
-                if state.last_t is None or state.last_received is None
-                else state.last_received - state.last_t,
-                clock=MappingProxyType(state.model.describe() if state.model else {}),
-                segments=state.segments,
-            )
-            for name, state in self._sensors.items()
-        }
-        channels = {name: send.statistics() for name, send in self._channels.items()}
-        channels["hub->out"] = self._send_groups.statistics()
-        return HubStatistics(
-            frames_in=self._frames_in,
-            groups_emitted=pstats.groups_emitted,
-            groups_complete=pstats.groups_emitted - pstats.groups_partial,
-            groups_partial=pstats.groups_partial,
-            groups_dropped=pstats.groups_dropped,
-            groups_expired=self._expired_groups,
-            peak_buffer_used=pstats.peak_buffered,
-            dropped=MappingProxyType(dropped),
-            sensors=MappingProxyType(sensors),
-            channels=MappingProxyType(channels),
-            latency=_summarise(self._latencies, self._latency_counts),
-            sources_failed=MappingProxyType(dict(self._failed)),
+        return _statistics(self)
+
+
+def _statistics(hub: SyncHub) -> HubStatistics:
+    """The hub's counters as one :class:`HubStatistics` (its ``statistics()``)."""
+    pstats = hub.policy.stats
+    dropped: dict[tuple[str, str], int] = dict(pstats.dropped)
+    per_sensor: dict[str, dict[str, int]] = {}
+    for (sensor, reason), n in pstats.dropped.items():
+        per_sensor.setdefault(sensor, {})[reason] = n
+    for name, state in hub._sensors.items():
+        for reason, n in state.dropped.items():
+            dropped[(name, reason)] = dropped.get((name, reason), 0) + n
+            per_sensor.setdefault(name, {})[reason] = n
+    sensors = {
+        name: SensorStatistics(
+            frames_in=state.frames_in,
+            dropped=MappingProxyType(per_sensor.get(name, {})),
+            last_t=state.last_t,
+            last_received=state.last_received,
+            lag_ns=None
+            if state.last_t is None or state.last_received is None
+            else state.last_received - state.last_t,
+            clock=MappingProxyType(state.model.describe() if state.model else {}),
+            segments=state.segments,
         )
+        for name, state in hub._sensors.items()
+    }
+    channels = {name: send.statistics() for name, send in hub._channels.items()}
+    channels["hub->out"] = hub._send_groups.statistics()
+    return HubStatistics(
+        frames_in=hub._frames_in,
+        groups_emitted=pstats.groups_emitted,
+        groups_complete=pstats.groups_emitted - pstats.groups_partial,
+        groups_partial=pstats.groups_partial,
+        groups_dropped=pstats.groups_dropped,
+        groups_expired=hub._expired_groups,
+        peak_buffer_used=pstats.peak_buffered,
+        dropped=MappingProxyType(dropped),
+        sensors=MappingProxyType(sensors),
+        channels=MappingProxyType(channels),
+        latency=_summarise(hub._latencies, hub._latency_counts),
+        sources_failed=MappingProxyType(dict(hub._failed)),
+    )
+
+
+async def _hand_over(batch: list[Frame], send: ChannelSender[Frame], queued: deque[Frame]) -> None:
+    """Queue ``batch`` in the source's channel in order, one checkpoint for the lot.
+
+    The drop policies never wait (a ``drop_newest`` refusal leaves ``queued``
+    again); ``block`` waits for room for each frame that does not fit. The
+    checkpoint comes after the frames are queued, so cancelling there loses none.
+    """
+    waited = False
+    for frame in batch:
+        queued.append(frame)
+        try:
+            accepted = send.send_nowait(frame)
+        except anyio.WouldBlock:
+            waited = True
+            try:
+                accepted = await send.send(frame)
+            except BaseException:
+                queued.pop()
+                raise
+        if not accepted:
+            queued.pop()
+    if not waited:
+        await anyio.lowlevel.checkpoint()
 
 
 async def _singles(frames: AsyncIterator[Frame]) -> AsyncIterator[list[Frame]]:
