@@ -242,20 +242,22 @@ class StampIndex:
             raise ValueError("the file ends inside its stamp index")
         return memoryview(data), [(a - lo, b) for a, b in spans]
 
-    def _summed(self, k: int, j: int) -> Int64:
+    def _summed(self, k: int, j: int, out: Int64 | None = None) -> Int64:
         """Delta-coded column ``j`` (``seq``, ``t`` or ``t_arrival``) of sensor ``k`` as its
         values: each frame's deltas summed straight into the result, the running total
-        carried from frame to frame (no joined copy of the deltas, no second array)."""
+        carried from frame to frame (no joined copy of the deltas, no second array); into
+        ``out`` (``counts[k]`` int64 values) when given."""
         n = self.counts[k]
         payload, spans = self._region(self._spans.spans(k, j))
         what = f"a stamp index column of {self.sensors[k]!r}"
         widths = self._packing[k][j] if self._packing is not None else None
+        if out is None:
+            out = np.empty(n, np.int64)
         if widths is not None and any(widths):
-            return self._unpacked(payload, spans, widths, n, what)
+            return self._unpacked(payload, spans, widths, out, what)
         pieces = unframe_pieces(payload, spans, 8 * n, what, checksummed=self._checksummed)
         if len(pieces) == 1 or any(len(p) % 8 for p in pieces):  # a value across frames
-            return np.cumsum(np.frombuffer(b"".join(pieces), "<i8"), dtype=np.int64)
-        out = np.empty(n, np.int64)
+            return np.cumsum(np.frombuffer(b"".join(pieces), "<i8"), dtype=np.int64, out=out)
         at = 0
         for piece in pieces:
             deltas = np.frombuffer(piece, "<i8")
@@ -271,12 +273,12 @@ class StampIndex:
         payload: memoryview,
         spans: list[tuple[int, int]],
         widths: bytes,
-        n: int,
+        out: Int64,
         what: str,
     ) -> Int64:
         """:meth:`_summed` of a column with packed frames (1.8): a frame of width ``w`` holds
         ``base:<i8`` then ``u{w}`` values, each delta being ``base`` plus its value."""
-        out = np.empty(n, np.int64)
+        n = len(out)
         at = 0
         for (a, b), w in zip(spans, widths, strict=True):
             frame = payload[a : a + b]
@@ -310,12 +312,18 @@ class StampIndex:
     def _index(self, name: str) -> int | None:
         return self.sensors.index(name) if name in self.sensors else None
 
-    def t(self, name: str) -> Int64:
+    def t(self, name: str, out: Int64 | None = None) -> Int64:
         """``t`` of sensor ``name``'s frames in recorded order, and nothing else decoded
-        (what grouping needs); ``ValueError`` when the column does not hold exactly its
+        (what grouping needs), into ``out`` when given (as many int64 values as the
+        sensor has frames); ``ValueError`` when the column does not hold exactly its
         values."""
         k = self._index(name)
-        return np.empty(0, np.int64) if k is None else self._summed(k, 2)
+        return np.empty(0, np.int64) if k is None else self._summed(k, 2, out)
+
+    def count(self, name: str) -> int:
+        """Frames of sensor ``name`` (0 when the index does not have it)."""
+        k = self._index(name)
+        return 0 if k is None else self.counts[k]
 
     def seq(self, name: str) -> Int64:
         """``seq`` of sensor ``name``'s frames in recorded order (``ValueError`` as :meth:`t`)."""

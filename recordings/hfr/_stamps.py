@@ -158,9 +158,15 @@ def read_stamps(
     if index is not None:
         try:
             found = {}
+            # One allocation for every sensor's t: one mapping (huge pages where the
+            # allocator can), not a 4 KiB page fault at a time per sensor.
+            block = np.empty(sum(index.count(s) for s in names), np.int64)
+            at = 0
             for s in names:
                 index.check_rows(s)  # the runs and seq's size now; a bad frame later
-                found[s] = SensorStamps(s, index.t(s), rows=_rows(log, index, s))
+                t = index.t(s, block[at : at + index.count(s)])
+                at += len(t)
+                found[s] = SensorStamps(s, t, rows=_rows(log, index, s))
             return {s: _window(st, start, end) for s, st in found.items()}
         except ValueError:  # a sensor's columns do not check out: the blocks instead
             log.drop_stamp_index()
