@@ -50,7 +50,15 @@ vectors, spherical linear for quaternions.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextlib import aclosing
 from pathlib import Path
 from typing import Any
@@ -60,7 +68,7 @@ import numpy as np
 
 from adapters._side_files import refuse_special
 from adapters._timeparse import TIME_UNITS, parse_time_ns, unit_scale
-from adapters._timeseries_csv import RowMismatch, csv_cells, read_layout
+from adapters._timeseries_csv import CsvLayout, RowMismatch, csv_cells, read_layout
 from adapters._timeseries_records import REBASE_AFTER, Batch, RecordPacker
 from adapters._timeseries_udp import udp_batches
 from adapters.errors import SourceOpenError
@@ -82,8 +90,6 @@ DEFAULT_GATHER = 0.010
 """Seconds a fast UDP stream gathers in the socket between drains (``from_udp(gather=)``)."""
 
 
-# long: one source with four documented from_* constructors (CSV, numpy, an iterable, UDP), each a
-#   documented classmethod; candidate to split the inputs into their module
 class TimeSeriesSource(Source):
     """Timestamped samples, one row (or ``block`` rows) per frame (contract).
 
@@ -186,36 +192,10 @@ class TimeSeriesSource(Source):
             dtypes=dtypes,
             delimiter=delimiter,
         )
-        dtype = layout.dtype
         source: TimeSeriesSource
 
         def read_chunks() -> Iterable[np.ndarray]:
-            rows: list[tuple[Any, ...]] = []
-            for line, cells in csv_cells(path, delimiter):
-                if line <= header_line:
-                    continue
-                source.count_received()
-                try:
-                    values, extra = layout.parse(cells, line)
-                except RowMismatch as err:
-                    source.count_error("schema_mismatch", str(err))
-                    continue
-                except (ValueError, IndexError, OverflowError, ArithmeticError) as err:
-                    source.count_error("bad_row", f"{path}: line {line}: {err}")
-                    continue
-                if extra:
-                    source.count_error(
-                        "extra_columns",
-                        f"{path}: line {line}: {extra} value(s) beyond the "
-                        f"{layout.width} columns; the row is kept without them",
-                        units=0,
-                    )
-                rows.append((line, *values))
-                if len(rows) >= _CHUNK_ROWS:
-                    yield _rows_array(rows, dtype, source, f"{path}: line")
-                    rows = []
-            if rows:
-                yield _rows_array(rows, dtype, source, f"{path}: line")
+            return _csv_chunks(path, delimiter, layout, header_line, source)
 
         options.setdefault("name", path.stem)
         source = cls(_producer=_thread_producer(read_chunks), **options)
@@ -234,23 +214,7 @@ class TimeSeriesSource(Source):
         """Samples from a structured array, a ``.npy`` of one, or an ``.npz`` of columns."""
         if isinstance(data, (str, Path)):
             path = Path(data)
-            refuse_special(path, "numpy file", SourceOpenError)
-            if not path.is_file():
-                raise SourceOpenError(f"numpy file {str(path)!r} does not exist")
-            loaded = np.load(path, allow_pickle=False)
-            if isinstance(loaded, np.lib.npyio.NpzFile):
-                with loaded:
-                    cols = {k: loaded[k] for k in loaded.files}
-                lengths = {len(v) for v in cols.values()}
-                if len(lengths) != 1:
-                    raise ConfigError(f"{path}: columns have different lengths {sorted(lengths)}")
-                array = np.empty(
-                    lengths.pop(), [(k, v.dtype, v.shape[1:]) for k, v in cols.items()]
-                )
-                for k, v in cols.items():
-                    array[k] = v
-            else:
-                array = loaded
+            array = _load_numpy(path)
             options.setdefault("name", path.stem)
         else:
             array = data
@@ -277,23 +241,8 @@ class TimeSeriesSource(Source):
         source: TimeSeriesSource
         packer = RecordPacker(time_field, time_unit, fields)
 
-        async def produce() -> AsyncIterator[Batch]:
-            if isinstance(items, AsyncIterable):
-                async for item in items:
-                    source.count_received()
-                    rows, weights = packer.pack([item], source)
-                    if len(rows):
-                        yield Batch(rows, None, weights)
-            else:
-                for item in items:
-                    source.count_received()
-                    rows, weights = packer.pack([item], source)
-                    if len(rows):
-                        yield Batch(rows, None, weights)
-                    await anyio.lowlevel.checkpoint()
-            rows, weights = packer.finish(source)
-            if len(rows):
-                yield Batch(rows, None, weights)
+        def produce() -> AsyncIterator[Batch]:
+            return _iterable_batches(items, packer, source)
 
         source = cls(_producer=produce, **options)
         source._ledger_unit = "record"
@@ -340,24 +289,17 @@ class TimeSeriesSource(Source):
         source: TimeSeriesSource
         packer = RecordPacker(time_field, time_unit, fields)
 
-        async def produce() -> AsyncIterator[Batch | list[Batch]]:
-            receiver = UdpReceiver(
-                source,
-                host=host,
-                port=port,
-                sender=sender,
-                recv_buffer=recv_buffer,
-                sender_timeout=sender_timeout,
-                gather=gather,
-            )
-            async with receiver:
-                source.udp = receiver
-                source._bound_port = receiver.port
-                source._listening.set()
-                stream = udp_batches(source, receiver, packer, format, source.block == 1)
-                async with aclosing(stream) as batches:  # type: ignore[type-var]
-                    async for item in batches:
-                        yield item
+        receiver_options: dict[str, Any] = {
+            "host": host,
+            "port": port,
+            "sender": sender,
+            "recv_buffer": recv_buffer,
+            "sender_timeout": sender_timeout,
+            "gather": gather,
+        }
+
+        def produce() -> AsyncIterator[Batch | list[Batch]]:
+            return _udp_producer(source, packer, format, receiver_options)
 
         options.setdefault("overflow", "drop_oldest")
         source = cls(_producer=produce, **options)
@@ -448,7 +390,7 @@ class TimeSeriesSource(Source):
                 yield out
         if pending is not None and len(pending.rows):
             yield [self._frame(pending.rows, pending.weights, arrival)]
-        self._drop_held(self._last_t)  # a jump nothing confirmed: counted, not delivered
+        _drop_held(self, self._last_t)  # a jump nothing confirmed: counted, not delivered
 
     def _frame(self, rows: np.ndarray, weights: np.ndarray, arrival: int | None) -> Frame:
         return self.make_frame(int(rows["t"][0]), rows, t_arrival=arrival, units=int(weights.sum()))
@@ -506,13 +448,13 @@ class TimeSeriesSource(Source):
             ti = int(t[i])
             row = (chunk[i : i + 1], int(weights[i]))
             if last is None or last <= ti <= last + bound:
-                self._drop_held(last)
+                _drop_held(self, last)
                 keep.append(row)
                 last = ti
                 continue
             held_last = int(self._held[-1][0]["t"][0]) if self._held else None
             if held_last is None or not held_last <= ti <= held_last + bound:
-                self._drop_held(last)
+                _drop_held(self, last)
             self._held.append(row)
             if len(self._held) >= REBASE_AFTER:
                 self.count_error(
@@ -529,22 +471,120 @@ class TimeSeriesSource(Source):
             return chunk[:0], weights[:0]
         return np.concatenate([r for r, _ in keep]), np.array([w for _, w in keep], np.int64)
 
-    def _drop_held(self, last: int | None) -> None:
-        if not self._held:
-            return
-        first = int(self._held[0][0]["t"][0])
-        reason = "time_backwards" if last is not None and first < last else "time_jump"
-        self.errors[reason] += len(self._held) - 1
-        self.count_error(
-            reason,
-            f"{len(self._held)} sample(s) dropped: stamp {first} ns is more than the bound "
-            f"away from the recent stamps (last {last} ns)",
-            units=sum(w for _, w in self._held),
-        )
-        self._held = []
+
+def _drop_held(source: TimeSeriesSource, last: int | None) -> None:
+    """The rows held after a jump dropped and counted (``time_backwards`` or ``time_jump``)."""
+    if not source._held:
+        return
+    first = int(source._held[0][0]["t"][0])
+    reason = "time_backwards" if last is not None and first < last else "time_jump"
+    source.errors[reason] += len(source._held) - 1
+    source.count_error(
+        reason,
+        f"{len(source._held)} sample(s) dropped: stamp {first} ns is more than the bound "
+        f"away from the recent stamps (last {last} ns)",
+        units=sum(w for _, w in source._held),
+    )
+    source._held = []
 
 
 # -- producers ------------------------------------------------------------------------------
+
+
+def _csv_chunks(
+    path: Path, delimiter: str, layout: CsvLayout, header_line: int, source: Source
+) -> Iterator[np.ndarray]:
+    """The CSV's rows after its header as arrays of up to ``_CHUNK_ROWS``: each row read is
+    counted, each that does not parse counted by reason with its line."""
+    dtype = layout.dtype
+    rows: list[tuple[Any, ...]] = []
+    for line, cells in csv_cells(path, delimiter):
+        if line <= header_line:
+            continue
+        source.count_received()
+        try:
+            values, extra = layout.parse(cells, line)
+        except RowMismatch as err:
+            source.count_error("schema_mismatch", str(err))
+            continue
+        except (ValueError, IndexError, OverflowError, ArithmeticError) as err:
+            source.count_error("bad_row", f"{path}: line {line}: {err}")
+            continue
+        if extra:
+            source.count_error(
+                "extra_columns",
+                f"{path}: line {line}: {extra} value(s) beyond the "
+                f"{layout.width} columns; the row is kept without them",
+                units=0,
+            )
+        rows.append((line, *values))
+        if len(rows) >= _CHUNK_ROWS:
+            yield _rows_array(rows, dtype, source, f"{path}: line")
+            rows = []
+    if rows:
+        yield _rows_array(rows, dtype, source, f"{path}: line")
+
+
+def _load_numpy(path: Path) -> np.ndarray:
+    """A structured array from a ``.npy`` of one or an ``.npz`` of equally long columns."""
+    refuse_special(path, "numpy file", SourceOpenError)
+    if not path.is_file():
+        raise SourceOpenError(f"numpy file {str(path)!r} does not exist")
+    loaded = np.load(path, allow_pickle=False)
+    if isinstance(loaded, np.lib.npyio.NpzFile):
+        with loaded:
+            cols = {k: loaded[k] for k in loaded.files}
+        lengths = {len(v) for v in cols.values()}
+        if len(lengths) != 1:
+            raise ConfigError(f"{path}: columns have different lengths {sorted(lengths)}")
+        array = np.empty(lengths.pop(), [(k, v.dtype, v.shape[1:]) for k, v in cols.items()])
+        for k, v in cols.items():
+            array[k] = v
+    else:
+        array = loaded
+    return array
+
+
+async def _iterable_batches(
+    items: Iterable[Any] | AsyncIterable[Any], packer: RecordPacker, source: Source
+) -> AsyncIterator[Batch]:
+    """``items`` packed into rows one by one (a checkpoint after each sync item), then what
+    the packer still holds."""
+    if isinstance(items, AsyncIterable):
+        async for item in items:
+            source.count_received()
+            rows, weights = packer.pack([item], source)
+            if len(rows):
+                yield Batch(rows, None, weights)
+    else:
+        for item in items:
+            source.count_received()
+            rows, weights = packer.pack([item], source)
+            if len(rows):
+                yield Batch(rows, None, weights)
+            await anyio.lowlevel.checkpoint()
+    rows, weights = packer.finish(source)
+    if len(rows):
+        yield Batch(rows, None, weights)
+
+
+async def _udp_producer(
+    source: TimeSeriesSource,
+    packer: RecordPacker,
+    format: str,
+    receiver_options: dict[str, Any],
+) -> AsyncIterator[Batch | list[Batch]]:
+    """The live datagrams' batches while ``source`` listens (``receiver_options`` for
+    :class:`UdpReceiver`); the bound port is published once the socket is open."""
+    receiver = UdpReceiver(source, **receiver_options)
+    async with receiver:
+        source.udp = receiver
+        source._bound_port = receiver.port
+        source._listening.set()
+        stream = udp_batches(source, receiver, packer, format, source.block == 1)
+        async with aclosing(stream) as batches:  # type: ignore[type-var]
+            async for item in batches:
+                yield item
 
 
 def _rows_array(
