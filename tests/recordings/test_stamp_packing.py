@@ -13,12 +13,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recordings import ReadLimits, open_recording
+from recordings._offline_sync import sync_recording
 from recordings.hfr import _framed
 from recordings.hfr._format import PRELUDE, RecordKind, crc32, pack_prelude, pack_trailer
+from recordings.hfr._stamp_block import decode_block
 from recordings.hfr._stamp_index import StampIndex, StampIndexWriter, pack_deltas, read_stamp_index
 from tests.recordings.helpers import stamp_record_span
 from tests.recordings.test_stamp_block import write_mixed
-from tests.recordings.test_stamp_index import _replace_record, _stamp_record, groups_of
+from tests.recordings.test_stamp_index import (
+    POLICY,
+    _replace_record,
+    _stamp_record,
+    groups_of,
+)
 
 I64 = (-(2**63), 2**63 - 1)
 
@@ -237,3 +244,35 @@ def test_packed_frames_in_a_stamps_record_are_refused(tmp_path: Path) -> None:
         with pytest.raises(ValueError, match="wrong size"):
             index.t(meta["s"][0])
     assert groups_of(path) == expected
+
+
+def test_a_stamps_record_as_1_7_wrote_it_is_read_as_before(tmp_path: Path) -> None:
+    """A file whose stamp index is a STAMPS record of plain delta frames (kind 5, no
+    ``p``: what 1.5-1.7 writers leave) groups from that index, as before, with the same
+    groups and table as the 1.8 record of the same stamps."""
+    path = tmp_path / "mixed.hfr"
+    write_mixed(path)
+    expected = groups_of(path)
+    with sync_recording(path, POLICY) as g:
+        table = {k: np.asarray(v).tolist() for k, v in g.table().items()}
+    writer = StampIndexWriter()
+    writer._cols._encode = None  # plain frames, as before 1.8
+    with open_recording(path) as log:
+        for c in log.chunks:
+            block = decode_block(c, 1 << 30)
+            writer.add(
+                c.sensors, block.sensor, block.seq, block.t, block.arrival, block.has_arrival
+            )
+    record = writer.record()
+    assert record is not None
+    pieces = list(record)  # prelude, meta, then the payload's frames
+    meta = msgpack.unpackb(pieces[1], raw=False)
+    assert not any(w for cols in meta["p"] for col in cols for w in col)
+    del meta["p"]
+    _replace_record(path, meta, [b"".join(pieces[2:])])
+    data = path.read_bytes()
+    assert PRELUDE.unpack_from(data, stamp_record_span(data)[0])[1] == RecordKind.STAMPS
+    assert groups_of(path) == expected
+    with sync_recording(path, POLICY) as g:
+        assert g.statistics.stamp_index
+        assert {k: np.asarray(v).tolist() for k, v in g.table().items()} == table
