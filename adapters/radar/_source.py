@@ -55,8 +55,6 @@ class _Lost:
 _Outcome = tuple[str, "_ars548.Scan | _ars548.Rejected", "int | None", str] | _Lost
 
 
-# long: four inputs (pcap, bag, live UDP, CAN for the ARS408) and the per-list ledgers they share;
-#   candidate to split per input
 class RadarSource(Source):
     """Detection and object lists of an automotive radar (kind ``radar``).
 
@@ -238,7 +236,7 @@ class RadarSource(Source):
             async for live in self._live_frames():
                 yield live
             return
-        batches = self._pcap_batches() if self.pcap is not None else self._bag_batches()
+        batches = _pcap_batches(self) if self.pcap is not None else self._bag_batches()
         clock = current_clock()
         start: tuple[int, int] | None = None
         made = 0
@@ -315,47 +313,6 @@ class RadarSource(Source):
             f"{self.name}: {where}: {received} datagram(s) gave no radar list ({reasons}); "
             f"last: {self.last_error}"
         )
-
-    # -- a capture -----------------------------------------------------------------------
-
-    def _pcap_batches(self) -> Iterator[list[_Outcome]]:
-        assert self.pcap is not None
-        path, detections = self.pcap, self.detections
-        batch: list[_Outcome] = []
-
-        def skipped(reason: str, offset: int) -> None:
-            message = f"{detections}: {path}: record at byte {offset}: {reason.replace('_', ' ')}"
-            batch.append(_Lost(detections, LEDGER_REASONS.get(reason, "undecodable"), message))
-
-        senders = SenderFilter(self.sender)
-        other: dict[int, list[int]] = {}  # port -> [datagrams, first offset]
-        with PcapReader(path, on_skip=skipped) as reader:
-            for d in reader:
-                if d.dst_port != self.data_port:
-                    seen = other.setdefault(d.dst_port, [0, d.offset])
-                    seen[0] += 1
-                    continue
-                where = f"{path}: record at byte {d.offset}: "
-                host = address_text(d.src_addr)
-                if not senders.admit((host, d.src_port), 0):
-                    message = (
-                        f"{detections}: {where}datagram from {host}:{d.src_port}; "
-                        f"{senders.describe()} (sender= chooses)"
-                    )
-                    batch.append(_Lost(detections, "foreign_sender", message))
-                    continue
-                batch.append(self._outcome(d.payload, d.t_capture, where))
-                if len(batch) >= _BATCH:
-                    yield batch
-                    batch = []
-        for port, (count, first) in sorted(other.items()):
-            message = (
-                f"{detections}: {path}: record at byte {first}: {count:,} datagram(s) to port "
-                f"{port}; the radar's go to port {self.data_port} (data_port= chooses)"
-            )
-            batch.append(_Lost(detections, "wrong_port", message, count))
-        if batch:
-            yield batch
 
     # -- a bag ---------------------------------------------------------------------------
 
@@ -442,3 +399,48 @@ class RadarSource(Source):
             if value is not None:
                 return f"RadarSource({key}={str(value)!r}, model={self.model!r})"
         return f"RadarSource(model={self.model!r}, name={self.name!r})"
+
+
+# -- a capture ---------------------------------------------------------------------------
+
+
+def _pcap_batches(source: RadarSource) -> Iterator[list[_Outcome]]:
+    """A capture's datagrams to the data port as outcomes in batches; those to other ports,
+    from a foreign sender or in a damaged record as losses with their byte offset."""
+    assert source.pcap is not None
+    path, detections = source.pcap, source.detections
+    batch: list[_Outcome] = []
+
+    def skipped(reason: str, offset: int) -> None:
+        message = f"{detections}: {path}: record at byte {offset}: {reason.replace('_', ' ')}"
+        batch.append(_Lost(detections, LEDGER_REASONS.get(reason, "undecodable"), message))
+
+    senders = SenderFilter(source.sender)
+    other: dict[int, list[int]] = {}  # port -> [datagrams, first offset]
+    with PcapReader(path, on_skip=skipped) as reader:
+        for d in reader:
+            if d.dst_port != source.data_port:
+                seen = other.setdefault(d.dst_port, [0, d.offset])
+                seen[0] += 1
+                continue
+            where = f"{path}: record at byte {d.offset}: "
+            host = address_text(d.src_addr)
+            if not senders.admit((host, d.src_port), 0):
+                message = (
+                    f"{detections}: {where}datagram from {host}:{d.src_port}; "
+                    f"{senders.describe()} (sender= chooses)"
+                )
+                batch.append(_Lost(detections, "foreign_sender", message))
+                continue
+            batch.append(source._outcome(d.payload, d.t_capture, where))
+            if len(batch) >= _BATCH:
+                yield batch
+                batch = []
+    for port, (count, first) in sorted(other.items()):
+        message = (
+            f"{detections}: {path}: record at byte {first}: {count:,} datagram(s) to port "
+            f"{port}; the radar's go to port {source.data_port} (data_port= chooses)"
+        )
+        batch.append(_Lost(detections, "wrong_port", message, count))
+    if batch:
+        yield batch
