@@ -190,8 +190,6 @@ def _ports_by_size(path: Path, sizes: dict[str, int], name: str) -> dict[str, in
     }
 
 
-# long: three inputs (pcap, OSF, live UDP) of one sensor with its IMU stream share the metadata,
-#   packet format and per-stream ledgers held here; candidate to split per input
 class OusterSource(Source):
     """Scans of an Ouster lidar and its IMU (contract).
 
@@ -236,6 +234,7 @@ class OusterSource(Source):
     """
 
     _ledger_unit = "datagram"
+    _scans: OsfScans | None  # an OSF source's scans, once read (_init_osf)
 
     # long: 15 documented keyword options over three inputs, each checked and kept
     def __init__(
@@ -272,7 +271,7 @@ class OusterSource(Source):
                     "OusterSource: give osf= alone (the OSF file holds its sensors' "
                     "metadata), or pcap= and metadata="
                 )
-            self._init_osf(Path(osf), name, require_imu, partial_scans, speed, clock, capacity)
+            _init_osf(self, Path(osf), name, require_imu, partial_scans, speed, clock, capacity)
             return
         if metadata is None:
             raise ConfigError(
@@ -292,7 +291,7 @@ class OusterSource(Source):
             self._pcap_size = stat.st_size
         self.metadata: Path | None = Path(metadata)
         raw, self.info = _read_metadata(self.metadata, name)
-        self.lidar_port, self.imu_port, self.ports_from = self._ports(lidar_port, imu_port, name)
+        self.lidar_port, self.imu_port, self.ports_from = _ports(self, lidar_port, imu_port, name)
         if host is not None:
             parse_sender(host)  # an IPv4 address (a ConfigError naming it otherwise)
         self.host = host
@@ -338,94 +337,6 @@ class OusterSource(Source):
         self._listening_ports: tuple[int, int] | None = None
         self._listening = anyio.Event()
 
-    def _init_osf(
-        self,
-        path: Path,
-        name: str,
-        require_imu: bool,
-        partial_scans: bool,
-        speed: float | None,
-        clock: ClockModel | None,
-        capacity: int,
-    ) -> None:
-        """An OSF file's source: one lidar sensor per lidar stream (``name``, then
-        ``name_1`` ...), ``<lidar>_imu`` for a stream whose scans carry IMU samples."""
-        contents = open_osf(path, name)
-        self.osf, self.osf_contents = path, contents
-        self.pcap, self._pcap_size, self.metadata = None, 0, None
-        self.info = contents.streams[0].info
-        self.lidar_port, self.imu_port, self.ports_from = LIDAR_PORT, IMU_PORT, {}
-        self.host, self.bind, self.udp = None, "0.0.0.0", None
-        self.partial_scans, self.decoder, self.speed = partial_scans, "ouster-sdk", speed
-        self.recv_buffer = 0
-        self.imu_name = f"{name}_imu"
-        self.missing_columns = 0
-        self._scans: OsfScans | None = None
-        self._ledger_unit = "message"
-        if require_imu and contents.streams[0].imu is None:
-            raise SourceOpenError(
-                f"{path}: require_imu=True, but the OSF file's scans carry no IMU samples "
-                "(a sensor with the ACCEL32_GYRO32_NMEA IMU profile, IMU fields kept, has them)",
-                sensor=name,
-            )
-        specs: list[SensorSpec] = []
-        for stream in contents.streams:
-            meta = {**_lidar_meta(stream.info), "osf_stream": stream.stream_id}
-            specs.append(
-                SensorSpec(
-                    stream.sensor,
-                    kind="lidar",
-                    clock=clock,
-                    capacity=capacity,
-                    overflow="block",
-                    meta=meta,
-                )
-            )
-            if stream.imu is not None:
-                specs.append(
-                    SensorSpec(
-                        stream.imu,
-                        kind="imu",
-                        clock=clock,
-                        capacity=max(capacity, 64),
-                        overflow="block",
-                        meta={"fields": list(IMU_FIELDS), "units": "m/s^2, rad/s"},
-                    )
-                )
-        Source.__init__(self, specs=tuple(specs))
-        self._listening_ports = None
-        self._listening = anyio.Event()
-
-    def _ports(
-        self, lidar: int | None, imu: int | None, name: str
-    ) -> tuple[int, int, dict[str, str]]:
-        """The lidar and IMU ports, and where each came from (``"given"``, ``"metadata"``,
-        ``"capture"``, ``"default"``)."""
-        config = self.info.config
-        found: dict[str, tuple[int | None, str]] = {}
-        for key, given, stated in (
-            ("lidar", lidar, config.udp_port_lidar),
-            ("imu", imu, config.udp_port_imu),
-        ):
-            if given is not None:
-                found[key] = (given, "given")
-            elif stated:  # None or 0: the metadata does not say
-                found[key] = (int(stated), "metadata")
-            else:
-                found[key] = (None, "default")
-        if self.pcap is not None and any(p is None for p, _ in found.values()):
-            from adapters.lidar._ouster_layout import imu_packet_size
-
-            fmt = self.info.format
-            sizes = {"lidar": lidar_packet_size(fmt), "imu": imu_packet_size(fmt)}
-            seen = _ports_by_size(self.pcap, sizes, name)
-            for key, (port, _) in found.items():
-                if port is None and seen.get(key) is not None:
-                    found[key] = (seen[key], "capture")
-        lidar_port = found["lidar"][0] or LIDAR_PORT
-        imu_port = found["imu"][0] or IMU_PORT
-        return lidar_port, imu_port, {k: v[1] for k, v in found.items()}
-
     def _assembler(self) -> ScanAssembler:
         if self.decoder == "ouster-sdk":
             try:
@@ -469,39 +380,10 @@ class OusterSource(Source):
 
     def frames(self) -> AsyncIterator[Frame]:
         if self.osf is not None:
-            return self._osf_frames()
+            return _osf_frames(self)
         return self._pcap_frames() if self.pcap is not None else self._live_frames()
 
     # -- OSF -----------------------------------------------------------------------------
-
-    async def _osf_frames(self) -> AsyncIterator[Frame]:
-        assert self.osf_contents is not None
-        ledger = Ledger(
-            lambda units, sensor: self.count_received(units, sensor=sensor),
-            lambda reason, message, units, sensor: self.count_error(
-                reason, message, units=units, sensor=sensor
-            ),
-            lambda t, data, sensor, arrival, meta, units: self.make_frame(
-                t, data, sensor=sensor, t_arrival=arrival, meta=meta, units=units
-            ),
-        )
-        scans = self._scans = OsfScans(self.osf_contents, ledger, partial_scans=self.partial_scans)
-        clock = current_clock()
-        start: tuple[int, int] | None = None
-        try:
-            done = False
-            while not done:  # a few scans a worker-thread round trip (decoding is the work)
-                batch, done = await self.run_blocking(scans.batch, _SCANS)
-                for frame in batch:
-                    if self.speed is not None and frame.t_arrival is not None:
-                        if start is None:
-                            start = (clock.now(), frame.t_arrival)
-                        due = start[0] + round((frame.t_arrival - start[1]) / self.speed)
-                        await clock.sleep_until(due)
-                    yield frame
-        finally:
-            self.missing_columns = scans.missing_columns
-            scans.close()
 
     def expected_frames(self) -> int | None:
         if self.osf_contents is not None:
@@ -522,9 +404,9 @@ class OusterSource(Source):
             while not done:  # one worker-thread round trip a batch (the first opens the file)
                 if inline:  # a capture of a scan or two: less work than the round trip
                     await anyio.lowlevel.checkpoint()
-                    batch, done = self._pcap_batch(capture)
+                    batch, done = _pcap_batch(self, capture)
                 else:
-                    batch, done = await self.run_blocking(self._pcap_batch, capture)
+                    batch, done = await self.run_blocking(_pcap_batch, self, capture)
                 for frame in batch:
                     if self.speed is not None and frame.t_arrival is not None:
                         if start is None:
@@ -544,40 +426,6 @@ class OusterSource(Source):
             LEDGER_REASONS.get(reason, "undecodable"),
             f"{self.pcap}: record at byte {offset}: {reason.replace('_', ' ')}",
         )
-
-    def _pcap_batch(self, capture: _Capture) -> tuple[list[Frame], bool]:
-        """Read up to _BATCH datagrams, assemble, decode (worker thread); ``(frames, the
-        capture's end)``. The first call opens the capture; the last flushes the scan
-        in progress."""
-        if capture.datagrams is None:
-            assert self.pcap is not None
-            capture.reader = self._open_pcap(self.pcap)
-            capture.datagrams = capture.reader.addressed()
-        out: list[Frame] = []
-        taken = lidar = decoded = 0
-        push, lidar_port, imu_port = self.assembler.push, self.lidar_port, self.imu_port
-        try:
-            for t, _src, port, payload, self._at, _host in capture.datagrams:
-                taken += 1
-                if port == lidar_port:  # the hot path: counted received after the loop
-                    lidar += 1
-                    scans = push(payload, t)
-                    if scans:
-                        out += self._scan_frames(scans)
-                        decoded += len(scans)
-                        if decoded >= _SCANS:
-                            return out, False
-                else:
-                    kind = "imu" if port == imu_port else port
-                    out += self._datagram(kind, payload, t)
-                if taken >= _BATCH:
-                    return out, False
-        except MetadataMismatch as err:
-            raise DecodeError(f"{self.metadata}: {err}", sensor=self.name) from None
-        finally:
-            self.count_received(lidar)
-        # the end: the scan in progress (no packet finished it, so no arrival time)
-        return out + self._scan_frames(self.assembler.flush(None), last=True), True
 
     # -- live ----------------------------------------------------------------------------
 
@@ -718,3 +566,160 @@ class OusterSource(Source):
             f"pcap={str(self.pcap)!r}" if self.pcap is not None else f"lidar_port={self.lidar_port}"
         )
         return f"OusterSource({where}, metadata={str(self.metadata)!r}, name={self.name!r})"
+
+
+def _init_osf(
+    source: OusterSource,
+    path: Path,
+    name: str,
+    require_imu: bool,
+    partial_scans: bool,
+    speed: float | None,
+    clock: ClockModel | None,
+    capacity: int,
+) -> None:
+    """An OSF file's source: one lidar sensor per lidar stream (``name``, then
+    ``name_1`` ...), ``<lidar>_imu`` for a stream whose scans carry IMU samples."""
+    contents = open_osf(path, name)
+    source.osf, source.osf_contents = path, contents
+    source.pcap, source._pcap_size, source.metadata = None, 0, None
+    source.info = contents.streams[0].info
+    source.lidar_port, source.imu_port, source.ports_from = LIDAR_PORT, IMU_PORT, {}
+    source.host, source.bind, source.udp = None, "0.0.0.0", None
+    source.partial_scans, source.decoder, source.speed = partial_scans, "ouster-sdk", speed
+    source.recv_buffer = 0
+    source.imu_name = f"{name}_imu"
+    source.missing_columns = 0
+    source._scans = None
+    source._ledger_unit = "message"
+    if require_imu and contents.streams[0].imu is None:
+        raise SourceOpenError(
+            f"{path}: require_imu=True, but the OSF file's scans carry no IMU samples "
+            "(a sensor with the ACCEL32_GYRO32_NMEA IMU profile, IMU fields kept, has them)",
+            sensor=name,
+        )
+    specs: list[SensorSpec] = []
+    for stream in contents.streams:
+        meta = {**_lidar_meta(stream.info), "osf_stream": stream.stream_id}
+        specs.append(
+            SensorSpec(
+                stream.sensor,
+                kind="lidar",
+                clock=clock,
+                capacity=capacity,
+                overflow="block",
+                meta=meta,
+            )
+        )
+        if stream.imu is not None:
+            specs.append(
+                SensorSpec(
+                    stream.imu,
+                    kind="imu",
+                    clock=clock,
+                    capacity=max(capacity, 64),
+                    overflow="block",
+                    meta={"fields": list(IMU_FIELDS), "units": "m/s^2, rad/s"},
+                )
+            )
+    Source.__init__(source, specs=tuple(specs))
+    source._listening_ports = None
+    source._listening = anyio.Event()
+
+
+def _ports(
+    source: OusterSource, lidar: int | None, imu: int | None, name: str
+) -> tuple[int, int, dict[str, str]]:
+    """The lidar and IMU ports, and where each came from (``"given"``, ``"metadata"``,
+    ``"capture"``, ``"default"``)."""
+    config = source.info.config
+    found: dict[str, tuple[int | None, str]] = {}
+    for key, given, stated in (
+        ("lidar", lidar, config.udp_port_lidar),
+        ("imu", imu, config.udp_port_imu),
+    ):
+        if given is not None:
+            found[key] = (given, "given")
+        elif stated:  # None or 0: the metadata does not say
+            found[key] = (int(stated), "metadata")
+        else:
+            found[key] = (None, "default")
+    if source.pcap is not None and any(p is None for p, _ in found.values()):
+        from adapters.lidar._ouster_layout import imu_packet_size
+
+        fmt = source.info.format
+        sizes = {"lidar": lidar_packet_size(fmt), "imu": imu_packet_size(fmt)}
+        seen = _ports_by_size(source.pcap, sizes, name)
+        for key, (port, _) in found.items():
+            if port is None and seen.get(key) is not None:
+                found[key] = (seen[key], "capture")
+    lidar_port = found["lidar"][0] or LIDAR_PORT
+    imu_port = found["imu"][0] or IMU_PORT
+    return lidar_port, imu_port, {k: v[1] for k, v in found.items()}
+
+
+async def _osf_frames(source: OusterSource) -> AsyncIterator[Frame]:
+    assert source.osf_contents is not None
+    ledger = Ledger(
+        lambda units, sensor: source.count_received(units, sensor=sensor),
+        lambda reason, message, units, sensor: source.count_error(
+            reason, message, units=units, sensor=sensor
+        ),
+        lambda t, data, sensor, arrival, meta, units: source.make_frame(
+            t, data, sensor=sensor, t_arrival=arrival, meta=meta, units=units
+        ),
+    )
+    scans = source._scans = OsfScans(
+        source.osf_contents, ledger, partial_scans=source.partial_scans
+    )
+    clock = current_clock()
+    start: tuple[int, int] | None = None
+    try:
+        done = False
+        while not done:  # a few scans a worker-thread round trip (decoding is the work)
+            batch, done = await source.run_blocking(scans.batch, _SCANS)
+            for frame in batch:
+                if source.speed is not None and frame.t_arrival is not None:
+                    if start is None:
+                        start = (clock.now(), frame.t_arrival)
+                    due = start[0] + round((frame.t_arrival - start[1]) / source.speed)
+                    await clock.sleep_until(due)
+                yield frame
+    finally:
+        source.missing_columns = scans.missing_columns
+        scans.close()
+
+
+def _pcap_batch(source: OusterSource, capture: _Capture) -> tuple[list[Frame], bool]:
+    """Read up to _BATCH datagrams, assemble, decode (worker thread); ``(frames, the
+    capture's end)``. The first call opens the capture; the last flushes the scan
+    in progress."""
+    if capture.datagrams is None:
+        assert source.pcap is not None
+        capture.reader = source._open_pcap(source.pcap)
+        capture.datagrams = capture.reader.addressed()
+    out: list[Frame] = []
+    taken = lidar = decoded = 0
+    push, lidar_port, imu_port = source.assembler.push, source.lidar_port, source.imu_port
+    try:
+        for t, _src, port, payload, source._at, _host in capture.datagrams:
+            taken += 1
+            if port == lidar_port:  # the hot path: counted received after the loop
+                lidar += 1
+                scans = push(payload, t)
+                if scans:
+                    out += source._scan_frames(scans)
+                    decoded += len(scans)
+                    if decoded >= _SCANS:
+                        return out, False
+            else:
+                kind = "imu" if port == imu_port else port
+                out += source._datagram(kind, payload, t)
+            if taken >= _BATCH:
+                return out, False
+    except MetadataMismatch as err:
+        raise DecodeError(f"{source.metadata}: {err}", sensor=source.name) from None
+    finally:
+        source.count_received(lidar)
+    # the end: the scan in progress (no packet finished it, so no arrival time)
+    return out + source._scan_frames(source.assembler.flush(None), last=True), True
