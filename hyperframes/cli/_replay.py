@@ -260,7 +260,10 @@ def _status(args: argparse.Namespace, session: _Session) -> Callable[[], str]:
 
 
 async def _play_frames(session: _Session, console: Any, status: Callable[[], str]) -> None:
-    """Replay without a pipeline: each frame to the live outputs, counted, with a progress bar."""
+    """Replay without a pipeline: each frame to the live outputs, counted, with a progress bar.
+    The Foxglove server's encoder queue is waited for when full (a file loses nothing by
+    waiting; playback runs late instead), never its clients."""
+    import anyio
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -285,6 +288,8 @@ async def _play_frames(session: _Session, console: Any, status: Callable[[], str
             async for frame in session.source.frames():
                 session.counts[frame.sensor] += 1
                 if server is not None:
+                    if not server.has_room():  # a file's frames can wait for the encoder
+                        await anyio.to_thread.run_sync(server.wait_room)
                     server.publish(frame)
                 if publisher is not None:
                     publisher.publish(frame)

@@ -158,6 +158,35 @@ def test_the_serve_options_set_the_servers_limits() -> None:
         parser.parse_args(["--serve-backlog", "0"])
 
 
+def test_a_replay_waits_for_room_in_the_encoder_queue_instead_of_dropping() -> None:
+    """``has_room``/``wait_room``: a producer that can wait (a replay of a file) waits while
+    the queue is full and publishes once the encoder took an item: nothing dropped."""
+    import threading
+
+    from recordings.outputs.live._sink import LiveSink
+
+    class Slow(LiveSink):
+        def start(self) -> Slow:
+            self._thread = threading.Thread(target=lambda: None)  # taken by the test
+            return self
+
+        def close(self) -> None:
+            self._close_queue()
+
+    sink = Slow(backlog=2, sensors=(), dating=None, dated=None).start()
+    for seq in range(2):
+        sink.publish(Frame("imu", seq, seq, None))
+    assert not sink.has_room()
+    assert not sink.wait_room(0.05)  # nobody took one: still full, bounded
+    threading.Timer(0.1, sink._take).start()  # the encoder takes one, later
+    assert sink.wait_room(10)
+    sink.publish(Frame("imu", 2, 2, None))
+    assert not sink._dropped
+    sink.close()
+    assert sink.has_room()  # closed: nothing to wait for
+    assert sink.wait_room(0)
+
+
 def test_a_taken_port_is_an_os_error() -> None:
     with (
         FoxgloveServer(port=0) as first,

@@ -107,6 +107,23 @@ class LiveSink:
                 self.publish(frame)
         self._put(group)
 
+    def has_room(self) -> bool:
+        """Whether :meth:`publish` would queue without dropping (or the sink is closed)."""
+        return self._closed or len(self._queue) < self.backlog
+
+    def wait_room(self, timeout: float = 5.0) -> bool:
+        """Block (at most ``timeout`` s) until the queue has room; ``False`` if it still has
+        none. For a producer that may wait, as a replay of a file (a live pipeline never
+        calls it: its frames cannot wait, and a full queue drops the oldest, counted)."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while not self._closed and len(self._queue) >= self.backlog:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(min(left, 0.01))
+        return True
+
     def _put(self, item: Frame | FrameGroup) -> None:
         if self._thread is None and not self._closed:
             self.start()
