@@ -138,7 +138,8 @@ def _finish(proc: subprocess.Popen[str], interrupt: bool = False, wait: float = 
 def replayed(bag: Path, *args: str, **options: Any) -> tuple[list[dict[str, Any]], str]:
     """``replay BAG --serve --start-paused``: the client subscribes to every channel (a
     bag's are advertised before their first message), then plays it through Foxglove's
-    playback control; what it received and the replay's output."""
+    playback control (for a bag, timed from its subscriptions, which reach the server
+    first); what it received and the replay's output."""
     port = _free_port()
     proc = _serve(["replay", str(bag), "--serve", f"127.0.0.1:{port}", "--start-paused", *args])
     try:
@@ -146,6 +147,8 @@ def replayed(bag: Path, *args: str, **options: Any) -> tuple[list[dict[str, Any]
         rate = next((float(r) for k, r in itertools.pairwise(args) if k == "-r"), 1.0)
         # Foxglove's play carries its speed: the replay's rate
         options.setdefault("commands", [{"at_ms": 1500, "command": "play", "speed": rate}])
+        # a bag's channels are advertised at once: play only after subscribing to them
+        options.setdefault("after_subscribe", bag.suffix != ".hfr")
         records = foxglove_client(port, **options)
     finally:
         out = _finish(proc, interrupt=True, wait=20)  # a replay ends by itself
@@ -237,7 +240,14 @@ def test_every_message_of_a_real_bag_decodes_in_foxglove_as_rosbags_reads_it(
 ) -> None:
     bag = BAGS / name
     want = bag_messages(bag)
-    records, out = replayed(bag, *args, idle_ms=10_000, timeout_ms=60_000)
+    # An outbox that holds the whole replay: this client decodes each message as the app
+    # does, and a loaded machine stalls it past the default 128 messages (the relay then
+    # drops its oldest and says so, as test_foxglove_live shows); what is compared here is
+    # every message, not the slow-client policy.
+    backlog = ["--serve-backlog", "1000000"]
+    records, out = replayed(bag, *args, *backlog, idle_ms=10_000, timeout_ms=60_000)
+    # the server says what it dropped (encoder behind, slow clients): checked first, by name
+    assert "dropped" not in out, [line for line in out.splitlines() if "dropped" in line]
     ended = [r for r in records if r["kind"] == "playbackState" and r["status"] == "ended"]
     assert ended, records[-3:]  # the replay said it reached its end, after its last frames
     # Messages BagSource cannot decode (rosbags-rs' 10-byte "JPEG"s) are lost, counted.
@@ -272,7 +282,6 @@ def test_every_message_of_a_real_bag_decodes_in_foxglove_as_rosbags_reads_it(
             assert_decoded(msg, record["value"], topic)
             compared += 1
     assert compared == sum(len(v) for v in got.values())
-    assert "dropped" not in out, out
 
 
 def test_a_ros1_camera_info_is_advertised_with_ros2s_definition() -> None:

@@ -9,6 +9,9 @@
 // OPTIONS_JSON: {"subprotocols": [...], "subscribe_after_ms": 0, "idle_ms": 3000,
 //   "timeout_ms": 30000, "commands": [{"at_ms": 500, "command": "pause"|"play",
 //   "speed": 1.0, "seek": "NS" | "seek_offset": "NS after the serverInfo's dataStartTime"}],
+//   "after_subscribe": false (true: the commands' at_ms count from the subscriptions to
+//   the first advertised channels, sent before them on the same connection, so the server
+//   has them when it plays; else from the connection's open),
 //   "raw_json": false, "stay": false (do not end when the replay says it ended)}
 // Prints JSON lines: {"kind": "open", "protocol"}, {"kind": "serverInfo", ...},
 // {"kind": "advertise", "channels"}, {"kind": "message", "topic", "log_time",
@@ -116,6 +119,7 @@ client.on("advertise", (list) => {
     }
     subscribe(channel);
   }
+  if (options.after_subscribe && subscribing && list.length) scheduleCommands();
 });
 client.on("message", ({ subscriptionId, timestamp, data }) => {
   const channel = channels.get(subscriptions.get(subscriptionId));
@@ -131,13 +135,13 @@ client.on("message", ({ subscriptionId, timestamp, data }) => {
 });
 client.on("close", () => end("closed by the server"));
 
-ws.on("open", () => {
-  if (!subscribing) {
-    setTimeout(() => {
-      subscribing = true;
-      for (const channel of channels.values()) subscribe(channel);
-    }, options.subscribe_after_ms);
-  }
+// Playback commands, timed from the open or (after_subscribe) from the first subscriptions:
+// a server reads a connection's messages in order, so a "play" then never reaches it before
+// them (a timer from the open can, on a loaded machine: the first messages went nowhere).
+let scheduled = false;
+function scheduleCommands() {
+  if (scheduled) return;
+  scheduled = true;
   (options.commands ?? []).forEach((command, i) => {
     setTimeout(() => {
       const requestId = `request-${i}`;
@@ -146,6 +150,16 @@ ws.on("open", () => {
       print({ kind: "sent", request_id: requestId, ...command, at_ms: Date.now() - started });
     }, command.at_ms);
   });
+}
+
+ws.on("open", () => {
+  if (!subscribing) {
+    setTimeout(() => {
+      subscribing = true;
+      for (const channel of channels.values()) subscribe(channel);
+    }, options.subscribe_after_ms);
+  }
+  if (!options.after_subscribe || !subscribing) scheduleCommands();
 });
 
 setInterval(() => {
