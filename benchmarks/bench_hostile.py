@@ -53,9 +53,9 @@ sys.path.insert(0, str(ROOT))
 from fusion._frames import Frame  # noqa: E402
 from recordings import Recorder, open_recording  # noqa: E402
 from recordings.errors import RecordingError  # noqa: E402
-from recordings.hfr import _reader as reader_module  # noqa: E402
-from recordings.hfr import _records as records_module  # noqa: E402
+from recordings.hfr import _chunk_records as records_module  # noqa: E402
 from recordings.hfr._format import PRELUDE, SYNC, RecordKind  # noqa: E402
+from recordings.hfr._limits import ReadLimits  # noqa: E402
 from tests.recordings.hostile import INT64, Chunk, good_chunks, recording  # noqa: E402
 
 MiB = 1 << 20
@@ -262,24 +262,24 @@ def unchecked() -> Iterator[None]:
     saved = (
         records_module._record_frames,
         records_module._typed_record_frames,
-        records_module.decoded_cost,
+        ReadLimits.charge,
         records_module._check_column_times,
-        reader_module.admit,
+        ReadLimits.admit,
     )
     records_module._record_frames = old_record_frames
     records_module._typed_record_frames = old_typed
-    records_module.decoded_cost = lambda *a, **k: 0  # type: ignore[assignment]
-    records_module._check_column_times = lambda *a: None  # type: ignore[assignment]
-    reader_module.admit = lambda *a, **k: None  # type: ignore[assignment]
+    ReadLimits.charge = lambda *a, **k: 0  # type: ignore[method-assign]
+    records_module._check_column_times = lambda *a: None
+    ReadLimits.admit = lambda *a, **k: None  # type: ignore[method-assign]
     try:
         yield
     finally:
         (
             records_module._record_frames,
             records_module._typed_record_frames,
-            records_module.decoded_cost,
+            ReadLimits.charge,  # type: ignore[method-assign]
             records_module._check_column_times,
-            reader_module.admit,
+            ReadLimits.admit,  # type: ignore[method-assign]
         ) = saved
 
 

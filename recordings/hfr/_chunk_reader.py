@@ -52,7 +52,7 @@ import numpy as np
 import zstandard
 
 from fusion import Frame
-from recordings.errors import CorruptChunk, RecordingError, TruncatedRecording
+from recordings.errors import CorruptChunk, LimitExceeded, RecordingError, TruncatedRecording
 from recordings.hfr._format import BLOB_ALIGN, CHUNK_KINDS, PRELUDE, SYNC, Compression, crc32
 from recordings.hfr._layout import ChunkMeta
 from recordings.hfr._limits import DEFAULT_LIMITS, ReadLimits
@@ -71,6 +71,8 @@ __all__ = [
     "decompress_chunk",
     "may_decode_ahead",
     "parse_record_head",
+    "unpack_payload",
+    "unread_refusal",
 ]
 
 HEAD_READ = 1024
@@ -257,14 +259,7 @@ class ChunkRead:
             self._head.feed(data)
             self._after_head()
             return
-        chunk = self.chunk
-        if crc32(data) != self._crc:
-            raise CorruptChunk(
-                f"{chunk.describe()} fails its CRC: its stored bytes changed",
-                path=self.where,
-                offset=chunk.offset,
-            )
-        self.raw = decompress_chunk(data, chunk, limits=self.limits, where=self.where)
+        self.raw = unpack_payload(data, self._crc, self.chunk, limits=self.limits, where=self.where)
         self.want = None
 
     def _after_head(self) -> None:
@@ -289,6 +284,30 @@ class ChunkRead:
         self._head = None
         self._crc = rec.payload_crc
         self.want = (rec.payload_offset, rec.payload_len)
+
+
+def unread_refusal(
+    chunk: ChunkMeta, stored: int, *, limits: ReadLimits, where: str
+) -> LimitExceeded | None:
+    """Why the streaming reader skips ``chunk`` (``stored`` payload bytes) unread: its
+    declared sizes over the limits
+    (:meth:`~recordings.hfr._limits.ReadLimits.stream_refusal`); ``None`` to read it."""
+    return limits.stream_refusal(chunk, stored, where=where)
+
+
+def unpack_payload(
+    payload: bytes | memoryview, crc: int, chunk: ChunkMeta, *, limits: ReadLimits, where: str
+) -> np.ndarray[Any, np.dtype[np.uint8]]:
+    """A chunk's stored bytes CRC-checked against ``crc`` (its prelude's) and
+    decompressed (:func:`decompress_chunk`); raises
+    :class:`~recordings.errors.CorruptChunk` when they changed."""
+    if crc32(payload) != crc:
+        raise CorruptChunk(
+            f"{chunk.describe()} fails its CRC: its stored bytes changed",
+            path=where,
+            offset=chunk.offset,
+        )
+    return decompress_chunk(payload, chunk, limits=limits, where=where)
 
 
 def decompress_chunk(

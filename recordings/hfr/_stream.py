@@ -4,7 +4,9 @@ Theory of operation. :func:`open_recording` seeks (footer index, ``pread``);
 a pipe cannot. :func:`read_stream` reads records front to back instead,
 exactly as the scan path does: a record's lengths are trusted only once its
 meta CRC checks out, a chunk's payload is read only after its declared sizes
-passed the limits, then CRC-checked, decompressed within bounds and decoded.
+passed the limits, then CRC-checked, decompressed within bounds and decoded: every
+decision is the chunk reader's (:mod:`recordings.hfr._chunk_reader`), as for the
+seeking reader; this module is the shell that reads the pipe.
 Memory stays at about one chunk.
 
 Damage: a chunk whose payload fails its CRC or does not decode is reported
@@ -21,21 +23,21 @@ from typing import Any, BinaryIO
 
 from fusion import Frame, SensorSpec
 from fusion.errors import UsageError
-from recordings.errors import CorruptChunk, RecordingError, TruncatedRecording
+from recordings.errors import RecordingError, TruncatedRecording
 from recordings.hfr._chunk_reader import (
     DecodedChunk,
     NeedMore,
     RecordHead,
     decode_chunk,
-    decompress_chunk,
     parse_record_head,
+    unpack_payload,
+    unread_refusal,
 )
 from recordings.hfr._format import (
     CHUNK_KINDS,
     PREAMBLE,
     PRELUDE,
     RecordKind,
-    crc32,
     unpack_preamble,
 )
 from recordings.hfr._limits import DEFAULT_LIMITS, ReadLimits
@@ -131,7 +133,7 @@ class RecordingStream:
             self._skip_or_report(payload_len, offset)
             return None
         self._take_specs(parse_specs(chunk.new_specs))
-        refusal = self.limits.stream_refusal(chunk, payload_len, where=self.name)
+        refusal = unread_refusal(chunk, payload_len, limits=self.limits, where=self.name)
         if refusal is not None:
             self._report(refusal)
             self._skip_or_report(payload_len, offset)
@@ -140,17 +142,8 @@ class RecordingStream:
         if len(payload) < payload_len:
             self._report(self._truncated(offset, chunk.describe()))
             return None
-        if crc32(payload) != crc:
-            self._report(
-                CorruptChunk(
-                    f"{chunk.describe()} fails its CRC: its stored bytes changed",
-                    path=self.name,
-                    offset=offset,
-                )
-            )
-            return None
         try:
-            raw = decompress_chunk(payload, chunk, limits=self.limits, where=self.name)
+            raw = unpack_payload(payload, crc, chunk, limits=self.limits, where=self.name)
             return decode_chunk(raw, chunk, where=self.name, limits=self.limits)
         except RecordingError as err:
             self._report(err)

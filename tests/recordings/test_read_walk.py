@@ -21,6 +21,7 @@ asks the limits itself, the limits never call back.
 from __future__ import annotations
 
 import ast
+import io
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -31,7 +32,7 @@ import numpy as np
 import pytest
 
 from fusion import Frame
-from recordings import CorruptChunk, LimitExceeded, Recorder, open_recording
+from recordings import CorruptChunk, LimitExceeded, Recorder, open_recording, read_stream
 from recordings.hfr._layout import ChunkMeta
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,6 +47,14 @@ ROOMS = {
 VALUES = frozenset({"recordings.hfr._format", "recordings.hfr._layout"})
 ALLOWED = {("reader", "chunk reader"), ("chunk reader", "limits")}
 HELPERS = ("recordings.hfr._chunk_records", "recordings.hfr._chunk_columns")
+STREAM_ROOMS = {
+    **{m: r for m, r in ROOMS.items() if r != "reader"},
+    "recordings.hfr._stream": "stream",
+    "recordings.hfr._parser": "metas",
+}
+"""The streaming reader is the other shell; with no index it reads each chunk's meta
+from its record (:mod:`recordings.hfr._parser`) before asking the chunk reader."""
+STREAM_ALLOWED = {("stream", "chunk reader"), ("stream", "metas"), ("chunk reader", "limits")}
 READ_SIDE = (
     "_reader",
     "_chunk_reader",
@@ -92,9 +101,9 @@ def traced(action: Callable[[], Any]) -> tuple[list[str], list[tuple[str, str]]]
     return entered, calls
 
 
-def room(module: str) -> str:
-    assert module in ROOMS or module in VALUES, f"reading a chunk entered {module}"
-    return ROOMS.get(module, "value")
+def room(module: str, rooms: dict[str, str] = ROOMS) -> str:
+    assert module in rooms or module in VALUES, f"reading a chunk entered {module}"
+    return rooms.get(module, "value")
 
 
 def walk(entered: list[str]) -> list[str]:
@@ -106,13 +115,19 @@ def walk(entered: list[str]) -> list[str]:
     return out
 
 
-def assert_walk(entered: list[str], calls: list[tuple[str, str]]) -> None:
-    assert {room(m) for m in entered} - {"value"} <= {"reader", "chunk reader", "limits"}
+def assert_walk(
+    entered: list[str],
+    calls: list[tuple[str, str]],
+    rooms: dict[str, str] = ROOMS,
+    allowed: set[tuple[str, str]] = ALLOWED,
+) -> None:
+    names = set(rooms.values())
+    assert {room(m, rooms) for m in entered} - {"value"} <= names
     for caller, callee in calls:
-        a, b = room(caller), room(callee)
+        a, b = room(caller, rooms), room(callee, rooms)
         if "value" in (a, b) or a == b:
             continue
-        assert (a, b) in ALLOWED, f"{caller} called {callee}: {a} -> {b} is not on the walk"
+        assert (a, b) in allowed, f"{caller} called {callee}: {a} -> {b} is not on the walk"
 
 
 @pytest.fixture(scope="module")
@@ -198,6 +213,23 @@ def test_readahead_keeps_to_the_walk_and_asks_the_limits_through_the_chunk_reade
         assert sum(n) == sum(c.count for c in chunks)
         assert_walk(entered, calls)
         assert ("recordings.hfr._chunk_reader", "recordings.hfr._limits") in calls
+
+
+def test_the_stream_reader_is_a_shell_of_the_same_chunk_reader(mixed: Path) -> None:
+    data = mixed.read_bytes()
+    got: list[Frame] = []
+    stream = read_stream(io.BytesIO(data))
+    entered, calls = traced(lambda: got.extend(stream.frames()))
+    assert len(got) == 400 + 100 + 20
+    assert not stream.damage
+    assert_walk(entered, calls, STREAM_ROOMS, STREAM_ALLOWED)
+    assert ("recordings.hfr._chunk_reader", "recordings.hfr._limits") in calls
+    stream = read_stream(io.BytesIO(data), max_chunk_frames=5)
+    entered, calls = traced(lambda: got.extend(stream.frames()))
+    assert stream.damage
+    assert all(isinstance(err, LimitExceeded) for err in stream.damage)
+    assert {_raised_in(err) for err in stream.damage} == {"recordings.hfr._limits"}
+    assert_walk(entered, calls, STREAM_ROOMS, STREAM_ALLOWED)
 
 
 def _catch(action: Callable[[], Any], into: list[BaseException]) -> None:
