@@ -127,8 +127,6 @@ class _ReadFailed(Exception):
     """A live input stopped delivering packets."""
 
 
-# long: one PyAV container's life in its thread: open, hardware fallback, reconnect, decode and
-#   the frame ledger share the container and stop state; candidate to split the reconnect policy
 class DecoderThread:
     """Runs one input to its end in a daemon thread, feeding ``prefetch``."""
 
@@ -227,7 +225,7 @@ class DecoderThread:
                 else:  # said with the first event, once the first frame has been seen
                     self._opened = Opened(info, report, connection)
                 self._burst.restart()
-                self._decode(container, stream, report, connection)
+                _decode(self, container, stream, report, connection)
                 self._announce()
                 self._queue(self._burst.flush())
                 return  # end of file (or of a live stream that says it ended)
@@ -282,100 +280,6 @@ class DecoderThread:
         log.info("video %s: reconnecting in %.2f s (%s)", opts.url, delay, reason)
         # Real time on purpose: the socket timeouts that got us here are real time too.
         return not self._stop.wait(delay) and not self.prefetch.closed
-
-    # long: the decode loop's per-packet ledger, arrival mapping and frame-threaded error
-    #   attribution share loop state
-    def _decode(
-        self,
-        container: InputContainer,
-        stream: VideoStream,
-        report: hw.HWAccelReport,
-        connection: int,
-    ) -> None:
-        """Decode until EOF; raises _ReadFailed (live read error) or _HardwareFailed."""
-        opts = self.opts
-        tb = stream.time_base
-        if tb is None:
-            raise SourceOpenError(f"{opts.url!r}: video stream has no time base")
-        origin = opts.origin_pts if opts.origin_pts is not None else (stream.start_time or 0)
-        period = None
-        if stream.average_rate:
-            period = round(1_000_000_000 / stream.average_rate)
-        timeline = Timeline(tb, origin_pts=origin, nominal_period_ns=period)
-        self._timeline = timeline
-        ledger = PacketLedger()
-        arrivals: dict[int, int] = {}
-        ctx = stream.codec_context
-        codec = ctx.name
-        verifying = report.used is not None
-        delivered = 0
-        self._kept = []
-        self._codec = codec_params(stream, opts.pixel_format) if opts.keep_packets else None
-        self._turn = None
-        self._last_pts = None
-        self._held = []
-        tail: Tail[av.Packet[Any]] | None = None if opts.live else Tail()
-        drained = True
-        for packet in self._packets(container, stream):
-            if self.stopping:
-                return
-            t_arrival = self.clock.now() if opts.live else None
-            pts = packet.pts
-            flushing = packet.size == 0
-            if not flushing:
-                # Discarded (edit list) and hidden (VP9 alt-ref) packets give no frame
-                # by design: they are not expected, so never lost and never numbered.
-                shows = presents(packet, codec)
-                if shows:
-                    for lost in ledger.sent(pts):
-                        self._lose("undecodable", lost, timeline, "no frame came out of it")
-                if t_arrival is not None and pts is not None:
-                    arrivals[pts] = t_arrival
-                if self._codec is not None:
-                    self._kept.append(
-                        (
-                            bytes(packet),
-                            pts,
-                            packet.dts,
-                            bool(packet.is_keyframe),
-                            bool(packet.is_discard),
-                            shows,
-                        )
-                    )
-                if tail is not None:
-                    tail.add(packet)
-            try:
-                frames = ctx.decode(None if flushing else packet)
-            except av.error.FFmpegError as err:
-                if verifying and delivered == 0:
-                    raise _HardwareFailed(f"decoding the first frame failed ({err})") from err
-                # With frame threading the error may belong to an earlier packet, so
-                # it is not attributed to this PTS: the ledger reports what was lost.
-                self._emit(DecoderError(pts, str(err)))
-                if flushing:
-                    drained = False
-                continue
-            for frame in frames:
-                arrival = t_arrival
-                if frame.pts is not None:
-                    arrival = arrivals.pop(frame.pts, t_arrival)
-                out = self._take(frame, ledger, arrivals, timeline, arrival, connection, verifying)
-                delivered += out
-                verifying = verifying and not out
-            if verifying and delivered == 0 and ledger.pending > _VERIFY_PACKETS:
-                raise _HardwareFailed(f"no frame after {_VERIFY_PACKETS} packets")
-            if len(arrivals) > 4 * ledger.limit:
-                arrivals.clear()
-        if tail is not None and ledger.pending and len(tail) and not self.stopping:
-            # The drain failed (or a packet is still unaccounted for): decode the tail
-            # again on one thread and deliver what never came out.
-            newest = max([self._last_pts, *(f.pts for f, _ in self._held)], key=_order)
-            for frame in self._redecode(tail):
-                if frame.pts is not None and (newest is None or frame.pts > newest):
-                    self._take(frame, ledger, arrivals, timeline, None, connection, False)
-        elif not drained:
-            log.debug("video %s: the drain failed and nothing was pending", opts.url)
-        self._release(ledger.flush(), None, timeline, connection, False, "(end of stream)")
 
     def _take(
         self,
@@ -447,51 +351,6 @@ class DecoderThread:
         """A live read failed: the frames waiting on an earlier packet go out as they are."""
         if self._held and self._timeline is not None:
             self._release([], None, self._timeline, connection, False, "")
-
-    def _redecode(self, tail: Tail[av.Packet[Any]]) -> Iterator[av.VideoFrame]:
-        """The tail's frames from a fresh single-threaded decoder of the same stream."""
-        opts = self.opts
-        try:
-            fresh = open_input(opts.url, input_format=opts.input_format, options=opts.options)
-        except SourceOpenError as err:
-            log.warning("video %s: could not reopen to recover the last frames: %s", opts.url, err)
-            return
-        try:
-            ctx = select_stream(fresh, opts.url, opts.stream_index).codec_context
-            ctx.thread_count = 1
-            ctx.thread_type = "NONE"
-            for packet in [*tail, None]:
-                if self.stopping:
-                    return
-                try:
-                    frames = ctx.decode(packet)
-                except av.error.FFmpegError:
-                    continue  # the same packet fails again; the ledger counts it
-                yield from frames
-        finally:
-            fresh.close()
-
-    def _packets(self, container: InputContainer, stream: VideoStream) -> Iterator[av.Packet[Any]]:
-        """Demux ``stream``; a live read error becomes _ReadFailed, a file read error ends it."""
-        demux = container.demux(stream)
-        while True:
-            try:
-                packet = next(demux)
-            except StopIteration:
-                if self.opts.live and not self.stopping:
-                    raise _ReadFailed("the stream ended") from None
-                return
-            except av.error.ExitError as err:  # the interrupt callback: timeout or stop
-                if self.stopping:
-                    return
-                if self.opts.live:
-                    raise _ReadFailed(f"no data for {self.opts.read_timeout:g} s") from err
-                raise DecodeError(f"{self.opts.url!r}: reading the file timed out") from err
-            except (av.error.FFmpegError, OSError) as err:
-                if self.opts.live:
-                    raise _ReadFailed(f"reading failed: {err}") from err
-                raise DecodeError(f"{self.opts.url!r}: reading the file failed: {err}") from err
-            yield packet
 
     def _deliver(
         self,
@@ -613,3 +472,147 @@ class DecoderThread:
 def _order(pts: int | None) -> float:
     """Sort key of a PTS: frames without one sort first (they are delivered as they come)."""
     return -math.inf if pts is None else pts
+
+
+# long: the decode loop's per-packet ledger, arrival mapping and frame-threaded error
+#   attribution share loop state
+def _decode(
+    thread: DecoderThread,
+    container: InputContainer,
+    stream: VideoStream,
+    report: hw.HWAccelReport,
+    connection: int,
+) -> None:
+    """Decode until EOF; raises _ReadFailed (live read error) or _HardwareFailed."""
+    opts = thread.opts
+    tb = stream.time_base
+    if tb is None:
+        raise SourceOpenError(f"{opts.url!r}: video stream has no time base")
+    origin = opts.origin_pts if opts.origin_pts is not None else (stream.start_time or 0)
+    period = None
+    if stream.average_rate:
+        period = round(1_000_000_000 / stream.average_rate)
+    timeline = Timeline(tb, origin_pts=origin, nominal_period_ns=period)
+    thread._timeline = timeline
+    ledger = PacketLedger()
+    arrivals: dict[int, int] = {}
+    ctx = stream.codec_context
+    codec = ctx.name
+    verifying = report.used is not None
+    delivered = 0
+    thread._kept = []
+    thread._codec = codec_params(stream, opts.pixel_format) if opts.keep_packets else None
+    thread._turn = None
+    thread._last_pts = None
+    thread._held = []
+    tail: Tail[av.Packet[Any]] | None = None if opts.live else Tail()
+    drained = True
+    for packet in _packets(thread, container, stream):
+        if thread.stopping:
+            return
+        t_arrival = thread.clock.now() if opts.live else None
+        pts = packet.pts
+        flushing = packet.size == 0
+        if not flushing:
+            # Discarded (edit list) and hidden (VP9 alt-ref) packets give no frame
+            # by design: they are not expected, so never lost and never numbered.
+            shows = presents(packet, codec)
+            if shows:
+                for lost in ledger.sent(pts):
+                    thread._lose("undecodable", lost, timeline, "no frame came out of it")
+            if t_arrival is not None and pts is not None:
+                arrivals[pts] = t_arrival
+            if thread._codec is not None:
+                thread._kept.append(
+                    (
+                        bytes(packet),
+                        pts,
+                        packet.dts,
+                        bool(packet.is_keyframe),
+                        bool(packet.is_discard),
+                        shows,
+                    )
+                )
+            if tail is not None:
+                tail.add(packet)
+        try:
+            frames = ctx.decode(None if flushing else packet)
+        except av.error.FFmpegError as err:
+            if verifying and delivered == 0:
+                raise _HardwareFailed(f"decoding the first frame failed ({err})") from err
+            # With frame threading the error may belong to an earlier packet, so
+            # it is not attributed to this PTS: the ledger reports what was lost.
+            thread._emit(DecoderError(pts, str(err)))
+            if flushing:
+                drained = False
+            continue
+        for frame in frames:
+            arrival = t_arrival
+            if frame.pts is not None:
+                arrival = arrivals.pop(frame.pts, t_arrival)
+            out = thread._take(frame, ledger, arrivals, timeline, arrival, connection, verifying)
+            delivered += out
+            verifying = verifying and not out
+        if verifying and delivered == 0 and ledger.pending > _VERIFY_PACKETS:
+            raise _HardwareFailed(f"no frame after {_VERIFY_PACKETS} packets")
+        if len(arrivals) > 4 * ledger.limit:
+            arrivals.clear()
+    if tail is not None and ledger.pending and len(tail) and not thread.stopping:
+        # The drain failed (or a packet is still unaccounted for): decode the tail
+        # again on one thread and deliver what never came out.
+        newest = max([thread._last_pts, *(f.pts for f, _ in thread._held)], key=_order)
+        for frame in _redecode(thread, tail):
+            if frame.pts is not None and (newest is None or frame.pts > newest):
+                thread._take(frame, ledger, arrivals, timeline, None, connection, False)
+    elif not drained:
+        log.debug("video %s: the drain failed and nothing was pending", opts.url)
+    thread._release(ledger.flush(), None, timeline, connection, False, "(end of stream)")
+
+
+def _redecode(thread: DecoderThread, tail: Tail[av.Packet[Any]]) -> Iterator[av.VideoFrame]:
+    """The tail's frames from a fresh single-threaded decoder of the same stream."""
+    opts = thread.opts
+    try:
+        fresh = open_input(opts.url, input_format=opts.input_format, options=opts.options)
+    except SourceOpenError as err:
+        log.warning("video %s: could not reopen to recover the last frames: %s", opts.url, err)
+        return
+    try:
+        ctx = select_stream(fresh, opts.url, opts.stream_index).codec_context
+        ctx.thread_count = 1
+        ctx.thread_type = "NONE"
+        for packet in [*tail, None]:
+            if thread.stopping:
+                return
+            try:
+                frames = ctx.decode(packet)
+            except av.error.FFmpegError:
+                continue  # the same packet fails again; the ledger counts it
+            yield from frames
+    finally:
+        fresh.close()
+
+
+def _packets(
+    thread: DecoderThread, container: InputContainer, stream: VideoStream
+) -> Iterator[av.Packet[Any]]:
+    """Demux ``stream``; a live read error becomes _ReadFailed, a file read error ends it."""
+    demux = container.demux(stream)
+    while True:
+        try:
+            packet = next(demux)
+        except StopIteration:
+            if thread.opts.live and not thread.stopping:
+                raise _ReadFailed("the stream ended") from None
+            return
+        except av.error.ExitError as err:  # the interrupt callback: timeout or stop
+            if thread.stopping:
+                return
+            if thread.opts.live:
+                raise _ReadFailed(f"no data for {thread.opts.read_timeout:g} s") from err
+            raise DecodeError(f"{thread.opts.url!r}: reading the file timed out") from err
+        except (av.error.FFmpegError, OSError) as err:
+            if thread.opts.live:
+                raise _ReadFailed(f"reading failed: {err}") from err
+            raise DecodeError(f"{thread.opts.url!r}: reading the file failed: {err}") from err
+        yield packet
