@@ -44,7 +44,7 @@ from rich.console import Console
 from rich.table import Table
 
 from fusion import Frame, Nearest
-from fusion.policies.columnar import group_columns
+from fusion.policies._columnar import group_columns
 from recordings import Recorder, open_recording
 from recordings._offline_sync import sync_recording
 
@@ -278,7 +278,7 @@ def kernel_load() -> dict[str, tuple[float, float]]:
         "def now(): return time.perf_counter(), time.process_time()\n"
         "a = now(); import numba; b = now()\n"
         "import numpy as np; from fusion import Nearest\n"
-        "from fusion.policies.columnar import group_columns\n"
+        "from fusion.policies._columnar import group_columns\n"
         "t = np.arange(1000, dtype=np.int64); c = now()\n"
         "group_columns(Nearest('a', ['a', 'b'], 3), {'a': t[::10], 'b': t}, compiled=True)\n"
         "d = now()\n"
@@ -315,7 +315,7 @@ tol = {"cam": 20_000_000, "imu": 2_000_000}
 if mode == "imported":
     import polars as pl
     from fusion import Nearest
-    from fusion.policies.columnar import group_columns
+    from fusion.policies._columnar import group_columns
 w0, c0 = time.perf_counter(), time.process_time()
 if who == "polars":
     import polars as pl
@@ -326,7 +326,7 @@ if who == "polars":
     rows = out.drop_nulls().height
 else:
     from fusion import Nearest
-    from fusion.policies.columnar import group_columns
+    from fusion.policies._columnar import group_columns
     cols = group_columns(Nearest("lidar", ["lidar", "cam", "imu"], tol), stamps)
     rows = len(cols)
 w1, c1 = time.perf_counter(), time.process_time()
@@ -346,7 +346,7 @@ def one_call_rows(total: int, repeat: int, cache: str | None = None) -> list[dic
         env["HYPERFRAMES_CACHE_DIR"] = cache
     # As installed: the modules' bytecode compiled once (pip does it), not at every import.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    prime = "import polars, fusion.policies.columnar, fusion.policies._nearest_native"
+    prime = "import polars, fusion.policies._columnar, fusion.policies._nearest_native"
     subprocess.run([sys.executable, "-c", prime], env=env, check=True)
     with tempfile.TemporaryDirectory() as folder:
         for s, t in peer_stamps(total).items():

@@ -5,7 +5,7 @@ Theory of operation. :func:`sync_recording` reads each wanted sensor's stamps
 file, else each chunk's stamp block, else the chunks decompressed; no
 payload built), drops what ``push`` would drop as ``out_of_order``, and computes the
 groups of an ``ExactTime`` or ``Nearest`` policy as index columns
-(:func:`~fusion.policies.columnar.group_columns`), exactly the groups the
+(:func:`~fusion.policies._columnar.group_columns`), exactly the groups the
 streaming policy forms from the same frames. Nothing else is read until asked:
 
 * :meth:`OfflineGroups.table` and :meth:`~OfflineGroups.to_parquet` use only
@@ -35,10 +35,7 @@ from typing import Any
 import numpy as np
 
 from fusion import Frame, FrameGroup
-from fusion.policies.base import SyncPolicy
-from fusion.policies.columnar import GroupColumns, admitted, group_columns
-from fusion.policies.exact import ExactTime
-from fusion.policies.nearest import Nearest
+from fusion.policies import ExactTime, GroupColumns, Nearest, SyncPolicy, admitted, group_columns
 from recordings._extras import pyarrow_modules
 from recordings.hfr import (
     EPOCH_THRESHOLD_NS,
@@ -318,7 +315,7 @@ def sync_recording(
     ``policy`` (an :class:`~fusion.ExactTime` or :class:`~fusion.Nearest`)
     gives the parameters and is not fed. The groups are exactly those its
     ``push``/``drain`` give on the recording's frames, in recorded order, with
-    no buffer overflowing (:mod:`fusion.policies.columnar` says when that
+    no buffer overflowing (:mod:`fusion.policies._columnar` says when that
     holds). ``ApproximateTime`` is refused: it stays streaming. A path is
     opened here and closed by :meth:`OfflineGroups.close`. ``progress(1)`` is
     told per chunk read (for a progress bar).

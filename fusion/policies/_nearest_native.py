@@ -1,6 +1,6 @@
 """The merge kernel in C (``_nearest_native.c``): built once, then loaded in a millisecond.
 
-Why a second compiled form: the numba kernel (:mod:`fusion.policies.nearest_kernel`)
+Why a second compiled form: the numba kernel (:mod:`fusion.policies._nearest_kernel`)
 costs ~0.3 s of CPU to load in a fresh process (numba's import, then its cache
 read), more than one call on 10 M stamps takes in polars. This is the same
 algorithm in C, loaded with :mod:`ctypes`: a process that finds the library
@@ -188,7 +188,7 @@ def _c(a: Int64) -> Int64:
     return np.ascontiguousarray(a, np.int64)
 
 
-# What both compiled forms (this and fusion.policies.nearest_kernel) do around the kernel.
+# What both compiled forms (this and fusion.policies._nearest_kernel) do around the kernel.
 Groups = tuple[Int64, Int64, list[Int64], list[tuple[Int64, Int64]]]
 UInt64 = np.ndarray[Any, np.dtype[np.uint64]]
 Bools = np.ndarray[Any, np.dtype[np.bool_]]
@@ -244,7 +244,7 @@ def nearest_groups(
     matched: Sequence[tuple[Int64, int, bool]],
     windows: Sequence[tuple[Int64, int, int, bool]],
 ) -> Groups:
-    """:func:`fusion.policies.nearest_kernel.nearest_groups`, computed by the C library.
+    """:func:`fusion.policies._nearest_kernel.nearest_groups`, computed by the C library.
 
     Call :func:`load` first (:class:`~fusion.errors.UsageError` if it is not loaded). Raises
     :class:`Unsorted` for columns that are not strictly increasing.

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from fusion.errors import ConfigError
-from fusion.policies.base import SyncPolicy
+from fusion.policies import SyncPolicy
 from hyperframes.config._base import MS, ClockConfig, FixedOffsetConfig, OnlineClockConfig
 from hyperframes.config._schema import (
     PipelineConfig,

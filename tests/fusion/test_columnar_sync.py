@@ -19,9 +19,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fusion import ApproximateTime, ExactTime, Frame, FrameGroup, Nearest
+from fusion.policies import _columnar as columnar
 from fusion.policies import _nearest_native as native
-from fusion.policies import columnar
-from fusion.policies.columnar import Engine, GroupColumns, admitted, group_columns
+from fusion.policies._columnar import Engine, GroupColumns, admitted, group_columns
 
 SENSORS = ["ref", "cam", "imu"]
 Key = tuple[int, tuple[tuple[str, Any], ...], frozenset[str]]
@@ -402,7 +402,7 @@ def test_small_inputs_do_not_load_numba() -> None:
     code = (
         "import sys, numpy as np\n"
         "from fusion import Nearest\n"
-        "from fusion.policies.columnar import group_columns\n"
+        "from fusion.policies._columnar import group_columns\n"
         "t = np.arange(100_000, dtype=np.int64)\n"
         "group_columns(Nearest('a', ['a', 'b'], 3), {'a': t[::10], 'b': t})\n"
         "print('numba' in sys.modules)\n"

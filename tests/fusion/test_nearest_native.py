@@ -25,7 +25,7 @@ CALL = """
 import json, sys, numpy as np
 from fusion import Nearest
 from fusion.policies import _nearest_native as native
-from fusion.policies.columnar import group_columns
+from fusion.policies._columnar import group_columns
 n = int(sys.argv[1])
 rng = np.random.default_rng(1)
 ref = np.arange(n // 11, dtype=np.int64) * 100 + rng.integers(0, 9, n // 11)

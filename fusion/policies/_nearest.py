@@ -42,7 +42,7 @@ from collections.abc import Iterable, Mapping
 
 from fusion._frames import Frame, FrameGroup
 from fusion.errors import ConfigError
-from fusion.policies.base import PolicyBase
+from fusion.policies._base import PolicyBase
 
 
 class Nearest(PolicyBase):

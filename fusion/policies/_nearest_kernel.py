@@ -1,6 +1,6 @@
-"""The compiled merge kernel behind :func:`~fusion.policies.columnar.group_columns` for ``Nearest``.
+"""The compiled merge kernel behind :func:`~fusion.policies.group_columns` for ``Nearest``.
 
-Why compiled: the numpy form (:mod:`fusion.policies.columnar`) finds each
+Why compiled: the numpy form (:mod:`fusion.policies._columnar`) finds each
 reference's neighbours with ``searchsorted``, a binary search per reference
 over a whole column (cache misses at every level), then gathers, masks and
 resolves the references that share frames in a Python loop. Offline every
@@ -18,7 +18,7 @@ Two steps, each a compiled loop:
    ``r + after``. The pointers stride over a fast sensor's frames eight at a
    time and count the last few without a branch per frame.
 2. **The cuts** (``_resolve``), one pass over the references with every
-   sensor: the definition in :mod:`fusion.policies.columnar`. Where a
+   sensor: the definition in :mod:`fusion.policies._columnar`. Where a
    sensor's offer is at or before its cut (an earlier group took it) the
    offer moves to the first frame after the cut, which is then the nearest
    left (no offer stays none: the frames left are no nearer); a window
@@ -33,7 +33,7 @@ stamps is taken only where it is non-negative, in uint64 (exact up to
 order-preserving unsigned key ``t - MIN``), and tolerances and windows
 arrive clamped to ``2**64 - 1``, which every distance is within.
 
-This module imports numba; :mod:`fusion.policies.columnar` imports it only
+This module imports numba; :mod:`fusion.policies._columnar` imports it only
 when the kernel is wanted (``import fusion`` stays light). The compiled code
 is cached on disk next to this module when that is writable, so a later
 process loads it (~0.16 s of CPU, after numba's own ~0.33 s import) instead

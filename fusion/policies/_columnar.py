@@ -53,10 +53,10 @@ from typing import Any, Literal
 
 import numpy as np
 
-from fusion.policies.approximate import ApproximateTime
-from fusion.policies.base import SyncPolicy
-from fusion.policies.exact import ExactTime
-from fusion.policies.nearest import Nearest
+from fusion.policies._approximate import ApproximateTime
+from fusion.policies._base import SyncPolicy
+from fusion.policies._exact import ExactTime
+from fusion.policies._nearest import Nearest
 
 __all__ = ["GroupColumns", "admitted", "group_columns"]
 
@@ -119,7 +119,7 @@ def group_columns(
     runs a compiled merge kernel, 3-7x faster than numpy: the C one
     (:mod:`fusion.policies._nearest_native`: ~1 ms to load once built; built
     by the system C compiler the first time, ~0.3 s), else numba's
-    (:mod:`fusion.policies.nearest_kernel`: ~0.3 s of CPU to load in each
+    (:mod:`fusion.policies._nearest_kernel`: ~0.3 s of CPU to load in each
     process, ~3 s to compile the first time); ``False`` the numpy form;
     ``None`` (the default) whichever costs least now: the C kernel when it
     is built (a ``stat`` says so), numba's when it is already loaded in this
@@ -172,7 +172,7 @@ def _engine(compiled: bool | None, cols: Mapping[str, Int64]) -> Engine:
 
     if native.load(build_if_missing=False):  # loaded, or built: a stat
         return "native"
-    kernel = sys.modules.get("fusion.policies.nearest_kernel")  # loaded without importing numba
+    kernel = sys.modules.get("fusion.policies._nearest_kernel")  # loaded without importing numba
     if kernel is not None and kernel.loaded():
         return "numba"
     total = sum(len(t) for t in cols.values())
@@ -191,7 +191,7 @@ def _nearest_compiled(policy: Nearest, cols: dict[str, Int64], engine: Engine) -
     if engine == "native":
         from fusion.policies._nearest_native import nearest_groups
     else:
-        from fusion.policies.nearest_kernel import nearest_groups
+        from fusion.policies._nearest_kernel import nearest_groups
 
     matched = list(policy.tolerance)
     windows = list(policy.windows)

@@ -30,7 +30,7 @@ from collections.abc import Iterable
 
 from fusion._frames import Frame, FrameGroup
 from fusion.errors import ConfigError
-from fusion.policies.base import PolicyBase
+from fusion.policies._base import PolicyBase
 
 
 class ExactTime(PolicyBase):
