@@ -335,3 +335,29 @@ def test_every_face_name_has_a_home_that_defines_it() -> None:
                 continue
             module = importlib.import_module(home)
             assert hasattr(module, exported), f"{name} exports {exported} from {home}: not there"
+
+
+PUBLIC_MODULES = {
+    "fusion.clock": "the clock models' home, which the contract names",
+    "fusion.errors": "the root of the error tree (principle 9)",
+    "adapters.errors": "the sources' errors (principle 9)",
+    "adapters.synthetic": "synthetic sensors with ground truth, which the contract names",
+    "recordings.errors": "the storage errors (principle 9)",
+    "recordings.output_files": "outputs never touch inputs: every command's temp name and lock",
+    "recordings.pytest_plugin": "the pytest entry point ``hyperframes``",
+    "hyperframes.__main__": "``python -m hyperframes``",
+}
+"""The library's public modules besides the faces, each with why (principle 12)."""
+
+
+def test_every_library_module_is_private_unless_listed_with_a_reason() -> None:
+    public = sorted(
+        name
+        for name, path in library_modules().items()
+        if path.name != "__init__.py"
+        and private_room(name) is None
+        and not name.startswith("hyperframes.config.sources.")  # a source's options, declared once
+    )
+    assert public == sorted(PUBLIC_MODULES), "public modules without a reason: " + ", ".join(
+        sorted(set(public) - set(PUBLIC_MODULES))
+    )
