@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 MS = 1_000_000
 ROOT = Path(__file__).resolve().parent.parent
@@ -101,6 +102,20 @@ def run(tree: str, which: str) -> dict[str, float]:
     result: dict[str, float] = json.loads(out.strip().splitlines()[-1])
     result["load"] = os.getloadavg()[0]
     return result
+
+
+def quick() -> list[dict[str, Any]]:
+    """``hyperframes bench`` rows: the working tree's write cost alone (no revision to compare)."""
+    hot = run(str(ROOT), "hot")
+    return [
+        {
+            "measure": "Recorder.write, working tree (ns/frame CPU)",
+            "value": f"{hot['ns_per_frame']:.0f}",
+            "ratio": "n/a (compare a revision: run the script)",
+            "target": "no slower than the revision compared",
+            "met": None,
+        }
+    ]
 
 
 def main() -> None:
