@@ -213,16 +213,20 @@ async def test_closing_the_source_ends_its_frames_at_once() -> None:
         types={"/imu": "sensor_msgs/msg/Imu"},
     )
     got: list[Frame] = []
+    ended = anyio.Event()
 
     async def consume() -> None:
         async for frame in source.frames():
             got.append(frame)
+        ended.set()
 
-    with anyio.fail_after(5):
+    with anyio.fail_after(60):  # a loaded machine starts a DDS participant slowly
         async with anyio.create_task_group() as tg:
             tg.start_soon(consume)
             await anyio.wait_all_tasks_blocked()
-            await source.aclose()  # the reading thread wakes; frames() ends, not cancelled
+            with anyio.fail_after(5):  # closing, not a timeout, ends frames()
+                await source.aclose()  # the reading thread wakes; frames() ends, not cancelled
+                await ended.wait()
     assert got == []
     assert source.participant.dds is None
 
