@@ -113,8 +113,7 @@ def parse_topics(items: Sequence[str]) -> dict[str, str]:
     return out
 
 
-# long: topic selection, converters and per-topic ledgers of a ROS bag read share one reader; its
-#   split waits on the adapters/bags work
+# long: topic selection, converters and per-topic ledgers of a ROS bag read share one reader
 class BagSource(Source):
     """Frames of the topics of a ROS 1 or ROS 2 bag (contract).
 
@@ -186,8 +185,7 @@ class BagSource(Source):
 
     # -- topics -------------------------------------------------------------------------
 
-    # long: topics to sensors and their converters, shared per type; its split waits on the
-    #   adapters/bags work
+    # long: topics to sensors and their converters, shared per type
     def _select(
         self,
         reader: BagReader,

@@ -132,8 +132,7 @@ class _Round:
     """A publisher matched a reader: check its type hash."""
 
 
-# long: discovery, per-topic readers, QoS matching and per-topic ledgers of one DDS participant;
-#   its split waits on the adapters/ros work in this room
+# long: discovery, per-topic readers, QoS matching and per-topic ledgers of one DDS participant
 class Ros2Source(Source):
     """Frames of live ROS 2 topics over DDS (see the module docstring).
 

@@ -126,7 +126,7 @@ def export_recording(
 
 
 # long: one walk of a recording per target (MCAP, bag, MP4/MKV, WAV, PCD, Parquet, Rerun) with its
-#   frame accounting; its split per target waits on the outputs compat work
+#   frame accounting
 def _export(
     path: str | os.PathLike[str],
     out: Path,

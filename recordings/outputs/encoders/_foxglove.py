@@ -77,7 +77,7 @@ _NUMERIC |= {"i4": "Int32", "f4": "Float32", "f8": "Float64"}
 
 
 # long: one encoder per Foxglove schema (images, point clouds, IMU, GNSS, radar, series) over one
-#   MCAP writer; its split waits on the outputs compat work
+#   MCAP writer
 class FoxgloveMcapWriter:
     """Writes frames and groups as Foxglove messages into one MCAP file.
 

@@ -137,7 +137,7 @@ _ENCODER_OPTIONS = {"ffv1": {"slicecrc": "1"}}
 
 
 # long: one pass over a sensor's packets into one container: parameters, timestamps and the
-#   key-packet check share the muxer; its split waits on the outputs compat work
+#   key-packet check share the muxer
 def remux_mp4(
     frames: Callable[[], Iterable[Frame]],
     path: str | os.PathLike[str],

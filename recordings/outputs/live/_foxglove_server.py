@@ -191,7 +191,7 @@ class PlaybackHandler(Protocol):
 
 
 # long: the Foxglove WebSocket protocol's server side (advertise, subscribe, services, playback
-#   control); its split waits on the outputs compat work
+#   control)
 class FoxgloveServer(LiveSink):
     """A Foxglove WebSocket server fed by a pipeline: a sink (``sinks=[FoxgloveServer()]``).
 

@@ -168,7 +168,7 @@ class _Client:
 
 
 # long: the live relay's one state machine (clients, channels, subscriptions, playback, limits)
-#   behind the Foxglove server; its split waits on the outputs compat work in this room
+#   behind the Foxglove server
 class Relay:
     """Serves ``host:port`` to Foxglove clients from the SDK's server at ``upstream``
     (module docstring). ``latched`` holds the topics whose every message is kept."""
