@@ -29,7 +29,7 @@ from recordings.hfr import _buffers as buffers
 from recordings.hfr._builder import ChunkBuilder
 from recordings.hfr._chunk_encode import encode_chunk
 from recordings.hfr._effort import AutoEffort
-from recordings.hfr._layout import ChunkMeta
+from recordings.hfr._layout import ChunkMeta, SealedChunk
 from recordings.hfr._parts import PartWriter
 from recordings.hfr._sealing import SealPolicy
 from recordings.hfr._writer_thread import WriterThread
@@ -44,6 +44,17 @@ def _encode(sealed: Any, level: Any) -> tuple[ChunkMeta, list[Any], int, Any, An
     """:func:`~recordings.hfr._chunk_encode.encode_chunk`, with the chunk's details and the
     builder's buffer passed on (given back to :mod:`recordings.hfr._buffers` once written)."""
     return (*encode_chunk(sealed, level), sealed.details, sealed.buffer)
+
+
+def seal_chunk(builder: ChunkBuilder, policy: SealPolicy, *, wall_clock: bool) -> SealedChunk:
+    """Seal ``builder``'s chunk, tell ``policy``, and date the chunk with a wall-clock
+    anchor when ``wall_clock``: what both recorders do at every seal."""
+    sealed = builder.seal()
+    policy.sealed()
+    if wall_clock:
+        anchor = sample_anchor()
+        sealed.meta = dataclasses.replace(sealed.meta, wall=(anchor.reference_ns, anchor.utc_ns))
+    return sealed
 
 
 class ChunkFlow:
@@ -92,13 +103,7 @@ class ChunkFlow:
             if self._builder.count == 0 or self.writer.error is not None:
                 self._room.release()
                 return True
-            sealed = self._builder.seal()
-            self._policy.sealed()
-            if self._wall_clock:
-                anchor = sample_anchor()
-                sealed.meta = dataclasses.replace(
-                    sealed.meta, wall=(anchor.reference_ns, anchor.utc_ns)
-                )
+            sealed = seal_chunk(self._builder, self._policy, wall_clock=self._wall_clock)
             self.sealed_frames += sealed.meta.count
             self.counts.update(dict(zip(sealed.meta.sensors, sealed.meta.counts, strict=True)))
             self.writer.put(self._pool.submit(_encode, sealed, self._level))

@@ -50,7 +50,6 @@ one snapshot's file is :mod:`recordings.hfr._snapshot_file`.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import signal
 import threading
@@ -60,11 +59,12 @@ from typing import Any
 
 import anyio.lowlevel
 
-from fusion import Frame, FrameGroup, LedgerStatistics, SensorSpec, run_sync, sample_anchor
+from fusion import Frame, FrameGroup, LedgerStatistics, SensorSpec, run_sync
 from fusion.errors import ConfigError
 from recordings.errors import RecorderClosed
 from recordings.hfr._builder import ChunkBuilder
 from recordings.hfr._chunk_encode import encode_chunk
+from recordings.hfr._chunk_flow import seal_chunk
 from recordings.hfr._closing import Closeable
 from recordings.hfr._effort import AUTO, AutoEffort, Level, check_level
 from recordings.hfr._format import crc32
@@ -262,13 +262,7 @@ class SnapshotRecorder(Closeable):
     def _seal(self) -> None:
         if self._builder.count == 0:
             return
-        sealed = self._builder.seal()
-        self._policy.sealed()
-        if self._wall_clock:
-            anchor = sample_anchor()
-            sealed.meta = dataclasses.replace(
-                sealed.meta, wall=(anchor.reference_ns, anchor.utc_ns)
-            )
+        sealed = seal_chunk(self._builder, self._policy, wall_clock=self._wall_clock)
         meta, parts, _length = encode_chunk(sealed, self._level)
         payload = [bytes(p) for p in parts[2:]]
         nbytes = sum(len(p) for p in payload)
