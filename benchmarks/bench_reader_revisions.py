@@ -28,7 +28,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,6 +36,10 @@ from typing import Any
 
 MS = 1_000_000
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _revisions import checkout, run_child  # noqa: E402
+
 FILES = ("large", "imu", "msgpack", "tiny")
 
 
@@ -97,16 +100,7 @@ def child(tree: str, folder: str) -> None:
 
 
 def run(tree: str, folder: str) -> dict[str, float]:
-    out = subprocess.run(
-        [sys.executable, __file__, "--child", tree, folder],
-        check=True,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": tree},
-    ).stdout
-    result: dict[str, float] = json.loads(out.strip().splitlines()[-1])
-    result["load"] = os.getloadavg()[0]
-    return result
+    return run_child(__file__, tree, folder)
 
 
 def quick() -> list[dict[str, Any]]:
@@ -138,11 +132,7 @@ def main() -> None:
     if args.child:
         child(*args.child)
         return
-    base = tempfile.mkdtemp(prefix="bench-rev-")
-    archive = subprocess.run(
-        ["git", "archive", args.rev], cwd=ROOT, check=True, capture_output=True
-    )
-    subprocess.run(["tar", "-x", "-C", base], input=archive.stdout, check=True)
+    base = checkout(args.rev)
     folder = tempfile.mkdtemp(dir="/dev/shm")
     write(folder)
     trees = {args.rev: base, "working tree": str(ROOT)}

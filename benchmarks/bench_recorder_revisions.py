@@ -25,7 +25,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,6 +33,9 @@ from typing import Any
 
 MS = 1_000_000
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _revisions import checkout, run_child  # noqa: E402
 
 
 def child(tree: str, which: str) -> None:
@@ -92,16 +94,7 @@ def child(tree: str, which: str) -> None:
 
 
 def run(tree: str, which: str) -> dict[str, float]:
-    out = subprocess.run(
-        [sys.executable, __file__, "--child", tree, which],
-        check=True,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": tree},
-    ).stdout
-    result: dict[str, float] = json.loads(out.strip().splitlines()[-1])
-    result["load"] = os.getloadavg()[0]
-    return result
+    return run_child(__file__, tree, which)
 
 
 def quick() -> list[dict[str, Any]]:
@@ -127,11 +120,7 @@ def main() -> None:
     if args.child:
         child(*args.child)
         return
-    base = tempfile.mkdtemp(prefix="bench-rev-")
-    archive = subprocess.run(
-        ["git", "archive", args.rev], cwd=ROOT, check=True, capture_output=True
-    )
-    subprocess.run(["tar", "-x", "-C", base], input=archive.stdout, check=True)
+    base = checkout(args.rev)
     trees = {args.rev: base, "working tree": str(ROOT)}
     got: dict[tuple[str, str], list[dict[str, float]]] = {}
     for _ in range(args.rounds):
