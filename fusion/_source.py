@@ -190,6 +190,18 @@ class Source(ABC):
         """
         return f"{type(self).__name__} does not resize while decoding"
 
+    def pace_decoder(self, consumer_cpu_s: float, cores: int) -> str | None:
+        """The consumer of the frames spends ``consumer_cpu_s`` CPU seconds on each, on
+        ``cores`` cores shared with this source: a source that decodes may choose its
+        decoder's threads from it (one thread when it keeps up on one core while the
+        others run the consumer; its own threads when it is the bottleneck).
+
+        Returns ``None`` when it takes the figure into account, else why not. Called
+        before ``frames()`` runs (by a CPU :class:`~fusion.workers.BatchWorker` that
+        wires the source); by default a source has no decoder threads to choose.
+        """
+        return f"{type(self).__name__} has no decoder threads to choose"
+
     @property
     def from_file(self) -> bool:
         """True when the source reads a file (a video or audio file, a capture, a log, a

@@ -42,6 +42,7 @@ from adapters.video._events import (
 )
 from adapters.video._hwaccel import HWAccelReport
 from adapters.video._opening import DecodeOptions
+from adapters.video._pacing import Pacing, choose_threads
 from adapters.video._prefetch import Prefetch
 from adapters.video._probe import VideoInfo, check_path, is_live
 from fusion import Frame, Overflow, SensorSpec, Source, current_clock
@@ -78,6 +79,9 @@ class VideoStatistics:
     """Errors the decoder raised (each loss they cause is also in ``skipped``)."""
     last_decoder_error: str | None = None
     """The most recent decoder error message, with the PTS being sent."""
+    decoder_threads: str | None = None
+    """The FFmpeg threads chosen for a consumer that said its cost per frame, and why
+    (:meth:`VideoSource.pace_decoder`); ``None`` when none did."""
 
     @property
     def downtime_ns(self) -> int:
@@ -97,6 +101,7 @@ class VideoStatistics:
             "prefetch_high_water": self.prefetch_high_water,
             "decoder_errors": self.decoder_errors,
             "last_decoder_error": self.last_decoder_error,
+            "decoder_threads": self.decoder_threads,
         }
 
 
@@ -133,7 +138,9 @@ class VideoSource(Source):
     * ``width`` and ``height`` (or ``size=(width, height)``): resize to, in
       the same swscale pass (the size of the output, after turning it
       upright); frames are then ``(height, width, 3)`` arrays.
-    * ``threads``/``thread_type``: FFmpeg decoder threading (0 = one per core).
+    * ``threads``/``thread_type``: FFmpeg decoder threading (0 = automatic: one per
+      core, or one thread when a CPU worker that keeps the cores busy says one
+      decoding core keeps up; see :meth:`pace_decoder`).
     * ``prefetch``: decoded frames buffered ahead of the consumer.
     * ``hwaccel``: ``None``, ``"auto"`` or a device type; falls back to
       software with the reason in :attr:`hwaccel_report` (see
@@ -265,6 +272,7 @@ class VideoSource(Source):
         self.recent_errors: deque[FrameLost] = deque(maxlen=64)
         """The latest skipped frames, each naming sensor, seq, PTS and reason."""
         self._decoder: DecoderThread | None = None
+        self._pacing: Pacing | None = None
 
     @property
     def from_file(self) -> bool:
@@ -278,6 +286,12 @@ class VideoSource(Source):
         queue: Prefetch[Event] = Prefetch(
             self.prefetch, drop_oldest=self.live, wake_after=wake_after
         )
+        if self._pacing is not None:  # a consumer said its cost: one thread or FFmpeg's
+            threads, why = await self.run_blocking(choose_threads, self.options, self._pacing)
+            self._pacing = None
+            self.options = replace(self.options, threads=threads)
+            self.video_stats.decoder_threads = why
+            log.info("sensor %r: decoder threads %s", self.name, why)
         decoder = DecoderThread(self.options, queue, current_clock())
         self._decoder = decoder
         decoder.start()
@@ -319,6 +333,28 @@ class VideoSource(Source):
         if opts.size is not None and (opts.size != size or opts.interpolation.upper() != flags):
             return f"the source already resizes to {opts.size} ({opts.interpolation})"
         self.options = replace(opts, size=size, interpolation=flags)
+        return None
+
+    def pace_decoder(self, consumer_cpu_s: float, cores: int) -> str | None:
+        """Decode a file on one FFmpeg thread when one core decoding keeps up with a
+        consumer spending ``consumer_cpu_s`` per frame on the other ``cores - 1``,
+        else with FFmpeg's automatic threads (:mod:`adapters.video._pacing`; the
+        decode cost is measured on the file's first frames when ``frames()`` starts;
+        the choice is in ``video_stats.decoder_threads``). Refused when ``threads``
+        was given, for a live input (it keeps its slice threads), with hardware
+        decode asked, or once decoding."""
+        opts = self.options
+        if self._decoder is not None:
+            return "the source is already decoding"
+        if opts.threads:
+            return f"threads={opts.threads} was given"
+        if opts.live:
+            return "a live input keeps its slice threads"
+        if opts.hwaccel is not None:
+            return f"hardware decode ({opts.hwaccel}) was asked"
+        if cores < 1 or not consumer_cpu_s >= 0:
+            return f"no cost to weigh (consumer {consumer_cpu_s!r} s per frame, {cores} cores)"
+        self._pacing = Pacing(consumer_cpu_s, cores)
         return None
 
     def _handle(self, event: Event) -> None:

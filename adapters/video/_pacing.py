@@ -1,0 +1,94 @@
+"""One FFmpeg thread or FFmpeg's own: what a file's decoder runs, paced by its consumer.
+
+A consumer that keeps every core busy (a CPU :class:`~fusion.workers.BatchWorker`
+in its default layout) tells the source its CPU per frame ``m``
+(:meth:`fusion.Source.pace_decoder`). With one FFmpeg thread the decoder
+delivers ``1 / d`` frames a second on one core (``d``: its CPU per frame,
+decoding and converting); the ``cores - 1`` others run the consumer, so one
+thread keeps up when ``m >= (cores - 1) * d``, and then it is the cheaper
+choice: FFmpeg's automatic frame threads on top of busy cores cost 0.15-0.4 ms
+more per 720p H.264 frame (measured, BENCHMARKS.md "At the machine's limit").
+Otherwise the decoder is the bottleneck and keeps FFmpeg's threads.
+
+``d`` is measured before ``frames()`` starts: the first frames of the file
+decoded and converted as the source will (one thread, this thread's CPU time,
+which a busy neighbour does not inflate), the first frame left out (it opens
+the decoder). The first frames are an intra frame's GOP start, dearer than the
+rest: the choice leans to FFmpeg's threads, the safe side.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import av.error
+
+from adapters.errors import SourceOpenError
+from adapters.video._convert import PixelConverter
+from adapters.video._opening import DecodeOptions
+from adapters.video._probe import open_input, select_stream
+
+PROBE_FRAMES = 8
+"""Frames timed after the first."""
+
+
+@dataclass(frozen=True, slots=True)
+class Pacing:
+    """What the consumer said: its CPU seconds per frame, on how many cores."""
+
+    consumer_cpu_s: float
+    cores: int
+
+
+def decode_cpu_per_frame(opts: DecodeOptions, frames: int = PROBE_FRAMES) -> float | None:
+    """This thread's CPU seconds per frame decoding the file's first frames on one
+    FFmpeg thread and converting them as ``opts`` asks; ``None`` when the file has
+    fewer than two frames or will not open (``frames()`` then says why)."""
+    try:
+        container = open_input(opts.url, input_format=opts.input_format, options=opts.options)
+    except SourceOpenError:
+        return None
+    try:
+        stream = select_stream(container, opts.url, opts.stream_index)
+        stream.codec_context.thread_count = 1
+        stream.codec_context.thread_type = "NONE"
+        converter = PixelConverter(
+            opts.pixel_format,
+            size=opts.size,
+            interpolation=opts.interpolation,
+            threads=opts.sws_threads,
+        )
+        n, start = -1, 0.0
+        for frame in container.decode(stream):
+            converter.convert(frame)
+            n += 1
+            if n == 0:
+                start = time.thread_time()
+            elif n == frames:
+                break
+        return (time.thread_time() - start) / n if n > 0 else None
+    except (av.error.FFmpegError, OSError, ValueError, SourceOpenError):
+        # a probe only: frames() opens the input again and reports what is wrong
+        return None
+    finally:
+        container.close()
+
+
+def choose_threads(opts: DecodeOptions, pacing: Pacing) -> tuple[int, str]:
+    """``(FFmpeg threads, why)`` for the file ``opts`` names: its decode cost measured
+    (:func:`decode_cpu_per_frame`), then :func:`threads_for`."""
+    return threads_for(decode_cpu_per_frame(opts), pacing, opts.threads)
+
+
+def threads_for(d: float | None, pacing: Pacing, threads: int = 0) -> tuple[int, str]:
+    """``(FFmpeg threads, why)``: 1 when one core decoding at ``d`` CPU seconds per frame
+    keeps up with the consumer on the other cores, else ``threads`` (0: FFmpeg's
+    automatic threads)."""
+    m = pacing.consumer_cpu_s
+    if d is None:
+        return threads, "automatic: the decode cost could not be measured"
+    figures = f"decode {d * 1e3:.2f} ms, consumer {m * 1e3:.2f} ms per frame, {pacing.cores} cores"
+    if m >= (pacing.cores - 1) * d:
+        return 1, f"1 thread: one core decoding keeps up ({figures})"
+    return threads, f"automatic: the decoder is the bottleneck ({figures})"
