@@ -16,6 +16,7 @@ from typing import Any
 from fusion._frames import Frame, FrameGroup
 from fusion.errors import WorkerError
 from fusion.workers._batcher import BatcherStatistics
+from fusion.workers._layout import LayoutStatistics
 from fusion.workers._sessions import ProviderFailure
 
 
@@ -80,6 +81,9 @@ class WorkerStatistics:
     service_p99: int = 0
     host_buffers: str = "-"
     """Where CUDA IO binding copies inputs from: "pinned", "pageable (why)", "-" on CPU."""
+    layout: LayoutStatistics | None = None
+    """The replicas x threads in use and why: measured (with the figures compared),
+    remembered, given, one core or device (``None`` before the first start)."""
 
 
 @dataclass(slots=True)

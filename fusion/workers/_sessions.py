@@ -29,9 +29,11 @@ inter-op thread and no spinning; ``reserve`` (default 0) counts cores other
 stages keep busy. Without spinning a light decode thread shares the cores
 cheaply: reserving a core for it left one of two idle (25 % slower, measured
 in ``benchmarks/bench_infer.py``). A CPU worker given neither replicas nor
-threads runs two replicas that split the cores (:func:`cpu_layout`): a
-narrower pool per session costs less CPU per item, and one replica computes
-while the other is between batches.
+threads measures how to split the cores between replicas and threads
+(:mod:`fusion.workers._layout`): a narrower pool per session costs less CPU
+per item on a small CNN, and one replica computes while the other is between
+batches, but a model whose weights do not fit the caches twice runs faster
+as one session across every core.
 """
 
 from __future__ import annotations
@@ -130,19 +132,10 @@ def default_threads(replicas: int = 1, reserve: int = 0) -> int:
     return max(1, (free_cores() - reserve) // max(1, replicas))
 
 
-def cpu_layout(reserve: int = 0) -> tuple[int, int]:
-    """``(replicas, intra-op threads each)`` for a CPU worker given neither (see Threads).
-
-    Two replicas splitting the free cores (``reserve`` left out) when there are at
-    least two, else one: while one replica is between batches (its inputs being
-    prepared, its results handed back, a serial operator) the other computes, and
-    each session's pool is half as wide, which costs less CPU per item than one
-    pool across every core (on 2 cores, 1 thread per session instead of 2 saved
-    0.5 of 4 ms of CPU per frame of the 0.3 GMAC CNN in ``bench_infer.py``).
-    """
-    cores = max(1, free_cores() - reserve)
-    replicas = 2 if cores >= 2 else 1
-    return replicas, cores // replicas
+def cpu_cores(reserve: int = 0) -> int:
+    """The free cores less ``reserve`` (at least 1): what a CPU worker's layout splits
+    between replicas and threads (:mod:`fusion.workers._layout`)."""
+    return max(1, free_cores() - reserve)
 
 
 def runs_on_cpu(providers: str | Sequence[str]) -> bool:

@@ -20,7 +20,11 @@ without sleeping; model work marks the clock busy, so it takes no virtual time.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import hashlib
 import inspect
+import time
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any
@@ -33,14 +37,24 @@ from fusion.errors import ConfigError
 from fusion.workers._batcher import DynamicBatcher
 from fusion.workers._execution import ModelRunner, Postprocess, Preprocess
 from fusion.workers._gate import ChangeGate
+from fusion.workers._layout import (
+    Layout,
+    LayoutPolicy,
+    LayoutStatistics,
+    layout_candidates,
+    remembered_layouts,
+)
+from fusion.workers._layout_probe import probe_layouts
+from fusion.workers._pacing import pace_source
 from fusion.workers._preprocess import fuse_resize
 from fusion.workers._results import WorkerCounters, WorkerResult, WorkerStatistics
 from fusion.workers._sessions import (
     ModelSession,
     ModelSource,
     ProviderFailure,
-    cpu_layout,
+    cpu_cores,
     default_threads,
+    load_model,
     runs_on_cpu,
 )
 from fusion.workers._sizing import BatchSizer, remembered_sizes
@@ -82,11 +96,14 @@ class BatchWorker:
     ``reserve_threads`` (cores to leave to other busy threads), split among
     the replicas. Threads never spin, so a light decode thread shares a core
     with them cheaply: reserving a whole core for it left one of two idle.
-    ``replicas`` defaults to 1, except on the CPU with ``threads`` not given:
-    then two replicas split the cores when there are two or more
-    (:func:`~fusion.workers._sessions.cpu_layout`), which costs less CPU per
-    item than one session across every core; :attr:`replicas` and
-    :attr:`threads` hold the layout once started.
+    ``replicas`` defaults to 1, except on the CPU with neither ``replicas`` nor
+    ``threads`` given and two or more free cores: then :meth:`start` measures
+    the candidate layouts on the model (two replicas splitting the cores, one
+    session across all of them; :mod:`fusion.workers._layout`) and keeps the
+    one with the least time per item, again when its cost at work drifts; a
+    later worker of the same model in the process starts in it without
+    measuring. :attr:`replicas` and :attr:`threads` hold the layout once
+    started, ``statistics().layout`` the figures compared.
     ``warmup`` is True (zeros of the model's input shapes at batch 1 and
     ``max_batch``), False, or sample items to preprocess and run.
     """
@@ -124,6 +141,11 @@ class BatchWorker:
         self._preprocess = preprocess
         self.resize_outcome: dict[str, str] = {}
         """Per sensor, where the resize runs, when :meth:`stream` was given a Source."""
+        self.decoder_outcome: str | None = None
+        """When :meth:`stream` was given a Source (or its unstarted ``frames()``): ``None``
+        if the source was told the model's CPU per frame to choose its decoder's threads
+        (:mod:`fusion.workers._pacing`; the video source says what it chose in its
+        statistics), else why not."""
         self._postprocess = postprocess
         self._max_batch_arg = max_batch
         self._max_delay_arg = max_delay
@@ -153,30 +175,23 @@ class BatchWorker:
         self._batcher: DynamicBatcher[Any] | None = None
         self._sizer: BatchSizer | None = None  # made at start, kept across streams
         self._size_key: tuple[Any, ...] = ()  # what the size it settles on is kept under
+        self._sizer_key: tuple[Any, ...] = ()  # the key of the sizer's layout and model
+        self._layout_policy: LayoutPolicy | None = None  # made when the layout is measured
+        self._layout: LayoutStatistics | None = None  # the layout in use and why
+        self._layout_key: tuple[Any, ...] = ()  # what the measured layout is kept under
 
     # -- lifecycle ----------------------------------------------------------
 
     async def start(self) -> None:
-        """Load the model on every replica and warm it up (done by ``stream`` if needed)."""
-        if self._runner is None:
+        """Load the model on every replica and warm it up (done by ``stream`` if needed);
+        on the CPU with neither ``replicas`` nor ``threads`` given, measure the layout
+        first, and again when its cost at work drifted (:mod:`fusion.workers._layout`)."""
+        policy = self._layout_policy
+        if self._runner is None or (policy is not None and policy.stale):
             await run_sync(self._start_sync)
 
     def _start_sync(self) -> None:
-        if self._replicas_arg is None and self._threads_arg is None:
-            if runs_on_cpu(self._providers_arg):
-                self.replicas, self.threads = cpu_layout(self._reserve_threads)
-            else:
-                self.replicas, self.threads = 1, default_threads(1, self._reserve_threads)
-        runner = ModelRunner.load(
-            self._model_source,
-            providers=self._providers_arg,
-            replicas=self.replicas,
-            threads=self.threads,
-            preprocess=self._preprocess,
-            postprocess=self._postprocess,
-            max_restarts=self.max_restarts,
-            provider_options=self._provider_options,
-        )
+        runner, warm = self._load_runner()
         self._providers = runner.providers
         self._provider_failures = runner.provider_failures
         default_batch, default_delay = _DEFAULTS.get(runner.device, _DEFAULTS["cpu"])
@@ -185,7 +200,8 @@ class BatchWorker:
         if any(p > self.max_batch for p in self.preferred_batch_sizes):
             sizes = self.preferred_batch_sizes
             raise ConfigError(f"preferred batch sizes {sizes} exceed max_batch {self.max_batch}")
-        runner.warm_up(self._warmup, self.max_batch)
+        if not warm:
+            runner.warm_up(self._warmup, self.max_batch)
         sizing = self.adaptive and (self.max_batch > 1 or self.latency_budget is not None)
         self._size_key = (
             runner.digest,
@@ -197,12 +213,78 @@ class BatchWorker:
             type(self._preprocess).__qualname__,
             getattr(self._preprocess, "size", None),
         )
-        if sizing and (self._sizer is None or self._sizer.max_batch != self.max_batch):
+        if sizing and (self._sizer is None or self._sizer_key != self._size_key):
             self._sizer = BatchSizer(self.max_batch, latency_budget=self.latency_budget)
+            self._sizer_key = self._size_key
             recalled = remembered_sizes.recall(self._size_key)
             if recalled is not None:
                 self._sizer.resume(*recalled)
         self._runner = runner
+
+    def _load_runner(self) -> tuple[ModelRunner, bool]:
+        """The sessions in the layout given, or measured (see :meth:`start`); whether
+        they are warm already (the probe warms them)."""
+        make = functools.partial(
+            ModelRunner,
+            providers=self._providers_arg,
+            preprocess=self._preprocess,
+            postprocess=self._postprocess,
+            max_restarts=self.max_restarts,
+            provider_options=self._provider_options,
+        )
+        given = self._replicas_arg is not None or self._threads_arg is not None
+        cores = cpu_cores(self._reserve_threads)
+        if given or cores == 1 or not runs_on_cpu(self._providers_arg):
+            why = "given" if given else "one core" if cores == 1 else "device"
+            if not given:
+                self.replicas, self.threads = 1, default_threads(1, self._reserve_threads)
+            self._layout = LayoutStatistics(self.replicas, self.threads, why, reason=why)
+            model = load_model(self._model_source)
+            return make(model, replicas=self.replicas, threads=self.threads), False
+        model = load_model(self._model_source)
+        max_batch = self._max_batch_arg or _DEFAULTS["cpu"][0]
+        preprocess = (type(self._preprocess).__qualname__, getattr(self._preprocess, "size", None))
+        digest = hashlib.blake2b(model, digest_size=16).hexdigest()
+        key = (digest, cores, max_batch, preprocess)
+        policy = self._layout_policy
+        remembered = remembered_layouts.recall(key)
+        if remembered is not None and (policy is None or not policy.stale):
+            self.replicas, self.threads = remembered.replicas, remembered.threads
+            self._layout = dataclasses.replace(remembered, decided_by="remembered")
+            return make(model, replicas=self.replicas, threads=self.threads), False
+        if policy is None:
+            policy = self._layout_policy = LayoutPolicy(layout_candidates(cores))
+        keep = None
+        if self._runner is not None:
+            keep = (Layout(self.replicas, self.threads), self._runner)
+        began = time.perf_counter_ns()
+        warmup = self._warmup if isinstance(self._warmup, bool) else list(self._warmup)
+        runner = probe_layouts(
+            policy,
+            lambda lay: make(model, replicas=lay.replicas, threads=lay.threads),
+            max_batch=max_batch,
+            warmup=warmup,
+            keep=keep,
+        )
+        chosen = policy.chosen
+        assert chosen is not None
+        self.replicas, self.threads = chosen.replicas, chosen.threads
+        self._layout = policy.statistics("measured", time.perf_counter_ns() - began)
+        remembered_layouts.keep(key, self._layout)
+        self._layout_key = key
+        return runner, True
+
+    def _observe_layout(self) -> None:
+        """Tell the layout policy what the chosen size costs now (per stream): a drift
+        marks the layout stale, probed again at the next stream's start."""
+        policy, sizer = self._layout_policy, self._sizer
+        if policy is None or sizer is None or sizer.phase != "exploit":
+            return
+        estimate = sizer.estimate(sizer.limit)
+        if estimate is not None:
+            policy.observe(estimate)
+            if policy.stale:
+                remembered_layouts.forget(self._layout_key)
 
     async def aclose(self) -> None:
         """Release the sessions. The worker can be started again."""
@@ -263,6 +345,7 @@ class BatchWorker:
             service_p50=int(np.percentile(service, 50)) if service is not None else 0,
             service_p99=int(np.percentile(service, 99)) if service is not None else 0,
             host_buffers=self._sessions[0].host_buffers if self._sessions else "-",
+            layout=self._layout,
         )
 
     # -- the stream -----------------------------------------------------------
@@ -281,17 +364,22 @@ class BatchWorker:
         decoding for its preprocess (:func:`~fusion.workers._preprocess.fuse_resize`;
         the outcome is in :attr:`resize_outcome`), so the frames the results carry
         are at the model's size. ``resize_in_decoder=False`` keeps the source's
-        full frames (the preprocess resizes them). Close the generator
+        full frames (the preprocess resizes them). On the CPU the worker also tells
+        such a source what a frame costs the model, so a video decoder runs one
+        FFmpeg thread when it keeps up on one core (:attr:`decoder_outcome`). Close the generator
         (``contextlib.aclosing``) if you stop iterating early. See
         :mod:`fusion.workers._stream` for how items flow.
         """
-        source = _source_of(items) if resize_in_decoder else None
-        if source is not None:
-            self.resize_outcome = fuse_resize([source], self._preprocess)
+        wired = _source_of(items)
+        if wired is not None and resize_in_decoder:
+            self.resize_outcome = fuse_resize([wired], self._preprocess)
         if isinstance(items, Source):
             items = items.frames()
         await self.start()
         assert self._runner is not None
+        if wired is not None:
+            runner, reserve = self._runner, self._reserve_threads
+            self.decoder_outcome = await run_sync(pace_source, wired, runner, reserve)
         settings = StreamSettings(
             max_batch=self.max_batch,
             max_delay=self.max_delay,
@@ -310,6 +398,7 @@ class BatchWorker:
         finally:
             if self._sizer is not None:
                 remembered_sizes.keep(self._size_key, self._sizer)
+            self._observe_layout()
 
 
 def _source_of(items: object) -> Source | None:

@@ -1,0 +1,160 @@
+"""The layout probe: build each candidate layout's sessions, time them, keep the winner.
+
+The I/O half of :mod:`fusion.workers._layout`. For each candidate the probe
+builds a :class:`~fusion.workers._execution.ModelRunner` of that many
+replicas and threads and warms it up; then, in rounds that interleave the
+candidates (a neighbour's burst then slows all of them, not one), each
+candidate's replicas run the same input side by side, one thread per
+replica as the worker's lanes do, batches of 1 and of ``max_batch``: wall
+time and process CPU time per item. The input is the model's own dummy
+input (zeros of its input shapes) or the warm-up sample items prepared;
+each thread runs one batch before the clock starts (a new thread's first
+batch runs on cold caches). The :class:`~fusion.workers._layout.LayoutPolicy`
+decides; the runner of the chosen layout is returned, the others dropped.
+
+Bounded: about 5 ms per measurement (2-16 batches per replica), batches of
+at most about 8 ms (a smaller power of two than ``max_batch`` when its batch
+takes longer: the cost per item is compared, not the size), three rounds
+unless two took over 0.3 s.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from fusion.workers._execution import Feeds, ModelRunner
+from fusion.workers._layout import Layout, LayoutPolicy
+from fusion.workers._sessions import ModelSession
+
+log = logging.getLogger("fusion.workers")
+
+_TARGET_NS = 5_000_000  # one measurement: about this long
+_ROUNDS = 3
+_ENOUGH_NS = 300_000_000  # after two rounds, stop if they took this long
+_LARGEST_NS = 8_000_000  # the largest batch probed takes about this long at most
+
+
+def probe_layouts(
+    policy: LayoutPolicy,
+    make_runner: Callable[[Layout], ModelRunner],
+    *,
+    max_batch: int,
+    warmup: bool | list[Any],
+    keep: tuple[Layout, ModelRunner] | None = None,
+) -> ModelRunner:
+    """Measure ``policy``'s candidates, decide, and return the chosen layout's runner.
+
+    ``keep`` is a runner already built for one layout (the one in use), reused
+    instead of building it again. When no input can be made (symbolic input
+    dimensions and no warm-up samples) or a run fails, nothing is measured and
+    the policy's choice stands (the first candidate at first), with the reason.
+    """
+    policy.begin()
+    runners: dict[Layout, ModelRunner] = {}
+    for layout in policy.candidates:
+        if keep is not None and keep[0] == layout:
+            runners[layout] = keep[1]
+        else:
+            runners[layout] = make_runner(layout)
+        runners[layout].warm_up(warmup, max_batch)
+    try:
+        _measure(policy, runners, max_batch, warmup)
+    except Exception as err:  # a probe that cannot run must not stop the worker
+        log.info("layout probe failed (%s: %s); keeping the default layout", type(err), err)
+        policy.begin()
+    return runners[policy.decide()]
+
+
+def _measure(
+    policy: LayoutPolicy, runners: dict[Layout, ModelRunner], max_batch: int, warmup: Any
+) -> None:
+    first = next(iter(runners.values()))
+    session = first.sessions[0]
+    inputs: dict[int, Feeds] = {}
+    if isinstance(warmup, list) and warmup:
+        inputs[len(warmup)] = first.prepare(list(warmup))
+    else:
+        for size in sorted({1, max_batch}):
+            feeds = session.dummy_feeds(size)
+            if feeds is not None:
+                inputs[size] = feeds
+    if not inputs:
+        return
+    took = {size: _time_one(session, feeds) for size, feeds in inputs.items()}
+    largest = max(inputs)
+    if largest > 1 and took[largest] > _LARGEST_NS:
+        # Batches that long would make the probe last seconds: the largest power of two
+        # whose batch takes about _LARGEST_NS (the cost per item is what is compared).
+        size = 1 << max(0, int(math.log2(largest * _LARGEST_NS / took[largest])))
+        del inputs[largest]
+        if size > 1:
+            feeds = session.dummy_feeds(size)
+            if feeds is not None:
+                inputs[size] = feeds
+                took[size] = _time_one(session, feeds)
+    # Batches per replica thread: about _TARGET_NS per measurement.
+    repeats = {s: min(16, max(2, math.ceil(_TARGET_NS / took[s]))) for s in inputs}
+    began = time.perf_counter_ns()
+    for round_ in range(_ROUNDS):
+        for layout, runner in runners.items():
+            for size, feeds in inputs.items():
+                k = repeats[size]
+                wall, cpu = _run_side_by_side(runner, feeds, k)
+                items = len(runner.sessions) * k * size
+                policy.record(layout, size, wall / items, cpu / items)
+        if round_ >= 1 and time.perf_counter_ns() - began > _ENOUGH_NS:
+            break
+
+
+def _time_one(session: ModelSession, feeds: Feeds) -> int:
+    start = time.perf_counter_ns()
+    session.run(feeds)
+    return max(1, time.perf_counter_ns() - start)
+
+
+def _run_side_by_side(runner: ModelRunner, feeds: Feeds, repeats: int) -> tuple[int, int]:
+    """Wall and process CPU ns of every replica running ``feeds`` ``repeats`` times at
+    once, each on its own thread (after one unmeasured run on that thread)."""
+    sessions = runner.sessions
+    barrier = threading.Barrier(len(sessions) + 1)
+    errors: list[BaseException] = []
+
+    def work(index: int) -> None:
+        session = sessions[index]
+        try:
+            session.run(feeds)
+        except BaseException as err:
+            errors.append(err)
+            barrier.abort()
+            return
+        try:
+            barrier.wait()
+        except threading.BrokenBarrierError:
+            return
+        try:
+            for _ in range(repeats):
+                session.run(feeds)
+        except BaseException as err:
+            errors.append(err)
+
+    threads = [
+        threading.Thread(target=work, args=(i,), daemon=True, name=f"hyperframes-probe-{i}")
+        for i in range(len(sessions))
+    ]
+    for thread in threads:
+        thread.start()
+    with contextlib.suppress(threading.BrokenBarrierError):
+        barrier.wait()
+    wall, cpu = time.perf_counter_ns(), time.process_time_ns()
+    for thread in threads:
+        thread.join()
+    wall, cpu = time.perf_counter_ns() - wall, time.process_time_ns() - cpu
+    if errors:
+        raise errors[0]
+    return wall, cpu

@@ -1,0 +1,239 @@
+"""The CPU layout (replicas x intra-op threads) chosen by measurement.
+
+The policy (:class:`LayoutPolicy`) is fed plain numbers: it picks the cheapest
+measured layout, never flaps between layouts within ``margin`` of each other,
+and asks for a new probe when the chosen layout's cost at work drifts. One
+real onnxruntime worker shows the decision and its figures in the worker's
+statistics, a second worker of the same model recalling it.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fusion import Frame
+from fusion.errors import ConfigError
+from fusion.workers import BatchWorker
+from fusion.workers import _sessions as sessions_module
+from fusion.workers._layout import Layout, LayoutPolicy, layout_candidates, remembered_layouts
+from fusion.workers._models import scale_model
+
+A, B, C = Layout(2, 1), Layout(1, 2), Layout(4, 1)
+costs = st.floats(min_value=1e3, max_value=1e8, allow_nan=False)
+
+
+@pytest.fixture(autouse=True)
+def _forget_layouts() -> None:
+    remembered_layouts.clear()
+
+
+def probe(policy: LayoutPolicy, figures: dict[Layout, float]) -> Layout:
+    policy.begin()
+    for layout, ns in figures.items():
+        policy.record(layout, 1, ns)
+    return policy.decide()
+
+
+@given(st.lists(costs, min_size=3, max_size=3))
+def test_the_cheapest_measured_layout_is_chosen_ties_to_the_first(figures: list[float]) -> None:
+    policy = LayoutPolicy([A, B, C])
+    chosen = probe(policy, dict(zip([A, B, C], figures, strict=True)))
+    least = min(figures)
+    assert chosen == [A, B, C][figures.index(least)]
+    assert policy.statistics().reason.startswith("least wall time per item")
+
+
+@given(st.dictionaries(st.integers(1, 16), st.lists(costs, min_size=1, max_size=4), min_size=1))
+def test_a_layouts_cost_is_its_least_per_item_time_over_sizes_and_rounds(
+    runs: dict[int, list[float]],
+) -> None:
+    policy = LayoutPolicy([A, B])
+    policy.begin()
+    for size, figures in runs.items():
+        for ns in figures:
+            policy.record(A, size, ns)
+    assert policy.cost(A) == min(min(f) for f in runs.values())
+    assert policy.cost(B) is None
+    assert policy.decide() == A  # the only one measured
+    assert policy.statistics().per_item_ns["2x1"] == {s: min(f) for s, f in sorted(runs.items())}
+
+
+@settings(max_examples=200)
+@given(
+    st.lists(st.tuples(costs, costs), min_size=1, max_size=12),
+    st.floats(min_value=0.0, max_value=0.5),
+)
+def test_it_never_flaps_a_switch_needs_a_layout_over_margin_cheaper(
+    probes: list[tuple[float, float]], margin: float
+) -> None:
+    policy = LayoutPolicy([A, B], margin=margin)
+    chosen = probe(policy, {A: probes[0][0], B: probes[0][1]})
+    for a, b in probes[1:]:
+        before = chosen
+        chosen = probe(policy, {A: a, B: b})
+        now, other = (a, b) if before == A else (b, a)
+        if chosen != before:
+            assert other < now * (1 - margin)
+            assert "cheaper than" in policy.statistics().reason
+        else:
+            assert not other < now * (1 - margin)
+
+
+@given(costs, st.lists(st.floats(min_value=0.8, max_value=1.2), min_size=1, max_size=30))
+def test_costs_within_noise_of_each_other_keep_the_first_choice(
+    base: float, jitter: list[float]
+) -> None:
+    policy = LayoutPolicy([A, B], margin=0.1)
+    first = probe(policy, {A: base, B: base * 1.01})
+    assert first == A
+    for j in jitter:  # B's figure wanders within 5 % of A's, either side
+        assert probe(policy, {A: base, B: base * (1 + (j - 1) / 4)}) == A
+
+
+@given(costs, st.floats(min_value=1.5, max_value=10.0), st.integers(1, 4))
+def test_a_drift_at_work_marks_the_decision_stale_and_a_new_probe_decides(
+    reference: float, factor: float, patience: int
+) -> None:
+    policy = LayoutPolicy([A, B], drift=0.3, patience=patience)
+    assert probe(policy, {A: 10.0, B: 20.0}) == A
+    policy.observe(reference)
+    for _ in range(patience - 1):
+        policy.observe(reference * factor)
+        assert not policy.stale
+    policy.observe(reference * factor)
+    assert policy.stale  # the load changed: probe again
+    assert probe(policy, {A: 30.0, B: 20.0}) == B  # now B is over 10 % cheaper
+    assert not policy.stale
+    assert policy.statistics().probes == 2
+
+
+@given(costs, st.lists(st.floats(min_value=0.75, max_value=1.25), min_size=1, max_size=50))
+def test_costs_at_work_within_the_band_never_ask_for_a_probe(
+    reference: float, moves: list[float]
+) -> None:
+    policy = LayoutPolicy([A, B], drift=0.3, patience=1)
+    probe(policy, {A: 1.0, B: 2.0})
+    policy.observe(reference)
+    for m in moves:
+        policy.observe(reference * m)
+    assert not policy.stale
+
+
+def test_an_interrupted_drift_starts_counting_again() -> None:
+    policy = LayoutPolicy([A, B], drift=0.3, patience=2)
+    probe(policy, {A: 1.0, B: 2.0})
+    for ns in (100, 200, 100, 200, 100):  # out, in, out, in
+        policy.observe(ns)
+    assert not policy.stale
+    policy.observe(200)
+    policy.observe(200)
+    assert policy.stale
+
+
+def test_nothing_measured_keeps_the_first_candidate_and_says_so() -> None:
+    policy = LayoutPolicy([A, B])
+    policy.begin()
+    assert policy.decide() == A
+    assert policy.statistics().reason.startswith("not measured")
+
+
+def test_bad_input_is_refused() -> None:
+    with pytest.raises(ConfigError):
+        LayoutPolicy([])
+    with pytest.raises(ConfigError):
+        LayoutPolicy([A], margin=1.0)
+    policy = LayoutPolicy([A, B])
+    with pytest.raises(ConfigError, match="not a candidate"):
+        policy.record(C, 1, 10.0)
+    with pytest.raises(ValueError, match="cannot take"):
+        policy.record(A, 0, 10.0)
+    with pytest.raises(ValueError, match="cannot take"):
+        policy.record(A, 1, 0.0)
+
+
+@given(st.integers(1, 256))
+def test_candidates_fit_the_cores_and_two_cores_are_two_by_one_or_one_by_two(cores: int) -> None:
+    candidates = layout_candidates(cores)
+    assert all(c.replicas * c.threads <= cores for c in candidates)
+    assert len(set(candidates)) == len(candidates)
+    if cores == 1:
+        assert candidates == [Layout(1, 1)]
+    else:
+        assert candidates[:2] == [Layout(2, cores // 2), Layout(1, cores)]
+    assert layout_candidates(2) == [Layout(2, 1), Layout(1, 2)]
+
+
+def frames(n: int) -> list[Frame]:
+    import numpy as np
+
+    return [Frame("cam", i, i, np.full(4, i, np.float32)) for i in range(n)]
+
+
+async def test_a_real_worker_measures_its_layout_and_says_why(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sessions_module, "free_cores", lambda: 2)
+    model = scale_model()
+    worker = BatchWorker(model, providers="cpu", max_batch=8)
+    results = [r async for r in worker.stream(frames(40))]
+    assert [float(r.value[0]) for r in results] == [2.0 * i for i in range(40)]
+    layout = worker.statistics().layout
+    assert layout is not None
+    assert layout.decided_by == "measured"
+    assert layout.probes == 1
+    assert layout.probe_ns > 0
+    # Both candidates measured at batch 1 and at max_batch, wall and CPU per item.
+    assert set(layout.per_item_ns) == {"2x1", "1x2"}
+    assert all(set(sizes) == {1, 8} for sizes in layout.per_item_ns.values())
+    assert set(layout.cpu_per_item_ns) == {"2x1", "1x2"}
+    least = {name: min(sizes.values()) for name, sizes in layout.per_item_ns.items()}
+    winner = min(least, key=least.__getitem__)
+    assert f"{layout.replicas}x{layout.threads}" == winner
+    assert (worker.replicas, worker.threads) == (layout.replicas, layout.threads)
+    assert len(worker._sessions) == layout.replicas
+    # The why names both layouts with their figures.
+    for name, cost in least.items():
+        assert f"{name} at {cost / 1e3:.3g} us/item" in layout.reason
+
+    # A second worker of the same model in the process starts in it without a probe.
+    again = BatchWorker(model, providers="cpu", max_batch=8)
+    await again.start()
+    recalled = again.statistics().layout
+    assert recalled is not None
+    assert recalled.decided_by == "remembered"
+    assert (recalled.replicas, recalled.threads) == (layout.replicas, layout.threads)
+    assert recalled.reason == layout.reason
+
+    # A drift at work marks the layout stale: the next stream probes again.
+    policy = worker._layout_policy
+    assert policy is not None
+    for ns in (1e3, 1e5, 1e5):
+        policy.observe(ns)
+    assert policy.stale
+    results = [r async for r in worker.stream(frames(10))]
+    assert [float(r.value[0]) for r in results] == [2.0 * i for i in range(10)]
+    stats = worker.statistics().layout
+    assert stats is not None
+    assert stats.probes == 2
+    assert stats.decided_by == "measured"
+
+
+async def test_a_given_layout_and_one_core_are_not_measured(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sessions_module, "free_cores", lambda: 2)
+    given_ = BatchWorker(scale_model(), providers="cpu", replicas=2)
+    await given_.start()
+    layout = given_.statistics().layout
+    assert layout is not None
+    assert layout.decided_by == "given"
+    assert (layout.replicas, layout.threads) == (2, 1)
+    monkeypatch.setattr(sessions_module, "free_cores", lambda: 1)
+    single = BatchWorker(scale_model(), providers="cpu")
+    await single.start()
+    layout = single.statistics().layout
+    assert layout is not None
+    assert layout.decided_by == "one core"
+    assert (layout.replicas, layout.threads) == (1, 1)
