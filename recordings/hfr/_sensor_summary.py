@@ -101,7 +101,10 @@ def hull_candidates(x: Int64, y: Int64, passes: int = 64) -> Int64:
     segment joining their two remaining neighbours (a point above a segment between two
     points of the set is no vertex, whatever else is dropped). The test is in float64
     with a margin far above its rounding error, so a doubtful point stays; the exact
-    hull is then built over the few left.
+    hull is then built over the few left. A doubtful point whose two products fit in
+    int64 is decided exactly: on the segment it is no vertex either (the exact hull
+    drops collinear points), so evenly spaced stamps with a constant delay, which are
+    all collinear, leave two candidates instead of every point to the Python loop.
     """
     idx = np.arange(len(x))
     if not len(x):
@@ -115,16 +118,36 @@ def hull_candidates(x: Int64, y: Int64, passes: int = 64) -> Int64:
         two = (fy[1:-1] - fy[:-2]) * (fx[2:] - fx[:-2])
         margin = np.abs(one)
         margin += np.abs(two)
+        small = margin < _EXACT_PRODUCTS  # both products surely fit in int64
         margin *= 1e-9
         margin += 1.0
         one -= two
         above = one < -margin
+        _collinear(above, one <= margin, small, x[idx], y[idx])
         if not above.any():
             break
         keep = np.ones(len(fx), bool)
         keep[1:-1] = ~above
         fx, fy, idx = fx[keep], fy[keep], idx[keep]
     return idx
+
+
+_EXACT_PRODUCTS = float(1 << 61)
+"""Below this float sum of the two products' magnitudes both fit in int64 with room
+for the float estimate's error."""
+
+
+def _collinear(above: Any, doubt: Any, small: Any, x: Int64, y: Int64) -> None:
+    """Mark in ``above`` the interior points (``above[i]`` is point ``i + 1``) that
+    ``doubt`` leaves open and that lie exactly on the segment joining their two
+    neighbours, where ``small`` says the exact products fit in int64."""
+    d = np.flatnonzero(doubt & small & ~above)
+    if not len(d):
+        return
+    x0, x1, x2 = x[d], x[d + 1], x[d + 2]
+    y0, y1, y2 = y[d], y[d + 1], y[d + 2]
+    on = (x1 - x0) * (y2 - y0) - (y1 - y0) * (x2 - x0) <= 0
+    above[d[on]] = True
 
 
 def skew_from_hull(hull: Sequence[tuple[int, int]], mean_x: float) -> float:

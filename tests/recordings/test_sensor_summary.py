@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from hyperframes.cli._sensorstats import SensorColumns, _report_of, summarize
 from recordings.hfr._details import PLAIN, REPACED, SEGMENT
-from recordings.hfr._sensor_summary import SensorReducer
+from recordings.hfr._sensor_summary import SensorReducer, hull_candidates
 
 MS = 1_000_000
 SHAPES = [(6,), (3, 2)]
@@ -108,3 +108,37 @@ def test_seq_going_back_is_left_to_the_full_computation() -> None:
     z = np.zeros(4, np.int64)
     r.add(np.array([0, 2, 1, 3]), t, z, t, z.astype(bool), z.astype(np.uint8), z, [], z, [])
     assert r.finish([]) == "its seq numbers go back"
+
+
+def _chain(xs: list[int], ys: list[int]) -> list[tuple[int, int]]:
+    """The exact lower hull (Andrew's monotone chain in Python ints, collinear points
+    dropped), as the reducer builds it."""
+    hull: list[tuple[int, int]] = []
+    for px, py in zip(xs, ys, strict=True):
+        while len(hull) >= 2:
+            (ax, ay), (bx, by) = hull[-2], hull[-1]
+            if (bx - ax) * (py - ay) - (by - ay) * (px - ax) > 0:
+                break
+            hull.pop()
+        hull.append((px, py))
+    return hull
+
+
+@given(
+    start=st.sampled_from([0, 10**15, 1_700_000_000 * 10**9, 2**62]),
+    gaps=st.lists(st.sampled_from([1, 5 * MS, 5 * MS, 5 * MS + 1, 2**40]), min_size=1),
+    delays=st.lists(st.sampled_from([0, 1000, 1000, 1000, 2000, -(2**40), 2**40])),
+)
+@settings(max_examples=200, deadline=None)
+def test_hull_candidates_keep_every_vertex_of_collinear_runs(
+    start: int, gaps: list[int], delays: list[int]
+) -> None:
+    """Evenly spaced stamps with few distinct delays (collinear runs, decided exactly in
+    int64 where the products fit, huge spans where they do not): the hull over the
+    candidates is the hull over every point, and a straight run leaves its two ends."""
+    x = start + np.cumsum(np.array([0, *gaps], np.int64))
+    y = np.resize(np.array(delays or [1000], np.int64), len(x))
+    cand = hull_candidates(x, y)
+    assert _chain(x[cand].tolist(), y[cand].tolist()) == _chain(x.tolist(), y.tolist())
+    if len(set(gaps)) == 1 and len(set(delays)) <= 1 and gaps[0] < 2**40:
+        assert len(cand) == min(len(x), 2)
