@@ -14,11 +14,14 @@ Otherwise the decoder is the bottleneck and keeps FFmpeg's threads.
 decoded and converted as the source will (one thread, this thread's CPU time,
 which a busy neighbour does not inflate), the first frame left out (it opens
 the decoder). The first frames are an intra frame's GOP start, dearer than the
-rest: the choice leans to FFmpeg's threads, the safe side.
+rest: the choice leans to FFmpeg's threads, the safe side. A local file's cost
+is kept for the process (by path, size, modification time and conversion): a
+file streamed again is not probed again.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 
@@ -41,10 +44,32 @@ class Pacing:
     cores: int
 
 
+_measured: dict[tuple[object, ...], float] = {}
+"""Decode costs by file (path, size, modification time) and conversion: measured once
+a process, so a file streamed again (a benchmark's rounds) is not probed again."""
+
+
 def decode_cpu_per_frame(opts: DecodeOptions, frames: int = PROBE_FRAMES) -> float | None:
     """This thread's CPU seconds per frame decoding the file's first frames on one
     FFmpeg thread and converting them as ``opts`` asks; ``None`` when the file has
     fewer than two frames or will not open (``frames()`` then says why)."""
+    key: tuple[object, ...] | None = None
+    try:
+        stat = os.stat(opts.url)
+    except OSError:
+        pass  # not a local file: measured each time
+    else:
+        key = (opts.url, stat.st_size, stat.st_mtime_ns, opts.stream_index, opts.pixel_format)
+        key += (opts.size, opts.interpolation, opts.sws_threads, frames)
+        if key in _measured:
+            return _measured[key]
+    cost = _probe(opts, frames)
+    if cost is not None and key is not None:
+        _measured[key] = cost
+    return cost
+
+
+def _probe(opts: DecodeOptions, frames: int) -> float | None:
     try:
         container = open_input(opts.url, input_format=opts.input_format, options=opts.options)
     except SourceOpenError:
