@@ -146,8 +146,11 @@ async def _bench_model(name: str, args: argparse.Namespace, console: Console) ->
     # stream and keeps what it found for the next ones (again on drift or period).
     adaptive = BatchWorker(model, providers="cpu", max_batch=args.max_batch)
     capped = {b: BatchWorker(model, providers="cpu", max_batch=b, adaptive=False) for b in caps}
-    for worker in (adaptive, *capped.values()):
-        await worker.start()  # loading and warm-up are not the stream's work
+    started = {}
+    for key, worker in (("adaptive", adaptive), *((f"cap {b}", w) for b, w in capped.items())):
+        t0 = time.perf_counter()
+        await worker.start()  # loading, warm-up and the layout probe are not the stream's work
+        started[key] = time.perf_counter() - t0
     best: dict[str, tuple[float, float]] = {}
     chosen: list[Any] = []
     load_before = os.getloadavg()
@@ -210,6 +213,19 @@ async def _bench_model(name: str, args: argparse.Namespace, console: Console) ->
             f"us/item per size {{{est}}}"
         )
     console.print(f"  batches the adaptive worker ran: {adaptive.statistics().batch_sizes}")
+    lay = adaptive.statistics().layout
+    if lay is not None:
+        wall = {k: {b: round(v / 1e3, 1) for b, v in d.items()} for k, d in lay.per_item_ns.items()}
+        cpu = {
+            k: {b: round(v / 1e3, 1) for b, v in d.items()} for k, d in lay.cpu_per_item_ns.items()
+        }
+        console.print(
+            f"  layout {lay.replicas}x{lay.threads} ({lay.decided_by}: {lay.reason}; probe "
+            f"{lay.probe_ns / 1e6:.0f} ms; start() {started['adaptive'] * 1e3:.0f} ms); "
+            f"probe us/item wall {wall}, CPU {cpu}"
+        )
+    caps_layout = {k: f"{w.replicas}x{w.threads}" for k, w in capped.items()}
+    console.print(f"  the capped workers' layouts: {caps_layout}")
     steady = "worker" if "worker" in rates else "worker, first stream"
     best_cap = max((f"worker, cap {b}" for b in caps), key=rates.__getitem__)
     cpu_cap = min((f"worker, cap {b}" for b in caps), key=lambda k: best[k][1])

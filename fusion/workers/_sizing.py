@@ -17,14 +17,18 @@ another process does not move it. Each size's first batch ever is left out (a
 model's first run of a shape allocates; a later search does not pay it again).
 
 **Explore.** The sizes to try are the powers of two up to ``max_batch`` and
-``max_batch`` itself, smallest first. Each is tried for ``samples`` batches
+``max_batch`` itself, smallest first, or largest first when told batching
+pays (``descending``: the worker's layout probe found ``max_batch`` much
+cheaper per item than 1; then the small sizes, dearest per item, are the
+ones the stop below spares). Each is tried for ``samples`` batches
 of that size (a step also ends after ``3 * samples`` batches of any size: when
 items arrive too slowly to fill a batch of that size, it cannot be had
 anyway). Trying stops at the first size whose whole batch took longer than
-``latency_budget`` (a larger batch only takes longer), and once the last two
-sizes tried both cost over 10 % more per item than the best so far (the time
-per item has passed its minimum; trying batches of 64 where 2 is best would
-cost more than the search saves).
+``latency_budget`` (a larger batch only takes longer; going down, the sizes
+above it are skipped), and once the last two sizes tried both cost over 10 %
+more per item than the best so far (the time per item has passed its
+minimum; trying batches of 64 where 2 is best would cost more than the
+search saves).
 
 **Refine.** The best size so far (least time per item, among sizes whose batch
 fits the latency budget) is compared with the sizes halfway to its tried
@@ -103,7 +107,8 @@ class BatchSizer:
     :attr:`limit` before forming the next one. ``latency_budget`` (ns) excludes
     sizes whose batch takes longer; ``period`` (ns of recorded processing time)
     is how often the search is run again; ``drift`` the relative change of the
-    chosen size's estimate that starts it again at once.
+    chosen size's estimate that starts it again at once; ``descending`` tries the
+    largest sizes first (batching is known to pay).
     """
 
     def __init__(
@@ -115,6 +120,7 @@ class BatchSizer:
         window: int = 8,
         drift: float = 0.5,
         period: int = 30_000_000_000,
+        descending: bool = False,
     ) -> None:
         if max_batch < 1:
             raise ConfigError(f"max_batch must be >= 1, got {max_batch}")
@@ -134,6 +140,7 @@ class BatchSizer:
         self.window = window
         self.drift = drift
         self.period = period
+        self.descending = descending
         self._costs: dict[int, deque[float]] = {}
         self._explorations = 0
         self._trigger = "start"
@@ -230,7 +237,7 @@ class BatchSizer:
         if size == self._limit:
             self._step_hits += 1
             over = self.latency_budget is not None and ns > self.latency_budget
-            if over and self._phase == "explore":
+            if over and self._phase == "explore" and not self.descending:
                 # A larger batch only takes longer: nothing above this size fits.
                 self._plan = [s for s in self._plan if s < size]
         if self._step_hits >= self.samples or self._step_seen >= 3 * self.samples:
@@ -246,7 +253,7 @@ class BatchSizer:
         self._recalled = 0.0
         self._since = 0
         sizes = {1 << k for k in range(self.max_batch.bit_length()) if 1 << k <= self.max_batch}
-        self._plan = sorted(sizes | {self.max_batch})
+        self._plan = sorted(sizes | {self.max_batch}, reverse=self.descending)
         self._phase = "explore"
         self._try(self._plan.pop(0))
 
@@ -258,7 +265,7 @@ class BatchSizer:
 
     def _next_step(self) -> None:
         if self._phase == "explore" and self._plan and self._past_best():
-            self._plan = []  # the time per item rises past its minimum: larger is worse
+            self._plan = []  # the time per item rises past its minimum: further is worse
         if self._plan:
             self._try(self._plan.pop(0))
             return

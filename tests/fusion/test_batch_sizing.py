@@ -15,6 +15,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from math import log2
+from typing import Any
 
 import numpy as np
 import pytest
@@ -165,7 +166,7 @@ def test_sizes_over_the_latency_budget_are_not_chosen_or_tried_further() -> None
         ({"max_batch": 4, "period": 0}, "period must be > 0"),
     ],
 )
-def test_bad_configuration_is_refused_with_the_reason(kwargs: dict[str, int], message: str) -> None:
+def test_bad_configuration_is_refused_with_the_reason(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         BatchSizer(**kwargs)
 
@@ -188,11 +189,13 @@ costs = st.one_of(
     max_batch=st.integers(1, 64),
     noise=st.sampled_from([0.0, 0.05]),
     seed=st.integers(0, 2**16),
+    descending=st.booleans(),
 )
 def test_it_settles_within_five_percent_of_the_best_throughput(
-    cost: Cost, max_batch: int, noise: float, seed: int
+    cost: Cost, max_batch: int, noise: float, seed: int, descending: bool
 ) -> None:
-    sizer = BatchSizer(max_batch, period=10**15)
+    # Either order of search (largest first when told batching pays), whatever the truth.
+    sizer = BatchSizer(max_batch, period=10**15, descending=descending)
     run(sizer, cost, 40 * (max_batch.bit_length() + 3), noise=noise, seed=seed)
     assert sizer.phase == "exploit"
     best = best_size(cost, max_batch)
@@ -399,3 +402,28 @@ def test_a_size_the_search_flattered_gives_way_to_the_runner_up() -> None:
     assert stats.explorations == 1  # no new search
     run(sizer, cost, 30)
     assert sizer.limit == 4  # once per search: 4 stays
+
+
+def test_told_batching_pays_the_search_starts_large_and_spares_the_small_sizes() -> None:
+    sizer = BatchSizer(16, descending=True)
+    sizes = run(sizer, linear(5, 0.5), 200)
+    assert sizer.limit == 16
+    assert sizes[0] == 16
+    tried = set(sizer.statistics().per_item_ns)
+    assert {1, 2} & tried == set()  # 8 and 4 both over 10 % dearer than 16: stop
+    # Ascending, the same costs try every power of two.
+    up = BatchSizer(16)
+    run(up, linear(5, 0.5), 200)
+    assert {1, 2, 4, 8, 16} <= set(up.statistics().per_item_ns)
+
+
+def test_told_wrongly_that_batching_pays_batch_one_is_still_found() -> None:
+    sizer = BatchSizer(16, descending=True)
+    run(sizer, superlinear(0.5, 0.1), 300)
+    assert sizer.limit == 1
+
+
+def test_going_down_sizes_over_the_latency_budget_are_passed_over() -> None:
+    sizer = BatchSizer(64, latency_budget=10 * MS, descending=True)
+    run(sizer, linear(2, 1), 400)  # 8 items fit, 16 and more do not
+    assert sizer.limit == 8

@@ -17,7 +17,13 @@ from fusion import Frame
 from fusion.errors import ConfigError
 from fusion.workers import BatchWorker
 from fusion.workers import _sessions as sessions_module
-from fusion.workers._layout import Layout, LayoutPolicy, layout_candidates, remembered_layouts
+from fusion.workers._layout import (
+    Layout,
+    LayoutPolicy,
+    LayoutStatistics,
+    layout_candidates,
+    remembered_layouts,
+)
 from fusion.workers._models import scale_model
 
 A, B, C = Layout(2, 1), Layout(1, 2), Layout(4, 1)
@@ -237,3 +243,15 @@ async def test_a_given_layout_and_one_core_are_not_measured(
     assert layout is not None
     assert layout.decided_by == "one core"
     assert (layout.replicas, layout.threads) == (1, 1)
+
+
+@pytest.mark.parametrize(
+    ("figures", "pays"),
+    [({1: 100.0, 16: 10.0}, True), ({1: 100.0, 16: 90.0}, False), ({16: 10.0}, False)],
+)
+def test_the_size_search_starts_large_when_the_probe_found_batching_pays(
+    figures: dict[int, float], pays: bool
+) -> None:
+    worker = BatchWorker(scale_model(), providers="cpu")
+    worker._layout = LayoutStatistics(1, 2, "measured", "", per_item_ns={"1x2": figures})
+    assert worker._batching_pays() is pays
