@@ -11,9 +11,14 @@ the next compressed chunk into the files
 :class:`~recordings.hfr._sealing.SealPolicy` says the open chunk is due, the
 footer at the end.
 
-It holds no reference to its recorder (the writer thread holds it weakly),
-so a recorder nobody references any more is collected and closed by its
-``__del__``.
+It holds no reference to its recorder (the writer thread holds the flow,
+never the recorder), so a recorder nobody references any more is collected
+and its ``__del__`` finishes the file: through :meth:`ChunkFlow.finish` in
+the thread that collected it, or, when that is the writer thread itself (the
+cyclic collector runs in whichever thread allocates, perhaps while this
+thread holds the lock), through :meth:`ChunkFlow.abandon`, which takes no
+lock and waits for nothing: the thread finishes the file once back in its
+loop.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ __all__ = ["ChunkFlow"]
 
 _SEAL: Any = object()  # the writer thread's job when the flush interval is up
 _FINISH: Any = object()  # ... when close() queued the end
+_ABANDONED: Any = object()  # ... when abandon() asked for the end and the queue is written
 
 
 def _encode(sealed: Any, level: Any) -> tuple[ChunkMeta, list[Any], int, Any, Any]:
@@ -86,8 +92,9 @@ class ChunkFlow:
         self.counts: collections.Counter[str] = collections.Counter()
         """Frames per sensor in the chunks sealed."""
         self.sealed_frames = 0
+        self._abandoned = False  # set by abandon() (no lock), read by _next_job (under it)
         self._pool = ThreadPoolExecutor(max(1, workers), thread_name_prefix="hfr-compress")
-        self.writer = WriterThread(self, lock, "hfr-writer", weak=True)
+        self.writer = WriterThread(self, lock, "hfr-writer")
         self.writer.start()
 
     @property
@@ -116,6 +123,13 @@ class ChunkFlow:
             self.writer.put(None)
         self.join()
 
+    def abandon(self) -> None:
+        """:meth:`finish`, asked from the writer thread itself (the recorder's ``__del__``
+        run by a collection there): takes no lock (this thread may hold it already) and
+        waits for nothing; the thread seals the last chunk and writes the footer once
+        the queue is written, then ends."""
+        self._abandoned = True
+
     def join(self) -> None:
         """Wait for the writer thread and the pool to end."""
         self.writer.join()
@@ -129,6 +143,8 @@ class ChunkFlow:
         if queue:
             job = queue[0]
             return (_FINISH if job is None else job), None
+        if self._abandoned:
+            return _ABANDONED, None
         due = self._policy.flush_in()
         if due is None:
             return None, None
@@ -141,6 +157,17 @@ class ChunkFlow:
             # queue a chunk that only this thread can write.
             if not self.seal(block=False):
                 with self._lock:
+                    self._lock.wait(0.001)
+            return True
+        if job is _ABANDONED:
+            # The queue is written, so every slot is free: the last chunk, then the end.
+            sealed = self.seal(block=False)
+            with self._lock:
+                if sealed:
+                    self._abandoned = False
+                    self.writer.put(None)
+                    self._pool.shutdown(wait=False)  # nobody will join it; its work goes on
+                else:
                     self._lock.wait(0.001)
             return True
         if job is _FINISH:
@@ -159,21 +186,3 @@ class ChunkFlow:
         self._room.release()  # wake a writer blocked on backpressure
         self._files.abandon()
         self._files.release()
-
-    def finish_from_writer(self) -> None:
-        """:meth:`finish` when the writer thread itself runs the recorder's ``__del__``
-        (it cannot wait for itself): the queue written here, then the footer."""
-        writer = self.writer
-        while True:
-            with self._lock:
-                job = writer.queue[0] if writer.queue else None
-            if job is None:
-                if self._builder.count and writer.error is None and self.seal(block=False):
-                    continue  # every slot is free once the queue is written
-                break
-            if not writer.run(self, job):
-                break
-        if writer.error is None:
-            writer.run(self, _FINISH)
-        self._pool.shutdown(wait=False)
-        writer.finished.set()

@@ -130,7 +130,7 @@ class SnapshotWriter:
         self._number = 0
         # Held strongly, as before: snapshots queued are written even if the recorder
         # is dropped without close().
-        self.writer = WriterThread(self, cond, "hfr-snapshot", weak=False)
+        self.writer = WriterThread(self, cond, "hfr-snapshot")
         self.writer.start()
 
     # -- the writer thread's jobs (recordings.hfr._writer_thread.Owner) -----------

@@ -412,13 +412,8 @@ class Recorder(Closeable):
         finally:
             with contextlib.suppress(BaseException):
                 if self._writer.current:
-                    self._close_from_writer()
+                    # A collection in the writer thread, perhaps under the lock: ask
+                    # the thread to finish the file, taking no lock, waiting for nothing.
+                    self._flow.abandon()
                 else:
                     self.close()
-
-    def _close_from_writer(self) -> None:
-        """``close()`` when the writer thread itself dropped the last reference."""
-        with self._lock:
-            self._closing = True
-        self._flow.finish_from_writer()
-        self._closed = True

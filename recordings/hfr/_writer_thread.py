@@ -12,20 +12,18 @@ kept in :attr:`WriterThread.error` (the owner raises it on its next call and
 on close), the queue is emptied, every waiter woken, and the owner told once
 (:meth:`Owner._failed`) so that it lets go of its files.
 
-A ``weak`` thread holds its owner only while it works, never while it
-waits, so an owner nobody references any more is collected (and closed by
-its ``__del__``) instead of being kept alive by its own thread; when the
-thread's own reference was the last, the owner's ``__del__`` finished the
-work in this thread and sets :attr:`WriterThread.finished`: the thread ends
-instead of waiting for work that will never come.
+The thread holds its owner strongly until it ends, so the owner must not
+hold what should be collectable (the recorder: see
+:class:`~recordings.hfr._chunk_flow.ChunkFlow`). A weak reference would not
+do: the cyclic collector clears weak references to everything it found
+unreachable *before* it runs any ``__del__``, so a recorder collected from a
+cycle would find its thread gone, its last chunks and footer never written.
 """
 
 from __future__ import annotations
 
 import collections
 import threading
-import weakref
-from collections.abc import Callable
 from typing import Any, Protocol
 
 __all__ = ["STOP", "Owner", "WriterThread"]
@@ -51,18 +49,14 @@ class Owner(Protocol):
 class WriterThread:
     """A daemon thread that runs its owner's jobs in order (see the module docstring)."""
 
-    def __init__(self, owner: Owner, cond: threading.Condition, name: str, *, weak: bool) -> None:
+    def __init__(self, owner: Owner, cond: threading.Condition, name: str) -> None:
         self.cond = cond
         """The owner's lock: the queue is read and changed under it."""
         self.queue: collections.deque[Any] = collections.deque()
         """Work handed to the thread, in order (the owner's ``_next_job`` reads it)."""
         self.error: BaseException | None = None
         """What ended the thread early, if anything."""
-        self.finished = threading.Event()
-        ref: Callable[[], Owner | None] = (
-            weakref.ref(owner) if weak else (lambda held=owner: held)  # type: ignore[misc]
-        )
-        self.thread = threading.Thread(target=self._main, args=(ref,), name=name, daemon=True)
+        self.thread = threading.Thread(target=self._main, args=(owner,), name=name, daemon=True)
 
     def start(self) -> None:
         self.thread.start()
@@ -98,22 +92,15 @@ class WriterThread:
             owner._failed(err)
             return False
 
-    def _main(self, ref: Callable[[], Owner | None]) -> None:
+    def _main(self, owner: Owner) -> None:
         cond = self.cond
         while True:
             with cond:
-                owner = ref()
-                if owner is None:
-                    return
                 job, timeout = owner._next_job()
                 if job is STOP:
                     return
                 if job is None:
-                    del owner
-                    if self.finished.is_set():
-                        return
                     cond.wait(timeout)
                     continue
             if not self.run(owner, job):
                 return
-            del owner
