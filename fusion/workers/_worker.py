@@ -192,6 +192,8 @@ class BatchWorker:
 
     def _start_sync(self) -> None:
         runner, warm = self._load_runner()
+        if self._runner is not None and runner is not self._runner:  # a new layout
+            self._restarts_before += self._runner.restarts
         self._providers = runner.providers
         self._provider_failures = runner.provider_failures
         default_batch, default_delay = _DEFAULTS.get(runner.device, _DEFAULTS["cpu"])
