@@ -527,7 +527,17 @@ async def run_path(path: Path, model: bytes, mode: str) -> dict[str, Any]:
         "resize": worker.resize_outcome.get("cam", "in the preprocess"),
         "layout": f"{stats.replicas} x {stats.threads} thr",
         "batches": stats.batch_sizes,
+        # What the decoder ran: one FFmpeg thread or FFmpeg's own (fusion.workers._pacing).
+        "decoder": _decoder_threads(source, worker),
     }
+
+
+def _decoder_threads(source: Any, worker: Any) -> str:
+    chosen = getattr(source, "video_stats", None)
+    why = getattr(chosen, "decoder_threads", None)
+    if why is not None:
+        return str(why).split(" (")[0]
+    return f"automatic ({getattr(worker, 'decoder_outcome', None) or 'not paced'})"
 
 
 def limit_rounds(
@@ -587,7 +597,8 @@ def print_limit(console: Console, rounds: dict[str, list[dict[str, Any]]], cores
                 f"{st['decode_fps']:.0f} f/s, model {st['model_fps']:.0f} f/s; paths "
                 + "; ".join(
                     f"{m} {e[m]['fps']:.0f} f/s {e[m]['cpu'] * 1e3:.2f} ms "
-                    f"({e[m]['layout']}, resize {e[m]['resize']})"
+                    f"({e[m]['layout']}, resize {e[m]['resize']}, decoder "
+                    f"{e[m].get('decoder', '?')})"
                     for m in PATHS
                     if m in e
                 )
