@@ -125,8 +125,53 @@ def export_recording(
     return report
 
 
-# long: one walk of a recording per target (MCAP, bag, MP4/MKV, WAV, PCD, Parquet, Rerun) with its
-#   frame accounting
+@dataclass(slots=True)
+class _Plan:
+    """What an export walks: the sensors asked for (checked against the recording)."""
+
+    names: list[str]
+    """The sensors to export, in the order asked."""
+    specs: dict[str, SensorSpec]
+    kinds: dict[str, str]
+    """Each sensor's kind (``camera``, ``audio``, ...), from its spec."""
+    overrides: dict[str, Any]
+    """``--type`` overrides, each checked (:mod:`recordings.outputs.encoders._shapes`)."""
+    encoded: set[str]
+    """Sensors recorded as encoded video."""
+
+
+def _plan(
+    path: str | os.PathLike[str],
+    summary: Any,
+    sensors: Sequence[str] | None,
+    types: Mapping[str, str] | None,
+) -> _Plan:
+    """The sensors an export of the recording at ``path`` walks; ``ValueError`` (one line)
+    for a sensor, or a ``--type`` sensor, the recording does not have."""
+    from recordings.hfr.video import video_sensors
+    from recordings.outputs.encoders._shapes import shape_of_type
+
+    visible = [s for s in summary.sensors if not is_internal(s)]
+    names = visible if sensors is None else list(sensors)
+    unknown = [s for s in names if s not in visible]
+    if unknown:
+        raise ValueError(
+            f"recording '{path}' has no sensor {', '.join(map(repr, unknown))}; "
+            f"it has {', '.join(visible) or 'none'}"
+        )
+    specs = {name: summary.sensors[name].spec for name in names}
+    overrides = {k: shape_of_type(v) for k, v in (types or {}).items()}
+    stray = [k for k in overrides if k not in visible]
+    if stray:
+        raise ValueError(
+            f"--type names sensor(s) {', '.join(map(repr, stray))} the recording does not "
+            f"have; it has {', '.join(visible) or 'none'}"
+        )
+    kinds: dict[str, str] = {name: specs[name].kind for name in names}
+    encoded = set(video_sensors(list(summary.sensors)))
+    return _Plan(names, specs, kinds, overrides, encoded)
+
+
 def _export(
     path: str | os.PathLike[str],
     out: Path,
@@ -139,30 +184,12 @@ def _export(
     types: Mapping[str, str] | None,
     progress: Callable[[int], None] | None,
 ) -> ExportReport:
-    """:func:`export_recording` writing to ``out`` (its staging path)."""
-    from recordings.hfr.video import video_sensors
-    from recordings.outputs.encoders._shapes import shape_of_type
-
+    """:func:`export_recording` writing to ``out`` (its staging path): plan the walk
+    (:func:`_plan`), walk it once per target, each frame read counted in the report."""
     with open_recording(path) as log:
         summary = log.summary()
-        visible = [s for s in summary.sensors if not is_internal(s)]
-        names = visible if sensors is None else list(sensors)
-        unknown = [s for s in names if s not in visible]
-        if unknown:
-            raise ValueError(
-                f"recording '{path}' has no sensor {', '.join(map(repr, unknown))}; "
-                f"it has {', '.join(visible) or 'none'}"
-            )
-        specs = {name: summary.sensors[name].spec for name in names}
-        overrides = {k: shape_of_type(v) for k, v in (types or {}).items()}
-        stray = [k for k in overrides if k not in visible]
-        if stray:
-            raise ValueError(
-                f"--type names sensor(s) {', '.join(map(repr, stray))} the recording does not "
-                f"have; it has {', '.join(visible) or 'none'}"
-            )
-        kinds: dict[str, str] = {name: specs[name].kind for name in names}
-        encoded = set(video_sensors(list(summary.sensors)))
+        plan = _plan(path, summary, sensors, types)
+        names, kinds = plan.names, plan.kinds
         report = ExportReport(out, to)
 
         wall = summary.wall_clock
@@ -181,66 +208,9 @@ def _export(
                     progress(1)
                 yield frame
 
+        window = _Window(log, start, end, counted)
         if to in ("mp4", "mkv"):
-            name, sound = _media_sensors(to, names, kinds)
-            fmt = "matroska" if to == "mkv" else "mp4"
-            track = None
-            if name in encoded and not reencode:
-                # An MP4 starts at a key frame: from the last one at or before start.
-                begin = start
-                if start is not None:
-                    from recordings.hfr.video import VideoReader
-
-                    key_t = VideoReader(log).keyframe_before(name, start)
-                    if key_t is not None and key_t < start:
-                        begin = key_t
-                        report.notes.append(
-                            f"{name}: the MP4 starts at the key frame "
-                            f"{(start - key_t) / 1e6:.1f} ms before --start"
-                        )
-
-                def packets() -> Iterator[Frame]:
-                    return log.frames([name], begin, end)
-
-                track = _audio_track(log, sound, name, begin, start, end, counted)
-                zero = None if track is None else track.timeline.zero
-                passes = [counted(packets())]  # count the first of remux_mp4's two passes
-                n, skipped = remux_mp4(
-                    lambda: passes.pop() if passes else packets(),
-                    out,
-                    fmt=fmt,
-                    audio=track,
-                    zero=zero,
-                )
-            elif name in encoded:
-                from recordings.hfr.video import VideoReader
-
-                reader = VideoReader(log)
-                track = _audio_track(log, sound, name, start, start, end, counted)
-                zero = None if track is None else track.timeline.zero
-                n, skipped = export_mp4(
-                    counted(reader.frames([name], start, end)),
-                    out,
-                    fmt=fmt,
-                    audio=track,
-                    zero=zero,
-                )
-                # Packets the decoder lost were read too: each counted, by reason.
-                for reason, lost in reader.errors.items():
-                    report.read[name] += lost
-                    skipped[f"{reason} packet"] += lost
-                if reader.last_error:
-                    report.notes.append(f"{name}: last decode error: {reader.last_error}")
-            else:
-                track = _audio_track(log, sound, name, start, start, end, counted)
-                zero = None if track is None else track.timeline.zero
-                n, skipped = export_mp4(
-                    counted(log.frames([name], start, end)), out, fmt=fmt, audio=track, zero=zero
-                )
-            report.written[name] = report.exported[name] = n
-            report.skipped.update({(name, r): c for r, c in skipped.items()})
-            if track is not None:
-                _audio_report(report, track.sensor, track.close())
+            _export_media(window, plan, to, reencode, report)
         elif to == "wav":
             picked = names if sensors is not None else [n for n in names if kinds[n] == "audio"]
             _export_wav(log, picked, kinds, out, start, end, counted, report)
@@ -248,7 +218,7 @@ def _export(
             from recordings.outputs.files._parquet import export_parquet, pick_tables
 
             names[:], single = pick_tables(names, kinds, sensors is not None, out)
-            tables = export_parquet(counted(frames()), out, specs, single=single)
+            tables = export_parquet(counted(frames()), out, plan.specs, single=single)
             report.written.update(tables.rows)
             report.exported.update(tables.frames)
             report.skipped.update(tables.skipped)
@@ -262,16 +232,96 @@ def _export(
             # track's codec from its first packet, so no packet is left out.
             tracks = {}
             if start is not None:
-                tracks = {s: _first_key_meta(log, s) for s in names if s in encoded}
+                tracks = {s: _first_key_meta(log, s) for s in names if s in plan.encoded}
             # Groups over the sensors that have frames: one that never sends a
             # frame (a bag topic with no messages) would hold every group back.
             grouped = [n for n in names if summary.sensors[n].count > 0]
             _export_stream(
-                to, frames, counted, grouped, specs, kinds, groups, report, tracks, overrides
-            )
+                to, frames, counted, grouped, plan.specs, kinds, groups, report, tracks,
+                plan.overrides,
+            )  # fmt: skip
         else:
             raise ValueError(f"unknown export target {to!r}")
     return report
+
+
+@dataclass(slots=True)
+class _Window:
+    """The open recording and the ``[start, end)`` window an export reads, with the
+    wrapper that counts each frame read."""
+
+    log: Any
+    start: int | None
+    end: int | None
+    counted: Callable[[Iterable[Frame]], Iterator[Frame]]
+
+
+def _export_media(
+    window: _Window, plan: _Plan, to: str, reencode: bool, report: ExportReport
+) -> None:
+    """``--to mp4|mkv``: one camera sensor (its recorded packets copied, or its pictures
+    encoded) and at most one audio sensor beside it."""
+    log, start, end, counted = window.log, window.start, window.end, window.counted
+    name, sound = _media_sensors(to, plan.names, plan.kinds)
+    fmt = "matroska" if to == "mkv" else "mp4"
+    if name in plan.encoded and not reencode:
+        track, (n, skipped) = _remux_media(window, name, sound, fmt, report)
+    elif name in plan.encoded:
+        from recordings.hfr.video import VideoReader
+
+        reader = VideoReader(log)
+        track = _audio_track(log, sound, name, start, start, end, counted)
+        zero = None if track is None else track.timeline.zero
+        n, skipped = export_mp4(
+            counted(reader.frames([name], start, end)), report.out, fmt=fmt, audio=track, zero=zero
+        )
+        # Packets the decoder lost were read too: each counted, by reason.
+        for reason, lost in reader.errors.items():
+            report.read[name] += lost
+            skipped[f"{reason} packet"] += lost
+        if reader.last_error:
+            report.notes.append(f"{name}: last decode error: {reader.last_error}")
+    else:
+        track = _audio_track(log, sound, name, start, start, end, counted)
+        zero = None if track is None else track.timeline.zero
+        n, skipped = export_mp4(
+            counted(log.frames([name], start, end)), report.out, fmt=fmt, audio=track, zero=zero
+        )
+    report.written[name] = report.exported[name] = n
+    report.skipped.update({(name, r): c for r, c in skipped.items()})
+    if track is not None:
+        _audio_report(report, track.sensor, track.close())
+
+
+def _remux_media(
+    window: _Window, name: str, sound: str | None, fmt: str, report: ExportReport
+) -> tuple[Any, tuple[int, Counter[str]]]:
+    """A video sensor's recorded packets copied into ``report.out`` (:func:`remux_mp4`):
+    ``(audio track or None, (packets written, skipped by reason))``."""
+    log, start, end, counted = window.log, window.start, window.end, window.counted
+    # An MP4 starts at a key frame: from the last one at or before start.
+    begin = start
+    if start is not None:
+        from recordings.hfr.video import VideoReader
+
+        key_t = VideoReader(log).keyframe_before(name, start)
+        if key_t is not None and key_t < start:
+            begin = key_t
+            report.notes.append(
+                f"{name}: the MP4 starts at the key frame "
+                f"{(start - key_t) / 1e6:.1f} ms before --start"
+            )
+
+    def packets() -> Iterator[Frame]:
+        return log.frames([name], begin, end)  # type: ignore[no-any-return]
+
+    track = _audio_track(log, sound, name, begin, start, end, counted)
+    zero = None if track is None else track.timeline.zero
+    passes = [counted(packets())]  # count the first of remux_mp4's two passes
+    result = remux_mp4(
+        lambda: passes.pop() if passes else packets(), report.out, fmt=fmt, audio=track, zero=zero
+    )
+    return track, result
 
 
 def _media_sensors(to: str, names: list[str], kinds: dict[str, str]) -> tuple[str, str | None]:

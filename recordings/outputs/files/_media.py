@@ -33,7 +33,7 @@ from __future__ import annotations
 import itertools
 import os
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -136,8 +136,6 @@ _ENCODER_OPTIONS = {"ffv1": {"slicecrc": "1"}}
 """Options the video recorder's encoders add, so the muxer's codec configuration matches."""
 
 
-# long: one pass over a sensor's packets into one container: parameters, timestamps and the
-#   key-packet check share the muxer
 def remux_mp4(
     frames: Callable[[], Iterable[Frame]],
     path: str | os.PathLike[str],
@@ -156,33 +154,19 @@ def remux_mp4(
     codec configuration from their parameter sets; other codecs get it from
     their encoder, checked against the recorded one by decoding the first
     key frame with both (``ValueError`` when they differ: use ``--reencode``).
+    Every packet from the first key packet on is written or counted in ``skipped``
+    by reason; times come from :func:`remux_times`.
     """
     import av
 
-    from recordings.hfr.video import META_KEY
     from recordings.outputs.encoders._annexb import VideoTrack
 
     skipped: Counter[str] = Counter()
-    times: list[int] = []
-    params: dict[str, Any] | None = None
-    first_key = b""
-    for frame in frames():
-        video = frame.meta.get(META_KEY)
-        if not isinstance(video, dict) or not isinstance(frame.data, (bytes, bytearray)):
-            continue
-        if params is None:
-            if not isinstance(video.get("params"), dict):
-                continue  # before the first key packet: cannot start there
-            params, first_key = video["params"], bytes(frame.data)
-        times.append(frame.t)
+    times, params, first_key = _scan_packets(frames())
     if params is None:
         return 0, skipped
-    t0 = min(times) if zero is None else min(zero, *times)
-    pts_list = [(t - t0) // 1000 for t in times]
-    ordered = sorted(pts_list)
-    delay = max(p - q for p, q in zip(ordered, pts_list, strict=True))
-    dts_list = [q - delay for q in ordered]
-    durations = _durations(ordered) if audio is not None else {}
+    pts_list, dts_list = remux_times(times, zero)
+    durations = _durations(sorted(pts_list)) if audio is not None else {}
     codec = str(params["codec"])
     container = av.open(os.fspath(path), "w", format=fmt, options=_mux_options(fmt, audio))
     track = VideoTrack() if codec in _ANNEXB_CODECS else None
@@ -195,39 +179,18 @@ def remux_mp4(
         stream = _remux_stream(
             av, container, params, first_key, lambda: audio and audio.open(av, container, fmt)
         )
-        i = 0
-        started = False
         last_dts = None
-        for frame in frames():
-            video = frame.meta.get(META_KEY)
-            if not isinstance(video, dict) or not isinstance(frame.data, (bytes, bytearray)):
-                continue
-            if not started:
-                if not isinstance(video.get("params"), dict):
-                    skipped["packet before the track's first key frame"] += 1
-                    continue
-                started = True
+        for i, (frame, key) in enumerate(_from_first_key(frames(), skipped)):
             if i >= len(pts_list):
                 break
             pts, dts = pts_list[i], dts_list[i]
-            i += 1
             if last_dts is not None and dts <= last_dts:
                 skipped["time does not increase"] += 1
                 continue
-            key = bool(video.get("key"))
-            data = bytes(frame.data)
-            if track is not None:
-                track.update(frame.meta)
-                data = track.annexb(data, key)
-                if not _is_annexb(data):
-                    skipped[f"not {codec} data (a damaged packet)"] += 1
-                    continue
-            elif check is not None and key:
-                try:
-                    check.decode(av.Packet(data))
-                except (av.error.FFmpegError, ValueError):
-                    skipped[f"does not decode as {codec} (a damaged packet)"] += 1
-                    continue
+            data = _packet_data(av, frame, key, codec, track, check)
+            if isinstance(data, str):
+                skipped[data] += 1
+                continue
             packet = av.Packet(data)
             packet.pts, packet.dts, packet.time_base = pts, dts, TIME_BASE
             if pts in durations:
@@ -244,6 +207,88 @@ def remux_mp4(
     finally:
         container.close()
     return written, skipped
+
+
+def _video_meta(frame: Frame) -> dict[str, Any] | None:
+    """A recorded video packet's record (:data:`recordings.hfr.video.META_KEY`), or ``None``
+    when ``frame`` is not one (no record, or its data is not bytes)."""
+    from recordings.hfr.video import META_KEY
+
+    video = frame.meta.get(META_KEY)
+    if not isinstance(video, dict) or not isinstance(frame.data, (bytes, bytearray)):
+        return None
+    return video
+
+
+def _scan_packets(frames: Iterable[Frame]) -> tuple[list[int], dict[str, Any] | None, bytes]:
+    """The first pass: the times of the packets from the first key packet on, that
+    packet's track parameters (``None``: no key packet) and its bytes."""
+    times: list[int] = []
+    params: dict[str, Any] | None = None
+    first_key = b""
+    for frame in frames:
+        video = _video_meta(frame)
+        if video is None:
+            continue
+        if params is None:
+            if not isinstance(video.get("params"), dict):
+                continue  # before the first key packet: cannot start there
+            params, first_key = video["params"], bytes(frame.data)
+        times.append(frame.t)
+    return times, params, first_key
+
+
+def remux_times(times: list[int], zero: int | None = None) -> tuple[list[int], list[int]]:
+    """Presentation and decode times (us) of packets stamped ``times`` (ns, decode order).
+
+    A packet's presentation time is its ``t`` minus the zero (the earliest of
+    ``times`` and ``zero``), in whole microseconds; decode times are the same
+    times sorted, shifted back by the stream's reorder delay, so no packet
+    decodes after it is shown (``dts[i] <= pts[i]``) and decode times never
+    go back. Pure: the muxer skips (and counts) a packet whose decode time does
+    not increase past the last one written (equal ``t``)."""
+    if not times:
+        return [], []
+    t0 = min(times) if zero is None else min(zero, *times)
+    pts_list = [(t - t0) // 1000 for t in times]
+    ordered = sorted(pts_list)
+    delay = max(p - q for p, q in zip(ordered, pts_list, strict=True))
+    return pts_list, [q - delay for q in ordered]
+
+
+def _from_first_key(frames: Iterable[Frame], skipped: Counter[str]) -> Iterator[tuple[Frame, bool]]:
+    """The second pass: each recorded packet from the first key packet on, and whether it
+    is a key packet; packets before that are counted in ``skipped``."""
+    started = False
+    for frame in frames:
+        video = _video_meta(frame)
+        if video is None:
+            continue
+        if not started:
+            if not isinstance(video.get("params"), dict):
+                skipped["packet before the track's first key frame"] += 1
+                continue
+            started = True
+        yield frame, bool(video.get("key"))
+
+
+def _packet_data(
+    av: Any, frame: Frame, key: bool, codec: str, track: Any, check: Any
+) -> bytes | str:
+    """The bytes to mux for a recorded packet (Annex B for ``track``'s codecs), or why
+    it is left out: not Annex B, or a key packet ``check`` cannot decode (damaged)."""
+    data = bytes(frame.data)
+    if track is not None:
+        track.update(frame.meta)
+        data = track.annexb(data, key)
+        if not _is_annexb(data):
+            return f"not {codec} data (a damaged packet)"
+    elif check is not None and key:
+        try:
+            check.decode(av.Packet(data))
+        except (av.error.FFmpegError, ValueError):
+            return f"does not decode as {codec} (a damaged packet)"
+    return data
 
 
 def _durations(ordered: list[int]) -> dict[int, int]:

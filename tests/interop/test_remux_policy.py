@@ -1,0 +1,116 @@
+"""The MP4 remuxer's timestamp policy, pure and over real recorded H.264 packets.
+
+:func:`remux_times` decides each packet's presentation and decode times; the
+properties are the MP4 rules (decode times never go back, no packet decodes
+after it is shown). Over packets libx264 recorded, with times and damage drawn
+by hypothesis, every packet is written or counted with its reason, and PyAV (the
+reference reader) demuxes exactly the packets written, in increasing decode time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from pathlib import Path
+from typing import Any
+
+import av
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fusion import Frame, SensorSpec
+from recordings import VideoRecorder, open_recording
+from recordings.hfr.video._packets import META_KEY
+from recordings.outputs.files._media import remux_mp4, remux_times
+
+MS = 1_000_000
+T0 = 1_700_000_000_000_000_000
+N = 12
+
+times_ns = st.lists(st.integers(0, 10**12), min_size=1, max_size=60)
+
+
+@given(times=times_ns, zero=st.none() | st.integers(0, 10**12))
+def test_decode_times_never_go_back_and_never_follow_presentation(
+    times: list[int], zero: int | None
+) -> None:
+    pts, dts = remux_times(times, zero)
+    assert len(pts) == len(dts) == len(times)
+    assert min(pts) >= 0  # counted from the earliest of the times and zero
+    t0 = min(times) if zero is None else min(zero, *times)
+    assert pts == [(t - t0) // 1000 for t in times]
+    assert all(a <= b for a, b in itertools.pairwise(dts))  # monotonic
+    assert all(d <= p for d, p in zip(dts, pts, strict=True))  # decoded before shown
+    shift = {p - d for p, d in zip(sorted(pts), dts, strict=True)}
+    assert len(shift) == 1  # the presentation times, sorted, shifted by one delay
+    distinct = len(set(pts)) == len(pts)
+    if distinct:
+        assert all(a < b for a, b in itertools.pairwise(dts))
+
+
+def test_no_times_no_packets() -> None:
+    assert remux_times([]) == ([], [])
+
+
+@pytest.fixture(scope="module")
+def packets(tmp_path_factory: pytest.TempPathFactory) -> list[Frame]:
+    """12 camera frames recorded as H.264 by libx264: the recorded packets back."""
+    path = tmp_path_factory.mktemp("remux") / "cam.hfr"
+    yy, xx = np.mgrid[0:48, 0:64]
+    with VideoRecorder(
+        path, video={"cam": "h264"}, sensors=[SensorSpec("cam", kind="camera", rate_hz=10)]
+    ) as rec:
+        for i in range(N):
+            image = np.stack([(xx * 4 + i * 7) % 256, (yy * 5) % 256, xx * 0 + 9 * i], -1)
+            rec.write(Frame("cam", i, T0 + i * 100 * MS, image.astype(np.uint8)))
+    with open_recording(path) as log:
+        return list(log.frames(["cam"]))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    steps=st.lists(st.integers(0, 3) | st.just(0), min_size=N, max_size=N),
+    damaged=st.sets(st.integers(1, N - 1), max_size=4),
+    fmt=st.sampled_from(["mp4", "matroska"]),
+)
+def test_every_recorded_packet_is_written_or_counted(
+    packets: list[Frame], tmp_path_factory: pytest.TempPathFactory, steps: list[int],
+    damaged: set[int], fmt: str,
+) -> None:  # fmt: skip
+    assert len(packets) == N
+    assert all(META_KEY in p.meta for p in packets)
+    t, frames = T0, []
+    for i, (frame, step) in enumerate(zip(packets, steps, strict=True)):
+        t += step * 40 * MS  # a step of 0: the same time as the packet before
+        data: Any = frame.data
+        if i in damaged and not frame.meta[META_KEY].get("key"):
+            data = b"\xff" * 9  # not Annex B: a damaged packet
+        frames.append(dataclasses.replace(frame, t=t, data=data))
+    out = tmp_path_factory.mktemp("out") / "cam.out"
+    written, skipped = remux_mp4(lambda: iter(frames), out, fmt=fmt)
+    assert written + sum(skipped.values()) == N
+    assert set(skipped) <= {"time does not increase", "not h264 data (a damaged packet)"}
+    with av.open(str(out)) as container:
+        got = [p for p in container.demux(video=0) if p.size]
+    if fmt == "mp4":  # the last packet may be lost on reading: see the strict xfail below
+        assert len(got) in (written, max(written - 1, 1) if written else 0)
+    else:
+        assert len(got) == written
+    dts = [int(p.dts or 0) for p in got]
+    assert all(a < b for a, b in itertools.pairwise(dts))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known, found by the property above (not changed by the size split): without "
+    "audio the last copied packet of an MP4 has no duration, and FFmpeg's demuxer can drop "
+    "it at the edit list's end (here: two packets, the second lost)",
+)
+def test_an_mp4_of_two_copied_packets_demuxes_both(packets: list[Frame], tmp_path: Path) -> None:
+    frames = [dataclasses.replace(f, t=T0 + i * 40 * MS) for i, f in enumerate(packets[:2])]
+    out = tmp_path / "two.mp4"
+    assert remux_mp4(lambda: iter(frames), out) == (2, {})
+    with av.open(str(out)) as container:
+        assert len([p for p in container.demux(video=0) if p.size]) == 2
