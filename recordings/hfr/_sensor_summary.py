@@ -92,6 +92,18 @@ MAX_SIZES = 1 << 16
 MAX_STARTS = 4096
 """Segment starts a sensor's summary lists."""
 
+BATCH_ROWS = 1024
+"""Rows a sensor's reducer gathers before it reduces them at once. A 200 Hz IMU in 1 s
+chunks brings 200 rows a chunk, and numpy pays per call: reduced chunk by chunk, the
+small benchmark session's 1,000 chunks cost 0.75 us a frame of the writer thread. What
+is reduced is the same either way: every step decides a row from its neighbours, and
+the delay histogram ends at the smallest bucket width that holds its values in
+:data:`DELAY_BINS`, whenever it merges (a width too small then is too small later, and
+a step at most halves the buckets). A batch that may reach a reason (``seq`` going
+back, near :data:`MAX_STARTS` or :data:`MAX_SIZES`) is reduced chunk by chunk, so the
+reason given is the first chunk's. (The largest temporary, the glitch test's 8
+neighbours a row, stays near 128 KB: see :data:`DELAY_BINS`.)"""
+
 
 def hull_candidates(x: Int64, y: Int64, passes: int = 64) -> Int64:
     """Indices of the points that may be vertices of the lower convex hull of ``(x, y)``
@@ -374,6 +386,8 @@ class SensorReducer:
         self._seg_index = 0
         self._best: tuple[int, int, dict[str, Any], str | None] | None = None
         self._bin = 0
+        self._batch: list[tuple[Any, ...]] = []  # chunks' rows gathered (BATCH_ROWS)
+        self._batch_rows = 0
 
     def add(
         self,
@@ -391,7 +405,68 @@ class SensorReducer:
         """The sensor's next rows in recorded order: ``offset`` is ``t_sensor - t``,
         ``arrival`` is ``t`` where ``has`` is 0; ``size`` as the DETAILS column's before
         shape numbering (plain arrays: ``shapes[shape[i]]``); ``conn`` the absolute rows
-        whose connection differs from the row before."""
+        whose connection differs from the row before. Reduced once :data:`BATCH_ROWS`
+        are gathered, or at :meth:`finish`."""
+        if self.why is not None:
+            self.rows += len(t)
+        elif len(t):
+            self._batch.append((seq, t, offset, arrival, has, flags, size, shapes, shape, conn))
+            self._batch_rows += len(t)
+            if self._batch_rows >= BATCH_ROWS:
+                self._drain()
+
+    def _drain(self) -> None:
+        """The gathered chunks' rows into the reduction, at once where that gives the same."""
+        batch, self._batch, self._batch_rows = self._batch, [], 0
+        if len(batch) < 2:
+            for piece in batch:
+                self._add_rows(*piece)
+            return
+        rows = sum(len(p[1]) for p in batch)
+        seq, t, offset, arrival, has, flags, size = (
+            np.concatenate([p[i] for p in batch]) for i in range(7)
+        )
+        last = self._seq_last
+        if (
+            len(self._starts) + rows > MAX_STARTS
+            or len(self._sizes) + rows > MAX_SIZES
+            or (last is not None and int(seq[0]) < last)
+            or bool(np.any(seq[1:] < seq[:-1]))
+        ):
+            for piece in batch:  # a reason may be reached: the first chunk's, as ever
+                self._add_rows(*piece)
+            return
+        shapes: list[tuple[int, ...]] = list(batch[0][7])
+        if all(p[7] == batch[0][7] for p in batch):
+            shape = np.concatenate([p[8] for p in batch])
+        else:  # each chunk numbers its own shapes: renumbered into one list
+            numbers = {tuple(s): i for i, s in enumerate(shapes)}
+            parts = []
+            for p in batch:
+                ids = np.array([numbers.setdefault(tuple(s), len(numbers)) for s in p[7]])
+                part = np.zeros(len(p[8]), np.int64)
+                plain = p[6] < OTHER
+                part[plain] = ids[p[8][plain]]
+                parts.append(part)
+            shape = np.concatenate(parts)
+            shapes = list(numbers)
+        conn = [c for p in batch for c in p[9]]
+        self._add_rows(seq, t, offset, arrival, has, flags, size, shapes, shape, conn)
+
+    def _add_rows(
+        self,
+        seq: Int64,
+        t: Int64,
+        offset: Int64,
+        arrival: Int64,
+        has: np.ndarray[Any, Any],
+        flags: np.ndarray[Any, Any],
+        size: Int64,
+        shapes: Sequence[tuple[int, ...]],
+        shape: np.ndarray[Any, Any],
+        conn: Sequence[int],
+    ) -> None:
+        """:meth:`add` of these rows, now."""
         m = len(t)
         if not m or self.why is not None:
             self.rows += m
@@ -477,6 +552,7 @@ class SensorReducer:
 
     def finish(self, gaps: Sequence[int]) -> dict[str, Any] | str:
         """The summary (its wire form: ``recordings/hfr/FORMAT.md``), or why there is none."""
+        self._drain()
         if self.why is not None:
             return self.why
         if not self.rows:

@@ -142,3 +142,40 @@ def test_hull_candidates_keep_every_vertex_of_collinear_runs(
     assert _chain(x[cand].tolist(), y[cand].tolist()) == _chain(x.tolist(), y.tolist())
     if len(set(gaps)) == 1 and len(set(delays)) <= 1 and gaps[0] < 2**40:
         assert len(cand) == min(len(x), 2)
+
+
+@given(s=sensors(), batch=st.integers(1, 300), flip=st.booleans(), back=st.integers(0, 500))
+@settings(max_examples=150, deadline=None)
+def test_chunks_reduced_in_batches_give_what_they_give_one_by_one(
+    s: dict[str, Any], batch: int, flip: bool, back: int
+) -> None:
+    """Gathering chunks (``BATCH_ROWS``) changes nothing: with tiny delay buffers and bins
+    (the histogram merges and its buckets widen often) the wire form is the same as
+    reduced chunk by chunk, with chunks numbering their shapes differently and a ``seq``
+    going back (the reason is the first chunk's)."""
+    import pytest
+
+    from recordings.hfr import _sensor_summary as summary
+
+    if back and back < len(s["seq"]):
+        s["seq"][back] = s["seq"][back - 1] - 1
+
+    def wire(rows: int) -> Any:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(summary, "BUFFER_ROWS", 16)
+            mp.setattr(summary, "DELAY_BINS", 8)
+            mp.setattr(summary, "BATCH_ROWS", rows)
+            r = SensorReducer()
+            bounds = [0, *s["cuts"], len(s["t"])]
+            for k, (a, b) in enumerate(itertools.pairwise(bounds)):
+                shapes, shape = SHAPES, s["shape"][a:b]
+                if flip and k % 2:  # this chunk numbers the two shapes the other way
+                    shapes, shape = SHAPES[::-1], np.where(shape >= 0, 1 - shape, shape)
+                r.add(
+                    s["seq"][a:b], s["t"][a:b], (s["ts"] - s["t"])[a:b], s["arrival"][a:b],
+                    s["has"][a:b], s["flags"][a:b], s["size"][a:b], shapes, shape,
+                    [c for c in s["conn"] if a <= c < b],
+                )  # fmt: skip
+            return r.finish([5])
+
+    assert wire(batch) == wire(1)
