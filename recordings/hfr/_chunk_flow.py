@@ -14,11 +14,11 @@ footer at the end.
 It holds no reference to its recorder (the writer thread holds the flow,
 never the recorder), so a recorder nobody references any more is collected
 and its ``__del__`` finishes the file: through :meth:`ChunkFlow.finish` in
-the thread that collected it, or, when that is the writer thread itself (the
-cyclic collector runs in whichever thread allocates, perhaps while this
-thread holds the lock), through :meth:`ChunkFlow.abandon`, which takes no
-lock and waits for nothing: the thread finishes the file once back in its
-loop.
+the thread that collected it, or, when that is one of the flow's own threads
+(the cyclic collector runs in whichever thread allocates: the writer thread,
+perhaps while it holds the lock, or a compression thread whose chunk the
+writer thread waits for), through :meth:`ChunkFlow.abandon`, which waits for
+nothing: the writer thread finishes the file once back in its loop.
 """
 
 from __future__ import annotations
@@ -50,6 +50,11 @@ def _encode(sealed: Any, level: Any) -> tuple[ChunkMeta, list[Any], int, Any, An
     """:func:`~recordings.hfr._chunk_encode.encode_chunk`, with the chunk's details and the
     builder's buffer passed on (given back to :mod:`recordings.hfr._buffers` once written)."""
     return (*encode_chunk(sealed, level), sealed.details, sealed.buffer)
+
+
+def _note_thread(idents: set[int]) -> None:
+    """The pool's initializer: each compression thread notes itself."""
+    idents.add(threading.get_ident())
 
 
 def seal_chunk(builder: ChunkBuilder, policy: SealPolicy, *, wall_clock: bool) -> SealedChunk:
@@ -93,7 +98,13 @@ class ChunkFlow:
         """Frames per sensor in the chunks sealed."""
         self.sealed_frames = 0
         self._abandoned = False  # set by abandon() (no lock), read by _next_job (under it)
-        self._pool = ThreadPoolExecutor(max(1, workers), thread_name_prefix="hfr-compress")
+        self._compressing: set[int] = set()  # the pool's threads (see abandon)
+        self._pool = ThreadPoolExecutor(
+            max(1, workers),
+            thread_name_prefix="hfr-compress",
+            initializer=_note_thread,
+            initargs=(self._compressing,),
+        )
         self.writer = WriterThread(self, lock, "hfr-writer")
         self.writer.start()
 
@@ -123,12 +134,21 @@ class ChunkFlow:
             self.writer.put(None)
         self.join()
 
+    @property
+    def own_thread(self) -> bool:
+        """Whether the caller is the writer thread or a compression thread: one that
+        :meth:`finish` would wait for (the recorder's ``__del__`` then calls :meth:`abandon`)."""
+        return self.writer.current or threading.get_ident() in self._compressing
+
     def abandon(self) -> None:
-        """:meth:`finish`, asked from the writer thread itself (the recorder's ``__del__``
-        run by a collection there): takes no lock (this thread may hold it already) and
-        waits for nothing; the thread seals the last chunk and writes the footer once
-        the queue is written, then ends."""
+        """:meth:`finish` for one of :attr:`own_thread` (the recorder's ``__del__`` run by
+        a collection there): waits for nothing, and takes no lock in the writer thread
+        (it may hold it already; a compression thread never does). The writer thread
+        seals the last chunk and writes the footer once the queue is written, then ends."""
         self._abandoned = True
+        if not self.writer.current:
+            with self._lock:
+                self._lock.notify_all()  # the writer thread may wait for work
 
     def join(self) -> None:
         """Wait for the writer thread and the pool to end."""

@@ -411,9 +411,9 @@ class Recorder(Closeable):
             )
         finally:
             with contextlib.suppress(BaseException):
-                if self._writer.current:
-                    # A collection in the writer thread, perhaps under the lock: ask
-                    # the thread to finish the file, taking no lock, waiting for nothing.
+                if self._flow.own_thread:
+                    # A collection in a thread close() would wait for (the writer
+                    # thread, perhaps under the lock): ask it to finish; never wait.
                     self._flow.abandon()
                 else:
                     self.close()

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from recordings import Recorder
-from recordings.hfr import open_recording
+from recordings.hfr import _chunk_flow, open_recording
 
 from .helpers import make_frames
 
@@ -56,12 +56,14 @@ class Callbacks:
 class Abandoned:
     """A recorder written to and held only through a cycle; the test drops the cycle.
 
-    ``at`` names the writer thread's call that runs the collector: ``"next_job"``
-    (under the recorder's lock), ``"run_job"`` (between jobs, out of the lock), or
-    None (the writer thread only says when it waits; the test collects).
+    ``at`` names the call that runs the collector: the writer thread's ``"next_job"``
+    (under the recorder's lock) or ``"run_job"`` (between jobs, out of the lock), a
+    compression thread's ``"encode"`` (a chunk the writer thread waits for), or None
+    (the writer thread only says when it waits; the test collects).
     """
 
     def __init__(self, path: Path, at: str | None, **options: Any) -> None:
+        self.patch = pytest.MonkeyPatch()
         self.armed = threading.Event()
         self.entered = threading.Event()
         self.dropped = threading.Event()
@@ -69,7 +71,7 @@ class Abandoned:
         rec = Recorder(path, **options)
         self.thread, self.lock = rec._thread, rec._lock
         self._wrap(rec, at)
-        if at == "run_job":
+        if at in ("run_job", "encode"):
             self.armed.set()  # its first job after this (the flush seal) collects
         for frame in make_frames(FRAMES):
             rec.write(frame)
@@ -77,7 +79,7 @@ class Abandoned:
 
     def _wrap(self, rec: Recorder, at: str | None) -> None:
         flow = rec._flow  # not kept here: only the writer thread holds it
-        asked, ran = flow._next_job, flow._run_job
+        asked, ran, encode_chunk = flow._next_job, flow._run_job, _chunk_flow._encode
 
         def collect() -> None:
             self.armed.clear()
@@ -97,8 +99,15 @@ class Abandoned:
                 collect()
             return ran(job)
 
+        def encode(sealed: Any, level: Any) -> Any:
+            if self.armed.is_set():
+                collect()
+            return encode_chunk(sealed, level)
+
         flow._next_job = next_job  # type: ignore[method-assign]
         flow._run_job = run_job  # type: ignore[method-assign]
+        if at == "encode":
+            self.patch.setattr(_chunk_flow, "_encode", encode)
 
     def wake(self) -> None:
         with self.lock:
@@ -120,6 +129,7 @@ class Abandoned:
 
     def _ended(self) -> bool:
         self.thread.join(BOUND)
+        self.patch.undo()
         return not self.thread.is_alive()
 
 
@@ -152,6 +162,17 @@ def test_collected_on_the_writer_thread_between_jobs(tmp_path: Path) -> None:
     with pytest.warns(ResourceWarning, match=r"between_jobs\.hfr.* without close\(\)"):
         ended = rec.drop_when_entered()
     assert ended
+    _check_file(path)
+
+
+def test_collected_on_a_compression_thread(tmp_path: Path) -> None:
+    """The collector runs in a compression thread, in the middle of a chunk the writer
+    thread waits for: ``__del__`` must not wait there for the writer thread."""
+    path = tmp_path / "compressing.hfr"
+    rec = Abandoned(path, "encode", flush_interval=0.05, chunk_bytes=64 << 10)
+    with pytest.warns(ResourceWarning, match=r"compressing\.hfr.* without close\(\)"):
+        ended = rec.drop_when_entered()
+    assert ended, "the writer thread waits for a chunk whose thread waits for it"
     _check_file(path)
 
 
