@@ -15,7 +15,8 @@ from fusion._exports import lazy_exports
 if TYPE_CHECKING:
     from adapters.bags._detect import bag_format, not_a_bag
     from adapters.bags._reader import BagReader, decompress_message
-    from adapters.bags._source import BagSource, BagTopic, parse_topics, sensor_name
+    from adapters.bags._selection import BagTopic, parse_topics, sensor_name
+    from adapters.bags._source import BagSource
     from adapters.bags._summary import BagSummary, BagTopicSummary, read_bag_summary
 
 __all__ = [
@@ -36,14 +37,14 @@ _HOMES = {
     "BagReader": "adapters.bags._reader",
     "BagSource": "adapters.bags._source",
     "BagSummary": "adapters.bags._summary",
-    "BagTopic": "adapters.bags._source",
+    "BagTopic": "adapters.bags._selection",
     "BagTopicSummary": "adapters.bags._summary",
     "bag_format": "adapters.bags._detect",
     "decompress_message": "adapters.bags._reader",
     "not_a_bag": "adapters.bags._detect",
-    "parse_topics": "adapters.bags._source",
+    "parse_topics": "adapters.bags._selection",
     "read_bag_summary": "adapters.bags._summary",
-    "sensor_name": "adapters.bags._source",
+    "sensor_name": "adapters.bags._selection",
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, _HOMES)

@@ -48,72 +48,34 @@ log-time range and about how many messages it held
 (:attr:`BagSource.lost_messages`); the messages themselves are the topics'
 ``missing``. A bag without chunk indexes (sqlite3) stops at the damage
 (``damaged``), never with a traceback.
+
+Which topics are read is decided before a message is (:mod:`adapters.bags._selection`,
+pure); each topic's spec and converter, one converter per type
+(:mod:`adapters.bags._routes`); the per-topic ledger counts (:mod:`adapters.bags._tally`).
 """
 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import AsyncIterator, Generator, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from adapters.bags._mcapstorage import RawConverter
 from adapters.bags._reader import BagReader, decompress_message
 from adapters.bags._resilient import read_resilient
+from adapters.bags._routes import route_topics
+from adapters.bags._selection import BagTopic, select_topics, summarise
+from adapters.bags._tally import TopicTally
 from adapters.errors import DecodeError, SourceOpenError
-from adapters.ros import (
-    MSGDEF,
-    MSGTYPE,
-    SERIALIZATION,
-    MessageConverter,
-    decoder_info,
-    message_definition,
-    message_frame,
-)
-from fusion import Frame, SensorSpec, Source, current_clock
+from adapters.ros import message_frame
+from fusion import Frame, Source, current_clock
 from fusion.errors import ConfigError, UsageError
 
 _BATCH_MESSAGES = 2048
 _BATCH_BYTES = 8 << 20
 _MAX_REPORTS = 1000
 
-_Route = tuple[str, str, MessageConverter]
-"""``(sensor, topic, converter)`` of one connection."""
 
-
-@dataclass(frozen=True, slots=True)
-class BagTopic:
-    """One topic of a bag, as :meth:`BagSource.inspect` lists it."""
-
-    topic: str
-    msgtype: str
-    count: int
-    decoder: str | None
-    """Decoder name (``"image"``, ``"pointcloud2"``, ``"generic"``...), ``None`` if unsupported."""
-    reason: str | None = None
-    """Why the topic cannot be read, when ``decoder`` is ``None``."""
-
-
-def sensor_name(topic: str) -> str:
-    """A sensor name for a topic: ``/camera/image_raw`` -> ``camera_image_raw``."""
-    return re.sub(r"[^0-9A-Za-z_]+", "_", topic).strip("_") or "topic"
-
-
-def parse_topics(items: Sequence[str]) -> dict[str, str]:
-    """``["/cam/image=cam", "/imu"]`` -> ``{"/cam/image": "cam", "/imu": "imu"}`` (CLI form)."""
-    out: dict[str, str] = {}
-    for item in items:
-        topic, sep, name = item.partition("=")
-        topic = topic.strip()
-        if not topic:
-            raise ValueError(f"--topic {item!r}: expected TOPIC or TOPIC=SENSOR")
-        out[topic] = name.strip() if sep and name.strip() else sensor_name(topic)
-    return out
-
-
-# long: topic selection, converters and per-topic ledgers of a ROS bag read share one reader
 class BagSource(Source):
     """Frames of the topics of a ROS 1 or ROS 2 bag (contract).
 
@@ -165,14 +127,33 @@ class BagSource(Source):
         """Where the message types came from (the bag, or the ROS distribution's store)."""
         self._notes = list(reader.notes)
         try:
-            self._topics = self._summarise(reader)
+            self._topics = summarise(reader)
             self._span = (reader.start_time, reader.end_time)
-            specs = self._select(reader, topics, decode_images, capacity)
+            chosen = select_topics(self._topics, topics, f"bag '{self.path}'")
+            routing = route_topics(
+                reader,
+                chosen.wanted,
+                {t.topic: t for t in self._topics},
+                self.path,
+                decode_images=decode_images,
+                keep_messages=keep_messages,
+                capacity=capacity,
+            )
         except BaseException:
             reader.close()
             self._reader = None
             raise
-        super().__init__(specs=specs)
+        self.unsupported = chosen.unsupported
+        """Topics that cannot be read, with their type and the reason."""
+        self.raw_decoded = routing.raw_decoded
+        """Topics decoded straight from their bytes (:mod:`adapters.ros._rawdecode`)."""
+        self.flat_decoded = routing.flat_decoded
+        """Generic topics decoded straight from their bytes (:mod:`adapters.ros._flatdecode`)."""
+        self._wanted = chosen.wanted
+        self._skipped = chosen.skipped
+        self._connections = routing.connections
+        self._routes = routing.routes
+        super().__init__(specs=tuple(routing.specs))
         self.reports: list[str] = []
         """Every loss and warning's message, in order (the first 1000)."""
         self.lost_messages = 0
@@ -185,135 +166,12 @@ class BagSource(Source):
 
     # -- topics -------------------------------------------------------------------------
 
-    # long: topics to sensors and their converters, shared per type
-    def _select(
-        self,
-        reader: BagReader,
-        topics: Mapping[str, str] | Sequence[str] | None,
-        decode_images: bool,
-        capacity: int,
-    ) -> tuple[SensorSpec, ...]:
-        listing = {t.topic: t for t in self.inspect()}
-        self.unsupported: dict[str, str] = {
-            t.topic: f"{t.msgtype}: {t.reason}" for t in listing.values() if t.decoder is None
-        }
-        """Topics that cannot be read, with their type and the reason."""
-        if topics is None:
-            wanted = {name: sensor_name(name) for name, t in listing.items() if t.decoder}
-        elif isinstance(topics, Mapping):
-            wanted = dict(topics)
-        else:
-            wanted = {name: sensor_name(name) for name in topics}
-        missing = [name for name in wanted if name not in listing]
-        if missing:
-            raise SourceOpenError(
-                f"bag '{self.path}' has no topic {', '.join(map(repr, missing))}; "
-                f"it has {', '.join(sorted(listing)) or 'none'}"
-            )
-        for name in wanted:
-            if name in self.unsupported:
-                raise SourceOpenError(
-                    f"bag '{self.path}': topic {name!r} cannot be read ({self.unsupported[name]})"
-                )
-        names = list(wanted.values())
-        if len(set(names)) != len(names):
-            raise ValueError(f"two topics map to the same sensor name: {wanted}")
-        if not wanted:
-            detail = "; ".join(f"{t}: {r}" for t, r in sorted(self.unsupported.items()))
-            raise SourceOpenError(
-                f"bag '{self.path}' has no readable topic to replay"
-                + (f" ({detail})" if detail else "")
-            )
-        self._skipped = {
-            topic: (sensor_name(topic), listing[topic].count, reason)
-            for topic, reason in self.unsupported.items()
-            if topics is None
-        }
-        duration = max(1, reader.end_time - reader.start_time)
-        self._connections: list[Any] = []
-        self._routes: dict[int, _Route] = {}
-        self._wanted = wanted
-        self.raw_decoded: set[str] = set()
-        """Topics decoded straight from their bytes (:mod:`adapters.ros._rawdecode`)."""
-        self.flat_decoded: set[str] = set()
-        """Generic topics decoded straight from their bytes (:mod:`adapters.ros._flatdecode`)."""
-        specs = []
-        # One converter per type, shared by its topics: a generated decoder is
-        # a compile() each (a bag of eight String topics paid for eight).
-        made: dict[str, MessageConverter] = {}
-        for topic, sensor in wanted.items():
-            info = listing[topic]
-            dec = decoder_info(info.msgtype)
-            rate = info.count / (duration / 1e9) if info.count > 1 else None
-            specs.append(
-                SensorSpec(
-                    sensor,
-                    kind=dec.kind,
-                    rate_hz=rate,
-                    capacity=capacity,
-                    overflow="block",
-                    meta=self._spec_meta(reader, topic, info.msgtype),
-                )
-            )
-            if topic in reader.raw_topics:
-                converter: Any = RawConverter(reader.raw_topics[topic])
-            elif info.msgtype not in made:
-                converter = made[info.msgtype] = MessageConverter(
-                    reader.typestore,
-                    reader.standard,
-                    info.msgtype,
-                    cdr=reader.is2,
-                    decode_images=decode_images,
-                    deserialize=reader.deserialize,
-                )
-            else:
-                converter = made[info.msgtype]
-            if converter.standard:
-                self.raw_decoded.add(topic)
-            elif converter.fast is not None:
-                self.flat_decoded.add(topic)
-            for conn in reader.topics[topic].connections:
-                self._connections.append(conn)
-                self._routes[id(conn)] = (sensor, topic, converter)
-        return tuple(specs)
-
-    def _spec_meta(self, reader: BagReader, topic: str, msgtype: str) -> dict[str, Any]:
-        meta: dict[str, Any] = {"topic": topic, MSGTYPE: msgtype, "bag": str(self.path)}
-        if topic in reader.raw_topics:  # not ROS: its bytes are the payload
-            meta[SERIALIZATION] = reader.raw_topics[topic]
-        elif self.keep_messages:
-            try:
-                meta[MSGDEF] = message_definition(reader.typestore, msgtype, reader.is2)
-            except Exception:  # rosbags writes .msg text for pkg/msg types only (not srv)
-                meta[MSGDEF] = reader.topics[topic].connections[0].msgdef.data
-            meta[SERIALIZATION] = "cdr" if reader.is2 else "ros1"
-        return meta
-
     def inspect(self) -> list[BagTopic]:
         """Every topic of the bag with its type, message count and decoder (or why none).
 
         Read when the bag opens, so it stays available after :meth:`close`.
         """
         return list(self._topics)
-
-    @staticmethod
-    def _summarise(reader: BagReader) -> list[BagTopic]:
-        known = reader.typestore.fielddefs
-        out = []
-        for name, info in reader.topics.items():
-            msgtype = info.msgtype or "?"
-            if info.msgtype is None:
-                out.append(BagTopic(name, msgtype, info.count, None, "several types"))
-            elif name in reader.raw_topics:
-                out.append(BagTopic(name, info.msgtype or "-", info.count, "raw"))
-            elif name in reader.unreadable:
-                out.append(BagTopic(name, msgtype, info.count, None, reader.unreadable[name]))
-            elif msgtype not in known:
-                reason = "no message definition in the bag or the standard types"
-                out.append(BagTopic(name, msgtype, info.count, None, reason))
-            else:
-                out.append(BagTopic(name, msgtype, info.count, decoder_info(msgtype).name))
-        return out
 
     @property
     def start_time(self) -> int:
@@ -338,39 +196,24 @@ class BagSource(Source):
         if reader is None:
             raise UsageError(f"bag '{self.path}' is closed")
         whole = self.start is None and self.end is None
-        for topic, (sensor, count, reason) in self._skipped.items():
-            self.count_error(
-                "unsupported_type",
-                f"bag '{self.path}': topic {topic!r} ({count} messages) is not read: {reason}",
-                units=count if whole else 0,
-                sensor=sensor,
-                arrived=False,
-            )
-        self._skipped = {}
-        for note in self._notes:  # a stored definition replaced by the standard type
-            self.count_error("definition_replaced", f"bag '{self.path}': {note}", units=0)
-        self._notes = []
+        self._count_skipped(whole)
         messages = self._messages(reader)
         clock = current_clock()
         started = False
         base_clock = base_log = 0
-        read: dict[str, int] = dict.fromkeys(self._wanted.values(), 0)
-        ledgers = {name: self.ledger(name) for name in self._wanted.values()}
+        tally = TopicTally({name: self.ledger(name) for name in self._wanted.values()})
         seqs = self._next_seq
-        for name in ledgers:
+        for name in tally.ledgers:
             seqs.setdefault(name, 0)
         # The worker thread numbers and builds the frames (it runs only while this
         # loop awaits it); seq and the ledger's emitted count follow what was yielded.
         self._ahead = dict(seqs)
-        emitted = dict.fromkeys(ledgers, 0)
         paced = self.speed is not None
         try:
             ended = False
             while not ended:
                 batch, counts, ended = await self.run_blocking(self._read_batch, messages)
-                for sensor, n in counts.items():
-                    ledgers[sensor].receive(n)
-                    read[sensor] += n
+                tally.receive(counts)
                 for item in batch:
                     if isinstance(item, tuple):  # (sensor, seq, DecodeError)
                         self._skip(*item)
@@ -385,38 +228,44 @@ class BagSource(Source):
                         await clock.sleep_until(
                             base_clock + int((item.t_arrival - base_log) / self.speed)
                         )
-                    sensor = item.sensor
-                    seqs[sensor] = item.seq + 1
-                    emitted[sensor] += 1
+                    seqs[item.sensor] = item.seq + 1
+                    tally.emitted(item.sensor)
                     yield item
-                self._flush_emitted(ledgers, emitted)
+                tally.flush()
         finally:
-            self._flush_emitted(ledgers, emitted)
+            tally.flush()
             messages.close()
         if whole:
-            self._check_counts(reader, read)
+            self._check_counts(reader, tally)
 
-    @staticmethod
-    def _flush_emitted(ledgers: dict[str, Any], emitted: dict[str, int]) -> None:
-        for sensor, n in emitted.items():
-            if n:
-                ledgers[sensor].emit(n, frames=n)
-                emitted[sensor] = 0
+    def _count_skipped(self, whole: bool) -> None:
+        """Topics not read (every readable one was asked for), and definitions replaced."""
+        for topic, (sensor, count, reason) in self._skipped.items():
+            self.count_error(
+                "unsupported_type",
+                f"bag '{self.path}': topic {topic!r} ({count} messages) is not read: {reason}",
+                units=count if whole else 0,
+                sensor=sensor,
+                arrived=False,
+            )
+        self._skipped = {}
+        for note in self._notes:  # a stored definition replaced by the standard type
+            self.count_error("definition_replaced", f"bag '{self.path}': {note}", units=0)
+        self._notes = []
 
-    def _check_counts(self, reader: BagReader, read: dict[str, int]) -> None:
+    def _check_counts(self, reader: BagReader, tally: TopicTally) -> None:
         """Messages the index promised per topic and that were never read: ``missing``."""
-        for topic, sensor in self._wanted.items():
-            promised = reader.topics[topic].count
-            if read[sensor] < promised:
-                short = promised - read[sensor]
-                self.count_error(
-                    "missing",
-                    f"bag '{self.path}': topic {topic!r}: its index says {promised} messages, "
-                    f"{read[sensor]} were read ({short} missing)",
-                    units=short,
-                    sensor=sensor,
-                    arrived=False,
-                )
+        promised = {topic: reader.topics[topic].count for topic in self._wanted}
+        for topic, sensor, count, read in tally.shortfalls(self._wanted, promised):
+            short = count - read
+            self.count_error(
+                "missing",
+                f"bag '{self.path}': topic {topic!r}: its index says {count} messages, "
+                f"{read} were read ({short} missing)",
+                units=short,
+                sensor=sensor,
+                arrived=False,
+            )
 
     def _messages(self, reader: BagReader) -> Generator[tuple[Any, int, bytes], None, None]:
         """The mapped topics' messages, a damaged chunk skipped and reported."""

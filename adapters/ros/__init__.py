@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from adapters.ros._convert import MessageConverter, message_frame
     from adapters.ros._idltypes import UnsupportedType, message_class, raw_sample
     from adapters.ros._images import decode_image, encoding_for, image_layout
-    from adapters.ros._live_source import Ros2Source, policy_name
+    from adapters.ros._live_checks import policy_name
+    from adapters.ros._live_source import Ros2Source
     from adapters.ros._messages import (
         DECODERS,
         decode_generic,
@@ -152,7 +153,7 @@ _HOMES = {
     "noetic_fits": "adapters.ros._ros2to1",
     "passthrough_type": "adapters.ros._passthrough",
     "pointcloud2_fields": "adapters.ros._pointcloud2",
-    "policy_name": "adapters.ros._live_source",
+    "policy_name": "adapters.ros._live_checks",
     "raw_sample": "adapters.ros._idltypes",
     "register_msg": "adapters.ros._typestore",
     "ros1_definition": "adapters.ros._typestore",
