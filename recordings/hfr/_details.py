@@ -413,19 +413,20 @@ class DetailsWriter:
         if reducer is None:
             assert self._reducer is not None
             reducer = self._reducers[name] = self._reducer()
-        seq, t, arrival, has = (np.asarray(c)[rows] for c in stamps)
-        t = t.astype(np.int64)
+        every = len(rows) == len(details.flags)  # one sensor: its rows are all, no gathers
+        seq, t, arrival, has = (np.asarray(c) if every else np.asarray(c)[rows] for c in stamps)
+        t = t.astype(np.int64, copy=False)
         has = has.astype(bool)
         reducer.add(
-            seq.astype(np.int64),
+            seq.astype(np.int64, copy=False),
             t,
             offset,
-            np.where(has, arrival.astype(np.int64), t),
+            np.where(has, arrival.astype(np.int64, copy=False), t),
             has,
-            details.flags[rows],
-            details.size[rows],
+            details.flags if every else details.flags[rows],
+            details.size if every else details.size[rows],
             details.shapes,
-            details.shape[rows],
+            details.shape if every else details.shape[rows],
             conn,
         )
 
