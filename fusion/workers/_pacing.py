@@ -53,5 +53,5 @@ def pace_source(source: Source, runner: ModelRunner, reserve: int = 0) -> str | 
     why nothing was said."""
     cost = model_cpu_per_item(runner)
     if cost is None:
-        return "the model's CPU per frame is not measured here (not on the CPU)"
+        return "the model's CPU per frame is not measured (not on the CPU, or no dummy input)"
     return source.pace_decoder(cost, max(1, free_cores() - reserve))
