@@ -11,7 +11,8 @@ For each model, on the CPU provider with the worker's thread default:
   "first stream") and the later ones use what it found (it searches again
   on drift or after its period); the size it chose and its per-size
   estimates after each stream;
-* **worker, cap b**: the same with ``adaptive=False, max_batch=b`` for the
+* **worker, cap b**: the same with ``adaptive=False, max_batch=b`` (in the layout the
+  adaptive worker measured, replicas x threads, see ``statistics().layout``) for the
   powers of two ``b`` up to ``max_batch`` (cap ``max_batch`` is what the worker
   did before: batches of ``max_batch`` whenever that many are queued). The
   best of these is the most the sizer could find inside the worker; the gap
@@ -144,13 +145,21 @@ async def _bench_model(name: str, args: argparse.Namespace, console: Console) ->
     caps = [b for b in caps if b <= args.max_batch]
     # One worker of each kind for the whole run: the adaptive one searches in its first
     # stream and keeps what it found for the next ones (again on drift or period).
+    # The capped workers run in the layout the adaptive one measured (its own caps).
     adaptive = BatchWorker(model, providers="cpu", max_batch=args.max_batch)
-    capped = {b: BatchWorker(model, providers="cpu", max_batch=b, adaptive=False) for b in caps}
     started = {}
-    for key, worker in (("adaptive", adaptive), *((f"cap {b}", w) for b, w in capped.items())):
-        t0 = time.perf_counter()
-        await worker.start()  # loading, warm-up and the layout probe are not the stream's work
-        started[key] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    await adaptive.start()  # loading, warm-up and the layout probe are not the stream's work
+    started["adaptive"] = time.perf_counter() - t0
+    replicas, threads = adaptive.replicas, adaptive.threads
+    capped = {
+        b: BatchWorker(
+            model, providers="cpu", max_batch=b, adaptive=False, replicas=replicas, threads=threads
+        )
+        for b in caps
+    }
+    for worker in capped.values():
+        await worker.start()
     best: dict[str, tuple[float, float]] = {}
     chosen: list[Any] = []
     load_before = os.getloadavg()
@@ -215,17 +224,17 @@ async def _bench_model(name: str, args: argparse.Namespace, console: Console) ->
     console.print(f"  batches the adaptive worker ran: {adaptive.statistics().batch_sizes}")
     lay = adaptive.statistics().layout
     if lay is not None:
-        wall = {k: {b: round(v / 1e3, 1) for b, v in d.items()} for k, d in lay.per_item_ns.items()}
-        cpu = {
+        probe_wall = {
+            k: {b: round(v / 1e3, 1) for b, v in d.items()} for k, d in lay.per_item_ns.items()
+        }
+        probe_cpu = {
             k: {b: round(v / 1e3, 1) for b, v in d.items()} for k, d in lay.cpu_per_item_ns.items()
         }
         console.print(
             f"  layout {lay.replicas}x{lay.threads} ({lay.decided_by}: {lay.reason}; probe "
             f"{lay.probe_ns / 1e6:.0f} ms; start() {started['adaptive'] * 1e3:.0f} ms); "
-            f"probe us/item wall {wall}, CPU {cpu}"
+            f"probe us/item wall {probe_wall}, CPU {probe_cpu}"
         )
-    caps_layout = {k: f"{w.replicas}x{w.threads}" for k, w in capped.items()}
-    console.print(f"  the capped workers' layouts: {caps_layout}")
     steady = "worker" if "worker" in rates else "worker, first stream"
     best_cap = max((f"worker, cap {b}" for b in caps), key=rates.__getitem__)
     cpu_cap = min((f"worker, cap {b}" for b in caps), key=lambda k: best[k][1])
