@@ -50,7 +50,7 @@ leaves stamps alone (a virtual clock's times are no dates).
 from __future__ import annotations
 
 import threading
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, cast
@@ -61,7 +61,9 @@ from fusion import Frame, FrameGroup, SensorSpec
 from fusion.errors import UsageError
 from recordings.outputs.encoders._generic import js_int, json_value
 from recordings.outputs.encoders._groups import GROUP_TOPIC
-from recordings.outputs.live._relay import ClientTraffic, Relay, RelayStatistics
+from recordings.outputs.live._held_frames import HeldFrames
+from recordings.outputs.live._relay import Relay, RelayStatistics
+from recordings.outputs.live._relay_client import ClientTraffic
 from recordings.outputs.live._sink import Dating, LiveSink
 
 DEFAULT_HOST = "127.0.0.1"
@@ -71,7 +73,6 @@ RESULTS_TOPIC = "/hyperframes/results/"
 _RESULT_MAX_VALUES = 65_536  # a bigger array goes out as its shape and dtype only
 _SDK_BACKLOG = 1024  # the SDK's queue towards the relay, drained by a loopback read
 _TIME_EVERY_NS = 50_000_000  # the time capability's updates: 20 a second of replay
-_HOLD_LATCHED = 256  # frames of a latched topic held while nobody subscribes
 LATCHED_TOPICS = frozenset({"/tf_static"})
 """Topics whose every message a late subscriber gets, whatever their sensor's QoS."""
 
@@ -190,8 +191,6 @@ class PlaybackHandler(Protocol):
         ...
 
 
-# long: the Foxglove WebSocket protocol's server side (advertise, subscribe, services, playback
-#   control)
 class FoxgloveServer(LiveSink):
     """A Foxglove WebSocket server fed by a pipeline: a sink (``sinks=[FoxgloveServer()]``).
 
@@ -253,7 +252,7 @@ class FoxgloveServer(LiveSink):
         self.playback_time = playback_time or playback is not None
         self.playback = playback
         self.latched = frozenset(latched) | LATCHED_TOPICS
-        self._time_sent: int | None = None
+        self._clock = _Clock(playback)
         self.client_backlog = client_backlog
         self.client_backlog_bytes = min(client_backlog_bytes, budget)
         self.budget = budget
@@ -261,8 +260,7 @@ class FoxgloveServer(LiveSink):
         self.handshake_timeout = handshake_timeout
         self.idle_timeout = idle_timeout
         self._relay: Relay | None = None
-        self._held: dict[str, deque[Frame]] = {}  # topic -> frames nobody could see yet
-        self._wanted: set[str] = set()  # topics just subscribed: their held frames go out
+        self._held = HeldFrames(budget)  # frames nobody could see yet, per topic
         self._late = 0
         self._types = dict(types or {})
         self._messages = self._groups = self._unwatched = 0
@@ -271,7 +269,7 @@ class FoxgloveServer(LiveSink):
         self._server: Any = None
         self._writer: Any = None
         self._results: dict[str, Any] = {}
-        self._listener = _Subscriptions(self._subscribed, self._playback_request)
+        self._listener = _Subscriptions(self._subscribed, self._clock.request)
 
     # -- lifetime ----------------------------------------------------------------
 
@@ -310,7 +308,7 @@ class FoxgloveServer(LiveSink):
                 message_backlog_size=_SDK_BACKLOG,
                 # the listener implements the two callbacks it needs of the protocol
                 server_listener=cast(Any, self._listener),
-                capabilities=self._capabilities(),
+                capabilities=self._clock.capabilities(self.playback_time),
                 playback_time_range=None if self.playback is None else self.playback.time_range,
             )
         except RuntimeError as err:  # the SDK reports a bind failure as RuntimeError
@@ -332,54 +330,10 @@ class FoxgloveServer(LiveSink):
         self._thread.start()
         return self
 
-    def _capabilities(self) -> list[Any] | None:
-        from foxglove.websocket import Capability
-
-        if self.playback is not None:
-            return [Capability.Time, Capability.PlaybackControl]
-        return [Capability.Time] if self.playback_time else None
-
-    def _playback_request(self, request: Any) -> Any:
-        """Foxglove's playback control (an SDK thread): the handler acts, the state goes
-        back to every client (the relay broadcasts it)."""
-        from foxglove.websocket import PlaybackCommand
-
-        assert self.playback is not None
-        seek = request.seek_time
-        reply = self.playback(
-            PlaybackRequest(
-                pause=request.playback_command == PlaybackCommand.Pause,
-                speed=float(request.playback_speed),
-                seek=None if seek is None else int(seek),
-            )
-        )
-        if reply.did_seek:
-            self._time_sent = None  # the next frame's time goes out at once
-        return self._state(reply, request.request_id)
-
-    def _state(self, reply: PlaybackReply, request_id: str | None) -> Any:
-        from foxglove.websocket import PlaybackState, PlaybackStatus
-
-        now = reply.time if reply.time is not None else self._time_sent
-        if now is None:
-            now = 0 if self.playback is None else self.playback.time_range[0]
-        status = {
-            "playing": PlaybackStatus.Playing,
-            "paused": PlaybackStatus.Paused,
-            "ended": PlaybackStatus.Ended,
-        }[reply.status]
-        return PlaybackState(
-            status=status,
-            current_time=max(0, now),
-            playback_speed=reply.speed,
-            did_seek=reply.did_seek,
-            request_id=request_id,
-        )
-
     def tell_playback(self, reply: PlaybackReply) -> None:
         """Tell every client a playback state that changed by itself (the end reached)."""
         if self._server is not None and self.playback is not None:
-            self._server.broadcast_playback_state(self._state(reply, None))
+            self._server.broadcast_playback_state(self._clock.state(reply, None))
 
     def flush(self, timeout: float = 2.0) -> bool:
         """Wait (at most ``timeout`` s) until every queued frame was encoded and what the
@@ -389,7 +343,7 @@ class FoxgloveServer(LiveSink):
 
         deadline = time.monotonic() + timeout
         with self._cond:
-            while (self._queue or self._busy or self._wanted) and not self._closed:
+            while (self._queue or self._busy or self._held.wanted) and not self._closed:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
@@ -446,9 +400,7 @@ class FoxgloveServer(LiveSink):
     def _subscribed(self, topic: str) -> None:
         """The relay subscribed to ``topic`` (SDK thread): its held frames go out."""
         with self._cond:
-            held = topic in self._held
-            if held:
-                self._wanted.add(topic)
+            held = self._held.want(topic)
         if held:
             self._wake()
 
@@ -478,22 +430,13 @@ class FoxgloveServer(LiveSink):
                     self._skipped = Counter(writer.skipped)
                 self._busy = False
             if self.playback_time and isinstance(item, Frame):
-                self._tell_time(item)
-
-    def _tell_time(self, frame: Frame) -> None:
-        """The ``time`` capability: the replay's clock (the frame's dated ``t``), at most
-        every 50 ms of it, and at once when it goes back (a loop)."""
-        t = self._date(frame.t) if self._dates(frame.sensor) else frame.t
-        last = self._time_sent
-        if last is None or t < last or t - last >= _TIME_EVERY_NS:
-            self._time_sent = t
-            self._server.broadcast_time(t)
+                t = self._date(item.t) if self._dates(item.sensor) else item.t
+                self._clock.tell_time(self._server, t)
 
     def _write_held(self) -> None:
         """Write the held frames of the topics a client just subscribed to."""
         with self._cond:
-            wanted, self._wanted = self._wanted, set()
-            frames = [f for topic in wanted for f in self._held.pop(topic, ())]
+            frames = self._held.take()
         for frame in frames:
             spec = self._specs.get(frame.sensor)
             try:
@@ -507,20 +450,8 @@ class FoxgloveServer(LiveSink):
 
     def _hold(self, topic: str, frame: Frame) -> None:
         spec = self._specs.get(frame.sensor)
-        keep = _HOLD_LATCHED if topic in self.latched or (spec and latched(spec)) else 1
         with self._cond:
-            held = self._held.get(topic)
-            if held is None or held.maxlen != keep:
-                held = self._held[topic] = deque(held or (), maxlen=keep)
-            held.append(frame)
-            if keep > 1:  # a latched topic's frames: within a quarter of the budget too
-                sizes = [_payload_bytes(f.data) for f in held]
-                total = sum(sizes)
-                for size in sizes[:-1]:
-                    if total <= self.budget // 4:
-                        break
-                    held.popleft()
-                    total -= size
+            self._held.hold(topic, frame, topic in self.latched or bool(spec and latched(spec)))
 
     def _log(self, frame: Frame) -> _Done:
         writer = self._writer
@@ -529,9 +460,7 @@ class FoxgloveServer(LiveSink):
             self._hold(topic, self._dated_frame(frame))
             return _Done(unwatched=1)
         with self._cond:  # subscribed before the relay's word reached us: held frames first,
-            early = topic in self._held  # so a client never sees time go back
-            if early:
-                self._wanted.add(topic)
+            early = self._held.want(topic)  # so a client never sees time go back
         if early:
             self._write_held()
         before = sum(writer.counts.values())
@@ -624,6 +553,68 @@ class _Subscriptions:
         pass  # the channel's next frames are held (FoxgloveServer._log)
 
 
+class _Clock:
+    """The replay's clock towards Foxglove: the ``time`` capability's updates and, with a
+    :class:`PlaybackHandler`, Foxglove's playback control (``playbackControl``)."""
+
+    def __init__(self, playback: PlaybackHandler | None) -> None:
+        self.playback = playback
+        self._time_sent: int | None = None
+
+    def capabilities(self, playback_time: bool) -> list[Any] | None:
+        from foxglove.websocket import Capability
+
+        if self.playback is not None:
+            return [Capability.Time, Capability.PlaybackControl]
+        return [Capability.Time] if playback_time else None
+
+    def tell_time(self, server: Any, t: int) -> None:
+        """The replay's clock reached ``t`` (the frame's dated time): ``server`` tells the
+        clients at most every 50 ms of it, and at once when it goes back (a loop)."""
+        last = self._time_sent
+        if last is None or t < last or t - last >= _TIME_EVERY_NS:
+            self._time_sent = t
+            server.broadcast_time(t)
+
+    def request(self, request: Any) -> Any:
+        """Foxglove's playback control (an SDK thread): the handler acts, the state goes
+        back to every client (the relay broadcasts it)."""
+        from foxglove.websocket import PlaybackCommand
+
+        assert self.playback is not None
+        seek = request.seek_time
+        reply = self.playback(
+            PlaybackRequest(
+                pause=request.playback_command == PlaybackCommand.Pause,
+                speed=float(request.playback_speed),
+                seek=None if seek is None else int(seek),
+            )
+        )
+        if reply.did_seek:
+            self._time_sent = None  # the next frame's time goes out at once
+        return self.state(reply, request.request_id)
+
+    def state(self, reply: PlaybackReply, request_id: str | None) -> Any:
+        """The SDK's ``PlaybackState`` for ``reply`` (at the last time told, if it has none)."""
+        from foxglove.websocket import PlaybackState, PlaybackStatus
+
+        now = reply.time if reply.time is not None else self._time_sent
+        if now is None:
+            now = 0 if self.playback is None else self.playback.time_range[0]
+        status = {
+            "playing": PlaybackStatus.Playing,
+            "paused": PlaybackStatus.Paused,
+            "ended": PlaybackStatus.Ended,
+        }[reply.status]
+        return PlaybackState(
+            status=status,
+            current_time=max(0, now),
+            playback_speed=reply.speed,
+            did_seek=reply.did_seek,
+            request_id=request_id,
+        )
+
+
 def latched(spec: SensorSpec) -> bool:
     """Whether a late subscriber gets every message of ``spec``'s topic: a ROS 2
     ``transient_local`` topic (a live ROS 2 source's QoS, a bag's offered QoS) or
@@ -646,17 +637,6 @@ class _Done:
     groups: int = 0
     skipped: bool = False
     error: BaseException | None = None
-
-
-def _payload_bytes(data: Any) -> int:
-    """About how many bytes a frame's payload holds (arrays, bytes, dicts of them)."""
-    if isinstance(data, np.ndarray):
-        return int(data.nbytes)
-    if isinstance(data, (bytes, bytearray, memoryview)):
-        return len(data)
-    if isinstance(data, Mapping):
-        return sum(_payload_bytes(v) for v in data.values())
-    return 64
 
 
 def result_json(value: Any) -> dict[str, Any]:

@@ -42,17 +42,13 @@ ends within about a second whatever the clients do.
 from __future__ import annotations
 
 import contextlib
-import errno
-import itertools
 import json
 import logging
-import re
 import selectors
 import socket
-import struct
 import threading
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,53 +56,23 @@ from typing import Any
 from recordings.outputs.live import _websocket as ws
 from recordings.outputs.live._compat_foxglove import DROP_LOGGER as SDK_DROP_LOGGER
 from recordings.outputs.live._compat_foxglove import dropped_for
+from recordings.outputs.live._relay_client import Client, ClientTraffic, Gone, Roster
+from recordings.outputs.live._relay_door import Door
+from recordings.outputs.live._relay_state import (
+    Budget,
+    Channels,
+    Tally,
+    due,
+    requests,
+)
+from recordings.outputs.live._relay_upstream import Upstream
 
 _MESSAGE_DATA, _TIME = 0x01, 0x02  # Foxglove protocol binary opcodes (server to client)
 _PLAYBACK_STATE = 0x05  # foxglove-sdk's PlaybackState (server to client)
 _PLAYBACK_REQUEST = 0x03  # foxglove-sdk's PlaybackControlRequest (client to server)
 _BROADCAST = (_TIME, _PLAYBACK_STATE)  # binary messages every client gets
 _CONTROL_LIMIT = 4096  # control messages queued for one client before it is closed
-_CLIENT_MESSAGE_LIMIT = 1 << 20  # a client's subscribe lists, not data
-_UPSTREAM_LIMIT = 1 << 31
-_LATCH_DEPTH = 256
-_KEEP_FINISHED = 256  # clients that left, kept for the statistics (then only counted)
-_REFUSING_LIMIT = 64
-_RECV = 1 << 20
-_IOV = 64  # messages written by one sendmsg
 _log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class ClientTraffic:
-    """What one client of the live view got and lost."""
-
-    address: str
-    """The client's ``host:port``."""
-    received: int
-    """Messages routed to it: ``sent + dropped + queued``."""
-    sent: int
-    """Messages written to its socket."""
-    dropped: int
-    """Messages dropped because it did not read them fast enough (oldest first)."""
-    queued: int
-    """Messages waiting in its outbox now; once it left, those it never got."""
-    connected: bool
-    """Still connected."""
-    exact: bool = True
-    """False if the SDK's own queue towards the relay overflowed meanwhile (the SDK does not
-    count those): then ``dropped`` is a lower bound."""
-    left: str = ""
-    """Why it left (``closed by the client``, ``idle 30 s``, ``reset``...), or ''."""
-
-    @property
-    def at_least(self) -> int:
-        """``dropped``, plus the one message an SDK overflow record proves when not exact."""
-        return self.dropped if self.exact else self.dropped + 1
-
-    def describe(self) -> str:
-        """``ADDR: N dropped`` (``ADDR: at least N dropped`` when not exact)."""
-        bound = "" if self.exact else " at least"
-        return f"{self.address}:{bound} {self.at_least} dropped"
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,44 +100,16 @@ class RelayStatistics:
     """The relay's own ``host:port`` towards the SDK: the address the SDK's log lines name."""
 
 
-class _Client:
-    """One connection's state (the loop thread only; counters read under the relay's lock)."""
-
-    def __init__(self, sock: socket.socket, address: str, now: float) -> None:
-        self.sock = sock
-        self.address = address
-        self.state = "handshake"
-        self.request = bytearray()
-        self.reader = ws.FrameReader(limit=_CLIENT_MESSAGE_LIMIT, masked=True)
-        self.outbox: deque[list[Any]] = deque()  # [prefix, payload, is_data, size, offset]
-        self.bytes = self.data = self.control = 0
-        self.received = self.sent = self.dropped = 0
-        self.exact = True
-        self.subs: dict[int, int] = {}  # subscription id -> channel id
-        self.deadline = now
-        self.heard = now
-        self.pinged = False
-        self.writing = False
-
-    def traffic(self, connected: bool, left: str = "") -> ClientTraffic:
-        queued = self.received - self.sent - self.dropped
-        return ClientTraffic(
-            self.address,
-            self.received,
-            self.sent,
-            self.dropped,
-            queued,
-            connected,
-            self.exact,
-            left,
-        )
-
-
-# long: the live relay's one state machine (clients, channels, subscriptions, playback, limits)
-#   behind the Foxglove server
 class Relay:
     """Serves ``host:port`` to Foxglove clients from the SDK's server at ``upstream``
-    (module docstring). ``latched`` holds the topics whose every message is kept."""
+    (module docstring). ``latched`` holds the topics whose every message is kept.
+
+    The shell of the relay: sockets, the selector loop, its thread and its lock; the
+    decisions (budget, drops, late subscribers, routes, timeouts) are
+    :mod:`~recordings.outputs.live._relay_state`'s, the listening socket
+    :mod:`~recordings.outputs.live._relay_door`'s, a client connection's I/O
+    :mod:`~recordings.outputs.live._relay_client`'s, the SDK link
+    :mod:`~recordings.outputs.live._relay_upstream`'s."""
 
     def __init__(
         self,
@@ -188,45 +126,23 @@ class Relay:
         latched: Iterable[str] = (),
     ) -> None:
         self.backlog = backlog
-        self.backlog_bytes = backlog_bytes
         self.budget = budget
-        self.max_clients = max_clients
         self.handshake_timeout = handshake_timeout
         self.idle_timeout = idle_timeout
         self.latched: set[str] = set(latched)
         self.upstream = upstream
         """The SDK's server (set before :meth:`start`)."""
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self._listener = socket.create_server((host, port), family=family, backlog=128)
-        self._listener.setblocking(False)
-        self.port: int = self._listener.getsockname()[1]
+        self._tally = Tally()
+        self._door = Door(host, port, self._tally, self._count_once, max_clients)
+        self.port: int = self._door.port
         self._lock = threading.Lock()
-        self._clients: dict[int, _Client] = {}  # fd -> client
-        self._finished: deque[ClientTraffic] = deque(maxlen=_KEEP_FINISHED)
-        self._stats: dict[str, Any] = {"accepted": 0, "peak": 0}
-        self._refused: Counter[str] = Counter()
-        self._closed_why: Counter[str] = Counter()
-        self._said: set[str] = set()
-        self._refusing: dict[int, tuple[socket.socket, float]] = {}
-        self._queued = 0
-        self._channels: dict[int, dict[str, Any]] = {}
-        self._advertise = b""  # every channel in one advertise message (for a new client)
+        self._clients = Roster()
+        self._budget = Budget(budget, backlog, backlog_bytes)
+        self._channels = Channels(budget)
         self._server_info = b""
-        self._subscribers: dict[int, dict[int, int]] = {}  # channel -> {client fd: sub id}
-        self._cache: dict[
-            int, deque[tuple[bytes, memoryview]]
-        ] = {}  # channel -> (log time, payload)
-        self._cached = 0
-        self._exact = True
-        self._up: socket.socket | None = None
-        self._up_reader = ws.FrameReader(limit=_UPSTREAM_LIMIT, masked=False)
-        self._up_out = bytearray()
-        self._heard_up = 0  # messages read from the SDK (settled() watches it)
-        self._spare: int | None = None
+        self._up = Upstream()
         self._next_timers = 0.0
-        self._listen_again = 0.0  # when to accept again after running out of descriptors
-        self._dirty: set[_Client] = set()  # clients with messages to write
-        self._share = min(backlog_bytes, budget)
+        self._dirty: set[Client] = set()  # clients with messages to write
         self._closing = threading.Event()
         self._wake_r, self._wake_w = socket.socketpair()
         self._sel = selectors.DefaultSelector()
@@ -238,37 +154,11 @@ class Relay:
     def start(self) -> None:
         """Connect to the SDK (its serverInfo read) and start serving; ``OSError`` if not."""
         assert self.upstream is not None
-        up = socket.create_connection(self.upstream, timeout=5)
-        try:
-            up.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            request, _ = ws.upgrade_request(*self.upstream)
-            up.sendall(request)
-            answer = b""
-            while b"\r\n\r\n" not in answer:
-                chunk = up.recv(4096)
-                if not chunk or len(answer) > ws.MAX_REQUEST:
-                    raise OSError(f"the Foxglove SDK's server answered {answer[:80]!r}")
-                answer += chunk
-            head, _, rest = answer.partition(b"\r\n\r\n")
-            if not head.startswith(b"HTTP/1.1 101"):
-                raise OSError(f"the Foxglove SDK's server refused the relay: {head[:80]!r}")
-            for message in self._up_reader.feed(rest):
-                self._upstream_message(message, time.monotonic())
-            while not self._server_info:
-                chunk = up.recv(_RECV)
-                if not chunk:
-                    raise OSError("the Foxglove SDK's server closed before its serverInfo")
-                for message in self._up_reader.feed(chunk):
-                    self._upstream_message(message, time.monotonic())
-        except BaseException:
-            up.close()
-            raise
-        up.setblocking(False)
-        self._up = up
-        self._up_address = "{}:{}".format(*up.getsockname()[:2])
-        self._spare = _open_spare()
-        self._sel.register(up, selectors.EVENT_READ, "up")
-        self._sel.register(self._listener, selectors.EVENT_READ, "listen")
+        self._up.connect(self.upstream, self._upstream_message, lambda: bool(self._server_info))
+        if self._up.ended:
+            self._closing.set()  # the SDK said goodbye already
+        self._door.open(self._sel)
+        self._up.register(self._sel)
         self._sel.register(self._wake_r, selectors.EVENT_READ, "wake")
         self._watch.install()
         self._thread.start()
@@ -286,23 +176,13 @@ class Relay:
         self._watch.uninstall()
 
     def _teardown(self) -> None:
-        for client in list(self._clients.values()):
-            with contextlib.suppress(OSError):
-                client.sock.send(ws.frame(ws.CLOSE, struct.pack("!H", 1001)))
+        for client in self._clients:
+            client.say_close()
             self._drop_client(client, "server stopped")
-        for sock, _ in self._refusing.values():
+        self._up.close()
+        self._door.close()
+        for sock in (self._wake_r, self._wake_w):
             sock.close()
-        self._refusing.clear()
-        if self._up is not None:
-            with contextlib.suppress(OSError):  # the SDK logs an error without it
-                self._up.send(bytes(self._up_out) + ws.masked(ws.CLOSE, struct.pack("!H", 1001)))
-            self._up.close()
-        for sock in (self._listener, self._wake_r, self._wake_w):
-            sock.close()
-        if self._spare is not None:
-            with contextlib.suppress(OSError):
-                _close_fd(self._spare)
-            self._spare = None
         self._sel.close()
 
     # -- observing (any thread) ----------------------------------------------------------
@@ -310,41 +190,39 @@ class Relay:
     def traffic(self) -> tuple[ClientTraffic, ...]:
         """Clients that left (the last 256) then those connected, in connection order."""
         with self._lock:
-            now = [c.traffic(True) for c in self._clients.values() if c.state == "open"]
-            return (*self._finished, *now)
+            return self._clients.traffic()
 
     def statistics(self) -> RelayStatistics:
         with self._lock:
             return RelayStatistics(
-                accepted=self._stats["accepted"],
-                open=sum(1 for c in self._clients.values() if c.state == "open"),
-                refused=Counter(self._refused),
-                closed=Counter(self._closed_why),
-                queued_bytes=self._queued,
-                peak_queued_bytes=self._stats["peak"],
+                accepted=self._clients.accepted,
+                open=self._clients.open(),
+                refused=Counter(self._tally.refused),
+                closed=Counter(self._clients.closed),
+                queued_bytes=self._budget.queued,
+                peak_queued_bytes=self._budget.peak,
                 budget=self.budget,
-                cached_bytes=self._cached,
-                via=getattr(self, "_up_address", ""),
+                cached_bytes=self._channels.late.bytes,
+                via=self._up.address,
             )
 
     def settled(self) -> tuple[int, int]:
         """``(messages read from the SDK so far, bytes queued for clients now)``: a caller
         that sees both unchanged, the second 0, knows what the SDK sent has gone out."""
         with self._lock:
-            return self._heard_up, self._queued
+            return self._up.heard, self._budget.queued
 
     def subscribers(self) -> int:
         """Clients subscribed to at least one channel now."""
         with self._lock:
-            return sum(1 for c in self._clients.values() if c.subs)
+            return self._clients.subscribed()
 
     def sdk_dropped(self, address: str) -> None:
         """The SDK said its queue towards ``address`` overflowed: if that is the relay, every
         client's count is a lower bound from now on."""
-        if address == getattr(self, "_up_address", None):
+        if address and address == self._up.address:
             with self._lock:
-                self._exact = False
-                for client in self._clients.values():
+                for client in self._clients:
                     client.exact = False
 
     # -- the loop -----------------------------------------------------------------------------
@@ -352,7 +230,7 @@ class Relay:
     def _loop(self) -> None:
         try:
             while not self._closing.is_set():
-                for key, mask in self._sel.select(self._tick()):
+                for key, mask in self._sel.select(0.1):
                     what = key.data
                     if what == "up":
                         self._read_upstream()
@@ -360,13 +238,13 @@ class Relay:
                         self._accept()
                     elif what == "wake":
                         break
-                    elif isinstance(what, _Client):
-                        if mask & selectors.EVENT_WRITE and what.sock.fileno() >= 0:
+                    elif isinstance(what, Client):
+                        if mask & selectors.EVENT_WRITE and what.fd >= 0:
                             self._flush(what)
-                        if mask & selectors.EVENT_READ and what.sock.fileno() >= 0:
+                        if mask & selectors.EVENT_READ and what.fd >= 0:
                             self._read_client(what)
                     elif isinstance(what, socket.socket):
-                        self._drain_refused(what)
+                        self._door.drain(what)
                 self._flush_dirty()
                 if time.monotonic() >= self._next_timers:
                     self._next_timers = time.monotonic() + 0.1
@@ -376,249 +254,112 @@ class Relay:
         finally:
             self._teardown()
 
-    def _tick(self) -> float:
-        return 0.1
-
     def _timers(self) -> None:
         now = time.monotonic()
-        if self._listen_again and now >= self._listen_again:
-            self._listen_again = 0.0
-            self._sel.register(self._listener, selectors.EVENT_READ, "listen")
-        for client in list(self._clients.values()):
-            if client.state == "handshake":
-                if now > client.deadline:
-                    self._count_once("handshake timeout", f"{client.address}: no upgrade request")
-                    self._drop_client(client, f"no handshake in {self.handshake_timeout:g} s")
-                continue
-            silent = now - client.heard
-            if silent > self.idle_timeout:
+        for client in self._clients:
+            what = due(client.state == "handshake", client.deadline, client.heard,
+                       client.pinged, now, self.idle_timeout)  # fmt: skip
+            if what == "handshake timeout":
+                self._count_once("handshake timeout", f"{client.address}: no upgrade request")
+                self._drop_client(client, f"no handshake in {self.handshake_timeout:g} s")
+            elif what == "idle":
                 self._drop_client(client, f"idle {self.idle_timeout:g} s")
-            elif silent > self.idle_timeout / 2 and not client.pinged:
+            elif what == "ping":
                 client.pinged = True
                 self._send(client, ws.frame(ws.PING, b"hf"), b"", data=False)
-        for fd, (sock, deadline) in list(self._refusing.items()):
-            if now > deadline:
-                self._end_refusal(fd, sock)
-
-    # -- accepting ----------------------------------------------------------------------
-
-    def _accept(self) -> None:
-        for _ in range(64):  # a burst, then back to the others
-            try:
-                sock, peer = self._listener.accept()
-            except BlockingIOError:
-                return
-            except OSError as err:
-                if err.errno in (errno.EMFILE, errno.ENFILE):
-                    self._out_of_fds()
-                else:
-                    self._refused["accept failed"] += 1
-                    self._count_once("accept failed", f"accepting a client failed: {err}")
-                continue
-            try:
-                sock.setblocking(False)
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                address = f"{peer[0]}:{peer[1]}"
-            except OSError:  # reset before we looked
-                sock.close()
-                self._refused["reset before the handshake"] += 1
-                continue
-            now = time.monotonic()
-            if sum(1 for c in self._clients.values()) >= self.max_clients:
-                self._refuse(
-                    sock,
-                    503,
-                    f"hyperframes live view: {self.max_clients} clients already connected "
-                    f"(the limit, --serve-clients); try again later",
-                    "client limit",
-                )
-                continue
-            client = _Client(sock, address, now)
-            client.deadline = now + self.handshake_timeout
-            with self._lock:
-                self._clients[sock.fileno()] = client
-                self._stats["accepted"] += 1
-            self._sel.register(sock, selectors.EVENT_READ, client)
-
-    def _out_of_fds(self) -> None:
-        """No descriptor for the next connection: give up the spare, accept and close it."""
-        self._refused["no file descriptors"] += 1
-        self._count_once(
-            "no file descriptors",
-            "out of file descriptors: new Foxglove clients are closed until some leave",
-        )
-        if self._spare is None:  # none to give up: stop listening a while, not spin
-            self._sel.unregister(self._listener)
-            self._listen_again = time.monotonic() + 0.5
-            self._spare = _open_spare()
-            return
-        _close_fd(self._spare)
-        self._spare = None
-        with contextlib.suppress(OSError):
-            sock, _ = self._listener.accept()
-            sock.close()
-        self._spare = _open_spare()
-
-    def _refuse(self, sock: socket.socket, status: int, reason: str, why: str) -> None:
-        self._refused[why] += 1
-        self._count_once(why, f"refused a Foxglove client: {reason}")
-        try:
-            sock.send(ws.refusal(status, reason))
-            sock.shutdown(socket.SHUT_WR)
-        except OSError:
-            sock.close()
-            return
-        if len(self._refusing) >= _REFUSING_LIMIT:
-            sock.close()
-            return
-        # read what it sent until it closes (closing with unread bytes would reset the answer)
-        self._refusing[sock.fileno()] = (sock, time.monotonic() + 1.0)
-        self._sel.register(sock, selectors.EVENT_READ, sock)
-
-    def _drain_refused(self, sock: socket.socket) -> None:
-        try:
-            if sock.recv(65536):
-                return
-        except BlockingIOError:
-            return
-        except OSError:
-            pass
-        self._end_refusal(sock.fileno(), sock)
-
-    def _end_refusal(self, fd: int, sock: socket.socket) -> None:
-        self._refusing.pop(fd, None)
-        with contextlib.suppress(KeyError, ValueError):
-            self._sel.unregister(sock)
-        sock.close()
+        self._door.timers(now)
 
     def _count_once(self, kind: str, line: str) -> None:
-        if kind not in self._said:
-            self._said.add(kind)
+        if self._tally.first(kind):
             _log.warning("%s (said once; counted in the summary)", line)
 
     # -- a client ------------------------------------------------------------------------
 
-    def _read_client(self, client: _Client) -> None:
-        try:
-            data = client.sock.recv(65536)
-        except BlockingIOError:
-            return
-        except OSError:
-            self._drop_client(client, "reset")
-            return
-        if not data:
-            self._drop_client(client, "closed by the client")
-            return
-        client.heard = time.monotonic()
-        client.pinged = False
-        if client.state == "handshake":
-            self._handshake(client, data)
-            return
-        try:
-            messages = client.reader.feed(data)
-        except ws.ProtocolError as err:
-            self._drop_client(client, f"protocol error: {err}")
-            return
-        for message in messages:
-            if client.sock.fileno() < 0:
-                return
-            self._client_message(client, message)
+    def _accept(self) -> None:
+        for sock, address in self._door.accept(lambda: len(self._clients.clients)):
+            now = time.monotonic()
+            client = Client(sock, address, now, now + self.handshake_timeout)
+            with self._lock:
+                self._clients.add(client)
+            self._sel.register(sock, selectors.EVENT_READ, client)
 
-    def _handshake(self, client: _Client, data: bytes) -> None:
-        client.request += data
-        end = client.request.find(b"\r\n\r\n")
-        if end < 0:
-            if len(client.request) > ws.MAX_REQUEST:
-                self._reject(client, 400, f"an upgrade request over {ws.MAX_REQUEST} bytes")
-            return
+    def _read_client(self, client: Client) -> None:
         try:
-            key, protocol = ws.parse_upgrade(bytes(client.request[: end + 4]))
+            data = client.receive(time.monotonic())
+            if client.state == "handshake":
+                upgrade = client.upgrade(data)
+                if upgrade is None:
+                    return
+                key, protocol, data = upgrade
+                self._opened(client, key, protocol)
+            for message in client.messages(data) if data else ():
+                if client.fd < 0:
+                    return
+                self._client_message(client, message)
+        except Gone as gone:
+            self._drop_client(client, gone.why)
         except ws.BadRequest as err:
             self._reject(client, err.status, err.reason)
-            return
-        extra = bytes(client.request[end + 4 :])
-        client.request = bytearray()
-        client.state = "open"
+
+    def _opened(self, client: Client, key: str, protocol: str) -> None:
+        """``client`` upgraded: it gets serverInfo and the channels advertised so far."""
         self._reshare()
         self._send(client, ws.accept(key, protocol), b"", data=False)
         self._send(client, ws.header(ws.TEXT, len(self._server_info)), self._server_info, False)
-        if self._channels:
-            self._send(client, ws.header(ws.TEXT, len(self._advertise)), self._advertise, False)
-        if extra:
-            self._read_extra(client, extra)
+        advertise = self._channels.advertise
+        if self._channels.channels:
+            self._send(client, ws.header(ws.TEXT, len(advertise)), advertise, False)
 
-    def _read_extra(self, client: _Client, data: bytes) -> None:
-        try:
-            for message in client.reader.feed(data):
-                self._client_message(client, message)
-        except ws.ProtocolError as err:
-            self._drop_client(client, f"protocol error: {err}")
-
-    def _reject(self, client: _Client, status: int, reason: str) -> None:
+    def _reject(self, client: Client, status: int, reason: str) -> None:
         with self._lock:
-            self._clients.pop(client.sock.fileno(), None)
-            self._stats["accepted"] -= 1
+            self._clients.reject(client)
         self._sel.unregister(client.sock)
-        self._refuse(client.sock, status, reason, "bad request")
+        self._door.refuse(client.sock, status, reason, "bad request")
 
-    def _client_message(self, client: _Client, message: ws.Message) -> None:
+    def _client_message(self, client: Client, message: ws.Message) -> None:
         if message.opcode == ws.PING:
             self._send(client, ws.frame(ws.PONG, bytes(message.payload)), b"", data=False)
         elif message.opcode == ws.CLOSE:
-            with contextlib.suppress(OSError):
-                client.sock.send(ws.frame(ws.CLOSE, bytes(message.payload[:2])))
+            client.say_close(bytes(message.payload[:2]))
             self._drop_client(client, "closed by the client")
         elif message.opcode == ws.TEXT:
             try:
-                request = json.loads(bytes(message.payload))
-                op = request.get("op")
-                if op == "subscribe":
-                    for sub in request["subscriptions"]:
-                        sid = int(sub["id"])
-                        if not 0 <= sid < 1 << 32:
-                            raise ValueError(sid)
-                        self._subscribe(client, sid, int(sub["channelId"]))
-                elif op == "unsubscribe":
-                    for sid in request["subscriptionIds"]:
-                        self._unsubscribe(client, int(sid))
+                for op, sid, cid in requests(bytes(message.payload)):
+                    if op == "subscribe":
+                        self._subscribe(client, sid, cid)
+                    else:
+                        self._unsubscribe(client, sid)
             except (ValueError, KeyError, TypeError, AttributeError):
                 self._status(client, "hyperframes: a request the live view does not understand")
         elif message.opcode == ws.BINARY and message.payload[:1] == bytes([_PLAYBACK_REQUEST]):
             # Foxglove's playback control (pause, play, seek, speed): the SDK's listener
             # answers with a PlaybackState, which every client gets (they share one replay).
-            self._upstream_bytes(ws.masked(ws.BINARY, bytes(message.payload)))
+            self._up.send(ws.masked(ws.BINARY, bytes(message.payload)))
 
-    def _status(self, client: _Client, text: str) -> None:
+    def _status(self, client: Client, text: str) -> None:
         body = json.dumps({"op": "status", "level": 1, "message": text}).encode()
         self._send(client, ws.header(ws.TEXT, len(body)), body, data=False)
 
-    def _subscribe(self, client: _Client, sid: int, cid: int) -> None:
-        if cid not in self._channels or sid in client.subs or cid in client.subs.values():
-            return  # an unknown channel, a used id, or a channel it already has
+    def _subscribe(self, client: Client, sid: int, cid: int) -> None:
         with self._lock:
-            client.subs[sid] = cid
-        subscribers = self._subscribers.setdefault(cid, {})
-        first = not subscribers
-        subscribers[client.sock.fileno()] = sid
-        for log_time, payload in self._cache.get(cid, ()):  # what a late subscriber missed
+            subscribed = self._channels.subscribe(client.subs, client.fd, sid, cid)
+        if subscribed is None:
+            return  # an unknown channel, a used id, or a channel it already has
+        first, kept = subscribed
+        for log_time, payload in kept:  # what a late subscriber missed
             self._send_data(client, _data_head(payload), sid, log_time, payload)
         if first:
             self._upstream({"op": "subscribe", "subscriptions": [{"id": cid, "channelId": cid}]})
 
-    def _unsubscribe(self, client: _Client, sid: int) -> None:
+    def _unsubscribe(self, client: Client, sid: int) -> None:
         with self._lock:
-            cid = client.subs.pop(sid, None)
-        if cid is None:
-            return
-        subscribers = self._subscribers.get(cid, {})
-        subscribers.pop(client.sock.fileno(), None)
-        if not subscribers and cid in self._channels:
-            self._subscribers.pop(cid, None)
+            cid = self._channels.unsubscribe(client.subs, client.fd, sid)
+        if cid is not None:
             self._upstream({"op": "unsubscribe", "subscriptionIds": [cid]})
 
-    def _drop_client(self, client: _Client, why: str) -> None:
+    def _drop_client(self, client: Client, why: str) -> None:
         """Forget ``client`` and close its descriptor (its subscriptions end)."""
-        fd = client.sock.fileno()
+        fd = client.fd
         if fd < 0:
             return
         if why == "reset":
@@ -628,165 +369,67 @@ class Relay:
         with contextlib.suppress(KeyError, ValueError):
             self._sel.unregister(client.sock)
         with self._lock:
-            self._clients.pop(fd, None)
-            self._queued -= client.bytes
+            self._clients.left(client, why)
+            self._budget.discard(client.box)
             self._reshare()
-            if client.state == "open":
-                self._finished.append(client.traffic(False, why))
-            self._closed_why[_reason(why)] += 1
-        client.outbox.clear()
         client.sock.close()
 
     # -- outboxes -------------------------------------------------------------------------
 
     def _send_data(
-        self, client: _Client, head: bytes, sid: int, tail: bytes, payload: memoryview
+        self, client: Client, head: bytes, sid: int, tail: bytes, payload: memoryview
     ) -> None:
         """Queue one message data for ``client``: ``head`` (frame header and opcode),
         its subscription id, ``tail`` (the log time) and the shared ``payload``."""
-        client.received += 1
         self._send(client, head + sid.to_bytes(4, "little") + tail, payload, data=True)
 
-    def _send(self, client: _Client, prefix: bytes, payload: Any, data: bool) -> None:
-        """Queue one message for ``client``, dropping its oldest data to stay within its
-        share of the budget; the loop writes it (:meth:`_flush_dirty`)."""
-        size = len(prefix) + len(payload)
+    def _send(self, client: Client, prefix: bytes, payload: Any, data: bool) -> None:
+        """Queue one message for ``client`` within its share of the budget
+        (:meth:`Budget.push`); the loop writes it (:meth:`_flush_dirty`)."""
         with self._lock:
-            if data:
-                cap = self._share
-                while client.data and (client.data >= self.backlog or client.bytes + size > cap):
-                    if not self._drop_oldest(client):
-                        break
-                client.data += 1
-            else:
-                client.control += 1
-            client.outbox.append([prefix, payload, data, size, 0])
-            client.bytes += size
-            self._queued += size
-            if self._queued > self._stats["peak"]:
-                self._stats["peak"] = self._queued
-        if client.control > _CONTROL_LIMIT:
+            self._budget.push(client.box, prefix, payload, data)
+        if client.box.control > _CONTROL_LIMIT:
             self._drop_client(client, "too many control messages queued")
         elif not client.writing:
             self._dirty.add(client)
 
     def _reshare(self) -> None:
         """Each client's share of the budget: the budget over the clients connected."""
-        open_clients = sum(1 for c in self._clients.values() if c.state == "open")
-        self._share = min(self.backlog_bytes, self.budget // max(1, open_clients))
-
-    def _drop_oldest(self, client: _Client) -> bool:
-        """Drop ``client``'s oldest message data not being written (lock held)."""
-        for i, entry in enumerate(client.outbox):
-            if entry[2] and entry[4] == 0:
-                del client.outbox[i]
-                client.data -= 1
-                client.bytes -= entry[3]
-                self._queued -= entry[3]
-                client.dropped += 1
-                return True
-        return False
+        self._budget.reshare(self._clients.open())
 
     def _flush_dirty(self) -> None:
         dirty, self._dirty = self._dirty, set()
         for client in dirty:
-            if client.sock.fileno() >= 0 and not client.writing:
+            if client.fd >= 0 and not client.writing:
                 self._flush(client)
 
-    def _flush(self, client: _Client) -> None:
-        """Write what the socket takes now (up to 64 messages a call); wait for it to be
-        writable again if not all."""
-        sock = client.sock
-        outbox = client.outbox
+    def _flush(self, client: Client) -> None:
+        """Write what the socket takes now; wait for it to be writable again if not all."""
         try:
-            while outbox:
-                parts: list[Any] = []
-                for entry in itertools.islice(outbox, _IOV):
-                    prefix, payload, _, _, offset = entry
-                    if offset < len(prefix):
-                        parts.append(memoryview(prefix)[offset:])
-                        parts.append(payload)
-                    else:
-                        parts.append(memoryview(payload)[offset - len(prefix) :])
-                sent = sock.sendmsg(parts)
-                with self._lock:
-                    while sent and outbox:
-                        entry = outbox[0]
-                        left = entry[3] - entry[4]
-                        if sent < left:
-                            entry[4] += sent
-                            sent = 0
-                            break
-                        sent -= left
-                        outbox.popleft()
-                        client.bytes -= entry[3]
-                        self._queued -= entry[3]
-                        if entry[2]:
-                            client.data -= 1
-                            client.sent += 1
-                        else:
-                            client.control -= 1
-                    if outbox and outbox[0][4]:
-                        break  # the socket took part of a message: it is full
-        except BlockingIOError:
-            pass
-        except OSError:
-            self._drop_client(client, "reset")
+            want = client.write(self._budget, self._lock)
+        except Gone as gone:
+            self._drop_client(client, gone.why)
             return
-        want = bool(outbox)
         if want != client.writing:
             client.writing = want
             events = selectors.EVENT_READ | (selectors.EVENT_WRITE if want else 0)
-            self._sel.modify(sock, events, client)
+            self._sel.modify(client.sock, events, client)
 
     # -- upstream (the SDK) ------------------------------------------------------------------
 
     def _upstream(self, request: dict[str, Any]) -> None:
-        self._upstream_bytes(ws.masked(ws.TEXT, json.dumps(request).encode()))
-
-    def _upstream_bytes(self, frame: bytes) -> None:
-        assert self._up is not None
-        self._up_out += frame
-        try:
-            sent = self._up.send(self._up_out)
-            del self._up_out[:sent]
-        except BlockingIOError:
-            pass
-        if self._up_out:  # a few bytes of requests: the loop finishes them
-            self._sel.modify(self._up, selectors.EVENT_READ | selectors.EVENT_WRITE, "up")
+        self._up.send(ws.masked(ws.TEXT, json.dumps(request).encode()))
 
     def _read_upstream(self) -> None:
-        assert self._up is not None
-        if self._up_out:
-            with contextlib.suppress(BlockingIOError):
-                del self._up_out[: self._up.send(self._up_out)]
-            if not self._up_out:
-                self._sel.modify(self._up, selectors.EVENT_READ, "up")
-        for _ in range(16):  # keep up with the SDK, then serve the clients
-            try:
-                chunk = self._up.recv(_RECV)
-            except BlockingIOError:
-                return
-            if not chunk:
-                self._closing.set()  # the SDK stopped
-                return
-            now = time.monotonic()
-            for message in self._up_reader.feed(chunk):
-                self._upstream_message(message, now)
+        for message in self._up.read():
+            self._upstream_message(message)
+        if self._up.ended:
+            self._closing.set()  # the SDK stopped
 
-    def _upstream_message(self, message: ws.Message, now: float) -> None:
+    def _upstream_message(self, message: ws.Message) -> None:
         payload = message.payload
-        self._heard_up += 1
         if message.opcode == ws.BINARY and payload.nbytes >= 13 and payload[0] == _MESSAGE_DATA:
-            cid = int.from_bytes(payload[1:5], "little")
-            log_time = bytes(payload[5:13])
-            data = payload[13:]
-            self._keep(cid, log_time, data)
-            head = _data_head(data)
-            for fd, sid in list(self._subscribers.get(cid, {}).items()):
-                client = self._clients.get(fd)
-                if client is not None:
-                    self._send_data(client, head, sid, log_time, data)
+            self._route(int.from_bytes(payload[1:5], "little"), bytes(payload[5:13]), payload[13:])
         elif message.opcode == ws.BINARY and payload.nbytes and payload[0] in _BROADCAST:
             self._broadcast(ws.BINARY, bytes(payload))
         elif message.opcode == ws.TEXT:
@@ -796,89 +439,42 @@ class Relay:
             if op == "serverInfo":
                 self._server_info = text
             elif op == "advertise":
-                for channel in request["channels"]:
-                    self._channels[int(channel["id"])] = channel
-                self._readvertise()
+                self._channels.advertised(request["channels"])
                 self._broadcast(ws.TEXT, text)
             elif op == "unadvertise":
-                for cid in request["channelIds"]:
-                    self._forget_channel(int(cid))
-                self._readvertise()
+                self._unadvertised(int(cid) for cid in request["channelIds"])
                 self._broadcast(ws.TEXT, text)
             elif op in ("status", "removeStatus"):
                 self._broadcast(ws.TEXT, text)
-        elif message.opcode == ws.PING:
-            self._up_out += ws.masked(ws.PONG, bytes(payload))
-        elif message.opcode == ws.CLOSE:
-            self._closing.set()
 
-    def _readvertise(self) -> None:
-        channels = list(self._channels.values())
-        self._advertise = json.dumps({"op": "advertise", "channels": channels}).encode()
-
-    def _forget_channel(self, cid: int) -> None:
-        channel = self._channels.pop(cid, None)
-        for fd, sid in self._subscribers.pop(cid, {}).items():
-            client = self._clients.get(fd)
+    def _route(self, cid: int, log_time: bytes, data: memoryview) -> None:
+        """One message data of channel ``cid``: kept for late subscribers, queued for each
+        subscriber."""
+        with self._lock:
+            targets = self._channels.carry(cid, self.latched, log_time, data)
+        head = _data_head(data)
+        for fd, sid in targets:
+            client = self._clients.clients.get(fd)
             if client is not None:
-                with self._lock:
+                self._send_data(client, head, sid, log_time, data)
+
+    def _unadvertised(self, cids: Iterable[int]) -> None:
+        with self._lock:
+            for fd, sid in self._channels.unadvertised(cids):
+                client = self._clients.clients.get(fd)
+                if client is not None:
                     client.subs.pop(sid, None)
-        if channel is not None:
-            self._uncache(cid)
 
     def _broadcast(self, opcode: int, body: bytes) -> None:
         prefix = ws.header(opcode, len(body))
-        for client in list(self._clients.values()):
+        for client in self._clients:
             if client.state == "open":
                 self._send(client, prefix, body, data=False)
-
-    # -- what a late subscriber gets ---------------------------------------------------------
-
-    def _keep(self, cid: int, log_time: bytes, data: memoryview) -> None:
-        channel = self._channels.get(cid)
-        if channel is None or data.nbytes > self.budget // 16:
-            return
-        latched = channel["topic"] in self.latched
-        kept = self._cache.setdefault(cid, deque())
-        with self._lock:
-            while kept and (not latched or len(kept) >= _LATCH_DEPTH):
-                self._cached -= kept.popleft()[1].nbytes
-            if self._cached + data.nbytes > self.budget // 4:
-                return  # the cache's own bound: this channel's late subscribers wait
-            kept.append((log_time, data))
-            self._cached += data.nbytes
-
-    def _uncache(self, cid: int) -> None:
-        with self._lock:
-            for _, data in self._cache.pop(cid, ()):
-                self._cached -= data.nbytes
 
 
 def _data_head(payload: memoryview) -> bytes:
     """The frame header and opcode of a message-data message carrying ``payload``."""
     return ws.header(ws.BINARY, 13 + payload.nbytes) + bytes((_MESSAGE_DATA,))
-
-
-def _reason(why: str) -> str:
-    """A close reason without its figures, to count by (``idle 30 s`` -> ``idle``)."""
-    if why.startswith("protocol error"):
-        return "protocol error"
-    return re.sub(r" (in )?[\d.]+ s$", "", why)
-
-
-def _open_spare() -> int | None:
-    import os
-
-    try:
-        return os.open("/dev/null", os.O_RDONLY)
-    except OSError:
-        return None
-
-
-def _close_fd(fd: int) -> None:
-    import os
-
-    os.close(fd)
 
 
 class _SdkDropWatch(logging.Handler):

@@ -1,0 +1,134 @@
+"""The live relay's link to foxglove-sdk's private server: one WebSocket client connection.
+
+:class:`Upstream` connects and upgrades (blocking, until the SDK's serverInfo has been read),
+then runs non-blocking in the relay's selector loop: :meth:`Upstream.read` yields the SDK's
+messages (16 reads at most a turn, so the clients are served too; pings are answered here, a
+close sets :attr:`Upstream.ended`), :meth:`Upstream.send` writes the relay's requests
+(subscribe, unsubscribe, playback control), whatever the socket does not take now going out
+on the next turn. The frames are masked, as a client's must be.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import selectors
+import socket
+import struct
+from collections.abc import Callable, Iterator
+
+from recordings.outputs.live import _websocket as ws
+
+_UPSTREAM_LIMIT = 1 << 31
+_RECV = 1 << 20
+_READS = 16  # reads of one turn: keep up with the SDK, then serve the clients
+
+
+class Upstream:
+    """The relay's connection to the SDK (``sock`` once connected)."""
+
+    def __init__(self) -> None:
+        self.sock: socket.socket | None = None
+        self.address = ""
+        """The relay's own ``host:port`` towards the SDK (the address its log lines name)."""
+        self.ended = False
+        """The SDK closed the connection."""
+        self.heard = 0
+        """Messages read from the SDK (pings and its close included)."""
+        self._reader = ws.FrameReader(limit=_UPSTREAM_LIMIT, masked=False)
+        self._out = bytearray()
+        self._sel: selectors.BaseSelector | None = None
+
+    def connect(
+        self,
+        address: tuple[str, int],
+        handle: Callable[[ws.Message], None],
+        ready: Callable[[], bool],
+    ) -> None:
+        """Connect to the SDK at ``address`` and upgrade; ``handle`` each message until
+        ``ready()`` (its serverInfo read). ``OSError`` if the SDK does not answer so."""
+        up = socket.create_connection(address, timeout=5)
+        try:
+            up.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            request, _ = ws.upgrade_request(*address)
+            up.sendall(request)
+            answer = b""
+            while b"\r\n\r\n" not in answer:
+                chunk = up.recv(4096)
+                if not chunk or len(answer) > ws.MAX_REQUEST:
+                    raise OSError(f"the Foxglove SDK's server answered {answer[:80]!r}")
+                answer += chunk
+            head, _, rest = answer.partition(b"\r\n\r\n")
+            if not head.startswith(b"HTTP/1.1 101"):
+                raise OSError(f"the Foxglove SDK's server refused the relay: {head[:80]!r}")
+            for message in self._messages(rest):
+                handle(message)
+            while not ready():
+                chunk = up.recv(_RECV)
+                if not chunk:
+                    raise OSError("the Foxglove SDK's server closed before its serverInfo")
+                for message in self._messages(chunk):
+                    handle(message)
+        except BaseException:
+            up.close()
+            raise
+        up.setblocking(False)
+        self.sock = up
+        self.address = "{}:{}".format(*up.getsockname()[:2])
+
+    def register(self, sel: selectors.BaseSelector) -> None:
+        """Run in ``sel``'s loop (its events' data: ``"up"``)."""
+        assert self.sock is not None
+        self._sel = sel
+        sel.register(self.sock, selectors.EVENT_READ, "up")
+
+    def send(self, frame: bytes) -> None:
+        """Send ``frame`` now, or as soon as the socket takes it."""
+        assert self.sock is not None
+        assert self._sel is not None
+        self._out += frame
+        try:
+            sent = self.sock.send(self._out)
+            del self._out[:sent]
+        except BlockingIOError:
+            pass
+        if self._out:  # a few bytes of requests: the loop finishes them
+            self._sel.modify(self.sock, selectors.EVENT_READ | selectors.EVENT_WRITE, "up")
+
+    def read(self) -> Iterator[ws.Message]:
+        """Finish sending, then the SDK's messages that have come (:attr:`ended` once it
+        closed)."""
+        assert self.sock is not None
+        assert self._sel is not None
+        if self._out:
+            with contextlib.suppress(BlockingIOError):
+                del self._out[: self.sock.send(self._out)]
+            if not self._out:
+                self._sel.modify(self.sock, selectors.EVENT_READ, "up")
+        for _ in range(_READS):
+            try:
+                chunk = self.sock.recv(_RECV)
+            except BlockingIOError:
+                return
+            if not chunk:
+                self.ended = True  # the SDK stopped
+                return
+            yield from self._messages(chunk)
+
+    def _messages(self, chunk: bytes) -> Iterator[ws.Message]:
+        """The SDK's messages ``chunk`` completes, but its pings (answered with the next bytes
+        that go) and its close (:attr:`ended`)."""
+        for message in self._reader.feed(chunk):
+            self.heard += 1
+            if message.opcode == ws.PING:
+                self._out += ws.masked(ws.PONG, bytes(message.payload))
+            elif message.opcode == ws.CLOSE:
+                self.ended = True
+            else:
+                yield message
+
+    def close(self) -> None:
+        """Say goodbye (the SDK logs an error without it) and close."""
+        if self.sock is not None:
+            with contextlib.suppress(OSError):
+                self.sock.send(bytes(self._out) + ws.masked(ws.CLOSE, struct.pack("!H", 1001)))
+            self.sock.close()
