@@ -4,7 +4,8 @@ The publications a ROS 2 node announces carry their DDS type name
 (``sensor_msgs::msg::dds_::Imu_``), which names the ROS 2 type.
 :class:`TypeDiscovery` decides from what was seen and the time: a topic with one type is
 found; one with several, or with a DDS type that is no ROS 2 type name, is refused; once
-every type is known it listens a little longer (at most until the deadline) and then
+every type is known it listens a little longer (at most until the deadline), still reading
+every topic not given a type (a second type announced then is refused too), and then
 stops; past the deadline a topic still unknown is refused, named, with the setting that
 gives its type. :func:`discover_types` only reads the graph, reads the clock and sleeps.
 """
@@ -42,10 +43,13 @@ class TypeDiscovery:
         """Topic -> ROS 2 type, for the topics known so far."""
         self.missing = [t for t in wanted if t not in self.found]
         """Topics whose type is not known yet, in the order wanted."""
+        self.watched = frozenset(self.missing)
+        """Topics not given a type: their announcements are read until discovery ends, found
+        or not, so a second type announced while settling is refused too."""
         self.discover_s = discover_s
         self.deadline = now + discover_s
         self.seen: dict[str, set[str]] = {}
-        """Types announced per topic, while the topic was missing."""
+        """Types announced per watched topic, over every look."""
         self.settle: float | None = None
         """Once every type is known: when to stop listening."""
 
@@ -56,15 +60,15 @@ class TypeDiscovery:
     def observe(self, publications: Iterable[Publication], now: float) -> Step:
         """Take one look at the graph's publications; raise for a topic that cannot be read."""
         for pub in publications:
-            if pub.topic in self.missing:
+            if pub.topic in self.watched:
                 self.seen.setdefault(pub.topic, set()).add(pub.msgtype or pub.dds_type)
-        for topic in list(self.missing):
-            kinds = self.seen.get(topic)
-            if not kinds:
-                continue
-            if len(kinds) > 1:
+        for topic, kinds in self.seen.items():
+            if len(kinds) > 1:  # a found topic too: a second type announced while settling
                 raise _several(topic, kinds)
-            (kind,) = kinds
+        for topic in list(self.missing):
+            if not self.seen.get(topic):
+                continue
+            (kind,) = self.seen[topic]
             if "::" in kind:
                 raise SourceOpenError(
                     f"ROS 2 topic {topic!r} has DDS type {kind!r}, which is not a ROS 2 "
@@ -82,7 +86,7 @@ class TypeDiscovery:
     def result(self, domain_id: int) -> dict[str, str]:
         """Topic -> ROS 2 type of every wanted topic, or the error naming the first not known."""
         for topic, kinds in self.seen.items():
-            if len(kinds) > 1 and topic not in self.given:
+            if len(kinds) > 1:
                 raise _several(topic, kinds)
         missing = self.missing
         if missing:

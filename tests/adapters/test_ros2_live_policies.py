@@ -100,8 +100,8 @@ def test_every_wanted_topic_is_typed_or_named_in_the_refusal(
             for t in named
         }
         event(next(k for k in ("several types", "not a ROS 2", "no publisher") if k in message))
-        if "several types" in message:  # two types of the topic in one look
-            assert any(len(kinds) > 1 for t in named for kinds in announced[t])
+        if "several types" in message:  # two types of the topic over the looks discovery made
+            assert any(len(set().union(*announced[t])) > 1 for t in named)
         elif "not a ROS 2 message type name" in message:
             assert any(NOT_ROS in kinds for t in named for kinds in announced[t])
         else:  # nobody announced the topic while discovery looked
@@ -116,7 +116,14 @@ def test_every_wanted_topic_is_typed_or_named_in_the_refusal(
                 assert kind == given_types[topic]  # a given type is never looked up
             else:
                 assert kind in TYPES
-                assert any(_pub(topic, kind) in look for look in graph.looks[: graph.served])
+                # the one type announced in every look discovery made, settling included
+                typed = {
+                    p.msgtype or p.dds_type
+                    for look in graph.looks[: graph.served]
+                    for p in look
+                    if p.topic == topic
+                }
+                assert typed == {kind}
     # discovery ends: one look per poll up to the deadline, and one settling second
     assert graph.served <= (discover_s + SETTLE_S) / POLL_S + 3
 
@@ -141,6 +148,39 @@ def test_a_topic_announced_with_two_types_in_one_look_is_refused_with_both_named
         "ROS 2 topic '/imu' is published with several types "
         f"({TYPES[0]}, {TYPES[2]}); give its type in types"
     )
+
+
+@given(
+    found_at=st.integers(0, 5),
+    second_after=st.integers(1, round(SETTLE_S / POLL_S) - 1),
+    kinds=st.lists(st.sampled_from([*TYPES, NOT_ROS]), min_size=2, max_size=2, unique=True).filter(
+        lambda k: k[0] != NOT_ROS
+    ),
+)
+def test_a_second_type_announced_while_settling_is_refused_with_both_named(
+    found_at: int, second_after: int, kinds: list[str]
+) -> None:
+    """A topic typed at one look, and another publisher of it with another type a few looks
+    later, still inside the settling second (was: a found topic was never looked at again,
+    the first type taken and the other publisher's messages dropped)."""
+    first, second = (_pub("/imu", kind, key) for kind, key in zip(kinds, "ab", strict=True))
+    looks: list[list[Publication]] = [[] for _ in range(found_at)]
+    looks += [[first]] * second_after + [[first, second]]
+    graph, clock = _Graph(looks), _Clock()
+    with pytest.raises(SourceOpenError) as caught:
+        discover_types(cast(Any, graph), ["/imu"], {}, 5.0, clock=clock, sleep=clock.sleep)
+    assert str(caught.value) == (
+        f"ROS 2 topic '/imu' is published with several types ({', '.join(sorted(kinds))}); "
+        "give its type in types"
+    )
+    # a type given by the user is never looked up: the other publisher is the graph check's
+    given_types = {"/imu": kinds[0]}
+    graph = _Graph(looks)
+    found = discover_types(
+        cast(Any, graph), ["/imu"], given_types, 5.0, clock=clock, sleep=clock.sleep
+    )
+    assert found == given_types
+    assert graph.served == 0
 
 
 def test_once_every_type_is_known_discovery_listens_a_settling_second_then_stops() -> None:
