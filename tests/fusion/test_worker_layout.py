@@ -255,3 +255,29 @@ def test_the_size_search_starts_large_when_the_probe_found_batching_pays(
     worker = BatchWorker(scale_model(), providers="cpu")
     worker._layout = LayoutStatistics(1, 2, "measured", "", per_item_ns={"1x2": figures})
     assert worker._batching_pays() is pays
+
+
+@pytest.mark.parametrize(
+    ("replicas", "threads", "inline"), [(1, 1, False), (1, 2, True), (2, 1, True)]
+)
+def test_a_cpu_session_across_the_cores_prepares_its_own_batches(
+    replicas: int, threads: int, inline: bool
+) -> None:
+    from fusion._timing import current_clock
+    from fusion.workers._execution import ModelRunner
+    from fusion.workers._lanes import Lanes
+
+    runner = ModelRunner(
+        scale_model(),
+        providers="cpu",
+        replicas=replicas,
+        threads=threads,
+        preprocess=None,
+        postprocess=None,
+        max_restarts=1,
+        provider_options=None,
+    )
+    lanes = Lanes(runner, replicas, current_clock())
+    assert lanes._inline is inline
+    # No preprocessing thread beside the replicas when they prepare their own batches.
+    assert len(lanes._threads) == replicas + (0 if inline else 1)
