@@ -47,7 +47,7 @@ from recordings.hfr._details import (
 )
 from recordings.hfr._format import BLOB_ALIGN, EXT_NDARRAY, Compression, RecordKind
 from recordings.hfr._layout import ChunkMeta, SealedChunk, _dtype_to_wire, _int64
-from recordings.hfr._stamp_block import stamp_table
+from recordings.hfr._stamp_block import pack_stamps, stamp_columns
 
 _ARRAY_HEADER = 0xDD  # msgpack "array 32" marker, prefixed at seal time
 
@@ -398,15 +398,17 @@ class ChunkBuilder:
         stamps = details = None
         if self.stamp_blocks:
             order = np.frombuffer(self._order, np.uint8)
-            stamps = stamp_table(
+            columns = stamp_columns(
                 self._count,
                 order,
                 [(g.index, self._sensors[g.sensor], g.ints, g.width) for g in groups],
                 self._rec_stamps,
             )
+            stamps = pack_stamps(columns)
             details = frame_details(
                 self._count, order, groups, self._rec_details, self._marks, self._firsts
             )
+            details.stamps = columns  # the writer's stamp index takes them as they are
         buffer = self._blob.buffer
         self._rec_stamps = []
         self._rec_details = []

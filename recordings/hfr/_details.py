@@ -224,6 +224,10 @@ class ChunkDetails:
     """``(row, params)`` of the key packets that carry params."""
     firsts: dict[int, list[Any]]
     """Sensor index -> :func:`payload_brief` of its first frame in the chunk."""
+    stamps: tuple[Any, Any, Any, Any, Any] | None = None
+    """The builder's stamp columns of the chunk (``sensor, seq, t, t_arrival,
+    has_arrival``: :func:`recordings.hfr._stamp_block.stamp_columns`), so that the
+    writer thread need not decompress the block it was sealed with; None when read back."""
 
 
 def chunk_details(frames: Any, index: Mapping[str, int]) -> ChunkDetails:

@@ -89,7 +89,8 @@ class PartIndex:
             table.skip_chunk()
             self._details.skip_chunk()
             return
-        sensor, seq, t, arrival, has = raw_block(meta)
+        own = None if details is None else details.stamps  # the seal's: no decompression
+        sensor, seq, t, arrival, has = raw_block(meta) if own is None else own
         table.add(meta.sensors, sensor, seq, t, arrival, has)
         if details is None:
             self._details.skip_chunk()

@@ -36,12 +36,23 @@ import zstandard
 
 from recordings.hfr._layout import ChunkMeta
 
-__all__ = ["ROW_BYTES", "StampBlock", "decode_block", "raw_block", "stamp_table"]
+__all__ = [
+    "ROW_BYTES",
+    "StampBlock",
+    "StampColumns",
+    "decode_block",
+    "pack_stamps",
+    "raw_block",
+    "stamp_columns",
+    "stamp_table",
+]
 
 ROW_BYTES = 29
 """Bytes per frame of an uncompressed block."""
 _GENERIC = 255  # the order column's value for a frame from the msgpack records
 Int64 = np.ndarray[Any, np.dtype[np.int64]]
+StampColumns = tuple[np.ndarray[Any, Any], Int64, Int64, Int64, np.ndarray[Any, Any]]
+"""``(sensor, seq, t, t_arrival, has_arrival)`` of a chunk's frames, in recorded order."""
 _local = threading.local()  # one decompressor per thread
 
 
@@ -58,7 +69,17 @@ def stamp_table(
     groups: Sequence[tuple[int, int, bytes | bytearray, int]],
     records: Sequence[tuple[int, int, int, int | None]],
 ) -> bytes:
-    """The uncompressed block of a chunk being sealed (the builder's view of it).
+    """The uncompressed block of a chunk being sealed (:func:`stamp_columns`, packed)."""
+    return pack_stamps(stamp_columns(n, order, groups, records))
+
+
+def stamp_columns(
+    n: int,
+    order: np.ndarray[Any, np.dtype[np.uint8]],
+    groups: Sequence[tuple[int, int, bytes | bytearray, int]],
+    records: Sequence[tuple[int, int, int, int | None]],
+) -> StampColumns:
+    """The stamp columns of a chunk being sealed (the builder's view of it).
 
     ``order`` is the builder's per-frame source (a group index or 255 for the
     next record), ``groups`` ``(group index, sensor index, packed ints, width)``
@@ -86,6 +107,12 @@ def stamp_table(
         t[where] = [r[2] for r in records]
         arrival[where] = [0 if r[3] is None else r[3] for r in records]
         has[where] = [r[3] is not None for r in records]
+    return sensor, seq, t, arrival, has
+
+
+def pack_stamps(columns: StampColumns) -> bytes:
+    """The uncompressed block of ``columns`` (what :func:`raw_block` gives back)."""
+    sensor, seq, t, arrival, has = columns
     parts = (sensor, _delta(seq), _delta(t), _delta(arrival), has)
     return b"".join(p.astype(p.dtype.newbyteorder("<"), copy=False).tobytes() for p in parts)
 

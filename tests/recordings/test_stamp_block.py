@@ -60,6 +60,34 @@ def test_every_chunk_has_a_block_equal_to_its_frames(tmp_path: Path) -> None:
     assert rows == stored == [(f.sensor, f.seq, f.t, f.t_arrival) for f in frames]
 
 
+def test_the_seals_stamp_columns_are_the_block_the_writer_would_decompress() -> None:
+    """The writer's stamp index and summaries take the seal's own columns (no decompression
+    of the block): they are, column for column and dtype for dtype, what ``raw_block``
+    gives back from the compressed block, for column groups, records, missing arrivals."""
+    from recordings.hfr._builder import ChunkBuilder
+    from recordings.hfr._layout import ChunkMeta
+    from recordings.hfr._stamp_block import raw_block
+
+    rng = np.random.default_rng(4)
+    builder = ChunkBuilder()
+    for i in range(600):
+        s = SENSORS[i % 3]
+        data: object = rng.normal(size=6) if s == "imu" else {"k": i} if i % 2 else b"x"
+        t = (1 << 62) - 10**9 + i * MS - (3 * MS if i % 7 == 0 else 0)  # big, not monotonic
+        builder.add(Frame(s, i // 3, t, data, t_arrival=t + i if i % 4 else None))
+    sealed = builder.seal()
+    assert sealed.stamps is not None
+    assert sealed.details is not None
+    own = sealed.details.stamps
+    assert own is not None
+    block = zstandard.ZstdCompressor().compress(sealed.stamps)
+    meta = dataclasses.replace(sealed.meta, stamps=block)
+    assert isinstance(meta, ChunkMeta)
+    for mine, theirs in zip(own, raw_block(meta), strict=True):
+        assert mine.dtype == theirs.dtype
+        assert mine.tolist() == theirs.tolist()
+
+
 @pytest.mark.parametrize("stamp_index", [True, False], ids=["1.5", "1.4 (blocks only)"])
 def test_stamps_and_groups_come_without_reading_a_payload(
     tmp_path: Path, stamp_index: bool
