@@ -6,6 +6,7 @@ model and comes back."""
 
 from __future__ import annotations
 
+from contextlib import aclosing
 from pathlib import Path
 
 import anyio
@@ -43,10 +44,11 @@ async def test_a_cpu_worker_paces_the_source_it_is_given(wiring: str) -> None:
     worker2 = BatchWorker(
         tiny_cnn(32), preprocess=ImagePreprocess((32, 32)), providers="cpu", max_batch=4, threads=1
     )
-    async with fixed:
-        async for result in worker2.stream(fixed):
-            assert result.ok, result.error
-            break
+    with anyio.fail_after(60):
+        async with fixed, aclosing(worker2.stream(fixed)) as results:  # type: ignore[type-var]
+            async for result in results:
+                assert result.ok, result.error
+                break
     assert worker2.decoder_outcome == "threads=1 was given"
     assert fixed.video_stats.decoder_threads is None
 
