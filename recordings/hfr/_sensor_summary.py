@@ -281,6 +281,19 @@ class _Segment:
         stop = len(a) if final else len(a) - HALF
         if stop <= start:
             return
+        decided = stop - start
+        keep: Any = slice(None)  # every one, unless some delay is EARLY_GLITCH_NS below another
+        if a.min() < a.max() - EARLY_GLITCH_NS:  # else no neighbours' top is that far above
+            keep = self._glitch_free(a, start, stop)
+        xs, ys = self.pend_x[:decided][keep], self.pend_y[:decided][keep]
+        self._add_points(xs, ys)
+        self.ctx = a[max(0, stop - HALF) : stop]
+        self.pend_x, self.pend_y = self.pend_x[decided:], self.pend_y[decided:]
+
+    @staticmethod
+    def _glitch_free(a: np.ndarray[Any, Any], start: int, stop: int) -> np.ndarray[Any, Any]:
+        """Which of ``a[start:stop]`` are not below their neighbours' median by
+        EARLY_GLITCH_NS (``a`` holds up to HALF neighbours on each side)."""
         pos = np.arange(start, stop)
         offsets = np.array([*range(-HALF, 0), *range(1, HALF + 1)])
         idx = pos[:, None] + offsets
@@ -293,11 +306,7 @@ class _Segment:
         for i in suspects.tolist():
             neighbours = vals[i][valid[i]]
             keep[i] = not (y[i] < np.median(neighbours) - EARLY_GLITCH_NS)
-        decided = stop - start
-        xs, ys = self.pend_x[:decided][keep], self.pend_y[:decided][keep]
-        self._add_points(xs, ys)
-        self.ctx = a[max(0, stop - HALF) : stop]
-        self.pend_x, self.pend_y = self.pend_x[decided:], self.pend_y[decided:]
+        return keep
 
     def _add_points(self, xs: Int64, ys: Int64) -> None:
         if not len(xs):
