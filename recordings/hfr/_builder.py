@@ -122,10 +122,8 @@ class _Blob:
         if size > self.FRONT:
             return None
         at = self.FRONT - size
-        for part in front:
-            n = memoryview(part).nbytes
-            self._buf[at : at + n] = np.frombuffer(part, np.uint8)
-            at += n
+        joined = b"".join(front)  # the small parts in one C call, then one copy into place
+        self._buf[at : at + len(joined)] = np.frombuffer(joined, np.uint8)
         return self._buf.data[self.FRONT - size : self.FRONT + self._len]
 
     def store(self, arr: np.ndarray) -> msgpack.ExtType:
