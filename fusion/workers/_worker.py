@@ -275,7 +275,8 @@ class BatchWorker:
         chosen = policy.chosen
         assert chosen is not None
         self.replicas, self.threads = chosen.replicas, chosen.threads
-        self._layout = policy.statistics("measured", time.perf_counter_ns() - began)
+        how = "measured" if policy.cost(chosen) is not None else "not measured"
+        self._layout = policy.statistics(how, time.perf_counter_ns() - began)
         remembered_layouts.keep(key, self._layout)
         self._layout_key = key
         return runner, True

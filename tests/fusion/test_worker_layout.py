@@ -281,3 +281,26 @@ def test_a_cpu_session_across_the_cores_prepares_its_own_batches(
     assert lanes._inline is inline
     # No preprocessing thread beside the replicas when they prepare their own batches.
     assert len(lanes._threads) == replicas + (0 if inline else 1)
+
+
+async def test_a_model_the_probe_cannot_feed_runs_in_the_first_candidate_and_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Symbolic input dimensions and no warm-up samples: no input to probe with.
+    monkeypatch.setattr(sessions_module, "free_cores", lambda: 2)
+    monkeypatch.setattr(sessions_module.ModelSession, "dummy_feeds", lambda self, batch: None)
+    worker = BatchWorker(scale_model(), providers="cpu", max_batch=4, warmup=False)
+    results = [r async for r in worker.stream(frames(12))]
+    assert [float(r.value[0]) for r in results] == [2.0 * i for i in range(12)]
+    layout = worker.statistics().layout
+    assert layout is not None
+    assert layout.decided_by == "not measured"
+    assert layout.reason.startswith("not measured")
+    assert (layout.replicas, layout.threads) == (2, 1)
+    assert layout.per_item_ns == {}
+    # Nothing measured is nothing to remember: the next worker tries again.
+    again = BatchWorker(scale_model(), providers="cpu", max_batch=4, warmup=False)
+    await again.start()
+    second = again.statistics().layout
+    assert second is not None
+    assert second.decided_by == "not measured"
