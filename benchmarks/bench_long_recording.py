@@ -8,6 +8,12 @@ defaults, and reports:
 
 * the write rate (frames/s of wall time) over the whole run, the first
   minute and each hour, and the writer's RSS at each hour (flat is the goal);
+* probes (unless ``--no-probes``): after the first minute, at each hour and
+  at the end, the recorder's CPU per frame against fresh recorders writing
+  the drive's first minute, in alternate turns of 3 virtual seconds in the
+  same process, so that both sides see the same load (on 2 shared cores the
+  CPU time of a frame swings 10-15 % with the other jobs: the per-hour
+  ratios against the first minute cannot tell that from the writer's work);
 * the ``close()`` time (the footer: frame details, index, stamp index);
 * on the reopened file, as subprocesses (interpreter start included, and
   timed on its own): ``hyperframes info``, ``hyperframes replay
@@ -19,7 +25,7 @@ defaults, and reports:
   frame came back.
 
 Run: PYTHONPATH=. nice .venv/bin/python benchmarks/bench_long_recording.py [--hours 8]
-     [--dir /tmp] [--keep] [--peers]
+     [--dir /tmp] [--keep] [--peers] [--no-repair] [--no-probes]
 """
 
 from __future__ import annotations
@@ -75,43 +81,138 @@ def payloads(rng: np.random.Generator) -> list[list[Any]]:
     return [imu, imu, cam, lidar, gnss]
 
 
-def write(path: Path, hours: float) -> dict[str, Any]:
-    rng = np.random.default_rng(7)
-    pool = payloads(rng)
-    names = list(SENSORS)
-    seq = [0] * len(names)
+class Drive:
+    """The synthetic drive, second by second from its start, into one ``Recorder``."""
+
+    def __init__(self, path: Path) -> None:
+        self.rng = np.random.default_rng(7)
+        self.pool = payloads(self.rng)
+        self.seq = [0] * len(SENSORS)
+        self.k = 0  # the next virtual second
+        self.rec = Recorder(path, wall_clock=False)
+
+    def run(self, seconds: int) -> int:
+        """Write the drive's next ``seconds``; the frames written."""
+        names, seq, pool, rng = list(SENSORS), self.seq, self.pool, self.rng
+        write_frame = self.rec.write
+        frames = 0
+        for _ in range(seconds):
+            sensor, t, arrival = second(self.k, rng)
+            self.k += 1
+            for s, ts, ta in zip(sensor.tolist(), t.tolist(), arrival.tolist(), strict=True):
+                n = seq[s]
+                seq[s] = n + 1
+                data = pool[s][n % len(pool[s])]
+                write_frame(Frame(names[s], n, ts, data, t_sensor=ts + 5 * MS, t_arrival=ta))
+            frames += len(t)
+        return frames
+
+    def settle(self) -> None:
+        """Wait (not spinning) until every sealed chunk is compressed and written."""
+        while self.rec.statistics().pending_chunks:
+            time.sleep(0.0005)
+
+
+PROBE_ROUNDS, PROBE_SECONDS, PROBE_FRESH = 20, 3, 3
+"""A probe: 3 fresh recorders in turn, each against the long one in 20 rounds of a turn of
+3 virtual seconds each (a fresh recorder writes the drive's first minute)."""
+
+
+def probe(drive: Drive, path: Path) -> dict[str, float]:
+    """The long recorder's CPU per frame now against fresh recorders' over the drive's
+    first minute, in alternate turns of the same process (so that both see the same
+    load); also the long recorder's frames, wall and CPU time in its turns.
+
+    Each turn is timed (``process_time``: every thread) from both recorders idle to the
+    turn's chunks written; the open chunk's rest is sealed in the recorder's next turn.
+    ``median``: the median over every round of the fresh turn's CPU over the long one's.
+    """
+    cpu = {"long": 0.0, "fresh": 0.0}
+    count = {"long": 0, "fresh": 0}
+    wall = 0.0
+    pairs = []  # per round: fresh CPU per frame over long CPU per frame
+    for _ in range(PROBE_FRESH):
+        fresh = Drive(path)
+        for r in range(PROBE_ROUNDS):
+            turns = [("long", drive), ("fresh", fresh)]
+            took = {}
+            for name, d in turns if r % 2 == 0 else turns[::-1]:
+                drive.settle()
+                fresh.settle()
+                w0, c0 = time.perf_counter(), time.process_time()
+                n = d.run(PROBE_SECONDS)
+                d.settle()
+                took[name] = time.process_time() - c0
+                cpu[name] += took[name]
+                count[name] += n
+                if name == "long":
+                    wall += time.perf_counter() - w0
+            pairs.append(took["fresh"] / max(1e-9, took["long"]))
+        fresh.rec.close()
+        path.unlink()
+    return {
+        "long_us": cpu["long"] / count["long"] * 1e6,
+        "fresh_us": cpu["fresh"] / count["fresh"] * 1e6,
+        "median": float(np.median(pairs)),
+        "frames": count["long"],
+        "wall": wall,
+        "cpu": cpu["long"],
+    }
+
+
+def write(path: Path, hours: float, *, probes: bool = False) -> dict[str, Any]:
+    """Write the drive; with ``probes``, :func:`probe` after its first minute, at each hour
+    and for its last 3 minutes (the fresh recorders' wall and CPU time are left out of the
+    marks; the long recorder's turns are the drive's own seconds and stay in)."""
+    drive = Drive(path)
     seconds = max(1, round(hours * 3600))
+    last = seconds - PROBE_FRESH * PROBE_ROUNDS * PROBE_SECONDS  # the last probe ends the drive
+    at = {60, *range(3600, last, 3600), last} if probes and last > 60 else set()
     # (virtual s, wall s, frames, rss MB, CPU s of the process: every thread, load average)
     marks: list[tuple[int, float, int, float, float, float]] = []
+    # (virtual s, load, long us/frame, fresh us/frame, median of the rounds' ratios)
+    probed: list[tuple[int, float, float, float, float]] = []
     frames = 0
+    aside = [0.0, 0.0]  # wall and CPU of the probes less the long recorder's turns
     start = time.perf_counter()
     cpu0 = time.process_time()
-    rec = Recorder(path, wall_clock=False)
-    write_frame = rec.write
-    for k in range(seconds):
-        sensor, t, arrival = second(k, rng)
-        for s, ts, ta in zip(sensor.tolist(), t.tolist(), arrival.tolist(), strict=True):
-            n = seq[s]
-            seq[s] = n + 1
-            data = pool[s][n % len(pool[s])]
-            write_frame(Frame(names[s], n, ts, data, t_sensor=ts + 5 * MS, t_arrival=ta))
-        frames += len(t)
-        if k % 60 == 59 or k == seconds - 1:
-            marks.append(
-                (
-                    k + 1,
-                    time.perf_counter() - start,
-                    frames,
-                    rss_mb(),
-                    time.process_time() - cpu0,
-                    os.getloadavg()[0],
-                )
+
+    def mark() -> None:
+        marks.append(
+            (
+                drive.k,
+                time.perf_counter() - start - aside[0],
+                frames,
+                rss_mb(),
+                time.process_time() - cpu0 - aside[1],
+                os.getloadavg()[0],
             )
-    wrote = time.perf_counter() - start
+        )
+
+    while drive.k < seconds:
+        frames += drive.run(1)
+        if drive.k % 60 == 0 or drive.k == seconds:
+            mark()
+        if drive.k in at:
+            w0, c0, load = time.perf_counter(), time.process_time(), os.getloadavg()[0]
+            got = probe(drive, path.with_name("probe.hfr"))
+            frames += int(got["frames"])
+            aside[0] += time.perf_counter() - w0 - got["wall"]
+            aside[1] += time.process_time() - c0 - got["cpu"]
+            begun = drive.k - PROBE_FRESH * PROBE_ROUNDS * PROBE_SECONDS
+            probed.append((begun, load, got["long_us"], got["fresh_us"], got["median"]))
+            mark()
+    wrote = time.perf_counter() - start - aside[0]
     t0 = time.perf_counter()
-    rec.close()
+    drive.rec.close()
     closed = time.perf_counter() - t0
-    return {"frames": frames, "write_s": wrote, "close_s": closed, "marks": marks}
+    return {
+        "frames": frames,
+        "write_s": wrote,
+        "close_s": closed,
+        "marks": marks,
+        "probes": probed,
+    }
 
 
 def run(cmd: list[str], *, check: bool = True) -> tuple[float, float, int]:
@@ -162,6 +263,13 @@ def report_write(got: dict[str, Any], path: Path) -> None:
         f"  RSS over the run: min {min(rss):.0f} MB, max {max(rss):.0f} MB "
         f"(peak {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB)"
     )
+    for k, load, long_us, fresh_us, median in got.get("probes", ()):
+        print(
+            f"  probe at {k / 3600:.2f} h (load {load:.1f}), in alternate turns with a fresh "
+            f"recorders over the drive's first minute: {long_us:.2f} against {fresh_us:.2f} us "
+            f"CPU a frame, throughput {fresh_us / long_us:.3f} of the first minute's (median "
+            f"of the {PROBE_FRESH * PROBE_ROUNDS} rounds {median:.3f})"
+        )
     print(f"close(): {got['close_s']:.2f} s")
 
 
@@ -349,12 +457,17 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the recording (printed)")
     parser.add_argument("--peers", action="store_true", help="sync against polars (bench extra)")
     parser.add_argument("--no-repair", action="store_true")
+    parser.add_argument(
+        "--no-probes",
+        action="store_true",
+        help="no fresh recorder in alternate turns after the first minute and each hour",
+    )
     args = parser.parse_args()
     print(f"machine: {os.cpu_count()} CPUs, load {os.getloadavg()}, nice {os.nice(0)}")
     tmpdir = tempfile.mkdtemp(dir=args.dir, prefix="long-")
     tmp = Path(tmpdir)
     path = tmp / "drive.hfr"
-    got = write(path, args.hours)
+    got = write(path, args.hours, probes=not args.no_probes)
     report_write(got, path)
     measure_reads(path, tmp, args.hours, args.peers)
     if not args.no_repair:
