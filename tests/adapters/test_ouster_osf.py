@@ -8,6 +8,7 @@ as processes; without ouster-sdk, a one-line error naming what to install."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -244,12 +245,15 @@ def test_without_ouster_sdk_a_one_line_error_says_what_to_install(tmp_path: Path
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    # A wide terminal: the table wraps its cells at 80 columns, and the clone's path
+    # (in the input's cell) is as long as wherever the checkout lives.
     done = subprocess.run(
         [sys.executable, "-m", "hyperframes", *args],
         capture_output=True,
         text=True,
         timeout=180,
         cwd=ROOT,
+        env={**os.environ, "COLUMNS": "240"},
     )
     assert "Traceback" not in done.stdout + done.stderr, done.stdout + done.stderr
     return done
