@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from fusion import Frame
@@ -211,6 +211,9 @@ def test_it_settles_within_five_percent_of_the_best_throughput(
     max_batch=st.integers(2, 32),
     budget_ms=st.none() | st.floats(1.0, 200.0),
 )
+# Found by a random seed: refined around 8 (which the 2 % tie preferred over an untried
+# 9), the tie stepped to 7, 3.3 % off the best; refining goes around the least now.
+@example(before=linear(0.0, 1.0), after=linear(3.5, 3.0), max_batch=16, budget_ms=31.0)
 def test_after_a_change_mid_run_it_settles_again_on_the_new_best(
     before: Cost, after: Cost, max_batch: int, budget_ms: float | None
 ) -> None:
