@@ -431,13 +431,17 @@ def test_every_json_value_of_the_foxglove_export_survives_json_parse(
 
 
 def test_a_late_subscriber_gets_the_first_message_and_tf_static() -> None:
-    """The turtlesim bag, not paused: a client connected from the start gets
-    /turtle2/cmd_vel's first message (0.94 s in) and /tf_static's only one (0.2 s in,
+    """The turtlesim bag, not paused, at a quarter of its pace: a client connected from
+    the start gets /turtle2/cmd_vel's first message (0.94 s into the bag, 3.8 s of wall
+    time; held for it if it subscribes later, up to the second message at 5.4 s: Node's
+    start on a loaded machine took over a second) and /tf_static's only one (0.2 s in,
     perhaps before it subscribed); one that subscribes 2.5 s in still gets /tf_static."""
     bag = BAGS / "rosbagjs_example-bz2.bag"
     want = bag_messages(bag)
     port = _free_port()
-    proc = _serve(["replay", str(bag), "--serve", f"127.0.0.1:{port}", "--duration", "4"])
+    proc = _serve(
+        ["replay", str(bag), "--serve", f"127.0.0.1:{port}", "-r", "0.25", "--duration", "1.6"]
+    )
     try:
         _wait_listening(port, proc)
         late = subprocess.Popen(
