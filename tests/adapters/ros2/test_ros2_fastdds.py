@@ -15,6 +15,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -76,7 +77,11 @@ def test_a_fast_dds_node_s_messages_are_read_byte_for_byte(tmp_path: Path) -> No
                         break
         return got
 
-    peer = Peer("pub", domain, {IMU: IMU_TYPE}, "--data", str(data), "--rate", "200")
+    # 100 deep, the message count: a reliable writer resends what its history still holds
+    # (keep last 10 at 200 Hz holds 50 ms: past a loaded machine's longer pause, a GAP)
+    peer = Peer(
+        "pub", domain, {IMU: IMU_TYPE}, "--data", str(data), "--rate", "200", "--depth", "100"
+    )
     try:
         got = anyio.run(read)
         peer.wait_line("sent 100")
@@ -115,7 +120,14 @@ def test_record_to_ros2_on_the_robot_s_domain_is_no_echo_loop(tmp_path: Path) ->
     data, heard = tmp_path / "imu.rec", tmp_path / "heard.rec"
     write_records(data, [(IMU, cdr) for cdr in sent])
     out = tmp_path / "live.hfr"
-    listener = Peer("sub", domain, {IMU: IMU_TYPE}, "--out", str(heard), "--idle-s", "3")
+    # The node's writer and the listener 200 deep, all the listener hears: a reliable Fast
+    # DDS writer keeping the last 10 drops a sample not acknowledged within 10 messages
+    # (50 ms at 200 Hz) and a reader keeping the last 10 overwrites one not taken as soon,
+    # both without a resend: a loaded machine's pause was a message missing from the
+    # recording or the listener. Reliable delivery of every sample is promised only while
+    # the histories hold what is not acknowledged and taken (the recorder reads 200 deep).
+    deep = ("--depth", str(2 * len(sent)))
+    listener = Peer("sub", domain, {IMU: IMU_TYPE}, "--out", str(heard), "--idle-s", "3", *deep)
     rec = Recording(
         [
             str(_config(tmp_path / "ros2.toml", domain)),
@@ -136,7 +148,7 @@ def test_record_to_ros2_on_the_robot_s_domain_is_no_echo_loop(tmp_path: Path) ->
         # the robot waits for two subscribers: the listener and the recorder
         robot = Peer(
             "pub", domain, {IMU: IMU_TYPE}, "--data", str(data), "--rate", "200",
-            "--subscribers", "2",
+            "--subscribers", "2", *deep,
         )  # fmt: skip
         robot.wait_line("sent 100")
         listener.wait_line("got ", timeout=30)  # 3 s without a message: all came
@@ -253,7 +265,11 @@ def test_replay_delivers_large_clouds_and_images_to_a_default_fast_dds_subscribe
     published = re.search(r"(\d+) frames published \((\d+) messages on 2 topics\)", done.stdout)
     assert published is not None, done.stdout
     assert int(published[2]) == sum(arrived.values())  # what replay says it published arrived
-    assert arrived == {"/lidar": LARGE, "/cam": LARGE}, done.stdout
+    # and the rest it says it dropped: a live output never holds the replay back, so on a
+    # loaded machine (two CPU burners beside load 13) 7 of 40 were dropped, counted and said
+    behind = re.search(r"(\d+) dropped \(publisher behind\)", done.stdout)
+    assert int(published[1]) + (int(behind[1]) if behind else 0) == 2 * LARGE, done.stdout
+    assert set(arrived) == {"/lidar", "/cam"}, done.stdout
     assert "not acknowledged" not in done.stdout
     store = get_typestore(Stores.ROS2_JAZZY)
     for topic, _, cdr in samples:
@@ -372,12 +388,21 @@ def test_two_types_on_one_topic_are_refused_or_the_declared_one_taken_with_a_war
     assert f"a publisher sends {field}, not {IMU_TYPE}" in warning
 
 
-@pytest.mark.serial  # a 10-deep queue at 200 Hz: 50 ms of the machine's scheduler, measured
-def test_a_200_hz_imu_beside_a_30_hz_jpeg_camera_loses_nothing(tmp_path: Path) -> None:
-    """Best-effort, volatile, keep 10: 400 IMU messages at 200 Hz and the
-    real 1280x960 JPEG at 30 Hz from one Fast DDS node. Images are decoded off the thread
-    that takes samples, so the IMU's queue is always emptied in time (was 6-41 % of the IMU
-    ``dds_rejected``): every message is a frame, the images decoded."""
+@pytest.mark.serial  # decodes 1280x960 JPEGs at 30 Hz: alone, not loading the tests beside it
+def test_a_200_hz_imu_beside_a_30_hz_jpeg_camera_is_taken_whole_or_counted(tmp_path: Path) -> None:
+    """Best-effort, volatile, keep 10: 400 IMU messages at 200 Hz and the real 1280x960
+    JPEG at 30 Hz from one Fast DDS node. Images are decoded off the thread that takes
+    samples (was 6-41 % of the IMU ``dds_rejected`` when they were not): every message is a
+    frame, in order and byte-equal, or a loss the source counted; only when the kernel
+    dropped datagrams on the source's sockets (their own drop counters) can messages be
+    missing unsaid, DDS never having seen them (one datagram may carry many messages).
+
+    Best effort with keep last 10 at 200 Hz promises only the newest 50 ms: a process
+    descheduled longer (a loaded 2-core machine at load 12-16, in 4 of 6 runs) loses the
+    oldest, and DDS says so (``dds_rejected``); a receive thread descheduled longer lets
+    the socket's buffer overflow, which best-effort DDS never learns of. Neither is promised
+    away, so neither is asserted away: what is asserted is that nothing vanishes inside
+    the source."""
     jpegs, _ = messages(JPEG_BAG, [JPEG_TOPIC])
     jpeg = jpegs[0][3]
     imu = _imu(400)
@@ -386,7 +411,6 @@ def test_a_200_hz_imu_beside_a_30_hz_jpeg_camera_loses_nothing(tmp_path: Path) -
         records.append((IMU, cdr))
         if i % 7 == 0:  # 200 / 7 = 28.6 Hz
             records.append((JPEG_TOPIC, jpeg))
-    n_images = len(records) - len(imu)
     data = tmp_path / "robot.rec"
     write_records(data, records)
     domain = free_domain()
@@ -396,37 +420,106 @@ def test_a_200_hz_imu_beside_a_30_hz_jpeg_camera_loses_nothing(tmp_path: Path) -
         domain_id=domain,
         config=loopback_config(),
         types=topics,
-        # best effort as the sensor-data profile, 10 deep as ROS 2's default: 50 ms of
-        # slack for a 2-core machine's scheduler (with 5, 0-2 of 400 were rejected here
-        # under a load of 5-8; 11-16 when images were decoded on the taking thread)
+        # best effort as the sensor-data profile, 10 deep as ROS 2's default
         qos={IMU: TopicQos("best_effort", "volatile", 10)},
     )
+    decoded_on: set[str] = set()  # the threads each converter ran on
+    for route in source._routes:
+        route.converter = _noting_thread(route.converter, decoded_on)
     rate = str(200 * 8 / 7)  # the IMU at 200 Hz, a camera frame every 7th
+    frames: list[Frame] = []
+    dropped = 0
+
+    def accounted() -> int:
+        return sum(s.emitted + s.lost_total for s in source.ledgers().values())
+
+    async def run() -> None:
+        async with source, anyio.create_task_group() as group:
+
+            async def watch() -> None:
+                nonlocal dropped
+                for _ in range(300):  # both readers matched the node's writers, then it sends
+                    if all(n > 0 for n in source.publishers().values()):
+                        break
+                    await anyio.sleep(0.1)
+                robot.go()
+                quiet, seen = 0, 0
+                for _ in range(400):  # 40 s at most
+                    await anyio.sleep(0.1)
+                    quiet = quiet + 1 if seen and len(frames) == seen else 0
+                    seen = len(frames)
+                    if accounted() >= len(records) or quiet > 30:  # all, or 3 s of nothing
+                        break
+                dropped = _udp_drops()  # while the source's sockets are open
+                group.cancel_scope.cancel()
+
+            group.start_soon(watch)
+            async for frame in source.frames():
+                frames.append(frame)
+
+    # The node sends once matched both ways (--wait-go): its writers matching our readers is
+    # one side, and what a best-effort writer sends before the reader has matched it is
+    # dropped on arrival, never sent again (was 222 of 458 missing, unsaid, under load). Its
+    # writer keeps every message: Fast DDS's asynchronous writer keeping the last 10
+    # discards the oldest not sent yet when its sending thread is descheduled 44 ms. Both
+    # are the node's losses, which best-effort Cyclone does not report, not the source's.
     robot = Peer(
         "pub", domain, topics, "--data", str(data), "--rate", rate, "--best-effort",
-        "--hold-s", "60",
+        "--hold-s", "60", "--depth", str(len(records)), "--wait-go",
     )  # fmt: skip
-
-    async def run() -> list[Frame]:
-        frames = []
-        async with source:
-            with anyio.move_on_after(40):
-                async for frame in source.frames():
-                    frames.append(frame)
-                    if len(frames) == len(records):
-                        break
-        return frames
-
+    before = _udp_drops()
     try:
-        frames = anyio.run(run)
+        anyio.run(run)
     finally:
         robot.stop()
-    assert not source.errors, source.reports[:5]
+    ledgers = source.ledgers()
+    print({sensor: dict(s.lost) for sensor, s in ledgers.items()}, f"kernel drops {dropped}")
+    assert set(source.errors) <= {"dds_rejected", "dds_lost"}, source.reports[:5]
+    for s in ledgers.values():
+        assert s.received == s.emitted + s.lost_total  # every sample taken: a frame or a loss
     got = Counter(f.sensor for f in frames)
-    assert got == {"imu": len(imu), "camera": n_images}
-    assert [f.meta["ros_message"] for f in frames if f.sensor == "imu"] == imu
+    assert got == {sensor: s.emitted for sensor, s in ledgers.items() if s.emitted}
+    unsaid = len(records) - accounted()  # never reached DDS: only past a kernel's drop
+    assert unsaid == 0 or dropped > before, (unsaid, dropped, before, source.reports[:5])
+    taken = iter(imu)  # each IMU frame is the next message sent or a later one: in order
+    assert all(any(m == f.meta["ros_message"] for m in taken) for f in frames if f.sensor == "imu")
+    assert decoded_on
+    assert "ros2-take" not in decoded_on  # decoded off the taking thread
     image = next(f for f in frames if f.sensor == "camera").data
     assert np.asarray(image).shape == (960, 1280, 3)  # decoded
+
+
+def _udp_drops() -> int:
+    """Datagrams the kernel dropped on this process's open UDP sockets (``/proc/net/udp``'s
+    ``drops``, counted per socket from its creation): what best-effort DDS never saw."""
+    fds = Path("/proc/self/fd")
+    inodes = set()
+    for fd in fds.iterdir():
+        try:
+            link = os.readlink(fd)
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            inodes.add(link[8:-1])
+    total = 0
+    for table in ("udp", "udp6"):
+        path = Path("/proc/self/net") / table
+        lines = path.read_text().splitlines()[1:] if path.exists() else []
+        for line in lines:
+            fields = line.split()
+            if fields[9] in inodes:
+                total += int(fields[-1])
+    return total
+
+
+def _noting_thread(convert: Any, threads: set[str]) -> Any:
+    """``convert``, adding the name of each thread it runs on to ``threads``."""
+
+    def noted(raw: bytes) -> Any:
+        threads.add(threading.current_thread().name)
+        return convert(raw)
+
+    return noted
 
 
 def test_a_humble_node_s_range_without_type_information_is_named_a_likely_distribution(

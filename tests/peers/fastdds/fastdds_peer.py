@@ -96,7 +96,11 @@ class Peer:
         for topic, msgtype in topics.items():
             cmd += ["--topic", f"{topic}={msgtype}"]
         self.proc = subprocess.Popen(
-            [*cmd, *extra], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            [*cmd, *extra],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
         self.lines: list[str] = []
 
@@ -113,6 +117,12 @@ class Peer:
                 return line.strip()
         raise AssertionError(f"the Fast DDS peer never printed {prefix!r}: {self.lines}")
 
+    def go(self) -> None:
+        """Let a ``pub --wait-go`` peer send (once the readers matched its writers too)."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
+
     def finish(self, timeout: float = 60) -> list[str]:
         """Wait for the exit (status 0 asserted); every line it printed."""
         out, _ = self.proc.communicate(timeout=timeout)
@@ -128,5 +138,6 @@ class Peer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=10)
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None:
+                pipe.close()

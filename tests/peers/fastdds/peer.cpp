@@ -16,13 +16,15 @@
 // a ROS 2 node sends and receives.
 //
 //   peer pub --domain D --topic /a=pkg/msg/T ... --data FILE [--subscribers N] [--rate HZ]
-//            [--best-effort] [--depth N] [--match-timeout S] [--hold-s S]
+//            [--best-effort] [--depth N] [--match-timeout S] [--hold-s S] [--wait-go]
 //   peer sub --domain D --topic /a=pkg/msg/T ... --out FILE [--count N] [--start-s S]
 //            [--idle-s S] [--best-effort] [--depth N]
 //
 // Records (FILE and --out): <u16 topic length><u32 data length><i64 ns><topic><CDR bytes>,
 // little endian; in --data the i64 is ignored, in --out it is the monotonic receive time.
 // pub prints "ready" once its writers exist, "matched" once every writer has N subscribers, "sent <n>" and "acked <0|1>";
+// with --wait-go it sends only once a line arrives on stdin after "matched" (a writer matching a
+// reader is one side: the reader may not have matched the writer yet, and drops what comes first);
 // sub prints "ready" once its readers exist, "matched <topic>" per publication matched,
 // "incompatible <topic> <policy id>" for a requested-incompatible QoS, "lost <topic> <n>",
 // then "got <n>".
@@ -155,7 +157,7 @@ struct Options {
     int subscribers = 1;
     double rate = 0, match_timeout = 20, hold_s = 0, start_s = 20, idle_s = 3;
     long count = 0;
-    bool best_effort = false;
+    bool best_effort = false, wait_go = false;
     int depth = 10;
 };
 
@@ -185,6 +187,7 @@ Options parse(int argc, char** argv) {
         else if (a == "--start-s") o.start_s = std::stod(next());
         else if (a == "--idle-s") o.idle_s = std::stod(next());
         else if (a == "--best-effort") o.best_effort = true;
+        else if (a == "--wait-go") o.wait_go = true;
         else if (a == "--depth") o.depth = std::stoi(next());
         else throw std::runtime_error("unknown option " + a);
     }
@@ -275,6 +278,10 @@ int run_pub(const Options& o) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     say("matched");
+    if (o.wait_go) {
+        std::string go;
+        if (!std::getline(std::cin, go)) return 3;
+    }
     long sent = 0;
     int64_t start = now_ns();
     for (auto& r : records) {
