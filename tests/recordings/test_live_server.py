@@ -94,6 +94,54 @@ async def test_every_frame_is_sent_unwatched_or_dropped_and_the_client_gets_the_
     assert server.statistics().url == server.url  # the port stays known after close
 
 
+async def test_a_reading_client_loses_nothing_when_the_relay_falls_behind() -> None:
+    """The relay's thread descheduled (a loaded machine: here it waits on its own lock)
+    while the SDK sends a burst ten times the client's backlog: the relay then reads the
+    whole burst in one turn, and a client whose socket takes it loses none of it (the
+    outbox is written before its oldest would be dropped)."""
+    server = FoxgloveServer(
+        port=0, dating=None, client_backlog=4, sensors=[SensorSpec("cam", "camera")]
+    )
+    image = np.zeros((8, 8, 3), np.uint8)
+    got: list[int] = []
+    with server, anyio.fail_after(60):
+        server.publish(Frame("cam", 0, 1_000, image))
+        _settled(server, 1)
+        async with connect(server.url) as ws:
+            client = LiveClient(ws)
+            await client.wait_topics({"/cam"})
+            await client.subscribe({"/cam"})
+            decode = Decoder(client.topics()["/cam"])
+            seq = 1
+            while not got or got[-1] == 0:  # until the SDK serves the subscription (frame 0
+                server.publish(Frame("cam", seq, 1_000 + seq, image))  # is the relay's kept one)
+                seq += 1
+                with anyio.move_on_after(0.05):
+                    message = await client.receive()
+                    if message is not None:
+                        got.append(decode(message.payload).timestamp.nanos - 1_000)
+            relay = server._relay
+            assert relay is not None
+            burst = seq + 40
+            with relay._lock:  # the relay stops at its next message; the SDK keeps sending
+                for i in range(seq, burst):
+                    server.publish(Frame("cam", i, 1_000 + i, image))
+                await anyio.sleep(0.5)
+            _settled(server, burst)
+            with anyio.move_on_after(10):  # the burst arrives (its last one is never dropped)
+                while got[-1] < burst - 1:
+                    message = await client.receive()
+                    if message is not None:
+                        got.append(decode(message.payload).timestamp.nanos - 1_000)
+            stats = server.statistics()
+    (traffic,) = stats.traffic
+    assert stats.dropped_total == 0  # the encoder kept up: every frame went to the relay
+    assert traffic.dropped == 0, traffic
+    assert traffic.received == traffic.sent == len(got)
+    assert got == sorted(set(got))  # in order, no duplicates
+    assert got[-1] == burst - 1  # the whole burst
+
+
 async def test_a_pipeline_sink_sees_every_frame_and_group() -> None:
     clock = VirtualClock()
     server = FoxgloveServer(port=0, dating=None)
@@ -345,7 +393,7 @@ async def test_an_sdk_overflow_record_for_the_relay_makes_the_counts_a_lower_bou
     count is no longer exact, and the screen says 'at least'."""
     import logging
 
-    from recordings.outputs.live._relay import SDK_DROP_LOGGER
+    from recordings.outputs.live._compat_foxglove import DROP_LOGGER as SDK_DROP_LOGGER
 
     with FoxgloveServer(port=0, dating=None) as server:
         async with connect(server.url) as ws:

@@ -385,7 +385,18 @@ class Relay:
 
     def _send(self, client: Client, prefix: bytes, payload: Any, data: bool) -> None:
         """Queue one message for ``client`` within its share of the budget
-        (:meth:`Budget.push`); the loop writes it (:meth:`_flush_dirty`)."""
+        (:meth:`Budget.push`); the loop writes it (:meth:`_flush_dirty`).
+
+        Message data that would drop the oldest of an outbox whose socket is not known to
+        be full writes that outbox first: one turn reads up to 16 MiB from the SDK (all it
+        sent while this thread was descheduled), and a client that reads must not lose
+        messages only because they came in one turn; only what its socket does not take
+        is dropped."""
+        size = len(prefix) + len(payload)
+        if data and not client.writing and self._budget.full(client.box, size):
+            self._flush(client)
+            if client.fd < 0:
+                return  # it reset: gone, its outbox with it
         with self._lock:
             self._budget.push(client.box, prefix, payload, data)
         if client.box.control > _CONTROL_LIMIT:

@@ -88,7 +88,7 @@ class Budget:
         size = len(prefix) + len(payload)
         if data:
             box.received += 1
-            while box.data and (box.data >= self.backlog or box.bytes + size > self.share):
+            while self.full(box, size):
                 if not self.drop_oldest(box):
                     break
             box.data += 1
@@ -99,6 +99,12 @@ class Budget:
         self.queued += size
         if self.queued > self.peak:
             self.peak = self.queued
+
+    def full(self, box: Outbox, size: int) -> bool:
+        """Whether message data of ``size`` bytes would drop ``box``'s oldest message data
+        now: it holds some and is at its backlog, or the new one would take it over its
+        share."""
+        return bool(box.data) and (box.data >= self.backlog or box.bytes + size > self.share)
 
     def drop_oldest(self, box: Outbox) -> bool:
         """Drop ``box``'s oldest message data not being written (counted); ``False`` if none."""
