@@ -126,6 +126,9 @@ def test_record_to_ros2_on_the_robot_s_domain_is_no_echo_loop(tmp_path: Path) ->
     # both without a resend: a loaded machine's pause was a message missing from the
     # recording or the listener. Reliable delivery of every sample is promised only while
     # the histories hold what is not acknowledged and taken (the recorder reads 200 deep).
+    # Our writer too: it sends once it matched the listener, before the listener matched it
+    # (its first 16 dropped on arrival); the listener then asks from the first, and a writer
+    # keeping the last 10 resent from the 17th on.
     deep = ("--depth", str(2 * len(sent)))
     listener = Peer("sub", domain, {IMU: IMU_TYPE}, "--out", str(heard), "--idle-s", "3", *deep)
     rec = Recording(
@@ -137,8 +140,10 @@ def test_record_to_ros2_on_the_robot_s_domain_is_no_echo_loop(tmp_path: Path) ->
             "--ros2-domain",
             str(domain),
             "--ros2-subscribers",
-            "1",
-        ],  # the listener
+            "1",  # the listener: matched on our writer's side, maybe not yet on its own
+            "--ros2-qos",
+            f"default,depth={2 * len(sent)}",  # so what it missed is still there to resend
+        ],
         terminal=True,
     )
     robot = None
