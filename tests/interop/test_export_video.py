@@ -3,12 +3,17 @@
 The reference is the recording's own packet records and PyAV: the MCAP
 messages carry exactly the recorded packets with the frames' stamps, the MP4
 demuxes to the same packets (the same NAL units for H.264, whose muxer
-changes start codes to length prefixes) at the frames' times.
+changes start codes to length prefixes) at the frames' times. ffprobe, the
+independent reader, counts as many packets and frames in each MP4 as were
+recorded (the last one too: every copied packet carries its duration).
 """
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
+import subprocess
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -59,6 +64,22 @@ def make(path: Path, codec: str) -> list[Frame]:
 def video(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
     path = tmp_path_factory.mktemp("video") / f"cam-{request.param}.hfr"
     return request.param, path, make(path, request.param)
+
+
+def ffprobe_counts(path: Path) -> tuple[int, int]:
+    """(packets, frames) ffprobe reads from the first video stream of ``path``."""
+    if shutil.which("ffprobe") is None:
+        pytest.skip("needs ffprobe")
+    out = subprocess.run(
+        [
+            *("ffprobe", "-v", "error", "-select_streams", "v:0", "-count_packets"),
+            *("-count_frames", "-show_entries", "stream=nb_read_packets,nb_read_frames"),
+            *("-of", "json", str(path)),
+        ],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    stream = json.loads(out)["streams"][0]
+    return int(stream["nb_read_packets"]), int(stream["nb_read_frames"])
 
 
 def nal_units(data: bytes, annexb: bool) -> list[bytes]:
@@ -150,6 +171,7 @@ def test_mp4_remuxes_the_recorded_packets_at_their_times(video: Any, tmp_path: P
     with av.open(str(out)) as container:
         pictures = [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
     assert len(pictures) == N
+    assert ffprobe_counts(out) == (N, N)  # the independent reader: the last packet too
     if codec == "ffv1":  # lossless: the MP4's codec configuration decodes every pixel back
         for i, got in enumerate(pictures):
             np.testing.assert_array_equal(got, picture(i))
@@ -236,6 +258,7 @@ def test_copied_mp4_packets_become_annexb_compressed_video_and_remux_at_their_ti
         ]
     with av.open(str(mp4)) as container:
         assert sum(1 for _ in container.decode(video=0)) == 167
+    assert ffprobe_counts(mp4) == (167, 167)  # B-frames: the last shown is not the last sent
 
 
 def test_a_window_between_key_frames_loses_no_packet(video: Any, tmp_path: Path) -> None:

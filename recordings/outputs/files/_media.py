@@ -8,7 +8,8 @@ get their parameter sets in front of key frames; the NAL units are the
 recorded ones). Each
 packet's presentation time is its frame's ``t`` minus the first frame's, in
 microseconds; decode times are the same times in decode order, shifted back
-by the stream's reorder delay, so B-frame tracks stay valid.
+by the stream's reorder delay, so B-frame tracks stay valid. Every packet
+carries its duration (:func:`_durations`), so the last one is read back too.
 
 Either MP4 (or MKV: ``fmt="matroska"``) can carry an audio sensor's track
 beside the video (:class:`recordings.outputs.files._audio.AudioTrack`), both timed
@@ -166,7 +167,7 @@ def remux_mp4(
     if params is None:
         return 0, skipped
     pts_list, dts_list = remux_times(times, zero)
-    durations = _durations(sorted(pts_list)) if audio is not None else {}
+    durations = _durations(pts_list)
     codec = str(params["codec"])
     container = av.open(os.fspath(path), "w", format=fmt, options=_mux_options(fmt, audio))
     track = VideoTrack() if codec in _ANNEXB_CODECS else None
@@ -193,8 +194,7 @@ def remux_mp4(
                 continue
             packet = av.Packet(data)
             packet.pts, packet.dts, packet.time_base = pts, dts, TIME_BASE
-            if pts in durations:
-                packet.duration = durations[pts]
+            packet.duration = durations[pts]
             packet.stream = stream
             packet.is_keyframe = key
             if audio is not None:
@@ -291,13 +291,20 @@ def _packet_data(
     return data
 
 
-def _durations(ordered: list[int]) -> dict[int, int]:
-    """Each presentation time's duration (to the next; the last takes the one before), so an
-    MP4's edit list (in microseconds when it carries audio) ends after the last picture."""
-    steps = [b - a for a, b in itertools.pairwise(ordered) if b > a]
-    out = dict(zip(ordered, steps, strict=False))
-    if ordered and steps:
-        out.setdefault(ordered[-1], steps[-1])
+LONE_PACKET_US = 33_333
+"""The duration (us) a lone packet gets: one frame at the video recorder's default 30 Hz."""
+
+
+def _durations(pts: list[int]) -> dict[int, int]:
+    """Each presentation time's duration (us): the next later time minus it, in
+    presentation order; the last takes the interval before it (a lone one
+    :data:`LONE_PACKET_US`). Every copied packet gets one, so an MP4's last sample
+    has a duration and its edit list ends after the last picture: without it,
+    FFmpeg's demuxer drops the last packet (two packets: the second lost)."""
+    ordered = sorted(set(pts))
+    out = {a: b - a for a, b in itertools.pairwise(ordered)}
+    if ordered:
+        out[ordered[-1]] = out[ordered[-2]] if len(ordered) > 1 else LONE_PACKET_US
     return out
 
 
