@@ -346,10 +346,10 @@ class Relay:
         if subscribed is None:
             return  # an unknown channel, a used id, or a channel it already has
         first, kept = subscribed
-        for log_time, payload in kept:  # what a late subscriber missed
-            self._send_data(client, _data_head(payload), sid, log_time, payload)
-        if first:
+        if first:  # before the kept ones: a write of those may find it reset (unsubscribed)
             self._upstream({"op": "subscribe", "subscriptions": [{"id": cid, "channelId": cid}]})
+        for log_time, payload in kept:  # what a late subscriber missed (newer ones come later)
+            self._send_data(client, _data_head(payload), sid, log_time, payload)
 
     def _unsubscribe(self, client: Client, sid: int) -> None:
         with self._lock:
