@@ -435,6 +435,15 @@ def printable(value: object, *, lines: bool = False) -> str:
     return _CONTROL.sub(escape, str(value))
 
 
+def titled_table(title: object) -> Table:
+    """A table titled ``title`` (printed literally) and at least as wide as it, so a long
+    file name in the title is not broken across lines (rich wraps a title to its table)."""
+    from rich.table import Table
+
+    text = literal(title)
+    return Table(title=text, min_width=text.cell_len)
+
+
 def literal(value: object, style: str = "", *, lines: bool = False) -> Text:
     """``value`` as rich ``Text``: never parsed as markup, control characters escaped.
 

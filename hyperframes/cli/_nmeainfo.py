@@ -16,9 +16,8 @@ from collections import Counter
 from typing import Any
 
 import numpy as np
-from rich.table import Table
 
-from hyperframes.cli._common import literal
+from hyperframes.cli._common import literal, titled_table
 from hyperframes.cli._units import human_ns, iso_utc
 
 
@@ -86,7 +85,7 @@ def nmea_info(args: argparse.Namespace, console: Any, protocol: str = "nmea") ->
         print(json.dumps(doc, indent=2))
         return 0
     what = "NMEA 0183" if protocol == "nmea" else "u-blox UBX + NMEA 0183"
-    table = Table(title=literal(f"{args.file} ({what})"))
+    table = titled_table(f"{args.file} ({what})")
     table.add_column("fact")
     table.add_column("value")
     table.add_row("fixes", f"{doc['frames']:,} ({doc['with_position']:,} with a position)")

@@ -16,7 +16,7 @@ from typing import Any
 
 from rich.table import Table
 
-from hyperframes.cli._common import literal
+from hyperframes.cli._common import literal, titled_table
 from hyperframes.cli._units import human_ns, iso_utc
 
 
@@ -76,7 +76,7 @@ def osf_info(args: argparse.Namespace, console: Any) -> int:
     if args.json:
         print(json.dumps(doc, indent=2))
         return 0
-    facts = Table(title=literal(f"{args.file} (Ouster OSF)"))
+    facts = titled_table(f"{args.file} (Ouster OSF)")
     facts.add_column("fact")
     facts.add_column("value")
     facts.add_row("scans", f"{doc['scans']:,} from {len(doc['sensors'])} lidar(s)")

@@ -14,7 +14,7 @@ from typing import Any
 
 from rich.table import Table
 
-from hyperframes.cli._common import literal
+from hyperframes.cli._common import literal, titled_table
 from hyperframes.cli._units import human_ns, iso_utc
 
 
@@ -69,7 +69,7 @@ def ulog_info(args: argparse.Namespace, console: Any) -> int:
     if args.json:
         print(json.dumps(doc, indent=2))
         return 0
-    facts = Table(title=literal(f"{args.file} (PX4 ULog)"))
+    facts = titled_table(f"{args.file} (PX4 ULog)")
     facts.add_column("fact")
     facts.add_column("value")
     for key, value in doc["vehicle"].items():
