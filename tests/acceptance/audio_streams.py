@@ -6,6 +6,7 @@ of the file sent, the Opus pre-skip from its own header)."""
 from __future__ import annotations
 
 import contextlib
+import random
 import shutil
 import socket
 import struct
@@ -134,13 +135,40 @@ def need_rtsp_server() -> str:
     return path
 
 
+def free_udp_run(count: int = 8) -> int:
+    """An even port starting ``count`` consecutive UDP ports free on loopback, below the
+    kernel's ephemeral range. The RTSP server binds its relay ports only at a sender's
+    RECORD, answering 404 (and unmounting) when one is taken: a run found inside the
+    ephemeral range, which the kernel hands to any socket bound to port 0, could be taken
+    by then (``free_port() & ~1`` also never checked the even port or the next one)."""
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    pick = random.Random()
+    for _ in range(200):
+        base = pick.randrange(10000, max(10002, low - count), 2)
+        socks: list[socket.socket] = []
+        try:
+            for port in range(base, base + count):
+                socks.append(socket.socket(socket.AF_INET, socket.SOCK_DGRAM))
+                socks[-1].bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        finally:
+            for sock in socks:
+                sock.close()
+        return base
+    raise AssertionError(f"no {count} consecutive free UDP ports below {low}")
+
+
 @contextlib.contextmanager
 def rtsp_server() -> Iterator[tuple[int, int]]:
     """Debian's rtsp-server-perl on loopback: ``(client_port, source_port)``; a sender
     ANNOUNCEs/RECORDs a mount on the source port, clients DESCRIBE/PLAY it on the client
     port (RTP over UDP only). Ended at exit."""
     client, source = free_port(socket.SOCK_STREAM), free_port(socket.SOCK_STREAM)
-    rtp = free_port() & ~1  # its relay ports start here (two per stream: RTP, RTCP)
+    rtp = free_udp_run()  # its relay ports start here (two per stream: RTP, RTCP)
     proc = subprocess.Popen(
         [need_rtsp_server(), "--clientport", str(client), "--serverport", str(source),
          "--client_listen_address", "127.0.0.1", "--source_listen_address", "127.0.0.1",
