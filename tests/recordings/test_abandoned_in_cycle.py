@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import gc
 import threading
+import time
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -69,6 +71,7 @@ class Abandoned:
         self.dropped = threading.Event()
         self.waiting = False  # the writer thread's last question got "wait" (under the lock)
         rec = Recorder(path, **options)
+        self.alive = weakref.ref(rec)  # not a reference: only the cycle holds it
         self.thread, self.lock = rec._thread, rec._lock
         self._wrap(rec, at)
         if at in ("run_job", "encode"):
@@ -85,7 +88,7 @@ class Abandoned:
             self.armed.clear()
             self.entered.set()
             self.dropped.wait(BOUND)  # the test has dropped the last reference
-            gc.collect()
+            self.collect()
 
         def next_job() -> tuple[Any, float | None]:
             if at == "next_job" and self.armed.is_set():
@@ -109,6 +112,16 @@ class Abandoned:
         if at == "encode":
             self.patch.setattr(_chunk_flow, "_encode", encode)
 
+    def collect(self) -> None:
+        """Collect until the recorder is gone (bounded): ``gc.collect()`` returns at once,
+        collecting nothing, while a collection another thread started is still running
+        (a slow finaliser of an earlier test's object): seen once in a full run."""
+        deadline = time.monotonic() + BOUND
+        while self.alive() is not None and time.monotonic() < deadline:
+            gc.collect()
+            if self.alive() is not None:
+                time.sleep(0.01)
+
     def wake(self) -> None:
         with self.lock:
             self.lock.notify_all()
@@ -124,7 +137,7 @@ class Abandoned:
     def drop_and_collect(self) -> bool:
         """Drop the cycle and collect it in this thread; whether the writer thread ends."""
         self.holder.clear()
-        gc.collect()  # __del__ runs here, in this thread
+        self.collect()  # __del__ runs here, in this thread
         return self._ended()
 
     def _ended(self) -> bool:
