@@ -193,13 +193,22 @@ def iterate_blocking(make: Callable[[], AsyncIterator[T]], *, maxsize: int = 2) 
         return False
 
     async def main() -> None:
+        # Closed here, in its own task, when the consumer stops early (a segment cut
+        # short): left open, its pipeline's tasks were cancelled by asyncio.run's
+        # shutdown instead, which printed "unhandled exception during asyncio.run()
+        # shutdown" over the consumer's terminal.
+        source = make()
         try:
-            async for item in make():
+            async for item in source:
                 if not await anyio.to_thread.run_sync(put, (item_, item)):
                     return
         except BaseException as err:
             put((error_, err))
             raise
+        finally:
+            close = getattr(source, "aclose", None)
+            if close is not None:
+                await close()
         put((done_, None))
 
     def runner() -> None:

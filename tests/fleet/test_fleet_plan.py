@@ -241,6 +241,44 @@ def test_iterate_blocking_streams_and_stops_its_producer_early() -> None:
     assert len(produced) < 10
 
 
+def test_iterate_blocking_closes_a_producer_stopped_early_on_its_own_loop(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A consumer that stops early (a segment cut short) closes the producer on the
+    producer's loop: its task group's tasks end there, not cancelled by asyncio.run's
+    shutdown (which printed 'unhandled exception during asyncio.run() shutdown')."""
+    import anyio
+
+    ended: list[str] = []
+
+    async def pipeline():  # type: ignore[no-untyped-def]
+        send, receive = anyio.create_memory_object_stream[int](1)
+
+        async def produce() -> None:
+            try:
+                async with send:
+                    for i in range(1000):
+                        await send.send(i)
+            except anyio.get_cancelled_exc_class():
+                # a stage that fails as it is cancelled (its peer already gone): asyncio.run's
+                # shutdown reports it as unhandled; a close on the loop hands it to the caller
+                raise RuntimeError("stage cancelled mid-send") from None
+
+        try:
+            async with anyio.create_task_group() as tg, receive:
+                tg.start_soon(produce)
+                async for i in receive:
+                    yield i
+        finally:
+            ended.append("closed")
+
+    it = iterate_blocking(pipeline, maxsize=2)
+    assert [next(it) for _ in range(3)] == [0, 1, 2]
+    it.close()  # type: ignore[attr-defined]
+    assert ended == ["closed"]  # before close() returned: the loop's thread is joined
+    assert "unhandled exception" not in caplog.text
+
+
 def test_iterate_blocking_raises_the_producers_error() -> None:
     async def failing():  # type: ignore[no-untyped-def]
         yield 1
