@@ -187,6 +187,8 @@ class Ros2Source(Source):
         self._taker.start(clock)
         while self.participant.dds is not None:  # closed (aclose from elsewhere): the end
             got = await self.run_blocking(self._taker.next_round)
+            if self.participant.dds is None:
+                break  # closed while the round was taken: the graph is gone with it
             if got.joined or clock.now() - checked > _CHECK_NS:
                 checked = clock.now()  # a publisher DDS will not match is only in the graph
                 self._check_graph()

@@ -7,6 +7,8 @@ bag, and for every payload the bag's own bytes.
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 import numpy as np
 import pytest
@@ -227,6 +229,34 @@ async def test_closing_the_source_ends_its_frames_at_once() -> None:
             with anyio.fail_after(5):  # closing, not a timeout, ends frames()
                 await source.aclose()  # the reading thread wakes; frames() ends, not cancelled
                 await ended.wait()
+    assert got == []
+    assert source.participant.dds is None
+
+
+async def test_a_close_while_a_round_is_taken_ends_frames_without_reading_the_graph(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """aclose() from elsewhere while the taking thread's round is out: frames() ends at
+    once; it no longer asks the closed participant for the graph (a UsageError a fresh
+    clone's serial pass hit: 'the DDS participant of domain N is closed')."""
+    source = Ros2Source(
+        {"/imu": "imu"},
+        domain_id=free_domain(),
+        config=loopback_config(),
+        types={"/imu": "sensor_msgs/msg/Imu"},
+    )
+    taker = source._taker
+    real = taker.next_round
+
+    def closed_meanwhile() -> Any:
+        got = real()
+        source.close()  # as aclose() does, while this round was being taken
+        got.joined = True  # a publisher joined: the graph would be read next
+        return got
+
+    monkeypatch.setattr(taker, "next_round", closed_meanwhile)
+    with anyio.fail_after(60):
+        got = [frame async for frame in source.frames()]
     assert got == []
     assert source.participant.dds is None
 
