@@ -79,6 +79,7 @@ def _env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONFAULTHANDLER"] = "1"  # a server that does not stop dumps its threads (below)
     return env
 
 
@@ -129,6 +130,10 @@ def _finish(proc: subprocess.Popen[str], interrupt: bool = False, wait: float = 
         proc.send_signal(signal.SIGINT)
     try:
         out, _ = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)  # faulthandler: every thread's stack, then it ends
+        out, _ = proc.communicate(timeout=30)
+        raise AssertionError(f"the server did not stop within 60 s; its threads:\n{out}") from None
     finally:
         if proc.poll() is None:
             proc.kill()
