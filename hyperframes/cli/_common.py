@@ -176,6 +176,33 @@ async def run_until_signalled(pipeline: Pipeline, body: Callable[[], Awaitable[T
     return result
 
 
+async def run_until_interrupted(body: Callable[[], Awaitable[T]]) -> T:
+    """Run ``body``; SIGINT or SIGTERM cancels it, then :class:`KeyboardInterrupt`.
+
+    The cancellation is an anyio cancel scope, not asyncio's own Ctrl-C handling (the
+    main task cancelled natively), which a cancel scope inside ``body`` can take for its
+    own and swallow: a replay then played on after Ctrl-C.
+    """
+    import anyio
+
+    result: T
+    async with anyio.create_task_group() as tg:
+        body_scope = anyio.CancelScope()
+
+        async def watch() -> None:
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async for _ in signals:
+                    body_scope.cancel()
+
+        tg.start_soon(watch)
+        with body_scope:
+            result = await body()
+        tg.cancel_scope.cancel()
+    if body_scope.cancelled_caught:
+        raise KeyboardInterrupt
+    return result
+
+
 def live_table(
     stats: PipelineStatistics,
     title: str,

@@ -301,7 +301,7 @@ def _execute(args: argparse.Namespace, session: _Session, console: Any) -> Any:
     import anyio
 
     from fusion import VirtualClock, use_clock
-    from hyperframes.cli._common import drive
+    from hyperframes.cli._common import drive, run_until_interrupted
     from hyperframes.cli._playback import keyboard
 
     # A bag's unreadable topics are said once, with the other skipped items, at the end.
@@ -310,7 +310,7 @@ def _execute(args: argparse.Namespace, session: _Session, console: Any) -> Any:
 
     async def main() -> Any:
         if pipeline is None:
-            await _play_frames(session, console, status)
+            await run_until_interrupted(lambda: _play_frames(session, console, status))
             return None
         return await drive(
             pipeline, console, f"replay {args.file}", metrics=args.metrics, status=status
