@@ -6,11 +6,12 @@ replicas and threads and warms it up; then, in rounds that interleave the
 candidates (a neighbour's burst then slows all of them, not one), each
 candidate's replicas run the same input side by side, one thread per
 replica as the worker's lanes do, batches of 1 and of ``max_batch``: wall
-time and process CPU time per item. The input is the model's own dummy
-input (zeros of its input shapes) or the warm-up sample items prepared;
-each thread runs one batch before the clock starts (a new thread's first
-batch runs on cold caches). The :class:`~fusion.workers._layout.LayoutPolicy`
-decides; the runner of the chosen layout is returned, the others dropped.
+time and CPU time per item, read by the replicas' threads themselves. The
+input is the model's own dummy input (zeros of its input shapes) or the
+warm-up sample items prepared; each thread runs one batch before the clock
+starts (a new thread's first batch runs on cold caches). The
+:class:`~fusion.workers._layout.LayoutPolicy` decides; the runner of the
+chosen layout is returned, the others dropped.
 
 Bounded: about 5 ms per measurement (2-16 batches per replica), batches of
 at most about 8 ms (a smaller power of two than ``max_batch`` when its batch
@@ -123,11 +124,21 @@ def _time_one(session: ModelSession, feeds: Feeds) -> int:
 
 
 def _run_side_by_side(runner: ModelRunner, feeds: Feeds, repeats: int) -> tuple[int, int]:
-    """Wall and process CPU ns of every replica running ``feeds`` ``repeats`` times at
-    once, each on its own thread (after one unmeasured run on that thread)."""
+    """Wall and CPU ns of every replica running ``feeds`` ``repeats`` times at once, each
+    on its own thread (after one unmeasured run on that thread).
+
+    Each thread reads the clocks itself, right before and after its runs: the calling
+    thread, woken by the barrier while the replicas hold every core, could be scheduled
+    only after they had finished (a 5 ms measurement then read 1.6 us an item). Wall is
+    the first start to the last end. CPU is the replicas' own thread time when each
+    session runs on its thread alone (exact), else the process's CPU over the same span
+    (read in the replicas' threads, so the pool's threads are counted).
+    """
     sessions = runner.sessions
-    barrier = threading.Barrier(len(sessions) + 1)
+    n = len(sessions)
+    barrier = threading.Barrier(n + 1)
     errors: list[BaseException] = []
+    spans: list[tuple[int, int, int, int, int, int]] = [(0, 0, 0, 0, 0, 0)] * n
 
     def work(index: int) -> None:
         session = sessions[index]
@@ -141,24 +152,36 @@ def _run_side_by_side(runner: ModelRunner, feeds: Feeds, repeats: int) -> tuple[
             barrier.wait()
         except threading.BrokenBarrierError:
             return
+        wall, own, process = time.perf_counter_ns(), time.thread_time_ns(), time.process_time_ns()
         try:
             for _ in range(repeats):
                 session.run(feeds)
         except BaseException as err:
             errors.append(err)
+        spans[index] = (
+            wall,
+            time.perf_counter_ns(),
+            own,
+            time.thread_time_ns(),
+            process,
+            time.process_time_ns(),
+        )
 
     threads = [
         threading.Thread(target=work, args=(i,), daemon=True, name=f"hyperframes-probe-{i}")
-        for i in range(len(sessions))
+        for i in range(n)
     ]
     for thread in threads:
         thread.start()
     with contextlib.suppress(threading.BrokenBarrierError):
         barrier.wait()
-    wall, cpu = time.perf_counter_ns(), time.process_time_ns()
     for thread in threads:
         thread.join()
-    wall, cpu = time.perf_counter_ns() - wall, time.process_time_ns() - cpu
     if errors:
         raise errors[0]
-    return wall, cpu
+    wall = max(s[1] for s in spans) - min(s[0] for s in spans)
+    if all(session.threads == 1 for session in sessions):
+        cpu = sum(s[3] - s[2] for s in spans)
+    else:
+        cpu = max(s[5] for s in spans) - min(s[4] for s in spans)
+    return max(1, wall), max(1, cpu)

@@ -304,3 +304,35 @@ async def test_a_model_the_probe_cannot_feed_runs_in_the_first_candidate_and_say
     second = again.statistics().layout
     assert second is not None
     assert second.decided_by == "not measured"
+
+
+class _BusySession:
+    """A session of one thread whose run holds the GIL for ``ns`` of its thread's CPU."""
+
+    threads = 1
+
+    def __init__(self, ns: int) -> None:
+        self.ns = ns
+
+    def run(self, feeds: object) -> None:
+        import time
+
+        end = time.thread_time_ns() + self.ns
+        while time.thread_time_ns() < end:
+            pass
+
+
+def test_the_probe_times_the_replicas_runs_from_their_own_threads() -> None:
+    """Two replicas side by side, each run 2 ms of its thread's CPU, 3 runs each: the wall
+    time spans at least one replica's 6 ms and the CPU time is both replicas' 12 ms, even
+    though the calling thread, woken by the barrier while they hold the GIL, may run only
+    after they finished (it timed them itself before: 1.6 us an item for a 0.4 ms run)."""
+    from types import SimpleNamespace
+
+    from fusion.workers._layout_probe import _run_side_by_side
+
+    runner = SimpleNamespace(sessions=[_BusySession(2_000_000), _BusySession(2_000_000)])
+    for _ in range(5):
+        wall, cpu = _run_side_by_side(runner, {}, 3)  # type: ignore[arg-type]
+        assert wall >= 6_000_000
+        assert 12_000_000 <= cpu < 12_000_000 + 2_000_000
