@@ -327,13 +327,19 @@ def test_a_humble_layout_is_reported_as_a_distribution_mismatch() -> None:
     "humble" the same publisher's messages are read."""
     topic = "/test/sensor_msgs/range"
     domain = free_domain()
-    publisher = Publisher(domain, TYPES_BAG, [topic], "--reliable", "--hold-s", "30")
+    # transient local at both ends: the publisher writes once its writer matched the right
+    # reader, perhaps before that reader matched it (a volatile best-effort reader then
+    # dropped both messages: 0 of 2 in a fresh clone's serial pass)
+    extra = ("--reliable", "--transient-local", "--hold-s", "30")
+    publisher = Publisher(domain, TYPES_BAG, [topic], *extra)
+    kept = {topic: TopicQos("reliable", "transient_local", 10)}
     try:
         wrong = Ros2Source(
             {topic: "range"},
             domain_id=domain,
             config=loopback_config(),
             types={topic: "sensor_msgs/msg/Range"},
+            qos=kept,
         )
 
         async def run(source: Ros2Source, seconds: float) -> list[Frame]:
@@ -351,6 +357,7 @@ def test_a_humble_layout_is_reported_as_a_distribution_mismatch() -> None:
             config=loopback_config(),
             types={topic: "sensor_msgs/msg/Range"},
             ros_distro="humble",
+            qos=kept,
         )
         read = anyio.run(run, right, 5)
     finally:
