@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import msgpack
 import numpy as np
 
+from recordings.hfr._chunk_encode import pack
 from recordings.hfr._columns import GENERIC, ColumnGroup, delta_encode, pack_metas
 from recordings.hfr._details import PLAIN, ChunkDetails, put_marks
 from recordings.hfr._format import BLOB_ALIGN, EXT_COLUMN
@@ -49,7 +50,7 @@ def seal_columns(b: ChunkBuilder, groups: list[ColumnGroup]) -> tuple[memoryview
         offset = end + pad
         end = offset + c.nbytes
         ref = [offset, _dtype_to_wire(c.dtype), shape or [len(c)]]
-        return msgpack.ExtType(EXT_COLUMN, msgpack.packb(ref, use_bin_type=True))
+        return msgpack.ExtType(EXT_COLUMN, pack(ref))
 
     packed_groups = []
     for i, g in enumerate(groups):
@@ -72,7 +73,7 @@ def seal_columns(b: ChunkBuilder, groups: list[ColumnGroup]) -> tuple[memoryview
             None if g.no_arrival else column(delta_encode(cols[3])),
             column(data, [len(g), *g.shape]),
         ]
-        body = msgpack.packb(refs, use_bin_type=True)
+        body = pack(refs)
         packed_groups.append(b"\x98" + body[1:] + pack_metas(g))  # fixarray 7 -> 8
     order = np.frombuffer(b._order, np.uint8)
     single = len(groups) == 1 and b._nrecords == 0
@@ -80,9 +81,9 @@ def seal_columns(b: ChunkBuilder, groups: list[ColumnGroup]) -> tuple[memoryview
     split = end + (-end % BLOB_ALIGN)
     blob.append(bytes(split - end))
     blob.append(b._blob.view())
-    head = [b"\x94", msgpack.packb(split), b"\xdc" + len(groups).to_bytes(2, "big")]
+    head: list[Any] = [b"\x94", pack(split), b"\xdc" + len(groups).to_bytes(2, "big")]
     head += packed_groups
-    head.append(msgpack.packb(order_ref, use_bin_type=True))
+    head.append(pack(order_ref))
     head.append(b"\xdd" + b._nrecords.to_bytes(4, "big"))
     head.append(b._records)
     records_size = sum(len(h) for h in head)
@@ -93,7 +94,7 @@ def seal_columns(b: ChunkBuilder, groups: list[ColumnGroup]) -> tuple[memoryview
     front = head + blob[:-1]
     whole = b._blob.with_front(front, sum(memoryview(p).nbytes for p in front))
     if whole is None:
-        whole = memoryview(bytearray().join(head + blob))
+        whole = b._blob.join(head + blob)
     return whole, records_size, t0, t1
 
 

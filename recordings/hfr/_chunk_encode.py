@@ -15,6 +15,7 @@ from typing import Any
 import msgpack
 import zstandard
 
+from recordings.hfr import _buffers as buffers
 from recordings.hfr._effort import HIGH, AutoEffort
 from recordings.hfr._format import Compression, crc32, pack_prelude
 from recordings.hfr._layout import ChunkMeta, SealedChunk
@@ -22,6 +23,8 @@ from recordings.hfr._layout import ChunkMeta, SealedChunk
 __all__ = ["encode_chunk", "pack", "wire"]
 
 _local = threading.local()
+_KEEP_PACKER = 256 << 10
+"""A thread's packer is kept for its next :func:`pack` unless its output was larger."""
 
 
 def wire(obj: Any) -> Any:
@@ -35,8 +38,23 @@ def wire(obj: Any) -> Any:
 
 
 def pack(obj: Any) -> bytes:
-    """``obj`` as msgpack, with :func:`wire` for what msgpack does not know."""
-    packed: bytes = msgpack.packb(obj, use_bin_type=True, default=wire)
+    """``obj`` as msgpack, with :func:`wire` for what msgpack does not know.
+
+    The bytes of ``msgpack.packb(obj, use_bin_type=True, default=wire)``, through the
+    calling thread's own packer: ``packb`` makes a packer per call, and each packer
+    allocates a 256 KiB buffer, so sealing one chunk allocated and freed 38 of them
+    (its column references, its head, its records' array references, its meta). A
+    call made while the thread's packer is busy (``wire`` let the cyclic collector
+    run a ``__del__`` that packs) gets a packer of its own; a packer whose buffer grew
+    past :data:`_KEEP_PACKER` (a footer's INDEX) is not kept.
+    """
+    packer: msgpack.Packer | None = getattr(_local, "packer", None)
+    if packer is None:
+        packer = msgpack.Packer(use_bin_type=True, default=wire, autoreset=True)
+    _local.packer = None  # taken, until this call is done
+    packed: bytes = packer.pack(obj)
+    if len(packed) <= _KEEP_PACKER:
+        _local.packer = packer
     return packed
 
 
@@ -55,13 +73,21 @@ def _compressed_size(level: int, data: bytes) -> int:
     return len(_compressor(level).compress(data))
 
 
-def encode_chunk(sealed: SealedChunk, level: int | AutoEffort) -> tuple[ChunkMeta, list[Any], int]:
+def encode_chunk(
+    sealed: SealedChunk, level: int | AutoEffort, taken: list[Any] | None = None
+) -> tuple[ChunkMeta, list[Any], int]:
     """Compress a sealed chunk into a record: ``(meta, [prelude, meta, *payload], length)``.
 
     Runs in the compression pool. ``level`` is a zstd level or the recorder's
     :class:`~recordings.hfr._effort.AutoEffort`, which picks one per chunk or says to
     store it as is (:mod:`recordings.hfr._effort`). A chunk that zstd does not make
     smaller is stored as is too; stored parts go to ``writev`` without a copy.
+
+    With ``taken`` (the recorder's), a one-part chunk is compressed into a buffer from
+    :mod:`recordings.hfr._buffers`, appended to ``taken``: the caller gives it back
+    once the record is written. zstd's own result was a large allocation per chunk
+    (its bound, the chunk's raw size), made in a compression thread and freed by
+    the writer thread.
     """
     parts = sealed.parts
     raw_size = sealed.meta.raw_size
@@ -72,7 +98,11 @@ def encode_chunk(sealed: SealedChunk, level: int | AutoEffort) -> tuple[ChunkMet
         payload, stored = list(parts), raw_size
     else:
         cctx = _compressor(chosen)
-        if len(parts) == 1:
+        if len(parts) == 1 and taken is not None:
+            into = buffers.compress_into(cctx, parts[0], raw_size)
+            payload = [into.written]
+            taken.append(into.buf)
+        elif len(parts) == 1:
             payload = [cctx.compress(parts[0])]
         else:
             stream = cctx.compressobj(size=raw_size)

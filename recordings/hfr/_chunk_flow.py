@@ -46,10 +46,12 @@ _FINISH: Any = object()  # ... when close() queued the end
 _ABANDONED: Any = object()  # ... when abandon() asked for the end and the queue is written
 
 
-def _encode(sealed: Any, level: Any) -> tuple[ChunkMeta, list[Any], int, Any, Any]:
+def _encode(sealed: Any, level: Any) -> tuple[ChunkMeta, list[Any], int, Any, list[Any]]:
     """:func:`~recordings.hfr._chunk_encode.encode_chunk`, with the chunk's details and the
-    builder's buffer passed on (given back to :mod:`recordings.hfr._buffers` once written)."""
-    return (*encode_chunk(sealed, level), sealed.details, sealed.buffer)
+    buffers its parts view passed on (the builder's, the compressed payload's: given back
+    to :mod:`recordings.hfr._buffers` once written)."""
+    taken = [sealed.buffer]
+    return (*encode_chunk(sealed, level, taken), sealed.details, taken)
 
 
 def _note_thread(idents: set[int]) -> None:
@@ -194,10 +196,11 @@ class ChunkFlow:
             self._files.finish()
             self._files.release()
             return False
-        meta, parts, _length, details, buffer = job.result()
+        meta, parts, _length, details, taken = job.result()
         self._files.chunk(meta, parts, details)
-        del parts  # views of the buffer, which the next chunks reuse
-        buffers.give(buffer)
+        del parts  # views of the buffers, which the next chunks reuse
+        for buffer in taken:
+            buffers.give(buffer)
         self.writer.done()
         self._room.release()
         return True

@@ -63,6 +63,7 @@ stamps.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -489,12 +490,27 @@ _WIDTHS = (1, 2, 4)
 _MIN_PACKED = 4  # values: a packed frame is then always smaller than the plain one
 
 
-def pack_deltas(column: int, raw: bytes) -> tuple[int, bytes]:
+_scratch = threading.local()
+
+
+def _scratch_buffer(n: int) -> np.ndarray[Any, np.dtype[np.uint8]]:
+    """The calling thread's scratch buffer for :func:`pack_deltas`, at least ``n`` bytes."""
+    buf: np.ndarray[Any, np.dtype[np.uint8]] | None = getattr(_scratch, "buf", None)
+    if buf is None or len(buf) < n:
+        buf = _scratch.buf = np.empty(max(n, 2 * len(buf) if buf is not None else n), np.uint8)
+    return buf
+
+
+def pack_deltas(column: int, raw: Any) -> tuple[int, Any]:
     """``(width, content)`` of one frame of column ``column`` (1.8): a delta column's
     frame of at least 4 values whose deltas span less than ``2**32`` is stored as
     ``base:<i8`` (the smallest delta) then each delta minus ``base`` in the fewest of 1, 2
     or 4 bytes (jittered stamps: 2 bytes a frame, which zstd leaves as they are and a
-    reader adds up without a decoder); any other frame as it is, width 0."""
+    reader adds up without a decoder); any other frame as it is, width 0.
+
+    A packed ``content`` is a view of the calling thread's scratch buffer, valid until
+    its next call (the writer compresses it at once): the differences and the packed
+    values were a large allocation or two for each frame of 32,768 values."""
     if column not in (1, 2, 3) or len(raw) % 8 or len(raw) < 8 * _MIN_PACKED:
         return 0, raw
     deltas = np.frombuffer(raw, "<i8")
@@ -502,8 +518,15 @@ def pack_deltas(column: int, raw: bytes) -> tuple[int, bytes]:
     span = int(deltas.max()) - low
     for width in _WIDTHS:
         if span < 1 << (8 * width):
-            packed = (deltas - np.int64(low)).astype(f"<u{width}")  # in [0, span]: exact
-            return width, low.to_bytes(8, "little", signed=True) + packed.tobytes()
+            n = len(deltas)
+            size = 8 + width * n
+            buf = _scratch_buffer(size + 8 * n + 8)
+            buf[:8] = np.frombuffer(low.to_bytes(8, "little", signed=True), np.uint8)
+            at = size + (-size % 8)  # the differences, after the packed values
+            diff = buf[at : at + 8 * n].view("<i8")
+            np.subtract(deltas, np.int64(low), out=diff)  # in [0, span]: exact
+            np.copyto(buf[8:size].view(f"<u{width}"), diff, casting="unsafe")
+            return width, buf.data[:size]
     return 0, raw
 
 
