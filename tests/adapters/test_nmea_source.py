@@ -306,20 +306,26 @@ async def live(source: NmeaSource, count: int, send: object) -> list[Frame]:
 async def test_a_serial_port_reads_a_pseudo_terminal() -> None:
     master, slave = os.openpty()
     tty.setraw(slave)  # as pyserial sets it, before anything is written
+    lines = session(4, 7200.0)
+
+    def write() -> None:
+        for line in lines:
+            os.write(master, (line + "\r\n").encode())
+
+    # joined before the terminal closes: the source may have its 3 frames while the
+    # thread still writes the rest (EBADF in the thread, blamed on the next test)
+    writer = threading.Thread(target=write, daemon=True)
     try:
         source = NmeaSource(port=os.ttyname(slave), baud=115200)
-        lines = session(4, 7200.0)
 
         async def send() -> None:
-            def write() -> None:
-                for line in lines:
-                    os.write(master, (line + "\r\n").encode())
-
             await anyio.sleep(0.2)
-            threading.Thread(target=write, daemon=True).start()
+            writer.start()
 
         got = await live(source, 3, send)
     finally:
+        if writer.is_alive():
+            writer.join(10)
         os.close(master)
         os.close(slave)
     assert [f.t - MIDNIGHT_1994_03_23 for f in got] == [(7200 + i) * 10**9 for i in range(3)]
