@@ -151,6 +151,8 @@ def plan_resources(
     wanted = cpus_per_actor if cpus_per_actor is not None else 1.0
     cpus = min(wanted, spare / n)
     cpus = math.floor(cpus * 100) / 100  # Ray rounds requests to 1e-4; stay under
+    while cpus > 0.01 and n * cpus > spare:  # 25 x 0.56 is 14.000000000000002 in floats
+        cpus = round(cpus - 0.01, 2)
     threads = max(1, int(cpus))
     if cpus < wanted:
         note = (

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from fusion._frames import Frame, FrameGroup
@@ -42,6 +42,7 @@ def test_two_cpu_actors_on_two_cpus_leave_a_core_to_the_reads() -> None:
     wanted=st.one_of(st.none(), st.floats(0, 8)),
     gpus=st.integers(0, 8),
 )
+@example(cpus=15, actors=25, wanted=None, gpus=0)  # 25 x 0.56 + 1 > 15 in floats
 def test_actors_never_take_the_cpus_a_read_task_needs(
     cpus: int, actors: int | None, wanted: float | None, gpus: int
 ) -> None:
