@@ -147,41 +147,23 @@ async def run_until_signalled(pipeline: Pipeline, body: Callable[[], Awaitable[T
     recorder writes its index. A second signal cancels the draining too (the
     recorder still closes its file): an operator pressing Ctrl-C twice means it.
     """
-    import anyio
 
-    result: T
+    def stop(name: str) -> None:
+        log.warning("%s: stopping sources, draining in-flight frames", name)
+        pipeline.stop()
 
-    async with anyio.create_task_group() as tg:
-        body_scope = anyio.CancelScope()
-
-        async def watch() -> None:
-            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                count = 0
-                async for signum in signals:
-                    count += 1
-                    name = signal.Signals(signum).name
-                    if count == 1:
-                        log.warning("%s: stopping sources, draining in-flight frames", name)
-                        pipeline.stop()
-                    else:
-                        log.warning("%s again: not waiting for the drain", name)
-                        body_scope.cancel()
-
-        tg.start_soon(watch)
-        with body_scope:
-            result = await body()
-        tg.cancel_scope.cancel()
-    if body_scope.cancelled_caught:
-        raise KeyboardInterrupt  # record.py reports the cut-short drain
-    return result
+    return await run_until_interrupted(body, on_first_signal=stop)  # record.py reports a cut drain
 
 
-async def run_until_interrupted(body: Callable[[], Awaitable[T]]) -> T:
+async def run_until_interrupted(
+    body: Callable[[], Awaitable[T]], *, on_first_signal: Callable[[str], object] | None = None
+) -> T:
     """Run ``body``; SIGINT or SIGTERM cancels it, then :class:`KeyboardInterrupt`.
 
-    The cancellation is an anyio cancel scope, not asyncio's own Ctrl-C handling (the
-    main task cancelled natively), which a cancel scope inside ``body`` can take for its
-    own and swallow: a replay then played on after Ctrl-C.
+    With ``on_first_signal``, the first signal only calls it (with the signal's name)
+    and a second one cancels. The cancellation is an anyio cancel scope, not asyncio's
+    own Ctrl-C handling (the main task cancelled natively), which a cancel scope inside
+    ``body`` can take for its own and swallow: a replay then played on after Ctrl-C.
     """
     import anyio
 
@@ -190,8 +172,16 @@ async def run_until_interrupted(body: Callable[[], Awaitable[T]]) -> T:
         body_scope = anyio.CancelScope()
 
         async def watch() -> None:
+            graceful = on_first_signal
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                async for _ in signals:
+                async for signum in signals:
+                    name = signal.Signals(signum).name
+                    if graceful is not None:
+                        graceful(name)
+                        graceful = None
+                        continue
+                    if on_first_signal is not None:
+                        log.warning("%s again: not waiting for the drain", name)
                     body_scope.cancel()
 
         tg.start_soon(watch)
