@@ -266,6 +266,11 @@ def test_every_message_of_a_real_bag_decodes_in_foxglove_as_rosbags_reads_it(
     assert not errors, errors  # e.g. "Invalid field name: D" of a ROS 1 CameraInfo
     advertised = {c["topic"]: c for r in records if r["kind"] == "advertise" for c in r["channels"]}
     assert {c["schemaEncoding"] for c in advertised.values()} == {"ros2msg"}
+    assert set(want) <= set(advertised), set(want) - set(advertised)
+    # e.g. "Unknown channel ID: 94": the SDK refused the relay's subscribe (the relay retries)
+    assert not [r for r in records if r["kind"] == "status" and r["level"] >= 2], [
+        r for r in records if r["kind"] == "status"
+    ]
     duration = next((float(a) for k, a in itertools.pairwise(args) if k == "--duration"), None)
     compared = 0
     start = min(t for ts in want.values() for t, _ in ts)

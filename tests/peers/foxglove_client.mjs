@@ -14,7 +14,7 @@
 //   has them when it plays; else from the connection's open),
 //   "raw_json": false, "stay": false (do not end when the replay says it ended)}
 // Prints JSON lines: {"kind": "open", "protocol"}, {"kind": "serverInfo", ...},
-// {"kind": "advertise", "channels"}, {"kind": "message", "topic", "log_time",
+// {"kind": "advertise", "channels", "at_ms"}, {"kind": "message", "topic", "log_time",
 // "schema", "value"} (or "error" where the library cannot decode it), {"kind": "time",
 // "t"}, {"kind": "playbackState", ...}, {"kind": "sent", "request_id", ...},
 // {"kind": "end", "why"}. Integers that JavaScript reads as BigInt print as decimal
@@ -109,7 +109,7 @@ client.on("serverInfo", (info) => {
 client.on("status", (status) => print({ kind: "status", ...status }));
 client.on("time", ({ timestamp }) => print({ kind: "time", t: timestamp, at_ms: Date.now() - started }));
 client.on("advertise", (list) => {
-  print({ kind: "advertise", channels: list });
+  print({ kind: "advertise", channels: list, at_ms: Date.now() - started });
   for (const channel of list) {
     channels.set(channel.id, channel);
     try {

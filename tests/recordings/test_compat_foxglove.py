@@ -96,3 +96,36 @@ def test_the_sdk_logs_its_drops_for_a_client_that_does_not_read() -> None:
         server.stop()
         logger.removeHandler(heard)
         logger.setLevel(level)
+
+
+def test_the_unknown_channel_status_is_parsed_as_the_sdk_words_it() -> None:
+    assert compat.unknown_channel("Unknown channel ID: 94") == 94
+    assert compat.unknown_channel("Unknown channel ID: 94 (retry)") is None
+    assert compat.unknown_channel("Client 1.2.3.4:5 attempted to subscribe") is None
+
+
+def test_the_sdk_answers_a_subscribe_to_a_channel_it_does_not_know_with_that_status() -> None:
+    """The status the relay resubscribes on (:func:`unknown_channel`): what the real SDK
+    says to a subscribe for a channel it does not know, read back by the parser."""
+    import foxglove
+
+    context = foxglove.Context()
+    server = foxglove.start_server(name="compat", host="127.0.0.1", port=0, context=context)
+    sock = socket.create_connection(("127.0.0.1", int(server.port)), timeout=10)
+    try:
+        request, _ = ws.upgrade_request("127.0.0.1", int(server.port))
+        sock.sendall(request)
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            answer += sock.recv(1)
+        reader = ws.FrameReader(limit=1 << 24, masked=False)
+        _read_until(sock, reader, "serverInfo")
+        subscribe = {"op": "subscribe", "subscriptions": [{"id": 7, "channelId": 987_654}]}
+        sock.sendall(ws.masked(ws.TEXT, json.dumps(subscribe).encode()))
+        status = _read_until(sock, reader, "status")
+        assert compat.unknown_channel(str(status["message"])) == 987_654, (
+            f"foxglove-sdk answered {status!r}: re-check {compat.__name__}"
+        )
+    finally:
+        sock.close()
+        server.stop()

@@ -3,7 +3,11 @@ dropped, and counted; a real WebSocket client gets what was sent, in order."""
 
 from __future__ import annotations
 
+import json
 import re
+import selectors
+import struct
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -17,8 +21,10 @@ from fusion import Frame, FrameGroup, Nearest, Pipeline, VirtualClock, WorkerErr
 from fusion._frames import SensorSpec
 from fusion.errors import UsageError
 from hyperframes.cli._serve import print_served
+from recordings.outputs.live import _websocket
 from recordings.outputs.live._foxglove_server import FoxgloveServer, result_json
-from tests.interop.foxglove_client import Decoder, LiveClient, connect
+from recordings.outputs.live._relay_upstream import Upstream
+from tests.interop.foxglove_client import MESSAGE_DATA, Decoder, LiveClient, connect
 
 MS = 1_000_000
 
@@ -478,6 +484,62 @@ async def test_a_late_subscriber_gets_every_held_message_of_a_latched_topic() ->
                         got[message.topic].append(message.log_time - 1_000)
         assert server.statistics().late == 4
     assert got == {"/map": [0, 1, 2], "/imu": [2]}
+
+
+def test_a_client_that_subscribes_as_channels_appear_gets_each_first_frame() -> None:
+    """Foxglove subscribes to a channel the moment it is advertised. foxglove-sdk 0.30
+    advertises a channel before it takes subscriptions to it and drops a subscribe that
+    comes that soon (status ``Unknown channel ID``; 29 runs in 30 lost one of 30 channels
+    created 3 ms apart): the relay subscribes again, so every sensor's first frame, held
+    while nobody watched, reaches a client that subscribes on the advertise, and no error
+    status does. The client is a bare WebSocket connection read in this thread, as fast as
+    Foxglove's own client (the websockets package answers too late to meet the race)."""
+    sensors = [f"s{i:02d}" for i in range(40)]
+    got: dict[str, int] = {}
+    statuses: list[str] = []
+    topics: dict[int, str] = {}
+    info: list[dict[str, Any]] = []
+    client = Upstream()  # a client of the relay, as the relay is one of the SDK
+
+    def handle(message: _websocket.Message) -> None:
+        if message.opcode == _websocket.TEXT:
+            body = json.loads(bytes(message.payload))
+            if body["op"] == "serverInfo":
+                info.append(body)
+            elif body["op"] == "status":
+                statuses.append(body["message"])
+            elif body["op"] == "advertise":
+                for channel in body["channels"]:  # subscribed at once, as Foxglove does
+                    topics[channel["id"]] = channel["topic"]
+                    sub = {"id": channel["id"], "channelId": channel["id"]}
+                    request = {"op": "subscribe", "subscriptions": [sub]}
+                    client.send(_websocket.masked(_websocket.TEXT, json.dumps(request).encode()))
+        elif message.opcode == _websocket.BINARY and message.payload[0] == MESSAGE_DATA:
+            sid, log_time = struct.unpack_from("<IQ", message.payload, 1)
+            got[topics[sid]] = log_time
+
+    def publish(server: FoxgloveServer) -> None:
+        for i, sensor in enumerate(sensors):  # each one's first frame
+            server.publish(Frame(sensor, 0, 1_000 + i, {"value": float(i)}))
+            time.sleep(0.003)
+
+    with FoxgloveServer(port=0, dating=None) as server:
+        client.connect(("127.0.0.1", server.port), handle, lambda: bool(info))
+        sel = selectors.DefaultSelector()
+        client.register(sel)
+        publisher = threading.Thread(target=publish, args=(server,))
+        publisher.start()
+        deadline = time.monotonic() + 30
+        while len(got) < len(sensors) and time.monotonic() < deadline:
+            sel.select(0.05)
+            for message in client.read():
+                handle(message)
+        publisher.join()
+        client.close()
+        stats = server.statistics()
+    assert got == {f"/{s}": 1_000 + i for i, s in enumerate(sensors)}
+    assert not statuses, statuses
+    assert stats.late == len(sensors) - sum(stats.frames.values())  # held, then sent
 
 
 BAG2 = Path(__file__).resolve().parents[2].parent / "shared/data/real/bags/rosbag2_cdr_test_0.mcap"

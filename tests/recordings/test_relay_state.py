@@ -18,6 +18,7 @@ from recordings.outputs.live._relay_state import (
     Channels,
     LateCache,
     Outbox,
+    Resubscriptions,
     due,
     requests,
 )
@@ -259,3 +260,43 @@ def test_requests_are_made_one_by_one_until_one_is_not_understood() -> None:
     body = json.dumps({"op": "unsubscribe", "subscriptionIds": [3, 4]}).encode()
     assert list(requests(body)) == [("unsubscribe", 3, 0), ("unsubscribe", 4, 0)]
     assert list(requests(b'{"op": "getParameters"}')) == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(0.0, 3.0, allow_nan=False), min_size=1, max_size=60))
+def test_a_refused_channel_is_tried_again_after_a_doubling_wait_until_it_is_given_up(
+    gaps: list[float],
+) -> None:
+    """Refusals ``gaps`` s apart (each after the last retry came due, or later): the waits
+    go 2 ms, 4, 8... up to 100 ms; a run of refusals longer than ``give_up`` s is given up
+    (forgotten, nothing due); a refusal after ``give_up`` s of quiet starts a new run."""
+    policy = Resubscriptions(first=0.002, longest=0.1, give_up=1.0)
+    now, since, wait, last = 100.0, None, 0.0, 0.0
+    for gap in gaps:
+        now += wait + gap  # never before the last retry came due
+        if since is not None and now - last > 1.0:
+            since, wait = None, 0.0
+        if since is None:
+            since = now
+        tried = policy.refused(7, now)
+        if now - since > 1.0:
+            assert not tried
+            assert policy.next_at() is None
+            assert policy.due(now + 99) == []
+            since, wait = None, 0.0
+            continue
+        assert tried
+        wait = 0.002 if not wait else min(2 * wait, 0.1)
+        assert policy.next_at() == pytest.approx(now + wait)
+        assert policy.due(now + wait / 2) == []
+        assert policy.due(now + wait) == [7]  # once: due again only after a new refusal
+        assert policy.due(now + 99) == []
+        last = now
+
+
+def test_a_forgotten_channel_is_not_tried_again() -> None:
+    policy = Resubscriptions()
+    policy.refused(1, 0.0)
+    policy.refused(2, 0.0)
+    policy.forget(1)
+    assert policy.due(1.0) == [2]

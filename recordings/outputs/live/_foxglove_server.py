@@ -315,17 +315,18 @@ class FoxgloveServer(LiveSink):
             relay.close()
             raise OSError(f"cannot start the Foxglove server: {err}") from err
         relay.upstream = ("127.0.0.1", int(self._server.port))
+        self._relay = relay
+        self._writer = FoxgloveMcapWriter(None, context=context, types=self._types)
+        for spec in self._specs.values():  # before the relay connects: one advertise for all
+            self._declare(spec)
         try:
             relay.start()
         except OSError as err:
             relay.close()
             self._server.stop()
+            self._relay = None
             raise OSError(f"cannot start the Foxglove relay: {err}") from err
-        self._relay = relay
         self._port = relay.port
-        self._writer = FoxgloveMcapWriter(None, context=context, types=self._types)
-        for spec in self._specs.values():
-            self._declare(spec)
         self._thread = threading.Thread(target=self._run, name="foxglove-live", daemon=True)
         self._thread.start()
         return self

@@ -98,6 +98,11 @@ class RelayStatistics:
     """Bytes kept for late subscribers (the last message of each channel, latched ones)."""
     via: str = ""
     """The relay's own ``host:port`` towards the SDK: the address the SDK's log lines name."""
+    resubscribed: int = 0
+    """Subscriptions made again because the SDK did not know the channel yet (a channel
+    advertised an instant before; :mod:`~recordings.outputs.live._compat_foxglove`)."""
+    unsubscribable: int = 0
+    """Channels the SDK kept refusing for 10 s (given up, logged once)."""
 
 
 class Relay:
@@ -204,6 +209,8 @@ class Relay:
                 budget=self.budget,
                 cached_bytes=self._channels.late.bytes,
                 via=self._up.address,
+                resubscribed=self._up.resubscribed,
+                unsubscribable=self._up.unsubscribable,
             )
 
     def settled(self) -> tuple[int, int]:
@@ -230,7 +237,7 @@ class Relay:
     def _loop(self) -> None:
         try:
             while not self._closing.is_set():
-                for key, mask in self._sel.select(0.1):
+                for key, mask in self._sel.select(self._up.wait(time.monotonic(), 0.1)):
                     what = key.data
                     if what == "up":
                         self._read_upstream()
@@ -245,6 +252,7 @@ class Relay:
                             self._read_client(what)
                     elif isinstance(what, socket.socket):
                         self._door.drain(what)
+                self._up.resubscribe(time.monotonic(), self._channels.watched)
                 self._flush_dirty()
                 if time.monotonic() >= self._next_timers:
                     self._next_timers = time.monotonic() + 0.1
@@ -303,7 +311,7 @@ class Relay:
 
     def _opened(self, client: Client, key: str, protocol: str) -> None:
         """``client`` upgraded: it gets serverInfo and the channels advertised so far."""
-        self._reshare()
+        self._budget.reshare(self._clients.open())  # each one's share: over those connected
         self._send(client, ws.accept(key, protocol), b"", data=False)
         self._send(client, ws.header(ws.TEXT, len(self._server_info)), self._server_info, False)
         advertise = self._channels.advertise
@@ -347,7 +355,7 @@ class Relay:
             return  # an unknown channel, a used id, or a channel it already has
         first, kept = subscribed
         if first:  # before the kept ones: a write of those may find it reset (unsubscribed)
-            self._upstream({"op": "subscribe", "subscriptions": [{"id": cid, "channelId": cid}]})
+            self._up.subscribe(cid)
         for log_time, payload in kept:  # what a late subscriber missed (newer ones come later)
             self._send_data(client, _data_head(payload), sid, log_time, payload)
 
@@ -355,7 +363,7 @@ class Relay:
         with self._lock:
             cid = self._channels.unsubscribe(client.subs, client.fd, sid)
         if cid is not None:
-            self._upstream({"op": "unsubscribe", "subscriptionIds": [cid]})
+            self._up.unsubscribe(cid)
 
     def _drop_client(self, client: Client, why: str) -> None:
         """Forget ``client`` and close its descriptor (its subscriptions end)."""
@@ -371,7 +379,7 @@ class Relay:
         with self._lock:
             self._clients.left(client, why)
             self._budget.discard(client.box)
-            self._reshare()
+            self._budget.reshare(self._clients.open())
         client.sock.close()
 
     # -- outboxes -------------------------------------------------------------------------
@@ -404,10 +412,6 @@ class Relay:
         elif not client.writing:
             self._dirty.add(client)
 
-    def _reshare(self) -> None:
-        """Each client's share of the budget: the budget over the clients connected."""
-        self._budget.reshare(self._clients.open())
-
     def _flush_dirty(self) -> None:
         dirty, self._dirty = self._dirty, set()
         for client in dirty:
@@ -427,9 +431,6 @@ class Relay:
             self._sel.modify(client.sock, events, client)
 
     # -- upstream (the SDK) ------------------------------------------------------------------
-
-    def _upstream(self, request: dict[str, Any]) -> None:
-        self._up.send(ws.masked(ws.TEXT, json.dumps(request).encode()))
 
     def _read_upstream(self) -> None:
         for message in self._up.read():

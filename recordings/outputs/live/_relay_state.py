@@ -16,6 +16,9 @@ calls everything here under its lock; nothing here is thread-safe by itself).
 * :class:`Channels`: the channels advertised and who subscribes to each: the first
   subscriber of a channel subscribes the relay upstream, the last one to leave unsubscribes
   it; a new subscriber gets what :class:`LateCache` kept for it before anything newer.
+* :class:`Resubscriptions`: a subscription the SDK refused because it did not know the
+  channel yet (it advertises a channel before it takes subscriptions to it) is made again,
+  2 ms later, then at twice the last wait up to 100 ms, for 10 s at most.
 * :func:`due`: a client past its handshake deadline, or silent for ``idle_timeout`` s, is
   closed; one silent for half of it is pinged once.
 """
@@ -225,6 +228,14 @@ class Channels:
         subscribers[client] = sid
         return first, self.late.kept(cid)
 
+    def watched(self, cid: int) -> bool:
+        """Whether channel ``cid`` is advertised and some client subscribes to it."""
+        return cid in self.channels and bool(self._subscribers.get(cid))
+
+    def subscribers(self, cid: int) -> list[tuple[int, int]]:
+        """The ``(client, subscription id)`` of channel ``cid``."""
+        return list(self._subscribers.get(cid, {}).items())
+
     def unsubscribe(self, subs: dict[int, int], client: int, sid: int) -> int | None:
         """``client`` ends its subscription ``sid``: the channel the relay unsubscribes
         upstream (it was the last subscriber), or ``None``."""
@@ -247,6 +258,53 @@ class Channels:
         if channel is not None:
             self.late.keep(cid, channel["topic"] in latched, log_time, data)
         return list(self._subscribers.get(cid, {}).items())
+
+
+class Resubscriptions:
+    """When to subscribe again to channels the SDK refused (:func:`~recordings.outputs.live.
+    _compat_foxglove.unknown_channel`): ``first`` s after the first refusal, then twice the
+    last wait up to ``longest`` s, until ``give_up`` s after the first refusal of a run of
+    them (a channel not refused again for ``give_up`` s starts a new run). Times are the
+    caller's monotonic seconds."""
+
+    def __init__(self, first: float = 0.002, longest: float = 0.1, give_up: float = 10.0) -> None:
+        self.first = first
+        self.longest = longest
+        self.give_up = give_up
+        self._due: dict[int, float] = {}  # channel -> when to subscribe again
+        self._runs: dict[int, tuple[float, float, float]] = {}
+        # channel -> (its run's first refusal, the last wait, the last refusal)
+
+    def refused(self, cid: int, now: float) -> bool:
+        """The SDK refused channel ``cid`` at ``now``: ``True`` if it is tried again (when
+        :meth:`due` says), ``False`` if its run of refusals is over ``give_up`` s old (given
+        up: it is forgotten)."""
+        since, wait, last = self._runs.get(cid, (now, 0.0, now))
+        if now - last > self.give_up:  # accepted for a long time since: a new run
+            since, wait = now, 0.0
+        elif now - since > self.give_up:
+            self.forget(cid)
+            return False
+        wait = self.first if not wait else min(2 * wait, self.longest)
+        self._runs[cid] = (since, wait, now)
+        self._due[cid] = now + wait
+        return True
+
+    def due(self, now: float) -> list[int]:
+        """The channels to subscribe to again now (each once; a new refusal adds it back)."""
+        ready = [cid for cid, at in self._due.items() if at <= now]
+        for cid in ready:
+            del self._due[cid]
+        return ready
+
+    def next_at(self) -> float | None:
+        """When the next channel is due, or ``None``."""
+        return min(self._due.values(), default=None)
+
+    def forget(self, cid: int) -> None:
+        """Channel ``cid`` was unadvertised or lost its last subscriber."""
+        self._due.pop(cid, None)
+        self._runs.pop(cid, None)
 
 
 def requests(payload: bytes) -> Iterator[tuple[str, int, int]]:

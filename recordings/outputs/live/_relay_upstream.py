@@ -5,22 +5,34 @@ then runs non-blocking in the relay's selector loop: :meth:`Upstream.read` yield
 messages (16 reads at most a turn, so the clients are served too; pings are answered here, a
 close sets :attr:`Upstream.ended`), :meth:`Upstream.send` writes the relay's requests
 (subscribe, unsubscribe, playback control), whatever the socket does not take now going out
-on the next turn. The frames are masked, as a client's must be.
+on the next turn. The frames are masked, as a client's must be. A subscription the SDK
+refuses because it does not know the channel yet (its status ``Unknown channel ID: N``,
+:func:`~recordings.outputs.live._compat_foxglove.unknown_channel`; no client sees it: it
+answers the relay's own subscribe) is made again when
+:class:`~recordings.outputs.live._relay_state.Resubscriptions` says
+(:meth:`Upstream.resubscribe`); one refused for 10 s is given up, logged once and counted.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
+import logging
 import selectors
 import socket
 import struct
+import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from recordings.outputs.live import _websocket as ws
+from recordings.outputs.live._compat_foxglove import unknown_channel
+from recordings.outputs.live._relay_state import Resubscriptions
 
 _UPSTREAM_LIMIT = 1 << 31
 _RECV = 1 << 20
 _READS = 16  # reads of one turn: keep up with the SDK, then serve the clients
+_log = logging.getLogger(__name__)
 
 
 class Upstream:
@@ -37,6 +49,11 @@ class Upstream:
         self._reader = ws.FrameReader(limit=_UPSTREAM_LIMIT, masked=False)
         self._out = bytearray()
         self._sel: selectors.BaseSelector | None = None
+        self._retries = Resubscriptions()
+        self.resubscribed = 0
+        """Subscriptions made again after the SDK refused them."""
+        self.unsubscribable = 0
+        """Channels the SDK refused for 10 s (given up)."""
 
     def connect(
         self,
@@ -94,6 +111,29 @@ class Upstream:
         if self._out:  # a few bytes of requests: the loop finishes them
             self._sel.modify(self.sock, selectors.EVENT_READ | selectors.EVENT_WRITE, "up")
 
+    def subscribe(self, cid: int) -> None:
+        """Subscribe to channel ``cid`` (the subscription's id is the channel's)."""
+        self._request({"op": "subscribe", "subscriptions": [{"id": cid, "channelId": cid}]})
+
+    def unsubscribe(self, cid: int) -> None:
+        self._retries.forget(cid)
+        self._request({"op": "unsubscribe", "subscriptionIds": [cid]})
+
+    def resubscribe(self, now: float, wanted: Callable[[int], bool]) -> None:
+        """Subscribe again to the refused channels due at ``now`` that are still ``wanted``."""
+        for cid in self._retries.due(now):
+            if wanted(cid):
+                self.resubscribed += 1
+                self.subscribe(cid)
+
+    def wait(self, now: float, longest: float) -> float:
+        """Seconds until a subscription is due again, at most ``longest``."""
+        at = self._retries.next_at()
+        return longest if at is None else min(longest, max(0.0, at - now))
+
+    def _request(self, request: dict[str, Any]) -> None:
+        self.send(ws.masked(ws.TEXT, json.dumps(request).encode()))
+
     def read(self) -> Iterator[ws.Message]:
         """Finish sending, then the SDK's messages that have come (:attr:`ended` once it
         closed)."""
@@ -116,15 +156,27 @@ class Upstream:
 
     def _messages(self, chunk: bytes) -> Iterator[ws.Message]:
         """The SDK's messages ``chunk`` completes, but its pings (answered with the next bytes
-        that go) and its close (:attr:`ended`)."""
+        that go), its close (:attr:`ended`) and its refusals of our subscribes."""
         for message in self._reader.feed(chunk):
             self.heard += 1
             if message.opcode == ws.PING:
                 self._out += ws.masked(ws.PONG, bytes(message.payload))
             elif message.opcode == ws.CLOSE:
                 self.ended = True
-            else:
+            elif message.opcode != ws.TEXT or not self._refusal(bytes(message.payload)):
                 yield message
+
+    def _refusal(self, text: bytes) -> bool:
+        """Whether ``text`` is the SDK refusing our subscribe (then made again later)."""
+        if b'"status"' not in text[:40]:  # the op comes first: no parse of an advertise
+            return False
+        cid = unknown_channel(str(json.loads(text).get("message")))
+        if cid is None:
+            return False
+        if not self._retries.refused(cid, time.monotonic()):
+            self.unsubscribable += 1
+            _log.warning("the Foxglove SDK refused every subscription to channel %d for 10 s", cid)
+        return True
 
     def close(self) -> None:
         """Say goodbye (the SDK logs an error without it) and close."""
