@@ -232,10 +232,6 @@ class Channels:
         """Whether channel ``cid`` is advertised and some client subscribes to it."""
         return cid in self.channels and bool(self._subscribers.get(cid))
 
-    def subscribers(self, cid: int) -> list[tuple[int, int]]:
-        """The ``(client, subscription id)`` of channel ``cid``."""
-        return list(self._subscribers.get(cid, {}).items())
-
     def unsubscribe(self, subs: dict[int, int], client: int, sid: int) -> int | None:
         """``client`` ends its subscription ``sid``: the channel the relay unsubscribes
         upstream (it was the last subscriber), or ``None``."""

@@ -168,7 +168,7 @@ class Upstream:
 
     def _refusal(self, text: bytes) -> bool:
         """Whether ``text`` is the SDK refusing our subscribe (then made again later)."""
-        if b'"status"' not in text[:40]:  # the op comes first: no parse of an advertise
+        if b'"op":"status"' not in text:  # an advertise is not parsed here
             return False
         cid = unknown_channel(str(json.loads(text).get("message")))
         if cid is None:
