@@ -430,9 +430,10 @@ PATHS = {
 GOALS = {"fused": 0.9, "source": 0.9, "plain": 0.85}
 
 
-def make_ffmpeg_clip(path: Path, frames: int) -> None:
-    """1280x720 30 fps H.264 (yuv420p, libx264 veryfast) of ffmpeg's ``testsrc2``;
-    PyAV's :func:`make_clip` where the ffmpeg CLI is missing."""
+def make_ffmpeg_clip(path: Path, frames: int, gop: int | None = None) -> None:
+    """1280x720 30 fps H.264 (yuv420p, libx264 veryfast) of ffmpeg's ``testsrc2``, a key
+    frame every ``gop`` frames (``None``: x264's default, 250); PyAV's :func:`make_clip`
+    where the ffmpeg CLI is missing."""
     ffmpeg = shutil.which("ffmpeg")
     if ffmpeg is None:
         make_clip(path, frames)
@@ -440,7 +441,7 @@ def make_ffmpeg_clip(path: Path, frames: int) -> None:
     subprocess.run(
         [ffmpeg, "-v", "error", "-y", "-f", "lavfi", "-i", f"testsrc2=size={W}x{H}:rate={FPS}",
          "-frames:v", str(frames), "-c:v", "libx264", "-preset", "veryfast",
-         "-pix_fmt", "yuv420p", str(path)],
+         "-pix_fmt", "yuv420p", *(["-g", str(gop)] if gop else []), str(path)],
         check=True,
     )  # fmt: skip
 
@@ -556,10 +557,13 @@ def limit_rounds(
     return out
 
 
-def print_limit(console: Console, rounds: dict[str, list[dict[str, Any]]], cores: int) -> None:
+def print_limit(
+    console: Console, rounds: dict[str, list[dict[str, Any]]], cores: int, gop: int = 250
+) -> None:
     table = Table(
         title=f"bench_infer: fraction of the machine's limit ({cores} cores), "
-        "1280x720 H.264 (ffmpeg testsrc2) -> model at 224x224, defaults"
+        f"1280x720 H.264 (ffmpeg testsrc2, a key frame every {gop} frames) -> model at "
+        "224x224, defaults"
     )
     for col in ("model", "path", "frames/s (rounds)", "limit f/s", "of limit: best / median",
                 "goal", "CPU ms/frame (stages)", "CPU efficiency", "cores busy",
@@ -653,6 +657,13 @@ def main() -> int:
     parser.add_argument(
         "--limit-frames", type=int, default=300, help="clip length of the limit section"
     )
+    parser.add_argument(
+        "--gop",
+        type=int,
+        default=30,
+        help="limit section: a key frame every GOP frames (30: one a second, as cameras and "
+        "phones record; 0: x264's default of 250)",
+    )
     parser.add_argument("--only-limit", action="store_true", help="just the limit section")
     parser.add_argument("--no-limit", action="store_true", help="skip the limit section")
     parser.add_argument(
@@ -665,10 +676,10 @@ def main() -> int:
         chosen = [n for n in LIMIT_MODELS if n.split("_")[0] in args.models.split(",")]
         with tempfile.TemporaryDirectory() as tmp:
             clip = Path(tmp) / "clip.mp4"
-            make_ffmpeg_clip(clip, args.limit_frames)
+            make_ffmpeg_clip(clip, args.limit_frames, args.gop or None)
             models = {name: LIMIT_MODELS[name]() for name in chosen}
             rounds = limit_rounds(clip, models, cores, args.repeat, args.limit_frames, list(PATHS))
-        print_limit(Console(width=max(console.width, 190)), rounds, cores)
+        print_limit(Console(width=max(console.width, 190)), rounds, cores, args.gop or 250)
         if args.only_limit:
             return 0
     model = mid_cnn(SIZE)

@@ -91,6 +91,7 @@ from adapters.video._probe import (
     select_stream,
     with_first_frame,
 )
+from adapters.video._span_cut import SpanCut
 from adapters.video._tail import Tail
 from adapters.video._timestamps import Timeline
 from fusion import Clock, Continuity, OpeningBurst
@@ -507,7 +508,8 @@ def _decode(
     thread._held = []
     tail: Tail[av.Packet[Any]] | None = None if opts.live else Tail()
     drained = True
-    for packet in _packets(thread, container, stream):
+    cut = None if opts.span is None else SpanCut(*opts.span)
+    for packet, ours in _span_packets(thread, container, stream, cut):
         if thread.stopping:
             return
         t_arrival = thread.clock.now() if opts.live else None
@@ -515,8 +517,9 @@ def _decode(
         flushing = packet.size == 0
         if not flushing:
             # Discarded (edit list) and hidden (VP9 alt-ref) packets give no frame
-            # by design: they are not expected, so never lost and never numbered.
-            shows = presents(packet, codec)
+            # by design: they are not expected, so never lost and never numbered;
+            # nor are a span's references from outside it.
+            shows = ours and presents(packet, codec)
             if shows:
                 for lost in ledger.sent(pts):
                     thread._lose("undecodable", lost, timeline, "no frame came out of it")
@@ -547,6 +550,8 @@ def _decode(
                 drained = False
             continue
         for frame in frames:
+            if cut is not None and not cut.keeps(frame.pts):
+                continue
             arrival = t_arrival
             if frame.pts is not None:
                 arrival = arrivals.pop(frame.pts, t_arrival)
@@ -591,6 +596,42 @@ def _redecode(thread: DecoderThread, tail: Tail[av.Packet[Any]]) -> Iterator[av.
             yield from frames
     finally:
         fresh.close()
+
+
+def _span_packets(
+    thread: DecoderThread, container: InputContainer, stream: VideoStream, cut: SpanCut | None
+) -> Iterator[tuple[av.Packet[Any], bool]]:
+    """``(packet, ours)`` to decode, in decode order: every packet of the stream, or
+    those of ``cut``'s span (:mod:`~adapters.video._span_cut`) after a seek to its key
+    frame, then an empty packet (flush) once the span is complete. ``ours``: the
+    packet is the span's (the ledger expects a frame from it)."""
+    if cut is None:
+        for packet in _packets(thread, container, stream):
+            yield packet, True
+        return
+    if cut.start is not None:
+        container.seek(cut.start, stream=stream, backward=True, any_frame=False)
+    rewound = False
+    while True:
+        for packet in _packets(thread, container, stream):
+            if packet.size == 0:
+                yield packet, True  # the end of the file
+                return
+            actions = cut.packet(packet.pts, bool(packet.is_keyframe), packet)
+            if any(action == "rewind" for action, _ in actions):
+                break
+            for action, what in actions:
+                if action == "stop":
+                    yield av.Packet(), True  # flush: the span is complete
+                    return
+                if action != "skip":
+                    yield what, action == "keep"  # type: ignore[misc]
+        else:
+            return
+        if rewound:
+            raise DecodeError(f"{thread.opts.url!r}: no key frame at PTS {cut.start} to start at")
+        rewound = True
+        container.seek(stream.start_time or 0, stream=stream, backward=True)
 
 
 def _packets(

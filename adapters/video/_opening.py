@@ -62,6 +62,9 @@ class DecodeOptions:
     keep_packets: bool = False
     """Attach each frame's demuxed packets (``meta["packets"]``) and the stream's
     decoder parameters (``meta["codec"]``), for recording without re-encoding."""
+    span: tuple[int | None, int | None] | None = None
+    """Decode only the frames presented in ``[start, end)`` (stream PTS; ``None``: open),
+    from a seek to ``start``, a key frame (:mod:`~adapters.video._span_cut`)."""
 
 
 def open_decoding(

@@ -8,7 +8,10 @@ decoding and converting); the ``cores - 1`` others run the consumer, so one
 thread keeps up when ``m >= (cores - 1) * d``, and then it is the cheaper
 choice: FFmpeg's automatic frame threads on top of busy cores cost 0.15-0.4 ms
 more per 720p H.264 frame (measured, BENCHMARKS.md "At the machine's limit").
-Otherwise the decoder is the bottleneck and keeps FFmpeg's threads.
+Otherwise the decoder is the bottleneck: a file that can be cut at its key
+frames (:mod:`~adapters.video._spans`) is decoded as spans by ``cores``
+one-thread decoders side by side (each frame at one thread's cost, on every
+core); anything else keeps FFmpeg's threads.
 
 ``d`` is measured before ``frames()`` starts: the first frames of the file
 decoded and converted as the source will (one thread, this thread's CPU time,
@@ -31,6 +34,7 @@ from adapters.errors import SourceOpenError
 from adapters.video._convert import PixelConverter
 from adapters.video._opening import DecodeOptions
 from adapters.video._probe import open_input, select_stream
+from adapters.video._spans import SpanPlan, plan_spans
 
 PROBE_FRAMES = 8
 """Frames timed after the first."""
@@ -98,6 +102,37 @@ def _probe(opts: DecodeOptions, frames: int) -> float | None:
         return None
     finally:
         container.close()
+
+
+@dataclass(frozen=True, slots=True)
+class Decoding:
+    """How a file is decoded: FFmpeg threads, or spans on one-thread decoders."""
+
+    threads: int
+    why: str
+    plan: SpanPlan | None = None
+    """Set when the file is decoded as key-frame spans, ``decoders`` at a time."""
+    decoders: int = 1
+
+
+def choose_decoding(opts: DecodeOptions, pacing: Pacing) -> Decoding:
+    """:func:`choose_threads`, then, where the decoder is the bottleneck on two cores or
+    more, key-frame spans on ``cores`` one-thread decoders when the file can be cut
+    where that pays (:meth:`~adapters.video._spans.SpanPlan.pays`)."""
+    threads, why = choose_threads(opts, pacing)
+    if threads == 1 or pacing.cores < 2 or opts.keep_packets or opts.threads:
+        return Decoding(threads, why)
+    plan = plan_spans(opts)
+    if not plan.pays(pacing.cores):
+        return Decoding(threads, why)
+    figures = why.split(" (", 1)[-1]
+    return Decoding(
+        1,
+        f"spans: {len(plan.spans)} key-frame spans, {pacing.cores} at a time on one thread "
+        f"each: the decoder is the bottleneck ({figures}",
+        plan,
+        pacing.cores,
+    )
 
 
 def choose_threads(opts: DecodeOptions, pacing: Pacing) -> tuple[int, str]:

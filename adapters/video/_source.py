@@ -42,9 +42,10 @@ from adapters.video._events import (
 )
 from adapters.video._hwaccel import HWAccelReport
 from adapters.video._opening import DecodeOptions
-from adapters.video._pacing import Pacing, choose_threads
+from adapters.video._pacing import Pacing, choose_decoding
 from adapters.video._prefetch import Prefetch
 from adapters.video._probe import VideoInfo, check_path, is_live
+from adapters.video._spans import SpanDecoders
 from fusion import Frame, Overflow, SensorSpec, Source, current_clock
 from fusion.clock import ClockModel
 from fusion.errors import ConfigError, SourceError
@@ -271,7 +272,7 @@ class VideoSource(Source):
         self.video_stats = VideoStatistics()
         self.recent_errors: deque[FrameLost] = deque(maxlen=64)
         """The latest skipped frames, each naming sensor, seq, PTS and reason."""
-        self._decoder: DecoderThread | None = None
+        self._decoder: DecoderThread | SpanDecoders | None = None
         self._pacing: Pacing | None = None
 
     @property
@@ -286,19 +287,30 @@ class VideoSource(Source):
         queue: Prefetch[Event] = Prefetch(
             self.prefetch, drop_oldest=self.live, wake_after=wake_after
         )
-        if self._pacing is not None:  # a consumer said its cost: one thread or FFmpeg's
-            threads, why = await self.run_blocking(choose_threads, self.options, self._pacing)
+        decoding = None
+        if self._pacing is not None:  # a consumer said its cost: threads or spans
+            decoding = await self.run_blocking(choose_decoding, self.options, self._pacing)
             self._pacing = None
-            self.options = replace(self.options, threads=threads)
-            self.video_stats.decoder_threads = why
-            log.info("sensor %r: decoder threads %s", self.name, why)
-        decoder = DecoderThread(self.options, queue, current_clock())
+            self.options = replace(self.options, threads=decoding.threads)
+            self.video_stats.decoder_threads = decoding.why
+            log.info("sensor %r: decoder threads %s", self.name, decoding.why)
+        decoder: DecoderThread | SpanDecoders
+        if decoding is not None and decoding.plan is not None:
+            plan = decoding.plan
+            decoder = SpanDecoders(
+                self.options, plan.spans, decoding.decoders, current_clock(),
+                max(self.prefetch, plan.capacity), wake_after,
+            )  # fmt: skip
+            get = decoder.get
+        else:
+            decoder = DecoderThread(self.options, queue, current_clock())
+            get = queue.get
         self._decoder = decoder
         decoder.start()
         try:
             while True:
                 try:
-                    event = await queue.get()
+                    event = await get()
                 except anyio.EndOfStream:
                     return
                 if isinstance(event, Decoded):
@@ -310,10 +322,10 @@ class VideoSource(Source):
                     self._handle(event)
         finally:
             self.video_stats.prefetch_high_water = max(
-                self.video_stats.prefetch_high_water, queue.high_water
+                self.video_stats.prefetch_high_water, queue.high_water, _high_water(decoder)
             )
             queue.close()
-            decoder.stop()
+            _close(decoder)
             with anyio.CancelScope(shield=True):
                 await self._join(decoder)
 
@@ -405,7 +417,7 @@ class VideoSource(Source):
             raise failure
 
     @staticmethod
-    async def _join(decoder: DecoderThread) -> None:
+    async def _join(decoder: DecoderThread | SpanDecoders) -> None:
         # The thread notices the stop at its next packet; a live read can take up to
         # read_timeout. Wait off the event loop, bounded so shutdown cannot hang.
         opts = decoder.opts
@@ -423,7 +435,7 @@ class VideoSource(Source):
         out = dict(super().statistics())
         if self._decoder is not None:
             self.video_stats.prefetch_high_water = max(
-                self.video_stats.prefetch_high_water, self._decoder.prefetch.high_water
+                self.video_stats.prefetch_high_water, _high_water(self._decoder)
             )
         if self._decoder is not None:
             self.video_stats.repaced = self._decoder.repaced
@@ -433,9 +445,23 @@ class VideoSource(Source):
 
     async def aclose(self) -> None:
         if self._decoder is not None:
-            self._decoder.prefetch.close()
-            self._decoder.stop()
+            _close(self._decoder)
         await super().aclose()
 
     def __repr__(self) -> str:
         return f"VideoSource({self.url!r}, name={self.name!r})"
+
+
+def _high_water(decoder: DecoderThread | SpanDecoders) -> int:
+    if isinstance(decoder, SpanDecoders):
+        return decoder.high_water
+    return decoder.prefetch.high_water
+
+
+def _close(decoder: DecoderThread | SpanDecoders) -> None:
+    """The consumer went away: the decoder (every span's) stops."""
+    if isinstance(decoder, SpanDecoders):
+        decoder.close()
+    else:
+        decoder.prefetch.close()
+        decoder.stop()
