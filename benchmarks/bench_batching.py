@@ -129,9 +129,9 @@ def bench_model(name: str, args: argparse.Namespace, console: Console) -> dict[s
 async def _bench_model(name: str, args: argparse.Namespace, console: Console) -> dict[str, Any]:
     build, shape = MODELS[name]
     model = build()
-    threads = default_threads()
+    loop_threads = default_threads()
     session = ort.InferenceSession(
-        model, session_options(threads), providers=["CPUExecutionProvider"]
+        model, session_options(loop_threads), providers=["CPUExecutionProvider"]
     )
     probe = items(shape, 16)
     for b in (1, args.max_batch):
@@ -181,7 +181,7 @@ async def _bench_model(name: str, args: argparse.Namespace, console: Console) ->
 
     layout = f"{adaptive.replicas} replica(s) x {adaptive.threads} thread(s)"
     table = Table(
-        title=f"{name}: {n} items per run; loop: one session, {threads} intra-op threads; "
+        title=f"{name}: {n} items per run; loop: one session, {loop_threads} intra-op threads; "
         f"worker: {layout}; best of {args.repeat} rounds"
     )
     for col in ("variant", "items/s", "CPU ms/item", "vs best fixed", "CPU vs least-CPU fixed"):
