@@ -23,10 +23,18 @@ measure.
 
 **Decide** (:meth:`LayoutPolicy.decide`): each candidate's cost is the least
 time per item of its measurements (a busy neighbour only ever slows a run
-down, so the least is the closest to the layout's own cost); the cheapest
-wins. Once a layout is chosen, another replaces it only when it costs more
-than ``margin`` less (hysteresis: two layouts within noise of each other
-never flap from one probe to the next).
+down, so the least is the closest to the layout's own cost). The first
+candidate (the narrowest sessions) is the one to beat: another wins only when
+it costs more than ``margin`` less, the cheapest of those. Narrow sessions
+degrade gracefully when something else takes a core (a video decoder beside
+the model, another process): a session whose pool spans every core waits at
+each parallel step for its slowest thread. Measured (BENCHMARKS.md, round 9):
+behind a video decoder on 2 cores, ``2x1`` beat ``1x2`` in 6 rounds of 6
+(``mid_cnn`` 227-236 against 213-225 frames/s, ``heavy_cnn`` 122-131 against
+119-122), while the probe, the model alone, had ``mid_cnn``'s two within 1 %,
+either way round by round. Once a layout is chosen, another
+replaces it only when it costs more than ``margin`` less (hysteresis: two
+layouts within noise of each other never flap from one probe to the next).
 
 **Again** (:meth:`LayoutPolicy.observe`): the chosen layout's cost at work
 (per stream, in whatever unit the caller uses consistently) is held against
@@ -161,8 +169,9 @@ class LayoutPolicy:
         return self._stale
 
     def decide(self) -> Layout:
-        """The layout to run: the cheapest measured, or the one in use unless another is
-        over ``margin`` cheaper; the first candidate when nothing was measured."""
+        """The layout to run: the one in use (at first, the first candidate) unless another
+        is over ``margin`` cheaper, then the cheapest; the first candidate when nothing
+        was measured."""
         costs = {c: v for c in self.candidates if (v := self.cost(c)) is not None}
         self._stale = False
         self._strikes = 0
@@ -177,8 +186,22 @@ class LayoutPolicy:
         figures = ", ".join(f"{c} at {costs[c] / 1e3:.3g} us/item" for c in costs)
         current = self._chosen
         if current is None or current not in costs:
-            self._chosen = best
-            self._reason = f"least wall time per item: {figures}"
+            first = self.candidates[0]
+            if first not in costs or best == first:
+                self._chosen = best
+                self._reason = f"least wall time per item: {figures}"
+            elif costs[best] < costs[first] * (1 - self.margin):
+                self._chosen = best
+                self._reason = (
+                    f"least wall time per item, {(1 - costs[best] / costs[first]) * 100:.0f} % "
+                    f"under {first}'s: {figures}"
+                )
+            else:
+                self._chosen = first
+                self._reason = (
+                    f"{first}: narrow sessions share the cores best, and nothing was over "
+                    f"{self.margin:.0%} cheaper: {figures}"
+                )
         elif best != current and costs[best] < costs[current] * (1 - self.margin):
             self._chosen = best
             self._reason = (

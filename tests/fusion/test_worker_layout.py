@@ -42,13 +42,31 @@ def probe(policy: LayoutPolicy, figures: dict[Layout, float]) -> Layout:
     return policy.decide()
 
 
-@given(st.lists(costs, min_size=3, max_size=3))
-def test_the_cheapest_measured_layout_is_chosen_ties_to_the_first(figures: list[float]) -> None:
-    policy = LayoutPolicy([A, B, C])
+@given(st.lists(costs, min_size=3, max_size=3), st.floats(min_value=0.0, max_value=0.5))
+def test_the_first_layout_is_kept_unless_another_is_over_margin_cheaper(
+    figures: list[float], margin: float
+) -> None:
+    """The narrow first candidate is the one to beat (it shares the cores best); ties
+    and near-ties keep it, a clear winner takes over."""
+    policy = LayoutPolicy([A, B, C], margin=margin)
     chosen = probe(policy, dict(zip([A, B, C], figures, strict=True)))
     least = min(figures)
-    assert chosen == [A, B, C][figures.index(least)]
-    assert policy.statistics().reason.startswith("least wall time per item")
+    if least < figures[0] * (1 - margin):
+        assert chosen == [A, B, C][figures.index(least)]
+        assert policy.statistics().reason.startswith("least wall time per item, ")
+    else:
+        assert chosen == A
+        reason = policy.statistics().reason
+        assert reason.startswith(("least wall time per item: ", "2x1: narrow sessions")), reason
+
+
+def test_a_near_tie_keeps_the_narrow_sessions() -> None:
+    """mid_cnn's probe on 2 cores (round 9): 2.74 against 2.76 ms an item, either way
+    round by round; behind a video decoder the wide session ran 3-6 % slower."""
+    policy = LayoutPolicy([A, B])
+    assert probe(policy, {A: 2.76e6, B: 2.74e6}) == A
+    assert "narrow sessions share the cores best" in policy.statistics().reason
+    assert probe(LayoutPolicy([A, B]), {A: 61.3e3, B: 52.6e3}) == B  # 14 % cheaper: B
 
 
 @given(st.dictionaries(st.integers(1, 16), st.lists(costs, min_size=1, max_size=4), min_size=1))
