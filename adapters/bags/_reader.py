@@ -337,7 +337,7 @@ class BagReader:
         self.typestore, self.types = self._types()
 
     def _standard_digest(self, conn: Any) -> bool:
-        """Whether a ROS 1 connection's definition MD5 is the standard type's of that name."""
+        """Whether a connection's stored definition is the standard type of that name."""
         return standard_digest(conn, self.standard, self.is2)
 
     def deserialize(self, raw: bytes | memoryview, msgtype: str) -> Any:

@@ -16,6 +16,8 @@ import functools
 from collections.abc import Iterable
 from typing import Any
 
+from adapters.ros._msg_compare import same_definition
+
 ROS2_LTS = ("lyrical", "jazzy", "humble", "foxy")
 """ROS 2 long-term-support releases, newest first (the default store is the first rosbags has)."""
 
@@ -98,7 +100,7 @@ def bag_types(
             from_store.add(conn.topic)
             continue
         if standard_digest(conn, standard_store, is2):
-            # ROS 1 names a definition by its MD5: the distribution's own type,
+            # The distribution's own type (ROS 1: by its MD5; ROS 2: by its text),
             # taken as is instead of parsing its text again (most of opening a
             # small bag).
             _add_closure(conn.msgtype, standard_store.fielddefs, typs)
@@ -164,9 +166,23 @@ def bag_types(
 
 
 def standard_digest(conn: Any, standard_store: Any, is2: bool) -> bool:
-    """Whether a ROS 1 connection's definition MD5 is the standard type's of that name."""
+    """Whether a connection's stored definition is the standard type of that name: a ROS 1
+    connection's by its MD5, a ROS 2 connection's by its ``.msg`` text
+    (:mod:`adapters.ros._msg_compare`: no text parsed, any doubt is a no)."""
+    if conn.msgtype not in standard_store.fielddefs:
+        return False
+    if is2:
+        from rosbags.interfaces import MessageDefinitionFormat
+
+        if conn.msgdef.format != MessageDefinitionFormat.MSG:
+            return False
+        try:
+            generated = standard_store.generate_msgdef(conn.msgtype, ros_version=2)[0]
+        except Exception:  # rosbags cannot write that type's definition: parse the text
+            return False
+        return same_definition(str(conn.msgdef.data), str(generated), conn.msgtype)
     digest = getattr(conn, "digest", None)
-    if is2 or not digest or conn.msgtype not in standard_store.fielddefs:
+    if not digest:
         return False
     try:
         return bool(standard_store.generate_msgdef(conn.msgtype, ros_version=1)[1] == digest)
