@@ -127,7 +127,9 @@ def describe_input(
     (and a pixel format the header lacks) come from the first frame this decoder
     decodes (``DecoderThread._announce``), not from decoding it a second time in the scan."""
     found = None
-    if not opts.live:
+    # A file's later key-frame spans (adapters.video._spans) are not described again:
+    # the first span's description is the one said.
+    if not opts.live and (opts.span is None or opts.span[0] is None):
         try:
             peek = open_input(opts.url, input_format=opts.input_format, options=opts.options)
         except SourceOpenError:
