@@ -16,6 +16,10 @@ one shows a picture if any frame in it does. Anything that does not parse as
 the codec's header counts as "shows a frame", so a damaged packet is still
 reported lost when nothing comes out of it.
 
+:func:`starts_anew` tells whether an H.264 key frame is an IDR picture, which
+the key-frame spans (:mod:`~adapters.video._spans`) may start a decoder at:
+a non-IDR I picture leaves the earlier pictures referable to the ones after it.
+
 Sans-I/O: bytes in, a bool out.
 """
 
@@ -70,3 +74,32 @@ def _vp9_shows(frame: bytes) -> bool:
     if (bits >> pos) & 1:
         return True
     return bool((bits >> (pos - 2)) & 1)  # frame_type, then show_frame
+
+
+def starts_anew(codec: str, data: bytes | memoryview, length_size: int | None) -> bool:
+    """Whether a key-frame packet lets a decoder start there with nothing before it:
+    for H.264 an IDR slice (NAL type 5) in the packet, read with ``length_size``-byte
+    NAL lengths (the ``avcC`` record's; ``None``: Annex B start codes). HEVC's and
+    VP8/VP9's key frames do (an HEVC CRA's leading pictures, the ones that may refer
+    back, are the span before's). Anything that does not parse says no."""
+    if codec != "h264":
+        return True
+    raw = bytes(data)
+    return any(nal & 0x1F == 5 for nal in _h264_nal_headers(raw, length_size))
+
+
+def _h264_nal_headers(raw: bytes, length_size: int | None) -> Iterator[int]:
+    """The first byte of each NAL unit of an H.264 packet."""
+    if length_size is None:
+        at = 0
+        while (at := raw.find(b"\0\0\1", at)) >= 0 and at + 3 < len(raw):
+            yield raw[at + 3]
+            at += 3
+        return
+    at = 0
+    while at + length_size < len(raw):
+        size = int.from_bytes(raw[at : at + length_size], "big")
+        if size == 0 or at + length_size + size > len(raw):
+            return
+        yield raw[at + length_size]
+        at += length_size + size

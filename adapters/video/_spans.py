@@ -16,7 +16,9 @@ while the consumer reads the current one: memory stays bounded, the decoders
 never wait on each other.
 
 Only a file whose container seeks by an index (MP4/MOV, Matroska/WebM) with at
-least two spans is cut; anything else decodes as one span.
+least two spans is cut, and an H.264 stream only at IDR pictures (after a
+non-IDR I picture, later pictures may still refer to earlier ones); anything
+else decodes as one span.
 """
 
 from __future__ import annotations
@@ -25,11 +27,13 @@ import bisect
 import threading
 from collections import deque
 from dataclasses import dataclass, replace
+from typing import Any
 
 import anyio
 import av.error
 
 from adapters.errors import SourceOpenError
+from adapters.video._bitstream import starts_anew
 from adapters.video._decoder import DecoderThread
 from adapters.video._events import Event, Opened
 from adapters.video._opening import DecodeOptions
@@ -78,6 +82,14 @@ class SpanPlan:
         return balanced and 2 * self.capacity * len(self.spans) >= total
 
 
+def _nal_length_size(ctx: Any) -> int | None:
+    """Bytes of an H.264 stream's NAL lengths (its ``avcC`` record), ``None`` for Annex B."""
+    extradata = ctx.extradata
+    if ctx.name != "h264" or not extradata or extradata[0] != 1 or len(extradata) < 5:
+        return None
+    return int(extradata[4] & 0x03) + 1
+
+
 def plan_spans(opts: DecodeOptions, min_span_s: float = MIN_SPAN_S) -> SpanPlan:
     """The file cut at key frames at least ``min_span_s`` apart into spans ``[start, end)``
     of stream PTS (demuxed, not decoded); one open span when it cannot be cut (not an
@@ -96,10 +108,11 @@ def plan_spans(opts: DecodeOptions, min_span_s: float = MIN_SPAN_S) -> SpanPlan:
             return whole
         keys: set[int] = set()
         shown: list[int] = []  # the PTS of every packet that gives a frame
+        length_size = _nal_length_size(ctx)
         for p in container.demux(stream):
             if p.size and p.pts is not None and presents(p, ctx.name):
                 shown.append(int(p.pts))
-                if p.is_keyframe:
+                if p.is_keyframe and starts_anew(ctx.name, memoryview(p), length_size):
                     keys.add(int(p.pts))
         w, h = opts.size if opts.size is not None else (ctx.width, ctx.height)
     except (av.error.FFmpegError, OSError, ValueError, SourceOpenError):

@@ -30,7 +30,6 @@ from fusion.workers._sessions import free_cores
 
 REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "real" / "video"
 CUT = [
-    "androidx_iibbibb_editlist_videoonly.mp4",  # H.264, edit list, B-frames, 4 spans
     "androidx_mv_with_2_top_shots.mp4",  # HEVC 1440x1080, 2 spans
     "androidx_trim_optimization_failure.mp4",  # H.264, 5 spans
     "androidx_roadtrip-vp92-10bit.webm",  # VP9 profile 2, 3 spans
@@ -93,6 +92,37 @@ def test_a_file_is_cut_where_spans_pay() -> None:
     ts = plan_spans(VideoSource(REAL / "androidx_sample_h264.ts").options)
     assert ts.spans == [(None, None)]
     assert not ts.pays(2)
+    # Nor is H.264 at I pictures that are not IDR (an open GOP with recovery points:
+    # its key frames after the first hold an SEI and a non-IDR slice, NAL types 6, 1).
+    open_gop = plan_spans(VideoSource(REAL / "androidx_iibbibb_editlist_videoonly.mp4").options)
+    assert open_gop.spans == [(None, None)]
+    assert open_gop.frames == [12]
+
+
+def nal(kind: int, body: bytes = b"\x88\x84") -> bytes:
+    return bytes([0x60 | kind]) + body
+
+
+@given(
+    kinds=st.lists(st.sampled_from([1, 5, 6, 7, 8, 9]), min_size=1, max_size=6),
+    length_size=st.sampled_from([1, 2, 4, None]),
+)
+def test_an_h264_key_frame_starts_anew_only_with_an_idr_slice(
+    kinds: list[int], length_size: int | None
+) -> None:
+    from adapters.video._bitstream import starts_anew
+
+    units = [nal(k) for k in kinds]
+    if length_size is None:
+        packet = b"".join(b"\0\0\0\1" + u for u in units)
+    else:
+        packet = b"".join(len(u).to_bytes(length_size, "big") + u for u in units)
+    assert starts_anew("h264", packet, length_size) == (5 in kinds)
+    assert starts_anew("hevc", packet, length_size)  # HEVC's key frames all start anew
+    # A NAL length running past the packet ends the reading: what follows is not read.
+    if length_size is not None:
+        cut = (100).to_bytes(length_size, "big") + nal(5)
+        assert starts_anew("h264", packet + cut, length_size) == (5 in kinds)
 
 
 @given(
