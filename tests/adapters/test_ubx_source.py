@@ -18,12 +18,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyubx2 import NMEA_PROTOCOL, UBX_PROTOCOL, UBXReader
-from pyubx2.exceptions import UBXMessageError
+from pyubx2.exceptions import UBXMessageError, UBXTypeError
 
 from adapters import NmeaSource
 from adapters.nmea import StreamSplitter, UbxDecoder
 from adapters.nmea._stream import Garbage, Sentence, Truncated, Ubx, checksum
-from adapters.nmea._ubx import UbxFrame
+from adapters.nmea._ubx import UbxFrame, UbxLoss
 from fusion.errors import ConfigError
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "ubx"
@@ -302,15 +302,38 @@ def test_ubx_framing_resyncs_after_garbage_and_bad_checksums_and_counts_truncati
     if truncated:
         merged.append(("truncated", len(tail)))
     assert got == merged
-    # every byte accounted for, and pyubx2 parses each message the splitter gives
+    # every byte accounted for, and pyubx2 reads each message the splitter gives: it
+    # parses it, or says it has no table for its class (e.g. 0xF5), or its tables cannot
+    # read that payload (random bytes for CFG-VALGET name an undocumented key pyubx2's
+    # helper fails on: UBXTypeError); then the decoder counts it lost, nothing more
     for kind, value in got:
         if kind == "ubx":
+            failure: Exception | None = None
             try:
-                parsed = UBXReader.parse(value, validate=1)
-            except UBXMessageError as err:  # a class pyubx2 has no table for (e.g. 0xF5):
-                parsed = str(err)  # its checksum passed first (a bad one is a parse error)
-            assert parsed is not None
-            assert not isinstance(parsed, str) or "Unknown message type" in parsed
+                UBXReader.parse(value, validate=1)
+            except (UBXMessageError, UBXTypeError) as err:
+                failure = err
+            if isinstance(failure, UBXMessageError):  # its checksum passed first (a bad
+                assert "Unknown message type" in str(failure)  # one is a parse error)
+            if failure is not None:
+                event = UbxDecoder("gnss").push(value)
+                assert isinstance(event, UbxLoss)
+                assert event.reason == "undecodable"
+                assert f"class 0x{value[2]:02X} id 0x{value[3]:02X}" in event.message
+
+
+def test_a_message_pyubx2_cannot_read_is_counted_lost_not_raised() -> None:
+    """Found by the property above on a fresh clone (2026-12-05): a CFG-VALGET whose
+    random payload names an undocumented configuration key whose size nibble is over 9
+    makes pyubx2's own helper fail (UBXTypeError). The decoder counts it, and goes on."""
+    raw = ubx_message(6, 139, b"\x00\x00\x00\x00\x00\x00Z\xb9\xc8_\xe2")
+    with pytest.raises(UBXTypeError):
+        UBXReader.parse(raw, validate=1)
+    decoder = UbxDecoder("gnss")
+    event = decoder.push(raw)
+    assert isinstance(event, UbxLoss)
+    assert event.reason == "undecodable"
+    assert event.message.startswith("UBX class 0x06 id 0x8B (19 bytes) does not parse: ")
 
 
 def test_a_decoder_dates_navigation_messages_only_once_it_knows_the_gps_week() -> None:
