@@ -165,6 +165,16 @@ class DecoderThread:
     def start(self) -> None:
         self._thread.start()
 
+    @property
+    def high_water(self) -> int:
+        """Most frames its queue held."""
+        return self.prefetch.high_water
+
+    def close(self) -> None:
+        """The consumer went away: refuse further items and stop the thread."""
+        self.prefetch.close()
+        self.stop()
+
     def stop(self) -> None:
         """Ask the thread to finish (it notices at the next packet or read timeout)."""
         self._stop.set()
@@ -218,7 +228,7 @@ class DecoderThread:
                 if connection and self._last_arrival is not None:
                     self._pending_gap = Reconnected(attempts, None)
                 info = describe_input(container, stream, opts)
-                if not connection and not _later_span(opts):
+                if not connection and not opts.later_span:
                     _say_audio_left_out(container, opts.url)
                 self._first_format = None
                 if opts.live:
@@ -468,12 +478,6 @@ class DecoderThread:
             self._announce()  # nothing is said about an input before that it is open
         if self.prefetch.put(event, droppable=False) is None:
             self._stop.set()
-
-
-def _later_span(opts: DecodeOptions) -> bool:
-    """A span after a file's first (:mod:`~adapters.video._spans`): the first one says
-    what the input is; the others' description is not read."""
-    return opts.span is not None and opts.span[0] is not None
 
 
 def _order(pts: int | None) -> float:

@@ -66,6 +66,12 @@ class DecodeOptions:
     """Decode only the frames presented in ``[start, end)`` (stream PTS; ``None``: open),
     from a seek to ``start``, a key frame (:mod:`~adapters.video._span_cut`)."""
 
+    @property
+    def later_span(self) -> bool:
+        """A key-frame span after a file's first (:mod:`~adapters.video._spans`): the
+        first span says what the input is; the others' description is not read."""
+        return self.span is not None and self.span[0] is not None
+
 
 def open_decoding(
     opts: DecodeOptions,
@@ -127,9 +133,7 @@ def describe_input(
     (and a pixel format the header lacks) come from the first frame this decoder
     decodes (``DecoderThread._announce``), not from decoding it a second time in the scan."""
     found = None
-    # A file's later key-frame spans (adapters.video._spans) are not described again:
-    # the first span's description is the one said.
-    if not opts.live and (opts.span is None or opts.span[0] is None):
+    if not opts.live and not opts.later_span:
         try:
             peek = open_input(opts.url, input_format=opts.input_format, options=opts.options)
         except SourceOpenError:

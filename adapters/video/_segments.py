@@ -88,12 +88,23 @@ def video_segments(
     if target <= 0:
         raise ValueError(f"the segment target must be > 0 ns, got {target}")
     keys = keyframe_times(path, stream) if keyframes is None else keyframes
+    return ranges_between(cuts_apart(keys, target))
+
+
+def cuts_apart(keys: Sequence[int], gap: int) -> list[int]:
+    """The sorted key frame times ``keys`` (any unit) to cut at: each at least ``gap``
+    after the cut before it (the first key frame starts the first range)."""
     cuts: list[int] = []
     last = keys[0] if keys else 0
     for k in keys[1:]:
-        if k - last >= target:
+        if k - last >= gap:
             cuts.append(k)
             last = k
+    return cuts
+
+
+def ranges_between(cuts: Sequence[int]) -> list[Range]:
+    """``[start, end)`` ranges that tile the time axis at ``cuts`` (first and last open)."""
     starts: list[int | None] = [None, *cuts]
     ends: list[int | None] = [*cuts, None]
     return list(zip(starts, ends, strict=True))

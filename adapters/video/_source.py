@@ -322,10 +322,10 @@ class VideoSource(Source):
                     self._handle(event)
         finally:
             self.video_stats.prefetch_high_water = max(
-                self.video_stats.prefetch_high_water, queue.high_water, _high_water(decoder)
+                self.video_stats.prefetch_high_water, decoder.high_water
             )
             queue.close()
-            _close(decoder)
+            decoder.close()
             with anyio.CancelScope(shield=True):
                 await self._join(decoder)
 
@@ -435,7 +435,7 @@ class VideoSource(Source):
         out = dict(super().statistics())
         if self._decoder is not None:
             self.video_stats.prefetch_high_water = max(
-                self.video_stats.prefetch_high_water, _high_water(self._decoder)
+                self.video_stats.prefetch_high_water, self._decoder.high_water
             )
         if self._decoder is not None:
             self.video_stats.repaced = self._decoder.repaced
@@ -445,23 +445,8 @@ class VideoSource(Source):
 
     async def aclose(self) -> None:
         if self._decoder is not None:
-            _close(self._decoder)
+            self._decoder.close()
         await super().aclose()
 
     def __repr__(self) -> str:
         return f"VideoSource({self.url!r}, name={self.name!r})"
-
-
-def _high_water(decoder: DecoderThread | SpanDecoders) -> int:
-    if isinstance(decoder, SpanDecoders):
-        return decoder.high_water
-    return decoder.prefetch.high_water
-
-
-def _close(decoder: DecoderThread | SpanDecoders) -> None:
-    """The consumer went away: the decoder (every span's) stops."""
-    if isinstance(decoder, SpanDecoders):
-        decoder.close()
-    else:
-        decoder.prefetch.close()
-        decoder.stop()

@@ -39,9 +39,10 @@ from adapters.video._events import Event, Opened
 from adapters.video._opening import DecodeOptions
 from adapters.video._prefetch import Prefetch
 from adapters.video._probe import open_input, presents, select_stream
+from adapters.video._segments import Range, cuts_apart, ranges_between
 from fusion import Clock
 
-Span = tuple[int | None, int | None]
+Span = Range
 
 _INDEXED = ("mov", "mp4", "matroska", "webm")
 """Container formats whose seeks land on the key frame asked (by their index)."""
@@ -119,21 +120,12 @@ def plan_spans(opts: DecodeOptions, min_span_s: float = MIN_SPAN_S) -> SpanPlan:
         return whole
     finally:
         container.close()
-    step = max(1, round(min_span_s / tb))
-    cuts: list[int] = []
-    ordered = sorted(keys)
-    last = ordered[0] if ordered else 0
-    for k in ordered[1:]:
-        if k - last >= step:
-            cuts.append(k)
-            last = k
-    starts: list[int | None] = [None, *cuts]
-    ends: list[int | None] = [*cuts, None]
-    frames = [0] * len(starts)
+    cuts = cuts_apart(sorted(keys), max(1, round(min_span_s / tb)))
+    frames = [0] * (len(cuts) + 1)
     for pts in shown:
         frames[bisect.bisect_right(cuts, pts)] += 1
     per_pixel = {"rgb24": 3.0, "bgr24": 3.0, "gray": 1.0, "yuv420p": 1.5}[opts.pixel_format]
-    return SpanPlan(list(zip(starts, ends, strict=True)), frames, int(w * h * per_pixel))
+    return SpanPlan(ranges_between(cuts), frames, int(w * h * per_pixel))
 
 
 class SpanDecoders:
