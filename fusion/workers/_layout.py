@@ -184,32 +184,33 @@ class LayoutPolicy:
         # Ties go to the earlier candidate (min keeps the first of equals).
         best = min(costs, key=costs.__getitem__)
         figures = ", ".join(f"{c} at {costs[c] / 1e3:.3g} us/item" for c in costs)
-        current = self._chosen
-        if current is None or current not in costs:
-            first = self.candidates[0]
-            if first not in costs or best == first:
-                self._chosen = best
-                self._reason = f"least wall time per item: {figures}"
-            elif costs[best] < costs[first] * (1 - self.margin):
-                self._chosen = best
-                self._reason = (
-                    f"least wall time per item, {(1 - costs[best] / costs[first]) * 100:.0f} % "
-                    f"under {first}'s: {figures}"
-                )
-            else:
-                self._chosen = first
-                self._reason = (
-                    f"{first}: narrow sessions share the cores best, and nothing was over "
-                    f"{self.margin:.0%} cheaper: {figures}"
-                )
-        elif best != current and costs[best] < costs[current] * (1 - self.margin):
+        # The layout to beat: the one in use, at first the first (narrowest) candidate;
+        # another replaces it only when over ``margin`` cheaper.
+        in_use = self._chosen is not None and self._chosen in costs
+        incumbent = self._chosen if in_use else self.candidates[0]
+        assert incumbent is not None
+        if incumbent not in costs:
             self._chosen = best
+            self._reason = f"least wall time per item: {figures}"
+        elif best != incumbent and costs[best] < costs[incumbent] * (1 - self.margin):
+            self._chosen = best
+            cheaper = (1 - costs[best] / costs[incumbent]) * 100
             self._reason = (
-                f"{best} over {(1 - costs[best] / costs[current]) * 100:.0f} % cheaper than "
-                f"{current} in use: {figures}"
+                f"{best} over {cheaper:.0f} % cheaper than {incumbent} in use: {figures}"
+                if in_use
+                else f"least wall time per item, {cheaper:.0f} % under {incumbent}'s: {figures}"
             )
+        elif in_use:
+            self._reason = f"kept {incumbent} (nothing over {self.margin:.0%} cheaper): {figures}"
+        elif best == incumbent:
+            self._chosen = best
+            self._reason = f"least wall time per item: {figures}"
         else:
-            self._reason = f"kept {current} (nothing over {self.margin:.0%} cheaper): {figures}"
+            self._chosen = incumbent
+            self._reason = (
+                f"{incumbent}: narrow sessions share the cores best, and nothing was over "
+                f"{self.margin:.0%} cheaper: {figures}"
+            )
         assert self._chosen is not None
         return self._chosen
 
