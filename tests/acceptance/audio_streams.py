@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 import av
 import numpy as np
@@ -162,6 +163,16 @@ def free_udp_run(count: int = 8) -> int:
     raise AssertionError(f"no {count} consecutive free UDP ports below {low}")
 
 
+# rtsp-server-perl's housekeeping puts its next relay port back to the package default
+# (RTSP::Server::RTP_START_PORT, 20000) whenever a connection ends while nothing is mounted
+# (each readiness probe), so --rtp_start_port alone holds only until the first probe: the
+# default is set to the run too, then the script runs as installed.
+_RTSP_WITH_START_PORT = (
+    "require RTSP::Server; $RTSP::Server::RTP_START_PORT = shift; my $bin = shift;"
+    " do $bin; die $@ if $@"
+)
+
+
 @contextlib.contextmanager
 def rtsp_server() -> Iterator[tuple[int, int]]:
     """Debian's rtsp-server-perl on loopback: ``(client_port, source_port)``; a sender
@@ -170,7 +181,8 @@ def rtsp_server() -> Iterator[tuple[int, int]]:
     client, source = free_port(socket.SOCK_STREAM), free_port(socket.SOCK_STREAM)
     rtp = free_udp_run()  # its relay ports start here (two per stream: RTP, RTCP)
     proc = subprocess.Popen(
-        [need_rtsp_server(), "--clientport", str(client), "--serverport", str(source),
+        ["perl", "-e", _RTSP_WITH_START_PORT, str(rtp), need_rtsp_server(),
+         "--clientport", str(client), "--serverport", str(source),
          "--client_listen_address", "127.0.0.1", "--source_listen_address", "127.0.0.1",
          "--rtp_start_port", str(rtp), "--loglevel", "2"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
@@ -189,17 +201,46 @@ def rtsp_server() -> Iterator[tuple[int, int]]:
 
 
 def wait_mount(port: int, path: str, timeout: float = 20.0) -> None:
-    """Wait until the RTSP server on ``port`` describes ``path`` (a sender announced it)."""
+    """Wait until a client of the RTSP server on ``port`` can open ``path``: it describes
+    the mount and sets up its stream 0. The server mounts ``path`` at the sender's ANNOUNCE
+    but creates the stream only at the sender's SETUP, and answers a client's SETUP in
+    between with 404 (a DESCRIBE alone passes there). The probe's RTP/RTCP go to two UDP
+    sockets it holds, and it is dropped when its connection closes."""
     deadline = time.monotonic() + timeout
     url = f"rtsp://127.0.0.1:{port}/{path}"
+    stream = f"{url}/streamid=0"  # the control URL both ffmpeg ends use for stream 0
     while time.monotonic() < deadline:
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1) as s:
-            s.settimeout(1)
-            s.sendall(f"DESCRIBE {url} RTSP/1.0\r\nCSeq: 1\r\n\r\n".encode())
-            if s.recv(4096).startswith(b"RTSP/1.0 200"):
-                return
+        with contextlib.ExitStack() as stack:
+            sinks = [stack.enter_context(socket.socket(type=socket.SOCK_DGRAM)) for _ in "ab"]
+            for sink in sinks:
+                sink.bind(("127.0.0.1", 0))
+            rtp, rtcp = (sink.getsockname()[1] for sink in sinks)
+            with contextlib.suppress(OSError, ValueError):
+                s = stack.enter_context(socket.create_connection(("127.0.0.1", port), 1))
+                s.settimeout(1)
+                answers = stack.enter_context(s.makefile("rb"))
+                transport = f"Transport: RTP/AVP/UDP;unicast;client_port={rtp}-{rtcp}"
+                described = rtsp_request(s, answers, f"DESCRIBE {url}", 1) == 200
+                if described and rtsp_request(s, answers, f"SETUP {stream}", 2, transport) == 200:
+                    return
         time.sleep(0.05)
-    raise AssertionError(f"the RTSP server did not describe {url} within {timeout} s")
+    raise AssertionError(f"the RTSP server did not set up {url} within {timeout} s")
+
+
+def rtsp_request(s: socket.socket, answers: BinaryIO, line: str, cseq: int, *headers: str) -> int:
+    """Send the RTSP request ``line`` (method and URL) on ``s``; the answer's status code,
+    its headers and body read from ``answers`` (``s``'s reader)."""
+    s.sendall("\r\n".join([f"{line} RTSP/1.0", f"CSeq: {cseq}", *headers, "", ""]).encode())
+    status = answers.readline().split()
+    if len(status) < 2:  # closed
+        return 0
+    length = 0
+    while (header := answers.readline()).strip():
+        name, _, value = header.decode("latin-1").partition(":")
+        if name.strip().lower() == "content-length":
+            length = int(value)
+    answers.read(length)
+    return int(status[1])
 
 
 def wait_tcp(port: int, timeout: float) -> None:
