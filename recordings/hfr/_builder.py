@@ -48,7 +48,7 @@ from recordings.hfr._details import (
 )
 from recordings.hfr._format import BLOB_ALIGN, EXT_NDARRAY, Compression, RecordKind
 from recordings.hfr._layout import ChunkMeta, SealedChunk, _dtype_to_wire, _int64
-from recordings.hfr._stamp_block import pack_stamps, stamp_columns
+from recordings.hfr._stamp_block import group_stamps, pack_stamps, stamp_columns
 
 _ARRAY_HEADER = 0xDD  # msgpack "array 32" marker, prefixed at seal time
 
@@ -124,7 +124,7 @@ class _Blob:
             return None
         at = self.FRONT - size
         joined = b"".join(front)  # the small parts in one C call, then one copy into place
-        self._buf[at : at + len(joined)] = np.frombuffer(joined, np.uint8)
+        self._buf.data[at : at + len(joined)] = joined
         return self._buf.data[self.FRONT - size : self.FRONT + self._len]
 
     def join(self, parts: list[Any]) -> memoryview:
@@ -383,7 +383,7 @@ class ChunkBuilder:
             raise ValueError("cannot seal an empty chunk")
         groups = [g for g in self._groups.values() if len(g)]
         if groups:
-            raw, records_size, t0, t1 = seal_columns(self, groups)
+            raw, records_size, t0, t1, deltas = seal_columns(self, groups)
             parts: list[bytes | bytearray | memoryview] = [raw]
             kind = RecordKind.COLUMNS
         else:
@@ -417,13 +417,17 @@ class ChunkBuilder:
         stamps = details = None
         if self.stamp_blocks:
             order = np.frombuffer(self._order, np.uint8)
-            columns = stamp_columns(
-                self._count,
-                order,
-                [(g.index, self._sensors[g.sensor], g.ints, g.width) for g in groups],
-                self._rec_stamps,
-            )
-            stamps = pack_stamps(columns)
+            if len(groups) == 1 and not self._rec_stamps:  # one sensor's small arrays
+                g = groups[0]
+                columns, stamps = group_stamps(self._sensors[g.sensor], g.table(), deltas[0])
+            else:
+                columns = stamp_columns(
+                    self._count,
+                    order,
+                    [(g.index, self._sensors[g.sensor], g.ints, g.width) for g in groups],
+                    self._rec_stamps,
+                )
+                stamps = pack_stamps(columns)
             details = frame_details(
                 self._count, order, groups, self._rec_details, self._marks, self._firsts
             )

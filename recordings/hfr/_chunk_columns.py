@@ -90,7 +90,7 @@ def _int_column(x: Any, count: int, what: str) -> np.ndarray[Any, np.dtype[np.in
 
 
 def delta_decode(c: np.ndarray[Any, np.dtype[np.int64]]) -> np.ndarray[Any, np.dtype[np.int64]]:
-    """Inverse of :func:`delta_encode` (a running sum modulo 2**64)."""
+    """Inverse of :func:`~recordings.hfr._columns.delta_rows` (a running sum modulo 2**64)."""
     return np.cumsum(c, dtype=np.int64)
 
 

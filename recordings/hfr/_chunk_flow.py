@@ -3,8 +3,10 @@
 :class:`ChunkFlow` is the :class:`~recordings.Recorder`'s back: it seals the
 open chunk (:class:`~recordings.hfr._builder.ChunkBuilder`) when the
 recorder's caller or the flush timer asks, stamps it with a wall anchor,
-hands it to the compression pool (at most ``max_pending`` sealed chunks in
-flight: the backpressure), and owns the writer thread
+hands it to the compression pool, or, when small
+(:data:`ENCODE_IN_WRITER_BYTES`), straight to the writer thread, which
+compresses it itself (at most ``max_pending`` sealed chunks in flight: the
+backpressure), and owns the writer thread
 (:class:`~recordings.hfr._writer_thread.WriterThread`), whose jobs it answers:
 the next compressed chunk into the files
 (:class:`~recordings.hfr._parts.PartWriter`), the flush seal when the
@@ -52,6 +54,24 @@ def _encode(sealed: Any, level: Any) -> tuple[ChunkMeta, list[Any], int, Any, li
     to :mod:`recordings.hfr._buffers` once written)."""
     taken = [sealed.buffer]
     return (*encode_chunk(sealed, level, taken), sealed.details, taken)
+
+
+ENCODE_IN_WRITER_BYTES = 256 << 10
+"""Raw bytes up to which the writer thread compresses a sealed chunk itself instead
+of the pool. A pool thread costs each chunk two hand-offs (to the pool, then its
+result to the writer thread: wake-ups and GIL turns, about 130 us of CPU a chunk
+measured on a 200 Hz IMU's 10 KB one-second chunks, more than zstd takes on them);
+past a few hundred KB, compressing in parallel pays (1 and 4 kHz IMUs, 80 and
+320 KB chunks: as fast or faster this way; 2 MiB camera chunks keep the pool)."""
+
+
+class _Sealed:
+    """A small sealed chunk queued for the writer thread to compress itself."""
+
+    __slots__ = ("chunk",)
+
+    def __init__(self, chunk: SealedChunk) -> None:
+        self.chunk = chunk
 
 
 def _note_thread(idents: set[int]) -> None:
@@ -126,7 +146,10 @@ class ChunkFlow:
             sealed = seal_chunk(self._builder, self._policy, wall_clock=self._wall_clock)
             self.sealed_frames += sealed.meta.count
             self.counts.update(dict(zip(sealed.meta.sensors, sealed.meta.counts, strict=True)))
-            self.writer.put(self._pool.submit(_encode, sealed, self._level))
+            if sealed.meta.raw_size <= ENCODE_IN_WRITER_BYTES:
+                self.writer.put(_Sealed(sealed))
+            else:
+                self.writer.put(self._pool.submit(_encode, sealed, self._level))
         return True
 
     def finish(self) -> None:
@@ -196,7 +219,10 @@ class ChunkFlow:
             self._files.finish()
             self._files.release()
             return False
-        meta, parts, _length, details, taken = job.result()
+        if type(job) is _Sealed:
+            meta, parts, _length, details, taken = _encode(job.chunk, self._level)
+        else:
+            meta, parts, _length, details, taken = job.result()
         self._files.chunk(meta, parts, details)
         del parts  # views of the buffers, which the next chunks reuse
         for buffer in taken:

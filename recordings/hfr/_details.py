@@ -49,6 +49,7 @@ payloads; ``hyperframes check`` decodes every chunk.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import os
 from collections.abc import Callable, Iterator, Mapping
@@ -177,9 +178,7 @@ def payload_brief(data: Any) -> list[Any]:
     """``[kind, fields, dtype, text]`` of a payload as a reader gets it back: ``kind`` is
     ``struct``, ``array``, ``bytes`` or ``other``; ``text`` is :func:`describe_payload`."""
     if isinstance(data, np.ndarray):
-        names = data.dtype.names
-        kind = "struct" if names else "array"
-        return [kind, len(names or ()), str(data.dtype), describe_payload(data)]
+        return list(_array_brief(data.dtype, data.shape))
     if isinstance(data, np.generic):
         data = data.item()
     if isinstance(data, (bytearray, memoryview)):
@@ -190,13 +189,26 @@ def payload_brief(data: Any) -> list[Any]:
     return [kind, 0, "", describe_payload(data)]
 
 
+@functools.lru_cache(maxsize=256)
+def _array_brief(dtype: np.dtype[Any], shape: tuple[int, ...]) -> tuple[Any, ...]:
+    """:func:`payload_brief` of any array of ``dtype`` and ``shape`` (a builder asks once
+    per sensor and chunk; ``str(dtype)`` alone costs microseconds)."""
+    names = dtype.names
+    kind = "struct" if names else "array"
+    return kind, len(names or ()), str(dtype), _describe_array(dtype, shape)
+
+
+def _describe_array(dtype: np.dtype[Any], shape: tuple[int, ...]) -> str:
+    names = dtype.names
+    if names:
+        return f"{len(names)} fields x {shape[0] if shape else 1}"
+    return f"{dtype} {shape}"
+
+
 def describe_payload(data: Any) -> str:
     """Short: ``uint8 (48, 64, 3)``, ``6 fields x 2048``, ``dict of 2``, ``1206 bytes``."""
     if isinstance(data, np.ndarray):
-        names = data.dtype.names
-        if names:
-            return f"{len(names)} fields x {len(data) if data.ndim else 1}"
-        return f"{data.dtype} {data.shape}"
+        return _describe_array(data.dtype, data.shape)
     if isinstance(data, dict):
         return f"dict of {len(data)}"
     if isinstance(data, (bytes, bytearray)):

@@ -41,6 +41,7 @@ __all__ = [
     "StampBlock",
     "StampColumns",
     "decode_block",
+    "group_stamps",
     "pack_stamps",
     "raw_block",
     "stamp_columns",
@@ -108,6 +109,24 @@ def stamp_columns(
         arrival[where] = [0 if r[3] is None else r[3] for r in records]
         has[where] = [r[3] is not None for r in records]
     return sensor, seq, t, arrival, has
+
+
+def group_stamps(sensor: int, table: Int64, deltas: Int64) -> tuple[StampColumns, bytes]:
+    """``(stamp_columns, pack_stamps)`` of a chunk whose frames all lie in one column
+    group (a chunk of one sensor's small arrays: the usual IMU chunk), from the group's
+    ``(n, width)`` rows ``seq, t, t_sensor(, t_arrival)`` and the seal's delta-coded
+    ``deltas`` of them (:func:`~recordings.hfr._columns.delta_rows`): the same block,
+    without gathering rows by the order column."""
+    n, width = table.shape
+    ids = np.full(n, sensor, "<u4")
+    has = np.full(n, width == 4, np.uint8)
+    if width == 4:
+        arrival, arrival_deltas = table[:, 3].copy(), deltas[3]
+    else:
+        arrival = arrival_deltas = np.zeros(n, np.int64)
+    columns = (ids, table[:, 0].copy(), table[:, 1].copy(), arrival, has)
+    parts = (ids, deltas[0], deltas[1], arrival_deltas, has)
+    return columns, b"".join(p.tobytes() for p in parts)
 
 
 def pack_stamps(columns: StampColumns) -> bytes:

@@ -10,7 +10,9 @@ much data, however slow the sensors), or when it has been open for
 ``flush_interval`` seconds of host monotonic time (wall time, not the runtime
 clock: the interval bounds what a real crash can lose). Sealed chunks are
 compressed by a small thread pool (zstd releases the GIL, so compression uses
-every core given to it) and written in order by one writer thread
+every core given to it; a chunk of a few hundred KB or less is compressed by
+the writer thread itself, where a pool thread's hand-offs would cost more than
+zstd does) and written in order by one writer thread
 (:class:`~recordings.hfr._writer_thread.WriterThread`), which also fires the
 flush timer, into the recorder's files
 (:class:`~recordings.hfr._parts.PartWriter`: parts, footers). Each chunk is

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 import zstandard
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fusion import Frame, Nearest
 from recordings import Recorder, open_recording
@@ -195,3 +198,68 @@ def test_check_reindex_upgrades_an_older_file_keeping_every_record(tmp_path: Pat
             assert [g.keys for g in gb.groups()] == [g.keys for g in ga.groups()]
     assert main(["check", str(new), "-q"]) == 0
     assert main(["check", str(old), "--reindex", "-q"]) == 2  # no -o: never in place
+
+
+_INT64 = st.integers(-(2**63), 2**63 - 1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(_INT64, _INT64, _INT64, _INT64), min_size=1, max_size=40),
+    st.booleans(),
+    st.booleans(),
+    st.sampled_from([np.dtype("<f8"), np.dtype(">f4"), np.dtype([("x", "<f4"), ("y", "u1")])]),
+)
+def test_a_one_sensor_chunk_seals_as_the_general_gathering_would(
+    rows: list[tuple[int, int, int, int]],
+    arrival: bool,
+    same_sensor_time: bool,
+    dtype: np.dtype[Any],
+) -> None:
+    """A chunk of one sensor's small arrays takes the seal's short path (the stamp
+    block from the columns' own deltas, details without gathers): block, stamp
+    columns and details equal what the general path gathers by the order column,
+    for any int64 stamps (wrapping deltas), with or without arrivals."""
+    from recordings.hfr._builder import ChunkBuilder
+    from recordings.hfr._builder_layout import _gathered
+    from recordings.hfr._stamp_block import pack_stamps, raw_block, stamp_columns
+
+    builder = ChunkBuilder()
+    for seq, t, ts, ta in rows:
+        frame = Frame(
+            "imu",
+            seq,
+            t,
+            np.zeros(3, dtype),
+            t_sensor=t if same_sensor_time else ts,
+            t_arrival=ta if arrival else None,
+        )
+        builder.add(frame)
+    (group,) = builder._groups.values()
+    n = len(rows)
+    order = np.full(n, group.index, np.uint8)
+    sealed = builder.seal()
+    assert sealed.details is not None
+    assert sealed.stamps is not None
+    general = stamp_columns(n, order, [(group.index, 0, group.ints, group.width)], [])
+    assert sealed.stamps == pack_stamps(general)
+    own = sealed.details.stamps
+    assert own is not None
+    for mine, theirs in zip(own, general, strict=True):
+        assert mine.dtype == theirs.dtype
+        assert mine.tolist() == theirs.tolist()
+    flags = np.zeros(n, np.uint8)
+    shapes: dict[tuple[int, ...], int] = {}
+    offset, size, shape = _gathered(n, order, [group], [], flags, shapes)
+    details = sealed.details
+    assert details.offset.tolist() == offset.tolist()
+    assert details.size.tolist() == size.tolist()
+    assert details.shape.dtype == shape.dtype
+    assert details.shape.tolist() == shape.tolist()
+    assert details.shapes == list(shapes)
+    assert details.flags.tolist() == flags.tolist()
+    block = zstandard.ZstdCompressor().compress(sealed.stamps)
+    decoded = raw_block(dataclasses.replace(sealed.meta, stamps=block))
+    assert decoded[1].tolist() == [r[0] for r in rows]
+    assert decoded[2].tolist() == [r[1] for r in rows]
+    assert decoded[3].tolist() == ([r[3] for r in rows] if arrival else [0] * n)

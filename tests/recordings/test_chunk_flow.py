@@ -1,0 +1,88 @@
+"""Who compresses a sealed chunk: the writer thread for a small one, the pool for a large."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fusion import Frame
+from recordings import Recorder, open_recording
+from recordings.errors import RecorderClosed, RecordingError
+from recordings.hfr import _chunk_flow
+from recordings.hfr._chunk_flow import ENCODE_IN_WRITER_BYTES
+from recordings.hfr._format import Compression
+
+MS = 1_000_000
+
+
+def imu(n: int, hz: int = 200) -> list[Frame]:
+    rng = np.random.default_rng(5)
+    step = 1000 * MS // hz
+    return [Frame("imu", i, i * step, rng.normal(size=6), t_arrival=i * step + 7) for i in range(n)]
+
+
+def test_small_chunks_are_compressed_by_the_writer_thread_large_ones_by_the_pool(
+    tmp_path: Path,
+) -> None:
+    """One-second chunks of a 200 Hz IMU (about 10 KB) never wake a pool thread; 600 KB
+    chunks of camera frames do; both files hold every frame, compressed."""
+    frames = imu(4000)  # 20 s: 20 chunks
+    with Recorder(tmp_path / "imu.hfr") as rec:
+        for f in frames:
+            rec.write(f)
+        flow = rec._flow
+    assert not flow._compressing  # no pool thread was ever started
+    with open_recording(tmp_path / "imu.hfr") as log:
+        assert len(log.chunks) == 20
+        assert all(c.raw_size <= ENCODE_IN_WRITER_BYTES for c in log.chunks)
+        assert {c.compression for c in log.chunks} == {Compression.ZSTD}
+        got = [(f.seq, f.t, f.t_arrival, f.data.tolist()) for f in log.frames()]
+    assert got == [(f.seq, f.t, f.t_arrival, f.data.tolist()) for f in frames]
+
+    scene = np.random.default_rng(6).integers(0, 40, (240, 320), np.uint8)
+    cams = [Frame("cam", i, i * 33 * MS, scene + i % 7) for i in range(40)]
+    with Recorder(tmp_path / "cam.hfr", chunk_bytes=600_000) as rec:
+        for f in cams:
+            rec.write(f)
+        flow = rec._flow
+    assert flow._compressing  # the pool compressed them
+    with open_recording(tmp_path / "cam.hfr") as log:
+        assert all(c.raw_size > ENCODE_IN_WRITER_BYTES for c in log.chunks[:-1])
+        assert [f.data.tolist() for f in log.frames()] == [f.data.tolist() for f in cams]
+
+
+def test_a_small_chunk_that_fails_to_encode_fails_the_recorder_as_a_pool_failure_would(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer thread's own compression failing is the recorder's failure: further
+    frames are refused saying why, close() raises it, the chunks before it stay."""
+    real = _chunk_flow._encode
+    calls = []
+
+    def failing(sealed: object, level: object) -> object:
+        calls.append(1)
+        if len(calls) == 3:
+            raise MemoryError("no room to compress")
+        return real(sealed, level)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_chunk_flow, "_encode", failing)
+    rec = Recorder(tmp_path / "imu.hfr")
+    for f in imu(2000):  # the third chunk's seal is handed over; a later write is refused
+        try:
+            rec.write(f)
+        except RecorderClosed as refused:
+            assert "no room to compress" in str(refused)  # noqa: PT017
+            break
+    else:
+        pytest.fail("every frame was accepted")
+    with pytest.raises(RecordingError, match="no room to compress") as failed:
+        rec.close()
+    assert isinstance(failed.value.__cause__, MemoryError)
+    assert len(calls) == 3
+    with open_recording(tmp_path / "imu.hfr") as log:  # the two chunks written before it
+        assert len(log.chunks) == 2
+        seqs = [f.seq for f in log.frames()]
+    assert seqs == list(range(len(seqs)))
+    assert 2 * 200 <= len(seqs) <= 2 * 201
