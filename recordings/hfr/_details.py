@@ -352,10 +352,12 @@ class DetailsWriter:
         sensor: np.ndarray[Any, Any],
         details: ChunkDetails,
         stamps: tuple[Any, Any, Any, Any] | None = None,
+        chunks: int = 1,
     ) -> None:
-        """The next chunk's details (``sensor``: each row's index into ``sensors``);
-        with its ``stamps`` (``seq``, ``t``, ``t_arrival``, ``has_arrival`` of each row)
-        each sensor's summary (1.7, :mod:`recordings.hfr._sensor_summary`) is reduced too,
+        """The next chunk's details (``sensor``: each row's index into ``sensors``), or the
+        next ``chunks`` chunks' as one (:mod:`recordings.hfr._stamp_batch`); with their
+        ``stamps`` (``seq``, ``t``, ``t_arrival``, ``has_arrival`` of each row) each
+        sensor's summary (1.7, :mod:`recordings.hfr._sensor_summary`) is reduced too,
         when the writer was given a ``reducer``."""
         if self.chunks < 0:
             return
@@ -413,7 +415,7 @@ class DetailsWriter:
                     notes.params.append([int(rank[row]), params])
                 else:
                     notes.over = True
-        self.chunks += 1
+        self.chunks += chunks
 
     def _reduce(
         self,

@@ -24,6 +24,7 @@ from recordings.hfr._format import pack_trailer
 from recordings.hfr._layout import ChunkMeta
 from recordings.hfr._out_file import index_pieces, pack_index
 from recordings.hfr._sensor_summary import SensorReducer
+from recordings.hfr._stamp_batch import StampBatch
 from recordings.hfr._stamp_block import raw_block
 from recordings.hfr._stamp_index import StampIndexWriter
 
@@ -44,6 +45,7 @@ class PartIndex:
         self._stamps = StampIndexWriter(spool=True)  # small: the default level
         self._details = DetailsWriter(spool=True, reducer=SensorReducer)  # spooled: flat memory
         self._table = ChunkTableWriter()  # 1.7: the chunk list as columns
+        self._batch = StampBatch()  # chunks' stamps and details on their way to the two above
 
     def add(self, meta: ChunkMeta, offset: int, length: int, details: Any = None) -> None:
         """Chunk ``meta`` was written at ``offset``, its payload ``length`` bytes."""
@@ -82,26 +84,37 @@ class PartIndex:
         del entry["st"]
 
     def _add_stamps(self, meta: ChunkMeta, details: Any) -> None:
-        """The chunk's block and details, into the part's stamp index (1.5) and frame
-        details (1.6)."""
-        table = self._stamps
-        if meta.stamps is None or table.chunks < 0:
-            table.skip_chunk()
+        """The chunk's block and details, on their way to the part's stamp index (1.5) and
+        frame details (1.6): gathered with the next chunks' (:mod:`recordings.hfr._stamp_batch`)."""
+        if meta.stamps is None or self._stamps.chunks < 0:
+            self._stamps.skip_chunk()
             self._details.skip_chunk()
+            self._batch.take()
             return
         own = None if details is None else details.stamps  # the seal's: no decompression
-        sensor, seq, t, arrival, has = raw_block(meta) if own is None else own
-        table.add(meta.sensors, sensor, seq, t, arrival, has)
         if details is None:
             self._details.skip_chunk()
-        else:
-            self._details.add(meta.sensors, sensor, details, (seq, t, arrival, has))
+        if self._batch.add(meta.sensors, raw_block(meta) if own is None else own, details):
+            self._write_batch()
+
+    def _write_batch(self) -> None:
+        """The gathered chunks into the stamp index and the frame details."""
+        batch = self._batch.take()
+        if batch is None:
+            return
+        seq, t, arrival, has = batch.stamps
+        self._stamps.add(batch.sensors, batch.sensor, seq, t, arrival, has, batch.chunk_rows)
+        if batch.details is not None:
+            self._details.add(
+                batch.sensors, batch.sensor, batch.details, batch.stamps, len(batch.chunk_rows)
+            )
 
     def footer(
         self, at: int, specs: list[dict[str, Any]], ledgers: dict[str, Any]
     ) -> Iterable[Any]:
         """The footer's pieces, for a part whose chunks end at offset ``at``: details,
         chunk table, INDEX (with ``specs`` and ``ledgers``), STAMPS, trailer."""
+        self._write_batch()
         index_offset = at
         index_meta: dict[str, Any] = {"sensors": specs}
         if ledgers:

@@ -64,7 +64,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import msgpack
@@ -127,13 +127,17 @@ class StampIndexWriter:
         t: Int64,
         arrival: Int64,
         has: np.ndarray[Any, Any],
+        chunk_rows: Sequence[int] | None = None,
     ) -> None:
-        """The next chunk's stamps, in recorded order (``sensor`` indexes ``sensors``)."""
+        """The next chunk's stamps, in recorded order (``sensor`` indexes ``sensors``); with
+        ``chunk_rows``, the next chunks' (:mod:`recordings.hfr._stamp_batch`), that many
+        rows each: each keeps its own run of rows per sensor, as if added one by one."""
         if self.chunks < 0:
             return
         values = np.stack([np.asarray(c, np.int64) for c in (seq, t, arrival)])
         has = np.asarray(has, np.uint8)
         sensor = np.asarray(sensor)
+        starts = None if chunk_rows is None else np.cumsum([0, *chunk_rows[:-1]])
         for k, name in enumerate(sensors):
             where = sensor == k if len(sensors) > 1 else slice(None)
             v = values[:, where]
@@ -148,10 +152,27 @@ class StampIndexWriter:
             self._last[name] = v[:, -1].copy()
             n = v.shape[1]
             self._count[name] += n
-            parts = (np.array([self.chunks, n], "<u4"), d[0], d[1], d[2], has[where])
+            runs = self._runs(n, None if starts is None else (where, starts, chunk_rows))
+            parts = (runs, d[0], d[1], d[2], has[where])
             for j, (part, dtype) in enumerate(zip(parts, _DTYPES, strict=True)):
                 self._cols.add(name, j, np.ascontiguousarray(part, dtype).tobytes())
-        self.chunks += 1
+        self.chunks += 1 if chunk_rows is None else len(chunk_rows)
+
+    def _runs(self, n: int, batch: tuple[Any, Any, Sequence[int] | None] | None) -> Any:
+        """A sensor's ``[chunk, rows]`` pairs: one for a chunk's ``n`` rows, or, for a
+        batch ``(where, starts, chunk_rows)``, one per chunk holding any of its rows."""
+        if batch is None:
+            return np.array([self.chunks, n], "<u4")
+        where, starts, chunk_rows = batch
+        if isinstance(where, slice):
+            counts = np.asarray(chunk_rows)
+        else:
+            counts = np.add.reduceat(where.astype(np.int64), starts)  # no chunk is empty
+        held = np.flatnonzero(counts)
+        pairs = np.empty((len(held), 2), "<u4")
+        pairs[:, 0] = self.chunks + held
+        pairs[:, 1] = counts[held]
+        return pairs.reshape(-1)
 
     def skip_chunk(self) -> None:
         """A chunk without usable stamps: the index cannot describe the file."""
