@@ -117,15 +117,15 @@ class _Blob:
         """The bytes so far (a view: valid until the next append)."""
         return self._buf.data[self.FRONT : self.FRONT + self._len]
 
-    def with_front(self, front: list[Any], size: int) -> memoryview | None:
-        """``front`` (``size`` bytes) written just before the arrays, and the whole as one
-        view; ``None`` when it does not fit in the room kept in front."""
-        if size > self.FRONT:
-            return None
-        at = self.FRONT - size
+    def with_front(self, front: list[Any]) -> memoryview | None:
+        """``front`` (bytes-like pieces) written just before the arrays, and the whole as
+        one view; ``None`` when it does not fit in the room kept in front."""
         joined = b"".join(front)  # the small parts in one C call, then one copy into place
-        self._buf.data[at : at + len(joined)] = joined
-        return self._buf.data[self.FRONT - size : self.FRONT + self._len]
+        at = self.FRONT - len(joined)
+        if at < 0:
+            return None
+        self._buf.data[at : self.FRONT] = joined
+        return self._buf.data[at : self.FRONT + self._len]
 
     def join(self, parts: list[Any]) -> memoryview:
         """``parts`` (this blob's :meth:`view` among them) one after the other in a buffer
@@ -377,8 +377,9 @@ class ChunkBuilder:
         self._size += len(packed) + 1 + len(self._blob) - blob_len
         return self._size
 
-    def seal(self) -> SealedChunk:
-        """Finish the chunk (must hold at least one frame) and reset the builder."""
+    def seal(self, wall: tuple[int, int] | None = None) -> SealedChunk:
+        """Finish the chunk (must hold at least one frame) and reset the builder; ``wall``
+        is the chunk meta's ``(reference ns, UTC ns)`` anchor, if any."""
         if self._count == 0:
             raise ValueError("cannot seal an empty chunk")
         groups = [g for g in self._groups.values() if len(g)]
@@ -391,7 +392,7 @@ class ChunkBuilder:
             records_size = len(head) + len(self._records)
             front: list[bytes | bytearray] = [head, self._records]
             front.append(bytes(-records_size % BLOB_ALIGN))
-            whole = self._blob.with_front(front, records_size + len(front[-1]))
+            whole = self._blob.with_front(front)
             # One contiguous buffer when the records fit in front of the arrays; else
             # parts, which the writer compresses in one streaming pass without joining.
             parts = [whole] if whole is not None else [*front, self._blob.view()]
@@ -411,6 +412,7 @@ class ChunkBuilder:
             ranges=tuple((r[0], r[1]) for r in ranges if r is not None),
             new_specs=tuple(self._new),
             kind=kind,
+            wall=wall,
         )
         if len(meta.ranges) != len(meta.sensors):
             raise AssertionError("a registered sensor has no frames")  # pragma: no cover

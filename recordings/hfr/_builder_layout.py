@@ -108,7 +108,7 @@ def seal_columns(
     # the arrays are not copied again (a column chunk of camera frames and IMU rows
     # was joined into a new buffer: a second copy of every payload byte).
     front = head + blob[:-1]
-    whole = b._blob.with_front(front, sum(memoryview(p).nbytes for p in front))
+    whole = b._blob.with_front(front)
     if whole is None:
         whole = b._blob.join(head + blob)
     return whole, records_size, t0, t1, all_deltas

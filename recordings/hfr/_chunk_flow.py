@@ -26,7 +26,6 @@ nothing: the writer thread finishes the file once back in its loop.
 from __future__ import annotations
 
 import collections
-import dataclasses
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -82,11 +81,9 @@ def _note_thread(idents: set[int]) -> None:
 def seal_chunk(builder: ChunkBuilder, policy: SealPolicy, *, wall_clock: bool) -> SealedChunk:
     """Seal ``builder``'s chunk, tell ``policy``, and date the chunk with a wall-clock
     anchor when ``wall_clock``: what both recorders do at every seal."""
-    sealed = builder.seal()
+    anchor = sample_anchor() if wall_clock else None
+    sealed = builder.seal(None if anchor is None else (anchor.reference_ns, anchor.utc_ns))
     policy.sealed()
-    if wall_clock:
-        anchor = sample_anchor()
-        sealed.meta = dataclasses.replace(sealed.meta, wall=(anchor.reference_ns, anchor.utc_ns))
     return sealed
 
 
@@ -145,7 +142,8 @@ class ChunkFlow:
                 return True
             sealed = seal_chunk(self._builder, self._policy, wall_clock=self._wall_clock)
             self.sealed_frames += sealed.meta.count
-            self.counts.update(dict(zip(sealed.meta.sensors, sealed.meta.counts, strict=True)))
+            for sensor, count in zip(sealed.meta.sensors, sealed.meta.counts, strict=True):
+                self.counts[sensor] += count
             if sealed.meta.raw_size <= ENCODE_IN_WRITER_BYTES:
                 self.writer.put(_Sealed(sealed))
             else:

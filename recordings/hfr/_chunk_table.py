@@ -68,54 +68,61 @@ class ChunkTableWriter:
     """Collects each written chunk's facts; :meth:`record` gives the TABLE record."""
 
     def __init__(self) -> None:
-        # array.array, not lists: 8 hours are a million values (36 MB as Python ints)
-        self._cols = [array.array("q") for _ in _DTYPES]
+        # array.array, not lists: 8 hours are a million values (36 MB as Python ints);
+        # one row-major array of the per-chunk values (one C call a chunk), one of the
+        # entries' four
+        self._chunks = array.array("q")
+        self._entries = array.array("q")
         self._names: dict[str, int] = {}
         self._new: list[list[Any]] = []
 
     def add(self, meta: ChunkMeta, offset: int, length: int) -> None:
         """Chunk ``meta`` written at ``offset`` with a payload of ``length`` bytes."""
-        cols = self._cols
         wall = meta.wall or (0, 0)
-        row = (
-            meta.index,
-            meta.t_start,
-            meta.t_end,
-            meta.count,
-            meta.raw_size,
-            meta.records_size,
-            offset,
-            length,
-            wall[0],
-            wall[1],
-            int(meta.compression),
-            int(meta.kind),
-            meta.wall is not None,
-            len(meta.sensors),
+        self._chunks.extend(
+            (
+                meta.index,
+                meta.t_start,
+                meta.t_end,
+                meta.count,
+                meta.raw_size,
+                meta.records_size,
+                offset,
+                length,
+                wall[0],
+                wall[1],
+                int(meta.compression),
+                int(meta.kind),
+                meta.wall is not None,
+                len(meta.sensors),
+            )
         )
-        for col, v in zip(cols, row, strict=False):
-            col.append(int(v))
         if meta.new_specs:
-            self._new.append([len(cols[0]) - 1, [dict(s) for s in meta.new_specs]])
+            self._new.append([self.chunks - 1, [dict(s) for s in meta.new_specs]])
         names = self._names
         for name, n, (a, b) in zip(meta.sensors, meta.counts, meta.ranges, strict=True):
-            cols[14].append(names.setdefault(name, len(names)))
-            cols[15].append(n)
-            cols[16].append(a)
-            cols[17].append(b)
+            self._entries.extend((names.setdefault(name, len(names)), n, a, b))
+
+    @property
+    def chunks(self) -> int:
+        """Chunks added so far."""
+        return len(self._chunks) // _PER_CHUNK
 
     def record(self) -> tuple[list[bytes], int]:
         """The record's pieces and its length."""
         frames = ColumnFrames(len(_DTYPES))
-        for j, (col, dtype) in enumerate(zip(self._cols, _DTYPES, strict=True)):
-            if col:
-                frames.add("t", j, np.asarray(col, dtype).tobytes())
+        chunks = np.array(self._chunks, np.int64).reshape(-1, _PER_CHUNK)  # copies: adds go on
+        entries = np.array(self._entries, np.int64).reshape(-1, len(_DTYPES) - _PER_CHUNK)
+        columns = [*chunks.T, *entries.T]
+        for j, (col, dtype) in enumerate(zip(columns, _DTYPES, strict=True)):
+            if len(col):
+                frames.add("t", j, col.astype(dtype).tobytes())
         lengths, payload = frames.finish()
         meta = msgpack.packb(
             {
                 "s": list(self._names),
-                "chunks": len(self._cols[0]),
-                "entries": len(self._cols[14]),
+                "chunks": len(chunks),
+                "entries": len(entries),
                 "new": self._new,
                 "z": lengths[0] if lengths else [[] for _ in _DTYPES],
             },
