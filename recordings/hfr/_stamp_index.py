@@ -152,18 +152,18 @@ class StampIndexWriter:
             self._last[name] = v[:, -1].copy()
             n = v.shape[1]
             self._count[name] += n
-            runs = self._runs(n, None if starts is None else (where, starts, chunk_rows))
+            if chunk_rows is None:
+                runs = np.array([self.chunks, n], "<u4")
+            else:
+                runs = self._batch_runs(where, starts, chunk_rows)
             parts = (runs, d[0], d[1], d[2], has[where])
             for j, (part, dtype) in enumerate(zip(parts, _DTYPES, strict=True)):
                 self._cols.add(name, j, np.ascontiguousarray(part, dtype).tobytes())
         self.chunks += 1 if chunk_rows is None else len(chunk_rows)
 
-    def _runs(self, n: int, batch: tuple[Any, Any, Sequence[int] | None] | None) -> Any:
-        """A sensor's ``[chunk, rows]`` pairs: one for a chunk's ``n`` rows, or, for a
-        batch ``(where, starts, chunk_rows)``, one per chunk holding any of its rows."""
-        if batch is None:
-            return np.array([self.chunks, n], "<u4")
-        where, starts, chunk_rows = batch
+    def _batch_runs(self, where: Any, starts: Any, chunk_rows: Sequence[int]) -> Any:
+        """A sensor's ``[chunk, rows]`` pairs in a batch of chunks of ``chunk_rows`` rows
+        starting at rows ``starts``, one per chunk holding any of its rows (``where``)."""
         if isinstance(where, slice):
             counts = np.asarray(chunk_rows)
         else:
