@@ -139,7 +139,7 @@ def need_rtsp_server() -> str:
 def free_udp_run(count: int = 8) -> int:
     """An even port starting ``count`` consecutive UDP ports free on loopback, below the
     kernel's ephemeral range. The RTSP server binds its relay ports only at a sender's
-    RECORD, answering 404 (and unmounting) when one is taken: a run found inside the
+    RECORD, answering that RECORD with 404 when one is taken: a run found inside the
     ephemeral range, which the kernel hands to any socket bound to port 0, could be taken
     by then (``free_port() & ~1`` also never checked the even port or the next one)."""
     try:
