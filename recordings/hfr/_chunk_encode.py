@@ -73,11 +73,15 @@ def _compressed_size(level: int, data: bytes) -> int:
     return len(_compressor(level).compress(data))
 
 
-ONE_SHOT_BYTES = 256 << 10
-"""Raw bytes up to which a one-part chunk is compressed by one ``compress`` call, not
-into a pooled buffer: its result is a small allocation, and the stream writer's calls
-back into Python cost the writer thread more turns at the GIL (a 200 Hz IMU's 10 KB
-chunks: 3 % of the recording's time, 12 rounds each way)."""
+SMALL_CHUNK_BYTES = 256 << 10
+"""Raw bytes up to which a chunk is small: a recorder's writer thread compresses it
+itself instead of the pool (:mod:`recordings.hfr._chunk_flow`: a pool thread costs
+each chunk two hand-offs, wake-ups and GIL turns, about 130 us of CPU measured on a
+200 Hz IMU's 10 KB one-second chunks, more than zstd takes on them; 1 and 4 kHz IMUs,
+80 and 320 KB chunks, ran as fast or faster this way, 2 MiB camera chunks keep the
+pool), and by one ``compress`` call, not into a pooled buffer: its result is a small
+allocation, and the stream writer's calls back into Python cost the writer thread
+more GIL turns (10 KB chunks: 3 % of the recording's time, 12 rounds each way)."""
 
 
 def encode_chunk(
@@ -91,7 +95,7 @@ def encode_chunk(
     chunk that zstd does not make smaller is stored as is too; stored parts go to
     ``writev`` without a copy.
 
-    With ``taken`` (the recorder's), a one-part chunk over :data:`ONE_SHOT_BYTES` is
+    With ``taken`` (the recorder's), a one-part chunk over :data:`SMALL_CHUNK_BYTES` is
     compressed into a buffer from :mod:`recordings.hfr._buffers`, appended to
     ``taken``: the caller gives it back
     once the record is written. zstd's own result was a large allocation per chunk
@@ -107,7 +111,7 @@ def encode_chunk(
         payload, stored = list(parts), raw_size
     else:
         cctx = _compressor(chosen)
-        if len(parts) == 1 and taken is not None and raw_size > ONE_SHOT_BYTES:
+        if len(parts) == 1 and taken is not None and raw_size > SMALL_CHUNK_BYTES:
             into = buffers.compress_into(cctx, parts[0], raw_size)
             payload = [into.written]
             taken.append(into.buf)

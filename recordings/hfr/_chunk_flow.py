@@ -4,9 +4,9 @@
 open chunk (:class:`~recordings.hfr._builder.ChunkBuilder`) when the
 recorder's caller or the flush timer asks, stamps it with a wall anchor,
 hands it to the compression pool, or, when small
-(:data:`ENCODE_IN_WRITER_BYTES`), straight to the writer thread, which
-compresses it itself (at most ``max_pending`` sealed chunks in flight: the
-backpressure), and owns the writer thread
+(:data:`~recordings.hfr._chunk_encode.SMALL_CHUNK_BYTES`), straight to the
+writer thread, which compresses it itself (at most ``max_pending`` sealed
+chunks in flight: the backpressure), and owns the writer thread
 (:class:`~recordings.hfr._writer_thread.WriterThread`), whose jobs it answers:
 the next compressed chunk into the files
 (:class:`~recordings.hfr._parts.PartWriter`), the flush seal when the
@@ -33,7 +33,7 @@ from typing import Any
 from fusion import sample_anchor
 from recordings.hfr import _buffers as buffers
 from recordings.hfr._builder import ChunkBuilder
-from recordings.hfr._chunk_encode import encode_chunk
+from recordings.hfr._chunk_encode import SMALL_CHUNK_BYTES, encode_chunk
 from recordings.hfr._effort import AutoEffort
 from recordings.hfr._layout import ChunkMeta, SealedChunk
 from recordings.hfr._parts import PartWriter
@@ -53,24 +53,6 @@ def _encode(sealed: Any, level: Any) -> tuple[ChunkMeta, list[Any], int, Any, li
     to :mod:`recordings.hfr._buffers` once written)."""
     taken = [sealed.buffer]
     return (*encode_chunk(sealed, level, taken), sealed.details, taken)
-
-
-ENCODE_IN_WRITER_BYTES = 256 << 10
-"""Raw bytes up to which the writer thread compresses a sealed chunk itself instead
-of the pool. A pool thread costs each chunk two hand-offs (to the pool, then its
-result to the writer thread: wake-ups and GIL turns, about 130 us of CPU a chunk
-measured on a 200 Hz IMU's 10 KB one-second chunks, more than zstd takes on them);
-past a few hundred KB, compressing in parallel pays (1 and 4 kHz IMUs, 80 and
-320 KB chunks: as fast or faster this way; 2 MiB camera chunks keep the pool)."""
-
-
-class _Sealed:
-    """A small sealed chunk queued for the writer thread to compress itself."""
-
-    __slots__ = ("chunk",)
-
-    def __init__(self, chunk: SealedChunk) -> None:
-        self.chunk = chunk
 
 
 def _note_thread(idents: set[int]) -> None:
@@ -144,8 +126,8 @@ class ChunkFlow:
             self.sealed_frames += sealed.meta.count
             for sensor, count in zip(sealed.meta.sensors, sealed.meta.counts, strict=True):
                 self.counts[sensor] += count
-            if sealed.meta.raw_size <= ENCODE_IN_WRITER_BYTES:
-                self.writer.put(_Sealed(sealed))
+            if sealed.meta.raw_size <= SMALL_CHUNK_BYTES:
+                self.writer.put(sealed)  # the writer thread compresses it
             else:
                 self.writer.put(self._pool.submit(_encode, sealed, self._level))
         return True
@@ -217,8 +199,8 @@ class ChunkFlow:
             self._files.finish()
             self._files.release()
             return False
-        if type(job) is _Sealed:
-            meta, parts, _length, details, taken = _encode(job.chunk, self._level)
+        if isinstance(job, SealedChunk):
+            meta, parts, _length, details, taken = _encode(job, self._level)
         else:
             meta, parts, _length, details, taken = job.result()
         self._files.chunk(meta, parts, details)

@@ -11,7 +11,7 @@ from fusion import Frame
 from recordings import Recorder, open_recording
 from recordings.errors import RecorderClosed, RecordingError
 from recordings.hfr import _chunk_flow
-from recordings.hfr._chunk_flow import ENCODE_IN_WRITER_BYTES
+from recordings.hfr._chunk_encode import SMALL_CHUNK_BYTES
 from recordings.hfr._format import Compression
 
 MS = 1_000_000
@@ -36,7 +36,7 @@ def test_small_chunks_are_compressed_by_the_writer_thread_large_ones_by_the_pool
     assert not flow._compressing  # no pool thread was ever started
     with open_recording(tmp_path / "imu.hfr") as log:
         assert len(log.chunks) == 20
-        assert all(c.raw_size <= ENCODE_IN_WRITER_BYTES for c in log.chunks)
+        assert all(c.raw_size <= SMALL_CHUNK_BYTES for c in log.chunks)
         assert {c.compression for c in log.chunks} == {Compression.ZSTD}
         got = [(f.seq, f.t, f.t_arrival, f.data.tolist()) for f in log.frames()]
     assert got == [(f.seq, f.t, f.t_arrival, f.data.tolist()) for f in frames]
@@ -49,7 +49,7 @@ def test_small_chunks_are_compressed_by_the_writer_thread_large_ones_by_the_pool
         flow = rec._flow
     assert flow._compressing  # the pool compressed them
     with open_recording(tmp_path / "cam.hfr") as log:
-        assert all(c.raw_size > ENCODE_IN_WRITER_BYTES for c in log.chunks[:-1])
+        assert all(c.raw_size > SMALL_CHUNK_BYTES for c in log.chunks[:-1])
         assert [f.data.tolist() for f in log.frames()] == [f.data.tolist() for f in cams]
 
 
