@@ -37,9 +37,9 @@ the most items per second of processing time (within the budget), fed by
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, Literal, TypeVar
+from typing import Generic, Literal, NamedTuple, TypeVar
 
 from fusion.errors import ConfigError, UsageError
 from fusion.workers._sizing import BatchSizer, SizerStatistics
@@ -49,9 +49,8 @@ T = TypeVar("T")
 Reason = Literal["full", "preferred", "delay", "drain"]
 
 
-@dataclass(frozen=True, slots=True)
-class Queued(Generic[T]):
-    """An item waiting in the batcher."""
+class Queued(NamedTuple, Generic[T]):
+    """An item waiting in the batcher (a tuple: made once per item, it costs what one does)."""
 
     item: T
     arrived: int
@@ -195,6 +194,26 @@ class DynamicBatcher(Generic[T]):
         self._queue.append(Queued(item, now, deadline))
         if deadline is not None:
             self._with_deadline += 1
+
+    def push_many(self, items: Sequence[T], now: int, deadline: int | None = None) -> None:
+        """:meth:`push` each of ``items``, all arrived at ``now`` with the same ``deadline``.
+
+        Raises as :meth:`push` would before queueing any of them: after :meth:`close`,
+        when fewer than ``len(items)`` places are free, when ``now`` is before the
+        last push."""
+        if self._closed:
+            raise UsageError("push() after close(): the batcher's input has ended")
+        if len(self._queue) + len(items) > self.capacity:
+            free = self.capacity - len(self._queue)
+            raise UsageError(
+                f"batcher queue has {free} free places ({self.capacity} in all), "
+                f"{len(items)} items pushed; check .full first"
+            )
+        if self._queue and now < self._queue[-1].arrived:
+            raise ValueError(f"time went backwards: push at {now} after {self._queue[-1].arrived}")
+        self._queue.extend([Queued(item, now, deadline) for item in items])
+        if deadline is not None:
+            self._with_deadline += len(items)
 
     def close(self) -> None:
         """No more items: the remainder is released without waiting for the delay."""

@@ -13,7 +13,7 @@ Sans-I/O, like the batcher: no clock, no waiting.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Generic, TypeVar
 
 from fusion.errors import ConfigError, UsageError
@@ -57,6 +57,30 @@ class ReorderBuffer(Generic[T]):
         seq = self._next_seq
         self._next_seq += 1
         return seq
+
+    def admit_many(self, n: int) -> int:
+        """Number the next ``n`` items; return the first number (the others follow it).
+
+        Raises as :meth:`admit` would, admitting none, if fewer than ``n`` fit."""
+        if self._next_seq + n - self._next_out > self.window:
+            raise UsageError(
+                f"reorder window full: {n} items do not fit in {self.window} "
+                f"with {self.outstanding} outstanding since seq {self._next_out}"
+            )
+        first = self._next_seq
+        self._next_seq += n
+        return first
+
+    def complete_run(self, first: int, results: Sequence[T]) -> list[T]:
+        """:meth:`complete_many` of ``results`` numbered ``first, first + 1, ...``.
+
+        A run that is next in line with nothing held back is released as it is,
+        in one step (a batch back from a lone replica, the usual case)."""
+        n = len(results)
+        if first == self._next_out and not self._done and first + n <= self._next_seq:
+            self._next_out += n
+            return list(results)
+        return self.complete_many(zip(range(first, first + n), results, strict=True))
 
     def complete(self, seq: int, result: T) -> list[T]:
         """Store the result of ``seq``; return every result now releasable, in order."""

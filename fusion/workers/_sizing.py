@@ -21,7 +21,10 @@ model's first run of a shape allocates; a later search does not pay it again).
 pays (``descending``: the worker's layout probe found ``max_batch`` much
 cheaper per item than 1; then the small sizes, dearest per item, are the
 ones the stop below spares). Each is tried for ``samples`` batches
-of that size (a step also ends after ``3 * samples`` batches of any size: when
+of that size, and for at least ``step_items`` items (a small size's few batches
+are a few items: the worker asks for 16, as one item's time varies more than a
+batch's, and three batches of 1 once put a size 6 % dearer than 4 on a par with
+it), a step also ending after three times as many batches of any size (when
 items arrive too slowly to fill a batch of that size, it cannot be had
 anyway). Trying stops at the first size whose whole batch took longer than
 ``latency_budget`` (a larger batch only takes longer; going down, the sizes
@@ -109,7 +112,8 @@ class BatchSizer:
     sizes whose batch takes longer; ``period`` (ns of recorded processing time)
     is how often the search is run again; ``drift`` the relative change of the
     chosen size's estimate that starts it again at once; ``descending`` tries the
-    largest sizes first (batching is known to pay).
+    largest sizes first (batching is known to pay); ``samples`` and ``step_items``
+    the batches and items each size is tried for.
     """
 
     def __init__(
@@ -118,6 +122,7 @@ class BatchSizer:
         *,
         latency_budget: int | None = None,
         samples: int = 3,
+        step_items: int = 1,
         window: int = 8,
         drift: float = 0.5,
         period: int = 30_000_000_000,
@@ -131,6 +136,8 @@ class BatchSizer:
             raise ConfigError(
                 f"need 1 <= samples <= window, got samples={samples}, window={window}"
             )
+        if step_items < 1:
+            raise ConfigError(f"step_items must be >= 1, got {step_items}")
         if not drift > 0:
             raise ConfigError(f"drift must be > 0, got {drift}")
         if period <= 0:
@@ -138,6 +145,7 @@ class BatchSizer:
         self.max_batch = max_batch
         self.latency_budget = latency_budget
         self.samples = samples
+        self.step_items = step_items
         self.window = window
         self.drift = drift
         self.period = period
@@ -241,7 +249,8 @@ class BatchSizer:
             if over and self._phase == "explore" and not self.descending:
                 # A larger batch only takes longer: nothing above this size fits.
                 self._plan = [s for s in self._plan if s < size]
-        if self._step_hits >= self.samples or self._step_seen >= 3 * self.samples:
+        needed = max(self.samples, -(-self.step_items // self._limit))
+        if self._step_hits >= needed or self._step_seen >= 3 * needed:
             self._next_step()
 
     # -- the search -------------------------------------------------------------------

@@ -8,8 +8,10 @@ cores, :class:`DynamicBatcher` (when does a batch go?) and
 :meth:`StreamRun._pump`: "while a batch slot is free and the batcher releases a
 batch, hand it to the threads". It runs
 
-* after each item is queued (the **feeder** task pulls items, numbers them,
-  asks the optional :class:`ChangeGate`, queues them in the batcher);
+* after items are queued (the **feeder** task pulls items, numbers them,
+  asks the optional :class:`ChangeGate`, queues them in the batcher: one at a
+  time while a batch slot is free, a plain iterable's in runs while every slot
+  is busy, so the loop's cost per item stays a small share of a cheap model's);
 * when a batch comes back from the threads (a slot frees up), in the
   ``on_done`` callback the replica thread schedules on the loop;
 * when the oldest item's ``max_delay`` runs out: a **timer** task, started
@@ -38,9 +40,10 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, AsyncIterable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 import anyio
@@ -48,7 +51,7 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from fusion._timing import current_clock
-from fusion.errors import DeadlineExpired
+from fusion.errors import DeadlineExpired, WorkerError
 from fusion.workers._batcher import DynamicBatcher
 from fusion.workers._execution import ModelRunner
 from fusion.workers._gate import ChangeGate
@@ -73,23 +76,25 @@ class StreamSettings:
     worker keeps one across its streams, so a later stream starts from what it found."""
 
 
-@dataclass(slots=True)
-class _Done:
-    index: int
-    outcome: Outcome | None  # None: reuse the previous result (gate)
-    expired: bool = False
+_REUSED = Outcome()
+"""In the reorder buffer: the gate let the item skip inference (it gets the last value)."""
+_EXPIRED = Outcome(error=TimeoutError("deadline passed"))
+"""In the reorder buffer: the item's deadline passed before it was batched."""
 
 
 class _Signal:
     """A level-triggered wake-up for one waiter: notify() before wait() is not lost.
 
     A notify while already notified costs one attribute test (results notify the
-    feeder once per item handed out; setting the event each time cost more)."""
+    feeder once per item handed out; setting the event each time cost more). A
+    wait after a notify returns at once; a new event is made with the backend's
+    own class (``anyio.Event()`` looks the backend up each time: 1-2 us)."""
 
-    __slots__ = ("_event", "_set")
+    __slots__ = ("_event", "_new_event", "_set")
 
     def __init__(self) -> None:
         self._event = anyio.Event()
+        self._new_event = type(self._event)
         self._set = False
 
     def notify(self) -> None:
@@ -98,8 +103,9 @@ class _Signal:
             self._event.set()
 
     async def wait(self) -> None:
-        await self._event.wait()
-        self._event = anyio.Event()
+        if not self._set:
+            await self._event.wait()
+        self._event = self._new_event()
         self._set = False
 
 
@@ -129,16 +135,20 @@ class StreamRun:
             latency_budget=settings.latency_budget,
             sizer=settings.sizer,
         )
-        self.reorder: ReorderBuffer[_Done] = ReorderBuffer(self.window)
+        self.reorder: ReorderBuffer[Outcome] = ReorderBuffer(self.window)
         self.lanes = Lanes(runner, replicas, self.clock)
-        self._pending: deque[_Done] = deque()
-        self._arrivals: dict[int, tuple[Any, int]] = {}
+        self._pending: deque[Outcome] = deque()  # released, in input order
+        # (item, arrival) of each admitted item not yet handed out, in input order:
+        # the reorder buffer releases in that order, so the next result's is first.
+        self._arrivals: deque[tuple[Any, int]] = deque()
+        self._handed_out = 0  # the index of the next result
         self._free = self.slots
         self._busy: AbstractContextManager[None] | None = None
         self._space = _Signal()
         self._ready = _Signal()
         self._timer_wake: _Signal | None = _Signal() if settings.max_delay > 0 else None
         self._feeder_waiting = False
+        self._room = 0  # places known free for the feeder (counted again at 0)
         # When the last ``replicas`` batches came back, and whether every slot was busy
         # right after each (then the interval over them is the pipeline's pace).
         self._finishes: deque[tuple[int, int, bool]] = deque(maxlen=replicas)
@@ -201,68 +211,105 @@ class StreamRun:
                 await anyio.to_thread.run_sync(self.lanes.join)
             self._end_busy()
 
-    def _result(self, entry: _Done, last: Any) -> WorkerResult:
-        item, arrived = self._arrivals.pop(entry.index)
+    def _result(self, outcome: Outcome, last: Any) -> WorkerResult:
+        item, arrived = self._arrivals.popleft()
+        index = self._handed_out
+        self._handed_out = index + 1
         latency = self.clock.now() - arrived
         counters = self.counters
         counters.items += 1
         counters.latencies.append(latency)
-        result = WorkerResult(item, index=entry.index, latency=latency)
-        outcome = entry.outcome
-        if entry.expired:
+        if outcome.error is None:
+            if outcome is _REUSED:
+                counters.reused += 1
+                return WorkerResult(item, last, None, True, index, latency)
+            return WorkerResult(item, outcome.value, None, False, index, latency)
+        counters.failed += 1
+        error: WorkerError
+        if outcome is _EXPIRED:
             sensor, seq = item_key(item)
-            result.error = DeadlineExpired(
+            error = DeadlineExpired(
                 f"deadline of {self.settings.deadline} ns passed before the item was batched",
                 sensor=sensor,
                 seq=seq,
             )
-        elif outcome is None:
-            result.value, result.reused = last, True
-            counters.reused += 1
-        elif outcome.error is not None:
-            result.error = item_error(item, outcome.error)
         else:
-            result.value = outcome.value
-        if result.error is not None:
-            counters.failed += 1
-        return result
+            error = item_error(item, outcome.error)
+        return WorkerResult(item, None, error, False, index, latency)
 
     # -- input -----------------------------------------------------------------
 
     async def _feed(self, items: AsyncIterable[Any] | Iterable[Any]) -> None:
-        source = aiter(items) if isinstance(items, AsyncIterable) else _aiter_sync(items)
-        clock, batcher, reorder, gate = self.clock, self.batcher, self.reorder, self.gate
-        deadline = self.settings.deadline
-        window, capacity, pending = self.window, batcher.capacity, self._pending
-        room = 0  # items that may be admitted before the window or the batcher is full
         try:
-            async for item in source:
-                if room <= 0:  # each item takes at most one place in each: recount at 0
-                    room = min(window - reorder.outstanding - len(pending), capacity - len(batcher))
-                    while room <= 0:
-                        self._feeder_waiting = True
-                        await self._space.wait()
-                        room = min(
-                            window - reorder.outstanding - len(pending), capacity - len(batcher)
-                        )
-                    self._feeder_waiting = False
-                room -= 1
-                now = clock.now()
-                index = reorder.admit()
-                self._arrivals[index] = (item, now)
-                if gate is not None and not gate.check(item).run:
-                    self._complete(index, _Done(index, None))
-                    continue
-                batcher.push((index, item), now, None if deadline is None else now + deadline)
-                if self._free:  # else the next batch back pumps
-                    self._pump()
-            batcher.close()
+            if isinstance(items, AsyncIterable):
+                async for item in items:
+                    if self._room <= 0:
+                        await self._wait_for_room()
+                    self._admit([item])
+            else:
+                await self._feed_sync(iter(items))
+            self.batcher.close()
             self._pump()
         except Exception as err:  # the source failed: the stream raises it
             self._failure = err
         finally:
             self._fed = True
             self._ready.notify()
+
+    async def _feed_sync(self, items: Iterator[Any], every: int = 16) -> None:
+        """Admit a plain iterable's items: one at a time while a batch slot is free (the
+        model would otherwise wait for the rest), else as many as there is room for in
+        one step (one clock reading and one push: per item, these cost the loop 2-3 us
+        of a cheap model's 50). Lets other tasks run at least every ``every`` items."""
+        since_checkpoint = 0
+        while True:
+            if self._room <= 0:
+                await self._wait_for_room()
+                since_checkpoint = 0
+            chunk = list(islice(items, 1 if self._free else self._room))
+            if not chunk:
+                return
+            self._admit(chunk)
+            since_checkpoint += len(chunk)
+            if since_checkpoint >= every:
+                await anyio.lowlevel.checkpoint()
+                since_checkpoint = 0
+
+    async def _wait_for_room(self) -> None:
+        """Wait until the reorder window and the batcher have a place for an item."""
+        while (room := self._free_places()) <= 0:
+            self._feeder_waiting = True
+            await self._space.wait()
+        self._feeder_waiting = False
+        self._room = room
+
+    def _free_places(self) -> int:
+        """Items that may be admitted before the window or the batcher is full."""
+        outstanding = self.reorder.outstanding + len(self._pending)
+        return min(self.window - outstanding, self.batcher.capacity - len(self.batcher))
+
+    def _admit(self, items: list[Any]) -> None:
+        """Number ``items`` (at most :attr:`_room`), queue those the gate lets run, pump."""
+        now = self.clock.now()
+        self._room -= len(items)
+        first = self.reorder.admit_many(len(items))
+        self._arrivals.extend([(item, now) for item in items])
+        run = items
+        if self.gate is not None:
+            check = self.gate.check
+            run = []
+            for index, item in enumerate(items, first):
+                if check(item).run:
+                    run.append((index, item))
+                else:
+                    self._complete(index, _REUSED)
+        else:
+            run = list(enumerate(items, first))
+        if run:
+            deadline = self.settings.deadline
+            self.batcher.push_many(run, now, None if deadline is None else now + deadline)
+            if self._free:  # else the next batch back pumps
+                self._pump()
 
     async def _timer(self, wake: _Signal) -> None:
         """Pump when the oldest queued item's ``max_delay`` runs out."""
@@ -283,9 +330,8 @@ class StreamRun:
         while self._free:
             batch = batcher.poll(clock.now())
             for q in batcher.take_expired():
-                index = q.item[0]
                 self.counters.expired += 1
-                self._complete(index, _Done(index, None, expired=True))
+                self._complete(q.item[0], _EXPIRED)
             if batch is None:
                 break
             self._free -= 1
@@ -328,12 +374,11 @@ class StreamRun:
         self._returned += 1
         if self._returned > self._cold:
             self.batcher.record(size, cost)
-        released = self.reorder.complete_many(
-            [
-                (index, _Done(index, outcome))
-                for (index, _), outcome in zip(batch.items, done.outcomes, strict=True)
-            ]
-        )
+        indices = [entry.item[0] for entry in batch.entries]
+        if indices[-1] - indices[0] == size - 1:  # increasing, so consecutive
+            released = self.reorder.complete_run(indices[0], done.outcomes)
+        else:  # the gate or a deadline took items out between them
+            released = self.reorder.complete_many(zip(indices, done.outcomes, strict=True))
         if released:
             self._pending.extend(released)
             self._ready.notify()
@@ -372,7 +417,7 @@ class StreamRun:
         alone = done.cpu_ns if self._cpu_pace else done.prep_ns + done.run_ns
         return alone // replicas
 
-    def _complete(self, index: int, entry: _Done) -> None:
+    def _complete(self, index: int, entry: Outcome) -> None:
         released = self.reorder.complete(index, entry)
         if released:
             self._pending.extend(released)
@@ -382,17 +427,3 @@ class StreamRun:
         if self._busy is not None:
             busy, self._busy = self._busy, None
             busy.__exit__(None, None, None)
-
-
-async def _aiter_sync(items: Iterable[Any], every: int = 16) -> AsyncIterator[Any]:
-    """``items`` as an async iterator that lets other tasks run every ``every`` items.
-
-    A checkpoint per item cost one turn of the event loop (an ``epoll`` call) per
-    item: half the worker's own CPU per item on a cheap model. The feeder still
-    yields whenever the window or the batcher is full.
-    """
-    for i, item in enumerate(items):
-        yield item
-        if i % every == every - 1:
-            await anyio.lowlevel.checkpoint()
-    await anyio.lowlevel.checkpoint()

@@ -60,6 +60,9 @@ from fusion.workers._sessions import (
 from fusion.workers._sizing import BatchSizer, remembered_sizes
 from fusion.workers._stream import StreamRun, StreamSettings
 
+_SIZER_STEP_ITEMS = 16
+"""Items each batch size is tried for at least, in a search (see :class:`BatchSizer`)."""
+
 # Defaults per device. On a CPU batching buys little (the cores are busy
 # either way; onnxruntime's cost per item was measured flat in the batch size
 # for the project's small CNN, see "Batch inference" in BENCHMARKS.md) and
@@ -219,6 +222,7 @@ class BatchWorker:
             self._sizer = BatchSizer(
                 self.max_batch,
                 latency_budget=self.latency_budget,
+                step_items=_SIZER_STEP_ITEMS,
                 descending=self._batching_pays(),
             )
             self._sizer_key = self._size_key

@@ -190,12 +190,13 @@ costs = st.one_of(
     noise=st.sampled_from([0.0, 0.05]),
     seed=st.integers(0, 2**16),
     descending=st.booleans(),
+    step_items=st.sampled_from([1, 16]),
 )
 def test_it_settles_within_five_percent_of_the_best_throughput(
-    cost: Cost, max_batch: int, noise: float, seed: int, descending: bool
+    cost: Cost, max_batch: int, noise: float, seed: int, descending: bool, step_items: int
 ) -> None:
     # Either order of search (largest first when told batching pays), whatever the truth.
-    sizer = BatchSizer(max_batch, period=10**15, descending=descending)
+    sizer = BatchSizer(max_batch, period=10**15, descending=descending, step_items=step_items)
     run(sizer, cost, 40 * (max_batch.bit_length() + 3), noise=noise, seed=seed)
     assert sizer.phase == "exploit"
     best = best_size(cost, max_batch)
@@ -430,3 +431,16 @@ def test_going_down_sizes_over_the_latency_budget_are_passed_over() -> None:
     sizer = BatchSizer(64, latency_budget=10 * MS, descending=True)
     run(sizer, linear(2, 1), 400)  # 8 items fit, 16 and more do not
     assert sizer.limit == 8
+
+
+def test_a_small_size_is_tried_for_step_items_items_not_a_few_batches() -> None:
+    sizer = BatchSizer(8, period=10**15, step_items=16)
+    sizes = run(sizer, linear(1, 0.5), 40)
+    # Each size's first batch is left out, then at least 16 items or 3 batches each.
+    assert sizes[:17] == [1] * 17
+    assert sizes[17:26] == [2] * 9
+    assert sizes[26:31] == [4] * 5
+    assert sizes[31:35] == [8] * 4
+    assert sizer.statistics().samples[1] == sizer.window  # the last 8 of 16 batches
+    with pytest.raises(ConfigError, match="step_items must be >= 1"):
+        BatchSizer(8, step_items=0)

@@ -284,3 +284,53 @@ def test_every_item_is_either_batched_before_its_deadline_or_expired_once(
         poll()
     assert sorted(batched + expired) == list(range(len(steps)))
     assert b.statistics().expired == len(expired)
+
+
+@given(
+    runs=st.lists(st.integers(1, 6), min_size=1, max_size=12),
+    seed=st.integers(0, 2**32 - 1),
+    window=st.integers(6, 40),
+)
+def test_reorder_runs_admitted_and_completed_whole_leave_as_one_by_one_would(
+    runs: list[int], seed: int, window: int
+) -> None:
+    # complete_run is complete_many with consecutive numbers: the same releases, the
+    # same state, whether the run is next in line (released in one step) or not.
+    rng = random.Random(seed)
+    whole: ReorderBuffer[int] = ReorderBuffer(window)
+    single: ReorderBuffer[int] = ReorderBuffer(window)
+    admitted: list[tuple[int, int]] = []
+    for n in runs:
+        if whole.outstanding + n > window:
+            with pytest.raises(UsageError, match="reorder window full"):
+                whole.admit_many(n)
+            break
+        first = whole.admit_many(n)
+        assert [single.admit() for _ in range(n)] == list(range(first, first + n))
+        admitted.append((first, n))
+    rng.shuffle(admitted)
+    for first, n in admitted:
+        values = list(range(first, first + n))
+        assert whole.complete_run(first, values) == single.complete_many((v, v) for v in values)
+        assert whole.outstanding == single.outstanding
+    assert whole.outstanding == 0
+
+
+def test_push_many_queues_all_or_nothing() -> None:
+    batcher: DynamicBatcher[int] = DynamicBatcher(4, capacity=5)
+    batcher.push_many([0, 1, 2], 10, deadline=50)
+    with pytest.raises(UsageError, match="2 free places"):
+        batcher.push_many([3, 4, 5], 11)
+    with pytest.raises(ValueError, match="time went backwards"):
+        batcher.push_many([3], 9)
+    assert len(batcher) == 3
+    batcher.push_many([3, 4], 12)
+    batch = batcher.poll(12)
+    assert batch is not None
+    assert [q.item for q in batch.entries] == [0, 1, 2, 3]
+    assert [q.deadline for q in batch.entries] == [50, 50, 50, None]
+    assert batcher.poll(60) is not None  # 4 queued at 12, no deadline: released, not expired
+    assert batcher.take_expired() == []
+    batcher.close()
+    with pytest.raises(UsageError, match="after close"):
+        batcher.push_many([9], 70)

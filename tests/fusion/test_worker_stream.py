@@ -23,6 +23,9 @@ from fusion import DeadlineExpired, Frame, FrameGroup, VirtualClock, WorkerError
 from fusion._timing import current_clock
 from fusion.workers import BatchWorker, ChangeGate, ImagePreprocess, ModelSession, WorkerResult
 from fusion.workers import _sessions as sessions_module
+from fusion.workers._batcher import DynamicBatcher
+from fusion.workers._execution import ModelRunner
+from fusion.workers._lanes import Finished, Lanes
 from fusion.workers._models import FAIL_MARKER, failing_model, scale_model
 from fusion.workers._pinned import PinnedStaging
 from fusion.workers._reorder import ReorderBuffer
@@ -376,6 +379,62 @@ class TestThreadLayout:
         monkeypatch.setattr(sessions_module, "probe_provider", lambda p: None)
         assert not sessions_module.runs_on_cpu("auto")
         assert sessions_module.runs_on_cpu("cpu")
+
+    async def test_a_replica_prepares_the_queued_batch_before_handing_back_its_last(
+        self,
+    ) -> None:
+        # The hand-back wakes the event loop, which then holds the GIL for its turn; a
+        # preprocess after it would wait for that turn while the cores idle.
+        events: list[tuple[str, int]] = []
+
+        def prepare(items: list[Frame]) -> np.ndarray:
+            events.append(("prepare", items[0].seq))
+            return np.stack([f.data for f in items])
+
+        class RecordingLanes(Lanes):
+            def _deliver(self, done: Finished) -> None:
+                events.append(("hand back", done.batch.entries[0].item[1].seq))
+                super()._deliver(done)
+
+        runner = ModelRunner(
+            scale_model(),
+            providers="cpu",
+            replicas=1,
+            threads=2,  # one session over the cores: the replica prepares its own batches
+            preprocess=prepare,
+            postprocess=None,
+            max_restarts=0,
+            provider_options=None,
+        )
+        batcher: DynamicBatcher[tuple[int, Frame]] = DynamicBatcher(2)
+        lanes = RecordingLanes(runner, 1, current_clock())
+        finished: list[Finished] = []
+        all_back = anyio.Event()
+
+        def on_done(done: Finished) -> None:
+            finished.append(done)
+            if len(finished) == 3:
+                all_back.set()
+
+        for f in frames(6):
+            batcher.push((f.seq, f), 0)
+        while (batch := batcher.poll(0)) is not None:
+            lanes.submit(batch)  # all three queued before the replica starts
+        lanes.start(on_done)
+        lanes.stop()
+        await anyio.to_thread.run_sync(lanes.join)
+        with anyio.fail_after(5):
+            await all_back.wait()
+        assert events == [
+            ("prepare", 0),
+            ("prepare", 2),
+            ("hand back", 0),
+            ("prepare", 4),
+            ("hand back", 2),
+            ("hand back", 4),
+        ]
+        values = [float(o.value[0]) for done in finished for o in done.outcomes]
+        assert values == [2.0 * i for i in range(6)]
 
 
 class TestVirtualTime:
