@@ -8,10 +8,13 @@ cores, :class:`DynamicBatcher` (when does a batch go?) and
 :meth:`StreamRun._pump`: "while a batch slot is free and the batcher releases a
 batch, hand it to the threads". It runs
 
-* after items are queued (the **feeder** task pulls items, numbers them,
-  asks the optional :class:`ChangeGate`, queues them in the batcher: one at a
-  time while a batch slot is free, a plain iterable's in runs while every slot
-  is busy, so the loop's cost per item stays a small share of a cheap model's);
+* after items are queued: items are numbered, the optional
+  :class:`ChangeGate` asked, the others queued in the batcher, one at a time
+  while a batch slot is free, else as many as there is room for in one step
+  (so the loop's cost per item stays a small share of a cheap model's). A
+  source (an async iterable) has a **feeder** task that pulls its items; a
+  plain iterable's items are admitted by the generator itself whenever it has
+  handed out every result released so far, before it waits;
 * when a batch comes back from the threads (a slot frees up), in the
   ``on_done`` callback the replica thread schedules on the loop;
 * when the oldest item's ``max_delay`` runs out: a **timer** task, started
@@ -26,7 +29,7 @@ as soon as a slot is free, holding whatever queued while the slots were busy,
 so batches grow by themselves exactly when the model falls behind.
 
 Results leave from the generator itself, in input order, with no extra task
-or channel per item. Backpressure: the feeder waits while the reorder window
+or channel per item. Backpressure: nothing is admitted while the reorder window
 (admitted items not yet handed out) is full, so memory stays flat whatever the
 consumer's pace.
 
@@ -177,9 +180,13 @@ class StreamRun:
         pending = self._pending
         last: Any = None
         leaving = False
+        # A plain iterable needs no task of its own: the generator admits its items
+        # itself before it waits (one task woken per batch back, not two).
+        inline = None if isinstance(items, AsyncIterable) else iter(items)
         try:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(self._feed, items)
+                if isinstance(items, AsyncIterable):
+                    tg.start_soon(self._feed, items)
                 if self._timer_wake is not None:
                     tg.start_soon(self._timer, self._timer_wake)
                 while not leaving:
@@ -198,6 +205,10 @@ class StreamRun:
                             break
                     if leaving or self._failure is not None:
                         break
+                    if inline is not None and not self._fed:
+                        self._top_up(inline)
+                        if pending or self._failure is not None:
+                            continue  # the gate's reused results, a failed iterable
                     if self._fed and not self.reorder.outstanding:
                         break
                     await self._ready.wait()
@@ -239,49 +250,52 @@ class StreamRun:
 
     # -- input -----------------------------------------------------------------
 
-    async def _feed(self, items: AsyncIterable[Any] | Iterable[Any]) -> None:
+    async def _feed(self, items: AsyncIterable[Any]) -> None:
+        """The feeder task of an async iterable (a source): admit each item as it comes."""
         try:
-            if isinstance(items, AsyncIterable):
-                async for item in items:
-                    if self._room <= 0:
-                        await self._wait_for_room()
-                    self._admit([item])
-            else:
-                await self._feed_sync(iter(items))
-            self.batcher.close()
-            self._pump()
+            async for item in items:
+                if self._room <= 0:
+                    await self._wait_for_room()
+                self._admit([item])
+            self._end_of_input()
         except Exception as err:  # the source failed: the stream raises it
             self._failure = err
         finally:
             self._fed = True
             self._ready.notify()
 
-    async def _feed_sync(self, items: Iterator[Any], every: int = 16) -> None:
-        """Admit a plain iterable's items: one at a time while a batch slot is free (the
-        model would otherwise wait for the rest), else as many as there is room for in
-        one step (one clock reading and one push: per item, these cost the loop 2-3 us
-        of a cheap model's 50). Lets other tasks run at least every ``every`` items."""
-        since_checkpoint = 0
-        while True:
-            if self._room <= 0:
-                await self._wait_for_room()
-                since_checkpoint = 0
-            chunk = list(islice(items, 1 if self._free else self._room))
-            if not chunk:
-                return
-            self._admit(chunk)
-            since_checkpoint += len(chunk)
-            if since_checkpoint >= every:
-                await anyio.lowlevel.checkpoint()
-                since_checkpoint = 0
+    def _top_up(self, items: Iterator[Any]) -> None:
+        """Admit a plain iterable's items while there is room: one at a time while a
+        batch slot is free (the model would otherwise wait for the rest), else as many
+        as there is room for in one step (one clock reading and one push: per item,
+        these cost the loop 2-3 us of a cheap model's 50)."""
+        try:
+            while (room := self._free_places()) > 0:
+                chunk = list(islice(items, 1 if self._free else room))
+                if not chunk:
+                    self._end_of_input()
+                    self._fed = True
+                    return
+                self._room = room
+                self._admit(chunk)
+        except Exception as err:  # the iterable failed: the stream raises it
+            self._failure = err
+            self._fed = True
 
-    async def _wait_for_room(self) -> None:
-        """Wait until the reorder window and the batcher have a place for an item."""
+    def _end_of_input(self) -> None:
+        self.batcher.close()
+        self._pump()
+
+    async def _wait_for_room(self) -> bool:
+        """Wait until the reorder window and the batcher have a place for an item;
+        whether it waited (let other tasks run)."""
+        waited = False
         while (room := self._free_places()) <= 0:
-            self._feeder_waiting = True
+            self._feeder_waiting = waited = True
             await self._space.wait()
         self._feeder_waiting = False
         self._room = room
+        return waited
 
     def _free_places(self) -> int:
         """Items that may be admitted before the window or the batcher is full."""

@@ -8,12 +8,13 @@ import re
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -271,22 +272,54 @@ def test_results_completed_a_batch_at_a_time_leave_in_order(
 
 
 class TestLifecycle:
-    async def test_a_failing_source_raises_its_own_error_from_the_stream(self) -> None:
+    @pytest.mark.parametrize("kind", ["async", "plain"])
+    async def test_a_failing_source_raises_its_own_error_from_the_stream(self, kind: str) -> None:
+        # A source has a feeder task; a plain iterable is admitted by the generator itself.
         async def source() -> AsyncIterator[Frame]:
             for f in frames(6):
                 yield f
+            raise OSError("camera unplugged")
+
+        def plain() -> Iterator[Frame]:
+            yield from frames(6)
             raise OSError("camera unplugged")
 
         worker = BatchWorker(scale_model(), providers="cpu", max_batch=2)
         seen: list[int] = []
 
         async def consume() -> None:
-            async for r in worker.stream(source()):
+            async for r in worker.stream(source() if kind == "async" else plain()):
                 seen.append(r.index)
 
         with pytest.raises(OSError, match="camera unplugged"):
             await consume()
         assert seen == list(range(len(seen)))  # whatever came out came out in order
+
+    @pytest.mark.parametrize("kind", ["async", "plain"])
+    async def test_a_slow_consumer_holds_the_input_back_to_the_window(self, kind: str) -> None:
+        pulled = 0
+
+        def counted() -> Iterator[Frame]:
+            nonlocal pulled
+            for f in frames(300):
+                pulled += 1
+                yield f
+
+        async def source() -> AsyncIterator[Frame]:
+            for f in counted():
+                yield f
+
+        window = 24
+        worker = BatchWorker(scale_model(), providers="cpu", max_batch=4, window=window)
+        ahead: list[int] = []
+        async for r in worker.stream(source() if kind == "async" else counted()):
+            ahead.append(pulled - (r.index + 1))
+            await anyio.lowlevel.checkpoint()  # the consumer's own work
+        assert len(ahead) == 300
+        # Never more than the window admitted past the consumer (a feeder holds the one
+        # item it pulled while it waits for room).
+        assert max(ahead) <= window + (kind == "async")
+        assert max(ahead) >= 8  # yet items were admitted ahead, in runs
 
     async def test_sessions_dying_too_often_stop_the_stream_with_a_worker_error(self) -> None:
         worker = BatchWorker(scale_model(), providers="cpu", max_batch=4, max_restarts=0)
