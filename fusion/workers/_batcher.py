@@ -292,7 +292,12 @@ class DynamicBatcher(Generic[T]):
 
     def _release(self, n: int, now: int, reason: Reason) -> Batch[T]:
         queue = self._queue
-        entries = tuple(queue.popleft() for _ in range(n))
+        if n == len(queue):
+            entries = tuple(queue)
+            queue.clear()
+        else:
+            take = queue.popleft
+            entries = tuple([take() for _ in range(n)])
         if self._with_deadline:
             self._with_deadline -= sum(1 for e in entries if e.deadline is not None)
         self._batches += 1

@@ -388,10 +388,12 @@ class StreamRun:
         self._returned += 1
         if self._returned > self._cold:
             self.batcher.record(size, cost)
-        indices = [entry.item[0] for entry in batch.entries]
-        if indices[-1] - indices[0] == size - 1:  # increasing, so consecutive
-            released = self.reorder.complete_run(indices[0], done.outcomes)
+        entries = batch.entries
+        first = entries[0].item[0]
+        if entries[-1].item[0] - first == size - 1:  # increasing, so consecutive
+            released = self.reorder.complete_run(first, done.outcomes)
         else:  # the gate or a deadline took items out between them
+            indices = [entry.item[0] for entry in entries]
             released = self.reorder.complete_many(zip(indices, done.outcomes, strict=True))
         if released:
             self._pending.extend(released)
