@@ -9,12 +9,12 @@ cores, :class:`DynamicBatcher` (when does a batch go?) and
 batch, hand it to the threads". It runs
 
 * after items are queued: items are numbered, the optional
-  :class:`ChangeGate` asked, the others queued in the batcher, one at a time
-  while a batch slot is free, else as many as there is room for in one step
-  (so the loop's cost per item stays a small share of a cheap model's). A
-  source (an async iterable) has a **feeder** task that pulls its items; a
+  :class:`ChangeGate` asked, the others queued in the batcher. A source (an
+  async iterable) has a **feeder** task that admits each item as it comes; a
   plain iterable's items are admitted by the generator itself whenever it has
-  handed out every result released so far, before it waits;
+  handed out every result released so far, before it waits, as many as there
+  is room for in one step (a batch's worth while a slot is free), so the
+  loop's cost per item stays a small share of a cheap model's;
 * when a batch comes back from the threads (a slot frees up), in the
   ``on_done`` callback the replica thread schedules on the loop;
 * when the oldest item's ``max_delay`` runs out: a **timer** task, started
@@ -265,13 +265,16 @@ class StreamRun:
             self._ready.notify()
 
     def _top_up(self, items: Iterator[Any]) -> None:
-        """Admit a plain iterable's items while there is room: one at a time while a
-        batch slot is free (the model would otherwise wait for the rest), else as many
-        as there is room for in one step (one clock reading and one push: per item,
-        these cost the loop 2-3 us of a cheap model's 50)."""
+        """Admit a plain iterable's items while there is room, as many as there is room
+        for in one step (one clock reading and one push: per item, these cost the loop
+        2-3 us of a cheap model's 50); while a batch slot is free, up to the batch size
+        allowed, then the batch goes. Its items are all there to be taken: a stream's
+        first batches are not of one item each (for ``mlp`` a batch of one cost what
+        one of 13 did)."""
         try:
             while (room := self._free_places()) > 0:
-                chunk = list(islice(items, 1 if self._free else room))
+                take = min(room, self.batcher.limit) if self._free else room
+                chunk = list(islice(items, take))
                 if not chunk:
                     self._end_of_input()
                     self._fed = True

@@ -295,6 +295,20 @@ class TestLifecycle:
             await consume()
         assert seen == list(range(len(seen)))  # whatever came out came out in order
 
+    async def test_a_plain_iterable_s_first_batches_are_full_a_source_s_go_greedy(self) -> None:
+        # A list's items are all there: no batch of one while a slot is free. A source's
+        # first item goes alone (the model would otherwise wait for the next arrival).
+        async def source() -> AsyncIterator[Frame]:
+            for f in frames(12):
+                yield f
+
+        plain = BatchWorker(scale_model(), providers="cpu", max_batch=4, adaptive=False)
+        await collect(plain, frames(12))
+        assert plain.statistics().batch_sizes == {4: 3}
+        greedy = BatchWorker(scale_model(), providers="cpu", max_batch=4, adaptive=False)
+        await collect(greedy, source())
+        assert min(greedy.statistics().batch_sizes) == 1
+
     @pytest.mark.parametrize("kind", ["async", "plain"])
     async def test_a_slow_consumer_holds_the_input_back_to_the_window(self, kind: str) -> None:
         pulled = 0
