@@ -168,25 +168,23 @@ class Lanes:
             self._run_queue.put(_STOP)
 
     def _replica_loop(self, replica: int) -> None:
-        ready = self._ready(self._run_queue.get(), replica)
+        ready = self._prepared(self._run_queue.get(), replica)
         while ready is not _STOP:
             done = self._run(replica, ready)
             del ready  # hold no frame while waiting for the next job
-            # The next batch is prepared before this one is handed back, if one is
-            # queued: the hand-back wakes the event loop, which then holds the GIL
-            # for its whole turn (results out, items in, the next batch formed), and
-            # a preprocess started after it waited for that turn while the cores
-            # idled (mlp on 1x2: 5 us of a 66 us item, measured).
-            ready = self._ready(self._run_queue.get_nowait(), replica) if self._queued() else None
+            # The queued batch is prepared before this one is handed back (see the
+            # module docstring: the loop's turn would hold the GIL over it).
+            ready = self._prepared(self._run_queue.get_nowait(), replica) if self._ahead() else None
             self._deliver(done)
             del done
             if ready is None:
-                ready = self._ready(self._run_queue.get(), replica)
+                ready = self._prepared(self._run_queue.get(), replica)
 
-    def _queued(self) -> bool:
+    def _ahead(self) -> bool:
+        """Whether a queued batch is to be prepared ahead (this replica prepares its own)."""
         return self._inline and not self._run_queue.empty()
 
-    def _ready(self, job: Any, replica: int) -> _Job | Any:
+    def _prepared(self, job: Any, replica: int) -> _Job | Any:
         """``job`` prepared where this replica prepares its own batches, else as queued."""
         return self._prepare(job, replica) if self._inline and job is not _STOP else job
 

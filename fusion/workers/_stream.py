@@ -289,16 +289,13 @@ class StreamRun:
         self.batcher.close()
         self._pump()
 
-    async def _wait_for_room(self) -> bool:
-        """Wait until the reorder window and the batcher have a place for an item;
-        whether it waited (let other tasks run)."""
-        waited = False
+    async def _wait_for_room(self) -> None:
+        """Wait until the reorder window and the batcher have a place for an item."""
         while (room := self._free_places()) <= 0:
-            self._feeder_waiting = waited = True
+            self._feeder_waiting = True
             await self._space.wait()
         self._feeder_waiting = False
         self._room = room
-        return waited
 
     def _free_places(self) -> int:
         """Items that may be admitted before the window or the batcher is full."""
@@ -311,17 +308,15 @@ class StreamRun:
         self._room -= len(items)
         first = self.reorder.admit_many(len(items))
         self._arrivals.extend([(item, now) for item in items])
-        run = items
-        if self.gate is not None:
-            check = self.gate.check
-            run = []
+        if self.gate is None:
+            run = list(enumerate(items, first))
+        else:
+            check, run = self.gate.check, []
             for index, item in enumerate(items, first):
                 if check(item).run:
                     run.append((index, item))
                 else:
                     self._complete(index, _REUSED)
-        else:
-            run = list(enumerate(items, first))
         if run:
             deadline = self.settings.deadline
             self.batcher.push_many(run, now, None if deadline is None else now + deadline)
