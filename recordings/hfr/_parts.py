@@ -132,6 +132,37 @@ class PartWriter:
             self.number += 1
             self.open()
 
+    def chunks(self, records: list[tuple[ChunkMeta, list[Any], Any]]) -> None:
+        """:meth:`chunk` for each of ``records`` (``(meta, parts, details)``), written with
+        one ``writev`` for those that go into one part: the same file as one at a time.
+        ``durable`` syncs after each chunk, so writes them one at a time."""
+        if self._durable:
+            for meta, parts, details in records:
+                self.chunk(meta, parts, details)
+            return
+        out = self._file
+        assert out is not None
+        pieces: list[Any] = []
+        offset = out.offset
+        for meta, parts, details in records:
+            payload = sum(len(p) for p in parts[2:])
+            self._index.add(meta, offset, payload, details)
+            pieces += parts
+            offset += len(parts[0]) + len(parts[1]) + payload
+            self.chunks_written += 1
+            self.raw_written += meta.raw_size
+            if self._policy.written(offset, meta.t_start, meta.t_end):
+                self._write(pieces)
+                pieces = []
+                self.finish()
+                self.number += 1
+                self.open()
+                out = self._file
+                assert out is not None
+                offset = out.offset
+        if pieces:
+            self._write(pieces)
+
     def finish(self) -> None:
         """Write the open part's footer, fsync, close and (``atomic``) publish it."""
         out = self._file

@@ -66,10 +66,11 @@ class WriterThread:
         self.queue.append(item)
         self.cond.notify_all()
 
-    def done(self) -> None:
-        """The first queued item is written: take it off and wake who waits for room."""
+    def done(self, count: int = 1) -> None:
+        """The first ``count`` queued items are written: take them off, wake who waits."""
         with self.cond:
-            self.queue.popleft()
+            for _ in range(count):
+                self.queue.popleft()
             self.cond.notify_all()
 
     @property

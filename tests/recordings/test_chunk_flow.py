@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -86,3 +87,48 @@ def test_a_small_chunk_that_fails_to_encode_fails_the_recorder_as_a_pool_failure
         seqs = [f.seq for f in log.frames()]
     assert seqs == list(range(len(seqs)))
     assert 2 * 200 <= len(seqs) <= 2 * 201
+
+
+@pytest.mark.parametrize("durable", [False, True])
+def test_small_chunks_queued_together_are_written_as_one_at_a_time_would(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, durable: bool
+) -> None:
+    """While the writer thread is busy, small chunks queue; it takes them as one run and
+    writes them with one ``writev`` (``durable``: one at a time, each synced). The parts,
+    where they split and the chunks in each are those of one chunk at a time."""
+    frames = imu(2400)  # 12 one-second chunks of about 10 KB
+    real = _chunk_flow.ChunkFlow._write_small
+
+    def record(name: str, most: int) -> tuple[list[list[tuple[int, int]]], list[int]]:
+        monkeypatch.setattr(_chunk_flow, "SMALL_RUN", most)
+        runs: list[int] = []
+        queued = threading.Event()
+
+        def write_small(flow: _chunk_flow.ChunkFlow, run: list[object]) -> None:
+            runs.append(len(run))
+            queued.wait(10)  # the first run waits until every chunk is sealed
+            real(flow, run)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(_chunk_flow.ChunkFlow, "_write_small", write_small)
+        rec = Recorder(
+            tmp_path / name, max_pending=16, split_bytes=25_000, flush_interval=None,
+            durable=durable,
+        )  # fmt: skip
+        for f in frames:
+            rec.write(f)
+        queued.set()
+        rec.close()
+        parts, seqs = [], []
+        for path in rec.paths:
+            with open_recording(path) as log:
+                parts.append([(c.t_start, c.count) for c in log.chunks])
+                seqs += [f.seq for f in log.frames()]
+        assert seqs == list(range(len(frames)))
+        return parts, runs
+
+    in_runs, runs = record("runs.hfr", 32)
+    one_by_one, singles = record("single.hfr", 1)
+    assert max(runs) >= 8  # the chunks sealed meanwhile, taken at once
+    assert set(singles) == {1}
+    assert len(in_runs) >= 4  # parts split inside the run
+    assert in_runs == one_by_one
