@@ -185,29 +185,22 @@ class DynamicBatcher(Generic[T]):
 
     def push(self, item: T, now: int, deadline: int | None = None) -> None:
         """Queue ``item``, which arrived at ``now``; expire it if unbatched by ``deadline``."""
-        if self._closed:
-            raise UsageError("push() after close(): the batcher's input has ended")
-        if self.full:
-            raise UsageError(f"batcher queue is full ({self.capacity} items); check .full first")
-        if self._queue and now < self._queue[-1].arrived:
-            raise ValueError(f"time went backwards: push at {now} after {self._queue[-1].arrived}")
-        self._queue.append(Queued(item, now, deadline))
-        if deadline is not None:
-            self._with_deadline += 1
+        self.push_many((item,), now, deadline)
 
     def push_many(self, items: Sequence[T], now: int, deadline: int | None = None) -> None:
         """:meth:`push` each of ``items``, all arrived at ``now`` with the same ``deadline``.
 
-        Raises as :meth:`push` would before queueing any of them: after :meth:`close`,
-        when fewer than ``len(items)`` places are free, when ``now`` is before the
+        Raises before queueing any of them: after :meth:`close`, when fewer than
+        ``len(items)`` places are free (check :attr:`full`), when ``now`` is before the
         last push."""
         if self._closed:
             raise UsageError("push() after close(): the batcher's input has ended")
-        if len(self._queue) + len(items) > self.capacity:
-            free = self.capacity - len(self._queue)
+        free = self.capacity - len(self._queue)
+        if len(items) > free:
+            state = "is full" if free == 0 else f"has {free} free places"
             raise UsageError(
-                f"batcher queue has {free} free places ({self.capacity} in all), "
-                f"{len(items)} items pushed; check .full first"
+                f"batcher queue {state} ({self.capacity} items), {len(items)} pushed; "
+                "check .full first"
             )
         if self._queue and now < self._queue[-1].arrived:
             raise ValueError(f"time went backwards: push at {now} after {self._queue[-1].arrived}")

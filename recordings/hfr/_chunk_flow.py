@@ -221,12 +221,9 @@ class ChunkFlow:
             self._write_small(job)
             return True
         meta, parts, _length, details, taken = job.result()
-        self._files.chunk(meta, parts, details)
+        records = [(meta, parts, details)]
         del parts  # views of the buffers, which the next chunks reuse
-        for buffer in taken:
-            buffers.give(buffer)
-        self.writer.done()
-        self._room.release()
+        self._write_records(records, taken)
         return True
 
     def _write_small(self, run: list[SealedChunk]) -> None:
@@ -243,16 +240,22 @@ class ChunkFlow:
                 meta, parts, _length, details, given = _encode(sealed, self._level)
                 records.append((meta, parts, details))
                 taken += given
+                del parts  # the records hold them until written
         finally:
             if records:
-                self._files.chunks(records)
-                del parts
-                count = len(records)
-                records.clear()  # views of the buffers, which the next chunks reuse
-                for buffer in taken:
-                    buffers.give(buffer)
-                self.writer.done(count)
-                self._room.release(count)
+                self._write_records(records, taken)
+
+    def _write_records(
+        self, records: list[tuple[ChunkMeta, list[Any], Any]], taken: list[Any]
+    ) -> None:
+        """Write encoded chunks, give their buffers back, take them off the queue."""
+        self._files.chunks(records)
+        count = len(records)
+        records.clear()  # views of the buffers, which the next chunks reuse
+        for buffer in taken:
+            buffers.give(buffer)
+        self.writer.done(count)
+        self._room.release(count)
 
     def _failed(self, err: BaseException) -> None:
         self._room.release()  # wake a writer blocked on backpressure

@@ -118,28 +118,12 @@ class PartWriter:
     def chunk(self, meta: ChunkMeta, parts: list[Any], details: Any = None) -> None:
         """Write one chunk's record (``[prelude, meta, *payload]``); split after it when
         the policy says the part is done."""
-        out = self._file
-        assert out is not None
-        offset = out.offset
-        self._write(parts)
-        if self._durable:
-            out.sync()
-        self._index.add(meta, offset, sum(len(p) for p in parts[2:]), details)
-        self.chunks_written += 1
-        self.raw_written += meta.raw_size
-        if self._policy.written(out.offset, meta.t_start, meta.t_end):
-            self.finish()
-            self.number += 1
-            self.open()
+        self.chunks([(meta, parts, details)])
 
     def chunks(self, records: list[tuple[ChunkMeta, list[Any], Any]]) -> None:
-        """:meth:`chunk` for each of ``records`` (``(meta, parts, details)``), written with
-        one ``writev`` for those that go into one part: the same file as one at a time.
-        ``durable`` syncs after each chunk, so writes them one at a time."""
-        if self._durable:
-            for meta, parts, details in records:
-                self.chunk(meta, parts, details)
-            return
+        """:meth:`chunk` for each of ``records`` (``(meta, parts, details)``), those that
+        go into one part written with one ``writev`` (``durable``: each chunk written and
+        synced before the next): the same file as one at a time."""
         out = self._file
         assert out is not None
         pieces: list[Any] = []
@@ -149,6 +133,10 @@ class PartWriter:
             self._index.add(meta, offset, payload, details)
             pieces += parts
             offset += len(parts[0]) + len(parts[1]) + payload
+            if self._durable:
+                self._write(pieces)
+                pieces = []
+                out.sync()
             self.chunks_written += 1
             self.raw_written += meta.raw_size
             if self._policy.written(offset, meta.t_start, meta.t_end):
@@ -162,6 +150,7 @@ class PartWriter:
                 offset = out.offset
         if pieces:
             self._write(pieces)
+        assert out.offset == offset, "a record's pieces are not byte-sized"
 
     def finish(self) -> None:
         """Write the open part's footer, fsync, close and (``atomic``) publish it."""
