@@ -50,22 +50,16 @@ class ReorderBuffer(Generic[T]):
 
     def admit(self) -> int:
         """Number the next item; raises if the window is full (check :attr:`can_admit`)."""
-        if not self.can_admit:
-            raise UsageError(
-                f"reorder window full: {self.window} items outstanding since seq {self._next_out}"
-            )
-        seq = self._next_seq
-        self._next_seq += 1
-        return seq
+        return self.admit_many(1)
 
     def admit_many(self, n: int) -> int:
         """Number the next ``n`` items; return the first number (the others follow it).
 
-        Raises as :meth:`admit` would, admitting none, if fewer than ``n`` fit."""
+        Raises, admitting none, if fewer than ``n`` fit in the window."""
         if self._next_seq + n - self._next_out > self.window:
             raise UsageError(
-                f"reorder window full: {n} items do not fit in {self.window} "
-                f"with {self.outstanding} outstanding since seq {self._next_out}"
+                f"reorder window full: {self.outstanding} items outstanding since seq "
+                f"{self._next_out}, {n} more do not fit in {self.window}"
             )
         first = self._next_seq
         self._next_seq += n
