@@ -256,6 +256,7 @@ class StreamRun:
             async for item in items:
                 if self._room <= 0:
                     await self._wait_for_room()
+                self._room -= 1
                 self._admit([item])
             self._end_of_input()
         except Exception as err:  # the source failed: the stream raises it
@@ -279,7 +280,6 @@ class StreamRun:
                     self._end_of_input()
                     self._fed = True
                     return
-                self._room = room
                 self._admit(chunk)
         except Exception as err:  # the iterable failed: the stream raises it
             self._failure = err
@@ -303,9 +303,9 @@ class StreamRun:
         return min(self.window - outstanding, self.batcher.capacity - len(self.batcher))
 
     def _admit(self, items: list[Any]) -> None:
-        """Number ``items`` (at most :attr:`_room`), queue those the gate lets run, pump."""
+        """Number ``items`` (as many as there are free places), queue those the gate lets
+        run, pump."""
         now = self.clock.now()
-        self._room -= len(items)
         first = self.reorder.admit_many(len(items))
         self._arrivals.extend([(item, now) for item in items])
         if self.gate is None:
