@@ -329,6 +329,8 @@ class McapFile:
         return self.how.startswith("scanned")
 
     def _head(self, at: int) -> tuple[int, int]:
+        if at < 0:  # a damaged offset (an index's, a chunk's) pointing before the file
+            raise McapFormatError(f"'{self.path}': a record offset points before the file ({at})")
         f = self._file
         f.seek(at)
         raw = f.read(9)
