@@ -329,11 +329,9 @@ class McapFile:
         return self.how.startswith("scanned")
 
     def _head(self, at: int) -> tuple[int, int]:
-        if at < 0:  # a damaged offset (an index's, a chunk's) pointing before the file
-            raise McapFormatError(f"'{self.path}': a record offset points before the file ({at})")
         f = self._file
-        f.seek(at)
-        raw = f.read(9)
+        f.seek(max(at, 0))
+        raw = f.read(9) if at >= 0 else b""  # a damaged offset before the file: no header
         if len(raw) != 9:
             raise McapFormatError(f"'{self.path}': a record header is cut short at byte {at}")
         op, length = _HEAD.unpack(raw)
