@@ -77,6 +77,9 @@ class StreamSettings:
     sizer: BatchSizer | None = None
     """Caps batches at the size measured to run fastest (``None``: ``max_batch``); the
     worker keeps one across its streams, so a later stream starts from what it found."""
+    hold: int = 1
+    """Batches a replica may finish and keep while it has more queued, handed back
+    together (:mod:`fusion.workers._lanes`); more than 1 only for offline input."""
 
 
 _REUSED = Outcome()
@@ -127,7 +130,9 @@ class StreamRun:
         self.settings = settings
         self.counters = counters
         self.gate = gate
-        self.slots = replicas + 1
+        # One batch preparing or queued beside each replica's: ``hold`` of them while
+        # finished ones are kept for a run's hand-back.
+        self.slots = replicas * max(1, settings.hold) + 1
         max_batch = settings.max_batch
         self.window = settings.window or max(2 * max_batch * (self.slots + 1), 16)
         self.batcher: DynamicBatcher[tuple[int, Any]] = DynamicBatcher(
@@ -152,9 +157,10 @@ class StreamRun:
         self._timer_wake: _Signal | None = _Signal() if settings.max_delay > 0 else None
         self._feeder_waiting = False
         self._room = 0  # places known free for the feeder (counted again at 0)
-        # When the last ``replicas`` batches came back, and whether every slot was busy
-        # right after each (then the interval over them is the pipeline's pace).
-        self._finishes: deque[tuple[int, int, bool]] = deque(maxlen=replicas)
+        # When the last ``replicas`` hand-backs came, whether every slot was busy right
+        # after each (then the interval over them is the pipeline's pace), and how many
+        # batches each brought.
+        self._finishes: deque[tuple[int, int, bool, int]] = deque(maxlen=replicas)
         # On the CPU the cores are what the batch sizes compete for, and other
         # processes take them too: the pace is read in this process's CPU time, which
         # a busy neighbour does not inflate the way it inflates the wall clock.
@@ -176,7 +182,7 @@ class StreamRun:
         self, items: AsyncIterable[Any] | Iterable[Any]
     ) -> AsyncGenerator[WorkerResult, None]:
         """Run every item through the model; yield one result each, in input order."""
-        self.lanes.start(self._on_done)
+        self.lanes.start(self._on_done, hold=self.settings.hold)
         pending = self._pending
         last: Any = None
         leaving = False
@@ -356,17 +362,27 @@ class StreamRun:
         if self._timer_wake is not None:
             self._timer_wake.notify()
 
-    def _on_done(self, done: Finished) -> None:
-        """A batch is back from the threads (a loop callback, outside any task)."""
+    def _on_done(self, run: list[Finished]) -> None:
+        """Batches are back from the threads (a loop callback, outside any task)."""
         if self._closed:
             return
         try:
-            self._finish(done)
+            self._finish_run(run)
         except BaseException as err:  # nobody would see it from a loop callback: stop the stream
             self._failure = err
             self._ready.notify()
 
-    def _finish(self, done: Finished) -> None:
+    def _finish_run(self, run: list[Finished]) -> None:
+        now = self.clock.now()
+        cpu = time.process_time_ns()
+        for done, cost in zip(run, self._costs(run, now, cpu), strict=True):
+            self._finish(done, now, cost)
+            if done.failure is not None:
+                return
+        self._pump()
+        self._finishes.append((now, cpu, self._free == 0, len(run)))
+
+    def _finish(self, done: Finished, now: int, cost: int) -> None:
         self._free += 1
         if self._free == self.slots:
             self._end_busy()
@@ -379,10 +395,7 @@ class StreamRun:
         counters.batches += 1
         counters.splits += done.splits
         counters.sizes[size] = counters.sizes.get(size, 0) + 1
-        now = self.clock.now()
-        cpu = time.process_time_ns()
         counters.service.append(now - batch.formed_at)
-        cost = self._cost(done, now, cpu)
         self._returned += 1
         if self._returned > self._cold:
             self.batcher.record(size, cost)
@@ -396,40 +409,45 @@ class StreamRun:
         if released:
             self._pending.extend(released)
             self._ready.notify()
-        self._pump()
-        self._finishes.append((now, cpu, self._free == 0))
 
-    def _cost(self, done: Finished, now: int, cpu: int) -> int:
-        """What the batch cost, for the sizer.
+    def _costs(self, run: list[Finished], now: int, cpu: int) -> list[int]:
+        """What each batch of ``run`` (handed back together) cost, for the sizer.
 
         On the CPU with sessions of one intra-op thread (the default layout): the CPU
-        time of the threads that prepared and ran it, plus the event loop's CPU since
-        the batch before came back (the loop's per-batch and per-item share). Both are
-        exact per batch: other processes do not inflate CPU time, and nothing else is
-        mixed in. (The process's CPU time between two batches coming back, used before,
-        has the right median but a spread of -50 %..+45 % per batch: the batches'
-        turns overlap; sizes 5 % apart could not be told apart from 4 batches.)
+        time of the threads that prepared and ran it, plus its share of the event
+        loop's CPU since the last hand-back (the loop's per-batch and per-item share).
+        Both are exact per batch: other processes do not inflate CPU time, and nothing
+        else is mixed in. (The process's CPU time between two batches coming back, used
+        before, has the right median but a spread of -50 %..+45 % per batch: the
+        batches' turns overlap; sizes 5 % apart could not be told apart from 4 batches.)
 
         Elsewhere (wider sessions, whose pool threads' CPU the calling thread does not
         see; GPUs, where the device's time is what counts) the pipeline's pace when it
-        was busy all along (since the batch ``replicas`` returns ago came back: one
+        was busy all along: since the hand-back ``replicas`` hand-backs ago (one
         replica's turn, with every overhead in it; the process's CPU time on the CPU,
-        the runtime clock elsewhere), else the batch's preprocess and run time (items
-        arrive slower than the model runs); shared by the replicas, which run side by
-        side."""
+        the runtime clock elsewhere), over the batches back since, shared among the
+        run's batches by their threads' CPU time; else each batch's preprocess and run
+        time (items arrive slower than the model runs), shared by the replicas, which
+        run side by side."""
         if self._exact:
             loop = time.thread_time_ns()
-            share, self._loop_cpu = loop - self._loop_cpu, loop
-            return done.cpu_ns + share
+            share, self._loop_cpu = (loop - self._loop_cpu) // len(run), loop
+            return [done.cpu_ns + share for done in run]
         finishes = self._finishes
         replicas = finishes.maxlen or 1
-        if len(finishes) == replicas and all(busy for *_, busy in finishes):
-            then, then_cpu, _ = finishes[0]
+        if len(finishes) == replicas and all(busy for _, _, busy, _ in finishes):
+            then, then_cpu, _, _ = finishes[0]
             since = cpu - then_cpu if self._cpu_pace else now - then
+            batches = len(run) + sum(n for *_, n in list(finishes)[1:])
             if since > 0:
-                return since // replicas  # the replicas' turns overlap: the pipeline's share
-        alone = done.cpu_ns if self._cpu_pace else done.prep_ns + done.run_ns
-        return alone // replicas
+                total = since * len(run) // batches  # the run's share of the interval
+                weights = [self._alone(done) or 1 for done in run]
+                return [total * w // sum(weights) for w in weights]
+        return [self._alone(done) // replicas for done in run]
+
+    def _alone(self, done: Finished) -> int:
+        """The batch's own threads' CPU time (on the CPU), or its preprocess and run time."""
+        return done.cpu_ns if self._cpu_pace else done.prep_ns + done.run_ns
 
     def _complete(self, index: int, entry: Outcome) -> None:
         released = self.reorder.complete(index, entry)

@@ -71,6 +71,8 @@ _SIZER_STEP_ITEMS = 16
 # and waiting up to 5 ms (under one frame interval of any camera up to 200 Hz)
 # is worth it.
 _DEFAULTS = {"cpu": (4, 0), "cuda": (8, 5_000_000)}
+_OFFLINE_HOLD = 4
+"""Batches a replica may keep and hand back together on offline input (``_lanes``)."""
 
 
 class BatchWorker:
@@ -372,6 +374,13 @@ class BatchWorker:
 
     # -- the stream -----------------------------------------------------------
 
+    def _holds(self, items: object) -> bool:
+        """Whether the replicas hand batches back in runs: offline input (a plain
+        iterable: all there to be taken, throughput is the point) and no latency asked
+        for (``max_delay``, ``latency_budget``)."""
+        offline = not isinstance(items, AsyncIterable)
+        return offline and self.max_delay == 0 and self.latency_budget is None
+
     async def stream(
         self,
         items: AsyncIterable[Any] | Iterable[Any] | Source,
@@ -410,6 +419,7 @@ class BatchWorker:
             sizer=self._sizer,
             deadline=self.deadline,
             window=self._window_arg,
+            hold=_OFFLINE_HOLD if self._holds(items) else 1,
         )
         run = StreamRun(self._runner, self.replicas, settings, self._counters, gate)
         self._batcher = run.batcher

@@ -439,9 +439,10 @@ class TestThreadLayout:
             return np.stack([f.data for f in items])
 
         class RecordingLanes(Lanes):
-            def _deliver(self, done: Finished) -> None:
-                events.append(("hand back", done.batch.entries[0].item[1].seq))
-                super()._deliver(done)
+            def _deliver(self, run: list[Finished]) -> None:
+                for done in run:
+                    events.append(("hand back", done.batch.entries[0].item[1].seq))
+                super()._deliver(run)
 
         runner = ModelRunner(
             scale_model(),
@@ -458,8 +459,8 @@ class TestThreadLayout:
         finished: list[Finished] = []
         all_back = anyio.Event()
 
-        def on_done(done: Finished) -> None:
-            finished.append(done)
+        def on_done(run: list[Finished]) -> None:
+            finished.extend(run)
             if len(finished) == 3:
                 all_back.set()
 
@@ -482,6 +483,77 @@ class TestThreadLayout:
         ]
         values = [float(o.value[0]) for done in finished for o in done.outcomes]
         assert values == [2.0 * i for i in range(6)]
+
+    async def test_a_replica_with_batches_queued_hands_back_up_to_hold_together(self) -> None:
+        # Each hand-back wakes the loop, whose turn holds the GIL while the replica
+        # waits with the model idle: offline input hands back in runs.
+        runs: list[list[int]] = []
+        runner = ModelRunner(
+            scale_model(),
+            providers="cpu",
+            replicas=1,
+            threads=2,
+            preprocess=None,
+            postprocess=None,
+            max_restarts=0,
+            provider_options=None,
+        )
+        batcher: DynamicBatcher[tuple[int, Frame]] = DynamicBatcher(2, capacity=10)
+        lanes = Lanes(runner, 1, current_clock())
+        all_back = anyio.Event()
+
+        def on_done(run: list[Finished]) -> None:
+            runs.append([done.batch.entries[0].item[0] for done in run])
+            if sum(len(r) for r in runs) == 5:
+                all_back.set()
+
+        for f in frames(10):
+            batcher.push((f.seq, f), 0)
+        while (batch := batcher.poll(0)) is not None:
+            lanes.submit(batch)  # all five queued before the replica starts
+        lanes.start(on_done, hold=2)
+        lanes.stop()
+        await anyio.to_thread.run_sync(lanes.join)
+        with anyio.fail_after(5):
+            await all_back.wait()
+        # Two and two while more were queued; the last alone (the stop came next).
+        assert runs == [[0, 2], [4, 6], [8]]
+
+    async def test_offline_input_comes_back_in_runs_and_a_source_batch_by_batch(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        from fusion.workers import _stream as stream_module
+
+        runs: list[int] = []
+
+        class CountingLanes(Lanes):
+            def _deliver(self, run: list[Finished]) -> None:
+                runs.append(len(run))
+                super()._deliver(run)
+
+        monkeypatch.setattr(stream_module, "Lanes", CountingLanes)
+        worker = BatchWorker(
+            scale_model(), providers="cpu", max_batch=2, adaptive=False, replicas=1, threads=2
+        )
+        results = await collect(worker, frames(64))
+        assert [float(r.value[0]) for r in results] == [2.0 * i for i in range(64)]
+        assert sum(runs) == worker.statistics().batches == 32
+        assert 1 < max(runs) <= 4  # a list is all there: runs of up to 4
+
+        async def source() -> AsyncIterator[Frame]:
+            for f in frames(64):
+                yield f
+
+        runs.clear()
+        results = await collect(worker, source())
+        assert [float(r.value[0]) for r in results] == [2.0 * i for i in range(64)]
+        assert set(runs) == {1}  # a live source's results are not held back
+        runs.clear()
+        delayed = BatchWorker(
+            scale_model(), providers="cpu", max_batch=2, max_delay=1_000_000, adaptive=False
+        )
+        await collect(delayed, frames(16))
+        assert set(runs) == {1}  # nor when a delay is asked for
 
 
 class TestVirtualTime:
