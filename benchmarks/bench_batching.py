@@ -19,6 +19,17 @@ For each model, on the CPU provider with the worker's thread default:
   from it to the best fixed loop is the worker's own plumbing (threads, event
   loop, ordering).
 
+**Paired rounds** (``--confirm``, the verdict): the best fixed size found by the
+sweep and the adaptive worker again, alternately (which goes first alternates too),
+``--confirm`` rounds; the ratio of their wall times in each round, and its median.
+The sweep's "best fixed" is the best of ``--repeat`` rounds of the size that came
+out fastest among ``max_batch`` sizes, so it is the luckiest of up to
+``repeat x max_batch`` draws (sizes within noise of each other, as mlp's 10-16 are,
+each a fresh chance): re-measured in the paired rounds it comes out slower than
+its sweep figure (printed as "the sweep's figure re-measured"). Comparing the
+worker's best of 4 against it counts that luck as the worker's loss; the
+paired median does not.
+
 Models: ``tiny_cnn(224)`` (batching helps a little on an idle 2-core CPU; batch 2
 was fastest in another run) and ``tiny_cnn(448)`` (batches of 1-2 fastest: larger
 ones spill the caches) by default, ``mid_cnn(224)`` (0.3 GMAC) with ``--models``; ``scale_model(N)`` (a
@@ -34,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -178,6 +190,7 @@ async def _bench_model(name: str, args: argparse.Namespace, console: Console) ->
         for b, worker in capped.items():
             keep(f"worker, cap {b}", *await stream_all(worker, frames))
     load_after = os.getloadavg()
+    paired = await confirm(session, adaptive, frames, best, args.confirm)
 
     layout = f"{adaptive.replicas} replica(s) x {adaptive.threads} thread(s)"
     table = Table(
@@ -235,6 +248,15 @@ async def _bench_model(name: str, args: argparse.Namespace, console: Console) ->
             f"{lay.probe_ns / 1e6:.0f} ms; start() {started['adaptive'] * 1e3:.0f} ms); "
             f"probe us/item wall {probe_wall}, CPU {probe_cpu}"
         )
+    if paired is not None:
+        size, ratios, cpu_ratios, sweep_rate, again_rate = paired
+        console.print(
+            f"  paired rounds, fixed {size} against the worker ({len(ratios)} rounds, "
+            f"alternating): worker {statistics.median(ratios):.2f}x at the median "
+            f"[{min(ratios):.2f}-{max(ratios):.2f}], CPU {statistics.median(cpu_ratios):.2f}x; "
+            f"the sweep's figure for fixed {size} {sweep_rate:,.0f} items/s, re-measured "
+            f"{again_rate:,.0f} ({again_rate / sweep_rate:.2f}x)"
+        )
     steady = "worker" if "worker" in rates else "worker, first stream"
     best_cap = max((f"worker, cap {b}" for b in caps), key=rates.__getitem__)
     cpu_cap = min((f"worker, cap {b}" for b in caps), key=lambda k: best[k][1])
@@ -253,7 +275,39 @@ async def _bench_model(name: str, args: argparse.Namespace, console: Console) ->
         "best_cap": best_cap,
         "vs_cap": rates[steady] / rates[best_cap],
         "before": rates[f"worker, cap {args.max_batch}"] / rates[best_fixed],
+        "paired": statistics.median(paired[1]) if paired is not None else None,
+        "paired_size": paired[0] if paired is not None else None,
     }
+
+
+async def confirm(
+    session: ort.InferenceSession,
+    worker: BatchWorker,
+    frames: list[Frame],
+    best: dict[str, tuple[float, float]],
+    rounds: int,
+) -> tuple[int, list[float], list[float], float, float] | None:
+    """The sweep's fastest fixed size and the worker, alternately, ``rounds`` times: the
+    size, the worker's wall and CPU ratio to it per round, the size's sweep figure and
+    its best figure here (items/s)."""
+    if rounds < 1:
+        return None
+    fixed_keys = [k for k in best if k.startswith("fixed")]
+    key = min(fixed_keys, key=lambda k: best[k][0])
+    size = int(key.split()[1])
+    ratios, cpu_ratios, walls = [], [], []
+    for round_ in range(rounds):
+        if round_ % 2:
+            w, c = await stream_all(worker, frames)
+            fw, fc = fixed(session, frames, size)
+        else:
+            fw, fc = fixed(session, frames, size)
+            w, c = await stream_all(worker, frames)
+        ratios.append(fw / w)
+        cpu_ratios.append(fc / c)
+        walls.append(fw)
+    n = len(frames)
+    return size, ratios, cpu_ratios, n / best[key][0], n / min(walls)
 
 
 def per_item_rate(n: int, wall: float) -> float:
@@ -309,7 +363,7 @@ def video_ab(repeat: int, console: Console) -> None:
 
 def quick() -> list[dict[str, object]]:
     """``hyperframes bench`` row: the adaptive worker against the best fixed batch, tiny_cnn."""
-    args = argparse.Namespace(repeat=1, seconds=0.3, max_batch=16, min_items=320)
+    args = argparse.Namespace(repeat=1, seconds=0.3, max_batch=16, min_items=320, confirm=0)
     r = bench_model("tiny_cnn_448", args, Console(quiet=True))
     return [
         {
@@ -333,6 +387,9 @@ def main() -> None:
     parser.add_argument("--max-batch", type=int, default=16)
     parser.add_argument("--min-items", type=int, default=256, help="at least this many per run")
     parser.add_argument(
+        "--confirm", type=int, default=8, help="paired rounds of the best fixed size and the worker"
+    )
+    parser.add_argument(
         "--video", action="store_true", help="only the video -> model A/B, sizer on and off"
     )
     args = parser.parse_args()
@@ -349,6 +406,12 @@ def main() -> None:
             f"CPU {r['ratio_cpu']:.2f}x; {r['vs_cap']:.2f}x its own best cap ({r['best_cap']}); "
             f"before (cap {args.max_batch}, not adaptive) {r['before']:.2f}x the best fixed loop"
         )
+        if r["paired"] is not None:
+            verdict = "met" if r["paired"] >= 0.95 else "NOT met"
+            console.print(
+                f"  paired: worker {r['paired']:.2f}x fixed {r['paired_size']} at the median "
+                f"(goal >= 0.95x: {verdict})"
+            )
         console.print(
             f"  in CPU per item: worker {r['cpu_ratio']:.2f}x the least-CPU fixed loop "
             f"({r['cpu_fixed']}; first stream {r['cpu_first']:.2f}x), {r['cpu_vs_cap']:.2f}x "

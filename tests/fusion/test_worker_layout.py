@@ -74,33 +74,38 @@ def test_a_near_tie_keeps_the_narrow_sessions() -> None:
     st.tuples(costs, costs),
     st.floats(min_value=0.0, max_value=0.5),
 )
-def test_a_layout_faster_and_over_margin_cheaper_in_cpu_takes_over(
+def test_a_layout_faster_and_over_half_the_margin_cheaper_in_cpu_takes_over(
     wall: tuple[float, float], cpu: tuple[float, float], margin: float
 ) -> None:
-    """A wall time under the margin wins when the CPU time is over it: what the model
-    leaves of the cores goes to the decoder and the worker's own loop."""
+    """A wall time under the margin wins when the CPU time is over half of it: what
+    the model leaves of the cores goes to the decoder and the worker's own loop."""
     policy = LayoutPolicy([A, B], margin=margin)
     policy.begin()
     for layout, w, c in ((A, wall[0], cpu[0]), (B, wall[1], cpu[1])):
         policy.record(layout, 16, w, c)
     chosen = policy.decide()
     by_wall = wall[1] < wall[0] * (1 - margin)
-    by_cpu = wall[1] < wall[0] and cpu[1] < cpu[0] * (1 - margin)
+    by_cpu = wall[1] < wall[0] and cpu[1] < cpu[0] * (1 - margin / 2)
     assert chosen == (B if by_wall or by_cpu else A)
     if by_cpu and not by_wall:
         assert "% less CPU per item" in policy.statistics().reason
 
 
 def test_mlps_probe_picks_the_wide_session_by_its_cpu() -> None:
-    """The probe's figures for mlp (bench_batching, 4 December): 1x2 9 % faster in wall
-    time, under the 10 % margin, on 19 % less CPU; mid_cnn's narrow sessions cost less
-    CPU, so they stay."""
+    """The probe's figures for mlp (bench_batching, 5 December): 1x2 9 % faster in wall
+    time, under the 10 % margin, on 19 % less CPU, and 7 % faster on 9.9 % less; mid_cnn's
+    narrow sessions cost less CPU, so they stay."""
     policy = LayoutPolicy([A, B])
     policy.begin()
     policy.record(A, 16, 53.6e3, 118.1e3)
     policy.record(B, 16, 49.0e3, 95.9e3)
     assert policy.decide() == B
     assert policy.statistics().reason.startswith("1x2 faster than 2x1 and 19 % less CPU")
+    policy = LayoutPolicy([A, B])
+    policy.begin()
+    policy.record(A, 16, 54.1e3, 103.5e3)
+    policy.record(B, 16, 50.3e3, 93.3e3)
+    assert policy.decide() == B
     policy = LayoutPolicy([A, B])
     policy.begin()
     policy.record(A, 4, 2.76e6, 3.7e6)
