@@ -83,7 +83,8 @@ class LayoutStatistics:
     per_item_ns: dict[str, dict[int, float]] = field(default_factory=dict)
     """Per layout (``"2x1"``), per probed batch size: the least wall ns per item."""
     cpu_per_item_ns: dict[str, dict[int, float]] = field(default_factory=dict)
-    """The same runs' process CPU ns per item (beside the wall figure, for the record)."""
+    """The same runs' process CPU ns per item (a layout faster and cheaper in CPU wins,
+    see :meth:`LayoutPolicy.decide`)."""
     probes: int = 0
     """Probes run (the first, then one per stale decision)."""
     probe_ns: int = 0
@@ -146,7 +147,8 @@ class LayoutPolicy:
         self._probes += 1
 
     def record(self, layout: Layout, size: int, per_item_ns: float, cpu_ns: float = 0.0) -> None:
-        """A run of ``layout`` with batches of ``size`` took ``per_item_ns`` wall per item."""
+        """A run of ``layout`` with batches of ``size`` took ``per_item_ns`` wall per item
+        and, when given, ``cpu_ns`` process CPU per item."""
         if layout not in self.candidates:
             raise ConfigError(f"layout {layout} is not a candidate ({self._names()})")
         if size < 1 or not per_item_ns > 0:
@@ -180,8 +182,8 @@ class LayoutPolicy:
 
     def decide(self) -> Layout:
         """The layout to run: the one in use (at first, the first candidate) unless another
-        is over ``margin`` cheaper, then the cheapest; the first candidate when nothing
-        was measured."""
+        is over ``margin`` cheaper, then the cheapest, or faster and over half the margin
+        cheaper in CPU per item; the first candidate when nothing was measured."""
         costs = {c: v for c in self.candidates if (v := self.cost(c)) is not None}
         self._stale = False
         self._strikes = 0

@@ -15,8 +15,10 @@ batch, hand it to the threads". It runs
   handed out every result released so far, before it waits, as many as there
   is room for in one step (a batch's worth while a slot is free), so the
   loop's cost per item stays a small share of a cheap model's;
-* when a batch comes back from the threads (a slot frees up), in the
-  ``on_done`` callback the replica thread schedules on the loop;
+* when batches come back from the threads (slots free up), in the
+  ``on_done`` callback the replica thread schedules on the loop: one batch, or
+  on offline input (``StreamSettings.hold``) up to ``hold`` a replica finished
+  while it had more queued;
 * when the oldest item's ``max_delay`` runs out: a **timer** task, started
   only when ``max_delay > 0``, sleeps on the runtime clock until
   ``batcher.next_wakeup``, so a lone item goes when its delay expires, not
@@ -24,7 +26,7 @@ batch, hand it to the threads". It runs
 * when the input ends.
 
 ``replicas + 1`` batches may be in flight (one preprocessing while each
-replica runs one). With ``max_delay=0`` this is greedy batching: a batch goes
+replica runs one), ``replicas x hold + 1`` on offline input. With ``max_delay=0`` this is greedy batching: a batch goes
 as soon as a slot is free, holding whatever queued while the slots were busy,
 so batches grow by themselves exactly when the model falls behind.
 
