@@ -43,7 +43,10 @@ start its next run with the model idle: on ``mlp`` (1x2, batches of 16, about
 0.9 ms each) the replica's gap between runs was 70-150 us, a third of it
 waiting for the loop's turn, and one hand-back in four took the worker from
 0.88-0.91x to 0.94-0.95x the plain loop (median of 8-12 paired rounds). A
-failure, or nothing queued, hands back at once.
+failure, or nothing queued, hands back at once. Only where each replica
+prepares its own batches: a preprocessing thread works ahead of the replica by
+the batches in flight, and a preprocess reusing a ring of two buffers (the
+image preprocess) needs at most two there.
 
 The caller bounds the batches in flight (``replicas x hold + 1``), so the queues,
 though unbounded, never hold more than that.
@@ -128,6 +131,11 @@ class Lanes:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._token: Any = None
         self._stopped = False
+
+    @property
+    def prepares_own(self) -> bool:
+        """Whether each replica prepares the batches it runs (no preprocessing thread)."""
+        return self._inline
 
     def start(self, on_done: Callable[[list[Finished]], None], *, hold: int = 1) -> None:
         """Start the threads; ``on_done(run)`` will run on this event loop with the batches

@@ -26,9 +26,11 @@ batch, hand it to the threads". It runs
 * when the input ends.
 
 ``replicas + 1`` batches may be in flight (one preprocessing while each
-replica runs one), ``replicas x hold + 1`` on offline input. With ``max_delay=0`` this is greedy batching: a batch goes
-as soon as a slot is free, holding whatever queued while the slots were busy,
-so batches grow by themselves exactly when the model falls behind.
+replica runs one), ``replicas x hold + 1`` on offline input where the
+replicas prepare their own batches. With ``max_delay=0`` this is greedy
+batching: a batch goes as soon as a slot is free, holding whatever queued
+while the slots were busy, so batches grow by themselves exactly when the
+model falls behind.
 
 Results leave from the generator itself, in input order, with no extra task
 or channel per item. Backpressure: nothing is admitted while the reorder window
@@ -134,7 +136,11 @@ class StreamRun:
         self.gate = gate
         # One batch preparing or queued beside each replica's: ``hold`` of them while
         # finished ones are kept for a run's hand-back.
-        self.slots = replicas * max(1, settings.hold) + 1
+        self.lanes = Lanes(runner, replicas, self.clock)
+        # A preprocessing thread would work that far ahead of the replica, past the
+        # two buffers a reusing preprocess keeps: runs only where replicas prepare.
+        self.hold = max(1, settings.hold) if self.lanes.prepares_own else 1
+        self.slots = replicas * self.hold + 1
         max_batch = settings.max_batch
         self.window = settings.window or max(2 * max_batch * (self.slots + 1), 16)
         self.batcher: DynamicBatcher[tuple[int, Any]] = DynamicBatcher(
@@ -146,7 +152,6 @@ class StreamRun:
             sizer=settings.sizer,
         )
         self.reorder: ReorderBuffer[Outcome] = ReorderBuffer(self.window)
-        self.lanes = Lanes(runner, replicas, self.clock)
         self._pending: deque[Outcome] = deque()  # released, in input order
         # (item, arrival) of each admitted item not yet handed out, in input order:
         # the reorder buffer releases in that order, so the next result's is first.
@@ -184,7 +189,7 @@ class StreamRun:
         self, items: AsyncIterable[Any] | Iterable[Any]
     ) -> AsyncGenerator[WorkerResult, None]:
         """Run every item through the model; yield one result each, in input order."""
-        self.lanes.start(self._on_done, hold=self.settings.hold)
+        self.lanes.start(self._on_done, hold=self.hold)
         pending = self._pending
         last: Any = None
         leaving = False

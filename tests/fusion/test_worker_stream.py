@@ -555,6 +555,40 @@ class TestThreadLayout:
         await collect(delayed, frames(16))
         assert set(runs) == {1}  # nor when a delay is asked for
 
+    async def test_a_preprocessing_thread_never_works_ahead_past_its_ring(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # One replica of one thread has a preprocessing thread, whose image preprocess
+        # reuses two buffers: with hand-backs in runs it would prepare up to four
+        # batches ahead and overwrite inputs not yet run (found by the fleet's tests).
+        from fusion.workers import _stream as stream_module
+        from fusion.workers._models import sobel_edges
+
+        runs: list[int] = []
+
+        class CountingLanes(Lanes):
+            def _deliver(self, run: list[Finished]) -> None:
+                runs.append(len(run))
+                super()._deliver(run)
+
+        monkeypatch.setattr(stream_module, "Lanes", CountingLanes)
+        rng = np.random.default_rng(7)
+        images = [
+            Frame("cam", i, i * 1_000, rng.integers(0, 256, (12, 16, 3), np.uint8))
+            for i in range(40)
+        ]
+        pre = ImagePreprocess((16, 12))
+        worker = BatchWorker(
+            sobel_edges(), preprocess=pre, providers="cpu", max_batch=2, adaptive=False,
+            replicas=1, threads=1,
+        )  # fmt: skip
+        results = await collect(worker, images)
+        one = ModelSession(sobel_edges(), "cpu", threads=1)
+        expected = [one.run(one.feeds(pre([f])))[0][0] for f in images]
+        for got, want in zip(results, expected, strict=True):
+            np.testing.assert_array_equal(got.value, want)
+        assert set(runs) == {1}
+
 
 class TestVirtualTime:
     async def test_no_item_waits_longer_than_max_delay_and_batches_stay_within_max_batch(
