@@ -38,6 +38,10 @@ _PNG_CHANNELS = {0: 1, 2: 3, 3: 3, 4: 2, 6: 4}  # palette (3) decodes to RGB
 # Frame headers: SOF0-SOF15 but DHT (C4), JPG (C8) and DAC (CC).
 _SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
 _NO_LENGTH = frozenset(range(0xD0, 0xD8)) | {0x01}  # RSTn, TEM
+# Reserved markers libjpeg stops at (JERR_UNKNOWN_MARKER): JPG, DHP, EXP, JPGn, RESn.
+# Readers disagree on what follows them (Pillow reads JPGn as a marker without a
+# length and walks into an Exif thumbnail's frame header): no size is read past one.
+_RESERVED = frozenset({0xC8, 0xDE, 0xDF, *range(0xF0, 0xFE), *range(0x02, 0xC0)})
 
 
 class ImageSize(tuple[int, int, int, int]):
@@ -91,8 +95,8 @@ def jpeg_size(data: bytes) -> ImageSize | None:
         at += 1
         if marker in _NO_LENGTH:
             continue
-        if marker in (0xD8, 0xD9, 0xDA, 0x00):  # a second SOI, EOI or a scan: no frame header
-            return None
+        if marker in (0xD8, 0xD9, 0xDA, 0x00) or marker in _RESERVED:
+            return None  # a second SOI, EOI, a scan or a reserved marker: no frame header
         if at + 2 > end:
             return None
         (length,) = struct.unpack_from(">H", data, at)

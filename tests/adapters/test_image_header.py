@@ -179,3 +179,15 @@ def test_the_decoder_refuses_a_bomb_and_still_decodes_real_images() -> None:
     small = CompressedImageDecoder(max_pixels=11)
     with pytest.raises(DecodeError, match=r"over the limit of 1\.1e-05 megapixels"):
         small.from_buffer("png", np.frombuffer(BASE_PNG, np.uint8))
+
+
+def test_a_reserved_marker_before_the_frame_header_reads_as_no_size() -> None:
+    """A JPGn marker (0xF0) where the Exif APP1 was: libjpeg stops there (unknown
+    marker), Pillow reads it without a length and finds the Exif thumbnail's 8x8
+    frame header (found by the damaged-header property above)."""
+    damaged = bytearray(BASE_JPEG)
+    assert damaged[20:22] == b"\xff\xe1"
+    damaged[21] = 0xF0
+    assert pillow_size(bytes(damaged)) == (8, 8)
+    assert jpeg_size(bytes(damaged)) is None
+    assert jpeg_size(BASE_JPEG) is not None
