@@ -389,7 +389,7 @@ class StreamRun:
         self._pump()
         self._finishes.append((now, cpu, self._free == 0, len(run)))
 
-    def _finish(self, done: Finished, now: int, cost: int) -> None:
+    def _finish(self, done: Finished, now: int, cost: int | None) -> None:
         self._free += 1
         if self._free == self.slots:
             self._end_busy()
@@ -404,7 +404,7 @@ class StreamRun:
         counters.sizes[size] = counters.sizes.get(size, 0) + 1
         counters.service.append(now - batch.formed_at)
         self._returned += 1
-        if self._returned > self._cold:
+        if self._returned > self._cold and cost is not None:
             self.batcher.record(size, cost)
         entries = batch.entries
         first = entries[0].item[0]
@@ -417,8 +417,9 @@ class StreamRun:
             self._pending.extend(released)
             self._ready.notify()
 
-    def _costs(self, run: list[Finished], now: int, cpu: int) -> list[int]:
-        """What each batch of ``run`` (handed back together) cost, for the sizer.
+    def _costs(self, run: list[Finished], now: int, cpu: int) -> list[int | None]:
+        """What each batch of ``run`` (handed back together) cost, for the sizer
+        (``None``: not measured).
 
         On the CPU with sessions of one intra-op thread (the default layout): the CPU
         time of the threads that prepared and ran it, plus its share of the event
@@ -428,21 +429,25 @@ class StreamRun:
         before, has the right median but a spread of -50 %..+45 % per batch: the
         batches' turns overlap; sizes 5 % apart could not be told apart from 4 batches.)
 
-        Elsewhere (wider sessions, whose pool threads' CPU the calling thread does not
-        see; GPUs, where the device's time is what counts) the pipeline's pace when it
-        was busy all along: since the hand-back ``replicas`` hand-backs ago (one
-        replica's turn, with every overhead in it; the process's CPU time on the CPU,
-        the runtime clock elsewhere), over the batches back since, shared among the
-        run's batches by their threads' CPU time; else each batch's preprocess and run
-        time (items arrive slower than the model runs), shared by the replicas, which
-        run side by side."""
+        With wider sessions on the CPU (whose pool threads' CPU the calling thread does
+        not see) the process's CPU time since the hand-back ``replicas`` hand-backs ago,
+        over the batches back since, shared among the run's batches by their calling
+        threads' CPU time; idle time costs no CPU, so it need not have been busy
+        meanwhile, but the first hand-backs of a stream have no such interval and are
+        not measured (their calling thread's CPU alone, about half, made batches of 4
+        look 40 % cheaper than they ran). On a GPU, where the device's time is what
+        counts, the same interval on the runtime clock when every slot was busy all
+        along (the pipeline's pace), else each batch's preprocess and run time (items
+        arrive slower than the model runs), shared by the replicas, which run side by
+        side."""
         if self._exact:
             loop = time.thread_time_ns()
             share, self._loop_cpu = (loop - self._loop_cpu) // len(run), loop
             return [done.cpu_ns + share for done in run]
         finishes = self._finishes
         replicas = finishes.maxlen or 1
-        if len(finishes) == replicas and all(busy for _, _, busy, _ in finishes):
+        full = len(finishes) == replicas
+        if full and (self._cpu_pace or all(busy for _, _, busy, _ in finishes)):
             then, then_cpu, _, _ = finishes[0]
             since = cpu - then_cpu if self._cpu_pace else now - then
             batches = len(run) + sum(n for *_, n in list(finishes)[1:])
@@ -450,6 +455,8 @@ class StreamRun:
                 total = since * len(run) // batches  # the run's share of the interval
                 weights = [self._alone(done) or 1 for done in run]
                 return [total * w // sum(weights) for w in weights]
+        if self._cpu_pace:
+            return [None] * len(run)
         return [self._alone(done) // replicas for done in run]
 
     def _alone(self, done: Finished) -> int:

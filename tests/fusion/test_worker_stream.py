@@ -555,6 +555,30 @@ class TestThreadLayout:
         await collect(delayed, frames(16))
         assert set(runs) == {1}  # nor when a delay is asked for
 
+    async def test_a_wide_sessions_batches_are_costed_over_an_interval_or_not_at_all(
+        self,
+    ) -> None:
+        # One session across 2 cores: the calling thread's CPU is about half a batch's,
+        # so the first hand-backs of a stream (no interval before them) are not costed;
+        # later ones share the process's CPU since the last hand-back by their threads'.
+        from fusion.workers._batcher import Batch
+        from fusion.workers._results import WorkerCounters
+        from fusion.workers._stream import StreamRun, StreamSettings
+
+        runner = ModelRunner(
+            scale_model(), providers="cpu", replicas=1, threads=2, preprocess=None,
+            postprocess=None, max_restarts=0, provider_options=None,
+        )  # fmt: skip
+        run = StreamRun(runner, 1, StreamSettings(max_batch=4, max_delay=0, hold=4),
+                        WorkerCounters())  # fmt: skip
+
+        def done(cpu_ns: int) -> Finished:
+            return Finished(Batch((), 0, "full"), [], 0, 0, cpu_ns=cpu_ns)
+
+        assert run._costs([done(100), done(300)], 1_000, 50_000) == [None, None]
+        run._finishes.append((1_000, 50_000, False, 2))  # idle since: CPU counts anyway
+        assert run._costs([done(100), done(300)], 9_000, 54_000) == [1_000, 3_000]
+
     async def test_a_preprocessing_thread_never_works_ahead_past_its_ring(
         self, monkeypatch: pytest.MonkeyPatch
     ) -> None:
