@@ -334,7 +334,7 @@ class BatchSizer:
         """The size of least time per item among those that fit; with a latency budget,
         a smaller one within the 2 % tie (less latency for the same throughput).
         Without one throughput is the only aim: estimates about 5 % apart preferred the
-        smaller size of two within noise (mlp: 14 instead of 16, 3-6 % slower)."""
+        smaller size of two within noise (mlp: 14 instead of 16, 2-14 % slower)."""
         if tie is None:
             tie = _TIE if self.latency_budget is not None else 1.0
         # A size seen once (a batch formed before the cap changed) is no estimate yet.
