@@ -128,7 +128,10 @@ def test_small_chunks_queued_together_are_written_as_one_at_a_time_would(
 
     in_runs, runs = record("runs.hfr", 32)
     one_by_one, singles = record("single.hfr", 1)
-    assert max(runs) >= 8  # the chunks sealed meanwhile, taken at once
+    # The chunks sealed meanwhile, taken at once: the first run, the rest, and the last
+    # chunk sealed at close (a writer slow to start takes more in its first: 5 and 7).
+    assert sum(runs) == sum(singles) == 12
+    assert len(runs) <= 3
     assert set(singles) == {1}
     assert len(in_runs) >= 4  # parts split inside the run
     assert in_runs == one_by_one
