@@ -39,6 +39,21 @@ def frames(n: int, features: int = 4, sensor: str = "cam") -> list[Frame]:
     return [Frame(sensor, i, i * 33 * MS, np.full(features, i, np.float32)) for i in range(n)]
 
 
+def count_hand_backs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The batches in each hand-back from the threads of the streams to come."""
+    from fusion.workers import _stream as stream_module
+
+    runs: list[int] = []
+
+    class CountingLanes(Lanes):
+        def _deliver(self, run: list[Finished]) -> None:
+            runs.append(len(run))
+            super()._deliver(run)
+
+    monkeypatch.setattr(stream_module, "Lanes", CountingLanes)
+    return runs
+
+
 async def collect(worker: BatchWorker, items: Any, **kw: Any) -> list[WorkerResult]:
     with anyio.fail_after(30):
         return [r async for r in worker.stream(items, **kw)]
@@ -522,16 +537,7 @@ class TestThreadLayout:
     async def test_offline_input_comes_back_in_runs_and_a_source_batch_by_batch(
         self, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        from fusion.workers import _stream as stream_module
-
-        runs: list[int] = []
-
-        class CountingLanes(Lanes):
-            def _deliver(self, run: list[Finished]) -> None:
-                runs.append(len(run))
-                super()._deliver(run)
-
-        monkeypatch.setattr(stream_module, "Lanes", CountingLanes)
+        runs = count_hand_backs(monkeypatch)
         worker = BatchWorker(
             scale_model(), providers="cpu", max_batch=2, adaptive=False, replicas=1, threads=2
         )
@@ -585,17 +591,9 @@ class TestThreadLayout:
         # One replica of one thread has a preprocessing thread, whose image preprocess
         # reuses two buffers: with hand-backs in runs it would prepare up to four
         # batches ahead and overwrite inputs not yet run (found by the fleet's tests).
-        from fusion.workers import _stream as stream_module
         from fusion.workers._models import sobel_edges
 
-        runs: list[int] = []
-
-        class CountingLanes(Lanes):
-            def _deliver(self, run: list[Finished]) -> None:
-                runs.append(len(run))
-                super()._deliver(run)
-
-        monkeypatch.setattr(stream_module, "Lanes", CountingLanes)
+        runs = count_hand_backs(monkeypatch)
         rng = np.random.default_rng(7)
         images = [
             Frame("cam", i, i * 1_000, rng.integers(0, 256, (12, 16, 3), np.uint8))
