@@ -190,7 +190,6 @@ async def _bench_model(name: str, args: argparse.Namespace, console: Console) ->
         for b, worker in capped.items():
             keep(f"worker, cap {b}", *await stream_all(worker, frames))
     load_after = os.getloadavg()
-    paired = await confirm(session, adaptive, frames, best, args.confirm)
 
     layout = f"{adaptive.replicas} replica(s) x {adaptive.threads} thread(s)"
     table = Table(
@@ -201,6 +200,7 @@ async def _bench_model(name: str, args: argparse.Namespace, console: Console) ->
         table.add_column(col, justify="right" if col != "variant" else "left")
     rates = {k: per_item_rate(n, w) for k, (w, _) in best.items()}
     best_fixed = max((k for k in rates if k.startswith("fixed")), key=rates.__getitem__)
+    paired = await confirm(session, adaptive, frames, best_fixed, best[best_fixed][0], args.confirm)
     # On a shared machine the wall clock measures the neighbours too; CPU time per item
     # is what the variant itself spends (its ceiling on a quiet machine).
     cpu_fixed = min((k for k in best if k.startswith("fixed")), key=lambda k: best[k][1])
@@ -284,17 +284,16 @@ async def confirm(
     session: ort.InferenceSession,
     worker: BatchWorker,
     frames: list[Frame],
-    best: dict[str, tuple[float, float]],
+    best_fixed: str,
+    sweep_wall: float,
     rounds: int,
 ) -> tuple[int, list[float], list[float], float, float] | None:
-    """The sweep's fastest fixed size and the worker, alternately, ``rounds`` times: the
-    size, the worker's wall and CPU ratio to it per round, the size's sweep figure and
-    its best figure here (items/s)."""
+    """The sweep's fastest fixed size (``best_fixed``, "fixed b", best at ``sweep_wall``
+    s) and the worker, alternately, ``rounds`` times: the size, the worker's wall and CPU
+    ratio to it per round, the size's sweep figure and its best figure here (items/s)."""
     if rounds < 1:
         return None
-    fixed_keys = [k for k in best if k.startswith("fixed")]
-    key = min(fixed_keys, key=lambda k: best[k][0])
-    size = int(key.split()[1])
+    size = int(best_fixed.split()[1])
     ratios, cpu_ratios, walls = [], [], []
     for round_ in range(rounds):
         if round_ % 2:
@@ -307,7 +306,7 @@ async def confirm(
         cpu_ratios.append(fc / c)
         walls.append(fw)
     n = len(frames)
-    return size, ratios, cpu_ratios, n / best[key][0], n / min(walls)
+    return size, ratios, cpu_ratios, n / sweep_wall, n / min(walls)
 
 
 def per_item_rate(n: int, wall: float) -> float:

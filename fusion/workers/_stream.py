@@ -134,12 +134,12 @@ class StreamRun:
         self.settings = settings
         self.counters = counters
         self.gate = gate
-        # One batch preparing or queued beside each replica's: ``hold`` of them while
-        # finished ones are kept for a run's hand-back.
         self.lanes = Lanes(runner, replicas, self.clock)
         # A preprocessing thread would work that far ahead of the replica, past the
         # two buffers a reusing preprocess keeps: runs only where replicas prepare.
         self.hold = max(1, settings.hold) if self.lanes.prepares_own else 1
+        # One batch preparing or queued beside each replica's: ``hold`` of them while
+        # finished ones are kept for a run's hand-back.
         self.slots = replicas * self.hold + 1
         max_batch = settings.max_batch
         self.window = settings.window or max(2 * max_batch * (self.slots + 1), 16)
@@ -454,7 +454,8 @@ class StreamRun:
             if since > 0:
                 total = since * len(run) // batches  # the run's share of the interval
                 weights = [self._alone(done) or 1 for done in run]
-                return [total * w // sum(weights) for w in weights]
+                whole = sum(weights)
+                return [total * w // whole for w in weights]
         if self._cpu_pace:
             return [None] * len(run)
         return [self._alone(done) // replicas for done in run]
