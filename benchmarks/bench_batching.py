@@ -200,7 +200,19 @@ async def _bench_model(name: str, args: argparse.Namespace, console: Console) ->
         table.add_column(col, justify="right" if col != "variant" else "left")
     rates = {k: per_item_rate(n, w) for k, (w, _) in best.items()}
     best_fixed = max((k for k in rates if k.startswith("fixed")), key=rates.__getitem__)
-    paired = await confirm(session, adaptive, frames, best_fixed, best[best_fixed][0], args.confirm)
+    size = int(best_fixed.split()[1])
+    same = capped.get(size)
+    if same is None and args.confirm > 0:
+        same = BatchWorker(
+            model,
+            providers="cpu",
+            max_batch=size,
+            adaptive=False,
+            replicas=replicas,
+            threads=threads,
+        )
+        await same.start()
+    paired = await confirm(session, adaptive, same, frames, size, best[best_fixed][0], args.confirm)
     # On a shared machine the wall clock measures the neighbours too; CPU time per item
     # is what the variant itself spends (its ceiling on a quiet machine).
     cpu_fixed = min((k for k in best if k.startswith("fixed")), key=lambda k: best[k][1])
@@ -249,14 +261,20 @@ async def _bench_model(name: str, args: argparse.Namespace, console: Console) ->
             f"probe us/item wall {probe_wall}, CPU {probe_cpu}"
         )
     if paired is not None:
-        size, ratios, cpu_ratios, sweep_rate, again_rate = paired
+        size, ratios, cpu_ratios, sweep_rate, again_rate, same_ratios = paired
         console.print(
             f"  paired rounds, fixed {size} against the worker ({len(ratios)} rounds, "
-            f"alternating): worker {statistics.median(ratios):.2f}x at the median "
+            f"in turn): worker {statistics.median(ratios):.2f}x at the median "
             f"[{min(ratios):.2f}-{max(ratios):.2f}], CPU {statistics.median(cpu_ratios):.2f}x; "
             f"the sweep's figure for fixed {size} {sweep_rate:,.0f} items/s, re-measured "
             f"{again_rate:,.0f} ({again_rate / sweep_rate:.2f}x)"
         )
+        if same_ratios:
+            console.print(
+                f"  the worker held at cap {size} (not adaptive) in the same rounds: "
+                f"{statistics.median(same_ratios):.2f}x the loop at the median "
+                f"[{min(same_ratios):.2f}-{max(same_ratios):.2f}]"
+            )
     steady = "worker" if "worker" in rates else "worker, first stream"
     best_cap = max((f"worker, cap {b}" for b in caps), key=rates.__getitem__)
     cpu_cap = min((f"worker, cap {b}" for b in caps), key=lambda k: best[k][1])
@@ -277,36 +295,46 @@ async def _bench_model(name: str, args: argparse.Namespace, console: Console) ->
         "before": rates[f"worker, cap {args.max_batch}"] / rates[best_fixed],
         "paired": statistics.median(paired[1]) if paired is not None else None,
         "paired_size": paired[0] if paired is not None else None,
+        "paired_same": statistics.median(paired[5]) if paired is not None and paired[5] else None,
     }
 
 
 async def confirm(
     session: ort.InferenceSession,
     worker: BatchWorker,
+    same: BatchWorker | None,
     frames: list[Frame],
-    best_fixed: str,
+    size: int,
     sweep_wall: float,
     rounds: int,
-) -> tuple[int, list[float], list[float], float, float] | None:
-    """The sweep's fastest fixed size (``best_fixed``, "fixed b", best at ``sweep_wall``
-    s) and the worker, alternately, ``rounds`` times: the size, the worker's wall and CPU
-    ratio to it per round, the size's sweep figure and its best figure here (items/s)."""
+) -> tuple[int, list[float], list[float], float, float, list[float]] | None:
+    """The sweep's fastest fixed ``size`` (best at ``sweep_wall`` s), the worker and
+    ``same`` (a worker with that size as a fixed cap), in turn, ``rounds`` times: the
+    size, the worker's wall and CPU ratio to the loop per round, the size's sweep figure
+    and its best figure here (items/s), and ``same``'s wall ratio per round. ``same``
+    tells the sizer's part of the gap (the worker against its cap) from the plumbing's
+    (the cap against the loop)."""
     if rounds < 1:
         return None
-    size = int(best_fixed.split()[1])
-    ratios, cpu_ratios, walls = [], [], []
+    ratios, cpu_ratios, walls, same_ratios = [], [], [], []
     for round_ in range(rounds):
-        if round_ % 2:
-            w, c = await stream_all(worker, frames)
-            fw, fc = fixed(session, frames, size)
-        else:
-            fw, fc = fixed(session, frames, size)
-            w, c = await stream_all(worker, frames)
-        ratios.append(fw / w)
-        cpu_ratios.append(fc / c)
+        runs: dict[str, tuple[float, float]] = {}
+        order = ["loop", "worker", "same"]
+        for key in order[round_ % 3 :] + order[: round_ % 3]:
+            if key == "loop":
+                runs[key] = fixed(session, frames, size)
+            elif key == "worker":
+                runs[key] = await stream_all(worker, frames)
+            elif same is not None:
+                runs[key] = await stream_all(same, frames)
+        fw, fc = runs["loop"]
+        ratios.append(fw / runs["worker"][0])
+        cpu_ratios.append(fc / runs["worker"][1])
+        if "same" in runs:
+            same_ratios.append(fw / runs["same"][0])
         walls.append(fw)
     n = len(frames)
-    return size, ratios, cpu_ratios, n / sweep_wall, n / min(walls)
+    return size, ratios, cpu_ratios, n / sweep_wall, n / min(walls), same_ratios
 
 
 def per_item_rate(n: int, wall: float) -> float:
@@ -409,7 +437,8 @@ def main() -> None:
             verdict = "met" if r["paired"] >= 0.95 else "NOT met"
             console.print(
                 f"  paired: worker {r['paired']:.2f}x fixed {r['paired_size']} at the median "
-                f"(goal >= 0.95x: {verdict})"
+                f"(goal >= 0.95x: {verdict}); held at cap {r['paired_size']}: "
+                f"{r['paired_same']:.2f}x"
             )
         console.print(
             f"  in CPU per item: worker {r['cpu_ratio']:.2f}x the least-CPU fixed loop "
