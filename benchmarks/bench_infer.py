@@ -5,6 +5,10 @@ machine's limit, measured in the same run: a 1280x720 H.264 clip made with
 the ffmpeg CLI (``testsrc2``, libx264 veryfast); decode + resize to 224x224
 alone at its best thread count and the model alone at its best batch and
 intra-op thread count give ``limit = cores / (CPU s per frame of both)``;
+beside them, what an expert writes for one file with no hand-offs at all (a thread
+per core decodes its share of the clip, cut at key frames, on one FFmpeg thread
+and runs its own one-thread session on each frame: what the two stages cost
+side by side on the same cores, which the limit, summing them alone, leaves out);
 then the fused path (``fuse_resize`` + ``worker.stream(src.frames())``),
 ``worker.stream(src)``, ``worker.stream(src.frames())`` and the same with
 ``resize_in_decoder=False`` (full frames) run with the library's defaults, on
@@ -428,6 +432,7 @@ PATHS = {
     "full": "worker.stream(src.frames(), resize_in_decoder=False) (full frames)",
 }
 GOALS = {"fused": 0.9, "source": 0.9, "plain": 0.85}
+HAND = "hand-written: a thread per core decodes its share and runs the model"
 
 
 def make_ffmpeg_clip(path: Path, frames: int, gop: int | None = None) -> None:
@@ -498,6 +503,66 @@ def measure_limit(path: Path, model: bytes, cores: int, frames: int) -> dict[str
     }
 
 
+def key_frames(path: Path) -> list[int]:
+    """The clip's key frames' presentation times (stream time base), by demuxing."""
+    with av.open(str(path)) as container:
+        stream = container.streams.video[0]
+        return sorted(p.pts for p in container.demux(stream) if p.pts is not None and p.is_keyframe)
+
+
+def _thread_share(
+    path: Path, session: ort.InferenceSession, start: int, end: int | None, out: list[int]
+) -> None:
+    """Decode [start, end) of presentation time (start a key frame) on one FFmpeg thread,
+    resize in swscale, the library's preprocess, ``session.run`` at batch 1."""
+    convert, pre = converter(), ImagePreprocess((SIZE, SIZE), max_batch=1)
+    n = 0
+    with av.open(str(path)) as container:
+        stream = container.streams.video[0]
+        stream.thread_count = 1
+        if start:
+            container.seek(start, stream=stream, backward=True)
+        for frame in container.decode(stream):
+            if frame.pts is None or frame.pts < start:
+                continue
+            if end is not None and frame.pts >= end:
+                break
+            session.run(None, {"image": pre([convert(frame)])})
+            n += 1
+    out.append(n)
+
+
+def hand_written(path: Path, model: bytes, cores: int, frames: int) -> dict[str, Any]:
+    """What an expert writes for one file on ``cores`` cores, no hand-offs at all: a
+    thread per core decodes its share of the clip (cut at key frames) and runs its own
+    one-thread session on each of its frames. Frames/s and CPU s per frame."""
+    from fusion.workers._sessions import session_options
+
+    keys = key_frames(path)
+    cuts = sorted({keys[len(keys) * i // cores] for i in range(cores)})
+    bounds = list(zip(cuts, [*cuts[1:], None], strict=True))
+    sessions = [
+        ort.InferenceSession(model, session_options(1), providers=["CPUExecutionProvider"])
+        for _ in bounds
+    ]
+    for session in sessions:
+        session.run(None, {"image": np.zeros((1, 3, SIZE, SIZE), np.float32)})
+    done: list[int] = []
+    load = os.getloadavg()[0]
+    threads = [
+        threading.Thread(target=_thread_share, args=(path, s, a, b, done))
+        for s, (a, b) in zip(sessions, bounds, strict=True)
+    ]
+    t0, c0 = time.perf_counter(), cpu_s()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall, cpu = time.perf_counter() - t0, cpu_s() - c0
+    assert sum(done) == frames, (done, frames)  # every frame once
+    return {"fps": frames / wall, "cpu": cpu / frames, "threads": len(threads), "load": load}
+
+
 async def run_path(path: Path, model: bytes, mode: str) -> dict[str, Any]:
     """One documented path over the whole clip, library defaults: frames/s, CPU/frame."""
     pre = ImagePreprocess((SIZE, SIZE))  # area, ImageNet normalisation
@@ -550,6 +615,7 @@ def limit_rounds(
         for name, model in models.items():
             entry: dict[str, Any] = {"load": os.getloadavg()}
             entry["stages"] = measure_limit(clip, model, cores, min(64, frames))
+            entry["hand"] = hand_written(clip, model, cores, frames)
             for mode in paths:
                 entry[mode] = anyio.run(run_path, clip, model, mode)
             entry["load_end"] = os.getloadavg()
@@ -566,24 +632,27 @@ def print_limit(
         "224x224, defaults"
     )
     for col in ("model", "path", "frames/s (rounds)", "limit f/s", "of limit: best / median",
-                "goal", "CPU ms/frame (stages)", "CPU efficiency", "cores busy",
-                "load 1 min"):  # fmt: skip
+                "goal", "of hand-written: median", "CPU ms/frame (stages)", "CPU efficiency",
+                "cores busy", "load 1 min"):  # fmt: skip
         table.add_column(col, justify="left" if col in ("model", "path") else "right")
+    labels = {"hand": HAND, **PATHS}
     for name, entries in rounds.items():
-        for mode in [m for m in PATHS if m in entries[0]]:
+        for mode in [m for m in labels if m in entries[0]]:
             fr = [e[mode]["fps"] / e["stages"]["limit"] for e in entries]
             best_i = fr.index(max(fr))
             e = entries[best_i]
             st, run = e["stages"], e[mode]
             goal = GOALS.get(mode)
             met = "" if goal is None else (" met" if max(fr) >= goal else " NOT met")
+            hand = [x[mode]["fps"] / x["hand"]["fps"] for x in entries if "hand" in x]
             table.add_row(
                 name,
-                PATHS[mode],
+                labels[mode],
                 f"{run['fps']:.0f} ({', '.join(str(round(x[mode]['fps'])) for x in entries)})",
                 f"{st['limit']:.0f}",
                 f"{max(fr):.2f} / {statistics.median(fr):.2f}",
                 "-" if goal is None else f">= {goal}{met}",
+                "-" if mode == "hand" or not hand else f"{statistics.median(hand):.2f}",
                 f"{run['cpu'] * 1e3:.2f} ({(st['c_decode'] + st['c_model']) * 1e3:.2f})",
                 f"{(st['c_decode'] + st['c_model']) / run['cpu']:.2f}",
                 f"{run['fps'] * run['cpu']:.2f}",
