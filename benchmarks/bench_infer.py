@@ -538,7 +538,7 @@ def hand_written(path: Path, model: bytes, cores: int, frames: int) -> dict[str,
     one-thread session on each of its frames. Frames/s and CPU s per frame."""
     from fusion.workers._sessions import session_options
 
-    keys = key_frames(path)
+    keys = key_frames(path) or [0]
     cuts = sorted({keys[len(keys) * i // cores] for i in range(cores)})
     bounds = list(zip(cuts, [*cuts[1:], None], strict=True))
     sessions = [
