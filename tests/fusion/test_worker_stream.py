@@ -54,6 +54,20 @@ def count_hand_backs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return runs
 
 
+def one_wide_session(preprocess: Any = None) -> ModelRunner:
+    """A runner of ``scale_model`` as one replica whose session spans 2 cores."""
+    return ModelRunner(
+        scale_model(),
+        providers="cpu",
+        replicas=1,
+        threads=2,
+        preprocess=preprocess,
+        postprocess=None,
+        max_restarts=0,
+        provider_options=None,
+    )
+
+
 async def collect(worker: BatchWorker, items: Any, **kw: Any) -> list[WorkerResult]:
     with anyio.fail_after(30):
         return [r async for r in worker.stream(items, **kw)]
@@ -459,16 +473,7 @@ class TestThreadLayout:
                     events.append(("hand back", done.batch.entries[0].item[1].seq))
                 super()._deliver(run)
 
-        runner = ModelRunner(
-            scale_model(),
-            providers="cpu",
-            replicas=1,
-            threads=2,  # one session over the cores: the replica prepares its own batches
-            preprocess=prepare,
-            postprocess=None,
-            max_restarts=0,
-            provider_options=None,
-        )
+        runner = one_wide_session(prepare)  # the replica prepares its own batches
         batcher: DynamicBatcher[tuple[int, Frame]] = DynamicBatcher(2)
         lanes = RecordingLanes(runner, 1, current_clock())
         finished: list[Finished] = []
@@ -503,16 +508,7 @@ class TestThreadLayout:
         # Each hand-back wakes the loop, whose turn holds the GIL while the replica
         # waits with the model idle: offline input hands back in runs.
         runs: list[list[int]] = []
-        runner = ModelRunner(
-            scale_model(),
-            providers="cpu",
-            replicas=1,
-            threads=2,
-            preprocess=None,
-            postprocess=None,
-            max_restarts=0,
-            provider_options=None,
-        )
+        runner = one_wide_session()
         batcher: DynamicBatcher[tuple[int, Frame]] = DynamicBatcher(2, capacity=10)
         lanes = Lanes(runner, 1, current_clock())
         all_back = anyio.Event()
@@ -571,10 +567,7 @@ class TestThreadLayout:
         from fusion.workers._results import WorkerCounters
         from fusion.workers._stream import StreamRun, StreamSettings
 
-        runner = ModelRunner(
-            scale_model(), providers="cpu", replicas=1, threads=2, preprocess=None,
-            postprocess=None, max_restarts=0, provider_options=None,
-        )  # fmt: skip
+        runner = one_wide_session()
         run = StreamRun(runner, 1, StreamSettings(max_batch=4, max_delay=0, hold=4),
                         WorkerCounters())  # fmt: skip
 
