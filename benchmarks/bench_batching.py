@@ -20,8 +20,10 @@ For each model, on the CPU provider with the worker's thread default:
   loop, ordering).
 
 **Paired rounds** (``--confirm``, the verdict): the best fixed size found by the
-sweep and the adaptive worker again, alternately (which goes first alternates too),
-``--confirm`` rounds; the ratio of their wall times in each round, and its median.
+sweep, the adaptive worker and a worker held at that size (``adaptive=False``, same
+layout), in turn (which goes first rotates too), ``--confirm`` rounds; the ratio of
+the loop's wall time to each worker's in each round, and its median. The held worker
+against the loop is the plumbing; the adaptive one against the held one, the sizer.
 The sweep's "best fixed" is the best of ``--repeat`` rounds of the size that came
 out fastest among ``max_batch`` sizes, so it is the luckiest of up to
 ``repeat x max_batch`` draws (sizes within noise of each other, as mlp's 10-16 are,
@@ -48,7 +50,7 @@ import os
 import statistics
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import anyio
 import numpy as np
@@ -200,19 +202,23 @@ async def _bench_model(name: str, args: argparse.Namespace, console: Console) ->
         table.add_column(col, justify="right" if col != "variant" else "left")
     rates = {k: per_item_rate(n, w) for k, (w, _) in best.items()}
     best_fixed = max((k for k in rates if k.startswith("fixed")), key=rates.__getitem__)
-    size = int(best_fixed.split()[1])
-    same = capped.get(size)
-    if same is None and args.confirm > 0:
-        same = BatchWorker(
-            model,
-            providers="cpu",
-            max_batch=size,
-            adaptive=False,
-            replicas=replicas,
-            threads=threads,
+    paired: Paired | None = None
+    if args.confirm > 0:
+        size = int(best_fixed.split()[1])
+        held = capped.get(size)
+        if held is None:
+            held = BatchWorker(
+                model,
+                providers="cpu",
+                max_batch=size,
+                adaptive=False,
+                replicas=replicas,
+                threads=threads,
+            )
+            await held.start()
+        paired = await confirm(
+            session, adaptive, held, frames, size, best[best_fixed][0], args.confirm
         )
-        await same.start()
-    paired = await confirm(session, adaptive, same, frames, size, best[best_fixed][0], args.confirm)
     # On a shared machine the wall clock measures the neighbours too; CPU time per item
     # is what the variant itself spends (its ceiling on a quiet machine).
     cpu_fixed = min((k for k in best if k.startswith("fixed")), key=lambda k: best[k][1])
@@ -261,20 +267,20 @@ async def _bench_model(name: str, args: argparse.Namespace, console: Console) ->
             f"probe us/item wall {probe_wall}, CPU {probe_cpu}"
         )
     if paired is not None:
-        size, ratios, cpu_ratios, sweep_rate, again_rate, same_ratios = paired
+        ratios, held_ratios = paired.ratios, paired.held_ratios
         console.print(
-            f"  paired rounds, fixed {size} against the worker ({len(ratios)} rounds, "
+            f"  paired rounds, fixed {paired.size} against the worker ({len(ratios)} rounds, "
             f"in turn): worker {statistics.median(ratios):.2f}x at the median "
-            f"[{min(ratios):.2f}-{max(ratios):.2f}], CPU {statistics.median(cpu_ratios):.2f}x; "
-            f"the sweep's figure for fixed {size} {sweep_rate:,.0f} items/s, re-measured "
-            f"{again_rate:,.0f} ({again_rate / sweep_rate:.2f}x)"
+            f"[{min(ratios):.2f}-{max(ratios):.2f}], CPU "
+            f"{statistics.median(paired.cpu_ratios):.2f}x; the sweep's figure for fixed "
+            f"{paired.size} {paired.sweep_rate:,.0f} items/s, re-measured "
+            f"{paired.again_rate:,.0f} ({paired.again_rate / paired.sweep_rate:.2f}x)"
         )
-        if same_ratios:
-            console.print(
-                f"  the worker held at cap {size} (not adaptive) in the same rounds: "
-                f"{statistics.median(same_ratios):.2f}x the loop at the median "
-                f"[{min(same_ratios):.2f}-{max(same_ratios):.2f}]"
-            )
+        console.print(
+            f"  the worker held at cap {paired.size} (not adaptive) in the same rounds: "
+            f"{statistics.median(held_ratios):.2f}x the loop at the median "
+            f"[{min(held_ratios):.2f}-{max(held_ratios):.2f}]"
+        )
     steady = "worker" if "worker" in rates else "worker, first stream"
     best_cap = max((f"worker, cap {b}" for b in caps), key=rates.__getitem__)
     cpu_cap = min((f"worker, cap {b}" for b in caps), key=lambda k: best[k][1])
@@ -293,48 +299,55 @@ async def _bench_model(name: str, args: argparse.Namespace, console: Console) ->
         "best_cap": best_cap,
         "vs_cap": rates[steady] / rates[best_cap],
         "before": rates[f"worker, cap {args.max_batch}"] / rates[best_fixed],
-        "paired": statistics.median(paired[1]) if paired is not None else None,
-        "paired_size": paired[0] if paired is not None else None,
-        "paired_same": statistics.median(paired[5]) if paired is not None and paired[5] else None,
+        "paired": paired,
     }
+
+
+class Paired(NamedTuple):
+    """What :func:`confirm` measured."""
+
+    size: int
+    ratios: list[float]
+    """The loop's wall time over the adaptive worker's, per round."""
+    cpu_ratios: list[float]
+    """The same in process CPU time."""
+    sweep_rate: float
+    """The size's figure in the sweep (items/s)."""
+    again_rate: float
+    """Its best figure in the paired rounds (items/s)."""
+    held_ratios: list[float]
+    """The loop's wall time over the held worker's, per round."""
 
 
 async def confirm(
     session: ort.InferenceSession,
     worker: BatchWorker,
-    same: BatchWorker | None,
+    held: BatchWorker,
     frames: list[Frame],
     size: int,
     sweep_wall: float,
     rounds: int,
-) -> tuple[int, list[float], list[float], float, float, list[float]] | None:
-    """The sweep's fastest fixed ``size`` (best at ``sweep_wall`` s), the worker and
-    ``same`` (a worker with that size as a fixed cap), in turn, ``rounds`` times: the
-    size, the worker's wall and CPU ratio to the loop per round, the size's sweep figure
-    and its best figure here (items/s), and ``same``'s wall ratio per round. ``same``
-    tells the sizer's part of the gap (the worker against its cap) from the plumbing's
-    (the cap against the loop)."""
-    if rounds < 1:
-        return None
-    ratios, cpu_ratios, walls, same_ratios = [], [], [], []
+) -> Paired:
+    """The sweep's fastest fixed ``size`` (best at ``sweep_wall`` s), the adaptive
+    ``worker`` and ``held`` (a worker with that size as a fixed cap), in turn,
+    ``rounds`` times. ``held`` tells the sizer's part of the gap (the worker against
+    it) from the plumbing's (it against the loop)."""
+    ratios, cpu_ratios, walls, held_ratios = [], [], [], []
+    order = ("loop", "worker", "held")
     for round_ in range(rounds):
         runs: dict[str, tuple[float, float]] = {}
-        order = ["loop", "worker", "same"]
         for key in order[round_ % 3 :] + order[: round_ % 3]:
             if key == "loop":
                 runs[key] = fixed(session, frames, size)
-            elif key == "worker":
-                runs[key] = await stream_all(worker, frames)
-            elif same is not None:
-                runs[key] = await stream_all(same, frames)
+            else:
+                runs[key] = await stream_all(worker if key == "worker" else held, frames)
         fw, fc = runs["loop"]
         ratios.append(fw / runs["worker"][0])
         cpu_ratios.append(fc / runs["worker"][1])
-        if "same" in runs:
-            same_ratios.append(fw / runs["same"][0])
+        held_ratios.append(fw / runs["held"][0])
         walls.append(fw)
     n = len(frames)
-    return size, ratios, cpu_ratios, n / sweep_wall, n / min(walls), same_ratios
+    return Paired(size, ratios, cpu_ratios, n / sweep_wall, n / min(walls), held_ratios)
 
 
 def per_item_rate(n: int, wall: float) -> float:
@@ -433,12 +446,14 @@ def main() -> None:
             f"CPU {r['ratio_cpu']:.2f}x; {r['vs_cap']:.2f}x its own best cap ({r['best_cap']}); "
             f"before (cap {args.max_batch}, not adaptive) {r['before']:.2f}x the best fixed loop"
         )
-        if r["paired"] is not None:
-            verdict = "met" if r["paired"] >= 0.95 else "NOT met"
+        paired = r["paired"]
+        if paired is not None:
+            ratio = statistics.median(paired.ratios)
+            verdict = "met" if ratio >= 0.95 else "NOT met"
             console.print(
-                f"  paired: worker {r['paired']:.2f}x fixed {r['paired_size']} at the median "
-                f"(goal >= 0.95x: {verdict}); held at cap {r['paired_size']}: "
-                f"{r['paired_same']:.2f}x"
+                f"  paired: worker {ratio:.2f}x fixed {paired.size} at the median "
+                f"(goal >= 0.95x: {verdict}); held at cap {paired.size}: "
+                f"{statistics.median(paired.held_ratios):.2f}x"
             )
         console.print(
             f"  in CPU per item: worker {r['cpu_ratio']:.2f}x the least-CPU fixed loop "
