@@ -8,7 +8,9 @@ frames into spans (:func:`plan_spans`: the key frames listed by demuxing, no
 decoding) and :class:`SpanDecoders` runs ``decoders`` spans at a time, each a
 :class:`~adapters.video._decoder.DecoderThread` on one FFmpeg thread that
 seeks to its span and delivers exactly the span's frames
-(:mod:`~adapters.video._span_cut`). The consumer reads the spans' queues one
+(:mod:`~adapters.video._span_cut`). A finished span's decoder leaves its file
+open for a later span to seek in (:class:`~adapters.video._decoder.OpenFiles`),
+so the file is opened once per decoder, not once per span. The consumer reads the spans' queues one
 after another, so frames, losses and their seq numbers come in the order one
 decoder gives; when it has read a span to its end the next span starts. A
 span's queue holds up to a byte budget of frames, so the spans ahead decode
@@ -34,7 +36,7 @@ import av.error
 
 from adapters.errors import SourceOpenError
 from adapters.video._bitstream import starts_anew
-from adapters.video._decoder import DecoderThread
+from adapters.video._decoder import DecoderThread, OpenFiles
 from adapters.video._events import Event, Opened
 from adapters.video._opening import DecodeOptions
 from adapters.video._prefetch import Prefetch
@@ -152,6 +154,7 @@ class SpanDecoders:
         self._opened = False
         self._stopped = False
         self._lock = threading.Lock()
+        self._files = OpenFiles(self._decoders)
         self.high_water = 0
         """Most frames any span's queue held."""
 
@@ -163,7 +166,7 @@ class SpanDecoders:
         span = self._spans.popleft()
         one = replace(self.opts, span=span, threads=1, thread_type="NONE")
         queue: Prefetch[Event] = Prefetch(self._capacity, wake_after=self._wake_after)
-        decoder = DecoderThread(one, queue, self._clock)
+        decoder = DecoderThread(one, queue, self._clock, self._files)
         with self._lock:
             if self._stopped:
                 return
@@ -188,6 +191,7 @@ class SpanDecoders:
                     continue  # every span opens the file: it was said once
                 self._opened = True
             return event
+        self._files.close()
         raise anyio.EndOfStream
 
     @property
@@ -207,6 +211,7 @@ class SpanDecoders:
             self.high_water = max(self.high_water, decoder.prefetch.high_water)
             decoder.prefetch.close()
             decoder.stop()
+        self._files.close()
 
     def join(self, timeout: float | None = None) -> bool:
         """Wait for every decoder thread (``timeout`` each); True if all ended."""
