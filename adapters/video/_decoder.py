@@ -211,6 +211,11 @@ class DecoderThread:
     def start(self) -> None:
         self._thread.start()
 
+    def run_here(self) -> None:
+        """Decode on the calling thread (a pool's) instead of starting the decoder's own;
+        returns when the input has ended or the decoder stopped."""
+        self._run()
+
     @property
     def high_water(self) -> int:
         """Most frames its queue held."""

@@ -8,9 +8,12 @@ frames into spans (:func:`plan_spans`: the key frames listed by demuxing, no
 decoding) and :class:`SpanDecoders` runs ``decoders`` spans at a time, each a
 :class:`~adapters.video._decoder.DecoderThread` on one FFmpeg thread that
 seeks to its span and delivers exactly the span's frames
-(:mod:`~adapters.video._span_cut`). A finished span's decoder leaves its file
-open for a later span to seek in (:class:`~adapters.video._decoder.OpenFiles`),
-so the file is opened once per decoder, not once per span. The consumer reads the spans' queues one
+(:mod:`~adapters.video._span_cut`). The spans run on ``decoders`` threads
+started once (a thread started per span held the event loop 2-3 ms each, waiting
+for the new thread to take the GIL from busy ones), and a finished span's decoder
+leaves its file open for a later span to seek in
+(:class:`~adapters.video._decoder.OpenFiles`): the file is opened once per
+decoder, not once per span. The consumer reads the spans' queues one
 after another, so frames, losses and their seq numbers come in the order one
 decoder gives; when it has read a span to its end the next span starts. A
 span's queue holds up to a byte budget of frames, so the spans ahead decode
@@ -26,6 +29,7 @@ else decodes as one span.
 from __future__ import annotations
 
 import bisect
+import queue
 import threading
 from collections import deque
 from dataclasses import dataclass, replace
@@ -130,6 +134,40 @@ def plan_spans(opts: DecodeOptions, min_span_s: float = MIN_SPAN_S) -> SpanPlan:
     return SpanPlan(ranges_between(cuts), frames, int(w * h * per_pixel))
 
 
+class _SpanThreads:
+    """``count`` threads that run the span decoders given them, one after another."""
+
+    def __init__(self, count: int, name: str) -> None:
+        self._jobs: queue.SimpleQueue[DecoderThread | None] = queue.SimpleQueue()
+        self._threads = [
+            threading.Thread(target=self._work, name=name, daemon=True) for _ in range(count)
+        ]
+
+    def start(self) -> None:
+        for thread in self._threads:
+            thread.start()
+
+    def run(self, decoder: DecoderThread) -> None:
+        """Queue ``decoder``: the next free thread runs it (no wait here)."""
+        self._jobs.put(decoder)
+
+    def _work(self) -> None:
+        while (decoder := self._jobs.get()) is not None:
+            decoder.run_here()
+
+    def close(self) -> None:
+        """Each thread ends after the decoders queued before this."""
+        for _ in self._threads:
+            self._jobs.put(None)
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for every thread (``timeout`` each); True if all ended."""
+        for thread in self._threads:
+            if thread.ident is not None:  # started
+                thread.join(timeout)
+        return not any(thread.is_alive() for thread in self._threads)
+
+
 class SpanDecoders:
     """``spans`` of one file, ``decoders`` at a time; :meth:`get` gives their events in
     span order (one ``Opened``, the first span's)."""
@@ -150,15 +188,17 @@ class SpanDecoders:
         self._capacity = capacity
         self._wake_after = max(1, min(wake_after, capacity))
         self._running: deque[DecoderThread] = deque()
-        self._done: list[DecoderThread] = []
         self._opened = False
         self._stopped = False
         self._lock = threading.Lock()
         self._files = OpenFiles(self._decoders)
+        name = f"hyperframes-video-{opts.url.rsplit('/', 1)[-1][:40]}"
+        self._threads = _SpanThreads(min(self._decoders, len(spans)), name)
         self.high_water = 0
         """Most frames any span's queue held."""
 
     def start(self) -> None:
+        self._threads.start()
         while len(self._running) < self._decoders and self._spans:
             self._start_next()
 
@@ -171,7 +211,7 @@ class SpanDecoders:
             if self._stopped:
                 return
             self._running.append(decoder)
-        decoder.start()
+        self._threads.run(decoder)
 
     async def get(self) -> Event:
         """The next event in span order; ``anyio.EndOfStream`` after the last span."""
@@ -182,7 +222,7 @@ class SpanDecoders:
             except anyio.EndOfStream:
                 self.high_water = max(self.high_water, head.prefetch.high_water)
                 with self._lock:
-                    self._done.append(self._running.popleft())
+                    self._running.popleft()
                 if self._spans and not self._stopped:
                     self._start_next()
                 continue
@@ -192,6 +232,7 @@ class SpanDecoders:
                 self._opened = True
             return event
         self._files.close()
+        self._threads.close()
         raise anyio.EndOfStream
 
     @property
@@ -212,10 +253,8 @@ class SpanDecoders:
             decoder.prefetch.close()
             decoder.stop()
         self._files.close()
+        self._threads.close()
 
     def join(self, timeout: float | None = None) -> bool:
         """Wait for every decoder thread (``timeout`` each); True if all ended."""
-        with self._lock:
-            threads = [*self._done, *self._running]
-        ended = [decoder.join(timeout) for decoder in threads]  # every one, not the first
-        return all(ended)
+        return self._threads.join(timeout)

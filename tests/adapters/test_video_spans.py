@@ -285,14 +285,16 @@ def test_only_the_first_span_scans_the_file(monkeypatch: pytest.MonkeyPatch) -> 
         container.close()
 
 
-async def test_the_spans_seek_in_files_their_decoders_left_open(
+async def test_the_spans_run_on_two_threads_and_seek_in_files_left_open(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A later span seeks in a file an earlier span's decoder left open instead of
-    opening it again (2-3 ms of CPU an open: a tenth of a 1 s span of 224x224
-    frames): five spans on two decoders open the file twice, plus the first span's
-    scan, and still deliver what one decoder delivers."""
+    """Five spans on two decoders run on two threads started once (a thread started per
+    span held the event loop 2-3 ms, waiting for it to take the GIL), and a later span
+    seeks in a file an earlier span's decoder left open (2-3 ms of CPU an open: a tenth
+    of a 1 s span of 224x224 frames): the file opens twice, plus the first span's scan,
+    and the frames are what one decoder delivers."""
     import adapters.video._opening as opening
+    from adapters.video._decoder import DecoderThread
 
     path = REAL / "androidx_trim_optimization_failure.mp4"
     one, _ = await decode(path, spans=False)
@@ -303,8 +305,19 @@ async def test_the_spans_seek_in_files_their_decoders_left_open(
         opened.append(url)
         return real(url, **kwargs)
 
+    ran_on: list[int] = []
+    run_here = DecoderThread.run_here
+
+    def noting(decoder: DecoderThread) -> None:
+        ran_on.append(threading.get_ident())
+        run_here(decoder)
+
     monkeypatch.setattr(opening, "open_input", counting)
+    monkeypatch.setattr(DecoderThread, "run_here", noting)
     cut, spanned = await decode(path, spans=True)
+    assert len(ran_on) == 5
+    assert len(set(ran_on)) == 2
+    assert threading.get_ident() not in ran_on
     assert spanned.video_stats.decoder_threads is not None
     assert spanned.video_stats.decoder_threads.startswith("spans: 5 key-frame spans, 2 at a time")
     assert len(opened) == 2 + 1, opened
