@@ -272,8 +272,8 @@ class DecoderThread:
                     return
                 if not (opts.live and opts.reconnect and transient(err)):
                     raise
-                self._emit(OpenFailed(str(err), attempts, self._delay(attempts)))
-                if not self._backoff(attempts, str(err)):
+                self._emit(OpenFailed(str(err), attempts, _reconnect_delay(opts, attempts)))
+                if not _back_off(self, attempts, str(err)):
                     return
                 attempts += 1
                 continue
@@ -312,7 +312,7 @@ class DecoderThread:
                     return
                 connection += 1
                 attempts = 0
-                if not self._backoff(attempts, str(err)):
+                if not _back_off(self, attempts, str(err)):
                     return
                 attempts += 1
             finally:
@@ -326,29 +326,6 @@ class DecoderThread:
         devices = hw.candidates(self.opts.hwaccel, codec, self._report)
         self._software_only = not devices  # reasons are given once, not per reconnect
         return devices
-
-    def _delay(self, attempt: int) -> float | None:
-        """Seconds before retry ``attempt``, or None when there is none."""
-        opts = self.opts
-        if opts.max_reconnects is not None and attempt >= opts.max_reconnects:
-            return None
-        return float(min(opts.backoff_max, opts.backoff_initial * (2**attempt)))
-
-    def _backoff(self, attempt: int, reason: str) -> bool:
-        """Wait before reconnect ``attempt``; False when out of attempts or stopping."""
-        opts = self.opts
-        if opts.max_reconnects is not None and attempt >= opts.max_reconnects:
-            self._emit(
-                Failed(
-                    SourceOpenError(f"{opts.url!r}: gave up after {attempt} reconnects: {reason}")
-                )
-            )
-            return False
-        delay = self._delay(attempt)
-        assert delay is not None  # max_reconnects was checked above
-        log.info("video %s: reconnecting in %.2f s (%s)", opts.url, delay, reason)
-        # Real time on purpose: the socket timeouts that got us here are real time too.
-        return not self._stop.wait(delay) and not self.prefetch.closed
 
     def _take(
         self,
@@ -536,6 +513,26 @@ class DecoderThread:
             self._announce()  # nothing is said about an input before that it is open
         if self.prefetch.put(event, droppable=False) is None:
             self._stop.set()
+
+
+def _reconnect_delay(opts: DecodeOptions, attempt: int) -> float | None:
+    """Seconds before retry ``attempt``, or None when there is none."""
+    if opts.max_reconnects is not None and attempt >= opts.max_reconnects:
+        return None
+    return float(min(opts.backoff_max, opts.backoff_initial * (2**attempt)))
+
+
+def _back_off(thread: DecoderThread, attempt: int, reason: str) -> bool:
+    """Wait before reconnect ``attempt``; False when out of attempts or stopping."""
+    opts = thread.opts
+    delay = _reconnect_delay(opts, attempt)
+    if delay is None:
+        gave_up = f"{opts.url!r}: gave up after {attempt} reconnects: {reason}"
+        thread._emit(Failed(SourceOpenError(gave_up)))
+        return False
+    log.info("video %s: reconnecting in %.2f s (%s)", opts.url, delay, reason)
+    # Real time on purpose: the socket timeouts that got us here are real time too.
+    return not thread._stop.wait(delay) and not thread.prefetch.closed
 
 
 def _order(pts: int | None) -> float:
