@@ -39,6 +39,16 @@ with the sizes halfway to its tried neighbours (best 4 of 1, 2, 4, 8, 16: then
 3 and 6; if 6 wins, 5 and 7), until no untried size lies between the best and
 its neighbours.
 
+**Again, the first.** Before settling, the search tries the size it tried first
+once more (the estimate it had is put aside): sizes are tried one after another,
+so a load that moves during the search (the first seconds of a process: other
+workers starting, a neighbour on the host) makes the early sizes look dearer or
+cheaper than the late ones for no fault of theirs (tiny_cnn at 448: 1, 2, 4 and 8
+measured 5.8-6.3 ms/item at the start, 12 and 16 3.4-3.9 a second later, where 1
+runs at 2.8). If the first size's two estimates are more than 25 % apart, the
+search starts again (``unsteady``), once; else the fresh estimate stands in the
+comparison.
+
 **Exploit.** The best size is the cap. With a latency budget, a size within 2 %
 of the best per-item time that is smaller wins (the same throughput, less
 latency); without one, the least per-item time. Its first
@@ -76,6 +86,7 @@ Phase = Literal["explore", "refine", "exploit"]
 
 _TIE = 1.02  # with a latency budget, a smaller size within 2 % of the best is preferred
 _CONFIRM = 1.1  # the chosen size's first window over the runner-up's estimate by this: swap
+_UNSTEADY = 0.25  # the first size's estimates before and after the search this far apart
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,9 +106,10 @@ class SizerStatistics:
     explorations: int = 0
     """Searches started: the first one, then one per drift, budget overrun or period."""
     last_trigger: str = "start"
-    """What started the current search: ``start``, ``drift``, ``budget``, ``period`` or
-    ``recalled`` (a recalled size's check failed); ``recalled`` too while a recalled
-    size is in use without a search."""
+    """What started the current search: ``start``, ``drift``, ``budget``, ``period``,
+    ``unsteady`` (the load moved during the last search) or ``recalled`` (a recalled
+    size's check failed); ``recalled`` too while a recalled size is in use without a
+    search."""
 
     @property
     def items_per_second(self) -> dict[int, float]:
@@ -169,6 +181,9 @@ class BatchSizer:
         self._tolerance = 0.25
         self._runner_up: tuple[int, float] | None = None  # second best of the last search
         self._tried: list[int] = []  # the sizes this search tried, in order
+        self._first_before = 0.0  # the first size's estimate while it is tried again
+        self._rechecked = False  # this search tried its first size again
+        self._may_restart = True  # an unsteady search may start once more
         self._recent: deque[float] = deque(maxlen=window)  # the chosen size, exploiting
         if max_batch > 1:
             self._start("start")
@@ -263,6 +278,9 @@ class BatchSizer:
         self._tried.clear()
         self._recalled = 0.0
         self._since = 0
+        self._first_before = 0.0
+        self._rechecked = False
+        self._may_restart = trigger != "unsteady"
         sizes = {1 << k for k in range(self.max_batch.bit_length()) if 1 << k <= self.max_batch}
         self._plan = sorted(sizes | {self.max_batch}, reverse=self.descending)
         self._phase = "explore"
@@ -293,6 +311,9 @@ class BatchSizer:
             self._plan = between
             self._try(self._plan.pop(0))
             return
+        if self._again_first():
+            return
+        best = self._best() or best
         tried = len([s for s, c in self._costs.items() if c])
         per_item = self.estimate(best) or 0.0
         self._settle(best, f"best of {tried} sizes: {best} at {per_item / 1e6:.3g} ms/item")
@@ -304,6 +325,27 @@ class BatchSizer:
         if others:
             runner_up = min(others, key=others.__getitem__)
             self._runner_up = (runner_up, others[runner_up])
+
+    def _again_first(self) -> bool:
+        """Try the search's first size again before settling; once tried, start the search
+        over if its two estimates differ by more than 25 % (once). True while trying."""
+        first = self._tried[0] if self._tried else None
+        if first is None or len(set(self._tried)) < 2:
+            return False
+        if not self._rechecked:
+            self._rechecked = True
+            self._first_before = self.estimate(first) or 0.0
+            self._costs[first].clear()
+            self._phase = "refine"
+            self._try(first)
+            self._reason = f"refine: trying batches of {first} again, as at the start"
+            return True
+        before, self._first_before = self._first_before, 0.0
+        now = self.estimate(first)
+        if self._may_restart and before > 0 and now and abs(now / before - 1) > _UNSTEADY:
+            self._start("unsteady")
+            return True
+        return False
 
     def _settle(self, size: int, reason: str) -> None:
         self._phase = "exploit"
