@@ -611,13 +611,19 @@ def limit_rounds(
 ) -> dict[str, list[dict[str, Any]]]:
     """Per model, one entry per round: the limit and every path, interleaved."""
     out: dict[str, list[dict[str, Any]]] = {name: [] for name in models}
-    for _ in range(repeat):
+    runs = ["hand", *paths]
+    for round_ in range(repeat):
+        # Which run follows which rotates: the one right after the hand-written program
+        # lost 5-10 % in its round (scratch, 4 rounds), whichever it was.
+        turn = round_ % len(runs)
         for name, model in models.items():
             entry: dict[str, Any] = {"load": os.getloadavg()}
             entry["stages"] = measure_limit(clip, model, cores, min(64, frames))
-            entry["hand"] = hand_written(clip, model, cores, frames)
-            for mode in paths:
-                entry[mode] = anyio.run(run_path, clip, model, mode)
+            for mode in runs[turn:] + runs[:turn]:
+                if mode == "hand":
+                    entry[mode] = hand_written(clip, model, cores, frames)
+                else:
+                    entry[mode] = anyio.run(run_path, clip, model, mode)
             entry["load_end"] = os.getloadavg()
             out[name].append(entry)
     return out
