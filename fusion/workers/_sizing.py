@@ -334,7 +334,10 @@ class BatchSizer:
             return False
         if not self._rechecked:
             self._rechecked = True
-            self._first_before = self.estimate(first) or 0.0
+            before = self.estimate(first)
+            if before is None:  # never measured (items too few to fill it): no comparison
+                return False
+            self._first_before = before
             self._costs[first].clear()
             self._phase = "refine"
             self._try(first)

@@ -500,3 +500,36 @@ def test_a_load_that_keeps_moving_restarts_the_search_once_not_forever() -> None
     stats = sizer.statistics()
     assert stats.phase == "exploit"
     assert stats.explorations == 2
+
+
+def test_a_first_size_never_filled_is_not_tried_again() -> None:
+    # Largest first, items too few to fill it: 16 was never measured, so there is
+    # nothing to compare a second look with, and the search settles all the same.
+    sizer = BatchSizer(16, period=10**15, descending=True)
+    run(sizer, linear(5, 0.5), 300, most=4)
+    stats = sizer.statistics()
+    assert stats.phase == "exploit"
+    assert 16 not in stats.per_item_ns
+    assert sizer.limit == 4
+    assert stats.explorations == 1
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    cost=costs,
+    max_batch=st.integers(2, 64),
+    most=st.integers(1, 64),
+    descending=st.booleans(),
+    step_items=st.sampled_from([1, 16]),
+    spell=st.integers(0, 60),
+)
+def test_items_too_few_to_fill_a_batch_or_a_moving_load_never_stall_the_search(
+    cost: Cost, max_batch: int, most: int, descending: bool, step_items: int, spell: int
+) -> None:
+    # Whatever arrives and however the load moves at the start, the search ends on a
+    # size that can be formed, in a bounded number of batches.
+    sizer = BatchSizer(max_batch, period=10**15, descending=descending, step_items=step_items)
+    run(sizer, slow_spell(cost, spell, 2.0), 80 * (max_batch.bit_length() + 3), most=most)
+    assert sizer.phase == "exploit"
+    assert 1 <= sizer.limit <= max_batch
+    assert sizer.statistics().explorations <= 2
