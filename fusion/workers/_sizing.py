@@ -40,7 +40,7 @@ with the sizes halfway to its tried neighbours (best 4 of 1, 2, 4, 8, 16: then
 its neighbours.
 
 **Again, the first.** Before settling, the search tries the size it tried first
-once more (the estimate it had is put aside): sizes are tried one after another,
+once more, if it measured it (the estimate it had is put aside): sizes are tried one after another,
 so a load that moves during the search (the first seconds of a process: other
 workers starting, a neighbour on the host) makes the early sizes look dearer or
 cheaper than the late ones for no fault of theirs (tiny_cnn at 448: 1, 2, 4 and 8
