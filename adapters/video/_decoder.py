@@ -131,8 +131,8 @@ class _ReadFailed(Exception):
 class OpenFiles:
     """Files a finished span's decoder left open, for the next span to seek in.
 
-    Opening a file (and its decoder) costs 2-3 ms of CPU, a third of a 1 s span
-    of small frames' decoding on some inputs; a later span seeks in one that is
+    Opening a file (and its decoder) costs 2-3 ms of CPU, 4 % of decoding a 1 s
+    span of 720p H.264 into 224x224 frames; a later span seeks in one that is
     left instead (the seek flushes the decoder). Only software decoders of a
     span that ended cleanly are left; :meth:`close` closes those still here and
     any left after it.

@@ -40,14 +40,14 @@ with the sizes halfway to its tried neighbours (best 4 of 1, 2, 4, 8, 16: then
 its neighbours.
 
 **Again, the first.** Before settling, the search tries the size it tried first
-once more, if it measured it (the estimate it had is put aside): sizes are tried one after another,
-so a load that moves during the search (the first seconds of a process: other
-workers starting, a neighbour on the host) makes the early sizes look dearer or
-cheaper than the late ones for no fault of theirs (tiny_cnn at 448: 1, 2, 4 and 8
-measured 5.8-6.3 ms/item at the start, 12 and 16 3.4-3.9 a second later, where 1
-runs at 2.8). If the first size's two estimates are more than 25 % apart, the
-search starts again (``unsteady``), once; else the fresh estimate stands in the
-comparison.
+once more, if it measured it (the estimate it had is put aside): sizes are tried
+one after another, so a load that moves during the search (the first seconds of
+a process: other workers starting, a neighbour on the host) makes the early
+sizes look dearer or cheaper than the late ones for no fault of theirs
+(tiny_cnn at 448: 1, 2, 4 and 8 measured 5.8-6.3 ms/item at the start, 12 and
+16 3.4-3.9 a second later, where 1 runs at 2.8). If the first size's two
+estimates are more than 25 % apart, the search starts again (``unsteady``),
+once; else the fresh estimate stands in the comparison.
 
 **Exploit.** The best size is the cap. With a latency budget, a size within 2 %
 of the best per-item time that is smaller wins (the same throughput, less
@@ -104,7 +104,8 @@ class SizerStatistics:
     samples: dict[int, int] = field(default_factory=dict)
     """Per batch size: how many batches the estimate rests on."""
     explorations: int = 0
-    """Searches started: the first one, then one per drift, budget overrun or period."""
+    """Searches started: the first one, then one per drift, budget overrun, period or
+    unsteady search."""
     last_trigger: str = "start"
     """What started the current search: ``start``, ``drift``, ``budget``, ``period``,
     ``unsteady`` (the load moved during the last search) or ``recalled`` (a recalled

@@ -290,8 +290,8 @@ async def test_the_spans_run_on_two_threads_and_seek_in_files_left_open(
 ) -> None:
     """Five spans on two decoders run on two threads started once (a thread started per
     span held the event loop 2-3 ms, waiting for it to take the GIL), and a later span
-    seeks in a file an earlier span's decoder left open (2-3 ms of CPU an open: a tenth
-    of a 1 s span of 224x224 frames): the file opens twice, plus the first span's scan,
+    seeks in a file an earlier span's decoder left open (2-3 ms of CPU an open: 4 % of a
+    1 s span of 720p into 224x224 frames): the file opens twice, plus the first span's scan,
     and the frames are what one decoder delivers."""
     import adapters.video._opening as opening
     from adapters.video._decoder import DecoderThread
