@@ -182,9 +182,9 @@ class BatchSizer:
         self._tolerance = 0.25
         self._runner_up: tuple[int, float] | None = None  # second best of the last search
         self._tried: list[int] = []  # the sizes this search tried, in order
-        self._first_before = 0.0  # the first size's estimate while it is tried again
-        self._rechecked = False  # this search tried its first size again
-        self._may_restart = True  # an unsteady search may start once more
+        # The first size's estimate while it is tried again; None: not tried again yet
+        # in this search, 0.0: it could not be (never measured).
+        self._first_before: float | None = None
         self._recent: deque[float] = deque(maxlen=window)  # the chosen size, exploiting
         if max_batch > 1:
             self._start("start")
@@ -279,9 +279,7 @@ class BatchSizer:
         self._tried.clear()
         self._recalled = 0.0
         self._since = 0
-        self._first_before = 0.0
-        self._rechecked = False
-        self._may_restart = trigger != "unsteady"
+        self._first_before = None
         sizes = {1 << k for k in range(self.max_batch.bit_length()) if 1 << k <= self.max_batch}
         self._plan = sorted(sizes | {self.max_batch}, reverse=self.descending)
         self._phase = "explore"
@@ -314,7 +312,6 @@ class BatchSizer:
             return
         if self._again_first():
             return
-        best = self._best() or best
         tried = len([s for s, c in self._costs.items() if c])
         per_item = self.estimate(best) or 0.0
         self._settle(best, f"best of {tried} sizes: {best} at {per_item / 1e6:.3g} ms/item")
@@ -330,23 +327,22 @@ class BatchSizer:
     def _again_first(self) -> bool:
         """Try the search's first size again before settling; once tried, start the search
         over if its two estimates differ by more than 25 % (once). True while trying."""
-        first = self._tried[0] if self._tried else None
-        if first is None or len(set(self._tried)) < 2:
+        if len(set(self._tried)) < 2:
             return False
-        if not self._rechecked:
-            self._rechecked = True
-            before = self.estimate(first)
-            if before is None:  # never measured (items too few to fill it): no comparison
+        first = self._tried[0]
+        before = self._first_before
+        if before is None:
+            before = self._first_before = self.estimate(first) or 0.0
+            if not before:  # never measured (items too few to fill it): no comparison
                 return False
-            self._first_before = before
             self._costs[first].clear()
             self._phase = "refine"
             self._try(first)
             self._reason = f"refine: trying batches of {first} again, as at the start"
             return True
-        before, self._first_before = self._first_before, 0.0
         now = self.estimate(first)
-        if self._may_restart and before > 0 and now and abs(now / before - 1) > _UNSTEADY:
+        again = self._trigger != "unsteady"  # an unsteady search starts once more, not twice
+        if again and before and now and abs(now / before - 1) > _UNSTEADY:
             self._start("unsteady")
             return True
         return False

@@ -470,7 +470,7 @@ def test_a_load_that_moves_during_the_search_starts_it_again_once() -> None:
     assert stats.explorations == 2
     # Without the second look, the same costs settle on a size the spell flattered.
     plain = BatchSizer(16, period=10**15, step_items=16)
-    plain._rechecked = True  # as if tried again already: nothing to compare with
+    plain._first_before = 0.0  # as if it could not be tried again: nothing to compare with
     run(plain, slow_spell(truth, 30, 2.0), 400)
     assert plain.limit > 1
 
