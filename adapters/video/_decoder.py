@@ -128,6 +128,11 @@ class _ReadFailed(Exception):
     """A live input stopped delivering packets."""
 
 
+def thread_name(opts: DecodeOptions) -> str:
+    """The name a decoder's thread carries (in py-spy, in logs): the input's last part."""
+    return f"hyperframes-video-{opts.url.rsplit('/', 1)[-1][:40]}"
+
+
 class OpenFiles:
     """Files a finished span's decoder left open, for the next span to seek in.
 
@@ -182,8 +187,7 @@ class DecoderThread:
         self.clock = clock
         self._files = files if opts.span is not None and opts.hwaccel is None else None
         self._stop = threading.Event()
-        name = f"hyperframes-video-{opts.url.rsplit('/', 1)[-1][:40]}"
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread = threading.Thread(target=self._run, name=thread_name(opts), daemon=True)
         self._converter = PixelConverter(
             opts.pixel_format,
             size=opts.size,

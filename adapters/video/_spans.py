@@ -41,7 +41,7 @@ import av.error
 
 from adapters.errors import SourceOpenError
 from adapters.video._bitstream import starts_anew
-from adapters.video._decoder import DecoderThread, OpenFiles
+from adapters.video._decoder import DecoderThread, OpenFiles, thread_name
 from adapters.video._events import Event, Opened
 from adapters.video._opening import DecodeOptions
 from adapters.video._prefetch import Prefetch
@@ -193,8 +193,7 @@ class SpanDecoders:
         self._stopped = False
         self._lock = threading.Lock()
         self._files = OpenFiles(self._decoders)
-        name = f"hyperframes-video-{opts.url.rsplit('/', 1)[-1][:40]}"
-        self._threads = _SpanThreads(min(self._decoders, len(spans)), name)
+        self._threads = _SpanThreads(min(self._decoders, len(spans)), thread_name(opts))
         self.high_water = 0
         """Most frames any span's queue held."""
 
@@ -237,8 +236,7 @@ class SpanDecoders:
                     continue  # every span opens the file: it was said once
                 self._opened = True
             return event
-        self._files.close()
-        self._threads.close()
+        self.close()  # every span read: the files left open and the threads go
         raise anyio.EndOfStream
 
     @property
