@@ -86,6 +86,12 @@ class StreamSettings:
     together (:mod:`fusion.workers._lanes`); more than 1 only for offline input."""
 
 
+def default_window(max_batch: int, slots: int) -> int:
+    """Items admitted and not handed out yet, unless told: the items of ``slots``
+    batches in flight, twice, and two batches more (at least 16)."""
+    return max(2 * max_batch * (slots + 1), 16)
+
+
 _REUSED = Outcome()
 """In the reorder buffer: the gate let the item skip inference (it gets the last value)."""
 _EXPIRED = Outcome(error=TimeoutError("deadline passed"))
@@ -142,7 +148,7 @@ class StreamRun:
         # finished ones are kept for a run's hand-back.
         self.slots = replicas * self.hold + 1
         max_batch = settings.max_batch
-        self.window = settings.window or max(2 * max_batch * (self.slots + 1), 16)
+        self.window = settings.window or default_window(max_batch, self.slots)
         self.batcher: DynamicBatcher[tuple[int, Any]] = DynamicBatcher(
             max_batch,
             settings.max_delay,

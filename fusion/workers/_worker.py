@@ -58,7 +58,7 @@ from fusion.workers._sessions import (
     runs_on_cpu,
 )
 from fusion.workers._sizing import BatchSizer, remembered_sizes
-from fusion.workers._stream import StreamRun, StreamSettings
+from fusion.workers._stream import StreamRun, StreamSettings, default_window
 
 _SIZER_STEP_ITEMS = 16
 """Items each batch size is tried for at least, in a search (see :class:`BatchSizer`)."""
@@ -376,10 +376,19 @@ class BatchWorker:
 
     def _holds(self, items: object) -> bool:
         """Whether the replicas hand batches back in runs: offline input (a plain
-        iterable: all there to be taken, throughput is the point) and no latency asked
-        for (``max_delay``, ``latency_budget``)."""
-        offline = not isinstance(items, AsyncIterable)
+        iterable, or a source reading a file: all there to be taken, throughput is the
+        point) and no latency asked for (``max_delay``, ``latency_budget``)."""
+        source = _source_of(items)
+        offline = not isinstance(items, AsyncIterable) or (source is not None and source.from_file)
         return offline and self.max_delay == 0 and self.latency_budget is None
+
+    def _window(self, items: object, held: bool) -> int | None:
+        """The reorder window: as asked; for a source held in runs, what it is without
+        them (the frames a source decodes ahead of the consumer stay as many: at 4K,
+        25 MB each); else the stream's default."""
+        if self._window_arg is not None or not held or not isinstance(items, AsyncIterable):
+            return self._window_arg
+        return default_window(self.max_batch, self.replicas + 1)
 
     async def stream(
         self,
@@ -411,6 +420,7 @@ class BatchWorker:
         if wired is not None:
             runner, reserve = self._runner, self._reserve_threads
             self.decoder_outcome = await run_sync(pace_source, wired, runner, reserve)
+        held = self._holds(items)
         settings = StreamSettings(
             max_batch=self.max_batch,
             max_delay=self.max_delay,
@@ -418,8 +428,8 @@ class BatchWorker:
             latency_budget=self.latency_budget,
             sizer=self._sizer,
             deadline=self.deadline,
-            window=self._window_arg,
-            hold=_OFFLINE_HOLD if self._holds(items) else 1,
+            window=self._window(items, held),
+            hold=_OFFLINE_HOLD if held else 1,
         )
         run = StreamRun(self._runner, self.replicas, settings, self._counters, gate)
         self._batcher = run.batcher

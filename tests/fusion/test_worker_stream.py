@@ -20,7 +20,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fusion import DeadlineExpired, Frame, FrameGroup, VirtualClock, WorkerError, use_clock
+from fusion import (
+    DeadlineExpired,
+    Frame,
+    FrameGroup,
+    SensorSpec,
+    Source,
+    VirtualClock,
+    WorkerError,
+    use_clock,
+)
 from fusion._timing import current_clock
 from fusion.workers import BatchWorker, ChangeGate, ImagePreprocess, ModelSession, WorkerResult
 from fusion.workers import _sessions as sessions_module
@@ -556,6 +565,44 @@ class TestThreadLayout:
         )
         await collect(delayed, frames(16))
         assert set(runs) == {1}  # nor when a delay is asked for
+
+    @pytest.mark.parametrize("from_file", [True, False])
+    async def test_a_file_source_comes_back_in_runs_a_live_one_batch_by_batch_as_far_ahead(
+        self, monkeypatch: pytest.MonkeyPatch, from_file: bool
+    ) -> None:
+        # A source reading a file (a video, a log) is all there too: its results come
+        # back in runs, as a list's do; a live one's batch by batch. Either way the
+        # source is read no further ahead of the consumer than a live source is.
+        runs = count_hand_backs(monkeypatch)
+        items = frames(96, features=512)
+        pulled = [0]
+
+        class Frames(Source):
+            @property
+            def from_file(self) -> bool:
+                return from_file
+
+            async def frames(self) -> AsyncIterator[Frame]:
+                for f in items:
+                    pulled[0] += 1
+                    yield f
+
+        worker = BatchWorker(
+            scale_model(512), providers="cpu", max_batch=2, adaptive=False, replicas=1, threads=2
+        )
+        ahead, values = [], []
+        with anyio.fail_after(30):
+            async with aclosing(worker.stream(Frames(SensorSpec("cam")))) as results:
+                async for r in results:
+                    values.append(float(r.value[0]))
+                    ahead.append(pulled[0] - len(values))
+                    await anyio.lowlevel.checkpoint()  # a consumer that takes its time
+        assert values == [2.0 * f.seq for f in items]
+        assert sum(runs) == worker.statistics().batches
+        assert (max(runs) > 1) is from_file
+        # A live source's window (16: the least), plus the one item the feeder holds
+        # while it waits for room; runs alone would have let 2 x 2 x (5 in flight + 1).
+        assert max(ahead) <= 16 + 1 < 24
 
     async def test_a_wide_sessions_batches_are_costed_over_an_interval_or_not_at_all(
         self,
