@@ -607,17 +607,24 @@ def _decoder_threads(source: Any, worker: Any) -> str:
 
 
 def limit_rounds(
-    clip: Path, models: dict[str, bytes], cores: int, repeat: int, frames: int, paths: list[str]
+    clip: Path,
+    models: dict[str, bytes],
+    cores: int,
+    repeat: int,
+    frames: int,
+    paths: list[str],
+    warmup: int = 1,
 ) -> dict[str, list[dict[str, Any]]]:
-    """Per model, one entry per round: the limit and every path, interleaved."""
+    """Per model, one entry per round: the limit and every path, interleaved. The first
+    ``warmup`` rounds come first and are marked ``"warmup"`` (not counted)."""
     out: dict[str, list[dict[str, Any]]] = {name: [] for name in models}
     runs = ["hand", *paths]
-    for round_ in range(repeat):
+    for round_ in range(warmup + repeat):
         # Which run follows which rotates: the one right after the hand-written program
         # lost 5-10 % in its round (scratch, 4 rounds), whichever it was.
         turn = round_ % len(runs)
         for name, model in models.items():
-            entry: dict[str, Any] = {"load": os.getloadavg()}
+            entry: dict[str, Any] = {"load": os.getloadavg(), "warmup": round_ < warmup}
             entry["stages"] = measure_limit(clip, model, cores, min(64, frames))
             for mode in runs[turn:] + runs[:turn]:
                 if mode == "hand":
@@ -642,7 +649,8 @@ def print_limit(
                 "cores busy", "load 1 min"):  # fmt: skip
         table.add_column(col, justify="left" if col in ("model", "path") else "right")
     labels = {"hand": HAND, **PATHS}
-    for name, entries in rounds.items():
+    for name, every in rounds.items():
+        entries = [e for e in every if not e.get("warmup")]
         for mode in [m for m in labels if m in entries[0]]:
             fr = [e[mode]["fps"] / e["stages"]["limit"] for e in entries]
             best_i = fr.index(max(fr))
@@ -669,7 +677,7 @@ def print_limit(
         for i, e in enumerate(entries):
             st = e["stages"]
             console.print(
-                f"{name} round {i}: load {e['load'][0]:.1f} -> {e['load_end'][0]:.1f}; limit "
+                f"{name} {'warm-up (not counted)' if e.get('warmup') else f'round {i}'}: load {e['load'][0]:.1f} -> {e['load_end'][0]:.1f}; limit "
                 f"{st['limit']:.0f} f/s = {cores} / (decode+resize {st['c_decode'] * 1e3:.2f} ms "
                 f"at {st['decode_threads'] or 'auto'} thr + model {st['c_model'] * 1e3:.2f} ms at "
                 f"batch {st['model_batch']}, {st['model_threads']} thr); alone: decode "
@@ -690,7 +698,9 @@ def quick() -> list[dict[str, Any]]:
         clip = Path(tmp) / "clip.mp4"
         make_ffmpeg_clip(clip, 120)
         model = mid_cnn(SIZE)
-        entry = limit_rounds(clip, {"mid": model}, free_cores(), 1, 120, ["fused", "plain"])
+        entry = limit_rounds(
+            clip, {"mid": model}, free_cores(), 1, 120, ["fused", "plain"], warmup=0
+        )
         e = entry["mid"][0]
         fps_a = opencv_loop(clip, model)[0] if cv2 is not None else float("nan")
     limit = e["stages"]["limit"]
@@ -739,6 +749,13 @@ def main() -> int:
         help="limit section: a key frame every GOP frames (30: one a second, as cameras and "
         "phones record; 0: x264's default of 250)",
     )
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=1,
+        help="limit section: rounds run first and not counted (a process's first round ran "
+        "every program, the hand-written one too, 10-30 %% slower)",
+    )
     parser.add_argument("--only-limit", action="store_true", help="just the limit section")
     parser.add_argument("--no-limit", action="store_true", help="skip the limit section")
     parser.add_argument(
@@ -753,7 +770,9 @@ def main() -> int:
             clip = Path(tmp) / "clip.mp4"
             make_ffmpeg_clip(clip, args.limit_frames, args.gop or None)
             models = {name: LIMIT_MODELS[name]() for name in chosen}
-            rounds = limit_rounds(clip, models, cores, args.repeat, args.limit_frames, list(PATHS))
+            rounds = limit_rounds(
+                clip, models, cores, args.repeat, args.limit_frames, list(PATHS), args.warmup
+            )
         print_limit(Console(width=max(console.width, 190)), rounds, cores, args.gop or 250)
         if args.only_limit:
             return 0
