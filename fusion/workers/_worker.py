@@ -374,21 +374,12 @@ class BatchWorker:
 
     # -- the stream -----------------------------------------------------------
 
-    def _holds(self, items: object) -> bool:
+    def _holds(self, items: object, from_file: bool) -> bool:
         """Whether the replicas hand batches back in runs: offline input (a plain
         iterable, or a source reading a file: all there to be taken, throughput is the
         point) and no latency asked for (``max_delay``, ``latency_budget``)."""
-        source = _source_of(items)
-        offline = not isinstance(items, AsyncIterable) or (source is not None and source.from_file)
+        offline = from_file or not isinstance(items, AsyncIterable)
         return offline and self.max_delay == 0 and self.latency_budget is None
-
-    def _window(self, items: object, held: bool) -> int | None:
-        """The reorder window: as asked; for a source held in runs, what it is without
-        them (the frames a source decodes ahead of the consumer stay as many: at 4K,
-        25 MB each); else the stream's default."""
-        if self._window_arg is not None or not held or not isinstance(items, AsyncIterable):
-            return self._window_arg
-        return default_window(self.max_batch, self.replicas + 1)
 
     async def stream(
         self,
@@ -420,7 +411,13 @@ class BatchWorker:
         if wired is not None:
             runner, reserve = self._runner, self._reserve_threads
             self.decoder_outcome = await run_sync(pace_source, wired, runner, reserve)
-        held = self._holds(items)
+        from_file = wired is not None and wired.from_file
+        held = self._holds(items, from_file)
+        window = self._window_arg
+        if window is None and held and from_file:
+            # The frames a source decodes ahead of the consumer (25 MB each at 4K) stay
+            # as many as without runs.
+            window = default_window(self.max_batch, self.replicas + 1)
         settings = StreamSettings(
             max_batch=self.max_batch,
             max_delay=self.max_delay,
@@ -428,7 +425,7 @@ class BatchWorker:
             latency_budget=self.latency_budget,
             sizer=self._sizer,
             deadline=self.deadline,
-            window=self._window(items, held),
+            window=window,
             hold=_OFFLINE_HOLD if held else 1,
         )
         run = StreamRun(self._runner, self.replicas, settings, self._counters, gate)
