@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator
 
 import anyio
@@ -43,11 +44,27 @@ async def test_frames_of_several_cameras_share_batches_and_come_back_in_each_cam
     None
 ):
     batches: list[set[str]] = []
+    every_camera_started = threading.Event()
+    record = recording_preprocess(batches)
+
+    def pre(items: list[Frame]) -> np.ndarray:
+        # The replicas wait until the last camera has sent a frame, so that frames of
+        # several cameras are queued when they next take a batch (else, on a fast
+        # machine, a replica may take each frame alone the moment it arrives).
+        every_camera_started.wait(10)
+        return record(items)  # type: ignore[operator, no-any-return]
+
+    async def last_camera(name: str, n: int) -> AsyncIterator[Frame]:
+        async for frame in camera(name, n):
+            every_camera_started.set()
+            yield frame
+
     worker = BatchWorker(
-        scale_model(), preprocess=recording_preprocess(batches), max_batch=16, providers="cpu"
+        scale_model(), preprocess=pre, max_batch=16, adaptive=False, providers="cpu"
     )
     names = [f"cam{i}" for i in range(8)]
-    mux = StreamMux(worker, {n: camera(n, 25) for n in names}, capacity=32)
+    sources = {n: camera(n, 25) for n in names[:-1]} | {names[-1]: last_camera(names[-1], 25)}
+    mux = StreamMux(worker, sources, capacity=32)
     out = await run(mux)
     assert sorted(out) == names
     for name in names:
