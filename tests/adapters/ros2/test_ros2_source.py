@@ -225,7 +225,13 @@ async def test_closing_the_source_ends_its_frames_at_once() -> None:
     with anyio.fail_after(60):  # a loaded machine starts a DDS participant slowly
         async with anyio.create_task_group() as tg:
             tg.start_soon(consume)
-            await anyio.wait_all_tasks_blocked()
+            # frames() is taking once its taking thread runs. (Not wait_all_tasks_blocked:
+            # its 0.1 s polls fell in step with the 100 ms rounds and saw the consumer
+            # just woken, for 7-15 s.)
+            for _ in range(1000):
+                if source._taker._thread is not None:
+                    break
+                await anyio.sleep(0.01)
             with anyio.fail_after(5):  # closing, not a timeout, ends frames()
                 await source.aclose()  # the reading thread wakes; frames() ends, not cancelled
                 await ended.wait()
@@ -348,6 +354,8 @@ def test_a_humble_layout_is_reported_as_a_distribution_mismatch() -> None:
                 with anyio.move_on_after(seconds):
                     async for frame in source.frames():
                         got.append(frame)
+                        if len(got) == 2:  # the bag's two: no need to wait out the rest
+                            break
             return got
 
         assert anyio.run(run, wrong, 3) == []
