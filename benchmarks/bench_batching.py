@@ -147,9 +147,19 @@ async def _bench_model(name: str, args: argparse.Namespace, console: Console) ->
     session = ort.InferenceSession(
         model, session_options(loop_threads), providers=["CPUExecutionProvider"]
     )
+    # What a user writes without us: onnxruntime's own defaults (a thread per core, pool
+    # threads that spin between parallel steps). A reference beside the sweep; "best fixed"
+    # stays the loop with the worker's options, so the ratios isolate the batch size.
+    ort_defaults = (
+        ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+        if args.ort_defaults
+        else None
+    )
     probe = items(shape, 16)
     for b in (1, args.max_batch):
         fixed(session, probe, b)  # warm-up: first runs of a shape allocate
+        if ort_defaults is not None:
+            fixed(ort_defaults, probe, b)
     w, _ = fixed(session, probe, 1)
     n = max(args.min_items, int(args.seconds * 16 / w))  # about --seconds at batch 1
     n -= n % args.max_batch
@@ -189,6 +199,8 @@ async def _bench_model(name: str, args: argparse.Namespace, console: Console) ->
         chosen.append(sizing.sizing if sizing is not None else None)
         for b in sizes:
             keep(f"fixed {b}", *fixed(session, frames, b))
+            if ort_defaults is not None:
+                keep(f"ORT defaults {b}", *fixed(ort_defaults, frames, b))
         for b, worker in capped.items():
             keep(f"worker, cap {b}", *await stream_all(worker, frames))
     load_after = os.getloadavg()
@@ -202,6 +214,7 @@ async def _bench_model(name: str, args: argparse.Namespace, console: Console) ->
         table.add_column(col, justify="right" if col != "variant" else "left")
     rates = {k: per_item_rate(n, w) for k, (w, _) in best.items()}
     best_fixed = max((k for k in rates if k.startswith("fixed")), key=rates.__getitem__)
+    best_default = max((k for k in rates if k.startswith("ORT")), key=rates.__getitem__, default="")
     paired: Paired | None = None
     if args.confirm > 0:
         size = int(best_fixed.split()[1])
@@ -227,6 +240,7 @@ async def _bench_model(name: str, args: argparse.Namespace, console: Console) ->
         "worker, first stream",
         "worker",
         *(f"worker, cap {b}" for b in caps),
+        *([best_default] if best_default else []),
     ]
     for key in keys:
         if key not in best:
@@ -294,6 +308,9 @@ async def _bench_model(name: str, args: argparse.Namespace, console: Console) ->
         "model": name,
         "best_fixed": best_fixed,
         "ratio": rates[steady] / rates[best_fixed],
+        "best_default": best_default,
+        "vs_default": rates[steady] / rates[best_default] if best_default else None,
+        "default_vs_fixed": rates[best_default] / rates[best_fixed] if best_default else None,
         "first": rates["worker, first stream"] / rates[best_fixed],
         "ratio_cpu": (best[best_fixed][1] / best[steady][1]),
         "best_cap": best_cap,
@@ -403,7 +420,9 @@ def video_ab(repeat: int, console: Console) -> None:
 
 def quick() -> list[dict[str, object]]:
     """``hyperframes bench`` row: the adaptive worker against the best fixed batch, tiny_cnn."""
-    args = argparse.Namespace(repeat=1, seconds=0.3, max_batch=16, min_items=320, confirm=0)
+    args = argparse.Namespace(
+        repeat=1, seconds=0.3, max_batch=16, min_items=320, confirm=0, ort_defaults=False
+    )
     r = bench_model("tiny_cnn_448", args, Console(quiet=True))
     return [
         {
@@ -430,6 +449,12 @@ def main() -> None:
         "--confirm", type=int, default=8, help="paired rounds of the best fixed size and the worker"
     )
     parser.add_argument(
+        "--no-ort-defaults",
+        dest="ort_defaults",
+        action="store_false",
+        help="skip the reference sweep with onnxruntime's default session options",
+    )
+    parser.add_argument(
         "--video", action="store_true", help="only the video -> model A/B, sizer on and off"
     )
     args = parser.parse_args()
@@ -446,6 +471,12 @@ def main() -> None:
             f"CPU {r['ratio_cpu']:.2f}x; {r['vs_cap']:.2f}x its own best cap ({r['best_cap']}); "
             f"before (cap {args.max_batch}, not adaptive) {r['before']:.2f}x the best fixed loop"
         )
+        if r["vs_default"] is not None:
+            console.print(
+                f"  against onnxruntime's defaults (spinning, a thread per core): worker "
+                f"{r['vs_default']:.2f}x their best fixed loop ({r['best_default']}), which is "
+                f"{r['default_vs_fixed']:.2f}x the loop with the worker's options"
+            )
         paired = r["paired"]
         if paired is not None:
             ratio = statistics.median(paired.ratios)
