@@ -147,19 +147,9 @@ async def _bench_model(name: str, args: argparse.Namespace, console: Console) ->
     session = ort.InferenceSession(
         model, session_options(loop_threads), providers=["CPUExecutionProvider"]
     )
-    # What a user writes without us: onnxruntime's own defaults (a thread per core, pool
-    # threads that spin between parallel steps). A reference beside the sweep; "best fixed"
-    # stays the loop with the worker's options, so the ratios isolate the batch size.
-    ort_defaults = (
-        ort.InferenceSession(model, providers=["CPUExecutionProvider"])
-        if args.ort_defaults
-        else None
-    )
     probe = items(shape, 16)
     for b in (1, args.max_batch):
         fixed(session, probe, b)  # warm-up: first runs of a shape allocate
-        if ort_defaults is not None:
-            fixed(ort_defaults, probe, b)
     w, _ = fixed(session, probe, 1)
     n = max(args.min_items, int(args.seconds * 16 / w))  # about --seconds at batch 1
     n -= n % args.max_batch
@@ -199,8 +189,6 @@ async def _bench_model(name: str, args: argparse.Namespace, console: Console) ->
         chosen.append(sizing.sizing if sizing is not None else None)
         for b in sizes:
             keep(f"fixed {b}", *fixed(session, frames, b))
-            if ort_defaults is not None:
-                keep(f"ORT defaults {b}", *fixed(ort_defaults, frames, b))
         for b, worker in capped.items():
             keep(f"worker, cap {b}", *await stream_all(worker, frames))
     load_after = os.getloadavg()
@@ -214,7 +202,6 @@ async def _bench_model(name: str, args: argparse.Namespace, console: Console) ->
         table.add_column(col, justify="right" if col != "variant" else "left")
     rates = {k: per_item_rate(n, w) for k, (w, _) in best.items()}
     best_fixed = max((k for k in rates if k.startswith("fixed")), key=rates.__getitem__)
-    best_default = max((k for k in rates if k.startswith("ORT")), key=rates.__getitem__, default="")
     paired: Paired | None = None
     if args.confirm > 0:
         size = int(best_fixed.split()[1])
@@ -232,6 +219,19 @@ async def _bench_model(name: str, args: argparse.Namespace, console: Console) ->
         paired = await confirm(
             session, adaptive, held, frames, size, best[best_fixed][0], args.confirm
         )
+    if args.ort_defaults:
+        # What a user writes without us: onnxruntime's own defaults (a thread per core,
+        # pinned, pool threads that spin after each step). A reference, measured after
+        # everything else: its spinning threads outlast each run and slowed whatever ran
+        # next by up to 1.8x when its sweep was interleaved with the others.
+        reference = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+        fixed(reference, probe, 1)
+        for _ in range(args.repeat):
+            for b in sizes:
+                keep(f"ORT defaults {b}", *fixed(reference, frames, b))
+        del reference
+        rates = {k: per_item_rate(n, w) for k, (w, _) in best.items()}
+    best_default = max((k for k in rates if k.startswith("ORT")), key=rates.__getitem__, default="")
     # On a shared machine the wall clock measures the neighbours too; CPU time per item
     # is what the variant itself spends (its ceiling on a quiet machine).
     cpu_fixed = min((k for k in best if k.startswith("fixed")), key=lambda k: best[k][1])
