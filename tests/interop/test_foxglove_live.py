@@ -95,7 +95,9 @@ async def _watch(
     try:
         await client.wait_topics(set(wanted))
         if stall:  # a second client that subscribes to everything, then stops reading
-            stalled = LiveClient(await _connect(url, proc, max_queue=1))
+            # close_timeout: closing a client that never read waits for a close frame
+            # behind everything it left unread (websockets' default: 10 s)
+            stalled = LiveClient(await _connect(url, proc, max_queue=1, close_timeout=0.2))
             await stalled.wait_topics(set(wanted))
             await stalled.subscribe(set(stalled.topics()))
         await client.subscribe(set(wanted))
