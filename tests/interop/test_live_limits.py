@@ -12,7 +12,7 @@ import contextlib
 import json
 import os
 import re
-import select
+import selectors
 import signal
 import socket
 import struct
@@ -121,18 +121,22 @@ def _closed_among(socks: list[socket.socket], timeout: float) -> int:
     """How many of ``socks`` the server closes within ``timeout`` s, all watched at once."""
     closed = 0
     deadline = time.monotonic() + timeout
-    while socks and (left := deadline - time.monotonic()) > 0:
-        readable, _, _ = select.select(socks, [], [], left)
-        for sock in readable:
-            try:
-                ended = not sock.recv(1 << 16)
-            except (ConnectionResetError, BrokenPipeError):
-                ended = True
-            except (TimeoutError, BlockingIOError):
-                ended = False
-            if ended:
-                closed += 1
-                socks.remove(sock)
+    with selectors.DefaultSelector() as watch:  # epoll: no FD_SETSIZE limit
+        for sock in socks:
+            watch.register(sock, selectors.EVENT_READ)
+        while watch.get_map() and (left := deadline - time.monotonic()) > 0:
+            for key, _ in watch.select(left):
+                sock = key.fileobj
+                assert isinstance(sock, socket.socket)
+                try:
+                    ended = not sock.recv(1 << 16)
+                except (ConnectionResetError, BrokenPipeError):
+                    ended = True
+                except (TimeoutError, BlockingIOError):
+                    ended = False
+                if ended:
+                    closed += 1
+                    watch.unregister(sock)
     return closed
 
 
@@ -412,7 +416,7 @@ def test_out_of_descriptors_costs_only_the_connections_that_found_none(tmp_path:
             with contextlib.suppress(TimeoutError):
                 closed += sock.recv(1) == b""
         time.sleep(0.5)
-        closed += _closed_among(socks[:], 0.5)
+        closed += _closed_among(socks, 0.5)
         for sock in socks:
             sock.close()
         socks.clear()
