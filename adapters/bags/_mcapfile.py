@@ -330,8 +330,12 @@ class McapFile:
 
     def _head(self, at: int) -> tuple[int, int]:
         f = self._file
-        f.seek(max(at, 0))
-        raw = f.read(9) if at >= 0 else b""  # a damaged offset before the file: no header
+        # A damaged offset before the file or past its end has no header; one far past it
+        # cannot even be sought to (EINVAL beyond the file system's largest file).
+        raw = b""
+        if 0 <= at <= self.size:
+            f.seek(at)
+            raw = f.read(9)
         if len(raw) != 9:
             raise McapFormatError(f"'{self.path}': a record header is cut short at byte {at}")
         op, length = _HEAD.unpack(raw)
@@ -343,8 +347,8 @@ class McapFile:
         return int(op), int(length)
 
     def _read(self, at: int, n: int) -> bytes:
-        if n > self.size - at:
-            raise McapFormatError(f"'{self.path}': {n} bytes at byte {at} run past the file's end")
+        if at < 0 or n > self.size - at:
+            raise McapFormatError(f"'{self.path}': {n} bytes at byte {at} lie outside the file")
         f = self._file
         f.seek(at)
         data = f.read(n)
