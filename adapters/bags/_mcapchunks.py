@@ -58,12 +58,13 @@ def chunk_messages(
         compat.mcap_chunks(storage), key=lambda c: (c.message_start_time, c.chunk_start_offset)
     )
     bio = compat.mcap_file(storage)
+    size = bio.seek(0, 2)
     for chunk in chunks:
         if chunk.message_end_time < lo or chunk.message_start_time >= hi:
             continue
         if chunk.channel_count and not any(chunk.channel_count.get(c) for c in channels):
             continue
-        buf = _chunk_records(bio, chunk)
+        buf = _chunk_records(bio, chunk, size)
         out: list[tuple[Any, int, bytes]] = []
         pos, end = 0, len(buf)
         unpack = _MESSAGE.unpack_from
@@ -92,14 +93,22 @@ def chunk_messages(
         yield from out
 
 
-def _chunk_records(bio: Any, chunk: Any) -> bytes:
-    """A chunk's records, decompressed and checked."""
+def _chunk_records(bio: Any, chunk: Any, size: int) -> bytes:
+    """A chunk's records, decompressed and checked; ``size``: the file's, in bytes."""
+    records = chunk.chunk_start_offset + 9 + 40 + len(chunk.compression)
+    if chunk.chunk_start_offset < 0 or records + chunk.compressed_size > size:
+        # a damaged index: nothing sought or read outside the file (a seek that far fails,
+        # a read that long would allocate it)
+        raise DamagedChunk(
+            f"chunk at byte {chunk.chunk_start_offset} runs past the file's end "
+            "(the file is cut short, or its index damaged)"
+        )
     bio.seek(chunk.chunk_start_offset + 9 + 24)
     head = bio.read(4)
     if len(head) != 4:
         raise DamagedChunk(f"chunk at byte {chunk.chunk_start_offset} is cut short")
     (crc,) = _CRC.unpack(head)
-    bio.seek(chunk.chunk_start_offset + 9 + 40 + len(chunk.compression))
+    bio.seek(records)
     data = bio.read(chunk.compressed_size)
     if len(data) != chunk.compressed_size:
         raise DamagedChunk(f"chunk at byte {chunk.chunk_start_offset} is cut short")

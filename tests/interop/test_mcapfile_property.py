@@ -16,6 +16,7 @@ import io
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -153,3 +154,20 @@ def test_every_byte_of_a_chunked_file_flipped_in_turn_costs_only_what_it_touches
             with contextlib.suppress(DamagedChunk, McapFormatError):
                 read += sum(1 for _ in mcap.messages())
     assert read > 0  # most flips touch a payload or a time, and the rest reads
+
+
+def test_a_chunk_index_pointing_outside_the_file_is_a_damaged_chunk() -> None:
+    """rosbags' reader hands its chunk indexes on as read: an offset or a size from a
+    damaged index is checked against the file before anything is sought or read (a seek
+    2^48 bytes out fails with EINVAL; a read of 2^40 bytes would allocate them)."""
+    from types import SimpleNamespace
+
+    from adapters.bags._mcapchunks import _chunk_records
+
+    options = {"use_chunking": True, "compression": "NONE", "index_types": "ALL"}
+    raw = write([(1, i, b"x") for i in range(5)], options, "")
+    bio = io.BytesIO(raw)
+    for start, size in ((1 << 48, 10), (-1, 10), (8, 1 << 40), (8, len(raw))):
+        chunk = SimpleNamespace(chunk_start_offset=start, compression="", compressed_size=size)
+        with pytest.raises(DamagedChunk, match="past the file's end"):
+            _chunk_records(bio, chunk, len(raw))
