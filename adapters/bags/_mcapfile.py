@@ -330,12 +330,8 @@ class McapFile:
 
     def _head(self, at: int) -> tuple[int, int]:
         f = self._file
-        # A damaged offset before the file or past its end has no header; one far past it
-        # cannot even be sought to (EINVAL beyond the file system's largest file).
-        raw = b""
-        if 0 <= at <= self.size:
-            f.seek(at)
-            raw = f.read(9)
+        # A damaged offset outside the file has no header (a seek far past it fails: EINVAL).
+        raw = f.read(9) if 0 <= at <= self.size and f.seek(at) == at else b""
         if len(raw) != 9:
             raise McapFormatError(f"'{self.path}': a record header is cut short at byte {at}")
         op, length = _HEAD.unpack(raw)
