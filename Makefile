@@ -10,11 +10,15 @@ STAMP_TEST := $(VENV)/.installed-test
 demo: $(STAMP)
 	$(VENV)/bin/hyperframes demo
 
-# Two passes (tests/conftest.py): two workers for the bulk, then the tests that
-# time live rates or share machine-wide resources, alone.
+# Two passes (tests/conftest.py): two workers for the bulk, then the tests that time
+# live rates, two at a time (they mostly wait on real time), a file per worker and
+# files that share a machine-wide resource one after another. Bytecode is written
+# even where PYTHONDONTWRITEBYTECODE is set: the suite starts hundreds of Python
+# processes, and pytest's workers rewrite every test module's asserts, each time
+# from source without it.
 test: $(STAMP_TEST)
-	$(PY) -m pytest -q -n 2 --dist loadfile -m "not serial"
-	$(PY) -m pytest -q -m serial
+	env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -q -n 2 --dist loadfile -m "not serial"
+	env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -q -n 2 --dist loadgroup -m serial
 	$(MAKE) --no-print-directory lint typecheck
 	$(VENV)/bin/hyperframes demo --quiet
 

@@ -4,12 +4,16 @@ Hypothesis runs without per-example deadlines: CI machines are shared and slow,
 and timing is what benchmarks measure, never tests.
 
 ``make test`` runs the suite in two passes: everything not marked ``serial`` on
-two pytest-xdist workers, then the ``serial`` tests alone. A test is serial when
-it measures something the other worker's load would change (a real sender's
-rate, frames kept at a live rate, Ctrl-C within a second) or when it shares a
-machine-wide resource with other tests (``/dev/shm`` blocks the janitor cleans,
-fixed UDP ports). Whole files are marked here, by path, so a new test in such a
-file is serial too.
+two pytest-xdist workers, then the ``serial`` tests on two workers of their own. A
+test is serial when it measures something the bulk's load would change (a real
+sender's rate, frames kept at a live rate, Ctrl-C within a second): the bulk keeps
+both cores busy, while two serial tests side by side mostly wait on real time (the
+whole serial pass used 0.83 of 2 cores, measured). Whole files are marked here, by
+path, so a new test in such a file is serial too.
+
+In the serial pass each file's tests run on one worker, in order (``loadgroup``,
+one group per file), and files that share a machine-wide resource share a group,
+so they never run at the same time: ``SHARED`` below.
 """
 
 from __future__ import annotations
@@ -45,15 +49,35 @@ SERIAL = (
     "interop/test_foxglove_live.py",  # rates kept while a client stalls
     "recordings/test_live_server.py",  # a real-time pipeline's rate with a stalled client
     "adapters/test_video_live.py",  # live streams from ffmpeg at their rate
+    "adapters/test_audio_streams.py",  # live audio senders at their rate
     "adapters/ros2/",  # DDS publishers at a bag's rate, killed and restarted
     "recordings/test_ros2_publisher.py",  # a replay's pace on DDS; publish() never blocks
     "cli/test_snapshot_cli.py",  # the last N seconds of a live run
 )
 
 
-@pytest.hookimpl(tryfirst=True)
+# Serial files that must not run at the same time, by the resource they share.
+SHARED = {
+    # the example config's fixed UDP ports (2368, 5600, 5601): send_sensors.py's
+    # defaults would reach recipe 1's recorder
+    "test_recipes.py": "fixed-ports",
+    "test_examples.py": "fixed-ports",
+    # DDS domains drawn at random (ros2_helpers.free_domain): one node's traffic
+    # must not reach another test's participant
+    "adapters/ros2/": "dds",
+    "recordings/test_ros2_publisher.py": "dds",
+    # rtsp-server-perl's relay ports: probed free, bound only when a stream starts
+    "adapters/test_audio_streams.py": "rtsp",
+    "acceptance/test_audio_streams_journey.py": "rtsp",
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         relative = item.path.resolve().relative_to(_TESTS).as_posix()
         if relative.startswith(SERIAL):
             item.add_marker(pytest.mark.serial)
+        if item.get_closest_marker("serial") is not None:
+            group = next((g for p, g in SHARED.items() if relative.startswith(p)), relative)
+            item.add_marker(pytest.mark.xdist_group(group))

@@ -39,8 +39,6 @@ from tests.acceptance.audio_streams import (
 )
 from tests.acceptance.live_helpers import free_port, need_ffmpeg, wait_udp_bound
 
-pytestmark = pytest.mark.serial  # live senders at real rate, fixed ports
-
 
 def collect(
     source: AudioSource,
