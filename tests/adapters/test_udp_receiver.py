@@ -228,7 +228,7 @@ async def test_a_fast_stream_gathers_between_drains_and_keeps_every_datagram_in_
     assert ledger.received == 40
 
 
-@pytest.mark.serial  # wakeup phases: the other worker's load delays the event loop's timers
+@pytest.mark.serial  # wakeup phases: the bulk pass's load delays the event loop's timers
 @linux_only
 async def test_gathered_drains_fall_on_multiples_of_the_gather_period() -> None:
     # Two receivers of one period wake together, and a hub deadline a whole number

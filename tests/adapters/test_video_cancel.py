@@ -51,13 +51,13 @@ def test_the_interrupt_hook_is_in_place() -> None:
     assert interrupt.install()
 
 
-@pytest.mark.serial  # a second of wall clock: the other worker's load is not the source's
+@pytest.mark.serial  # a second of wall clock: the bulk pass's load is not the source's
 async def test_cancel_while_opening_a_silent_udp_stream_takes_under_a_second() -> None:
     source = VideoSource(f"udp://127.0.0.1:{free_port()}", open_timeout=30, read_timeout=30)
     assert await seconds_to_stop(source, 0.5) < 1.0
 
 
-@pytest.mark.serial  # a second of wall clock: the other worker's load is not the source's
+@pytest.mark.serial  # a second of wall clock: the bulk pass's load is not the source's
 async def test_cancel_while_backing_off_between_reconnects_takes_under_a_second() -> None:
     # nothing listens on this TCP port: every connect is refused, the source backs off
     source = VideoSource(f"tcp://127.0.0.1:{free_port(socket.SOCK_STREAM)}", backoff=(5.0, 5.0))
@@ -65,7 +65,7 @@ async def test_cancel_while_backing_off_between_reconnects_takes_under_a_second(
 
 
 @pytest.mark.slow
-@pytest.mark.serial  # a second of wall clock: the other worker's load is not the source's
+@pytest.mark.serial  # a second of wall clock: the bulk pass's load is not the source's
 async def test_cancel_while_a_live_stream_is_silent_takes_under_a_second() -> None:
     port = free_port()
     sender = MpegTsSender(port, fps=50).start()

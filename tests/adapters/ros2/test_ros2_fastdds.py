@@ -393,7 +393,7 @@ def test_two_types_on_one_topic_are_refused_or_the_declared_one_taken_with_a_war
     assert f"a publisher sends {field}, not {IMU_TYPE}" in warning
 
 
-@pytest.mark.serial  # decodes 1280x960 JPEGs at 30 Hz: alone, not loading the tests beside it
+@pytest.mark.serial  # decodes 1280x960 JPEGs at 30 Hz: kept out of the bulk pass
 def test_a_200_hz_imu_beside_a_30_hz_jpeg_camera_is_taken_whole_or_counted(tmp_path: Path) -> None:
     """Best-effort, volatile, keep 10: 400 IMU messages at 200 Hz and the real 1280x960
     JPEG at 30 Hz from one Fast DDS node. Images are decoded off the thread that takes
