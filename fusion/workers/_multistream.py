@@ -52,6 +52,7 @@ import anyio.to_thread
 import numpy as np
 
 from fusion._frames import Frame
+from fusion._side_tasks import SideTasks, close_input
 from fusion.errors import ConfigError
 from fusion.workers._resize import Interpolation, Resampler, check_interpolation
 
@@ -117,13 +118,15 @@ class StreamMux:
         async def feed(name: str, items: AsyncIterable[Any]) -> None:
             nonlocal pending
             scale = _Scaler(self.resize, self.interpolation) if self.resize else None
+            iterator = aiter(items)
             try:
-                async with aclosing(_aiter(items)) as it:
-                    async for item in it:
-                        fed = time.perf_counter_ns()
-                        if scale is not None:
-                            item = await anyio.to_thread.run_sync(scale, item)
-                        await send.send((name, fed, item))
+                async for item in iterator:
+                    fed = time.perf_counter_ns()
+                    if scale is not None:
+                        item = await anyio.to_thread.run_sync(scale, item)
+                    await send.send((name, fed, item))
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                pass  # the worker's stream ended (the consumer stopped): not this camera
             except Exception as err:  # a failing camera must not stop the others
                 self.failures[name] = err
                 log.warning("source %r failed and stops feeding: %s", name, err)
@@ -131,6 +134,7 @@ class StreamMux:
                 pending -= 1
                 if pending == 0:
                     await send.aclose()
+                await close_input(iterator)
 
         # The worker yields one result per item, in input order, so the names of the
         # items handed to it, in that order, say whose each result is.
@@ -142,24 +146,24 @@ class StreamMux:
                     origin.append((name, fed_ns))
                     yield item
 
-        async with anyio.create_task_group() as tg:
+        feeders = SideTasks()  # not a task group around the yield: a consumer may break
+        try:
             for name, items in self.sources.items():
-                tg.start_soon(feed, name, items)
-            try:
-                results = cast("AsyncGenerator[WorkerResult, None]", self.worker.stream(merged()))
-                async with aclosing(results) as out:
-                    async for result in out:
-                        name, fed_ns = origin.popleft()
-                        stats.results[name] = stats.results.get(name, 0) + 1
-                        if result.error is not None:
-                            stats.errors[name] = stats.errors.get(name, 0) + 1
-                        lat = self._latencies.setdefault(name, [])
-                        lat.append(time.perf_counter_ns() - fed_ns)
-                        if len(lat) > 8192:
-                            del lat[:-4096]
-                        yield name, result
-            finally:
-                tg.cancel_scope.cancel()
+                await feeders.start(feed, name, items)
+            results = cast("AsyncGenerator[WorkerResult, None]", self.worker.stream(merged()))
+            async with aclosing(results) as out:
+                async for result in out:
+                    name, fed_ns = origin.popleft()
+                    stats.results[name] = stats.results.get(name, 0) + 1
+                    if result.error is not None:
+                        stats.errors[name] = stats.errors.get(name, 0) + 1
+                    lat = self._latencies.setdefault(name, [])
+                    lat.append(time.perf_counter_ns() - fed_ns)
+                    if len(lat) > 8192:
+                        del lat[:-4096]
+                    yield name, result
+        finally:
+            await feeders.close()
 
     def statistics(self) -> MuxStatistics:
         """Counters so far; latency percentiles over each source's last 4096 results."""
@@ -188,8 +192,3 @@ class _Scaler:
         if resampler is None:
             resampler = self._resamplers[key] = Resampler(key, self.size, self.interpolation)
         return dataclasses.replace(item, data=resampler(data))
-
-
-async def _aiter(items: AsyncIterable[Any]) -> AsyncGenerator[Any, None]:
-    async for item in items:
-        yield item

@@ -25,6 +25,10 @@ batch, hand it to the threads". It runs
   when the next item arrives;
 * when the input ends.
 
+The feeder and the timer run beside the generator, not in a task group around
+its ``yield`` (:mod:`fusion._side_tasks`): a consumer may ``break`` out of its
+``async for`` and leave the closing to Python's finaliser, in another task.
+
 ``replicas + 1`` batches may be in flight (one preprocessing while each
 replica runs one), ``replicas x hold + 1`` on offline input where the
 replicas prepare their own batches. With ``max_delay=0`` this is greedy
@@ -47,16 +51,23 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterable, Iterable, Iterator
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    Iterable,
+    Iterator,
+)
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
 import anyio
+import anyio.abc
 import anyio.lowlevel
 import anyio.to_thread
 
+from fusion._side_tasks import SideTasks, close_input
 from fusion._timing import current_clock
 from fusion.errors import DeadlineExpired, WorkerError
 from fusion.workers._batcher import DynamicBatcher
@@ -198,48 +209,41 @@ class StreamRun:
         self.lanes.start(self._on_done, hold=self.hold)
         pending = self._pending
         last: Any = None
-        leaving = False
         # A plain iterable needs no task of its own: the generator admits its items
         # itself before it waits (one task woken per batch back, not two).
         inline = None if isinstance(items, AsyncIterable) else iter(items)
+        helpers = SideTasks()
         try:
-            async with anyio.create_task_group() as tg:
-                if isinstance(items, AsyncIterable):
-                    tg.start_soon(self._feed, items)
-                if self._timer_wake is not None:
-                    tg.start_soon(self._timer, self._timer_wake)
-                while not leaving:
-                    while pending:
-                        result = self._result(pending.popleft(), last)
-                        if result.error is None and not result.reused:
-                            last = result.value
-                        if self._feeder_waiting:
-                            self._space.notify()
-                        try:
-                            yield result
-                        except GeneratorExit:
-                            # The consumer closed us: end the task group normally
-                            # rather than let GeneratorExit out wrapped in a group.
-                            leaving = True
-                            break
-                    if leaving or self._failure is not None:
-                        break
-                    if inline is not None and not self._fed:
-                        self._top_up(inline)
-                        if pending or self._failure is not None:
-                            continue  # the gate's reused results, a failed iterable
-                    if self._fed and not self.reorder.outstanding:
-                        break
-                    await self._ready.wait()
-                tg.cancel_scope.cancel()
-            if self._failure is not None and not leaving:
-                raise self._failure
+            if isinstance(items, AsyncIterable):
+                await helpers.start(self._feed, items)
+            if self._timer_wake is not None:
+                await helpers.start(self._timer, self._timer_wake)
+            while True:
+                while pending:
+                    result = self._result(pending.popleft(), last)
+                    if result.error is None and not result.reused:
+                        last = result.value
+                    if self._feeder_waiting:
+                        self._space.notify()
+                    yield result
+                if self._failure is not None:
+                    raise self._failure
+                if inline is not None and not self._fed:
+                    self._top_up(inline)
+                    if pending or self._failure is not None:
+                        continue  # the gate's reused results, a failed iterable
+                if self._fed and not self.reorder.outstanding:
+                    break
+                await self._ready.wait()
         finally:
             self._closed = True
-            self.lanes.stop()
-            with anyio.CancelScope(shield=True):  # batches still in the threads finish first
-                await anyio.to_thread.run_sync(self.lanes.join)
-            self._end_busy()
+            try:
+                await helpers.close()
+            finally:
+                self.lanes.stop()
+                with anyio.CancelScope(shield=True):  # batches in the threads finish first
+                    await anyio.to_thread.run_sync(self.lanes.join)
+                self._end_busy()
 
     def _result(self, outcome: Outcome, last: Any) -> WorkerResult:
         item, arrived = self._arrivals.popleft()
@@ -270,9 +274,12 @@ class StreamRun:
     # -- input -----------------------------------------------------------------
 
     async def _feed(self, items: AsyncIterable[Any]) -> None:
-        """The feeder task of an async iterable (a source): admit each item as it comes."""
+        """The feeder task of an async iterable (a source): admit each item as it comes.
+        Stopped early (the stream closed or failed), it closes the iterable, in its own
+        task, as the one that iterated it."""
+        iterator = aiter(items)
         try:
-            async for item in items:
+            async for item in iterator:
                 if self._room <= 0:
                     await self._wait_for_room()
                 self._room -= 1
@@ -283,6 +290,7 @@ class StreamRun:
         finally:
             self._fed = True
             self._ready.notify()
+            await close_input(iterator)
 
     def _top_up(self, items: Iterator[Any]) -> None:
         """Admit a plain iterable's items while there is room, as many as there is room
@@ -345,13 +353,17 @@ class StreamRun:
     async def _timer(self, wake: _Signal) -> None:
         """Pump when the oldest queued item's ``max_delay`` runs out."""
         batcher, clock = self.batcher, self.clock
-        while True:
-            due = batcher.next_wakeup(clock.now()) if self._free and len(batcher) else None
-            if due is None:
-                await wake.wait()
-            else:
-                await clock.sleep_until(due)
-                self._pump()
+        try:
+            while True:
+                due = batcher.next_wakeup(clock.now()) if self._free and len(batcher) else None
+                if due is None:
+                    await wake.wait()
+                else:
+                    await clock.sleep_until(due)
+                    self._pump()
+        except Exception as err:  # nobody awaits this task: the stream raises it
+            self._failure = err
+            self._ready.notify()
 
     # -- batches -----------------------------------------------------------------
 

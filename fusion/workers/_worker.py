@@ -397,8 +397,9 @@ class BatchWorker:
         are at the model's size. ``resize_in_decoder=False`` keeps the source's
         full frames (the preprocess resizes them). On the CPU the worker also tells
         such a source what a frame costs the model, so a video decoder runs one
-        FFmpeg thread when it keeps up on one core (:attr:`decoder_outcome`). Close the generator
-        (``contextlib.aclosing``) if you stop iterating early. See
+        FFmpeg thread when it keeps up on one core (:attr:`decoder_outcome`). A ``break`` out of
+        the loop is safe on asyncio (the finaliser closes the stream: its threads end, its
+        input is closed); ``contextlib.aclosing`` closes it at once. See
         :mod:`fusion.workers._stream` for how items flow.
         """
         wired = _source_of(items)
