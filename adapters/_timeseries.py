@@ -86,6 +86,8 @@ __all__ = ["REBASE_AFTER", "TIME_UNITS", "TimeSeriesSource", "parse_time_ns"]
 Producer = Callable[[], AsyncIterator[Batch | list[Batch]]]
 """Yields a Batch, or a list of them that arrived together (a UDP burst): the list's
 frames leave :meth:`TimeSeriesSource.frame_batches` as one list."""
+_Row = tuple[np.ndarray, int, int | None]
+"""A row held or kept by the jump check: the one-row array, its weight, its arrival."""
 DEFAULT_GATHER = 0.010
 """Seconds a fast UDP stream gathers in the socket between drains (``from_udp(gather=)``)."""
 
@@ -145,7 +147,7 @@ class TimeSeriesSource(Source):
         if max_time_jump is not None and not 0 < max_time_jump < 1e9:
             raise ConfigError(f"max_time_jump must be > 0 seconds or None, got {max_time_jump}")
         self._max_jump = None if max_time_jump is None else int(max_time_jump * 1e9)
-        self._held: list[tuple[np.ndarray, int]] = []  # (row, weight) after a jump
+        self._held: list[_Row] = []  # rows after a jump
         self._listening = anyio.Event()
         self._bound_port: int | None = None
         self.udp: UdpReceiver | None = None
@@ -357,14 +359,19 @@ class TimeSeriesSource(Source):
                     self._last_t = None
                     pending = None
                     restarted = True
-                rows, weights = self._monotonic(batch.rows, batch.weights)
+                # Each row's arrival goes with it: the checks below may drop rows, or
+                # release rows held from earlier batches (a new time base confirmed).
+                given = None if batch.arrivals is None else np.asarray(batch.arrivals, np.int64)
+                rows, weights, arrivals = self._monotonic(batch.rows, batch.weights, given)
                 if pending is not None and len(pending.rows):
                     rows = np.concatenate([pending.rows, rows])
                     weights = np.concatenate([pending.weights, weights])
+                    arrivals = None  # a block spanning batches: the batch's arrival
                 block = self.block
                 whole = len(rows) - len(rows) % block
                 stamps = rows["t"][:whole:block].tolist()
                 units = weights.tolist() if block == 1 else None
+                each = None if arrivals is None or block != 1 else arrivals.tolist()
                 for k, i in enumerate(range(0, whole, block)):
                     t = stamps[k]
                     if self.speed is not None:
@@ -376,7 +383,7 @@ class TimeSeriesSource(Source):
                     frame = self.make_frame(
                         t,
                         rows[i : i + block],
-                        t_arrival=arrival if batch.arrivals is None else batch.arrivals[i],
+                        t_arrival=arrival if each is None else each[i],
                         units=units[i] if units is not None else int(weights[i : i + block].sum()),
                     )
                     if arrival is not None:
@@ -395,9 +402,13 @@ class TimeSeriesSource(Source):
     def _frame(self, rows: np.ndarray, weights: np.ndarray, arrival: int | None) -> Frame:
         return self.make_frame(int(rows["t"][0]), rows, t_arrival=arrival, units=int(weights.sum()))
 
-    def _monotonic(self, chunk: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _monotonic(
+        self, chunk: np.ndarray, weights: np.ndarray, arrivals: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """The rows kept, with their weights and arrivals (``arrivals`` given per row or
+        ``None``; rows released from an earlier batch carry their own)."""
         if self._max_jump is not None:
-            return self._bounded(chunk, weights, self._max_jump)
+            return _bounded(self, chunk, weights, arrivals, self._max_jump)
         t = chunk["t"]
         floor = np.maximum.accumulate(t)
         if self._last_t is not None:
@@ -413,63 +424,79 @@ class TimeSeriesSource(Source):
                 units=int(weights[bad].sum()),
             )
             chunk, weights = chunk[keep], weights[keep]
+            arrivals = None if arrivals is None else arrivals[keep]
         if len(chunk):
             self._last_t = int(chunk["t"][-1])
-        return chunk, weights
+        return chunk, weights, arrivals
 
-    def _bounded(
-        self, chunk: np.ndarray, weights: np.ndarray, bound: int
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Rows that continue the recent stamps (``last <= t <= last + bound``).
 
-        Others are held; :data:`REBASE_AFTER` consecutive held rows that
-        continue one another become the new baseline and are delivered, and a
-        row that continues the old baseline instead drops the held ones
-        (``time_jump`` ahead, ``time_backwards`` behind).
-        """
-        t = chunk["t"]
-        last = self._last_t
-        if not self._held and len(t) == 1:  # one datagram's row: no numpy for it
-            first = int(t[0])
-            if last is None or last <= first <= last + bound:
-                self._last_t = first
-                return chunk, weights
-        steps = np.diff(t)
-        if (
-            not self._held
-            and len(t)
-            and (last is None or last <= t[0] <= last + bound)
-            and bool(np.all((steps >= 0) & (steps <= bound)))
-        ):
-            self._last_t = int(t[-1])
-            return chunk, weights
-        keep: list[tuple[np.ndarray, int]] = []
-        for i in range(len(chunk)):
-            ti = int(t[i])
-            row = (chunk[i : i + 1], int(weights[i]))
-            if last is None or last <= ti <= last + bound:
-                _drop_held(self, last)
-                keep.append(row)
-                last = ti
-                continue
-            held_last = int(self._held[-1][0]["t"][0]) if self._held else None
-            if held_last is None or not held_last <= ti <= held_last + bound:
-                _drop_held(self, last)
-            self._held.append(row)
-            if len(self._held) >= REBASE_AFTER:
-                self.count_error(
-                    "time_rebased",
-                    f"{len(self._held)} samples agree on a new time base: stamps jumped from "
-                    f"{last} ns to {int(self._held[0][0]['t'][0])} ns",
-                    units=0,
-                )
-                keep.extend(self._held)
-                last = ti
-                self._held = []
-        self._last_t = last
-        if not keep:
-            return chunk[:0], weights[:0]
-        return np.concatenate([r for r, _ in keep]), np.array([w for _, w in keep], np.int64)
+def _bounded(
+    source: TimeSeriesSource,
+    chunk: np.ndarray,
+    weights: np.ndarray,
+    arrivals: np.ndarray | None,
+    bound: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Rows that continue the recent stamps (``last <= t <= last + bound``).
+
+    Others are held; :data:`REBASE_AFTER` consecutive held rows that
+    continue one another become the new baseline and are delivered, and a
+    row that continues the old baseline instead drops the held ones
+    (``time_jump`` ahead, ``time_backwards`` behind).
+    """
+    t = chunk["t"]
+    last = source._last_t
+    if not source._held and len(t) == 1:  # one datagram's row: no numpy for it
+        first = int(t[0])
+        if last is None or last <= first <= last + bound:
+            source._last_t = first
+            return chunk, weights, arrivals
+    steps = np.diff(t)
+    if (
+        not source._held
+        and len(t)
+        and (last is None or last <= t[0] <= last + bound)
+        and bool(np.all((steps >= 0) & (steps <= bound)))
+    ):
+        source._last_t = int(t[-1])
+        return chunk, weights, arrivals
+    keep: list[_Row] = []
+    for i in range(len(chunk)):
+        ti = int(t[i])
+        row = (
+            chunk[i : i + 1],
+            int(weights[i]),
+            None if arrivals is None else int(arrivals[i]),
+        )
+        if last is None or last <= ti <= last + bound:
+            _drop_held(source, last)
+            keep.append(row)
+            last = ti
+            continue
+        held_last = int(source._held[-1][0]["t"][0]) if source._held else None
+        if held_last is None or not held_last <= ti <= held_last + bound:
+            _drop_held(source, last)
+        source._held.append(row)
+        if len(source._held) >= REBASE_AFTER:
+            source.count_error(
+                "time_rebased",
+                f"{len(source._held)} samples agree on a new time base: stamps jumped from "
+                f"{last} ns to {int(source._held[0][0]['t'][0])} ns",
+                units=0,
+            )
+            keep.extend(source._held)
+            last = ti
+            source._held = []
+    source._last_t = last
+    if not keep:
+        return chunk[:0], weights[:0], None if arrivals is None else arrivals[:0]
+    rows = np.concatenate([r for r, _, _ in keep])
+    kept_weights = np.array([w for _, w, _ in keep], np.int64)
+    if arrivals is None:  # offline: no row has an arrival
+        return rows, kept_weights, None
+    # A row held from a batch without arrivals of its own: the one that releases it.
+    kept = [int(arrivals[-1]) if a is None else a for _, _, a in keep]
+    return rows, kept_weights, np.array(kept, np.int64)
 
 
 def _drop_held(source: TimeSeriesSource, last: int | None) -> None:
@@ -483,7 +510,7 @@ def _drop_held(source: TimeSeriesSource, last: int | None) -> None:
         reason,
         f"{len(source._held)} sample(s) dropped: stamp {first} ns is more than the bound "
         f"away from the recent stamps (last {last} ns)",
-        units=sum(w for _, w in source._held),
+        units=sum(w for _, w, _ in source._held),
     )
     source._held = []
 

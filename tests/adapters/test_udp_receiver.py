@@ -352,3 +352,45 @@ async def test_one_bad_value_in_a_burst_costs_that_field_and_a_restart_splits_it
     assert (ledger.received, ledger.emitted, ledger.lost) == (30, 30, {})
     assert source.errors == {"bad_value": 1}
     assert source.statistics()["restarts"] == 1  # seen at stamp 0, not lost as time_backwards
+
+
+@linux_only
+async def test_a_sender_restarted_a_little_back_in_time_is_followed_each_row_with_its_arrival() -> (
+    None
+):
+    # The IMU of docs/recipes.md restarted with its clock 0.7 s back (under the 1 s that
+    # makes a new segment): the jump check holds its rows until 8 agree on the new time
+    # base, then releases them together, from several drains. Each row keeps the
+    # arrival of its own datagram (an IndexError stopped the source here before).
+    source = TimeSeriesSource.from_udp(0, name="imu", fields=["ax"])
+    frames: list[Frame] = []
+    first = [2000 * MS + i * 5 * MS for i in range(20)]
+    second = [1300 * MS + i * 5 * MS for i in range(20)]
+    sent_at: dict[int, int] = {}
+    async with anyio.create_task_group() as tg:
+
+        async def read() -> None:
+            async with aclosing(source.frame_batches()) as batches:  # type: ignore[type-var]
+                async for batch in batches:
+                    frames.extend(batch)
+
+        tg.start_soon(read)
+        port = await source.wait_listening()
+        for stamps in (first, second):  # two sockets: the sender's process restarted
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as tx:
+                for t in stamps:
+                    sent_at[t] = time.monotonic_ns()
+                    tx.sendto(json.dumps({"t": t, "ax": 1.0}).encode(), ("127.0.0.1", port))
+                    await anyio.sleep(0.005)  # 200 Hz: a few rows a drain
+            await anyio.sleep(0.7)  # silent past the receiver's 0.5 s: the next is followed
+        with anyio.fail_after(10):
+            while len(frames) < 40:  # noqa: ASYNC110
+                await anyio.sleep(0.01)
+        tg.cancel_scope.cancel()
+    assert [f.t for f in frames] == first + second  # nothing lost: the new base confirmed
+    assert source.errors == {"time_rebased": 1}
+    for frame in frames:
+        assert frame.t_arrival is not None
+        assert sent_at[frame.t] <= frame.t_arrival < sent_at[frame.t] + 100 * MS
+    ledger = source.ledgers()["imu"]
+    assert (ledger.received, ledger.emitted, ledger.lost) == (40, 40, {})
