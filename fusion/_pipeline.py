@@ -43,6 +43,7 @@ from fusion._channels import ChannelReceiver, open_channel
 from fusion._frames import Frame, FrameGroup, SensorSpec
 from fusion._hub import HubStatistics, SyncHub
 from fusion._ledger import LedgerStatistics
+from fusion._side_tasks import SideTasks
 from fusion._timing import Clock, current_clock, run_sync, use_clock
 from fusion.errors import ConfigError, UsageError
 from fusion.policies import SyncPolicy
@@ -320,14 +321,10 @@ class Pipeline:
                         await self._close_resources()
 
     def __aiter__(self) -> AsyncIterator[FrameGroup]:
-        """``async for group in pipeline``: the simple path (iterate to the end, or
-        close the iterator with ``contextlib.aclosing`` when leaving early)."""
-        return self._iterate()
-
-    async def _iterate(self) -> AsyncIterator[FrameGroup]:
-        async with self.open() as groups:
-            async for group in groups:
-                yield group
+        """``async for group in pipeline``: the simple path. Leaving early with ``break``
+        is safe on asyncio (Python's finaliser closes the iterator, which stops the
+        pipeline); ``contextlib.aclosing`` stops it at once."""
+        return _iterate(self)
 
     async def _run_stages(self, groups: ChannelReceiver[FrameGroup], send: Any) -> None:
         async with send:
@@ -441,3 +438,44 @@ class _Counted:
                 raise StopAsyncIteration from None
         self._pipeline._groups_out += 1
         return self._ready.popleft()
+
+
+async def _iterate(pipeline: Pipeline) -> AsyncIterator[FrameGroup]:
+    """The groups of ``pipeline.open()``, held open by a task beside this generator
+    (:mod:`fusion._side_tasks`), not around its ``yield``: a consumer that breaks out of
+    ``async for`` leaves the closing to Python's finaliser, in another task, which
+    could not leave the pipeline's task group (it cancelled the consumer instead). The
+    groups come straight from the pipeline's last channel, with no hop between."""
+    opened: list[AsyncIterator[FrameGroup]] = []
+    failure: list[Exception] = []
+    ready, leave, done = anyio.Event(), anyio.Event(), anyio.Event()
+
+    async def hold_open() -> None:
+        try:
+            async with pipeline.open() as groups:
+                opened.append(groups)
+                ready.set()
+                await leave.wait()
+        except Exception as err:  # the pipeline failed: the generator raises it
+            failure.append(err)
+        finally:
+            ready.set()
+            done.set()
+
+    holder = SideTasks()
+    try:
+        await holder.start(hold_open)
+        await ready.wait()
+        if opened:
+            try:
+                async for group in opened[0]:
+                    yield group
+            except anyio.ClosedResourceError:
+                pass  # the pipeline stopped on a failure: raised below
+        leave.set()
+        await done.wait()
+        if failure:
+            raise failure[0]
+    finally:
+        leave.set()
+        await holder.close()

@@ -1,11 +1,12 @@
 """Stopping early, the way most people write it: ``break`` out of ``async for`` over
-``worker.stream(...)`` or ``StreamMux.results()``, without ``contextlib.aclosing``.
+``worker.stream(...)``, ``StreamMux.results()`` or a ``Pipeline``, without
+``contextlib.aclosing``.
 
 Python's finaliser then closes the stream in a task of its own. Before, the stream held
 a task group across its ``yield`` and that task could not leave it: anyio cancelled the
 consumer's task instead (``CancelledError`` at its next ``await``). Now the consumer goes
-on, the stream's threads end, its input is closed, and the worker runs its next stream.
-Real sessions, a real decoder on a real clip.
+on, the stream's threads end, its input is closed, and the worker runs its next stream
+(a pipeline: its sources are closed). Real sessions, a real decoder on a real clip.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from pathlib import Path
 import anyio
 import anyio.lowlevel
 import numpy as np
+import pytest
 
 from adapters import VideoSource
-from fusion import Frame, SensorSpec, Source
+from fusion import Frame, Nearest, Pipeline, SensorSpec, Source, UsageError
 from fusion.workers import BatchWorker, ImagePreprocess, StreamMux
 from fusion.workers._models import scale_model, tiny_cnn
 
@@ -130,3 +132,39 @@ async def test_a_consumer_cancelled_inside_the_stream_ends_its_threads_and_input
             pass
     assert scope.cancelled_caught
     await settled([source])
+
+
+async def test_breaking_out_of_a_pipeline_ends_its_decoder_and_workers() -> None:
+    camera = VideoSource(CLIP, name="cam")
+    worker = BatchWorker(tiny_cnn(32), preprocess=ImagePreprocess((32, 32)), providers="cpu")
+    policy = Nearest("cam", ["cam"], tolerance=1)
+    pipeline = Pipeline([camera], policy=policy, workers={"cnn": worker})
+    seqs = []
+    async for group in pipeline:
+        seqs.append(group.frames["cam"].seq)
+        if len(seqs) == 3:
+            break
+    await settled()
+    await anyio.sleep(0.05)
+    assert seqs == [0, 1, 2]
+
+
+async def test_breaking_out_of_a_pipeline_closes_a_users_source() -> None:
+    imu = Counter("imu")
+    pipeline = Pipeline([imu], policy=Nearest("imu", ["imu"], tolerance=1))
+    seqs = []
+    async for group in pipeline:
+        seqs.append(group.frames["imu"].seq)
+        if len(seqs) == 3:
+            break
+    await settled([imu])
+    await anyio.sleep(0.05)
+    assert seqs == [0, 1, 2]
+
+
+async def test_a_pipeline_iterated_twice_raises_out_of_the_loop() -> None:
+    pipeline = Pipeline([Counter("imu", n=5)], policy=Nearest("imu", ["imu"], tolerance=1))
+    assert len([g async for g in pipeline]) == 5
+    with pytest.raises(UsageError, match="runs once"):
+        async for _ in pipeline:
+            pass
