@@ -8,7 +8,8 @@ import math
 import socket
 import sys
 import time
-from contextlib import aclosing
+from collections.abc import AsyncIterator
+from contextlib import aclosing, asynccontextmanager
 
 import anyio
 import pytest
@@ -289,25 +290,37 @@ async def test_datagrams_still_queued_when_the_source_stops_are_counted_lost() -
     assert "23 datagram(s) still queued on UDP port" in str(owner.last_error)
 
 
-async def test_a_burst_reaches_the_hub_as_one_list_with_every_seq_in_order() -> None:
-    source = TimeSeriesSource.from_udp(0, name="imu", fields=["ax"])
-    frames: list[list[Frame]] = []
+@asynccontextmanager
+async def reading(source: TimeSeriesSource) -> AsyncIterator[tuple[list[list[Frame]], int]]:
+    """For the block, a task reads ``source``'s frame batches into the list given back,
+    with the port it listens on."""
+    got: list[list[Frame]] = []
     async with anyio.create_task_group() as tg:
 
         async def read() -> None:
             async with aclosing(source.frame_batches()) as batches:  # type: ignore[type-var]
                 async for batch in batches:
-                    frames.append(batch)
+                    got.append(batch)
 
         tg.start_soon(read)
-        port = await source.wait_listening()
+        yield got, await source.wait_listening()
+        tg.cancel_scope.cancel()
+
+
+async def until_framed(source: TimeSeriesSource, got: list[list[Frame]], count: int) -> None:
+    """Wait (10 s at most) until ``count`` datagrams were received and framed."""
+    with anyio.fail_after(10):
+        while source.ledgers()["imu"].received < count or sum(map(len, got)) < count:  # noqa: ASYNC110
+            await anyio.sleep(0.01)
+
+
+async def test_a_burst_reaches_the_hub_as_one_list_with_every_seq_in_order() -> None:
+    source = TimeSeriesSource.from_udp(0, name="imu", fields=["ax"])
+    async with reading(source) as (frames, port):
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as tx:
             for i in range(30):  # all queued before the source's next drain
                 tx.sendto(json.dumps({"t": i * MS, "ax": float(i)}).encode(), ("127.0.0.1", port))
-        with anyio.fail_after(10):
-            while sum(map(len, frames)) < 30:  # noqa: ASYNC110
-                await anyio.sleep(0.01)
-        tg.cancel_scope.cancel()
+        await until_framed(source, frames, 30)
     flat = [f for batch in frames for f in batch]
     assert [f.seq for f in flat] == list(range(30))
     assert [f.t_sensor for f in flat] == [i * MS for i in range(30)]
@@ -326,23 +339,12 @@ async def test_one_bad_value_in_a_burst_costs_that_field_and_a_restart_splits_it
     stamps = [10_000 * MS + i * MS for i in range(20)] + [i * MS for i in range(10)]
     values: list[object] = [float(i) for i in range(30)]
     values[7] = "not a number"
-    frames: list[Frame] = []
-    async with anyio.create_task_group() as tg:
-
-        async def read() -> None:
-            async with aclosing(source.frame_batches()) as batches:  # type: ignore[type-var]
-                async for batch in batches:
-                    frames.extend(batch)
-
-        tg.start_soon(read)
-        port = await source.wait_listening()
+    async with reading(source) as (batches, port):
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as tx:
             for t, value in zip(stamps, values, strict=True):
                 tx.sendto(json.dumps({"t": t, "ax": value}).encode(), ("127.0.0.1", port))
-        with anyio.fail_after(10):
-            while source.ledgers()["imu"].received < 30 or len(frames) < 30:  # noqa: ASYNC110
-                await anyio.sleep(0.01)
-        tg.cancel_scope.cancel()
+        await until_framed(source, batches, 30)
+    frames = [f for batch in batches for f in batch]
     assert [f.t_sensor for f in frames] == stamps
     ax = [float(f.data["ax"][0]) for f in frames]
     assert math.isnan(ax[7])
@@ -363,19 +365,10 @@ async def test_a_sender_restarted_a_little_back_in_time_is_followed_each_row_wit
     # base, then releases them together, from several drains. Each row keeps the
     # arrival of its own datagram (an IndexError stopped the source here before).
     source = TimeSeriesSource.from_udp(0, name="imu", fields=["ax"])
-    frames: list[Frame] = []
     first = [2000 * MS + i * 5 * MS for i in range(20)]
     second = [1300 * MS + i * 5 * MS for i in range(20)]
     sent_at: dict[int, int] = {}
-    async with anyio.create_task_group() as tg:
-
-        async def read() -> None:
-            async with aclosing(source.frame_batches()) as batches:  # type: ignore[type-var]
-                async for batch in batches:
-                    frames.extend(batch)
-
-        tg.start_soon(read)
-        port = await source.wait_listening()
+    async with reading(source) as (batches, port):
         for stamps in (first, second):  # two sockets: the sender's process restarted
             with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as tx:
                 for t in stamps:
@@ -383,10 +376,8 @@ async def test_a_sender_restarted_a_little_back_in_time_is_followed_each_row_wit
                     tx.sendto(json.dumps({"t": t, "ax": 1.0}).encode(), ("127.0.0.1", port))
                     await anyio.sleep(0.005)  # 200 Hz: a few rows a drain
             await anyio.sleep(0.7)  # silent past the receiver's 0.5 s: the next is followed
-        with anyio.fail_after(10):
-            while len(frames) < 40:  # noqa: ASYNC110
-                await anyio.sleep(0.01)
-        tg.cancel_scope.cancel()
+        await until_framed(source, batches, 40)
+    frames = [f for batch in batches for f in batch]
     assert [f.t for f in frames] == first + second  # nothing lost: the new base confirmed
     assert source.errors == {"time_rebased": 1}
     for frame in frames:
