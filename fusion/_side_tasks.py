@@ -5,14 +5,15 @@ belongs to the consumer's task. A consumer that stops iterating without closing
 the generator (a ``break`` out of ``async for``, the way most people write it)
 leaves it to Python's finaliser, which closes it in another task, and that task
 cannot leave the group: anyio cancelled the consumer's own task instead
-(``CancelledError`` at its next ``await``, measured on ``BatchWorker.stream()``).
+(``CancelledError`` at its next ``await``; seen with ``BatchWorker.stream()``,
+``StreamMux.results()`` and ``async for group in pipeline``).
 
 On asyncio the generator's helpers are plain tasks that :meth:`SideTasks.close`
 cancels and waits for, from whichever task closes the generator; each helper must
 catch what it raises and hand it to the generator (nobody awaits it), and close the
-async iterator it reads (:func:`close_input`). On another
-anyio backend they run in a task group entered by :meth:`SideTasks.start`, as
-before: there, close the generator (``contextlib.aclosing``) if you stop early.
+async iterator it reads (:func:`close_input`). On another anyio backend they run in
+a task group entered by :meth:`SideTasks.start`, as before: there, close the
+generator (``contextlib.aclosing``) if you stop early.
 """
 
 from __future__ import annotations

@@ -51,19 +51,13 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import (
-    AsyncGenerator,
-    AsyncIterable,
-    Iterable,
-    Iterator,
-)
+from collections.abc import AsyncGenerator, AsyncIterable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
 import anyio
-import anyio.abc
 import anyio.lowlevel
 import anyio.to_thread
 
