@@ -95,49 +95,48 @@ def chunk_messages(
 
 def _chunk_records(bio: Any, chunk: Any, size: int) -> bytes:
     """A chunk's records, decompressed and checked; ``size``: the file's, in bytes."""
+    where = f"chunk at byte {chunk.chunk_start_offset}"
     records = chunk.chunk_start_offset + 9 + 40 + len(chunk.compression)
     if chunk.chunk_start_offset < 0 or records + chunk.compressed_size > size:
         # a damaged index: nothing sought or read outside the file (a seek that far fails,
         # a read that long would allocate it)
         raise DamagedChunk(
-            f"chunk at byte {chunk.chunk_start_offset} runs past the file's end "
-            "(the file is cut short, or its index damaged)"
+            f"{where} runs past the file's end (the file is cut short, or its index damaged)"
         )
     bio.seek(chunk.chunk_start_offset + 9 + 24)
     head = bio.read(4)
     if len(head) != 4:
-        raise DamagedChunk(f"chunk at byte {chunk.chunk_start_offset} is cut short")
+        raise DamagedChunk(f"{where} is cut short")
     (crc,) = _CRC.unpack(head)
     bio.seek(records)
     data = bio.read(chunk.compressed_size)
     if len(data) != chunk.compressed_size:
-        raise DamagedChunk(f"chunk at byte {chunk.chunk_start_offset} is cut short")
+        raise DamagedChunk(f"{where} is cut short")
+    return decompress_chunk(chunk.compression, data, chunk.uncompressed_size, crc, where)
+
+
+def decompress_chunk(compression: str, data: bytes, size: int, crc: int, where: str) -> bytes:
+    """A chunk's records from its stored bytes, checked against its header's size and CRC
+    (0: none); ``where`` names the chunk in the messages."""
     try:
-        if chunk.compression == "zstd":
+        if compression == "":
+            raw = data
+        elif compression == "zstd":
             import zstandard
 
-            raw = zstandard.ZstdDecompressor().decompress(
-                data, max_output_size=chunk.uncompressed_size
-            )
-        elif chunk.compression == "lz4":
+            raw = zstandard.ZstdDecompressor().decompress(data, max_output_size=size)
+        elif compression == "lz4":
             from lz4.frame import decompress  # type: ignore[import-untyped]
 
             raw = decompress(data)
-        elif chunk.compression == "":
-            raw = data
         else:
-            raise DamagedChunk(f"unsupported chunk compression {chunk.compression!r}")
+            raise DamagedChunk(f"{where}: unsupported chunk compression {compression!r}")
     except DamagedChunk:
         raise
     except Exception as err:  # zstandard.ZstdError, lz4's RuntimeError
-        raise DamagedChunk(
-            f"chunk at byte {chunk.chunk_start_offset} does not decompress ({err})"
-        ) from err
-    if len(raw) != chunk.uncompressed_size:
-        raise DamagedChunk(
-            f"chunk at byte {chunk.chunk_start_offset}: {len(raw)} bytes decompressed, "
-            f"its header says {chunk.uncompressed_size}"
-        )
+        raise DamagedChunk(f"{where} does not decompress ({err})") from err
+    if len(raw) != size:
+        raise DamagedChunk(f"{where}: {len(raw)} bytes decompressed, its header says {size}")
     if crc and zlib.crc32(raw) != crc:
-        raise DamagedChunk(f"chunk at byte {chunk.chunk_start_offset}: CRC mismatch")
+        raise DamagedChunk(f"{where}: CRC mismatch")
     return bytes(raw)

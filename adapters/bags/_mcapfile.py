@@ -34,13 +34,12 @@ import heapq
 import itertools
 import os
 import struct
-import zlib
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from adapters.bags._mcapchunks import DamagedChunk
+from adapters.bags._mcapchunks import DamagedChunk, decompress_chunk
 
 MAGIC = b"\x89MCAP0\r\n"
 OP_HEADER, OP_FOOTER, OP_SCHEMA, OP_CHANNEL, OP_MESSAGE, OP_CHUNK = 1, 2, 3, 4, 5, 6
@@ -210,31 +209,6 @@ def _attachment(body: _Body) -> Attachment:
 
 def _metadata(body: _Body) -> Metadata:
     return Metadata(body.string(), body.string_map())
-
-
-def _decompress(compression: str, data: bytes, size: int, crc: int, where: str) -> bytes:
-    try:
-        if compression == "":
-            raw = data
-        elif compression == "zstd":
-            import zstandard
-
-            raw = zstandard.ZstdDecompressor().decompress(data, max_output_size=size)
-        elif compression == "lz4":
-            from lz4.frame import decompress  # type: ignore[import-untyped]
-
-            raw = decompress(data)
-        else:
-            raise DamagedChunk(f"{where}: unsupported chunk compression {compression!r}")
-    except DamagedChunk:
-        raise
-    except Exception as err:  # zstandard.ZstdError, lz4's RuntimeError
-        raise DamagedChunk(f"{where} does not decompress ({err})") from err
-    if len(raw) != size:
-        raise DamagedChunk(f"{where}: {len(raw)} bytes decompressed, its header says {size}")
-    if crc and zlib.crc32(raw) != crc:
-        raise DamagedChunk(f"{where}: CRC mismatch")
-    return bytes(raw)
 
 
 def _records(buf: bytes, where: str) -> Iterator[tuple[int, int, memoryview]]:
@@ -518,7 +492,7 @@ class McapFile:
             raise DamagedChunk(f"{where}: {len(data)} bytes, its header says {size}")
         if size > 64 * len(data) + (1 << 20):
             raise DamagedChunk(f"{where} says it decompresses to {size} bytes, past any ratio")
-        return _decompress(compression, data, size, crc, where)
+        return decompress_chunk(compression, data, size, crc, where)
 
     # -- reading ------------------------------------------------------------------------
 
