@@ -361,8 +361,7 @@ class TimeSeriesSource(Source):
                     restarted = True
                 # Each row's arrival goes with it: the checks below may drop rows, or
                 # release rows held from earlier batches (a new time base confirmed).
-                given = None if batch.arrivals is None else np.asarray(batch.arrivals, np.int64)
-                rows, weights, arrivals = self._monotonic(batch.rows, batch.weights, given)
+                rows, weights, arrivals = self._monotonic(batch.rows, batch.weights, batch.arrivals)
                 if pending is not None and len(pending.rows):
                     rows = np.concatenate([pending.rows, rows])
                     weights = np.concatenate([pending.weights, weights])
@@ -371,7 +370,7 @@ class TimeSeriesSource(Source):
                 whole = len(rows) - len(rows) % block
                 stamps = rows["t"][:whole:block].tolist()
                 units = weights.tolist() if block == 1 else None
-                each = None if arrivals is None or block != 1 else arrivals.tolist()
+                each = arrivals if block == 1 else None
                 for k, i in enumerate(range(0, whole, block)):
                     t = stamps[k]
                     if self.speed is not None:
@@ -403,8 +402,8 @@ class TimeSeriesSource(Source):
         return self.make_frame(int(rows["t"][0]), rows, t_arrival=arrival, units=int(weights.sum()))
 
     def _monotonic(
-        self, chunk: np.ndarray, weights: np.ndarray, arrivals: np.ndarray | None
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        self, chunk: np.ndarray, weights: np.ndarray, arrivals: list[int] | None
+    ) -> tuple[np.ndarray, np.ndarray, list[int] | None]:
         """The rows kept, with their weights and arrivals (``arrivals`` given per row or
         ``None``; rows released from an earlier batch carry their own)."""
         if self._max_jump is not None:
@@ -424,7 +423,8 @@ class TimeSeriesSource(Source):
                 units=int(weights[bad].sum()),
             )
             chunk, weights = chunk[keep], weights[keep]
-            arrivals = None if arrivals is None else arrivals[keep]
+            if arrivals is not None:
+                arrivals = [a for a, kept in zip(arrivals, keep.tolist(), strict=True) if kept]
         if len(chunk):
             self._last_t = int(chunk["t"][-1])
         return chunk, weights, arrivals
@@ -434,9 +434,9 @@ def _bounded(
     source: TimeSeriesSource,
     chunk: np.ndarray,
     weights: np.ndarray,
-    arrivals: np.ndarray | None,
+    arrivals: list[int] | None,
     bound: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+) -> tuple[np.ndarray, np.ndarray, list[int] | None]:
     """Rows that continue the recent stamps (``last <= t <= last + bound``).
 
     Others are held; :data:`REBASE_AFTER` consecutive held rows that
@@ -466,7 +466,7 @@ def _bounded(
         row = (
             chunk[i : i + 1],
             int(weights[i]),
-            None if arrivals is None else int(arrivals[i]),
+            None if arrivals is None else arrivals[i],
         )
         if last is None or last <= ti <= last + bound:
             _drop_held(source, last)
@@ -489,14 +489,13 @@ def _bounded(
             source._held = []
     source._last_t = last
     if not keep:
-        return chunk[:0], weights[:0], None if arrivals is None else arrivals[:0]
+        return chunk[:0], weights[:0], None if arrivals is None else []
     rows = np.concatenate([r for r, _, _ in keep])
     kept_weights = np.array([w for _, w, _ in keep], np.int64)
     if arrivals is None:  # offline: no row has an arrival
         return rows, kept_weights, None
     # A row held from a batch without arrivals of its own: the one that releases it.
-    kept = [int(arrivals[-1]) if a is None else a for _, _, a in keep]
-    return rows, kept_weights, np.array(kept, np.int64)
+    return rows, kept_weights, [arrivals[-1] if a is None else a for _, _, a in keep]
 
 
 def _drop_held(source: TimeSeriesSource, last: int | None) -> None:
