@@ -32,7 +32,12 @@ Where the memory comes from, and why steady state does not grow:
   ``rgb24``/``bgr24``/``gray`` at the input's size, where its pixels equal the
   reformatter's; resizing, conversion into ``yuv420p``, interlaced frames and
   formats libavfilter refuses go through the reformatter as before (resized
-  outputs are small, so their allocations cost little).
+  outputs are small, so their allocations cost little). Resized into RGB or BGR,
+  the reformatter writes planar RGB (``gbrp``) and the planes are interleaved
+  into an aligned array: swscale then brings subsampled chroma to full
+  resolution before shrinking (into packed RGB it scales the chroma on its own
+  grid: colour edges off by tens of levels), and the pass costs less (a 720p
+  frame to 224x224 with area: 0.38 ms + 0.05 ms interleaving against 0.56 ms).
   With ``reuse_buffers=True`` the converted image is instead copied into a
   small pool of numpy arrays that are reused once every consumer has dropped
   them (see :class:`BufferPool`), for consumers that want numpy-owned memory.
@@ -60,6 +65,8 @@ _SWS_FLAGS = {"POINT": "neighbor"}
 """swscale flag names (``scale`` filter) that differ from the reformatter's interpolation names."""
 
 Payload = np.ndarray[Any, Any] | dict[str, np.ndarray[Any, Any]]
+_GBRP_ORDER = {"rgb24": (2, 0, 1), "bgr24": (1, 0, 2)}
+"""Planar ``gbrp``'s planes (green, blue, red) in each packed format's channel order."""
 
 
 class BufferPool:
@@ -172,7 +179,10 @@ class PixelConverter:
             if self.reuse_buffers:
                 return {name: self._pooled(name, view) for name, view in planes.items()}
             return planes
-        array = cast("np.ndarray[Any, Any]", out.to_ndarray())
+        if out.format.name == "gbrp":
+            array = _interleaved(out, _GBRP_ORDER[self.pixel_format])
+        else:
+            array = cast("np.ndarray[Any, Any]", out.to_ndarray())
         if not turned:
             array = np.ascontiguousarray(turn.apply(array))
         if self.reuse_buffers:
@@ -202,11 +212,15 @@ class PixelConverter:
                 # The graph's state is unknown after a failure: reformat this input from now on.
                 self._no_graph.add(key)
                 self._graph = None
+        resizing = width is not None and (width, height) != (frame.width, frame.height)
         out = self._reformatter.reformat(
             frame,
             width=width,
             height=height,
-            format=self.pixel_format,
+            # Resized into packed RGB, swscale scales subsampled chroma on its own grid
+            # and misplaces colour edges (tens of levels); into planar RGB it brings
+            # chroma to full resolution first, and costs less.
+            format="gbrp" if resizing and self.pixel_format in _GBRP_ORDER else self.pixel_format,
             interpolation=self.interpolation,
             threads=self.threads,
         )
@@ -309,6 +323,14 @@ class _ScaleGraph:
         """``frame`` converted, in a pooled buffer (GIL released while scaling)."""
         self._source.push(frame)
         return cast(av.VideoFrame, self._sink.pull())
+
+
+def _interleaved(frame: av.VideoFrame, order: tuple[int, int, int]) -> np.ndarray[Any, Any]:
+    """A planar RGB frame as a ``(height, width, 3)`` array, channels from planes ``order``."""
+    out = aligned_empty((frame.height, frame.width, 3), np.uint8)
+    for channel, index in enumerate(order):
+        out[:, :, channel] = _plane_view(frame, index)
+    return out
 
 
 def _plane_view(frame: av.VideoFrame, index: int) -> np.ndarray[Any, Any]:

@@ -29,9 +29,11 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
+
+from adapters.video._convert import PixelConverter, PixelFormat
 
 __all__ = [
     "DecodeCounts",
@@ -153,6 +155,12 @@ def decode_range(
     """
     counts = counts if counts is not None else DecodeCounts()
     width, height = size if size is not None else (None, None)
+    # Resized into RGB or BGR, the frames VideoSource would give (planar RGB, interleaved).
+    converter = (
+        PixelConverter(cast(PixelFormat, pixel_format), size=size)
+        if size is not None and pixel_format in ("rgb24", "bgr24")
+        else None
+    )
     back = 0
     while True:
         seek = None if start is None or back < 0 else start - back
@@ -170,7 +178,9 @@ def decode_range(
                 if end is not None and t >= end:
                     return
                 counts.kept += 1
-                if width is not None:
+                if converter is not None:
+                    yield t, cast("np.ndarray[Any, Any]", converter.convert(frame))
+                elif width is not None:
                     frame = frame.reformat(width=width, height=height, format=pixel_format)
                     yield t, frame.to_ndarray()
                 else:

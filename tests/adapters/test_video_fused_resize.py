@@ -6,9 +6,11 @@ of OpenCV's ``INTER_AREA`` and Pillow's antialiased bilinear, see
 tests/fusion/test_resize.py). Tolerance, per RGB channel in grey levels:
 
 * 4:4:4 input: mean under 0.3, 99th percentile at most 2;
-* 4:2:0 input: mean under 2.5; luma 99th percentile under 6. The fused pass
-  scales the half-resolution chroma planes from their own grid, the reference
-  upsamples chroma to full size first: colour edges differ by a few levels.
+* 4:2:0 input: mean under 2.5, 99th percentile at most 10; luma 99th percentile
+  under 6. The reference upsamples chroma to full size before resizing; so does the
+  fused pass (swscale into planar RGB), only by its own filter: colour edges differ
+  by a few levels. (Into packed RGB, swscale scaled the half-resolution chroma from
+  its own grid instead: 99th percentile 20-22 levels on the HEVC clip at 224x224.)
 """
 
 from __future__ import annotations
@@ -73,6 +75,7 @@ async def test_fused_resize_gives_the_pixels_of_convert_then_resize(
             assert np.percentile(diff, 99) <= 2, diff.max()
         else:
             assert diff.mean() < 2.5, diff.mean()
+            assert np.percentile(diff, 99) <= 10, np.percentile(diff, 99)
             assert np.percentile(luma, 99) < 6, luma.max()
 
 

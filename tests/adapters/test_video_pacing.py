@@ -26,14 +26,15 @@ CLIP = REAL / "androidx_h265_bframes.mp4"  # 854x480 HEVC with B-frames
 
 
 def reference_frames(n: int, size: tuple[int, int]) -> list[np.ndarray]:
-    """PyAV on FFmpeg's automatic threads, swscale AREA to ``size``."""
+    """PyAV on FFmpeg's automatic threads, swscale AREA to ``size`` (planar RGB, as
+    VideoSource resizes)."""
     out = []
     with av.open(str(CLIP)) as container:
         stream = container.streams.video[0]
         stream.thread_type = "AUTO"
         for frame in container.decode(stream):
             w, h = size
-            out.append(frame.reformat(w, h, "rgb24", interpolation="AREA").to_ndarray())
+            out.append(frame.reformat(w, h, "gbrp", interpolation="AREA").to_ndarray())
             if len(out) == n:
                 break
     return out

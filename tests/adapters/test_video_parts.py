@@ -221,19 +221,33 @@ def _decoded(path: Path) -> list[av.VideoFrame]:
 def _reference(
     frame: av.VideoFrame, fmt: str, size: tuple[int, int] | None, interp: str
 ) -> Payload:
-    """What PyAV's own reformatter makes of ``frame`` (the converter must match it exactly)."""
+    """What PyAV's own reformatter makes of ``frame`` (the converter must match it exactly).
+
+    Resized into RGB or BGR, the converter asks swscale for planar RGB (``gbrp``) and
+    interleaves it: so does the reference.
+    """
     w, h = size if size is not None else (None, None)
+    planar = size is not None and fmt in ("rgb24", "bgr24")
     out = VideoReformatter().reformat(
-        frame, width=w, height=h, format=fmt, interpolation=interp.upper(), threads=1
+        frame,
+        width=w,
+        height=h,
+        format="gbrp" if planar else fmt,
+        interpolation=interp.upper(),
+        threads=1,
     )
+    if planar:
+        rgb = out.to_ndarray()  # PyAV's own interleaving, in RGB order
+        return rgb if fmt == "rgb24" else rgb[:, :, ::-1]
     if fmt == "yuv420p":
-        return {
-            name: np.frombuffer(memoryview(p), np.uint8).reshape(p.height, p.line_size)[
-                :, : p.width
-            ]
-            for name, p in zip("yuv", out.planes, strict=True)
-        }
+        return {name: _plane(out, i) for i, name in enumerate("yuv")}
     return out.to_ndarray()  # type: ignore[no-any-return]
+
+
+def _plane(frame: av.VideoFrame, index: int) -> np.ndarray:
+    plane = frame.planes[index]
+    rows = np.frombuffer(memoryview(plane), np.uint8).reshape(plane.height, plane.line_size)
+    return rows[:, : plane.width]
 
 
 class TestPixelConverter:
