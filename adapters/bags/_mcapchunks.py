@@ -31,6 +31,10 @@ _CRC = struct.Struct("<I")
 _OP_MESSAGE = 0x05
 
 
+MAX_CHUNK_BYTES = 1 << 30
+"""The largest chunk read, decompressed (the recordings' default limit too)."""
+
+
 class DamagedChunk(Exception):
     """A chunk that does not decompress, has the wrong size or fails its CRC."""
 
@@ -117,18 +121,24 @@ def _chunk_records(bio: Any, chunk: Any, size: int) -> bytes:
 
 def decompress_chunk(compression: str, data: bytes, size: int, crc: int, where: str) -> bytes:
     """A chunk's records from its stored bytes, checked against its header's size and CRC
-    (0: none); ``where`` names the chunk in the messages."""
+    (0: none); ``where`` names the chunk in the messages.
+
+    The header's size is checked before anything that large is allocated: over
+    :data:`MAX_CHUNK_BYTES`, or not what a zstd frame's own header says, the chunk is
+    damaged; an lz4 frame is decompressed to at most ``size`` bytes.
+    """
+    if size > MAX_CHUNK_BYTES:
+        raise DamagedChunk(
+            f"{where}: its header says {size} bytes decompressed, over the {MAX_CHUNK_BYTES} "
+            "a chunk may hold here (a damaged header, or a file this reader does not take)"
+        )
     try:
         if compression == "":
             raw = data
         elif compression == "zstd":
-            import zstandard
-
-            raw = zstandard.ZstdDecompressor().decompress(data, max_output_size=size)
+            raw = _unzstd(data, size, where)
         elif compression == "lz4":
-            from lz4.frame import decompress  # type: ignore[import-untyped]
-
-            raw = decompress(data)
+            raw = _unlz4(data, size, where)
         else:
             raise DamagedChunk(f"{where}: unsupported chunk compression {compression!r}")
     except DamagedChunk:
@@ -140,3 +150,25 @@ def decompress_chunk(compression: str, data: bytes, size: int, crc: int, where: 
     if crc and zlib.crc32(raw) != crc:
         raise DamagedChunk(f"{where}: CRC mismatch")
     return bytes(raw)
+
+
+def _unzstd(data: bytes, size: int, where: str) -> bytes:
+    import zstandard
+
+    declared = zstandard.frame_content_size(data)
+    if declared not in (-1, size):  # -1: the frame does not say; then size bounds the output
+        raise DamagedChunk(f"{where}: its zstd frame says {declared} bytes, its header {size}")
+    return zstandard.ZstdDecompressor().decompress(data, max_output_size=size)
+
+
+def _unlz4(data: bytes, size: int, where: str) -> bytes:
+    from lz4.frame import LZ4FrameDecompressor  # type: ignore[import-untyped]
+
+    decompressor = LZ4FrameDecompressor()
+    raw: bytes = decompressor.decompress(data, max_length=size)
+    if not decompressor.eof:
+        raise DamagedChunk(
+            f"{where}: its lz4 frame is cut short, or holds more than the {size} bytes "
+            "its header says"
+        )
+    return raw

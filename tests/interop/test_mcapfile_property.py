@@ -168,3 +168,36 @@ def test_a_chunk_index_pointing_outside_the_file_is_a_damaged_chunk() -> None:
         chunk = SimpleNamespace(chunk_start_offset=start, compression="", compressed_size=size)
         with pytest.raises(DamagedChunk, match="past the file's end"):
             _chunk_records(bio, chunk, len(raw))
+
+
+@pytest.mark.parametrize("compression", ["zstd", "lz4"])
+@pytest.mark.parametrize("claimed", [1000, 1 << 33])
+def test_a_chunk_that_decompresses_past_its_header_allocates_only_what_the_header_says(
+    compression: str, claimed: int
+) -> None:
+    """64 MiB of zeros stored in 2-260 KiB, under a header that says ``claimed`` bytes:
+    a damaged chunk, found before more than ``claimed`` bytes (or, over the limit, any) are
+    allocated."""
+    import tracemalloc
+
+    import lz4.frame  # type: ignore[import-untyped]
+    import zstandard
+
+    from adapters.bags._mcapchunks import MAX_CHUNK_BYTES, decompress_chunk
+
+    records = bytes(64 << 20)
+    data = (
+        zstandard.ZstdCompressor().compress(records)
+        if compression == "zstd"
+        else lz4.frame.compress(records)
+    )
+    del records
+    tracemalloc.start()
+    try:
+        with pytest.raises(DamagedChunk, match="chunk at byte 77") as raised:
+            decompress_chunk(compression, data, claimed, 0, "chunk at byte 77")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < min(claimed, 1 << 20) + (1 << 20), peak
+    assert ("over the" in str(raised.value)) == (claimed > MAX_CHUNK_BYTES)
