@@ -32,12 +32,14 @@ Where the memory comes from, and why steady state does not grow:
   ``rgb24``/``bgr24``/``gray`` at the input's size, where its pixels equal the
   reformatter's; resizing, conversion into ``yuv420p``, interlaced frames and
   formats libavfilter refuses go through the reformatter as before (resized
-  outputs are small, so their allocations cost little). Resized into RGB or BGR,
-  the reformatter writes planar RGB (``gbrp``) and the planes are interleaved
-  into an aligned array: swscale then brings subsampled chroma to full
-  resolution before shrinking (into packed RGB it scales the chroma on its own
-  grid: colour edges off by tens of levels), and the pass costs less (a 720p
-  frame to 224x224 with area: 0.38 ms + 0.05 ms interleaving against 0.56 ms).
+  outputs are small, so their allocations cost little). Shrunk into RGB or BGR to
+  half the pixels or fewer, the reformatter writes planar RGB (``gbrp``) and the
+  planes are interleaved into an aligned array: swscale then brings subsampled
+  chroma to full resolution before shrinking (into packed RGB it scales the
+  chroma on its own grid: colour edges off by tens of levels), and the pass
+  costs less (a 720p frame to 224x224 with area: 0.38 ms + 0.05 ms
+  interleaving against 0.56 ms; to 640x360 about the same; to 960x540 or
+  larger, planar would cost up to three times as much, so packed stays).
   With ``reuse_buffers=True`` the converted image is instead copied into a
   small pool of numpy arrays that are reused once every consumer has dropped
   them (see :class:`BufferPool`), for consumers that want numpy-owned memory.
@@ -212,15 +214,20 @@ class PixelConverter:
                 # The graph's state is unknown after a failure: reformat this input from now on.
                 self._no_graph.add(key)
                 self._graph = None
-        resizing = width is not None and (width, height) != (frame.width, frame.height)
+        # Shrunk into packed RGB, swscale scales subsampled chroma on its own grid and
+        # misplaces colour edges (tens of levels); into planar RGB it brings chroma to
+        # full resolution first, and costs as much or less down to half the pixels (to
+        # more pixels, up to three times as much with the interleaving).
+        shrinking = (
+            width is not None
+            and height is not None
+            and 2 * width * height <= frame.width * frame.height
+        )
         out = self._reformatter.reformat(
             frame,
             width=width,
             height=height,
-            # Resized into packed RGB, swscale scales subsampled chroma on its own grid
-            # and misplaces colour edges (tens of levels); into planar RGB it brings
-            # chroma to full resolution first, and costs less.
-            format="gbrp" if resizing and self.pixel_format in _GBRP_ORDER else self.pixel_format,
+            format="gbrp" if shrinking and self.pixel_format in _GBRP_ORDER else self.pixel_format,
             interpolation=self.interpolation,
             threads=self.threads,
         )

@@ -155,7 +155,7 @@ def decode_range(
     """
     counts = counts if counts is not None else DecodeCounts()
     width, height = size if size is not None else (None, None)
-    # Resized into RGB or BGR, the frames VideoSource would give (planar RGB, interleaved).
+    # Resized into RGB or BGR: the pixels VideoSource gives (its converter, the same rule).
     converter = (
         PixelConverter(cast(PixelFormat, pixel_format), size=size)
         if size is not None and pixel_format in ("rgb24", "bgr24")

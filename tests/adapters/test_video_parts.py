@@ -223,11 +223,15 @@ def _reference(
 ) -> Payload:
     """What PyAV's own reformatter makes of ``frame`` (the converter must match it exactly).
 
-    Resized into RGB or BGR, the converter asks swscale for planar RGB (``gbrp``) and
-    interleaves it: so does the reference.
+    Shrunk into RGB or BGR to half the pixels or fewer, the converter asks swscale for
+    planar RGB (``gbrp``) and interleaves it: so does the reference.
     """
     w, h = size if size is not None else (None, None)
-    planar = size is not None and fmt in ("rgb24", "bgr24")
+    planar = (
+        size is not None
+        and fmt in ("rgb24", "bgr24")
+        and 2 * size[0] * size[1] <= frame.width * frame.height
+    )
     out = VideoReformatter().reformat(
         frame,
         width=w,
