@@ -22,8 +22,13 @@ their ledgers (unit: the datagram):
   process writing to the same port cannot poison the stream. A sender
   restarted by its operator comes back from a new port: when the followed
   sender has been silent for ``sender_timeout`` seconds, the next sender
-  heard is followed instead (logged). A configured host admits every port
-  of that host; a configured ``host:port`` only that one.
+  heard is followed instead (logged). What that sender sent while the
+  followed one was silent for less is held, not lost: followed in order, each
+  datagram with its own arrival time, when it takes over; counted foreign when
+  the followed sender speaks again (a second writer) or the stream stops first
+  (bounded: ``_MAX_HELD`` datagrams, ``_MAX_HELD_BYTES``; the oldest give way).
+  A configured host admits every port of that host; a configured
+  ``host:port`` only that one.
 * **arrival times.** Each datagram's arrival is its kernel receive time where
   Linux gives one (``SO_TIMESTAMPNS``: its age, the wall clock now minus the
   stamp, is taken off the runtime clock's now), so a datagram that waited in
@@ -57,8 +62,9 @@ import socket
 import struct
 import sys
 import time
+from collections import deque
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import anyio.lowlevel
@@ -89,6 +95,11 @@ DEFAULT_SENDER_TIMEOUT = 0.5
 """Seconds the followed sender must be silent before another one is followed."""
 
 Address = tuple[str, int]
+Verdict = Literal["follow", "hold", "take_over", "foreign"]
+Datagram = tuple[bytes, Address, int]
+"""(payload, sender, arrival ns)."""
+_MAX_HELD = 4096  # datagrams of a sender not yet followed, kept (the oldest give way)
+_MAX_HELD_BYTES = 16 << 20
 
 
 def parse_sender(text: str) -> tuple[str, int | None]:
@@ -135,24 +146,43 @@ class SenderFilter:
         self.followed: Address | None = None
         """The sender whose datagrams the stream takes (``None`` until one is heard)."""
         self._last_heard: int | None = None
+        self.held: Address | None = None
+        """The sender heard while the followed one is silent, not yet decided."""
         self.changes = 0
         """How many times another sender was followed after a silence."""
 
     def admit(self, address: Address, now: int) -> bool:
-        """Whether the datagram from ``address`` (received at ``now`` ns) is the stream's."""
+        """Whether the datagram from ``address`` (received at ``now`` ns) is the stream's
+        (a held one, see :meth:`classify`, is not)."""
+        return self.classify(address, now) in ("follow", "take_over")
+
+    def classify(self, address: Address, now: int) -> Verdict:
+        """What the datagram from ``address`` (received at ``now`` ns) is.
+
+        ``"follow"``: the followed sender's (a held sender's datagrams are then
+        foreign: the followed one spoke again); ``"hold"``: another sender's while
+        the followed one is silent for less than ``timeout_ns``, to be kept until
+        that is decided; ``"take_over"``: the held sender's, the followed one
+        silent that long: it is followed from now on, its held datagrams with it;
+        ``"foreign"``: anyone else's.
+        """
         host, port = address[0], address[1]
         if self.configured:  # a host admits every port of it; a host:port only that one
             if host != self.host or (self.port is not None and port != self.port):
-                return False
+                return "foreign"
             self.followed = (host, port)
-            return True
+            return "follow"
         if self.followed is None or (host, port) == self.followed:
             self.followed = (host, port)
             self._last_heard = now
-            return True
+            self.held = None
+            return "follow"
+        if self.timeout_ns is None or (self.held is not None and self.held != (host, port)):
+            return "foreign"
         silent = now - (self._last_heard if self._last_heard is not None else now)
-        if self.timeout_ns is None or silent < self.timeout_ns:
-            return False
+        if silent < self.timeout_ns:
+            self.held = (host, port)
+            return "hold"
         log.warning(
             "UDP sender %s:%d silent for %.1f s: now following %s:%d",
             *self.followed,
@@ -162,8 +192,9 @@ class SenderFilter:
         )
         self.followed = (host, port)
         self._last_heard = now
+        self.held = None
         self.changes += 1
-        return True
+        return "take_over"
 
     def describe(self) -> str:
         """Why a datagram from someone else is not the stream's, for messages."""
@@ -204,6 +235,49 @@ class DropCounter:
         return None
 
 
+def _enable(sock: socket.socket, option: int | None) -> bool:
+    """Turn a socket option on; whether this platform and socket took it."""
+    if option is None:
+        return False
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, option, 1)
+    except OSError:
+        return False
+    return True
+
+
+class _Held:
+    """A sender's datagrams kept until it is followed or found foreign, oldest first, at
+    most ``_MAX_HELD`` of them and ``_MAX_HELD_BYTES`` (sans-I/O)."""
+
+    __slots__ = ("_bytes", "_datagrams")
+
+    def __init__(self) -> None:
+        self._datagrams: deque[Datagram] = deque()
+        self._bytes = 0
+
+    def __len__(self) -> int:
+        return len(self._datagrams)
+
+    def add(self, datagram: Datagram) -> list[Datagram]:
+        """Keep ``datagram``; give back the oldest ones that no longer fit."""
+        self._datagrams.append(datagram)
+        self._bytes += len(datagram[0])
+        out = []
+        while len(self._datagrams) > _MAX_HELD or self._bytes > _MAX_HELD_BYTES:
+            oldest = self._datagrams.popleft()
+            self._bytes -= len(oldest[0])
+            out.append(oldest)
+        return out
+
+    def take(self) -> list[Datagram]:
+        """Every held datagram, oldest first; none are held afterwards."""
+        out = list(self._datagrams)
+        self._datagrams.clear()
+        self._bytes = 0
+        return out
+
+
 @dataclass(frozen=True)
 class UdpStatistics:
     """What a UDP receiver has seen (frozen: safe to hand to other threads)."""
@@ -230,6 +304,10 @@ class UdpStatistics:
     gather_ms: float = 0.0
     """How long a fast stream gathers between drains (0: it reads each at once, also
     where the kernel gives no receive stamps)."""
+    held: int = 0
+    """Datagrams of a sender heard while the followed one is silent, kept until it is
+    followed (a restart) or found foreign (the followed one spoke again, or the stream
+    stopped); not yet in the ledger."""
 
     def as_dict(self) -> dict[str, Any]:
         """Plain types, for JSON and the live screen."""
@@ -300,6 +378,8 @@ class UdpReceiver:
         self._ancillary = False
         self._meminfo = False
         self._foreign_logged: set[Address] = set()
+        self._held = _Held()
+        self._released: deque[Datagram] = deque()
 
     # -- opening and closing ---------------------------------------------------------------
 
@@ -324,8 +404,8 @@ class UdpReceiver:
         self._sock = sock
         self.port = sock.getsockname()[1]
         self.recv_buffer = sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
-        self._ancillary = self._enable_ancillary(sock)
-        self._stamped = self._ancillary and self._enable_stamps(sock)
+        self._ancillary = hasattr(sock, "recvmsg") and _enable(sock, SO_RXQ_OVFL)
+        self._stamped = self._ancillary and _enable(sock, SO_TIMESTAMPNS)
         self._meminfo = self._read_meminfo() is not None
         wanted = self.recv_buffer_requested
         if wanted is not None and self.recv_buffer < wanted:
@@ -359,26 +439,6 @@ class UdpReceiver:
             )
         return self.port
 
-    @staticmethod
-    def _enable_ancillary(sock: socket.socket) -> bool:
-        if SO_RXQ_OVFL is None or not hasattr(sock, "recvmsg"):
-            return False
-        try:
-            sock.setsockopt(socket.SOL_SOCKET, SO_RXQ_OVFL, 1)
-        except OSError:
-            return False
-        return True
-
-    @staticmethod
-    def _enable_stamps(sock: socket.socket) -> bool:
-        if SO_TIMESTAMPNS is None:
-            return False
-        try:
-            sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-        except OSError:
-            return False
-        return True
-
     @property
     def drops_counted(self) -> bool:
         """Whether kernel drops are counted on this platform and socket."""
@@ -391,6 +451,7 @@ class UdpReceiver:
             return
         try:
             self._count_unread()
+            self._reject_held()  # never followed: another sender's, as far as anyone knows
             self._sync_drops()
         finally:
             self._sock.close()
@@ -426,15 +487,21 @@ class UdpReceiver:
 
     # -- receiving -------------------------------------------------------------------------
 
-    def receive_nowait(self) -> tuple[bytes, Address, int]:
+    def receive_nowait(self) -> Datagram:
         """The next queued datagram of the followed sender: (payload, sender, arrival ns).
 
         Raises :class:`anyio.WouldBlock` when none is queued (the kernel's drop
-        total is read then). Foreign ones and kernel drops are counted on the way.
+        total is read then). Foreign ones and kernel drops are counted on the way; a
+        held sender's are kept (:meth:`SenderFilter.classify`) and come first once it
+        takes over.
         """
         sock = self._sock
         if sock is None:
             raise SourceOpenError("the UDP receiver is closed", sensor=self._name)
+        if self._released:
+            if self.counts_admitted:
+                self.source.count_received(sensor=self.sensor)
+            return self._released.popleft()
         clock = current_clock()
         stamped = self._stamped and isinstance(clock, MonotonicClock)
         while True:
@@ -461,12 +528,35 @@ class UdpReceiver:
                 if 0 < age < _MAX_STAMP_AGE:
                     now -= age
             self.datagrams += 1
-            if self.filter.admit(address, now):
-                if self.counts_admitted:
-                    self.source.count_received(sensor=self.sensor)
-                return payload, address, now
-            self.source.count_received(sensor=self.sensor)
-            self._count_foreign(address, len(payload))
+            verdict = self.filter.classify(address, now)
+            if verdict == "hold":
+                for gone, sender, _ in self._held.add((payload, address, now)):
+                    self._refuse(sender, len(gone))  # the oldest held gave way
+                continue
+            if verdict == "foreign":
+                self._refuse(address, len(payload))
+                continue
+            if verdict == "follow":
+                self._reject_held()  # the followed sender spoke again: those were foreign
+            elif self._held:  # take_over: what it sent while the other was silent comes first
+                log.info(
+                    "%s: the %d datagram(s) %s:%d sent while the followed sender was silent "
+                    "are kept",
+                    self._name,
+                    len(self._held),
+                    *address,
+                )
+                self._released.extend(self._held.take())
+                self._released.append((payload, address, now))
+                payload, address, now = self._released.popleft()
+            if self.counts_admitted:
+                self.source.count_received(sensor=self.sensor)
+            return payload, address, now
+
+    def _reject_held(self) -> None:
+        """The held datagrams were another sender's beside the followed one: foreign."""
+        for payload, address, _ in self._held.take():
+            self._refuse(address, len(payload))
 
     async def wait_readable(self) -> None:
         """Wait until a datagram is queued (of anyone: :meth:`receive_nowait` may still block)."""
@@ -535,7 +625,9 @@ class UdpReceiver:
                 arrived=False,
             )
 
-    def _count_foreign(self, address: Address, size: int) -> None:
+    def _refuse(self, address: Address, size: int) -> None:
+        """A datagram received from a sender the stream does not follow: counted, lost."""
+        self.source.count_received(sensor=self.sensor)
         self.foreign += 1
         message = (
             f"datagram of {size} bytes from {address[0]}:{address[1]} on UDP port {self.port}: "
@@ -590,4 +682,5 @@ class UdpReceiver:
             sender=None if followed is None else f"{followed[0]}:{followed[1]}",
             drops_counted=self.drops_counted,
             gather_ms=self._gather_ns / 1e6 if self._stamped else 0.0,
+            held=len(self._held),
         )
