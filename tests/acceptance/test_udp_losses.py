@@ -156,3 +156,31 @@ recv_buffer = 16384
     assert abs(dropped - (sent - ledger["emitted"])) <= 0.05 * (sent - ledger["emitted"])
     assert dropped > sent // 2
     assert f"kernel_overflow {dropped:,}" in rec.text
+
+
+def test_record_of_an_imu_restarted_at_once_keeps_every_sample(tmp_path: Path) -> None:
+    """The IMU's process is stopped and started again at once (a new source port, its
+    clock back near 0): ``record`` in a terminal keeps every datagram of both, those the
+    new one sent while the old port timed out included, and ``info --json`` says so."""
+    port = free_port()
+    config = tmp_path / "imu.toml"
+    config.write_text(
+        f'[[sources]]\ntype = "timeseries_udp"\nname = "imu"\nkind = "imu"\nport = {port}\n'
+    )
+    out = tmp_path / "imu.hfr"
+    rec = Recording([str(config), "-o", str(out)], terminal=True)
+    rec.wait_for("recording to", timeout=60)
+    sent = 0
+    for _ in range(2):
+        imu = python_sender("imu", str(port), "--rate", "200")
+        with stopping(imu):
+            time.sleep(1.5)
+            sent += sent_count(imu.stop())
+    time.sleep(1.0)  # past the old port's timeout: the last held ones are followed
+    code, _took = rec.stop(signal.SIGINT)
+    assert code == 0, rec.text[-3000:]
+    assert "foreign_sender" not in rec.text
+    doc = info_json(out)
+    ledger = doc["ledger"]["imu"]
+    assert (ledger["received"], ledger["frames"], ledger["lost_total"]) == (sent, sent, 0)
+    assert doc["sensors"]["imu"]["frames"] == sent
