@@ -382,7 +382,8 @@ def _drive(
             fut = pool.submit(_work, job, start, end, slot, shms[slot].name)
             running[fut] = _Running(start, end, slot)
         done, _ = wait(running, timeout=0.05, return_when=FIRST_COMPLETED)
-        for fut in done:
+        # In time order: of two segments that failed by now, the earlier one is named.
+        for fut in sorted(done, key=lambda f: _key(running[f].start)):
             run = running.pop(fut)
             try:
                 out = fut.result()
