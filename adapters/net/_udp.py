@@ -536,7 +536,7 @@ class UdpReceiver:
             if verdict == "foreign":
                 self._refuse(address, len(payload))
                 continue
-            if verdict == "follow":
+            if self._held and verdict == "follow":  # nearly always nothing is held
                 self._reject_held()  # the followed sender spoke again: those were foreign
             elif self._held:  # take_over: what it sent while the other was silent comes first
                 log.info(
